@@ -1,0 +1,273 @@
+//! Request timeouts at broker scale: the shape of Kafka's purgatory benchmark
+//! (`TestPurgatoryPerformance`) on this timer.
+//!
+//! Requests arrive at a target rate. Each arms a timeout on the timer (200 ms by default) and
+//! completes after a log-normal service time (median 20 ms, 75th percentile 60 ms by default), which
+//! cancels its timeout; the slow ones time out instead. Completions are simulated off the timer, by a
+//! separate thread with its own heap, so the figures are the timer's.
+//!
+//! ```text
+//! cargo run --release --example request_timeouts
+//! cargo run --release --example request_timeouts -- --rate 500000 --duration 10 --timeout-ms 100
+//! ```
+//!
+//! The summary compares the achieved arrival rate with the target, counts completed and timed-out
+//! requests, and reports how late the timeouts fired (fire time minus arm time plus timeout), the
+//! process CPU time and the peak resident memory.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use delaywheel::{TaskExecution, Timer, TimerHandle};
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::SeedableRng;
+use rand_distr::{Distribution, LogNormal};
+
+/// The z-score of the 75th percentile of a standard normal distribution.
+const Z75: f64 = 0.674_489_750_196_081_7;
+
+#[derive(Parser, Debug)]
+#[command(about = "Simulate request timeouts on a delaywheel timer (Kafka purgatory benchmark shape)")]
+struct Args {
+    /// Target request arrival rate, per second.
+    #[arg(long, default_value_t = 100_000.0)]
+    rate: f64,
+    /// How long requests keep arriving, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// The timeout each request arms, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    timeout_ms: u64,
+    /// Median service time (completion delay), in milliseconds.
+    #[arg(long, default_value_t = 20.0)]
+    median_ms: f64,
+    /// 75th percentile of the service time, in milliseconds (sets the log-normal spread).
+    #[arg(long, default_value_t = 60.0)]
+    p75_ms: f64,
+    /// Timer tick, in microseconds.
+    #[arg(long, default_value_t = 1_000)]
+    tick_us: u64,
+    /// Slots per wheel level (default: the crate's default).
+    #[arg(long)]
+    wheel_size: Option<usize>,
+    /// Run timeouts on this many executor threads instead of on the driver.
+    #[arg(long)]
+    executor_threads: Option<usize>,
+    /// Do not draw the progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+/// Requests waiting for their simulated completion, earliest first.
+type Completions = Mutex<BinaryHeap<Reverse<(Instant, u64, TimerHandleCell)>>>;
+
+/// A handle in the completion heap (ordered by the time and id before it only).
+struct TimerHandleCell(TimerHandle);
+impl PartialEq for TimerHandleCell {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for TimerHandleCell {}
+impl PartialOrd for TimerHandleCell {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for TimerHandleCell {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+#[derive(Default)]
+struct Outcome {
+    arrived: AtomicU64,
+    completed: AtomicU64,
+    timed_out: AtomicU64,
+}
+
+fn main() {
+    let args = Args::parse();
+    assert!(args.rate > 0.0 && args.duration > 0.0, "rate and duration must be positive");
+    assert!(args.p75_ms > args.median_ms && args.median_ms > 0.0, "need 0 < median < p75");
+    let mu = args.median_ms.ln();
+    let sigma = (args.p75_ms.ln() - mu) / Z75;
+    let service = LogNormal::new(mu, sigma).expect("valid log-normal parameters");
+
+    let mut builder = Timer::builder().tick(Duration::from_micros(args.tick_us));
+    if let Some(size) = args.wheel_size {
+        builder = builder.wheel_size(size);
+    }
+    if let Some(n) = args.executor_threads {
+        builder = builder.execution(TaskExecution::Threads(n));
+    }
+    let timer = Arc::new(builder.build());
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let total = (args.rate * args.duration) as u64;
+
+    let outcome = Arc::new(Outcome::default());
+    let lateness = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap()));
+    let completions: Arc<Completions> = Arc::new(Mutex::new(BinaryHeap::new()));
+    let arriving = Arc::new(AtomicBool::new(true));
+    let cpu_start = cpu_time();
+    let start = Instant::now();
+
+    // Completer: cancels a request's timeout when its service time has elapsed.
+    let completer = {
+        let (completions, outcome, arriving) =
+            (Arc::clone(&completions), Arc::clone(&outcome), Arc::clone(&arriving));
+        thread::spawn(move || loop {
+            let now = Instant::now();
+            let mut done = Vec::new();
+            {
+                let mut heap = completions.lock().unwrap();
+                while heap.peek().is_some_and(|Reverse((at, _, _))| *at <= now) {
+                    done.push(heap.pop().unwrap().0 .2);
+                }
+                if done.is_empty() && heap.is_empty() && !arriving.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+            for TimerHandleCell(handle) in done {
+                if handle.cancel() {
+                    outcome.completed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            thread::sleep(Duration::from_micros(200));
+        })
+    };
+
+    // Generator: requests arrive at the target rate, each arming a timeout.
+    let generator = {
+        let (timer, outcome, lateness, completions, arriving) = (
+            Arc::clone(&timer),
+            Arc::clone(&outcome),
+            Arc::clone(&lateness),
+            Arc::clone(&completions),
+            Arc::clone(&arriving),
+        );
+        let rate = args.rate;
+        thread::spawn(move || {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+            let mut batch = Vec::with_capacity(1024);
+            let mut sent = 0u64;
+            while sent < total {
+                let due = ((start.elapsed().as_secs_f64() * rate) as u64).min(total);
+                if due == sent {
+                    thread::sleep(Duration::from_micros(100));
+                    continue;
+                }
+                for id in sent..due {
+                    let armed = Instant::now();
+                    let deadline = armed + timeout;
+                    let (outcome, lateness) = (Arc::clone(&outcome), Arc::clone(&lateness));
+                    let handle = timer.schedule(timeout, move || {
+                        let late = Instant::now().saturating_duration_since(deadline);
+                        outcome.timed_out.fetch_add(1, Ordering::Relaxed);
+                        let _ = lateness.lock().unwrap().record((late.as_micros() as u64).max(1));
+                    });
+                    // A request slower than its timeout times out: its completion would find the
+                    // timeout already fired, so it is not simulated.
+                    let service_time = Duration::from_secs_f64(service.sample(&mut rng) / 1_000.0);
+                    if service_time < timeout {
+                        batch.push(Reverse((armed + service_time, id, TimerHandleCell(handle))));
+                    }
+                }
+                completions.lock().unwrap().extend(batch.drain(..));
+                outcome.arrived.store(due, Ordering::Relaxed);
+                sent = due;
+            }
+            arriving.store(false, Ordering::Release);
+        })
+    };
+
+    let bar = if args.no_progress { ProgressBar::hidden() } else { ProgressBar::new(total) };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} requests {msg}")
+            .unwrap(),
+    );
+    while !generator.is_finished() {
+        bar.set_position(outcome.arrived.load(Ordering::Relaxed));
+        bar.set_message(format!("pending timeouts {}", timer.len()));
+        thread::sleep(Duration::from_millis(50));
+    }
+    let arrival_secs = start.elapsed().as_secs_f64();
+    generator.join().unwrap();
+    bar.set_message("draining");
+    completer.join().unwrap();
+    let give_up = Instant::now() + timeout * 4 + Duration::from_secs(5);
+    while !timer.is_empty() && Instant::now() < give_up {
+        thread::sleep(Duration::from_millis(5));
+    }
+    bar.finish_and_clear();
+    let cpu = cpu_time() - cpu_start;
+    let wall = start.elapsed();
+
+    let arrived = outcome.arrived.load(Ordering::Relaxed);
+    let completed = outcome.completed.load(Ordering::Relaxed);
+    let timed_out = outcome.timed_out.load(Ordering::Relaxed);
+    let late = lateness.lock().unwrap();
+    let ms = |us: u64| us as f64 / 1_000.0;
+    let stats = timer.stats();
+    println!(
+        "request_timeouts: delaywheel {} tick {:?}, wheel size {}, tasks run {}",
+        env!("CARGO_PKG_VERSION"),
+        timer.tick(),
+        timer.wheel_size(),
+        args.executor_threads.map_or("on the driver".to_owned(), |n| format!("on {n} executor threads"))
+    );
+    println!(
+        "workload: timeout {} ms, service time log-normal median {} ms / p75 {} ms",
+        args.timeout_ms, args.median_ms, args.p75_ms
+    );
+    println!("+--------------------------+------------------+");
+    let row = |k: &str, v: String| println!("| {k:<24} | {v:>16} |");
+    row("target rate (req/s)", format!("{:.0}", args.rate));
+    row("achieved rate (req/s)", format!("{:.0}", arrived as f64 / arrival_secs));
+    row("requests", arrived.to_string());
+    row("completed", completed.to_string());
+    row("timed out", timed_out.to_string());
+    row("unresolved at exit", (arrived - completed - timed_out).to_string());
+    row("timeout late p50 (ms)", format!("{:.3}", ms(late.value_at_quantile(0.5))));
+    row("timeout late p99 (ms)", format!("{:.3}", ms(late.value_at_quantile(0.99))));
+    row("timeout late max (ms)", format!("{:.3}", ms(late.max())));
+    row("wall time (s)", format!("{:.2}", wall.as_secs_f64()));
+    row("process CPU (ms)", format!("{:.0}", cpu.as_secs_f64() * 1_000.0));
+    row("CPU per request (µs)", format!("{:.2}", cpu.as_secs_f64() * 1e6 / arrived.max(1) as f64));
+    row("peak RSS (MiB)", format!("{:.1}", peak_rss_bytes() as f64 / (1024.0 * 1024.0)));
+    row("timer panicked tasks", stats.panicked.to_string());
+    println!("+--------------------------+------------------+");
+    assert_eq!(completed + timed_out, arrived, "every request either completed or timed out");
+}
+
+/// User + system CPU time of the whole process.
+fn cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` only writes the struct we pass, which is valid and writable.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Peak resident set size of the process (VmHWM).
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}

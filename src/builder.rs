@@ -1,0 +1,158 @@
+//! `TimerBuilder`: configuration, validated once, then a running [`Timer`].
+
+use std::time::Duration;
+
+use crate::clock::{ClockSource, ManualClock, TickLength};
+use crate::error::BuildError;
+use crate::timer::Timer;
+
+/// The default tick: 1 ms.
+pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
+
+/// The default number of slots per level.
+///
+/// 64 slots give level spans of 64 ms, 4.1 s, 4.4 min and 4.7 h at a 1 ms tick, so typical request
+/// timeouts (tens of ms to seconds) cascade at most once or twice, while a level still costs only 64
+/// small buckets. Kafka uses 20 and Netty 512; see `docs/design.md` for the trade-off.
+pub const DEFAULT_WHEEL_SIZE: usize = 64;
+
+/// Where fired tasks run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskExecution {
+    /// On the thread that advances the clock (the driver thread, or the caller of
+    /// [`Timer::advance_clock`]). Cheapest, and firing order follows deadlines; but a slow task delays
+    /// every firing after it. Keep tasks short (hand heavy work to your own pool). The default.
+    #[default]
+    OnDriver,
+    /// On this many executor threads, fed through a channel, so a slow task cannot delay the wheel.
+    /// Costs a channel hop per task. With `manual()` timers tasks then run on those threads, not
+    /// inside `advance_clock`.
+    Threads(usize),
+}
+
+/// Configures and builds a [`Timer`]. Created by [`Timer::builder`].
+///
+/// ```
+/// use delaywheel::Timer;
+/// use std::time::Duration;
+///
+/// let timer = Timer::builder()
+///     .tick(Duration::from_millis(1))
+///     .wheel_size(20)
+///     .thread_name("request-timeouts")
+///     .build();
+/// assert!(timer.is_empty());
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct TimerBuilder {
+    tick: Duration,
+    wheel_size: usize,
+    clock: Option<ManualClock>,
+    manual: bool,
+    thread_name: String,
+    execution: TaskExecution,
+}
+
+impl Default for TimerBuilder {
+    fn default() -> Self {
+        TimerBuilder {
+            tick: DEFAULT_TICK,
+            wheel_size: DEFAULT_WHEEL_SIZE,
+            clock: None,
+            manual: false,
+            thread_name: "delaywheel-driver".to_owned(),
+            execution: TaskExecution::OnDriver,
+        }
+    }
+}
+
+/// A validated configuration (what `Timer` is built from).
+pub(crate) struct Config {
+    pub(crate) ticks: TickLength,
+    pub(crate) wheel_size: u64,
+    pub(crate) clock: ClockSource,
+    pub(crate) manual: bool,
+    pub(crate) thread_name: String,
+    pub(crate) execution: TaskExecution,
+}
+
+impl TimerBuilder {
+    /// The length of one tick of level 0: the timer's resolution. Tasks fire at the first tick
+    /// boundary at or after their deadline. At least 1 µs. Default [`DEFAULT_TICK`].
+    pub fn tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    /// Slots per level; at least 2. Default [`DEFAULT_WHEEL_SIZE`].
+    pub fn wheel_size(mut self, wheel_size: usize) -> Self {
+        self.wheel_size = wheel_size;
+        self
+    }
+
+    /// Reads this manual clock instead of the system clock.
+    pub fn clock(mut self, clock: ManualClock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// No driver thread: time advances only when [`Timer::advance_clock`] is called, and tasks run
+    /// inside it (unless [`TaskExecution::Threads`] is chosen).
+    pub fn manual(mut self) -> Self {
+        self.manual = true;
+        self
+    }
+
+    /// The name of the driver thread (executor threads get this name with `-exec-N` appended).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Where fired tasks run. Default [`TaskExecution::OnDriver`].
+    pub fn execution(mut self, execution: TaskExecution) -> Self {
+        self.execution = execution;
+        self
+    }
+
+    /// Builds the timer and starts its threads.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] for a tick under 1 µs or a wheel size under 2, or if a thread cannot start.
+    pub fn try_build(self) -> Result<Timer, BuildError> {
+        let ticks = TickLength::new(self.tick).ok_or(if self.tick < Duration::from_micros(1) {
+            BuildError::TickTooShort(self.tick)
+        } else {
+            BuildError::TickTooLong(self.tick)
+        })?;
+        if self.wheel_size < 2 {
+            return Err(BuildError::WheelSizeTooSmall(self.wheel_size));
+        }
+        let config = Config {
+            ticks,
+            wheel_size: self.wheel_size as u64,
+            clock: self.clock.map_or_else(ClockSource::system, ClockSource::Manual),
+            manual: self.manual,
+            thread_name: self.thread_name,
+            execution: self.execution,
+        };
+        Timer::start(config).map_err(BuildError::Spawn)
+    }
+
+    /// Builds the timer and starts its threads.
+    ///
+    /// # Panics
+    ///
+    /// On an invalid configuration, with the message of the [`BuildError`] that
+    /// [`try_build`](TimerBuilder::try_build) would return.
+    #[track_caller]
+    pub fn build(self) -> Timer {
+        match self.try_build() {
+            Ok(timer) => timer,
+            Err(err) => panic!("invalid timer configuration: {err}"),
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Clocks, and the conversion between clock time and wheel ticks.
+//!
+//! A timer reads one monotonic clock, measured as a [`Duration`] since that clock's own origin:
+//! the system clock (`std::time::Instant`, origin = when the timer was built) or a [`ManualClock`]
+//! that only moves when told to (tests and simulations: nothing then depends on wall time).
+//!
+//! ## Time in ticks
+//!
+//! The wheels count in whole ticks. Two conversions, rounded in opposite directions, give the
+//! time semantics:
+//!
+//! * the **current tick** is `floor(now / tick)`: the last tick boundary at or before now;
+//! * a task's **deadline tick** is `ceil(deadline / tick)`: the first tick boundary at or after its
+//!   deadline.
+//!
+//! A task fires when the current tick reaches its deadline tick, i.e. at the first tick boundary at
+//! or after its deadline: never early, at most one tick late. (Kafka truncates the deadline, so a
+//! sub-tick deadline can fire up to one tick early; we round up.)
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+
+/// A clock that moves only when told to, for deterministic tests and simulations.
+///
+/// It starts at zero. Clones share the same time, so a test keeps one clone and hands another to
+/// [`TimerBuilder::clock`](crate::TimerBuilder::clock). Time never goes backwards: see
+/// [`advance_to`](ManualClock::advance_to).
+///
+/// A timer built with `.manual()` on this clock runs tasks only inside
+/// [`Timer::advance_clock`](crate::Timer::advance_clock), which never waits. A timer with a driver
+/// thread on this clock works too: the driver is woken whenever the clock advances.
+///
+/// ```
+/// use delaywheel::ManualClock;
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let other = clock.clone();
+/// clock.advance(Duration::from_millis(5));
+/// assert_eq!(other.now(), Duration::from_millis(5));
+/// ```
+#[derive(Clone, Default)]
+pub struct ManualClock {
+    inner: Arc<ManualInner>,
+}
+
+#[derive(Default)]
+struct ManualInner {
+    nanos: AtomicU64,
+    /// Called after every advance (driver threads waiting on this clock).
+    listeners: Mutex<Vec<Listener>>,
+}
+
+type Listener = Box<dyn Fn() -> bool + Send + Sync>;
+
+impl ManualClock {
+    /// A new clock at time zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The time elapsed since the clock's origin.
+    pub fn now(&self) -> Duration {
+        Duration::from_nanos(self.inner.nanos.load(Ordering::Acquire))
+    }
+
+    /// Moves the clock forward by `by` (saturating at about 584 years).
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let mut cur = self.inner.nanos.load(Ordering::Relaxed);
+        loop {
+            let next = cur.saturating_add(by);
+            match self.inner.nanos.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(seen) => cur = seen,
+            }
+        }
+        self.notify();
+    }
+
+    /// Moves the clock forward to `to`. A clock is monotonic: if `to` is earlier than now, nothing
+    /// changes and `false` is returned.
+    pub fn advance_to(&self, to: Duration) -> bool {
+        let to = u64::try_from(to.as_nanos()).unwrap_or(u64::MAX);
+        let prev = self.inner.nanos.fetch_max(to, Ordering::AcqRel);
+        if prev <= to {
+            self.notify();
+        }
+        prev <= to
+    }
+
+    fn now_nanos(&self) -> u64 {
+        self.inner.nanos.load(Ordering::Acquire)
+    }
+
+    /// Registers a callback run after every advance; it returns `false` once it is no longer
+    /// needed (its timer is gone) and is then dropped.
+    pub(crate) fn on_advance(&self, listener: Listener) {
+        self.inner.listeners.lock().push(listener);
+    }
+
+    fn notify(&self) {
+        self.inner.listeners.lock().retain(|listener| listener());
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock").field("now", &self.now()).finish()
+    }
+}
+
+/// The clock a timer reads.
+#[derive(Clone, Debug)]
+pub(crate) enum ClockSource {
+    /// `Instant`-based, measured from `origin`.
+    System { origin: Instant },
+    /// Moves only when told to; the timer never waits on it.
+    Manual(ManualClock),
+}
+
+impl ClockSource {
+    pub(crate) fn system() -> Self {
+        ClockSource::System { origin: Instant::now() }
+    }
+
+    /// Nanoseconds since the clock's origin (saturating).
+    pub(crate) fn now_nanos(&self) -> u64 {
+        match self {
+            ClockSource::System { origin } => u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            ClockSource::Manual(clock) => clock.now_nanos(),
+        }
+    }
+
+    pub(crate) fn is_manual(&self) -> bool {
+        matches!(self, ClockSource::Manual(_))
+    }
+}
+
+/// The tick length, and conversions between nanoseconds and ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TickLength {
+    nanos: u64,
+}
+
+/// Deadline ticks are at most this: `u64::MAX` is reserved as "no expiration".
+pub(crate) const MAX_DEADLINE_TICK: u64 = u64::MAX - 1;
+
+impl TickLength {
+    /// `None` if `tick` is below 1 µs or above `u64::MAX` nanoseconds.
+    pub(crate) fn new(tick: Duration) -> Option<Self> {
+        let nanos = u64::try_from(tick.as_nanos()).ok()?;
+        (nanos >= 1_000).then_some(TickLength { nanos })
+    }
+
+    pub(crate) fn as_duration(self) -> Duration {
+        Duration::from_nanos(self.nanos)
+    }
+
+    /// The last tick boundary at or before `nanos`.
+    pub(crate) fn floor(self, nanos: u64) -> u64 {
+        nanos / self.nanos
+    }
+
+    /// The first tick boundary at or after `nanos`, if it is at most [`MAX_DEADLINE_TICK`].
+    pub(crate) fn ceil(self, nanos: u128) -> Option<u64> {
+        let tick = nanos.div_ceil(u128::from(self.nanos));
+        u64::try_from(tick).ok().filter(|&t| t <= MAX_DEADLINE_TICK)
+    }
+
+    /// The deadline tick of a task scheduled at `now_nanos` with `delay`, if representable.
+    pub(crate) fn deadline_tick(self, now_nanos: u64, delay: Duration) -> Option<u64> {
+        self.ceil(u128::from(now_nanos) + delay.as_nanos())
+    }
+
+    /// The clock time (nanoseconds since the origin) at which tick `tick` begins.
+    pub(crate) fn start_nanos(self, tick: u64) -> u128 {
+        u128::from(tick) * u128::from(self.nanos)
+    }
+
+    /// The longest delay that still has a deadline tick when scheduled at `now_nanos`.
+    pub(crate) fn max_delay(self, now_nanos: u64) -> Duration {
+        let max_nanos = self.start_nanos(MAX_DEADLINE_TICK).saturating_sub(u128::from(now_nanos));
+        let secs = u64::try_from(max_nanos / 1_000_000_000).unwrap_or(u64::MAX);
+        Duration::new(secs, (max_nanos % 1_000_000_000) as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn tick_length_bounds() {
+        assert!(TickLength::new(Duration::ZERO).is_none());
+        assert!(TickLength::new(Duration::from_nanos(999)).is_none());
+        assert!(TickLength::new(Duration::from_micros(1)).is_some());
+        assert!(TickLength::new(Duration::MAX).is_none());
+    }
+
+    #[test]
+    fn floor_and_ceil_round_in_opposite_directions() {
+        let t = TickLength::new(ms(10)).unwrap();
+        assert_eq!(t.floor(0), 0);
+        assert_eq!(t.floor(9_999_999), 0);
+        assert_eq!(t.floor(10_000_000), 1);
+        assert_eq!(t.ceil(0), Some(0));
+        assert_eq!(t.ceil(1), Some(1));
+        assert_eq!(t.ceil(10_000_000), Some(1));
+        assert_eq!(t.ceil(10_000_001), Some(2));
+    }
+
+    #[test]
+    fn deadline_tick_never_before_deadline() {
+        let t = TickLength::new(Duration::from_micros(7)).unwrap();
+        for now in [0u64, 1, 6_999, 7_000, 123_456_789] {
+            for delay in [0u64, 1, 6_999, 7_000, 7_001, 1_000_000] {
+                let d = t.deadline_tick(now, Duration::from_nanos(delay)).unwrap();
+                let deadline = u128::from(now) + u128::from(delay);
+                assert!(t.start_nanos(d) >= deadline, "tick starts before the deadline");
+                assert!(t.start_nanos(d) < deadline + 7_000, "more than one tick late");
+            }
+        }
+    }
+
+    #[test]
+    fn far_future_has_no_deadline_tick() {
+        let t = TickLength::new(ms(1)).unwrap();
+        assert_eq!(t.deadline_tick(0, Duration::MAX), None);
+        let max = t.max_delay(5);
+        assert_eq!(t.deadline_tick(5, max), Some(MAX_DEADLINE_TICK));
+        assert_eq!(t.deadline_tick(5, max + Duration::from_millis(1)), None);
+    }
+
+    #[test]
+    fn manual_clock_is_shared_and_monotonic() {
+        let c = ManualClock::new();
+        let d = c.clone();
+        c.advance(ms(3));
+        assert_eq!(d.now(), ms(3));
+        assert!(!d.advance_to(ms(2)));
+        assert_eq!(c.now(), ms(3));
+        assert!(d.advance_to(ms(7)));
+        assert_eq!(c.now(), ms(7));
+        c.advance(Duration::MAX);
+        assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
+    }
+}

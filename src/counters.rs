@@ -1,0 +1,58 @@
+//! The timer's counters: the pending gauge behind `len()`, and monotonic totals.
+//!
+//! `pending` is incremented before an entry is inserted and decremented by whoever moves the entry
+//! out of `Pending` (fire, cancel or shutdown; see `entry.rs`), so it is exact at every instant at
+//! which no call is in flight, and never underflows.
+
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+
+/// Shared by the timer and (through its entries) by every handle.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pending: AtomicUsize,
+    scheduled: AtomicU64,
+    fired: AtomicU64,
+    cancelled: AtomicU64,
+    panicked: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn scheduling(&self) {
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        self.scheduled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A schedule call that failed after counting itself in (see `scheduling`).
+    pub(crate) fn unschedule(&self) {
+        self.scheduled.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn pending_done(&self) {
+        self.pending.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn cancelled(&self) {
+        self.cancelled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn fired(&self, n: u64) {
+        self.fired.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn panicked(&self) {
+        self.panicked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn snapshot(&self) -> (u64, u64, u64, u64) {
+        (
+            self.scheduled.load(Ordering::Relaxed),
+            self.fired.load(Ordering::Relaxed),
+            self.cancelled.load(Ordering::Relaxed),
+            self.panicked.load(Ordering::Relaxed),
+        )
+    }
+}

@@ -1,0 +1,125 @@
+//! The threads a timer may own: the driver that advances the clock, and executor threads that run
+//! fired tasks.
+//!
+//! ## Driver
+//!
+//! One thread loops: wait in the delay queue until the earliest bucket is due (or an earlier one is
+//! added, or the manual clock moves, or the queue is closed), then `advance`. With nothing queued it
+//! waits without a timeout: an idle timer uses no CPU. Shutdown closes the queue, which wakes it for
+//! good; the thread then exits after the task it is running, if any.
+//!
+//! ## Executor
+//!
+//! With `TaskExecution::Threads(n)`, `advance` sends due entries down a channel to `n` threads. An
+//! entry is claimed (`Pending → Fired`) on the executor thread just before it runs, so a `cancel()`
+//! that arrives while it waits in the channel still wins. Closing drops the sender: the threads run
+//! what is already queued (it was due) and exit.
+//!
+//! These are real OS threads, started with `std::thread::Builder` so they can be named; they are not
+//! part of the loom models, which drive a manual timer from model threads instead.
+
+use std::thread::{Builder, JoinHandle};
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::counters::Counters;
+use crate::entry::TimerTaskEntry;
+use crate::sync::{Arc, Mutex};
+use crate::timer::{run_task, Shared};
+
+/// The driver thread of a timer.
+pub(crate) struct Driver {
+    thread: JoinHandle<()>,
+}
+
+impl Driver {
+    pub(crate) fn start(shared: &Arc<Shared>, name: String) -> std::io::Result<Driver> {
+        #[cfg(not(delaywheel_loom))]
+        if let crate::clock::ClockSource::Manual(clock) = shared.clock() {
+            // A driver on a manual clock sleeps until the clock moves: wake it on every advance.
+            let weak = Arc::downgrade(shared);
+            clock.on_advance(Box::new(move || match weak.upgrade() {
+                Some(shared) => {
+                    shared.queue().wake();
+                    true
+                }
+                None => false,
+            }));
+        }
+        let shared = Arc::clone(shared);
+        let thread = Builder::new().name(name).spawn(move || {
+            while !shared.is_shut_down() {
+                shared.queue().wait_due(shared.clock(), shared.ticks(), None);
+                shared.advance();
+            }
+        })?;
+        Ok(Driver { thread })
+    }
+
+    /// Waits for the thread to exit (after the queue was closed).
+    pub(crate) fn join(self) {
+        // A panic on the driver would be a bug in this crate (task panics are caught): surface it.
+        if let Err(panic) = self.thread.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    /// Lets the thread exit on its own (used when the driver itself asks for the shutdown).
+    pub(crate) fn detach(self) {
+        drop(self.thread);
+    }
+}
+
+/// Executor threads for `TaskExecution::Threads`.
+pub(crate) struct Executor {
+    sender: Mutex<Option<Sender<Arc<TimerTaskEntry>>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Executor {
+    pub(crate) fn start(n: usize, name: &str, counters: &Arc<Counters>) -> std::io::Result<Executor> {
+        let (sender, receiver) = crossbeam_channel::unbounded();
+        let threads = (0..n)
+            .map(|i| {
+                let receiver: Receiver<Arc<TimerTaskEntry>> = receiver.clone();
+                let counters = Arc::clone(counters);
+                Builder::new().name(format!("{name}-exec-{i}")).spawn(move || {
+                    for entry in receiver {
+                        if let Some(task) = entry.claim_for_firing() {
+                            counters.fired(1);
+                            run_task(task, &counters);
+                        }
+                    }
+                })
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Executor { sender: Mutex::new(Some(sender)), threads: Mutex::new(threads) })
+    }
+
+    /// Hands due entries to the executor threads. After `close`, they are dropped (still pending;
+    /// the shutdown drain does not see them, so they are claimed as abandoned here).
+    pub(crate) fn submit(&self, due: impl Iterator<Item = Arc<TimerTaskEntry>>) {
+        let sender = self.sender.lock().clone();
+        for entry in due {
+            match &sender {
+                Some(sender) => {
+                    if let Err(err) = sender.send(entry) {
+                        drop(err.into_inner().claim_for_shutdown());
+                    }
+                }
+                None => drop(entry.claim_for_shutdown()),
+            }
+        }
+    }
+
+    /// Stops accepting tasks; with `join`, waits until the threads have run what they were given.
+    pub(crate) fn close(&self, join: bool) {
+        drop(self.sender.lock().take());
+        let threads = std::mem::take(&mut *self.threads.lock());
+        if join {
+            for thread in threads {
+                let _ = thread.join();
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! `TimerHandle`: the caller's side of a scheduled task.
+
+use std::fmt;
+
+use crate::entry::{Status, TimerTaskEntry};
+use crate::sync::Arc;
+
+/// A scheduled task, as seen by whoever scheduled it: the way to cancel it.
+///
+/// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
+/// [`cancel`](TimerHandle::cancel) does. A handle keeps only its small entry alive, not the timer.
+///
+/// # Cancellation
+///
+/// For every task, exactly one of these happens: it runs once, or one `cancel()` call returns
+/// `true` (or the timer shuts down first, and then neither). This holds when `cancel` races the
+/// bucket being flushed, the task being fired, or other `cancel` calls.
+#[derive(Clone)]
+pub struct TimerHandle {
+    /// `None` for the handle `Timer::schedule` returns when it could not schedule.
+    entry: Option<Arc<TimerTaskEntry>>,
+}
+
+impl TimerHandle {
+    pub(crate) fn new(entry: Arc<TimerTaskEntry>) -> Self {
+        TimerHandle { entry: Some(entry) }
+    }
+
+    /// A handle to nothing: what `schedule` returns for a task it refused.
+    pub(crate) fn refused() -> Self {
+        TimerHandle { entry: None }
+    }
+
+    /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
+    /// runs; its closure is dropped before this returns, and `Timer::len` drops at once.
+    ///
+    /// Returns `false` if the task already ran or started running, was already cancelled, was
+    /// abandoned by a shutdown, or was never scheduled.
+    pub fn cancel(&self) -> bool {
+        self.entry.as_ref().is_some_and(|entry| entry.cancel())
+    }
+
+    /// Whether the task is still waiting: not yet fired, cancelled or abandoned.
+    pub fn is_pending(&self) -> bool {
+        self.entry.as_ref().is_some_and(|entry| entry.status() == Status::Pending)
+    }
+
+    /// Whether the task was claimed for running (it ran, is running, or is queued on an executor).
+    pub fn is_fired(&self) -> bool {
+        self.entry.as_ref().is_some_and(|entry| entry.status() == Status::Fired)
+    }
+
+    /// Whether a `cancel()` call cancelled the task.
+    pub fn is_cancelled(&self) -> bool {
+        self.entry.as_ref().is_some_and(|entry| entry.status() == Status::Cancelled)
+    }
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.entry {
+            Some(entry) => f.debug_tuple("TimerHandle").field(entry).finish(),
+            None => f.write_str("TimerHandle(refused)"),
+        }
+    }
+}

@@ -1,0 +1,498 @@
+//! `Timer`: scheduling, `advance_clock`, shutdown.
+//!
+//! ## Protocol
+//!
+//! * **schedule** (any thread, no timer-wide lock): read the clock, compute the deadline tick, add the
+//!   entry to the wheel relative to the *current tick*, and push the bucket into the delay queue if
+//!   its expiration changed. A task already due goes to the level-0 bucket of its deadline, which is
+//!   then due, so the next `advance_clock` fires it (tasks never run inside `schedule`).
+//! * **advance_clock** (serialised by `advance_lock`): pop every due bucket in expiration order; for
+//!   each, move the cursor to its expiration, flush it and re-add every entry relative to the cursor:
+//!   an entry lands in a finer level (cascade) or is due and fires. Fired tasks of one bucket run
+//!   after that bucket's flush, with no lock held but `advance_lock`.
+//! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
+//!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned.
+//!
+//! A schedule racing shutdown: the scheduler inserts, then (after a SeqCst fence) reads `shut_down`;
+//! shutdown sets `shut_down`, then (after a SeqCst fence) flushes every bucket. So either the drain
+//! finds the entry (it is reported unfired), or the scheduler sees the flag and claims its own entry
+//! back (its call returns `ScheduleError::ShutDown`); whichever claims first wins, and no task vanishes.
+
+use std::cell::Cell;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::Duration;
+
+use crate::builder::{Config, TaskExecution, TimerBuilder};
+use crate::clock::{ClockSource, TickLength};
+use crate::counters::Counters;
+use crate::delay_queue::DelayQueue;
+use crate::driver::{Driver, Executor};
+use crate::entry::{Task, TimerTaskEntry};
+use crate::error::ScheduleError;
+use crate::handle::TimerHandle;
+use crate::sync::{fence, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::wheel::{AddOutcome, TimingWheel};
+
+thread_local! {
+    /// The timer (its `Shared`'s address) this thread is advancing, or 0: a task that calls
+    /// `advance_clock` or `shutdown` on its own timer must not wait for the lock its caller holds.
+    static ADVANCING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A hierarchical timing wheel driven by a delay queue of buckets.
+///
+/// Build one with [`Timer::builder`] (or [`Timer::new`] for the defaults). By default it owns a
+/// driver thread that sleeps until the next bucket is due and runs due tasks; with
+/// [`TimerBuilder::manual`] time advances only in [`advance_clock`](Timer::advance_clock).
+///
+/// `Timer` is `Send + Sync`: share it behind an `Arc` to schedule from many threads. Dropping it
+/// stops the driver promptly and drops the closures of tasks that have not fired.
+///
+/// ```
+/// use delaywheel::{ManualClock, Timer};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let timer = Timer::builder().clock(clock.clone()).manual().build();
+/// let fired = Arc::new(AtomicUsize::new(0));
+/// let f = Arc::clone(&fired);
+/// let handle = timer.schedule(Duration::from_millis(5), move || {
+///     f.fetch_add(1, Ordering::SeqCst);
+/// });
+/// clock.advance(Duration::from_millis(4));
+/// timer.advance_clock(Duration::ZERO);
+/// assert_eq!(fired.load(Ordering::SeqCst), 0); // never early
+/// clock.advance(Duration::from_millis(1));
+/// assert!(timer.advance_clock(Duration::ZERO));
+/// assert_eq!(fired.load(Ordering::SeqCst), 1);
+/// assert!(!handle.cancel()); // it already ran
+/// ```
+pub struct Timer {
+    shared: Arc<Shared>,
+    driver: Mutex<Option<Driver>>,
+}
+
+/// The state shared by the timer, its driver and its executor threads.
+pub(crate) struct Shared {
+    ticks: TickLength,
+    clock: ClockSource,
+    wheel: TimingWheel,
+    queue: DelayQueue,
+    counters: Arc<Counters>,
+    shut_down: AtomicBool,
+    /// Set by a `shutdown()` called from inside one of this timer's tasks: the rest of the batch
+    /// being fired must not run after that call returned.
+    abandon_batch: AtomicBool,
+    /// Serialises advancing and the final drain; never taken on the schedule path.
+    advance_lock: Mutex<()>,
+    /// The driver's cursor: the expiration of the last flushed bucket, or the last advanced-to tick.
+    current_tick: AtomicU64,
+    executor: Option<Executor>,
+}
+
+/// A task the timer still held when it shut down, handed back unrun.
+pub struct UnfiredTask {
+    deadline: Duration,
+    task: Task,
+}
+
+impl UnfiredTask {
+    /// When the task was due to fire (its deadline rounded up to a tick boundary), as time since
+    /// the clock's origin.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Runs the task now, on this thread.
+    pub fn run(self) {
+        (self.task)()
+    }
+}
+
+impl fmt::Debug for UnfiredTask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnfiredTask").field("deadline", &self.deadline).finish_non_exhaustive()
+    }
+}
+
+/// A snapshot of a timer's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TimerStats {
+    /// Tasks waiting now (what [`Timer::len`] returns).
+    pub pending: usize,
+    /// Tasks accepted since the timer started.
+    pub scheduled: u64,
+    /// Tasks claimed for running since the timer started.
+    pub fired: u64,
+    /// Tasks cancelled by a `cancel()` that returned `true`.
+    pub cancelled: u64,
+    /// Tasks that panicked while running (the panic was caught; the timer went on).
+    pub panicked: u64,
+    /// Entries in the delay queue (about the number of non-empty buckets).
+    pub queued_buckets: usize,
+    /// Levels of the wheel created so far.
+    pub levels_in_use: usize,
+}
+
+impl Timer {
+    /// A builder with the defaults: 1 ms tick, [`DEFAULT_WHEEL_SIZE`](crate::DEFAULT_WHEEL_SIZE)
+    /// slots, system clock, a driver thread, tasks run on the driver.
+    pub fn builder() -> TimerBuilder {
+        TimerBuilder::default()
+    }
+
+    /// A timer with the default configuration and its driver thread running.
+    ///
+    /// # Panics
+    ///
+    /// If the driver thread cannot be started.
+    pub fn new() -> Timer {
+        Timer::builder().build()
+    }
+
+    pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
+        let counters = Arc::new(Counters::default());
+        let executor = match config.execution {
+            TaskExecution::OnDriver => None,
+            TaskExecution::Threads(n) => Some(Executor::start(n.max(1), &config.thread_name, &counters)?),
+        };
+        let shared = Arc::new(Shared {
+            ticks: config.ticks,
+            clock: config.clock,
+            wheel: TimingWheel::new(config.wheel_size),
+            queue: DelayQueue::new(),
+            counters,
+            shut_down: AtomicBool::new(false),
+            abandon_batch: AtomicBool::new(false),
+            advance_lock: Mutex::new(()),
+            current_tick: AtomicU64::new(0),
+            executor,
+        });
+        let now_tick = shared.ticks.floor(shared.clock.now_nanos());
+        shared.current_tick.store(now_tick, Ordering::Relaxed);
+        let driver = if config.manual { None } else { Some(Driver::start(&shared, config.thread_name)?) };
+        Ok(Timer { shared, driver: Mutex::new(driver) })
+    }
+
+    /// Schedules `task` to run once, `delay` from now.
+    ///
+    /// It runs at the first tick boundary at or after `now + delay`: never early, at most one tick
+    /// late (plus the time the driver needs to wake). A zero or already-passed delay runs at the
+    /// next advance of the clock, never inside this call.
+    ///
+    /// This never panics. When the task cannot be scheduled (the timer is shut down, or the delay is
+    /// beyond [`max_delay`](Timer::max_delay): e.g. `Duration::MAX`) the task is dropped unrun and the
+    /// returned handle is inert (`cancel()` returns `false`, `is_pending()` is `false`). A task that
+    /// can never fire is thus treated like one that never fires. Use
+    /// [`try_schedule`](Timer::try_schedule) to learn why.
+    pub fn schedule<F>(&self, delay: Duration, task: F) -> TimerHandle
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.try_schedule(delay, task).unwrap_or_else(|_| TimerHandle::refused())
+    }
+
+    /// Schedules `task` to run once, `delay` from now; see [`schedule`](Timer::schedule).
+    ///
+    /// # Errors
+    ///
+    /// * [`ScheduleError::ShutDown`] after [`shutdown`](Timer::shutdown) (or drop) has begun;
+    /// * [`ScheduleError::DelayTooLong`] if the deadline is beyond the last representable tick.
+    ///
+    /// The task is dropped unrun in both cases.
+    pub fn try_schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.shared.schedule(delay, Box::new(task))
+    }
+
+    /// Advances the timer to the clock's current time: flushes every due bucket, cascading entries
+    /// to finer levels and running (or handing to the executor) every due task. Returns whether any
+    /// bucket was flushed.
+    ///
+    /// With the system clock it first waits up to `timeout` for a bucket to become due (returning
+    /// early when one does). A manual clock never waits: advance it first. A timer with a driver
+    /// thread calls this itself; calling it as well is allowed.
+    ///
+    /// Called from inside one of this timer's own tasks, it returns `false` at once (the clock is
+    /// already being advanced by the caller).
+    pub fn advance_clock(&self, timeout: Duration) -> bool {
+        if !timeout.is_zero() && !self.shared.clock.is_manual() && !self.shared.advancing_here() {
+            self.shared.queue.wait_due(&self.shared.clock, self.shared.ticks, Some(timeout));
+        }
+        self.shared.advance()
+    }
+
+    /// The number of tasks pending: scheduled, and not yet fired, cancelled or abandoned.
+    pub fn len(&self) -> usize {
+        self.shared.counters.pending()
+    }
+
+    /// Whether no task is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The longest delay [`try_schedule`](Timer::try_schedule) accepts right now.
+    pub fn max_delay(&self) -> Duration {
+        self.shared.ticks.max_delay(self.shared.clock.now_nanos())
+    }
+
+    /// The tick length.
+    pub fn tick(&self) -> Duration {
+        self.shared.ticks.as_duration()
+    }
+
+    /// Slots per level.
+    pub fn wheel_size(&self) -> usize {
+        self.shared.wheel.wheel_size() as usize
+    }
+
+    /// The wheel's cursor, as time since the clock's origin: the start of the last tick the timer
+    /// has advanced to. It moves in whole ticks, only inside `advance_clock`.
+    pub fn current_time(&self) -> Duration {
+        let tick = self.shared.current_tick.load(Ordering::Acquire);
+        let nanos = self.shared.ticks.start_nanos(tick);
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// A snapshot of the timer's counters.
+    pub fn stats(&self) -> TimerStats {
+        let (scheduled, fired, cancelled, panicked) = self.shared.counters.snapshot();
+        TimerStats {
+            pending: self.len(),
+            scheduled,
+            fired,
+            cancelled,
+            panicked,
+            queued_buckets: self.shared.queue.len(),
+            levels_in_use: self.shared.wheel.levels_in_use(),
+        }
+    }
+
+    /// Stops the timer and hands back every task that had not fired, in deadline order.
+    ///
+    /// Blocks until the driver thread has exited (it finishes the task it is running, if any) and,
+    /// with [`TaskExecution::Threads`], until the executor threads have run the tasks already handed
+    /// to them (those were due before the shutdown). When this returns, no task of this timer runs
+    /// any more, and `try_schedule` fails with [`ScheduleError::ShutDown`]. Calling it again returns
+    /// an empty list.
+    ///
+    /// Called from inside one of this timer's tasks, it does not wait for the driver (which is
+    /// running that very task); the tasks fired in the same batch but not yet run are dropped unrun.
+    pub fn shutdown(&self) -> Vec<UnfiredTask> {
+        self.stop(true)
+    }
+
+    fn stop(&self, join_executor: bool) -> Vec<UnfiredTask> {
+        let shared = &self.shared;
+        shared.shut_down.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        shared.queue.close();
+        let inside_task = shared.advancing_here();
+        if inside_task {
+            shared.abandon_batch.store(true, Ordering::Release);
+        }
+        if let Some(driver) = self.driver.lock().take() {
+            if inside_task {
+                driver.detach();
+            } else {
+                driver.join();
+            }
+        }
+        let unfired = if inside_task { shared.drain() } else { shared.drain_locked() };
+        if let Some(executor) = &shared.executor {
+            executor.close(join_executor && !inside_task);
+        }
+        unfired
+    }
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer::new()
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        drop(self.stop(false));
+    }
+}
+
+impl fmt::Debug for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timer")
+            .field("tick", &self.tick())
+            .field("wheel_size", &self.wheel_size())
+            .field("manual_clock", &self.shared.clock.is_manual())
+            .field("pending", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    fn schedule(&self, delay: Duration, task: Task) -> Result<TimerHandle, ScheduleError> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return Err(ScheduleError::ShutDown);
+        }
+        let now = self.clock.now_nanos();
+        let deadline = self
+            .ticks
+            .deadline_tick(now, delay)
+            .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: self.ticks.max_delay(now) })?;
+        self.counters.scheduling();
+        let entry = Arc::new(TimerTaskEntry::new(deadline, task, Arc::clone(&self.counters)));
+        let handle = TimerHandle::new(Arc::clone(&entry));
+        let outcome = match self.wheel.add(Arc::clone(&entry), self.ticks.floor(now)) {
+            AddOutcome::Due(entry) => self.wheel.add_due(entry),
+            other => other,
+        };
+        if let AddOutcome::Queue(expiration, bucket) = outcome {
+            self.queue.offer(expiration, bucket);
+        }
+        // Pairs with the fence in `Timer::stop`: see the module docs.
+        fence(Ordering::SeqCst);
+        if self.shut_down.load(Ordering::SeqCst) {
+            if let Some(task) = entry.claim_for_shutdown() {
+                entry.remove_from_bucket();
+                self.counters.unschedule();
+                drop(task);
+                return Err(ScheduleError::ShutDown);
+            }
+        }
+        Ok(handle)
+    }
+
+    /// The non-blocking advance: flush every bucket due at the clock's current tick.
+    pub(crate) fn advance(&self) -> bool {
+        if self.advancing_here() {
+            return false;
+        }
+        let _serial = self.advance_lock.lock();
+        if self.shut_down.load(Ordering::Acquire) {
+            return false;
+        }
+        let _advancing = Advancing::enter(self);
+        let now_tick = self.ticks.floor(self.clock.now_nanos());
+        let mut flushed = false;
+        let mut due = Vec::new();
+        while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
+            flushed = true;
+            let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
+            self.current_tick.store(cursor, Ordering::Release);
+            for entry in bucket.flush() {
+                match self.wheel.add(entry, cursor) {
+                    AddOutcome::Due(entry) => due.push(entry),
+                    AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
+                    AddOutcome::Done => {}
+                }
+            }
+            if !due.is_empty() {
+                self.fire(&mut due);
+            }
+        }
+        if now_tick > self.current_tick.load(Ordering::Relaxed) {
+            self.current_tick.store(now_tick, Ordering::Release);
+        }
+        flushed
+    }
+
+    /// Runs (or hands to the executor) every entry in `due`, which it empties.
+    fn fire(&self, due: &mut Vec<Arc<TimerTaskEntry>>) {
+        if let Some(executor) = &self.executor {
+            executor.submit(due.drain(..));
+            return;
+        }
+        let mut fired = 0;
+        for entry in due.drain(..) {
+            if self.abandon_batch.load(Ordering::Acquire) {
+                // `shutdown()` was called by a task of this batch: the rest stays unrun.
+                drop(entry.claim_for_shutdown());
+                continue;
+            }
+            if let Some(task) = entry.claim_for_firing() {
+                fired += 1;
+                run_task(task, &self.counters);
+            }
+        }
+        self.counters.fired(fired);
+    }
+
+    /// Drains the wheel once no advance is in progress.
+    fn drain_locked(&self) -> Vec<UnfiredTask> {
+        let _serial = self.advance_lock.lock();
+        self.drain()
+    }
+
+    /// Claims every pending entry in every bucket as abandoned; returns them in deadline order.
+    fn drain(&self) -> Vec<UnfiredTask> {
+        let mut unfired = Vec::new();
+        for bucket in self.wheel.buckets() {
+            for entry in bucket.flush() {
+                if let Some(task) = entry.claim_for_shutdown() {
+                    let deadline = self.ticks.start_nanos(entry.deadline_tick);
+                    let deadline = Duration::from_nanos(u64::try_from(deadline).unwrap_or(u64::MAX));
+                    unfired.push(UnfiredTask { deadline, task });
+                }
+            }
+        }
+        unfired.sort_by_key(UnfiredTask::deadline);
+        unfired
+    }
+
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn queue(&self) -> &DelayQueue {
+        &self.queue
+    }
+
+    pub(crate) fn clock(&self) -> &ClockSource {
+        &self.clock
+    }
+
+    pub(crate) fn ticks(&self) -> TickLength {
+        self.ticks
+    }
+}
+
+/// Runs one task, catching (and counting) a panic so that it cannot stop the timer.
+pub(crate) fn run_task(task: Task, counters: &Counters) {
+    if panic::catch_unwind(AssertUnwindSafe(task)).is_err() {
+        counters.panicked();
+    }
+}
+
+impl Shared {
+    fn id(&self) -> usize {
+        self as *const Shared as usize
+    }
+
+    /// Whether this thread is inside this timer's `advance` (running one of its tasks).
+    fn advancing_here(&self) -> bool {
+        ADVANCING.with(Cell::get) == self.id()
+    }
+}
+
+/// Marks this thread as advancing a timer until dropped (also by unwinding); restores the previous
+/// mark, so a task of one timer may advance another.
+struct Advancing(usize);
+
+impl Advancing {
+    fn enter(shared: &Shared) -> Advancing {
+        Advancing(ADVANCING.with(|a| a.replace(shared.id())))
+    }
+}
+
+impl Drop for Advancing {
+    fn drop(&mut self) {
+        ADVANCING.with(|a| a.set(self.0));
+    }
+}

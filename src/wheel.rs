@@ -1,0 +1,261 @@
+//! `TimingWheel`: the hierarchy of levels, and where a deadline goes in it.
+//!
+//! Level 0 has `wheel_size` slots of one tick each. Level `k` has `wheel_size` slots of
+//! `wheel_size^k` ticks: it is the **overflow wheel** of level `k - 1`, covering `wheel_size` times
+//! its span. Levels are created lazily, exactly once (a `OnceLock` each), the first time a deadline
+//! needs them, and are never torn down. The top level is the first whose span no longer fits in a
+//! `u64` of ticks; it covers every deadline up to `MAX_DEADLINE_TICK`, so any deadline that has a
+//! tick has a place.
+//!
+//! ## Where a deadline goes (`place`)
+//!
+//! Relative to a *base* tick (the current time of whoever is adding), a deadline goes to the
+//! finest level `k` whose window `[base rounded down to wheel_size^k, + wheel_size^(k+1))` contains
+//! it, in slot `(deadline / wheel_size^k) % wheel_size`. That bucket's **expiration** is the start of
+//! the deadline's round in that slot, `(deadline / wheel_size^k) * wheel_size^k`, which is never after
+//! the deadline. A deadline at or before the base is **due**.
+//!
+//! Worked example, tick 10 ms and 60 slots (the seeds' three-level wheel: 600 ms / 36 s / 36 min), base
+//! 0: a task at 500 ms (tick 50) goes to level 0, slot 50, expiring at tick 50; one at 5 s (tick 500)
+//! goes to level 1 (slots of 60 ticks), slot 8, expiring at tick 480. When that bucket expires at
+//! 4.8 s it is flushed and the entry re-added with base 480: now 20 ticks away, it lands in level 0,
+//! slot 20 (500 % 60), expiring at tick 500, and fires then. That is the cascade.
+//!
+//! The wheel itself holds no clock: the timer passes the base. Schedulers pass the current tick;
+//! the driver passes the expiration of the bucket it is flushing, so entries cascade in deadline order.
+
+use std::fmt;
+
+use crate::bucket::{Added, TimerTaskList};
+use crate::entry::TimerTaskEntry;
+use crate::sync::{Arc, OnceLock};
+
+/// Where a deadline belongs relative to a base tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// The deadline is at or before the base: fire it.
+    Due,
+    /// Bucket `slot` of `level`, whose round starts at `expiration`.
+    Slot { level: usize, slot: usize, expiration: u64 },
+}
+
+/// Ticks per slot of `level`: `wheel_size^level`, if it fits in a `u64`.
+pub(crate) fn slot_ticks(wheel_size: u64, level: usize) -> Option<u64> {
+    let exp = u32::try_from(level).ok()?;
+    wheel_size.checked_pow(exp)
+}
+
+/// How many levels a wheel of `wheel_size` slots needs to cover every `u64` tick.
+pub(crate) fn max_levels(wheel_size: u64) -> usize {
+    (0..).take_while(|&level| slot_ticks(wheel_size, level).is_some()).count()
+}
+
+/// The finest level whose window around `base` contains `deadline`, and the slot there.
+pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
+    if deadline <= base {
+        return Placement::Due;
+    }
+    let mut level = 0;
+    while let Some(ticks) = slot_ticks(wheel_size, level) {
+        let window_start = base - base % ticks;
+        let fits = match ticks.checked_mul(wheel_size).and_then(|span| window_start.checked_add(span)) {
+            Some(window_end) => deadline < window_end,
+            None => true, // the top level: its window reaches past every u64 tick
+        };
+        if fits {
+            let round = deadline / ticks;
+            return Placement::Slot { level, slot: (round % wheel_size) as usize, expiration: round * ticks };
+        }
+        level += 1;
+    }
+    unreachable!("the top level covers every deadline")
+}
+
+/// One level: `wheel_size` buckets.
+struct Level {
+    buckets: Box<[Arc<TimerTaskList>]>,
+}
+
+/// The hierarchy of levels (Kafka's `TimingWheel` and its chain of overflow wheels).
+pub(crate) struct TimingWheel {
+    wheel_size: u64,
+    levels: Box<[OnceLock<Level>]>,
+}
+
+/// What [`TimingWheel::add`] did with an entry.
+#[derive(Debug)]
+pub(crate) enum AddOutcome {
+    /// The entry is due relative to the base; the caller fires it.
+    Due(Arc<TimerTaskEntry>),
+    /// Inserted into a bucket that must now be queued at this expiration.
+    Queue(u64, Arc<TimerTaskList>),
+    /// Inserted into a bucket that is already queued early enough, or dropped because it was no
+    /// longer pending. Nothing more to do.
+    Done,
+}
+
+impl TimingWheel {
+    pub(crate) fn new(wheel_size: u64) -> Self {
+        debug_assert!(wheel_size >= 2);
+        let levels = (0..max_levels(wheel_size)).map(|_| OnceLock::new()).collect();
+        TimingWheel { wheel_size, levels }
+    }
+
+    pub(crate) fn wheel_size(&self) -> u64 {
+        self.wheel_size
+    }
+
+    /// Number of levels created so far.
+    pub(crate) fn levels_in_use(&self) -> usize {
+        self.levels.iter().filter(|level| level.get().is_some()).count()
+    }
+
+    /// The bucket at `level`/`slot`, creating the level on first use (exactly once).
+    pub(crate) fn bucket(&self, level: usize, slot: usize) -> &Arc<TimerTaskList> {
+        let level_buckets = self.levels[level].get_or_init(|| Level {
+            buckets: (0..self.wheel_size as usize)
+                .map(|slot| Arc::new(TimerTaskList::new(level, slot)))
+                .collect(),
+        });
+        &level_buckets.buckets[slot]
+    }
+
+    /// Adds an entry relative to `base` (see the module docs).
+    pub(crate) fn add(&self, entry: Arc<TimerTaskEntry>, base: u64) -> AddOutcome {
+        match place(self.wheel_size, base, entry.deadline_tick) {
+            Placement::Due => AddOutcome::Due(entry),
+            Placement::Slot { level, slot, expiration } => self.insert(entry, level, slot, expiration),
+        }
+    }
+
+    /// Adds an entry that is already due to the level-0 bucket of its deadline, so that the next
+    /// advance of the clock flushes and fires it (used when scheduling: tasks never run inside
+    /// `schedule`).
+    pub(crate) fn add_due(&self, entry: Arc<TimerTaskEntry>) -> AddOutcome {
+        let deadline = entry.deadline_tick;
+        let slot = (deadline % self.wheel_size) as usize;
+        self.insert(entry, 0, slot, deadline)
+    }
+
+    fn insert(&self, entry: Arc<TimerTaskEntry>, level: usize, slot: usize, expiration: u64) -> AddOutcome {
+        let bucket = self.bucket(level, slot);
+        match bucket.add(entry, expiration) {
+            Added::Inserted { queue: true } => AddOutcome::Queue(expiration, Arc::clone(bucket)),
+            Added::Inserted { queue: false } | Added::NotPending => AddOutcome::Done,
+        }
+    }
+
+    /// Every bucket of every level created so far.
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
+        self.levels.iter().filter_map(|level| level.get()).flat_map(|level| level.buckets.iter())
+    }
+}
+
+impl fmt::Debug for TimingWheel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimingWheel")
+            .field("wheel_size", &self.wheel_size)
+            .field("levels_in_use", &self.levels_in_use())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_ticks_are_powers_of_the_wheel_size() {
+        assert_eq!(slot_ticks(20, 0), Some(1));
+        assert_eq!(slot_ticks(20, 1), Some(20));
+        assert_eq!(slot_ticks(20, 3), Some(8_000));
+        assert_eq!(slot_ticks(2, 63), Some(1 << 63));
+        assert_eq!(slot_ticks(2, 64), None);
+    }
+
+    #[test]
+    fn level_counts_cover_u64() {
+        assert_eq!(max_levels(2), 64);
+        assert_eq!(max_levels(3), 41); // 3^40 < 2^64 <= 3^41
+        assert_eq!(max_levels(1 << 32), 2);
+        assert_eq!(max_levels(u64::MAX), 2);
+    }
+
+    #[test]
+    fn seeds_three_level_example() {
+        // tick 10 ms, 60 slots: level spans 600 ms / 36 s / 36 min.
+        assert_eq!(place(60, 0, 50), Placement::Slot { level: 0, slot: 50, expiration: 50 });
+        assert_eq!(place(60, 0, 500), Placement::Slot { level: 1, slot: 8, expiration: 480 });
+        assert_eq!(place(60, 480, 500), Placement::Slot { level: 0, slot: 20, expiration: 500 });
+        assert_eq!(place(60, 0, 2_000), Placement::Slot { level: 1, slot: 33, expiration: 1_980 });
+        assert_eq!(place(60, 0, 4_000), Placement::Slot { level: 2, slot: 1, expiration: 3_600 });
+        assert_eq!(place(60, 0, 240_000), Placement::Slot { level: 3, slot: 1, expiration: 216_000 });
+        assert_eq!(place(60, 500, 500), Placement::Due);
+        assert_eq!(place(60, 501, 500), Placement::Due);
+    }
+
+    #[test]
+    fn window_is_aligned_to_the_level() {
+        // base 59, level 0 window is [59, 119): deadline 118 still level 0, slot 118 % 60.
+        assert_eq!(place(60, 59, 118), Placement::Slot { level: 0, slot: 58, expiration: 118 });
+        // level 1 window at base 59 is [0, 3600).
+        assert_eq!(place(60, 59, 119), Placement::Slot { level: 1, slot: 1, expiration: 60 });
+        assert_eq!(place(60, 59, 3_599), Placement::Slot { level: 1, slot: 59, expiration: 3_540 });
+        assert_eq!(place(60, 59, 3_600), Placement::Slot { level: 2, slot: 1, expiration: 3_600 });
+    }
+
+    #[test]
+    fn expiration_never_after_deadline_and_cascades_reach_due() {
+        for wheel_size in [2u64, 3, 20, 60, 64] {
+            for base in [0u64, 1, 19, 12_345] {
+                for deadline in [base + 1, base + 2, base + 61, base + 4_000, base + 10_000_000, u64::MAX - 1]
+                {
+                    // Follow the cascade: each flush re-adds at the bucket's expiration.
+                    let mut at = base;
+                    let mut hops = 0;
+                    loop {
+                        match place(wheel_size, at, deadline) {
+                            Placement::Due => break,
+                            Placement::Slot { expiration, level, .. } => {
+                                assert!(expiration <= deadline);
+                                assert!(expiration > at, "level {level} bucket is already due");
+                                at = expiration;
+                                hops += 1;
+                                assert!(hops <= 66, "cascade does not converge");
+                            }
+                        }
+                    }
+                    assert_eq!(at, deadline, "fires exactly at its deadline tick");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn top_level_slots_do_not_alias() {
+        // Wheel of 3: the top level's slots are 3^40 ticks; every u64 deadline has a distinct round.
+        let top = max_levels(3) - 1;
+        match place(3, 0, u64::MAX - 1) {
+            Placement::Slot { level, slot, .. } => {
+                assert_eq!(level, top);
+                assert!(slot < 3);
+            }
+            Placement::Due => panic!("far deadline cannot be due"),
+        }
+    }
+
+    #[test]
+    fn overflow_levels_are_created_lazily_once_and_reused() {
+        let wheel = TimingWheel::new(3);
+        assert_eq!(wheel.levels_in_use(), 0);
+        let a = Arc::clone(wheel.bucket(0, 1));
+        assert_eq!(wheel.levels_in_use(), 1);
+        let b = Arc::clone(wheel.bucket(2, 2));
+        assert_eq!(wheel.levels_in_use(), 2, "level 1 is not needed, so not created");
+        assert!(Arc::ptr_eq(&a, wheel.bucket(0, 1)));
+        assert!(Arc::ptr_eq(&b, wheel.bucket(2, 2)));
+        assert!(Arc::ptr_eq(&b, wheel.bucket(2, 2)));
+        assert_eq!(wheel.levels_in_use(), 2);
+        assert_eq!(wheel.buckets().count(), 6);
+    }
+}

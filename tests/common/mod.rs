@@ -1,0 +1,87 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use delaywheel::{ManualClock, Timer};
+
+/// splitmix64: a tiny deterministic PRNG, so every test is reproducible.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[lo, hi)`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo)
+    }
+}
+
+/// A manual timer on a fresh manual clock.
+pub fn manual_timer(tick: Duration, wheel_size: usize) -> (ManualClock, Timer) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(tick).wheel_size(wheel_size).clock(clock.clone()).manual().build();
+    (clock, timer)
+}
+
+/// Records, per task id, every clock time at which it ran.
+#[derive(Clone, Default)]
+pub struct FireLog {
+    runs: Arc<Mutex<Vec<(usize, Duration)>>>,
+}
+
+impl FireLog {
+    /// A task that records `id` and the clock time when it runs.
+    pub fn task(&self, id: usize, clock: &ManualClock) -> impl FnOnce() + Send + 'static {
+        let runs = Arc::clone(&self.runs);
+        let clock = clock.clone();
+        move || runs.lock().unwrap().push((id, clock.now()))
+    }
+
+    pub fn runs(&self) -> Vec<(usize, Duration)> {
+        self.runs.lock().unwrap().clone()
+    }
+
+    pub fn ids(&self) -> Vec<usize> {
+        self.runs().into_iter().map(|(id, _)| id).collect()
+    }
+
+    pub fn count(&self) -> usize {
+        self.runs.lock().unwrap().len()
+    }
+}
+
+/// A counter and a closure factory incrementing it.
+#[derive(Clone, Default)]
+pub struct Counter(pub Arc<AtomicUsize>);
+
+impl Counter {
+    pub fn task(&self) -> impl FnOnce() + Send + 'static {
+        let c = Arc::clone(&self.0);
+        move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The first tick boundary at or after `deadline`.
+pub fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
+    let ticks = deadline.as_nanos().div_ceil(tick.as_nanos());
+    Duration::from_nanos((ticks * tick.as_nanos()) as u64)
+}
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
