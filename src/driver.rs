@@ -23,7 +23,7 @@ use std::thread::{Builder, JoinHandle};
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::counters::Counters;
-use crate::entry::TimerTaskEntry;
+use crate::entry::{EntryRef, Status};
 use crate::sync::{Arc, Mutex};
 use crate::timer::{run_task, Shared};
 
@@ -72,7 +72,7 @@ impl Driver {
 
 /// Executor threads for `TaskExecution::Threads`.
 pub(crate) struct Executor {
-    sender: Mutex<Option<Sender<Arc<TimerTaskEntry>>>>,
+    sender: Mutex<Option<Sender<EntryRef>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -81,13 +81,13 @@ impl Executor {
         let (sender, receiver) = crossbeam_channel::unbounded();
         let threads = (0..n)
             .map(|i| {
-                let receiver: Receiver<Arc<TimerTaskEntry>> = receiver.clone();
+                let receiver: Receiver<EntryRef> = receiver.clone();
                 let counters = Arc::clone(counters);
                 Builder::new().name(format!("{name}-exec-{i}")).spawn(move || {
                     for entry in receiver {
-                        if let Some(task) = entry.claim_for_firing() {
+                        if entry.header().claim(Status::Fired) {
                             counters.fired(1);
-                            run_task(task, &counters);
+                            run_task(&entry, &counters);
                         }
                     }
                 })
@@ -98,16 +98,16 @@ impl Executor {
 
     /// Hands due entries to the executor threads. After `close`, they are dropped (still pending;
     /// the shutdown drain does not see them, so they are claimed as abandoned here).
-    pub(crate) fn submit(&self, due: impl Iterator<Item = Arc<TimerTaskEntry>>) {
+    pub(crate) fn submit(&self, due: impl Iterator<Item = EntryRef>) {
         let sender = self.sender.lock().clone();
         for entry in due {
             match &sender {
                 Some(sender) => {
                     if let Err(err) = sender.send(entry) {
-                        drop(err.into_inner().claim_for_shutdown());
+                        abandon(&err.into_inner());
                     }
                 }
-                None => drop(entry.claim_for_shutdown()),
+                None => abandon(&entry),
             }
         }
     }
@@ -121,5 +121,12 @@ impl Executor {
                 let _ = thread.join();
             }
         }
+    }
+}
+
+/// Drops the closure of an entry that can no longer run.
+fn abandon(entry: &EntryRef) {
+    if entry.header().claim(Status::Abandoned) {
+        entry.discard();
     }
 }

@@ -3,10 +3,12 @@
 //! ## Ground rules
 //!
 //! An entry is shared (`Arc`) by the bucket that holds it, by the driver while it is being flushed,
-//! and by the user's [`TimerHandle`](crate::TimerHandle). All of its mutable state sits behind **one
-//! small lock** ([`EntryState`]): the status, the task closure, and its location (which bucket, at
-//! which index). Whoever changes the status away from `Pending` takes the closure in the same
-//! critical section, so:
+//! and by the user's [`TimerHandle`](crate::TimerHandle). It is **one allocation**: the header
+//! ([`EntryHeader`]) and the task's closure stored inline (`TaskEntry<F>`), seen through the
+//! [`TimerTaskEntry`] trait object. The header's **one small lock** guards the status and the location
+//! (which bucket, at which index). The status leaves `Pending` at most once, under that lock
+//! ([`claim`](EntryHeader::claim)); only the party whose claim succeeded touches the closure
+//! afterwards (runs it, drops it, or hands it back), so:
 //!
 //! * **exactly once**: of "the task runs" and "a `cancel()` returns true", exactly one happens, even
 //!   when cancel races the flush or the firing: both are decided by the one `Pending → _` transition;
@@ -27,8 +29,11 @@ use crate::bucket::TimerTaskList;
 use crate::counters::Counters;
 use crate::sync::{Arc, Mutex, MutexGuard};
 
-/// The closure of a scheduled task.
+/// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
+
+/// A shared reference to an entry of any closure type.
+pub(crate) type EntryRef = Arc<dyn TimerTaskEntry>;
 
 /// Where an entry is in its life. Only `Pending` may change, and only once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,32 +48,23 @@ pub(crate) enum Status {
     Abandoned,
 }
 
-/// The mutable state of an entry, all behind the entry's one lock.
+/// The mutable part of the header, behind the entry's lock.
 pub(crate) struct EntryState {
     pub(crate) status: Status,
-    pub(crate) task: Option<Task>,
     /// The bucket holding this entry and the index in its list; see the module docs.
     pub(crate) location: Option<(Arc<TimerTaskList>, usize)>,
 }
 
-/// One scheduled task.
-pub(crate) struct TimerTaskEntry {
+/// What every entry has, whatever its closure type.
+pub(crate) struct EntryHeader {
     /// The first tick at or after the task's deadline (`clock::TickLength::ceil`).
     pub(crate) deadline_tick: u64,
-    /// The owning timer's counters, so a cancel can keep `len()` exact without the timer.
+    /// The owning timer's counters, so a cancel keeps `len()` exact without reaching the timer.
     counters: Arc<Counters>,
     state: Mutex<EntryState>,
 }
 
-impl TimerTaskEntry {
-    pub(crate) fn new(deadline_tick: u64, task: Task, counters: Arc<Counters>) -> Self {
-        TimerTaskEntry {
-            deadline_tick,
-            counters,
-            state: Mutex::new(EntryState { status: Status::Pending, task: Some(task), location: None }),
-        }
-    }
-
+impl EntryHeader {
     pub(crate) fn lock(&self) -> MutexGuard<'_, EntryState> {
         self.state.lock()
     }
@@ -77,65 +73,112 @@ impl TimerTaskEntry {
         self.lock().status
     }
 
-    /// Moves a pending entry to `to` and hands out its closure. `None` if it was not pending: then
-    /// another party already decided this entry's fate.
-    fn claim(&self, to: Status) -> Option<Task> {
+    /// Moves a pending entry to `to`; `true` iff this call did (then the caller owns the closure).
+    pub(crate) fn claim(&self, to: Status) -> bool {
         let mut state = self.lock();
         if state.status != Status::Pending {
-            return None;
+            return false;
         }
         state.status = to;
-        let task = state.task.take();
         drop(state);
         self.counters.pending_done();
-        task
-    }
-
-    /// Claims the entry for running. The caller runs the returned closure (outside every lock).
-    pub(crate) fn claim_for_firing(&self) -> Option<Task> {
-        self.claim(Status::Fired)
-    }
-
-    /// Claims the entry for shutdown: the closure is handed back unrun.
-    pub(crate) fn claim_for_shutdown(&self) -> Option<Task> {
-        self.claim(Status::Abandoned)
-    }
-
-    /// Cancels a pending entry: `true` iff this call did it. The closure is dropped here, outside
-    /// the locks, and the entry leaves its bucket at once.
-    pub(crate) fn cancel(self: &Arc<Self>) -> bool {
-        match self.claim(Status::Cancelled) {
-            Some(task) => {
-                self.counters.cancelled();
-                drop(task);
-                self.remove_from_bucket();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Unlinks the entry from whichever bucket holds it (no-op when it is in transit: the re-add
-    /// sees the status and drops it).
-    pub(crate) fn remove_from_bucket(self: &Arc<Self>) {
-        loop {
-            let bucket = match &self.lock().location {
-                Some((bucket, _)) => Arc::clone(bucket),
-                None => return,
-            };
-            if bucket.remove(self) {
-                return;
-            }
-            // The entry moved between reading its location and locking that bucket: look again.
-        }
+        true
     }
 }
 
-impl fmt::Debug for TimerTaskEntry {
+/// A scheduled task: the header plus the closure (Kafka's `TimerTaskEntry`).
+///
+/// The closure methods may be called only by the party whose [`EntryHeader::claim`] succeeded, and
+/// only once; later calls find no closure and do nothing.
+pub(crate) trait TimerTaskEntry: Send + Sync {
+    fn header(&self) -> &EntryHeader;
+    /// Runs the closure on this thread.
+    fn run(&self);
+    /// Drops the closure unrun.
+    fn discard(&self);
+    /// Moves the closure out, boxed.
+    fn take_task(&self) -> Option<Task>;
+}
+
+/// The concrete entry: header and closure in one allocation.
+struct TaskEntry<F> {
+    header: EntryHeader,
+    /// Taken by the claim winner only; the lock is never contended.
+    task: Mutex<Option<F>>,
+}
+
+impl<F: FnOnce() + Send + 'static> TimerTaskEntry for TaskEntry<F> {
+    fn header(&self) -> &EntryHeader {
+        &self.header
+    }
+
+    fn run(&self) {
+        let task = self.task.lock().take();
+        if let Some(task) = task {
+            task();
+        }
+    }
+
+    fn discard(&self) {
+        let task = self.task.lock().take();
+        drop(task);
+    }
+
+    fn take_task(&self) -> Option<Task> {
+        let task = self.task.lock().take();
+        task.map(|task| Box::new(task) as Task)
+    }
+}
+
+/// A new pending entry for `task`, due at `deadline_tick`.
+pub(crate) fn new_entry<F>(deadline_tick: u64, task: F, counters: Arc<Counters>) -> EntryRef
+where
+    F: FnOnce() + Send + 'static,
+{
+    Arc::new(TaskEntry {
+        header: EntryHeader {
+            deadline_tick,
+            counters,
+            state: Mutex::new(EntryState { status: Status::Pending, location: None }),
+        },
+        task: Mutex::new(Some(task)),
+    })
+}
+
+/// Cancels a pending entry: `true` iff this call did it. The closure is dropped here, outside the
+/// locks, and the entry leaves its bucket at once.
+pub(crate) fn cancel(entry: &EntryRef) -> bool {
+    let header = entry.header();
+    if !header.claim(Status::Cancelled) {
+        return false;
+    }
+    header.counters.cancelled();
+    entry.discard();
+    remove_from_bucket(entry);
+    true
+}
+
+/// Unlinks the entry from whichever bucket holds it (no-op when it is in transit: the re-add sees
+/// the status and drops it).
+pub(crate) fn remove_from_bucket(entry: &EntryRef) {
+    loop {
+        let bucket = match &entry.header().lock().location {
+            Some((bucket, _)) => Arc::clone(bucket),
+            None => return,
+        };
+        if bucket.remove(entry) {
+            return;
+        }
+        // The entry moved between reading its location and locking that bucket: look again.
+    }
+}
+
+impl fmt::Debug for dyn TimerTaskEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header = self.header();
         f.debug_struct("TimerTaskEntry")
-            .field("deadline_tick", &self.deadline_tick)
-            .field("status", &self.status())
+            .field("deadline_tick", &header.deadline_tick)
+            .field("status", &header.status())
             .finish()
     }
 }

@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-use crate::entry::{Status, TimerTaskEntry};
-use crate::sync::Arc;
+use crate::entry::{self, EntryRef, Status};
 
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it.
 ///
@@ -18,11 +17,11 @@ use crate::sync::Arc;
 #[derive(Clone)]
 pub struct TimerHandle {
     /// `None` for the handle `Timer::schedule` returns when it could not schedule.
-    entry: Option<Arc<TimerTaskEntry>>,
+    entry: Option<EntryRef>,
 }
 
 impl TimerHandle {
-    pub(crate) fn new(entry: Arc<TimerTaskEntry>) -> Self {
+    pub(crate) fn new(entry: EntryRef) -> Self {
         TimerHandle { entry: Some(entry) }
     }
 
@@ -37,22 +36,22 @@ impl TimerHandle {
     /// Returns `false` if the task already ran or started running, was already cancelled, was
     /// abandoned by a shutdown, or was never scheduled.
     pub fn cancel(&self) -> bool {
-        self.entry.as_ref().is_some_and(|entry| entry.cancel())
+        self.entry.as_ref().is_some_and(entry::cancel)
     }
 
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned.
     pub fn is_pending(&self) -> bool {
-        self.entry.as_ref().is_some_and(|entry| entry.status() == Status::Pending)
+        self.entry.as_ref().is_some_and(|entry| entry.header().status() == Status::Pending)
     }
 
     /// Whether the task was claimed for running (it ran, is running, or is queued on an executor).
     pub fn is_fired(&self) -> bool {
-        self.entry.as_ref().is_some_and(|entry| entry.status() == Status::Fired)
+        self.entry.as_ref().is_some_and(|entry| entry.header().status() == Status::Fired)
     }
 
     /// Whether a `cancel()` call cancelled the task.
     pub fn is_cancelled(&self) -> bool {
-        self.entry.as_ref().is_some_and(|entry| entry.status() == Status::Cancelled)
+        self.entry.as_ref().is_some_and(|entry| entry.header().status() == Status::Cancelled)
     }
 }
 

@@ -16,13 +16,13 @@
 #[cfg(not(delaywheel_loom))]
 mod imp {
     pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, OnceLock};
 }
 
 #[cfg(delaywheel_loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{Arc, MutexGuard};
 
     /// `parking_lot`-shaped wrapper over loom's mutex.

@@ -13,10 +13,12 @@
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned.
 //!
-//! A schedule racing shutdown: the scheduler inserts, then (after a SeqCst fence) reads `shut_down`;
-//! shutdown sets `shut_down`, then (after a SeqCst fence) flushes every bucket. So either the drain
-//! finds the entry (it is reported unfired), or the scheduler sees the flag and claims its own entry
-//! back (its call returns `ScheduleError::ShutDown`); whichever claims first wins, and no task vanishes.
+//! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket lock** it inserts
+//! with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every level
+//! not yet created (so no scheduler can use a bucket the drain will not see) and locks and flushes
+//! every bucket. Each bucket lock orders the two: either the drain locks the bucket after the insert
+//! (and reports the entry unfired), or the scheduler locks it after the drain and sees the flag (its
+//! call returns `ScheduleError::ShutDown`). No task vanishes, and the schedule path needs no fence.
 
 use std::cell::Cell;
 use std::fmt;
@@ -28,10 +30,10 @@ use crate::clock::{ClockSource, TickLength};
 use crate::counters::Counters;
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
-use crate::entry::{Task, TimerTaskEntry};
+use crate::entry::{new_entry, EntryRef, Status, Task};
 use crate::error::ScheduleError;
 use crate::handle::TimerHandle;
-use crate::sync::{fence, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{AddOutcome, TimingWheel};
 
 thread_local! {
@@ -208,7 +210,7 @@ impl Timer {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.shared.schedule(delay, Box::new(task))
+        self.shared.schedule(delay, task)
     }
 
     /// Advances the timer to the clock's current time: flushes every due bucket, cascading entries
@@ -292,7 +294,6 @@ impl Timer {
     fn stop(&self, join_executor: bool) -> Vec<UnfiredTask> {
         let shared = &self.shared;
         shared.shut_down.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
         shared.queue.close();
         let inside_task = shared.advancing_here();
         if inside_task {
@@ -337,7 +338,10 @@ impl fmt::Debug for Timer {
 }
 
 impl Shared {
-    fn schedule(&self, delay: Duration, task: Task) -> Result<TimerHandle, ScheduleError> {
+    fn schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
         if self.shut_down.load(Ordering::Acquire) {
             return Err(ScheduleError::ShutDown);
         }
@@ -347,26 +351,25 @@ impl Shared {
             .deadline_tick(now, delay)
             .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: self.ticks.max_delay(now) })?;
         self.counters.scheduling();
-        let entry = Arc::new(TimerTaskEntry::new(deadline, task, Arc::clone(&self.counters)));
-        let handle = TimerHandle::new(Arc::clone(&entry));
-        let outcome = match self.wheel.add(Arc::clone(&entry), self.ticks.floor(now)) {
-            AddOutcome::Due(entry) => self.wheel.add_due(entry),
+        let entry = new_entry(deadline, task, Arc::clone(&self.counters));
+        let refuse = Some(&self.shut_down);
+        let outcome = match self.wheel.add(Arc::clone(&entry), self.ticks.floor(now), refuse) {
+            AddOutcome::Due(entry) => self.wheel.add_due(entry, refuse),
             other => other,
         };
-        if let AddOutcome::Queue(expiration, bucket) = outcome {
-            self.queue.offer(expiration, bucket);
-        }
-        // Pairs with the fence in `Timer::stop`: see the module docs.
-        fence(Ordering::SeqCst);
-        if self.shut_down.load(Ordering::SeqCst) {
-            if let Some(task) = entry.claim_for_shutdown() {
-                entry.remove_from_bucket();
+        match outcome {
+            AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
+            AddOutcome::Done => {}
+            AddOutcome::ShutDown => {
+                // Never inserted, never seen by anyone else: retire it here.
+                entry.header().claim(Status::Abandoned);
+                entry.discard();
                 self.counters.unschedule();
-                drop(task);
                 return Err(ScheduleError::ShutDown);
             }
+            AddOutcome::Due(_) | AddOutcome::NotPending => unreachable!("a new entry is pending"),
         }
-        Ok(handle)
+        Ok(TimerHandle::new(entry))
     }
 
     /// The non-blocking advance: flush every bucket due at the clock's current tick.
@@ -387,10 +390,11 @@ impl Shared {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
             for entry in bucket.flush() {
-                match self.wheel.add(entry, cursor) {
+                match self.wheel.add(entry, cursor, None) {
                     AddOutcome::Due(entry) => due.push(entry),
                     AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
-                    AddOutcome::Done => {}
+                    AddOutcome::Done | AddOutcome::NotPending => {}
+                    AddOutcome::ShutDown => unreachable!("re-adds ignore the shutdown flag"),
                 }
             }
             if !due.is_empty() {
@@ -404,7 +408,7 @@ impl Shared {
     }
 
     /// Runs (or hands to the executor) every entry in `due`, which it empties.
-    fn fire(&self, due: &mut Vec<Arc<TimerTaskEntry>>) {
+    fn fire(&self, due: &mut Vec<EntryRef>) {
         if let Some(executor) = &self.executor {
             executor.submit(due.drain(..));
             return;
@@ -413,12 +417,14 @@ impl Shared {
         for entry in due.drain(..) {
             if self.abandon_batch.load(Ordering::Acquire) {
                 // `shutdown()` was called by a task of this batch: the rest stays unrun.
-                drop(entry.claim_for_shutdown());
+                if entry.header().claim(Status::Abandoned) {
+                    entry.discard();
+                }
                 continue;
             }
-            if let Some(task) = entry.claim_for_firing() {
+            if entry.header().claim(Status::Fired) {
                 fired += 1;
-                run_task(task, &self.counters);
+                run_task(&entry, &self.counters);
             }
         }
         self.counters.fired(fired);
@@ -433,10 +439,13 @@ impl Shared {
     /// Claims every pending entry in every bucket as abandoned; returns them in deadline order.
     fn drain(&self) -> Vec<UnfiredTask> {
         let mut unfired = Vec::new();
-        for bucket in self.wheel.buckets() {
+        for bucket in self.wheel.close_levels() {
             for entry in bucket.flush() {
-                if let Some(task) = entry.claim_for_shutdown() {
-                    let deadline = self.ticks.start_nanos(entry.deadline_tick);
+                if !entry.header().claim(Status::Abandoned) {
+                    continue;
+                }
+                if let Some(task) = entry.take_task() {
+                    let deadline = self.ticks.start_nanos(entry.header().deadline_tick);
                     let deadline = Duration::from_nanos(u64::try_from(deadline).unwrap_or(u64::MAX));
                     unfired.push(UnfiredTask { deadline, task });
                 }
@@ -463,9 +472,9 @@ impl Shared {
     }
 }
 
-/// Runs one task, catching (and counting) a panic so that it cannot stop the timer.
-pub(crate) fn run_task(task: Task, counters: &Counters) {
-    if panic::catch_unwind(AssertUnwindSafe(task)).is_err() {
+/// Runs a claimed entry's task, catching (and counting) a panic so that it cannot stop the timer.
+pub(crate) fn run_task(entry: &EntryRef, counters: &Counters) {
+    if panic::catch_unwind(AssertUnwindSafe(|| entry.run())).is_err() {
         counters.panicked();
     }
 }

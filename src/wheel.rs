@@ -27,8 +27,8 @@
 use std::fmt;
 
 use crate::bucket::{Added, TimerTaskList};
-use crate::entry::TimerTaskEntry;
-use crate::sync::{Arc, OnceLock};
+use crate::entry::EntryRef;
+use crate::sync::{Arc, AtomicBool, OnceLock};
 
 /// Where a deadline belongs relative to a base tick.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
     unreachable!("the top level covers every deadline")
 }
 
-/// One level: `wheel_size` buckets.
+/// One level: `wheel_size` buckets, or none once closed by shutdown before it was ever needed.
 struct Level {
     buckets: Box<[Arc<TimerTaskList>]>,
 }
@@ -86,12 +86,15 @@ pub(crate) struct TimingWheel {
 #[derive(Debug)]
 pub(crate) enum AddOutcome {
     /// The entry is due relative to the base; the caller fires it.
-    Due(Arc<TimerTaskEntry>),
+    Due(EntryRef),
     /// Inserted into a bucket that must now be queued at this expiration.
     Queue(u64, Arc<TimerTaskList>),
-    /// Inserted into a bucket that is already queued early enough, or dropped because it was no
-    /// longer pending. Nothing more to do.
+    /// Inserted into a bucket that is already queued early enough. Nothing more to do.
     Done,
+    /// Not inserted: the entry is no longer pending (cancelled in transit).
+    NotPending,
+    /// Not inserted: the timer is shutting down (only when the caller passed the flag).
+    ShutDown,
 }
 
 impl TimingWheel {
@@ -107,45 +110,71 @@ impl TimingWheel {
 
     /// Number of levels created so far.
     pub(crate) fn levels_in_use(&self) -> usize {
-        self.levels.iter().filter(|level| level.get().is_some()).count()
+        self.levels.iter().filter(|level| level.get().is_some_and(|l| !l.buckets.is_empty())).count()
     }
 
-    /// The bucket at `level`/`slot`, creating the level on first use (exactly once).
-    pub(crate) fn bucket(&self, level: usize, slot: usize) -> &Arc<TimerTaskList> {
+    /// The bucket at `level`/`slot`, creating the level on first use (exactly once). `None` if the
+    /// level was closed by [`close_levels`](TimingWheel::close_levels) before it was ever used.
+    pub(crate) fn bucket(&self, level: usize, slot: usize) -> Option<&Arc<TimerTaskList>> {
         let level_buckets = self.levels[level].get_or_init(|| Level {
             buckets: (0..self.wheel_size as usize)
                 .map(|slot| Arc::new(TimerTaskList::new(level, slot)))
                 .collect(),
         });
-        &level_buckets.buckets[slot]
+        level_buckets.buckets.get(slot)
     }
 
-    /// Adds an entry relative to `base` (see the module docs).
-    pub(crate) fn add(&self, entry: Arc<TimerTaskEntry>, base: u64) -> AddOutcome {
-        match place(self.wheel_size, base, entry.deadline_tick) {
+    /// Adds an entry relative to `base` (see the module docs). With `shut_down`, refuses the entry
+    /// once the flag is set (see `TimerTaskList::add`).
+    pub(crate) fn add(&self, entry: EntryRef, base: u64, shut_down: Option<&AtomicBool>) -> AddOutcome {
+        match place(self.wheel_size, base, entry.header().deadline_tick) {
             Placement::Due => AddOutcome::Due(entry),
-            Placement::Slot { level, slot, expiration } => self.insert(entry, level, slot, expiration),
+            Placement::Slot { level, slot, expiration } => {
+                self.insert(entry, level, slot, expiration, shut_down)
+            }
         }
     }
 
     /// Adds an entry that is already due to the level-0 bucket of its deadline, so that the next
     /// advance of the clock flushes and fires it (used when scheduling: tasks never run inside
     /// `schedule`).
-    pub(crate) fn add_due(&self, entry: Arc<TimerTaskEntry>) -> AddOutcome {
-        let deadline = entry.deadline_tick;
+    pub(crate) fn add_due(&self, entry: EntryRef, shut_down: Option<&AtomicBool>) -> AddOutcome {
+        let deadline = entry.header().deadline_tick;
         let slot = (deadline % self.wheel_size) as usize;
-        self.insert(entry, 0, slot, deadline)
+        self.insert(entry, 0, slot, deadline, shut_down)
     }
 
-    fn insert(&self, entry: Arc<TimerTaskEntry>, level: usize, slot: usize, expiration: u64) -> AddOutcome {
-        let bucket = self.bucket(level, slot);
-        match bucket.add(entry, expiration) {
+    fn insert(
+        &self,
+        entry: EntryRef,
+        level: usize,
+        slot: usize,
+        expiration: u64,
+        shut_down: Option<&AtomicBool>,
+    ) -> AddOutcome {
+        let Some(bucket) = self.bucket(level, slot) else {
+            return AddOutcome::ShutDown; // the level was closed by shutdown
+        };
+        match bucket.add(entry, expiration, shut_down) {
             Added::Inserted { queue: true } => AddOutcome::Queue(expiration, Arc::clone(bucket)),
-            Added::Inserted { queue: false } | Added::NotPending => AddOutcome::Done,
+            Added::Inserted { queue: false } => AddOutcome::Done,
+            Added::NotPending => AddOutcome::NotPending,
+            Added::ShutDown => AddOutcome::ShutDown,
         }
     }
 
+    /// For shutdown: closes every level not yet created (so none can be created any more) and
+    /// returns every bucket of the levels that exist. Together with the flag checked under each
+    /// bucket lock, this guarantees no scheduler inserts where the drain does not look.
+    pub(crate) fn close_levels(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
+        self.levels
+            .iter()
+            .map(|level| level.get_or_init(|| Level { buckets: Box::new([]) }))
+            .flat_map(|level| level.buckets.iter())
+    }
+
     /// Every bucket of every level created so far.
+    #[cfg(test)]
     pub(crate) fn buckets(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
         self.levels.iter().filter_map(|level| level.get()).flat_map(|level| level.buckets.iter())
     }
@@ -248,14 +277,18 @@ mod tests {
     fn overflow_levels_are_created_lazily_once_and_reused() {
         let wheel = TimingWheel::new(3);
         assert_eq!(wheel.levels_in_use(), 0);
-        let a = Arc::clone(wheel.bucket(0, 1));
+        let a = Arc::clone(wheel.bucket(0, 1).unwrap());
         assert_eq!(wheel.levels_in_use(), 1);
-        let b = Arc::clone(wheel.bucket(2, 2));
+        let b = Arc::clone(wheel.bucket(2, 2).unwrap());
         assert_eq!(wheel.levels_in_use(), 2, "level 1 is not needed, so not created");
-        assert!(Arc::ptr_eq(&a, wheel.bucket(0, 1)));
-        assert!(Arc::ptr_eq(&b, wheel.bucket(2, 2)));
-        assert!(Arc::ptr_eq(&b, wheel.bucket(2, 2)));
+        assert!(Arc::ptr_eq(&a, wheel.bucket(0, 1).unwrap()));
+        assert!(Arc::ptr_eq(&b, wheel.bucket(2, 2).unwrap()));
         assert_eq!(wheel.levels_in_use(), 2);
         assert_eq!(wheel.buckets().count(), 6);
+        // Shutdown closes the levels never created: they can no longer be created.
+        assert_eq!(wheel.close_levels().count(), 6);
+        assert!(wheel.bucket(1, 0).is_none());
+        assert!(wheel.bucket(2, 2).is_some());
+        assert_eq!(wheel.levels_in_use(), 2);
     }
 }
