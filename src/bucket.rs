@@ -231,7 +231,7 @@ mod tests {
         let counters = Arc::new(Counters::default());
         (0..n)
             .map(|_| {
-                counters.scheduling();
+                assert!(counters.try_scheduling(usize::MAX));
                 new_entry(5, || {}, Arc::clone(&counters))
             })
             .collect()

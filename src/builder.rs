@@ -53,6 +53,7 @@ pub struct TimerBuilder {
     manual: bool,
     thread_name: String,
     execution: TaskExecution,
+    max_pending: usize,
 }
 
 impl Default for TimerBuilder {
@@ -64,6 +65,7 @@ impl Default for TimerBuilder {
             manual: false,
             thread_name: "delaywheel-driver".to_owned(),
             execution: TaskExecution::OnDriver,
+            max_pending: usize::MAX,
         }
     }
 }
@@ -76,6 +78,7 @@ pub(crate) struct Config {
     pub(crate) manual: bool,
     pub(crate) thread_name: String,
     pub(crate) execution: TaskExecution,
+    pub(crate) max_pending: usize,
 }
 
 impl TimerBuilder {
@@ -117,6 +120,17 @@ impl TimerBuilder {
         self
     }
 
+    /// The most tasks that may be pending at once; beyond it
+    /// [`try_schedule`](Timer::try_schedule) fails with
+    /// [`ScheduleError::TooManyPending`](crate::ScheduleError::TooManyPending) (and `schedule` drops the
+    /// task and returns an inert handle). Unlimited by default. Netty added the same bound
+    /// (`maxPendingTimeouts`) after out-of-memory reports: a runaway producer then gets an error
+    /// instead of taking the process down.
+    pub fn max_pending(mut self, max_pending: usize) -> Self {
+        self.max_pending = max_pending;
+        self
+    }
+
     /// Builds the timer and starts its threads.
     ///
     /// # Errors
@@ -138,6 +152,7 @@ impl TimerBuilder {
             manual: self.manual,
             thread_name: self.thread_name,
             execution: self.execution,
+            max_pending: self.max_pending,
         };
         Timer::start(config).map_err(BuildError::Spawn)
     }

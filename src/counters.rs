@@ -1,6 +1,6 @@
 //! The timer's counters: the pending gauge behind `len()`, and monotonic totals.
 //!
-//! `pending` is incremented before an entry is inserted and decremented by whoever moves the entry
+//! `pending` is incremented (and checked against `max_pending`) before an entry is inserted and decremented by whoever moves the entry
 //! out of `Pending` (fire, cancel or shutdown; see `entry.rs`), so it is exact at every instant at
 //! which no call is in flight, and never underflows.
 
@@ -17,9 +17,15 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    pub(crate) fn scheduling(&self) {
-        self.pending.fetch_add(1, Ordering::Relaxed);
+    /// Counts one more pending task unless that would exceed `max`; `false` if it would. Exact
+    /// under concurrency: the increment itself is the check.
+    pub(crate) fn try_scheduling(&self, max: usize) -> bool {
+        if self.pending.fetch_add(1, Ordering::Relaxed) >= max {
+            self.pending.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
         self.scheduled.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     /// A schedule call that failed after counting itself in (see `scheduling`).

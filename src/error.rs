@@ -49,6 +49,12 @@ impl Error for BuildError {
 pub enum ScheduleError {
     /// The timer has been shut down (or is shutting down).
     ShutDown,
+    /// The timer already holds its configured maximum of pending tasks
+    /// ([`TimerBuilder::max_pending`](crate::TimerBuilder::max_pending)).
+    TooManyPending {
+        /// The configured maximum.
+        max: usize,
+    },
     /// The deadline lies beyond the last tick the timer can represent (`u64::MAX - 1` ticks from the
     /// clock's origin: about 584 million years at a 1 ms tick). `max` is the longest delay accepted
     /// at the time of the call.
@@ -64,6 +70,9 @@ impl fmt::Display for ScheduleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ScheduleError::ShutDown => write!(f, "the timer has been shut down"),
+            ScheduleError::TooManyPending { max } => {
+                write!(f, "the timer already holds its maximum of {max} pending tasks")
+            }
             ScheduleError::DelayTooLong { delay, max } => {
                 write!(f, "delay {delay:?} is beyond the timer's range (at most {max:?})")
             }

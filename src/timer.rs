@@ -93,6 +93,8 @@ pub(crate) struct Shared {
     /// The driver's cursor: the expiration of the last flushed bucket, or the last advanced-to tick.
     current_tick: AtomicU64,
     executor: Option<Executor>,
+    /// See `TimerBuilder::max_pending`.
+    max_pending: usize,
 }
 
 /// A task the timer still held when it shut down, handed back unrun.
@@ -173,6 +175,7 @@ impl Timer {
             advance_lock: Mutex::new(()),
             current_tick: AtomicU64::new(0),
             executor,
+            max_pending: config.max_pending,
         });
         let now_tick = shared.ticks.floor(shared.clock.now_nanos());
         shared.current_tick.store(now_tick, Ordering::Relaxed);
@@ -186,8 +189,9 @@ impl Timer {
     /// late (plus the time the driver needs to wake). A zero or already-passed delay runs at the
     /// next advance of the clock, never inside this call.
     ///
-    /// This never panics. When the task cannot be scheduled (the timer is shut down, or the delay is
-    /// beyond [`max_delay`](Timer::max_delay): e.g. `Duration::MAX`) the task is dropped unrun and the
+    /// This never panics. When the task cannot be scheduled (the timer is shut down, it holds its
+    /// [`max_pending`](TimerBuilder::max_pending) tasks, or the delay is beyond
+    /// [`max_delay`](Timer::max_delay): e.g. `Duration::MAX`) the task is dropped unrun and the
     /// returned handle is inert (`cancel()` returns `false`, `is_pending()` is `false`). A task that
     /// can never fire is thus treated like one that never fires. Use
     /// [`try_schedule`](Timer::try_schedule) to learn why.
@@ -203,6 +207,7 @@ impl Timer {
     /// # Errors
     ///
     /// * [`ScheduleError::ShutDown`] after [`shutdown`](Timer::shutdown) (or drop) has begun;
+    /// * [`ScheduleError::TooManyPending`] when [`TimerBuilder::max_pending`] tasks are pending;
     /// * [`ScheduleError::DelayTooLong`] if the deadline is beyond the last representable tick.
     ///
     /// The task is dropped unrun in both cases.
@@ -350,7 +355,9 @@ impl Shared {
             .ticks
             .deadline_tick(now, delay)
             .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: self.ticks.max_delay(now) })?;
-        self.counters.scheduling();
+        if !self.counters.try_scheduling(self.max_pending) {
+            return Err(ScheduleError::TooManyPending { max: self.max_pending });
+        }
         let entry = new_entry(deadline, task, Arc::clone(&self.counters));
         let refuse = Some(&self.shut_down);
         let outcome = match self.wheel.add(Arc::clone(&entry), self.ticks.floor(now), refuse) {

@@ -270,3 +270,52 @@ fn handles_and_timer_are_send_and_sync() {
     assert_send_sync::<delaywheel::ManualClock>();
     assert_send_sync::<ScheduleError>();
 }
+
+#[test]
+fn max_pending_refuses_clearly_and_frees_up_as_tasks_leave() {
+    let clock = delaywheel::ManualClock::new();
+    let timer = Timer::builder().clock(clock.clone()).manual().max_pending(3).build();
+    let counter = Counter::default();
+    let handles: Vec<TimerHandle> = (0..3).map(|i| timer.schedule(ms(i + 1), counter.task())).collect();
+    let dropped = Arc::new(());
+    let r = Arc::clone(&dropped);
+    let err = timer.try_schedule(ms(1), move || drop(r)).unwrap_err();
+    assert_eq!(err, ScheduleError::TooManyPending { max: 3 });
+    assert!(err.to_string().contains("maximum of 3 pending"), "{err}");
+    assert_eq!(Arc::strong_count(&dropped), 1, "the refused task is dropped");
+    assert!(!timer.schedule(ms(1), counter.task()).is_pending(), "schedule: inert handle");
+    assert_eq!(timer.len(), 3);
+    assert_eq!(timer.stats().scheduled, 3, "refused tasks are not counted as scheduled");
+    // A cancel and a firing each make room for one more.
+    assert!(handles[2].cancel());
+    assert!(timer.try_schedule(ms(50), counter.task()).is_ok());
+    assert!(timer.try_schedule(ms(50), counter.task()).is_err());
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(counter.get(), 1);
+    assert!(timer.try_schedule(ms(50), counter.task()).is_ok());
+    assert_eq!(timer.len(), 3);
+}
+
+#[test]
+fn max_pending_is_exact_under_concurrent_schedules() {
+    let timer = Arc::new(Timer::builder().manual().max_pending(1_000).build());
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (timer, accepted) = (Arc::clone(&timer), Arc::clone(&accepted));
+            std::thread::spawn(move || {
+                for _ in 0..1_000 {
+                    if timer.try_schedule(ms(1_000), || {}).is_ok() {
+                        accepted.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1_000);
+    assert_eq!(timer.len(), 1_000);
+}
