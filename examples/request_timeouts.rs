@@ -4,7 +4,8 @@
 //! Requests arrive at a target rate. Each arms a timeout on the timer (200 ms by default) and
 //! completes after a log-normal service time (median 20 ms, 75th percentile 60 ms by default), which
 //! cancels its timeout; the slow ones time out instead. Completions are simulated off the timer, by a
-//! separate thread with its own heap, so the figures are the timer's.
+//! separate thread with its own heap, so the lateness figures are the timer's; the process CPU time
+//! also includes the request generator and that completer thread (both poll every 100–200 µs).
 //!
 //! ```text
 //! cargo run --release --example request_timeouts
@@ -244,7 +245,13 @@ fn main() {
     row("peak RSS (MiB)", format!("{:.1}", peak_rss_bytes() as f64 / (1024.0 * 1024.0)));
     row("timer panicked tasks", stats.panicked.to_string());
     println!("+--------------------------+------------------+");
-    assert_eq!(completed + timed_out, arrived, "every request either completed or timed out");
+    if completed + timed_out != arrived {
+        eprintln!(
+            "warning: {} requests were still unresolved when the drain gave up",
+            arrived - completed - timed_out
+        );
+        std::process::exit(1);
+    }
 }
 
 /// User + system CPU time of the whole process.

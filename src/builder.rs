@@ -16,6 +16,12 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// small buckets. Kafka uses 20 and Netty 512; see `docs/design.md` for the trade-off.
 pub const DEFAULT_WHEEL_SIZE: usize = 64;
 
+/// The largest wheel size accepted: 65 536 slots.
+///
+/// Each level is allocated whole when first needed (`wheel_size` buckets), so the bound keeps a
+/// level at a few megabytes; Netty's largest useful wheels are far below it.
+pub const MAX_WHEEL_SIZE: usize = 1 << 16;
+
 /// Where fired tasks run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -25,7 +31,8 @@ pub enum TaskExecution {
     /// every firing after it. Keep tasks short (hand heavy work to your own pool). The default.
     #[default]
     OnDriver,
-    /// On this many executor threads, fed through a channel, so a slow task cannot delay the wheel.
+    /// On this many executor threads (at least 1), fed through a channel, so a slow task cannot
+    /// delay the wheel.
     /// Costs a channel hop per task. With `manual()` timers tasks then run on those threads, not
     /// inside `advance_clock`.
     Threads(usize),
@@ -89,7 +96,7 @@ impl TimerBuilder {
         self
     }
 
-    /// Slots per level; at least 2. Default [`DEFAULT_WHEEL_SIZE`].
+    /// Slots per level; from 2 to [`MAX_WHEEL_SIZE`]. Default [`DEFAULT_WHEEL_SIZE`].
     pub fn wheel_size(mut self, wheel_size: usize) -> Self {
         self.wheel_size = wheel_size;
         self
@@ -114,6 +121,12 @@ impl TimerBuilder {
         self
     }
 
+    /// The largest wheel size accepted: 65 536 slots.
+    ///
+    /// Each level is allocated whole when first needed (`wheel_size` buckets), so the bound keeps a
+    /// level at a few megabytes; Netty's largest useful wheels are far below it.
+    pub const MAX_WHEEL_SIZE: usize = 1 << 16;
+
     /// Where fired tasks run. Default [`TaskExecution::OnDriver`].
     pub fn execution(mut self, execution: TaskExecution) -> Self {
         self.execution = execution;
@@ -135,7 +148,8 @@ impl TimerBuilder {
     ///
     /// # Errors
     ///
-    /// [`BuildError`] for a tick under 1 µs or a wheel size under 2, or if a thread cannot start.
+    /// [`BuildError`] for a tick under 1 µs, a wheel size under 2 or over [`MAX_WHEEL_SIZE`], zero
+    /// executor threads, a thread name with a NUL byte, or if a thread cannot start.
     pub fn try_build(self) -> Result<Timer, BuildError> {
         let ticks = TickLength::new(self.tick).ok_or(if self.tick < Duration::from_micros(1) {
             BuildError::TickTooShort(self.tick)
@@ -144,6 +158,15 @@ impl TimerBuilder {
         })?;
         if self.wheel_size < 2 {
             return Err(BuildError::WheelSizeTooSmall(self.wheel_size));
+        }
+        if self.wheel_size > MAX_WHEEL_SIZE {
+            return Err(BuildError::WheelSizeTooLarge(self.wheel_size));
+        }
+        if self.execution == TaskExecution::Threads(0) {
+            return Err(BuildError::NoExecutorThreads);
+        }
+        if self.thread_name.contains('\0') {
+            return Err(BuildError::InvalidThreadName(self.thread_name));
         }
         let config = Config {
             ticks,

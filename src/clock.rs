@@ -182,9 +182,15 @@ impl TickLength {
 
     /// The longest delay that still has a deadline tick when scheduled at `now_nanos`.
     pub(crate) fn max_delay(self, now_nanos: u64) -> Duration {
-        let max_nanos = self.start_nanos(MAX_DEADLINE_TICK).saturating_sub(u128::from(now_nanos));
-        let secs = u64::try_from(max_nanos / 1_000_000_000).unwrap_or(u64::MAX);
-        Duration::new(secs, (max_nanos % 1_000_000_000) as u32)
+        nanos_to_duration(self.start_nanos(MAX_DEADLINE_TICK).saturating_sub(u128::from(now_nanos)))
+    }
+}
+
+/// Nanoseconds as a `Duration`, saturating at `Duration::MAX`.
+pub(crate) fn nanos_to_duration(nanos: u128) -> Duration {
+    match u64::try_from(nanos / 1_000_000_000) {
+        Ok(secs) => Duration::new(secs, (nanos % 1_000_000_000) as u32),
+        Err(_) => Duration::MAX,
     }
 }
 
@@ -236,6 +242,15 @@ mod tests {
         let max = t.max_delay(5);
         assert_eq!(t.deadline_tick(5, max), Some(MAX_DEADLINE_TICK));
         assert_eq!(t.deadline_tick(5, max + Duration::from_millis(1)), None);
+    }
+
+    #[test]
+    fn long_ticks_serve_every_delay_and_say_so() {
+        let t = TickLength::new(Duration::from_millis(1_500)).unwrap();
+        assert_eq!(t.max_delay(0), Duration::MAX);
+        assert!(t.deadline_tick(0, Duration::MAX).is_some());
+        assert_eq!(nanos_to_duration(u128::from(u64::MAX) * 10), Duration::from_nanos(u64::MAX) * 10);
+        assert_eq!(nanos_to_duration(u128::MAX), Duration::MAX);
     }
 
     #[test]

@@ -12,19 +12,21 @@
 //!
 //! With `TaskExecution::Threads(n)`, `advance` sends due entries down a channel to `n` threads. An
 //! entry is claimed (`Pending → Fired`) on the executor thread just before it runs, so a `cancel()`
-//! that arrives while it waits in the channel still wins. Closing drops the sender: the threads run
-//! what is already queued (it was due) and exit.
+//! that arrives while it waits in the channel still wins. Closing drops the sender: on `shutdown()`
+//! the threads run what is already queued (it was due) and are joined, except the thread calling
+//! shutdown from inside a task, which cannot join itself; on drop they are not joined (drop must
+//! not wait for slow tasks) and discard what is still queued, so no task starts after the drop.
 //!
 //! These are real OS threads, started with `std::thread::Builder` so they can be named; they are not
 //! part of the loom models, which drive a manual timer from model threads instead.
 
-use std::thread::{Builder, JoinHandle};
+use std::thread::{self as std_thread, Builder, JoinHandle};
 
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::counters::Counters;
 use crate::entry::{EntryRef, Status};
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::timer::{run_task, Shared};
 
 /// The driver thread of a timer.
@@ -74,18 +76,23 @@ impl Driver {
 pub(crate) struct Executor {
     sender: Mutex<Option<Sender<EntryRef>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Set when the timer is dropped: queued entries are abandoned instead of run.
+    discard: Arc<AtomicBool>,
 }
 
 impl Executor {
     pub(crate) fn start(n: usize, name: &str, counters: &Arc<Counters>) -> std::io::Result<Executor> {
         let (sender, receiver) = crossbeam_channel::unbounded();
+        let discard = Arc::new(AtomicBool::new(false));
         let threads = (0..n)
             .map(|i| {
                 let receiver: Receiver<EntryRef> = receiver.clone();
-                let counters = Arc::clone(counters);
+                let (counters, discard) = (Arc::clone(counters), Arc::clone(&discard));
                 Builder::new().name(format!("{name}-exec-{i}")).spawn(move || {
                     for entry in receiver {
-                        if entry.header().claim(Status::Fired) {
+                        if discard.load(Ordering::Acquire) {
+                            abandon(&entry);
+                        } else if entry.header().claim(Status::Fired) {
                             counters.fired(1);
                             run_task(&entry, &counters);
                         }
@@ -93,7 +100,7 @@ impl Executor {
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(Executor { sender: Mutex::new(Some(sender)), threads: Mutex::new(threads) })
+        Ok(Executor { sender: Mutex::new(Some(sender)), threads: Mutex::new(threads), discard })
     }
 
     /// Hands due entries to the executor threads. After `close`, they are dropped (still pending;
@@ -112,12 +119,18 @@ impl Executor {
         }
     }
 
-    /// Stops accepting tasks; with `join`, waits until the threads have run what they were given.
-    pub(crate) fn close(&self, join: bool) {
+    /// Stops accepting tasks. With `join`, waits until the threads have run what they were given
+    /// (except the calling thread, if it is one of them); with `discard`, what is still queued is
+    /// abandoned instead.
+    pub(crate) fn close(&self, join: bool, discard: bool) {
+        if discard {
+            self.discard.store(true, Ordering::Release);
+        }
         drop(self.sender.lock().take());
         let threads = std::mem::take(&mut *self.threads.lock());
         if join {
-            for thread in threads {
+            let me = std_thread::current().id();
+            for thread in threads.into_iter().filter(|t| t.thread().id() != me) {
                 let _ = thread.join();
             }
         }

@@ -14,6 +14,12 @@ pub enum BuildError {
     TickTooLong(Duration),
     /// The wheel has fewer than 2 slots.
     WheelSizeTooSmall(usize),
+    /// The wheel has more than [`MAX_WHEEL_SIZE`](crate::MAX_WHEEL_SIZE) slots.
+    WheelSizeTooLarge(usize),
+    /// [`TaskExecution::Threads(0)`](crate::TaskExecution::Threads): tasks would never run.
+    NoExecutorThreads,
+    /// The thread name contains a NUL byte, which threads cannot be named with.
+    InvalidThreadName(String),
     /// The driver or an executor thread could not be started.
     Spawn(std::io::Error),
 }
@@ -27,6 +33,15 @@ impl fmt::Display for BuildError {
             }
             BuildError::WheelSizeTooSmall(size) => {
                 write!(f, "timer wheel size must be at least 2, got {size}")
+            }
+            BuildError::WheelSizeTooLarge(size) => {
+                write!(f, "timer wheel size must be at most {}, got {size}", crate::MAX_WHEEL_SIZE)
+            }
+            BuildError::NoExecutorThreads => {
+                write!(f, "TaskExecution::Threads needs at least one thread, got 0")
+            }
+            BuildError::InvalidThreadName(name) => {
+                write!(f, "timer thread name must not contain a NUL byte, got {name:?}")
             }
             BuildError::Spawn(err) => write!(f, "could not start a timer thread: {err}"),
         }

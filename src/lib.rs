@@ -65,7 +65,7 @@ mod sync;
 mod timer;
 mod wheel;
 
-pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE};
+pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};
 pub use clock::ManualClock;
 pub use error::{BuildError, ScheduleError};
 pub use handle::TimerHandle;

@@ -26,7 +26,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
 
 use crate::builder::{Config, TaskExecution, TimerBuilder};
-use crate::clock::{ClockSource, TickLength};
+use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
@@ -49,7 +49,9 @@ thread_local! {
 /// [`TimerBuilder::manual`] time advances only in [`advance_clock`](Timer::advance_clock).
 ///
 /// `Timer` is `Send + Sync`: share it behind an `Arc` to schedule from many threads. Dropping it
-/// stops the driver promptly and drops the closures of tasks that have not fired.
+/// stops the driver promptly (after the task it is running, if any) and drops the closures of tasks
+/// that have not fired; with executor threads, tasks queued for them but not started are dropped
+/// too. Use [`shutdown`](Timer::shutdown) to get the unfired tasks back instead.
 ///
 /// ```
 /// use delaywheel::{ManualClock, Timer};
@@ -162,7 +164,7 @@ impl Timer {
         let counters = Arc::new(Counters::default());
         let executor = match config.execution {
             TaskExecution::OnDriver => None,
-            TaskExecution::Threads(n) => Some(Executor::start(n.max(1), &config.thread_name, &counters)?),
+            TaskExecution::Threads(n) => Some(Executor::start(n, &config.thread_name, &counters)?),
         };
         let shared = Arc::new(Shared {
             ticks: config.ticks,
@@ -226,8 +228,9 @@ impl Timer {
     /// early when one does). A manual clock never waits: advance it first. A timer with a driver
     /// thread calls this itself; calling it as well is allowed.
     ///
-    /// Called from inside one of this timer's own tasks, it returns `false` at once (the clock is
-    /// already being advanced by the caller).
+    /// Called from inside one of this timer's tasks running on the thread that advances the clock
+    /// (the driver, or the caller of `advance_clock`), it returns `false` at once: that thread is
+    /// already advancing the clock. From a task on an executor thread it behaves as from any thread.
     pub fn advance_clock(&self, timeout: Duration) -> bool {
         if !timeout.is_zero() && !self.shared.clock.is_manual() && !self.shared.advancing_here() {
             self.shared.queue.wait_due(&self.shared.clock, self.shared.ticks, Some(timeout));
@@ -264,8 +267,7 @@ impl Timer {
     /// has advanced to. It moves in whole ticks, only inside `advance_clock`.
     pub fn current_time(&self) -> Duration {
         let tick = self.shared.current_tick.load(Ordering::Acquire);
-        let nanos = self.shared.ticks.start_nanos(tick);
-        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+        nanos_to_duration(self.shared.ticks.start_nanos(tick))
     }
 
     /// A snapshot of the timer's counters.
@@ -290,13 +292,17 @@ impl Timer {
     /// any more, and `try_schedule` fails with [`ScheduleError::ShutDown`]. Calling it again returns
     /// an empty list.
     ///
-    /// Called from inside one of this timer's tasks, it does not wait for the driver (which is
-    /// running that very task); the tasks fired in the same batch but not yet run are dropped unrun.
+    /// Called from inside one of this timer's tasks, it does not wait for the thread running that
+    /// very task. On the driver, the tasks fired in the same batch but not yet run are dropped unrun.
+    /// If several threads call it at once, each returns once the driver has stopped; the unfired
+    /// tasks go to whichever call drained them first.
     pub fn shutdown(&self) -> Vec<UnfiredTask> {
-        self.stop(true)
+        self.stop(false)
     }
 
-    fn stop(&self, join_executor: bool) -> Vec<UnfiredTask> {
+    /// Shutdown (`dropping == false`) or drop: drop does not wait for executor threads, which then
+    /// discard what is still queued for them.
+    fn stop(&self, dropping: bool) -> Vec<UnfiredTask> {
         let shared = &self.shared;
         shared.shut_down.store(true, Ordering::SeqCst);
         shared.queue.close();
@@ -304,7 +310,10 @@ impl Timer {
         if inside_task {
             shared.abandon_batch.store(true, Ordering::Release);
         }
-        if let Some(driver) = self.driver.lock().take() {
+        // Take the driver out first: the lock must not be held while joining (a task may be calling
+        // shutdown concurrently and would wait on it).
+        let driver = self.driver.lock().take();
+        if let Some(driver) = driver {
             if inside_task {
                 driver.detach();
             } else {
@@ -313,7 +322,7 @@ impl Timer {
         }
         let unfired = if inside_task { shared.drain() } else { shared.drain_locked() };
         if let Some(executor) = &shared.executor {
-            executor.close(join_executor && !inside_task);
+            executor.close(!dropping && !inside_task, dropping);
         }
         unfired
     }
@@ -327,7 +336,7 @@ impl Default for Timer {
 
 impl Drop for Timer {
     fn drop(&mut self) {
-        drop(self.stop(false));
+        drop(self.stop(true));
     }
 }
 
@@ -452,8 +461,7 @@ impl Shared {
                     continue;
                 }
                 if let Some(task) = entry.take_task() {
-                    let deadline = self.ticks.start_nanos(entry.header().deadline_tick);
-                    let deadline = Duration::from_nanos(u64::try_from(deadline).unwrap_or(u64::MAX));
+                    let deadline = nanos_to_duration(self.ticks.start_nanos(entry.header().deadline_tick));
                     unfired.push(UnfiredTask { deadline, task });
                 }
             }

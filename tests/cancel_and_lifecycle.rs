@@ -319,3 +319,28 @@ fn max_pending_is_exact_under_concurrent_schedules() {
     assert_eq!(accepted.load(Ordering::SeqCst), 1_000);
     assert_eq!(timer.len(), 1_000);
 }
+
+#[test]
+fn more_invalid_configurations_are_clear_errors_not_panics() {
+    let err = Timer::builder().wheel_size(usize::MAX).manual().try_build().unwrap_err();
+    assert!(matches!(err, BuildError::WheelSizeTooLarge(_)));
+    assert!(err.to_string().contains("at most 65536"), "{err}");
+    assert!(Timer::builder().wheel_size(delaywheel::MAX_WHEEL_SIZE).manual().try_build().is_ok());
+    let err = Timer::builder().execution(delaywheel::TaskExecution::Threads(0)).try_build().unwrap_err();
+    assert!(matches!(err, BuildError::NoExecutorThreads), "{err}");
+    let err = Timer::builder().thread_name("bad\0name").try_build().unwrap_err();
+    assert!(matches!(err, BuildError::InvalidThreadName(_)), "{err}");
+}
+
+#[test]
+fn long_ticks_report_the_range_honestly() {
+    let timer = Timer::builder().tick(Duration::from_millis(1_500)).manual().build();
+    assert_eq!(timer.max_delay(), Duration::MAX);
+    let h = timer.try_schedule(Duration::MAX, || {}).expect("every delay fits with a 1.5 s tick");
+    assert!(h.cancel());
+    let unfired = {
+        let _ = timer.schedule(Duration::from_secs(u64::MAX / 2), || {});
+        timer.shutdown()
+    };
+    assert!(unfired[0].deadline() >= Duration::from_secs(u64::MAX / 2), "no 584-year cap");
+}

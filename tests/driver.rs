@@ -249,3 +249,110 @@ fn shutdown_racing_schedules_loses_no_task() {
         assert!(timer.is_empty());
     }
 }
+
+/// Runs `f` on a thread and fails if it does not finish within `limit` (a deadlock check).
+fn finishes_within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).expect("deadlock: did not finish in time")
+}
+
+#[test]
+fn shutdown_from_a_task_and_from_the_owner_at_once_does_not_deadlock() {
+    finishes_within(Duration::from_secs(20), || {
+        let timer = Arc::new(Timer::builder().tick(ms(1)).build());
+        let weak = Arc::downgrade(&timer);
+        let _ = timer.schedule(ms(1), move || {
+            thread::sleep(ms(200)); // the owner calls shutdown meanwhile
+            if let Some(timer) = weak.upgrade() {
+                let _ = timer.shutdown();
+            }
+        });
+        let _ = timer.schedule(Duration::from_secs(60), || {});
+        thread::sleep(ms(50));
+        let unfired = timer.shutdown();
+        assert!(unfired.len() <= 1);
+        assert!(timer.is_empty());
+    });
+}
+
+#[test]
+fn shutdown_from_a_task_on_an_executor_thread_works() {
+    finishes_within(Duration::from_secs(20), || {
+        let timer = Arc::new(Timer::builder().tick(ms(1)).execution(TaskExecution::Threads(2)).build());
+        let (tx, rx) = mpsc::channel();
+        let weak = Arc::downgrade(&timer);
+        let _ = timer.schedule(ms(1), move || {
+            let unfired = weak.upgrade().unwrap().shutdown();
+            tx.send(unfired.len()).unwrap();
+        });
+        let _ = timer.schedule(Duration::from_secs(60), || {});
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
+        assert_eq!(timer.stats().panicked, 0, "shutdown must not panic on an executor thread");
+    });
+}
+
+#[test]
+fn dropping_a_timer_with_executor_threads_starts_no_queued_task() {
+    let timer = Timer::builder().tick(ms(1)).execution(TaskExecution::Threads(1)).build();
+    let started = Counter::default();
+    let (slow_started_tx, slow_started_rx) = mpsc::channel();
+    let _ = timer.schedule(ms(1), move || {
+        slow_started_tx.send(()).unwrap();
+        thread::sleep(ms(300));
+    });
+    for _ in 0..100 {
+        let _ = timer.schedule(ms(2), started.task());
+    }
+    slow_started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    thread::sleep(ms(20)); // the 100 quick tasks are now queued behind the slow one
+    let start = Instant::now();
+    drop(timer);
+    assert!(start.elapsed() < ms(250), "drop waited for the slow task");
+    thread::sleep(ms(500));
+    assert_eq!(started.get(), 0, "a queued task started after the timer was dropped");
+}
+
+#[test]
+fn an_earlier_task_wakes_a_driver_sleeping_toward_a_later_one() {
+    let timer = Timer::builder().tick(ms(1)).build();
+    let _ = timer.schedule(Duration::from_secs(3_600), || {});
+    thread::sleep(ms(30)); // the driver now sleeps toward the hour-long task
+    let (tx, rx) = mpsc::channel();
+    let start = Instant::now();
+    let _ = timer.schedule(ms(20), move || tx.send(start.elapsed()).unwrap());
+    let at = rx.recv_timeout(Duration::from_secs(10)).expect("the driver overslept");
+    assert!(at >= ms(20));
+}
+
+#[test]
+fn concurrent_first_use_of_an_overflow_level_creates_it_once_and_loses_nothing() {
+    for _ in 0..50 {
+        let clock = ManualClock::new();
+        let timer = Arc::new(Timer::builder().wheel_size(4).clock(clock.clone()).manual().build());
+        let counter = Counter::default();
+        let barrier = Arc::new(Barrier::new(4));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let (timer, counter, barrier) = (Arc::clone(&timer), counter.clone(), Arc::clone(&barrier));
+                thread::spawn(move || {
+                    barrier.wait();
+                    // 100..=250 ms with 4 slots of 1 ms: all on level 3 (64..256 ms).
+                    for i in 0..25 {
+                        let _ = timer.schedule(ms(100 + t * 25 + i * 2), counter.task());
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(timer.stats().levels_in_use, 1);
+        assert_eq!(timer.len(), 100);
+        clock.advance(ms(300));
+        while timer.advance_clock(Duration::ZERO) {}
+        assert_eq!(counter.get(), 100);
+    }
+}

@@ -135,12 +135,19 @@ fn a_bucket_is_queued_once_per_round() {
     timer.advance_clock(Duration::ZERO);
     assert_eq!(log.count(), 5);
     assert_eq!(timer.stats().queued_buckets, 0);
-    // Next round of the same slot (3 + 8 = 11 ms): the reused bucket is queued again, once.
+    // Next round of the same level-0 slot 3 (tick 11): from tick 4 it is inside level 0's window
+    // [4, 12), so the reused bucket is queued again, once, and no other level is involved.
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
     for id in 5..9 {
-        let _ = timer.schedule(ms(8), log.task(id, &clock));
+        let _ = timer.schedule(ms(7), log.task(id, &clock));
     }
     assert_eq!(timer.stats().queued_buckets, 1);
-    clock.advance(ms(8));
+    assert_eq!(timer.stats().levels_in_use, 1, "the same level-0 bucket was reused");
+    clock.advance(ms(6));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.count(), 5);
+    clock.advance(ms(1));
     timer.advance_clock(Duration::ZERO);
     assert_eq!(log.count(), 9);
 }

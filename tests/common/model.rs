@@ -1,0 +1,155 @@
+//! The operation language and reference model shared by the property test (`tests/model.rs`) and
+//! the fuzz target (`fuzz/fuzz_targets/timer_ops.rs`), so both check the timer the same way.
+//!
+//! Operations: schedule (any delay: zero, sub-tick, many levels away, far future), cancel (of any
+//! handle, including fired, cancelled and refused ones), advance of the manual clock (zero, sub-tick,
+//! multi-level jumps) followed by `advance_clock`, and shutdown. The model is a plain list of
+//! deadlines: after every step, exactly the tasks whose deadline tick has begun have fired, each once,
+//! none early; `cancel()` returns what the model says; `len()` is exact.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
+
+/// The first tick boundary at or after `deadline`.
+fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
+    let ticks = deadline.as_nanos().div_ceil(tick.as_nanos());
+    Duration::from_nanos((ticks * tick.as_nanos()) as u64)
+}
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+macro_rules! ensure_eq {
+    ($a:expr, $b:expr, $($fmt:tt)+) => {{
+        let (a, b) = (&$a, &$b);
+        if a != b {
+            return Err(format!("{}: {:?} != {:?}", format!($($fmt)+), a, b));
+        }
+    }};
+}
+
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// Schedule with a delay of `nanos` (`None`: `Duration::MAX`).
+    Schedule(Option<u64>),
+    /// Cancel the handle with this index (modulo the number of handles).
+    Cancel(usize),
+    /// Advance the clock by this many nanoseconds, then `advance_clock`.
+    Advance(u64),
+    /// Move the clock only: later schedules then work from a time the wheel has not reached.
+    MoveClock(u64),
+    Shutdown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    Pending,
+    Fired,
+    Cancelled,
+    /// Refused by `try_schedule`, or left unfired by shutdown.
+    Gone,
+}
+
+struct Task {
+    deadline: Duration,
+    expect: Expect,
+    handle: Option<TimerHandle>,
+}
+
+pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
+    let tick = Duration::from_micros(tick_us);
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(tick).wheel_size(wheel_size).clock(clock.clone()).manual().build();
+    let fired: Arc<Mutex<Vec<(usize, Duration)>>> = Arc::default();
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut shut_down = false;
+
+    for (step, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Schedule(nanos) => {
+                let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
+                let id = tasks.len();
+                let (log, c) = (Arc::clone(&fired), clock.clone());
+                let result = timer.try_schedule(delay, move || log.lock().unwrap().push((id, c.now())));
+                let deadline = clock.now().checked_add(delay);
+                match result {
+                    Ok(handle) => {
+                        ensure!(!shut_down, "step {step}: accepted after shutdown");
+                        let deadline = deadline.expect("an accepted deadline is representable");
+                        tasks.push(Task { deadline, expect: Expect::Pending, handle: Some(handle) });
+                    }
+                    Err(ScheduleError::ShutDown) => {
+                        ensure!(shut_down, "step {step}: refused as shut down while running");
+                        tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
+                    }
+                    Err(ScheduleError::DelayTooLong { max, .. }) => {
+                        ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
+                        ensure!(
+                            delay > Duration::from_secs(100 * 365 * 86_400),
+                            "step {step}: refused a short delay"
+                        );
+                        tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
+                    }
+                    Err(e) => return Err(format!("step {step}: unexpected error {e}")),
+                }
+            }
+            Op::Cancel(i) => {
+                if tasks.is_empty() {
+                    continue;
+                }
+                let n = tasks.len();
+                let task = &mut tasks[i % n];
+                let cancelled = task.handle.as_ref().is_some_and(TimerHandle::cancel);
+                ensure_eq!(cancelled, task.expect == Expect::Pending, "step {}: cancel result", step);
+                if cancelled {
+                    task.expect = Expect::Cancelled;
+                }
+            }
+            Op::MoveClock(nanos) => clock.advance(Duration::from_nanos(nanos)),
+            Op::Advance(nanos) => {
+                clock.advance(Duration::from_nanos(nanos));
+                timer.advance_clock(Duration::ZERO);
+                let now = clock.now();
+                if !shut_down {
+                    for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
+                        if ceil_to_tick(task.deadline, tick) <= now {
+                            task.expect = Expect::Fired;
+                        }
+                    }
+                }
+            }
+            Op::Shutdown => {
+                let unfired = timer.shutdown();
+                let expected =
+                    if shut_down { 0 } else { tasks.iter().filter(|t| t.expect == Expect::Pending).count() };
+                ensure_eq!(unfired.len(), expected, "step {}: unfired count", step);
+                for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
+                    task.expect = Expect::Gone;
+                }
+                shut_down = true;
+            }
+        }
+
+        // The state after every step.
+        let log = fired.lock().unwrap().clone();
+        let mut times_fired = vec![0usize; tasks.len()];
+        for &(id, at) in &log {
+            times_fired[id] += 1;
+            ensure!(at >= tasks[id].deadline, "step {step}: task {id} fired early");
+        }
+        for (id, task) in tasks.iter().enumerate() {
+            let want = usize::from(task.expect == Expect::Fired);
+            ensure_eq!(times_fired[id], want, "step {}: task {} ({:?}) fired count", step, id, task.expect);
+        }
+        let pending = tasks.iter().filter(|t| t.expect == Expect::Pending).count();
+        ensure_eq!(timer.len(), pending, "step {}: len()", step);
+    }
+    Ok(())
+}
