@@ -51,6 +51,7 @@
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod bucket;
 mod builder;
@@ -61,14 +62,17 @@ mod driver;
 mod entry;
 mod error;
 mod handle;
+mod stats;
 mod sync;
 mod timer;
+mod trace;
 mod wheel;
 
 pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};
 pub use clock::ManualClock;
 pub use error::{BuildError, ScheduleError};
 pub use handle::TimerHandle;
+pub use stats::LatenessSummary;
 pub use timer::{Timer, TimerStats, UnfiredTask};
 
 /// The README's code blocks run as doctests, so the README stays true.

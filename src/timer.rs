@@ -33,6 +33,7 @@ use crate::driver::{Driver, Executor};
 use crate::entry::{new_entry, EntryRef, Status, Task};
 use crate::error::ScheduleError;
 use crate::handle::TimerHandle;
+use crate::stats::{Lateness, LatenessSummary};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{AddOutcome, TimingWheel};
 
@@ -97,6 +98,8 @@ pub(crate) struct Shared {
     executor: Option<Executor>,
     /// See `TimerBuilder::max_pending`.
     max_pending: usize,
+    /// Firing lateness, recorded by `fire` once per batch (see `stats.rs`).
+    lateness: Lateness,
 }
 
 /// A task the timer still held when it shut down, handed back unrun.
@@ -124,7 +127,7 @@ impl fmt::Debug for UnfiredTask {
     }
 }
 
-/// A snapshot of a timer's counters.
+/// A snapshot of a timer's counters, gauges and firing lateness ([`Timer::stats`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TimerStats {
@@ -142,6 +145,8 @@ pub struct TimerStats {
     pub queued_buckets: usize,
     /// Levels of the wheel created so far.
     pub levels_in_use: usize,
+    /// How late tasks fired, since the timer started (see [`LatenessSummary`]).
+    pub lateness: LatenessSummary,
 }
 
 impl Timer {
@@ -178,6 +183,7 @@ impl Timer {
             current_tick: AtomicU64::new(0),
             executor,
             max_pending: config.max_pending,
+            lateness: Lateness::new(),
         });
         let now_tick = shared.ticks.floor(shared.clock.now_nanos());
         shared.current_tick.store(now_tick, Ordering::Relaxed);
@@ -270,7 +276,12 @@ impl Timer {
         nanos_to_duration(self.shared.ticks.start_nanos(tick))
     }
 
-    /// A snapshot of the timer's counters.
+    /// A snapshot of the timer's counters (monotonic totals since it started), gauges (pending
+    /// tasks, queued buckets, levels) and firing-lateness summary.
+    ///
+    /// The fields are read one after the other without stopping the timer, so under concurrent
+    /// use they need not add up exactly (e.g. `scheduled` may already count a task that `pending`
+    /// does not yet).
     pub fn stats(&self) -> TimerStats {
         let (scheduled, fired, cancelled, panicked) = self.shared.counters.snapshot();
         TimerStats {
@@ -281,6 +292,7 @@ impl Timer {
             panicked,
             queued_buckets: self.shared.queue.len(),
             levels_in_use: self.shared.wheel.levels_in_use(),
+            lateness: self.shared.lateness.summary(),
         }
     }
 
@@ -405,7 +417,9 @@ impl Shared {
             flushed = true;
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
-            for entry in bucket.flush() {
+            let entries = bucket.flush();
+            let flushed_entries = entries.len();
+            for entry in entries {
                 match self.wheel.add(entry, cursor, None) {
                     AddOutcome::Due(entry) => due.push(entry),
                     AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
@@ -413,6 +427,7 @@ impl Shared {
                     AddOutcome::ShutDown => unreachable!("re-adds ignore the shutdown flag"),
                 }
             }
+            crate::trace::flushed(bucket.id(), expiration, cursor, flushed_entries, due.len());
             if !due.is_empty() {
                 self.fire(&mut due);
             }
@@ -425,7 +440,10 @@ impl Shared {
 
     /// Runs (or hands to the executor) every entry in `due`, which it empties.
     fn fire(&self, due: &mut Vec<EntryRef>) {
+        let mut lateness = self.lateness.batch(self.clock.now_nanos(), self.ticks);
         if let Some(executor) = &self.executor {
+            due.iter().for_each(|entry| lateness.record(entry.header().deadline_tick));
+            drop(lateness);
             executor.submit(due.drain(..));
             return;
         }
@@ -440,6 +458,7 @@ impl Shared {
             }
             if entry.header().claim(Status::Fired) {
                 fired += 1;
+                lateness.record(entry.header().deadline_tick);
                 run_task(&entry, &self.counters);
             }
         }
