@@ -53,6 +53,13 @@ impl TimerHandle {
     pub fn is_cancelled(&self) -> bool {
         self.entry.as_ref().is_some_and(|entry| entry.header().status() == Status::Cancelled)
     }
+    /// Where the task sits in the wheel right now: level, slot and the bucket's expiration.
+    /// **Diagnostic**: a snapshot that the driver may change at any moment (see
+    /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in
+    /// transit between buckets during a flush.
+    pub fn position(&self) -> Option<crate::WheelPosition> {
+        self.entry.as_ref().and_then(crate::position::of)
+    }
 }
 
 impl fmt::Debug for TimerHandle {

@@ -62,6 +62,7 @@ mod driver;
 mod entry;
 mod error;
 mod handle;
+mod position;
 mod stats;
 mod sync;
 mod timer;
@@ -72,6 +73,7 @@ pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE,
 pub use clock::ManualClock;
 pub use error::{BuildError, ScheduleError};
 pub use handle::TimerHandle;
+pub use position::WheelPosition;
 pub use stats::LatenessSummary;
 pub use timer::{Timer, TimerStats, UnfiredTask};
 
