@@ -64,6 +64,7 @@ mod error;
 mod global;
 mod handle;
 mod position;
+mod repeating;
 mod stats;
 mod sync;
 mod timer;
@@ -76,6 +77,7 @@ pub use error::{BuildError, ScheduleError};
 pub use global::{global, GLOBAL_THREAD_NAME};
 pub use handle::TimerHandle;
 pub use position::WheelPosition;
+pub use repeating::{Repeat, RepeatingHandle};
 pub use stats::LatenessSummary;
 pub use timer::{Timer, TimerStats, UnfiredTask};
 

@@ -18,6 +18,14 @@ mod imp {
     pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, OnceLock};
+
+    // For `repeating.rs`: a repeating task's way back to its timer must not keep the timer alive.
+    pub(crate) use std::sync::Weak;
+
+    /// `Arc::downgrade`, as a free function so that both branches offer the same call.
+    pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
+        Arc::downgrade(arc)
+    }
 }
 
 #[cfg(delaywheel_loom)]
@@ -97,6 +105,22 @@ mod imp {
             let _gate = self.gate.lock().expect("loom mutex poisoned");
             self.cell.get_or_init(init)
         }
+    }
+
+    /// loom has no weak references: under loom a `Weak` is a strong reference (it keeps its value
+    /// alive and `upgrade` always succeeds). Only `repeating.rs` uses it, and no model drives it.
+    #[derive(Debug)]
+    pub(crate) struct Weak<T>(Arc<T>);
+
+    impl<T> Weak<T> {
+        pub(crate) fn upgrade(&self) -> Option<Arc<T>> {
+            Some(Arc::clone(&self.0))
+        }
+    }
+
+    /// See the `Weak` above.
+    pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
+        Weak(Arc::clone(arc))
     }
 }
 

@@ -340,6 +340,13 @@ impl Timer {
     }
 }
 
+impl Timer {
+    /// The shared state, for the crate's add-ons (async futures, repeating tasks).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
 impl Default for Timer {
     fn default() -> Self {
         Timer::new()
@@ -364,7 +371,7 @@ impl fmt::Debug for Timer {
 }
 
 impl Shared {
-    fn schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
+    pub(crate) fn schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
     where
         F: FnOnce() + Send + 'static,
     {

@@ -1,0 +1,327 @@
+//! Repeating tasks: [`Timer::schedule_repeating`], built on re-arming one-shot tasks.
+//!
+//! ## How it works
+//!
+//! Each run is one ordinary timer task. When it fires it runs the user's closure, then **re-arms**:
+//! it schedules the next run (a new entry) on the same timer and stores that entry's handle in the
+//! repetition's shared state, so the one [`RepeatingHandle`] the caller holds can always cancel the
+//! current entry. Runs never overlap: the next run is scheduled only after the previous one
+//! returned. The closure moves from each run's entry to the next; it is never shared.
+//!
+//! ## The way back to the timer
+//!
+//! A run must reach its timer to re-arm, so the repetition holds a **weak** reference to the
+//! timer's shared state (`crate::sync::Weak`). It does not keep the timer alive, and no reference
+//! cycle (timer → bucket → entry → closure → timer) exists. Once the timer is dropped or shut down
+//! the re-arm fails and the repetition ends; the closure is dropped.
+//!
+//! ## Cancellation, exactly once
+//!
+//! The state (behind one lock) holds `cancelled`, `ended` and the current entry's handle.
+//! `cancel()` sets `cancelled` (if neither flag is set yet: then it returns `true`), takes the
+//! current handle and cancels that entry *after releasing the lock*. A run checks `cancelled`
+//! under the lock before it calls the closure, and a re-arm stores the new handle under the lock
+//! only if `cancelled` is still clear (otherwise it cancels the entry it just made). So whatever
+//! the interleaving, once `cancel()` has returned `true` no run begins; a run that had already
+//! begun (including the one calling `cancel()` from inside the closure) finishes and does not
+//! re-arm. Each run is one timer entry, so it runs at most once.
+//!
+//! A run's closure that panics ends the repetition (the timer catches and counts the panic; the
+//! closure is dropped), as in Java's `ScheduledExecutorService`.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::clock::nanos_to_duration;
+use crate::error::ScheduleError;
+use crate::handle::TimerHandle;
+use crate::sync::{downgrade, Arc, Mutex, Weak};
+use crate::timer::{Shared, Timer};
+
+/// How a repeating task is re-armed; see [`Timer::schedule_repeating`].
+///
+/// Periods shorter than the timer's tick (including zero) are raised to one tick: the timer cannot
+/// run anything more often, and a zero period would otherwise re-fire forever inside one advance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Repeat {
+    /// Each run is scheduled this long after the previous run **returned** (Java's
+    /// `scheduleWithFixedDelay`): the gap between runs is constant, the rate drifts by the time
+    /// the task takes.
+    FixedDelay(Duration),
+    /// Runs are due at `start + initial_delay + k × period` on the timer's clock (Java's
+    /// `scheduleAtFixedRate`): the rate does not drift. If a run ends after the next one was due
+    /// (a slow task, a stalled driver), the missed runs are **skipped**, not run in a burst: the
+    /// next run is the first one on that grid still in the future.
+    FixedRate(Duration),
+}
+
+impl Repeat {
+    fn period(self) -> Duration {
+        match self {
+            Repeat::FixedDelay(period) | Repeat::FixedRate(period) => period,
+        }
+    }
+
+    fn with_period(self, period: Duration) -> Repeat {
+        match self {
+            Repeat::FixedDelay(_) => Repeat::FixedDelay(period),
+            Repeat::FixedRate(_) => Repeat::FixedRate(period),
+        }
+    }
+}
+
+impl Timer {
+    /// Runs `task` after `initial_delay`, then again and again as `repeat` says, until cancelled
+    /// with the returned handle (or the timer shuts down).
+    ///
+    /// Each run follows the timer's time rules (never early, at most one tick late). Runs never
+    /// overlap. The task runs where this timer runs tasks ([`TaskExecution`](crate::TaskExecution)).
+    /// A panicking run ends the repetition.
+    ///
+    /// Like [`schedule`](Timer::schedule) this never panics: if the first run cannot be scheduled,
+    /// the task is dropped and the handle is inert (`cancel()` returns `false`). Use
+    /// [`try_schedule_repeating`](Timer::try_schedule_repeating) to learn why.
+    ///
+    /// # Cancellation
+    ///
+    /// [`RepeatingHandle::cancel`] stops the repetition: it returns `true` iff that call ended it,
+    /// and then no run begins after it returns (a run already under way finishes). It works from
+    /// inside the task too. Dropping the handle does not cancel (as with [`TimerHandle`]). After
+    /// the timer shuts down or is dropped, the next re-arm fails and the repetition ends.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Repeat, Timer};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().clock(clock.clone()).manual().build();
+    /// let runs = Arc::new(AtomicU32::new(0));
+    /// let r = Arc::clone(&runs);
+    /// let handle = timer.schedule_repeating(
+    ///     Duration::from_millis(10),
+    ///     Repeat::FixedRate(Duration::from_millis(10)),
+    ///     move || {
+    ///         r.fetch_add(1, Ordering::SeqCst);
+    ///     },
+    /// );
+    /// for _ in 0..3 {
+    ///     clock.advance(Duration::from_millis(10));
+    ///     timer.advance_clock(Duration::ZERO);
+    /// }
+    /// assert_eq!(runs.load(Ordering::SeqCst), 3); // at 10, 20 and 30 ms
+    /// assert!(handle.cancel());
+    /// assert!(timer.is_empty());
+    /// ```
+    pub fn schedule_repeating<F>(&self, initial_delay: Duration, repeat: Repeat, task: F) -> RepeatingHandle
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.try_schedule_repeating(initial_delay, repeat, task).unwrap_or_else(|_| RepeatingHandle::ended())
+    }
+
+    /// Schedules a repeating task; see [`schedule_repeating`](Timer::schedule_repeating).
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`try_schedule`](Timer::try_schedule), for the first run. The task is then
+    /// dropped unrun. (A later re-arm that fails ends the repetition silently.)
+    pub fn try_schedule_repeating<F>(
+        &self,
+        initial_delay: Duration,
+        repeat: Repeat,
+        task: F,
+    ) -> Result<RepeatingHandle, ScheduleError>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        let shared = self.shared();
+        let repeat = repeat.with_period(repeat.period().max(self.tick()));
+        let now = shared.clock().now_nanos();
+        let ctx = Arc::new(Ctx {
+            timer: Some(downgrade(shared)),
+            repeat,
+            state: Mutex::new(State {
+                current: None,
+                cancelled: false,
+                ended: false,
+                runs: 0,
+                due_nanos: u128::from(now) + initial_delay.as_nanos(),
+            }),
+        });
+        let first = Run { ctx: Arc::clone(&ctx), task: Some(task), handed_over: false };
+        let handle = shared.schedule(initial_delay, move || first.run())?;
+        // Nobody can cancel before the caller has the handle; the first run may already have
+        // fired (executor threads) and re-armed: keep the newer handle then.
+        let mut state = ctx.state.lock();
+        if state.runs == 0 {
+            state.current = Some(handle);
+        }
+        drop(state);
+        Ok(RepeatingHandle { ctx })
+    }
+}
+
+/// The state of one repetition, shared by its runs and its handles.
+struct Ctx {
+    /// `None` only for the inert handle of a repetition that never started.
+    timer: Option<Weak<Shared>>,
+    /// With the period already raised to at least one tick.
+    repeat: Repeat,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// The entry of the next run (or of the run under way).
+    current: Option<TimerHandle>,
+    /// A `cancel()` ended the repetition.
+    cancelled: bool,
+    /// The repetition ended otherwise: the timer shut down or refused a re-arm, or a run panicked.
+    ended: bool,
+    /// Runs begun.
+    runs: u64,
+    /// `FixedRate`: when the current run was due on the grid, in clock nanoseconds.
+    due_nanos: u128,
+}
+
+impl Ctx {
+    /// The repetition ended without a cancel (see `State::ended`).
+    fn end(&self) {
+        let current = {
+            let mut state = self.state.lock();
+            state.ended = true;
+            state.current.take()
+        };
+        drop(current);
+    }
+}
+
+/// One run: the closure of one timer entry. Dropped without handing the task over to a successor
+/// (shutdown, refused re-arm, panic), it ends the repetition.
+struct Run<F> {
+    ctx: Arc<Ctx>,
+    task: Option<F>,
+    handed_over: bool,
+}
+
+impl<F: FnMut() + Send + 'static> Run<F> {
+    fn run(mut self) {
+        {
+            let mut state = self.ctx.state.lock();
+            if state.cancelled {
+                return;
+            }
+            state.runs += 1;
+        }
+        let Some(mut task) = self.task.take() else { return };
+        task(); // a panic unwinds through here: `self` is dropped and ends the repetition
+        self.rearm(task);
+    }
+
+    fn rearm(&mut self, task: F) {
+        let Some(shared) = self.ctx.timer.as_ref().and_then(Weak::upgrade) else { return };
+        let now = u128::from(shared.clock().now_nanos());
+        let delay = match self.ctx.repeat {
+            Repeat::FixedDelay(delay) => delay,
+            Repeat::FixedRate(period) => {
+                let mut state = self.ctx.state.lock();
+                let period = period.as_nanos();
+                // The first grid point after now (skipping any missed while this run was late).
+                let missed = now.saturating_sub(state.due_nanos) / period;
+                state.due_nanos += (missed + 1) * period;
+                nanos_to_duration(state.due_nanos - now)
+            }
+        };
+        let next = Run { ctx: Arc::clone(&self.ctx), task: Some(task), handed_over: false };
+        // No lock is held here: a refused `next` is dropped inside `schedule` and ends the repetition.
+        let Ok(handle) = shared.schedule(delay, move || next.run()) else { return };
+        self.handed_over = true;
+        let mut state = self.ctx.state.lock();
+        if state.cancelled || state.ended {
+            drop(state);
+            handle.cancel();
+        } else {
+            state.current = Some(handle);
+        }
+    }
+}
+
+impl<F> Drop for Run<F> {
+    fn drop(&mut self) {
+        if !self.handed_over {
+            self.ctx.end();
+        }
+    }
+}
+
+/// The handle of a repeating task: cancels it, whichever run is next. Created by
+/// [`Timer::schedule_repeating`]. Cheap to clone; all clones control the same repetition.
+///
+/// Dropping it does not cancel the repetition. It does not keep the timer alive.
+///
+/// # Cancellation
+///
+/// [`cancel`](RepeatingHandle::cancel) returns `true` iff that call ended the repetition. After it
+/// returns `true`, no run begins; a run already under way (for instance the one calling `cancel`
+/// from inside the task) finishes, and is the last.
+#[derive(Clone)]
+pub struct RepeatingHandle {
+    ctx: Arc<Ctx>,
+}
+
+impl RepeatingHandle {
+    /// A handle to a repetition that never started.
+    fn ended() -> Self {
+        let ctx = Ctx {
+            timer: None,
+            repeat: Repeat::FixedDelay(Duration::ZERO),
+            state: Mutex::new(State { current: None, cancelled: false, ended: true, runs: 0, due_nanos: 0 }),
+        };
+        RepeatingHandle { ctx: Arc::new(ctx) }
+    }
+
+    /// Stops the repetition. Returns `true` iff this call stopped it: `false` if it was already
+    /// cancelled or had ended (its timer shut down, a re-arm was refused, or a run panicked).
+    /// After `true`, no further run begins (one already under way finishes). The pending entry
+    /// leaves the wheel at once and the closure is dropped (once no run holds it).
+    pub fn cancel(&self) -> bool {
+        let current = {
+            let mut state = self.ctx.state.lock();
+            if state.cancelled || state.ended {
+                return false;
+            }
+            state.cancelled = true;
+            state.current.take()
+        };
+        // Outside the lock: cancelling drops the entry's closure, whose drop takes the lock.
+        if let Some(handle) = current {
+            handle.cancel();
+        }
+        true
+    }
+
+    /// Whether runs may still begin: neither cancelled nor ended.
+    pub fn is_active(&self) -> bool {
+        let state = self.ctx.state.lock();
+        !state.cancelled && !state.ended
+    }
+
+    /// How many runs have begun so far.
+    pub fn runs(&self) -> u64 {
+        self.ctx.state.lock().runs
+    }
+}
+
+impl fmt::Debug for RepeatingHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.ctx.state.lock();
+        f.debug_struct("RepeatingHandle")
+            .field("repeat", &self.ctx.repeat)
+            .field("runs", &state.runs)
+            .field("cancelled", &state.cancelled)
+            .field("ended", &state.ended)
+            .finish()
+    }
+}
