@@ -65,6 +65,8 @@ mod global;
 mod handle;
 mod position;
 mod repeating;
+#[cfg(feature = "async")]
+mod sleep;
 mod stats;
 mod sync;
 mod timer;
@@ -78,6 +80,9 @@ pub use global::{global, GLOBAL_THREAD_NAME};
 pub use handle::TimerHandle;
 pub use position::WheelPosition;
 pub use repeating::{Repeat, RepeatingHandle};
+#[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+pub use sleep::{Elapsed, Sleep, Timeout};
 pub use stats::LatenessSummary;
 pub use timer::{Timer, TimerStats, UnfiredTask};
 
