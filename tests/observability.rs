@@ -1,0 +1,176 @@
+//! `Timer::stats()` lateness, `TimerHandle::position()`, `delaywheel::global()`, and the
+//! `tracing` feature's events.
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{manual_timer, ms, Counter};
+use delaywheel::{TaskExecution, Timer, WheelPosition};
+
+#[test]
+fn lateness_is_fire_time_minus_the_tick_rounded_deadline() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let counter = Counter::default();
+    for _ in 0..3 {
+        timer.schedule(ms(5), counter.task());
+    }
+    timer.schedule(Duration::from_micros(9_300), counter.task()); // rounded up to 10 ms
+    assert_eq!(timer.stats().lateness.count, 0);
+    clock.advance(Duration::from_micros(7_500));
+    timer.advance_clock(Duration::ZERO);
+    let s = timer.stats().lateness;
+    assert_eq!(s.count, 3);
+    assert_eq!(s.max, Duration::from_micros(2_500), "exact");
+    assert!(s.p50.abs_diff(Duration::from_micros(2_500)) <= Duration::from_micros(25), "{s:?}");
+    clock.advance(Duration::from_micros(2_500)); // exactly at the 10 ms boundary
+    timer.advance_clock(Duration::ZERO);
+    let s = timer.stats().lateness;
+    assert_eq!(s.count, 4);
+    assert_eq!(s.max, Duration::from_micros(2_500));
+    assert!(s.p50 >= Duration::from_micros(2_400), "3 of 4 were 2.5 ms late: {s:?}");
+    assert_eq!(counter.get(), 4);
+    assert_eq!(timer.stats().fired, 4);
+}
+
+#[test]
+fn cancelled_tasks_are_not_measured() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let h = timer.schedule(ms(3), || {});
+    timer.schedule(ms(3), || {});
+    assert!(h.cancel());
+    clock.advance(ms(4));
+    timer.advance_clock(Duration::ZERO);
+    let s = timer.stats().lateness;
+    assert_eq!((s.count, s.max), (1, ms(1)));
+}
+
+#[test]
+fn a_task_may_read_stats_while_being_fired() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let timer = std::sync::Arc::new(timer);
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..2 {
+        let (t, tx) = (std::sync::Arc::clone(&timer), tx.clone());
+        timer.schedule(ms(2), move || tx.send(t.stats().lateness.count).unwrap());
+    }
+    clock.advance(ms(2));
+    timer.advance_clock(Duration::ZERO);
+    let seen: Vec<u64> = rx.try_iter().collect();
+    assert_eq!(seen.len(), 2, "no deadlock, both ran");
+    assert_eq!(timer.stats().lateness.count, 2);
+}
+
+#[test]
+fn a_driver_thread_records_lateness_for_every_fired_task() {
+    for execution in [TaskExecution::OnDriver, TaskExecution::Threads(2)] {
+        let timer = Timer::builder().execution(execution).build();
+        let (tx, rx) = mpsc::channel();
+        for i in 0..50 {
+            let tx = tx.clone();
+            timer.schedule(ms(i % 10), move || tx.send(()).unwrap());
+        }
+        for _ in 0..50 {
+            rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        }
+        let s = timer.stats();
+        assert_eq!(s.lateness.count, 50, "{execution:?}");
+        assert!(s.lateness.p50 <= s.lateness.p99 && s.lateness.p99 <= s.lateness.max);
+        assert!(s.lateness.max < Duration::from_secs(2), "{s:?}");
+    }
+}
+
+#[test]
+fn position_follows_the_seeds_cascade() {
+    // Tick 10 ms, 60 slots: level spans 600 ms / 36 s / 36 min (docs/design.md).
+    let (clock, timer) = manual_timer(ms(10), 60);
+    let h = timer.schedule(Duration::from_secs(5), || {});
+    let at = |level, slot, expiration_tick| Some((level, slot, expiration_tick, 500));
+    let pos = |p: Option<WheelPosition>| p.map(|p| (p.level, p.slot, p.expiration_tick, p.deadline_tick));
+    assert_eq!(pos(h.position()), at(1, 8, 480));
+    clock.advance(ms(4_790));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(pos(h.position()), at(1, 8, 480), "not flushed before 4.8 s");
+    clock.advance(ms(10));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(pos(h.position()), at(0, 20, 500), "cascaded to level 0");
+    clock.advance(ms(200));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(h.position(), None, "fired");
+    assert!(h.is_fired());
+
+    let cancelled = timer.schedule(ms(100), || {});
+    assert!(cancelled.position().is_some());
+    cancelled.cancel();
+    assert_eq!(cancelled.position(), None);
+}
+
+#[test]
+fn global_is_one_lazily_started_timer() {
+    let a = delaywheel::global();
+    let b = std::thread::spawn(|| delaywheel::global() as *const Timer as usize).join().unwrap();
+    assert_eq!(a as *const Timer as usize, b);
+    let (tx, rx) = mpsc::channel();
+    a.schedule(ms(2), move || tx.send(std::thread::current().name().map(str::to_owned)).unwrap());
+    let name = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(name.as_deref(), Some(delaywheel::GLOBAL_THREAD_NAME));
+}
+
+#[cfg(feature = "tracing")]
+mod tracing_events {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    /// Collects the message and fields of every event.
+    #[derive(Clone, Default)]
+    struct Collect(Arc<Mutex<Vec<String>>>);
+
+    struct Line(String);
+    impl Visit for Line {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!("{}={:?} ", field.name(), value));
+        }
+    }
+
+    impl Subscriber for Collect {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            assert_eq!(*event.metadata().level(), tracing::Level::TRACE);
+            let mut line = Line(String::new());
+            event.record(&mut line);
+            self.0.lock().unwrap().push(line.0);
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn flush_and_cascade_events_are_emitted() {
+        let collect = Collect::default();
+        tracing::subscriber::with_default(collect.clone(), || {
+            let (clock, timer) = manual_timer(ms(10), 60);
+            timer.schedule(Duration::from_secs(5), || {});
+            clock.advance(ms(4_800));
+            timer.advance_clock(Duration::ZERO);
+            clock.advance(ms(200));
+            timer.advance_clock(Duration::ZERO);
+        });
+        let lines = collect.0.lock().unwrap().clone();
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        assert!(lines[0].starts_with("message=flush level=1 slot=8 expiration=480"), "{lines:#?}");
+        assert!(lines[1].starts_with("message=cascade from_level=1 slot=8 moved=1"), "{lines:#?}");
+        assert!(lines[2].starts_with("message=flush level=0 slot=20 expiration=500"), "{lines:#?}");
+        assert!(lines[2].contains("due=1"), "{lines:#?}");
+    }
+}
