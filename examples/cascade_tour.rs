@@ -65,12 +65,15 @@ fn main() {
     print_positions(&tasks);
 
     // Jump from one bucket expiration to the next, as the driver's delay queue does.
-    while let Some(next_tick) = tasks.iter().filter_map(|(_, h)| h.position()).map(|p| p.expiration_tick).min()
+    while let Some(next_tick) =
+        tasks.iter().filter_map(|(_, h)| h.position()).map(|p| p.expiration_tick).min()
     {
         clock.advance_to(TICK * next_tick as u32);
         let due: Vec<String> = tasks
             .iter()
-            .filter_map(|(name, h)| h.position().filter(|p| p.expiration_tick == next_tick).map(|p| (name, p)))
+            .filter_map(|(name, h)| {
+                h.position().filter(|p| p.expiration_tick == next_tick).map(|p| (name, p))
+            })
             .map(|(name, p)| format!("level {} slot {} ({name})", p.level, p.slot))
             .collect();
         timer.advance_clock(Duration::ZERO);

@@ -79,7 +79,7 @@ fn main() {
             epoch,
         });
         conn.heartbeat(); // connecting counts as the first heartbeat
-        // One client in four dies somewhere in the first two seconds.
+                          // One client in four dies somewhere in the first two seconds.
         let dies_at = (rng.gen_range(0..4) == 0).then(|| Duration::from_millis(rng.gen_range(0..2_000)));
         // The client's heartbeat loop: a repeating task, which cancels itself when the client dies.
         let me: Arc<OnceLock<RepeatingHandle>> = Arc::default();

@@ -57,7 +57,11 @@ fn debug_output_names_the_type() {
     let clock = ManualClock::new();
     let timer = Timer::builder().clock(clock.clone()).manual().build();
     let handle = timer.schedule(Duration::from_millis(5), || {});
-    let repeating = timer.schedule_repeating(Duration::from_millis(5), Repeat::FixedRate(Duration::from_millis(5)), || {});
+    let repeating = timer.schedule_repeating(
+        Duration::from_millis(5),
+        Repeat::FixedRate(Duration::from_millis(5)),
+        || {},
+    );
     let position = handle.position().unwrap();
     let outputs = [
         format!("{timer:?}"),

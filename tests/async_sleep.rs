@@ -149,8 +149,10 @@ fn timeout_prefers_an_inner_future_ready_at_the_deadline() {
 fn timeout_gives_access_to_the_inner_future() {
     let (_clock, timer) = manual_timer(ms(1), 8);
     let mut t = timer.timeout(ms(5), std::future::ready(3));
-    let _: &std::future::Ready<i32> = t.get_ref();
-    let _: &mut std::future::Ready<i32> = t.get_mut();
+    let inner: &std::future::Ready<i32> = t.get_ref();
+    assert!(format!("{inner:?}").starts_with("Ready"));
+    let inner: &mut std::future::Ready<i32> = t.get_mut();
+    assert!(format!("{inner:?}").starts_with("Ready"));
     assert_eq!(timer.len(), 1);
     let inner = t.into_inner();
     assert_eq!(timer.len(), 0, "into_inner drops the time limit");

@@ -77,11 +77,13 @@ fn fixed_rate_skips_missed_runs_instead_of_bursting() {
 fn a_zero_period_is_raised_to_one_tick() {
     let (clock, timer) = manual_timer(ms(1), 8);
     let runs = Runs::default();
-    let _fixed_delay = timer.schedule_repeating(ms(0), Repeat::FixedDelay(Duration::ZERO), runs.task(&clock, ms(0)));
+    let _fixed_delay =
+        timer.schedule_repeating(ms(0), Repeat::FixedDelay(Duration::ZERO), runs.task(&clock, ms(0)));
     step_to(&clock, &timer, ms(3));
     assert_eq!(runs.get(), times(&[1, 2, 3]), "one run per tick, and advance_clock returns");
     let rate = Runs::default();
-    let _fixed_rate = timer.schedule_repeating(ms(0), Repeat::FixedRate(Duration::ZERO), rate.task(&clock, ms(0)));
+    let _fixed_rate =
+        timer.schedule_repeating(ms(0), Repeat::FixedRate(Duration::ZERO), rate.task(&clock, ms(0)));
     timer.advance_clock(Duration::ZERO);
     step_to(&clock, &timer, ms(5));
     assert_eq!(rate.get(), times(&[3, 4, 5]));
@@ -184,9 +186,13 @@ fn on_a_driver_thread_no_run_begins_after_cancel_returns_true() {
     for round in 0..20u64 {
         let began = Arc::new(AtomicU64::new(0));
         let b = Arc::clone(&began);
-        let handle = timer.schedule_repeating(Duration::ZERO, Repeat::FixedRate(Duration::from_micros(200)), move || {
-            b.fetch_add(1, Ordering::SeqCst);
-        });
+        let handle = timer.schedule_repeating(
+            Duration::ZERO,
+            Repeat::FixedRate(Duration::from_micros(200)),
+            move || {
+                b.fetch_add(1, Ordering::SeqCst);
+            },
+        );
         std::thread::sleep(Duration::from_micros(300 * (round % 7)));
         assert!(handle.cancel());
         let at_cancel = handle.runs();
