@@ -46,7 +46,55 @@
 //! assert!(!handle.cancel());
 //! ```
 //!
-//! See `docs/design.md` in the repository for the locking rules and what differs from Kafka.
+//! ## Beyond one-shot tasks
+//!
+//! * **Repeating work**: [`Timer::schedule_repeating`] with [`Repeat::FixedDelay`] or
+//!   [`Repeat::FixedRate`], stopped by one [`RepeatingHandle`] that stays valid across re-arms.
+//! * **One timer per process**: [`global()`] lazily starts a shared timer, so libraries need not
+//!   start a driver thread each.
+//! * **Async** (feature `async`): `Timer::sleep`, `Timer::sleep_until` and `Timer::timeout`
+//!   return runtime-agnostic futures (`Sleep`, `Timeout`) that work under tokio, async-std/smol or
+//!   any executor, and cancel their timer task when dropped.
+//! * **Observability**: [`Timer::stats`] returns totals, gauges and a firing-lateness summary
+//!   ([`LatenessSummary`]); [`TimerHandle::position`] shows where a task sits in the wheel
+//!   (diagnostic); the `tracing` feature emits trace-level events for bucket flushes and cascades.
+//!
+//! ```
+//! use delaywheel::{ManualClock, Repeat, Timer};
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! // A heartbeat every 100 ms on a manual clock, stopped after three beats.
+//! let clock = ManualClock::new();
+//! let timer = Timer::builder().tick(Duration::from_millis(10)).clock(clock.clone()).manual().build();
+//! let beats = Arc::new(AtomicU32::new(0));
+//! let b = Arc::clone(&beats);
+//! let heartbeat = timer.schedule_repeating(
+//!     Duration::from_millis(100),
+//!     Repeat::FixedRate(Duration::from_millis(100)),
+//!     move || {
+//!         b.fetch_add(1, Ordering::Relaxed);
+//!     },
+//! );
+//! for _ in 0..3 {
+//!     clock.advance(Duration::from_millis(100));
+//!     timer.advance_clock(Duration::ZERO);
+//! }
+//! assert!(heartbeat.cancel());
+//! assert_eq!(beats.load(Ordering::Relaxed), 3);
+//! assert_eq!(timer.stats().lateness.max, Duration::ZERO); // each beat fired on its tick
+//! ```
+//!
+//! ## Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `async` | off | `Timer::sleep`, `Timer::sleep_until`, `Timer::timeout` and their futures (dependency: `pin-project-lite`) |
+//! | `tracing` | off | trace-level `tracing` events (target `delaywheel`) for every bucket flush and cascade |
+//!
+//! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
+//! the examples (`request_timeouts`, `heartbeat`, `delayed_messages`, `cascade_tour`).
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
