@@ -281,7 +281,8 @@ impl Timer {
     ///
     /// The fields are read one after the other without stopping the timer, so under concurrent
     /// use they need not add up exactly (e.g. `scheduled` may already count a task that `pending`
-    /// does not yet).
+    /// does not yet). `fired` and `lateness` are counted per batch (one flushed bucket): a task
+    /// sees its own batch counted only after the batch.
     pub fn stats(&self) -> TimerStats {
         let (scheduled, fired, cancelled, panicked) = self.shared.counters.snapshot();
         TimerStats {

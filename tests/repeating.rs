@@ -198,8 +198,13 @@ fn on_a_driver_thread_no_run_begins_after_cancel_returns_true() {
         let at_cancel = handle.runs();
         std::thread::sleep(ms(5));
         assert_eq!(handle.runs(), at_cancel, "a run began after cancel returned true");
+        // A run counted just before the cancel may still be finishing on a loaded machine.
+        let give_up = std::time::Instant::now() + Duration::from_secs(5);
+        while began.load(Ordering::SeqCst) < at_cancel && std::time::Instant::now() < give_up {
+            std::thread::sleep(ms(1));
+        }
         let began = began.load(Ordering::SeqCst);
-        assert!(began == at_cancel, "every counted run ran once: {began} vs {at_cancel}");
+        assert_eq!(began, at_cancel, "every counted run ran exactly once");
     }
     assert!(timer.is_empty());
 }
