@@ -33,9 +33,11 @@
 //!   from the first insert to the last fire.
 //! * W5: fresh timer, one task due in 60 s, then 5 s of sleep; process CPU over those 5 s.
 //! * W6: fresh timer; inserts N timers (delays in [10000, 70000) ms, handles dropped);
-//!   (RSS after − RSS before) / N, RSS from `/proc/self/statm`, `method=rss`. Each system's W6 runs in
-//!   a **fresh child process** (this binary re-invoked with `SPEC_W6_CHILD=<system>`): after W1–W5
-//!   the allocator holds freed memory that would absorb the inserts and hide them from the delta.
+//!   (RSS after − RSS before) / N, RSS from `/proc/self/statm`, `method=rss`, each reading taken
+//!   after `malloc_trim(0)` (so free memory glibc retains, such as a drained channel backlog, is not
+//!   counted as held by the timer). Each system's W6 runs in a **fresh child process** (this binary
+//!   re-invoked with `SPEC_W6_CHILD=<system>`): after W1–W5 the allocator holds freed memory that
+//!   would absorb the inserts and hide them from the delta.
 //!
 //! For peers whose schedule/cancel only enqueue a message for the timer's own thread
 //! (`hierarchical_hash_wheel_timer`), W1–W3 and W6 stop the clock (take the RSS) once the timer
@@ -68,6 +70,9 @@
 //!   it points to) until the wheel reaches that slot, so right after W2 all N are still held:
 //!   `pending_after` reports scheduled − fired, the held count (the crate exposes no length).
 
+#[allow(dead_code)] // `HeapCore::advance` serves benches/scaling.rs
+#[path = "spec/heap.rs"]
+mod heap;
 #[path = "spec/measure.rs"]
 mod measure;
 #[path = "spec/systems.rs"]

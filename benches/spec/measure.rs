@@ -134,8 +134,15 @@ pub fn process_cpu_ms() -> f64 {
     (us(usage.ru_utime) + us(usage.ru_stime)) / 1e3
 }
 
-/// Resident set size of this process in bytes (`/proc/self/statm`, field 2, times the page size).
+/// Resident set size of this process in bytes (`/proc/self/statm`, field 2, times the page size),
+/// read after `malloc_trim(0)`: glibc then returns the free pages it retains (e.g. a channel's
+/// transient backlog) to the kernel, so the figure is memory in use plus fragmentation.
 pub fn rss_bytes() -> u64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory of the allocator; no precondition.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     let statm = std::fs::read_to_string("/proc/self/statm").expect("read /proc/self/statm");
     let pages: u64 = statm.split_whitespace().nth(1).and_then(|f| f.parse().ok()).expect("statm field");
     // SAFETY: `sysconf` has no preconditions.

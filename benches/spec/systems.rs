@@ -1,8 +1,6 @@
 //! The timers under test, each behind one small interface and each driven the way its users drive it
 //! (see the crate docs of `benches/spec.rs` for the why).
 
-use std::cmp::Ordering as CmpOrdering;
-use std::collections::BinaryHeap;
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,11 +8,10 @@ use std::task::Poll;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::heap::{HeapCore, HeapSlot};
+use crate::measure::{now_ns, FIRED};
 use hierarchical_hash_wheel_timer::thread_timer::{TimerRef, TimerWithThread};
 use hierarchical_hash_wheel_timer::{ClosureTimer, OneShotClosureState, PeriodicClosureState};
-use parking_lot::{Condvar, Mutex, MutexGuard};
-
-use crate::measure::{now_ns, FIRED};
 
 /// One timer as the workloads see it.
 ///
@@ -158,104 +155,11 @@ impl System for TokioDelayQueue {
 // ------------------------------------------------------------------------------------------------
 // BinaryHeap + parking_lot Mutex + one driver thread
 
-/// A hand-rolled timer: a min-heap of (deadline, sequence, task slot) behind a parking_lot `Mutex`,
-/// one driver thread that sleeps on a `Condvar` until the head is due (woken when an insert becomes
-/// the new head), fires due tasks outside the lock. No tick: deadlines at full precision.
-///
-/// Cancellation is lazy: `cancel` takes the task out of its slot (the closure is dropped at once and
-/// exactly one of fire/cancel wins), but the heap entry stays until its deadline pops it, so
-/// `pending()` (the heap's length) still counts cancelled entries: that is what it holds.
+/// [`HeapCore`] (a `BinaryHeap` behind a parking_lot `Mutex`, lazy cancellation) with one driver
+/// thread sleeping on its `Condvar` until the head is due.
 pub struct HeapTimer {
-    shared: Arc<HeapShared>,
+    core: Arc<HeapCore>,
     driver: JoinHandle<()>,
-}
-
-struct HeapShared {
-    state: Mutex<HeapState>,
-    wake: Condvar,
-}
-
-struct HeapState {
-    heap: BinaryHeap<HeapEntry>,
-    seq: u64,
-    shut_down: bool,
-}
-
-/// One allocation per timer: the slot holds the closure inline; the heap entry and the handle share it.
-pub trait HeapSlot: Send + Sync {
-    fn fire(&self);
-    fn cancel(&self) -> bool;
-}
-
-struct TaskSlot<F> {
-    task: Mutex<Option<F>>,
-}
-
-impl<F: FnOnce() + Send> HeapSlot for TaskSlot<F> {
-    fn fire(&self) {
-        let task = self.task.lock().take();
-        if let Some(task) = task {
-            task();
-        }
-    }
-
-    fn cancel(&self) -> bool {
-        self.task.lock().take().is_some()
-    }
-}
-
-struct HeapEntry {
-    deadline_ns: u64,
-    seq: u64,
-    slot: Arc<dyn HeapSlot>,
-}
-
-impl PartialEq for HeapEntry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.deadline_ns, self.seq) == (other.deadline_ns, other.seq)
-    }
-}
-
-impl Eq for HeapEntry {}
-
-impl PartialOrd for HeapEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for HeapEntry {
-    /// Reversed: `BinaryHeap` is a max-heap, the earliest deadline must be on top.
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        (other.deadline_ns, other.seq).cmp(&(self.deadline_ns, self.seq))
-    }
-}
-
-/// Most due entries popped per lock hold, so inserting threads are not locked out by a big batch.
-const HEAP_BATCH: usize = 1024;
-
-fn heap_driver(shared: &HeapShared) {
-    let mut batch: Vec<Arc<dyn HeapSlot>> = Vec::with_capacity(HEAP_BATCH);
-    let mut state = shared.state.lock();
-    loop {
-        if state.shut_down {
-            return;
-        }
-        let now = now_ns();
-        while batch.len() < HEAP_BATCH && state.heap.peek().is_some_and(|top| top.deadline_ns <= now) {
-            batch.push(state.heap.pop().expect("peeked").slot);
-        }
-        if !batch.is_empty() {
-            MutexGuard::unlocked(&mut state, || batch.drain(..).for_each(|slot| slot.fire()));
-            continue;
-        }
-        match state.heap.peek().map(|top| top.deadline_ns) {
-            None => shared.wake.wait(&mut state),
-            Some(deadline) => {
-                shared.wake.wait_for(&mut state, Duration::from_nanos(deadline - now));
-            }
-        }
-    }
 }
 
 impl System for HeapTimer {
@@ -264,16 +168,13 @@ impl System for HeapTimer {
     type Local<'a> = ();
 
     fn start() -> Self {
-        let shared = Arc::new(HeapShared {
-            state: Mutex::new(HeapState { heap: BinaryHeap::new(), seq: 0, shut_down: false }),
-            wake: Condvar::new(),
-        });
-        let driven = Arc::clone(&shared);
+        let core = Arc::new(HeapCore::default());
+        let driven = Arc::clone(&core);
         let driver = std::thread::Builder::new()
             .name("heap-timer".into())
-            .spawn(move || heap_driver(&driven))
+            .spawn(move || driven.drive(now_ns))
             .expect("spawn heap driver");
-        HeapTimer { shared, driver }
+        HeapTimer { core, driver }
     }
 
     fn local(&self) {}
@@ -282,31 +183,21 @@ impl System for HeapTimer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let slot: Arc<dyn HeapSlot> = Arc::new(TaskSlot { task: Mutex::new(Some(task)) });
-        let deadline_ns = now_ns().saturating_add(u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX));
-        let mut state = self.shared.state.lock();
-        let new_head = state.heap.peek().map_or(true, |top| deadline_ns < top.deadline_ns);
-        state.seq += 1;
-        let seq = state.seq;
-        state.heap.push(HeapEntry { deadline_ns, seq, slot: Arc::clone(&slot) });
-        drop(state);
-        if new_head {
-            self.shared.wake.notify_one();
-        }
-        slot
+        let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.core.insert(now_ns().saturating_add(delay_ns), task)
     }
 
     fn cancel(&self, _: &mut (), handle: &Self::Handle) -> bool {
         handle.cancel()
     }
 
+    /// The heap's length: lazily cancelled entries are still held.
     fn pending(&self) -> usize {
-        self.shared.state.lock().heap.len()
+        self.core.len()
     }
 
     fn shutdown(self) {
-        self.shared.state.lock().shut_down = true;
-        self.shared.wake.notify_all();
+        self.core.shut_down();
         self.driver.join().expect("heap driver panicked");
     }
 }
