@@ -22,7 +22,7 @@ fn delay(u: &mut Unstructured<'_>) -> Result<Option<u64>> {
 }
 
 fn op(u: &mut Unstructured<'_>) -> Result<Op> {
-    let mut nanos = |u: &mut Unstructured<'_>| -> Result<u64> {
+    let nanos = |u: &mut Unstructured<'_>| -> Result<u64> {
         let scale = [0u64, 2_000, 20_000_000, 2_000_000_000, 10_000_000_000_000][u.choose_index(5)?];
         Ok(if scale == 0 { 0 } else { u.int_in_range(0..=scale)? })
     };
