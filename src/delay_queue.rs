@@ -6,6 +6,11 @@
 //!
 //! ## Waiting
 //!
+//! Kafka's `poll(timeout)` is split in two: [`wait_due`](DelayQueue::wait_due) blocks (real time,
+//! condition variable) and [`poll_due`](DelayQueue::poll_due) pops without waiting. The clockless
+//! half is all the algorithm needs on a manual clock, and is what the loom models drive; the timed
+//! wait stays a thin wrapper around it (`Timer::advance_clock`).
+//!
 //! [`wait_due`](DelayQueue::wait_due) sleeps until the head bucket's expiration tick begins on the
 //! clock, a timeout passes, or it is woken. It is woken when an **earlier** bucket becomes the head
 //! ([`offer`](DelayQueue::offer) notifies only then), when a manual clock advances, and on close.

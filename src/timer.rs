@@ -333,7 +333,9 @@ impl Timer {
                 driver.join();
             }
         }
-        let unfired = if inside_task { shared.drain() } else { shared.drain_locked() };
+        // Drop only discards: boxing and sorting the closures would be wasted work.
+        let report = !dropping;
+        let unfired = if inside_task { shared.drain(report) } else { shared.drain_locked(report) };
         if let Some(executor) = &shared.executor {
             executor.close(!dropping && !inside_task, dropping);
         }
@@ -474,20 +476,23 @@ impl Shared {
     }
 
     /// Drains the wheel once no advance is in progress.
-    fn drain_locked(&self) -> Vec<UnfiredTask> {
+    fn drain_locked(&self, report: bool) -> Vec<UnfiredTask> {
         let _serial = self.advance_lock.lock();
-        self.drain()
+        self.drain(report)
     }
 
-    /// Claims every pending entry in every bucket as abandoned; returns them in deadline order.
-    fn drain(&self) -> Vec<UnfiredTask> {
+    /// Claims every pending entry in every bucket as abandoned. With `report`, returns their tasks
+    /// in deadline order; otherwise drops them.
+    fn drain(&self, report: bool) -> Vec<UnfiredTask> {
         let mut unfired = Vec::new();
         for bucket in self.wheel.close_levels() {
             for entry in bucket.flush() {
                 if !entry.header().claim(Status::Abandoned) {
                     continue;
                 }
-                if let Some(task) = entry.take_task() {
+                if !report {
+                    entry.discard();
+                } else if let Some(task) = entry.take_task() {
                     let deadline = nanos_to_duration(self.ticks.start_nanos(entry.header().deadline_tick));
                     unfired.push(UnfiredTask { deadline, task });
                 }

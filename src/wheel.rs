@@ -50,7 +50,10 @@ pub(crate) fn max_levels(wheel_size: u64) -> usize {
     (0..).take_while(|&level| slot_ticks(wheel_size, level).is_some()).count()
 }
 
-/// The finest level whose window around `base` contains `deadline`, and the slot there.
+/// The finest level whose window around `base` contains `deadline`, and the slot there: the
+/// definition, written for clarity. The timer uses `LevelTable::place`, the same arithmetic
+/// precomputed; the unit tests check that the two agree.
+#[cfg(test)]
 pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
     if deadline <= base {
         return Placement::Due;
@@ -71,6 +74,51 @@ pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
     unreachable!("the top level covers every deadline")
 }
 
+/// Per-level arithmetic, precomputed: placing a deadline is on every schedule and every cascade.
+///
+/// For a power-of-two wheel size (the default) every division is a mask; otherwise the loop divides
+/// by each level's precomputed slot length. Either way the result is the reference `place`'s (the
+/// unit tests compare the two).
+struct LevelTable {
+    wheel_size: u64,
+    /// `log2(wheel_size)` when it is a power of two.
+    shift: Option<u32>,
+    /// Ticks per slot of each level.
+    slot_ticks: Box<[u64]>,
+    /// Ticks per rotation of each level; `None` for the top level, whose span exceeds `u64`.
+    spans: Box<[Option<u64>]>,
+}
+
+impl LevelTable {
+    fn new(wheel_size: u64) -> Self {
+        let levels = max_levels(wheel_size);
+        let slot_ticks: Box<[u64]> = (0..levels).map(|l| slot_ticks(wheel_size, l).unwrap()).collect();
+        let spans = slot_ticks.iter().map(|t| t.checked_mul(wheel_size)).collect();
+        let shift = wheel_size.is_power_of_two().then(|| wheel_size.trailing_zeros());
+        LevelTable { wheel_size, shift, slot_ticks, spans }
+    }
+
+    fn place(&self, base: u64, deadline: u64) -> Placement {
+        if deadline <= base {
+            return Placement::Due;
+        }
+        for (level, (&ticks, &span)) in self.slot_ticks.iter().zip(self.spans.iter()).enumerate() {
+            let (window_start, round) = match self.shift {
+                Some(shift) => (base & !(ticks - 1), deadline >> (shift * level as u32)),
+                None => (base - base % ticks, deadline / ticks),
+            };
+            if span.map_or(true, |span| deadline - window_start < span) {
+                let slot = match self.shift {
+                    Some(_) => round & (self.wheel_size - 1),
+                    None => round % self.wheel_size,
+                };
+                return Placement::Slot { level, slot: slot as usize, expiration: round * ticks };
+            }
+        }
+        unreachable!("the top level covers every deadline")
+    }
+}
+
 /// One level: `wheel_size` buckets, or none once closed by shutdown before it was ever needed.
 struct Level {
     buckets: Box<[Arc<TimerTaskList>]>,
@@ -79,6 +127,7 @@ struct Level {
 /// The hierarchy of levels (Kafka's `TimingWheel` and its chain of overflow wheels).
 pub(crate) struct TimingWheel {
     wheel_size: u64,
+    table: LevelTable,
     levels: Box<[OnceLock<Level>]>,
 }
 
@@ -101,7 +150,7 @@ impl TimingWheel {
     pub(crate) fn new(wheel_size: u64) -> Self {
         debug_assert!(wheel_size >= 2);
         let levels = (0..max_levels(wheel_size)).map(|_| OnceLock::new()).collect();
-        TimingWheel { wheel_size, levels }
+        TimingWheel { wheel_size, table: LevelTable::new(wheel_size), levels }
     }
 
     pub(crate) fn wheel_size(&self) -> u64 {
@@ -127,7 +176,7 @@ impl TimingWheel {
     /// Adds an entry relative to `base` (see the module docs). With `shut_down`, refuses the entry
     /// once the flag is set (see `TimerTaskList::add`).
     pub(crate) fn add(&self, entry: EntryRef, base: u64, shut_down: Option<&AtomicBool>) -> AddOutcome {
-        match place(self.wheel_size, base, entry.header().deadline_tick) {
+        match self.table.place(base, entry.header().deadline_tick) {
             Placement::Due => AddOutcome::Due(entry),
             Placement::Slot { level, slot, expiration } => {
                 self.insert(entry, level, slot, expiration, shut_down)
@@ -256,6 +305,34 @@ mod tests {
                     }
                     assert_eq!(at, deadline, "fires exactly at its deadline tick");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_precomputed_table_places_exactly_like_the_reference() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for wheel_size in [2u64, 3, 4, 20, 60, 64, 512, 1000, 65_536] {
+            let table = LevelTable::new(wheel_size);
+            for _ in 0..20_000 {
+                let base = next() >> (next() % 64);
+                let deadline = match next() % 3 {
+                    0 => base.saturating_add(next() % 100_000),
+                    1 => base.saturating_add(next() >> (next() % 64)),
+                    _ => next() >> (next() % 64),
+                }
+                .min(u64::MAX - 1);
+                assert_eq!(
+                    table.place(base, deadline),
+                    place(wheel_size, base, deadline),
+                    "wheel {wheel_size} base {base} deadline {deadline}"
+                );
             }
         }
     }

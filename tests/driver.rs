@@ -356,3 +356,38 @@ fn concurrent_first_use_of_an_overflow_level_creates_it_once_and_loses_nothing()
         assert_eq!(counter.get(), 100);
     }
 }
+
+#[test]
+fn tasks_running_during_shutdown_cannot_schedule() {
+    let timer = Arc::new(Timer::builder().tick(ms(1)).execution(TaskExecution::Threads(1)).build());
+    let results = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (gate_tx, gate_rx) = mpsc::channel::<()>();
+    let gate_rx = Arc::new(std::sync::Mutex::new(gate_rx));
+    // The first task blocks the executor until shutdown has begun; the rest queue behind it and run
+    // while shutdown joins the executor. Each tries to schedule a follow-up.
+    for i in 0..5 {
+        let (weak, results, gate_rx) = (Arc::downgrade(&timer), Arc::clone(&results), Arc::clone(&gate_rx));
+        let _ = timer.schedule(ms(1), move || {
+            if i == 0 {
+                let _ = gate_rx.lock().unwrap().recv_timeout(Duration::from_secs(10));
+            }
+            if let Some(timer) = weak.upgrade() {
+                let r = timer.try_schedule(ms(1), || {});
+                results.lock().unwrap().push(r.map(|_| ()));
+            }
+        });
+    }
+    thread::sleep(ms(50)); // all five are due and handed to the executor
+    let shutting = {
+        let timer = Arc::clone(&timer);
+        thread::spawn(move || timer.shutdown())
+    };
+    thread::sleep(ms(50)); // shutdown has set its flag and is joining the executor
+    gate_tx.send(()).unwrap();
+    let unfired = shutting.join().unwrap();
+    assert!(unfired.is_empty());
+    let results = results.lock().unwrap();
+    assert_eq!(results.len(), 5, "the due tasks ran before shutdown returned");
+    assert!(results.iter().all(|r| *r == Err(ScheduleError::ShutDown)), "{results:?}");
+    assert!(timer.is_empty());
+}
