@@ -47,6 +47,9 @@
 //! ```
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka.
+//!
+//! On top of the timer, [`purgatory::Purgatory`] is Kafka's `DelayedOperationPurgatory`: operations
+//! watched under keys until a check completes them or their timeout expires them, exactly once.
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
@@ -61,6 +64,7 @@ mod driver;
 mod entry;
 mod error;
 mod handle;
+pub mod purgatory;
 mod sync;
 mod timer;
 mod wheel;
