@@ -212,7 +212,11 @@ where
         let inner = &self.inner;
         let watches = keys
             .into_iter()
-            .map(|key| Watch { shard: inner.watchers.shard_of(&key), key, index: AtomicUsize::new(UNWATCHED) })
+            .map(|key| Watch {
+                shard: inner.watchers.shard_of(&key),
+                key,
+                index: AtomicUsize::new(UNWATCHED),
+            })
             .collect();
         let operation = Arc::new(Operation::new(op, watches));
         let mut state = operation.lock();
