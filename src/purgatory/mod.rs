@@ -26,10 +26,17 @@
 //!   lock; if pending, move it to `Cancelled`.
 //!
 //! Whoever moves an operation out of `Pending` then, with no lock held, *retires* it: cancels its
-//! timeout (a check's completion) or lets it be (the expiry is that timeout), removes every one of
-//! its watches from its key's list (O(1) each; emptied lists are removed), and uncounts it; and only
-//! then runs the callbacks: `on_complete`, and on expiry `on_expiration` right after it. So when a
-//! callback runs, `delayed()` and `watched()` already exclude the operation.
+//! timeout (a check or a cancel; the expiry *is* that timeout, already claimed by the timer) and
+//! removes every one of its watches from its key's list (O(1) each; emptied lists are removed); and
+//! only then runs the callbacks: `on_complete`, and on expiry `on_expiration` right after it. So when
+//! a callback runs, `delayed()` and `watched()` already exclude the operation.
+//!
+//! `delayed()` is the timer's pending count (as Kafka's `numDelayed` is its timer's size), plus the
+//! rare operations whose timeout is beyond the timer's range: the purgatory keeps no counter of its
+//! own that every registration and completion would bounce between cores (registrations and
+//! completions usually run on different threads, and on a small machine every cache line an
+//! operation's life moves between cores is a good part of its cost). The one shared line an
+//! operation touches is the reference count its timeout task holds on the watcher lists.
 //!
 //! **No lost trigger.** A trigger is "the condition became true, then `check_and_complete(k)` was
 //! called". If the check copied `k`'s list before the registration added the operation to it, the
@@ -68,10 +75,9 @@ use std::time::Duration;
 
 pub use operation::DelayedOperation;
 
-use crate::handle::TimerHandle;
 use crate::sync::{Arc, AtomicUsize, Ordering};
 use crate::timer::Timer;
-use operation::{Operation, Phase, Watch, UNWATCHED};
+use operation::{Operation, Phase, Timeout, Watch, Watches, UNWATCHED};
 use watchers::Watchers;
 
 /// Kafka's `DelayedOperationPurgatory`: operations wait, watched under keys, until a check finds
@@ -141,16 +147,12 @@ use watchers::Watchers;
 /// ```
 pub struct Purgatory<K, T: ?Sized> {
     /// Declared first so that it is dropped first: its drain drops every unfired timeout closure
-    /// (each holds the operation and `inner`) before `inner` goes.
+    /// (each holds its operation and `inner`) before the lists go.
     timer: Timer,
     inner: Arc<Inner<K, T>>,
-}
-
-/// What the timer's expiry tasks share with the purgatory.
-struct Inner<K, T: ?Sized> {
-    watchers: Watchers<K, T>,
-    /// Operations registered and not yet finished.
-    delayed: AtomicUsize,
+    /// Registered operations whose timeout was beyond the timer's range (the others are counted by
+    /// the timer itself).
+    untimed: AtomicUsize,
 }
 
 impl<K, T> Purgatory<K, T>
@@ -176,13 +178,20 @@ where
     /// driven timer its driver thread is the reaper; with
     /// [`TaskExecution::Threads`](crate::TaskExecution::Threads) expirations run on its executor
     /// threads.
+    ///
+    /// Pass a fresh timer: as in Kafka (`numDelayed` is the timer's size), [`delayed`](Self::delayed)
+    /// counts the timer's pending tasks, so tasks scheduled on it beforehand would count until they
+    /// run.
     pub fn with_timer(timer: Timer) -> Self {
         Self::with_timer_and_shards(timer, watchers::default_shards())
     }
 
     pub(crate) fn with_timer_and_shards(timer: Timer, shards: usize) -> Self {
-        let inner = Inner { watchers: Watchers::new(shards), delayed: AtomicUsize::new(0) };
-        Purgatory { timer, inner: Arc::new(inner) }
+        Purgatory {
+            timer,
+            inner: Arc::new(Inner { watchers: Watchers::new(shards) }),
+            untimed: AtomicUsize::new(0),
+        }
     }
 
     /// Tries to complete `op` now; if it cannot, watches it under every key in `keys`, tries once
@@ -209,16 +218,13 @@ where
         timeout: Duration,
         keys: impl IntoIterator<Item = K>,
     ) -> bool {
-        let inner = &self.inner;
-        let watches = keys
-            .into_iter()
-            .map(|key| Watch {
-                shard: inner.watchers.shard_of(&key),
-                key,
-                index: AtomicUsize::new(UNWATCHED),
-            })
-            .collect();
-        let operation = Arc::new(Operation::new(op, watches));
+        let watchers = &self.inner.watchers;
+        let watches = keys.into_iter().map(|key| Watch {
+            shard: watchers.shard_of(&key),
+            key,
+            index: AtomicUsize::new(UNWATCHED),
+        });
+        let operation = Arc::new(Operation::new(op, Watches::from_iter(watches)));
         let mut state = operation.lock();
         if operation.try_complete(&state) {
             operation.decide(&mut state, Phase::Completed);
@@ -226,24 +232,29 @@ where
             operation.op.on_complete();
             return true;
         }
-        inner.delayed.fetch_add(1, Ordering::Relaxed);
-        for slot in 0..operation.watches.len() {
-            inner.watchers.watch(&operation, slot);
+        for slot in 0..operation.watches().len() {
+            watchers.watch(&operation, slot);
         }
         if operation.try_complete(&state) {
-            operation.decide(&mut state, Phase::Completed);
+            let timeout = operation.decide(&mut state, Phase::Completed);
             drop(state);
-            inner.retire(&operation, None);
+            self.retire(&operation, timeout);
             operation.op.on_complete();
             return true;
         }
         let task = {
-            let (inner, operation) = (Arc::clone(inner), Arc::clone(&operation));
+            let (inner, operation) = (Arc::clone(&self.inner), Arc::clone(&operation));
             move || inner.expire(&operation)
         };
         // Refused only for a timeout beyond the timer's range (it cannot be shut down while we own
         // it): the operation then never expires, as documented.
-        state.timeout = self.timer.try_schedule(timeout, task).ok();
+        state.timeout = match self.timer.try_schedule(timeout, task) {
+            Ok(handle) => Timeout::Armed(handle),
+            Err(_) => {
+                self.untimed.fetch_add(1, Ordering::Relaxed);
+                Timeout::Never
+            }
+        };
         false
     }
 
@@ -254,8 +265,9 @@ where
     /// if another thread holds it (trying the same operation), this call waits for it rather than
     /// skip, so no trigger is lost. No watcher lock is held while trying.
     pub fn check_and_complete(&self, key: &K) -> usize {
+        let (first, rest) = self.inner.watchers.snapshot(key);
         let mut completed = 0;
-        for operation in self.inner.watchers.snapshot(key) {
+        for operation in first.into_iter().chain(rest) {
             if operation.is_done() {
                 continue;
             }
@@ -265,16 +277,17 @@ where
             }
             let timeout = operation.decide(&mut state, Phase::Completed);
             drop(state);
-            self.inner.retire(&operation, timeout);
+            self.retire(&operation, timeout);
             operation.op.on_complete();
             completed += 1;
         }
         completed
     }
 
-    /// Operations registered and not yet completed, expired or cancelled (Kafka's `numDelayed`).
+    /// Operations registered and not yet completed, expired or cancelled (Kafka's `numDelayed`):
+    /// the timer's pending timeouts, plus operations registered with a timeout beyond its range.
     pub fn delayed(&self) -> usize {
-        self.inner.delayed.load(Ordering::Relaxed)
+        self.timer.len() + self.untimed.load(Ordering::Relaxed)
     }
 
     /// Watch entries of live operations, over all keys: an operation watched under three keys counts
@@ -301,7 +314,7 @@ where
             }
             let timeout = operation.decide(&mut state, Phase::Cancelled);
             drop(state);
-            self.inner.retire(&operation, timeout);
+            self.retire(&operation, timeout);
             cancelled.push(Arc::clone(&operation.op));
         }
         cancelled
@@ -314,6 +327,29 @@ where
     pub fn advance_clock(&self, timeout: Duration) -> bool {
         self.timer.advance_clock(timeout)
     }
+
+    /// After this thread moved `operation` out of `Pending` by a check or a cancel: disarms its
+    /// timeout and removes it from every list. Called with no lock held.
+    fn retire(&self, operation: &Operation<K, T>, timeout: Timeout) {
+        match timeout {
+            Timeout::Armed(handle) => {
+                handle.cancel();
+            }
+            Timeout::Never => {
+                self.untimed.fetch_sub(1, Ordering::Relaxed);
+            }
+            Timeout::Unarmed => {}
+        }
+        self.inner.unwatch_all(operation);
+    }
+}
+
+/// What the timeout tasks share with the purgatory: the watcher lists. On its own cache lines, so
+/// that the reference count every timeout task takes and drops (one line per operation, whatever its
+/// number of keys) does not evict the read-mostly fields every call reads.
+#[repr(align(128))]
+struct Inner<K, T: ?Sized> {
+    watchers: Watchers<K, T>,
 }
 
 impl<K, T> Inner<K, T>
@@ -322,29 +358,25 @@ where
     T: DelayedOperation + ?Sized,
 {
     /// The timer task of `operation`: expires it unless something else finished it first.
-    fn expire(&self, operation: &Arc<Operation<K, T>>) {
+    fn expire(&self, operation: &Operation<K, T>) {
         let mut state = operation.lock();
         if state.phase != Phase::Pending {
             return;
         }
-        // The handle is this very task's, which is firing: nothing to cancel.
+        // The timeout is this very task, which the timer already claimed (and uncounted): nothing
+        // to disarm.
         drop(operation.decide(&mut state, Phase::Expired));
         drop(state);
-        self.retire(operation, None);
+        self.unwatch_all(operation);
         operation.op.on_complete();
         operation.op.on_expiration();
     }
 
-    /// After `operation` left `Pending` (by this thread's decision): cancels its timeout, removes it
-    /// from every list and uncounts it. Called with no lock held.
-    fn retire(&self, operation: &Operation<K, T>, timeout: Option<TimerHandle>) {
-        if let Some(timeout) = timeout {
-            timeout.cancel();
-        }
-        for slot in 0..operation.watches.len() {
+    /// Removes every watch of a finished operation from its key's list.
+    fn unwatch_all(&self, operation: &Operation<K, T>) {
+        for slot in 0..operation.watches().len() {
             self.watchers.unwatch(operation, slot);
         }
-        self.delayed.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -362,7 +394,9 @@ where
 impl<K, T: ?Sized> fmt::Debug for Purgatory<K, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Purgatory")
-            .field("delayed", &self.inner.delayed.load(Ordering::Relaxed))
+            .field("delayed", &(self.timer.len() + self.untimed.load(Ordering::Relaxed)))
+            .field("watched", &self.inner.watchers.watched())
+            .field("watched_keys", &self.inner.watchers.keys())
             .field("timer", &self.timer)
             .finish_non_exhaustive()
     }

@@ -108,11 +108,21 @@ pub(crate) enum Phase {
     Cancelled,
 }
 
+/// The operation's timeout, as far as its lock knows.
+pub(crate) enum Timeout {
+    /// Not armed yet: the operation is being registered.
+    Unarmed,
+    /// Armed on the timer (counted in the timer's `len`).
+    Armed(TimerHandle),
+    /// Never armed: the timeout was beyond the timer's range (counted in the purgatory's `untimed`).
+    Never,
+}
+
 /// What the operation's lock protects.
 pub(crate) struct State {
     pub(crate) phase: Phase,
-    /// The armed timeout, taken by whoever moves the operation out of `Pending` (and cancelled by it).
-    pub(crate) timeout: Option<TimerHandle>,
+    /// Taken by whoever moves the operation out of `Pending`, who then disarms it.
+    pub(crate) timeout: Timeout,
 }
 
 /// `Watch::index` of a watch that is in no list (not yet added, or removed).
@@ -121,7 +131,7 @@ pub(crate) const UNWATCHED: usize = usize::MAX;
 /// One key an operation is watched under, and where it sits in that key's list.
 pub(crate) struct Watch<K> {
     pub(crate) key: K,
-    /// The shard holding `key`'s list (computed once, when the operation is created).
+    /// The shard holding `key`'s list (picked once, when the operation is created).
     pub(crate) shard: usize,
     /// The position in `key`'s list, or [`UNWATCHED`]. Read and written only under that shard's lock
     /// (the atomic is for the compiler: different watches of one operation live under different
@@ -129,12 +139,48 @@ pub(crate) struct Watch<K> {
     pub(crate) index: AtomicUsize,
 }
 
+/// An operation's watches: the common single key inline, more in one allocation.
+pub(crate) enum Watches<K> {
+    One(Watch<K>),
+    Many(Box<[Watch<K>]>),
+}
+
+impl<K> Watches<K> {
+    pub(crate) fn from_iter(mut watches: impl Iterator<Item = Watch<K>>) -> Self {
+        match (watches.next(), watches.next()) {
+            (None, _) => Watches::Many(Box::new([])),
+            (Some(one), None) => Watches::One(one),
+            (Some(first), Some(second)) => {
+                Watches::Many([first, second].into_iter().chain(watches).collect())
+            }
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[Watch<K>] {
+        match self {
+            Watches::One(watch) => std::slice::from_ref(watch),
+            Watches::Many(watches) => watches,
+        }
+    }
+}
+
 /// The purgatory's wrapper around one user operation: its own lock, its phase and its watches.
 pub(crate) struct Operation<K, T: ?Sized> {
     pub(crate) op: Arc<T>,
     done: AtomicBool,
     state: Mutex<State>,
-    pub(crate) watches: Box<[Watch<K>]>,
+    watches: Watches<K>,
+}
+
+impl<K, T: ?Sized> Operation<K, T> {
+    pub(crate) fn watches(&self) -> &[Watch<K>] {
+        self.watches.as_slice()
+    }
+
+    /// Whether the operation has left `Pending` (a hint read without the lock).
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
 }
 
 impl<K, T> Operation<K, T>
@@ -143,11 +189,11 @@ where
     T: DelayedOperation + ?Sized,
 {
     /// A pending operation to be watched under `watches` (each with its shard, not yet listed).
-    pub(crate) fn new(op: Arc<T>, watches: Box<[Watch<K>]>) -> Self {
+    pub(crate) fn new(op: Arc<T>, watches: Watches<K>) -> Self {
         Operation {
             op,
             done: AtomicBool::new(false),
-            state: Mutex::new(State { phase: Phase::Pending, timeout: None }),
+            state: Mutex::new(State { phase: Phase::Pending, timeout: Timeout::Unarmed }),
             watches,
         }
     }
@@ -157,24 +203,19 @@ where
         self.state.lock()
     }
 
-    /// Whether the operation has left `Pending` (a hint read without the lock).
-    pub(crate) fn is_done(&self) -> bool {
-        self.done.load(Ordering::Acquire)
-    }
-
     /// With the lock held: whether the operation is pending and its condition holds now.
     pub(crate) fn try_complete(&self, state: &State) -> bool {
         state.phase == Phase::Pending && self.op.try_complete()
     }
 
-    /// With the lock held: the one transition out of `Pending`. Returns the armed timeout, which the
-    /// caller cancels after releasing the lock.
-    pub(crate) fn decide(&self, state: &mut State, to: Phase) -> Option<TimerHandle> {
+    /// With the lock held: the one transition out of `Pending`. Returns the timeout, which the caller
+    /// disarms after releasing the lock.
+    pub(crate) fn decide(&self, state: &mut State, to: Phase) -> Timeout {
         debug_assert_eq!(state.phase, Phase::Pending, "an operation left Pending twice");
         debug_assert_ne!(to, Phase::Pending);
         state.phase = to;
         self.done.store(true, Ordering::Release);
-        state.timeout.take()
+        std::mem::replace(&mut state.timeout, Timeout::Unarmed)
     }
 }
 
@@ -182,7 +223,7 @@ impl<K, T: ?Sized> fmt::Debug for Operation<K, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Operation")
             .field("done", &self.done.load(Ordering::Relaxed))
-            .field("watches", &self.watches.len())
+            .field("watches", &self.watches.as_slice().len())
             .finish_non_exhaustive()
     }
 }

@@ -17,9 +17,10 @@
 //!                                [w0][w1][w2]…         operation.watches[slot] = { key, shard, index }
 //! ```
 //!
-//! Each list is a dense `Vec`; each entry knows which of its operation's watches it is (`slot`), and
-//! that watch knows its position in the list (`index`). Removal is a swap-remove that fixes the index
-//! of the entry moved into the hole, like the timer's buckets.
+//! Each list is a dense `Vec` (or, for a key with a single watcher, that watcher stored in the map
+//! itself); each entry knows which of its operation's watches it is (`slot`), and that watch knows
+//! its position in the list (`index`) and its shard. Removal is a swap-remove that fixes the index of
+//! the entry moved into the hole, like the timer's buckets.
 //!
 //! ## Locking
 //!
@@ -49,15 +50,98 @@ struct Watcher<K, T: ?Sized> {
     slot: usize,
 }
 
-/// A shard of the key space, on its own cache lines.
+impl<K, T: ?Sized> Watcher<K, T> {
+    /// Tells the watch this entry stands for that it now sits at `index`.
+    fn moved_to(&self, index: usize) {
+        self.op.watches()[self.slot].index.store(index, Ordering::Relaxed);
+    }
+}
+
+/// A key's list. Most keys in a request-per-key workload have one watcher: that one is stored in
+/// the map itself, with no allocation of its own.
+enum List<K, T: ?Sized> {
+    One(Watcher<K, T>),
+    Many(Vec<Watcher<K, T>>),
+}
+
+impl<K, T: ?Sized> List<K, T> {
+    fn as_slice(&self) -> &[Watcher<K, T>] {
+        match self {
+            List::One(watcher) => std::slice::from_ref(watcher),
+            List::Many(watchers) => watchers,
+        }
+    }
+
+    /// Appends `watcher`; returns its index.
+    fn push(&mut self, watcher: Watcher<K, T>) -> usize {
+        match self {
+            List::Many(watchers) => {
+                watchers.push(watcher);
+                watchers.len() - 1
+            }
+            List::One(_) => {
+                let List::One(first) = std::mem::replace(self, List::Many(Vec::with_capacity(4))) else {
+                    unreachable!()
+                };
+                let List::Many(watchers) = self else { unreachable!() };
+                watchers.extend([first, watcher]);
+                1
+            }
+        }
+    }
+
+    /// Swap-removes the entry at `index` (fixing the index of the entry moved into its place).
+    /// Returns the entry and whether the list is now empty.
+    fn swap_remove(&mut self, index: usize) -> (Watcher<K, T>, bool) {
+        match self {
+            List::One(_) => {
+                debug_assert_eq!(index, 0);
+                let List::One(only) = std::mem::replace(self, List::Many(Vec::new())) else { unreachable!() };
+                (only, true)
+            }
+            List::Many(watchers) => {
+                let removed = watchers.swap_remove(index);
+                if let Some(moved) = watchers.get(index) {
+                    moved.moved_to(index);
+                }
+                if watchers.capacity() > SHRINK_ABOVE && watchers.len() < watchers.capacity() / 4 {
+                    let target = watchers.capacity() / 2;
+                    watchers.shrink_to(target);
+                }
+                (removed, watchers.is_empty())
+            }
+        }
+    }
+}
+
+/// A shard of the key space: its lock, its lists, and its counts, on their own cache lines.
 #[repr(align(128))]
 struct Shard<K, T: ?Sized> {
-    lists: Mutex<HashMap<K, Vec<Watcher<K, T>>>>,
+    lists: Mutex<HashMap<K, List<K, T>>>,
     /// Entries in all lists of this shard (written under `lists`' lock).
     watched: AtomicUsize,
     /// Lists (keys) in this shard (written under `lists`' lock).
     keys: AtomicUsize,
 }
+
+/// Adds or subtracts `n` on a counter that only its shard's lock holder writes.
+fn bump(counter: &AtomicUsize, up: bool, n: usize) {
+    let value = counter.load(Ordering::Relaxed);
+    counter.store(if up { value + n } else { value - n }, Ordering::Relaxed);
+}
+
+impl<K, T> Shard<K, T>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    T: DelayedOperation + ?Sized,
+{
+    fn new() -> Self {
+        Shard { lists: Mutex::new(HashMap::new()), watched: AtomicUsize::new(0), keys: AtomicUsize::new(0) }
+    }
+}
+
+/// Operations copied out of a list: the first apart, so a one-watcher list needs no allocation.
+pub(crate) type Snapshot<K, T> = (Option<Arc<Operation<K, T>>>, Vec<Arc<Operation<K, T>>>);
 
 /// The sharded watcher lists of one purgatory.
 pub(crate) struct Watchers<K, T: ?Sized> {
@@ -76,12 +160,6 @@ pub(crate) fn default_shards() -> usize {
     (cpus * 16).next_power_of_two().clamp(32, 1024)
 }
 
-/// Adds one to a counter that only its shard's lock holder writes.
-fn bump(counter: &AtomicUsize, up: bool) {
-    let value = counter.load(Ordering::Relaxed);
-    counter.store(if up { value + 1 } else { value - 1 }, Ordering::Relaxed);
-}
-
 impl<K, T> Watchers<K, T>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
@@ -90,49 +168,37 @@ where
     /// `shards` is rounded up to a power of two (at least 1).
     pub(crate) fn new(shards: usize) -> Self {
         let shards = shards.max(1).next_power_of_two();
-        Watchers {
-            shards: (0..shards)
-                .map(|_| Shard {
-                    lists: Mutex::new(HashMap::new()),
-                    watched: AtomicUsize::new(0),
-                    keys: AtomicUsize::new(0),
-                })
-                .collect(),
-            hasher: RandomState::new(),
-        }
+        Watchers { shards: (0..shards).map(|_| Shard::new()).collect(), hasher: RandomState::new() }
     }
 
-    /// The shard that holds `key`'s list.
+    /// The index of the shard that holds `key`'s list.
     pub(crate) fn shard_of(&self, key: &K) -> usize {
         (self.hasher.hash_one(key) as usize) & (self.shards.len() - 1)
     }
 
     /// Appends `op`'s watch number `slot` to its key's list (creating the list if needed).
     pub(crate) fn watch(&self, op: &Arc<Operation<K, T>>, slot: usize) {
-        let watch = &op.watches[slot];
+        let watch = &op.watches()[slot];
         let shard = &self.shards[watch.shard];
         let mut lists = shard.lists.lock();
         debug_assert_eq!(watch.index.load(Ordering::Relaxed), UNWATCHED, "watched twice");
         let entry = Watcher { op: Arc::clone(op), slot };
         let index = match lists.get_mut(&watch.key) {
-            Some(list) => {
-                list.push(entry);
-                list.len() - 1
-            }
+            Some(list) => list.push(entry),
             None => {
-                lists.insert(watch.key.clone(), vec![entry]);
-                bump(&shard.keys, true);
+                lists.insert(watch.key.clone(), List::One(entry));
+                bump(&shard.keys, true, 1);
                 0
             }
         };
         watch.index.store(index, Ordering::Relaxed);
-        bump(&shard.watched, true);
+        bump(&shard.watched, true, 1);
     }
 
-    /// Removes `op`'s watch number `slot` from its key's list, if it is still there (a
-    /// `cancel_for_key` may have taken the whole list already). O(1); an emptied list is removed.
+    /// Removes `op`'s watch number `slot` from its key's list, if it is still there (a `cancel_for_key`
+    /// may have taken the whole list already). O(1); an emptied list is removed.
     pub(crate) fn unwatch(&self, op: &Operation<K, T>, slot: usize) {
-        let watch = &op.watches[slot];
+        let watch = &op.watches()[slot];
         let shard = &self.shards[watch.shard];
         let mut lists = shard.lists.lock();
         let index = watch.index.load(Ordering::Relaxed);
@@ -141,23 +207,19 @@ where
         }
         let list = lists.get_mut(&watch.key).expect("a listed watch's key has a list");
         debug_assert!(
-            std::ptr::eq(Arc::as_ptr(&list[index].op), op) && list[index].slot == slot,
+            list.as_slice()
+                .get(index)
+                .is_some_and(|w| std::ptr::eq(Arc::as_ptr(&w.op), op) && w.slot == slot),
             "watch index out of date: slot {slot}, index {index}, list length {}",
-            list.len()
+            list.as_slice().len()
         );
-        let removed = list.swap_remove(index);
-        if let Some(moved) = list.get(index) {
-            moved.op.watches[moved.slot].index.store(index, Ordering::Relaxed);
-        }
+        let (removed, empty) = list.swap_remove(index);
         watch.index.store(UNWATCHED, Ordering::Relaxed);
-        bump(&shard.watched, false);
-        if list.is_empty() {
+        bump(&shard.watched, false, 1);
+        if empty {
             lists.remove(&watch.key);
-            bump(&shard.keys, false);
+            bump(&shard.keys, false, 1);
             shrink_map(&mut lists);
-        } else if list.capacity() > SHRINK_ABOVE && list.len() < list.capacity() / 4 {
-            let target = list.capacity() / 2;
-            list.shrink_to(target);
         }
         drop(lists);
         // The list's reference may be the last one: release it (and maybe the user's value) unlocked.
@@ -166,11 +228,14 @@ where
 
     /// The operations watched under `key` that have not finished, copied out so the caller can try
     /// them without holding the shard lock.
-    pub(crate) fn snapshot(&self, key: &K) -> Vec<Arc<Operation<K, T>>> {
+    pub(crate) fn snapshot(&self, key: &K) -> Snapshot<K, T> {
         let lists = self.shards[self.shard_of(key)].lists.lock();
         match lists.get(key) {
-            Some(list) => list.iter().filter(|w| !w.op.is_done()).map(|w| Arc::clone(&w.op)).collect(),
-            None => Vec::new(),
+            None => (None, Vec::new()),
+            Some(List::One(only)) => (Some(Arc::clone(&only.op)), Vec::new()),
+            Some(List::Many(list)) => {
+                (None, list.iter().filter(|w| !w.op.is_done()).map(|w| Arc::clone(&w.op)).collect())
+            }
         }
     }
 
@@ -182,16 +247,28 @@ where
         let Some(list) = lists.remove(key) else {
             return Vec::new();
         };
+        let list = match list {
+            List::One(only) => vec![only],
+            List::Many(list) => list,
+        };
         for w in &list {
-            w.op.watches[w.slot].index.store(UNWATCHED, Ordering::Relaxed);
+            w.op.watches()[w.slot].index.store(UNWATCHED, Ordering::Relaxed);
         }
-        shard.watched.store(shard.watched.load(Ordering::Relaxed) - list.len(), Ordering::Relaxed);
-        bump(&shard.keys, false);
+        bump(&shard.watched, false, list.len());
+        bump(&shard.keys, false, 1);
         shrink_map(&mut lists);
         drop(lists);
         list.into_iter().map(|w| w.op).collect()
     }
 
+    /// Room for keys the maps hold allocated (for the flat-memory tests).
+    #[cfg(test)]
+    pub(crate) fn key_capacity(&self) -> usize {
+        self.shards.iter().map(|s| s.lists.lock().capacity()).sum()
+    }
+}
+
+impl<K, T: ?Sized> Watchers<K, T> {
     /// Watch entries in all lists.
     pub(crate) fn watched(&self) -> usize {
         self.shards.iter().map(|s| s.watched.load(Ordering::Relaxed)).sum()
@@ -200,12 +277,6 @@ where
     /// Keys with a (non-empty) list.
     pub(crate) fn keys(&self) -> usize {
         self.shards.iter().map(|s| s.keys.load(Ordering::Relaxed)).sum()
-    }
-
-    /// Room for keys the maps hold allocated (for the flat-memory tests).
-    #[cfg(test)]
-    pub(crate) fn key_capacity(&self) -> usize {
-        self.shards.iter().map(|s| s.lists.lock().capacity()).sum()
     }
 }
 
@@ -220,7 +291,7 @@ fn shrink_map<K: Hash + Eq, V>(lists: &mut HashMap<K, V>) {
 #[cfg(all(test, not(delaywheel_loom)))]
 mod tests {
     use super::*;
-    use crate::purgatory::operation::Watch;
+    use crate::purgatory::operation::{Watch, Watches};
 
     struct Never;
     impl DelayedOperation for Never {
@@ -232,21 +303,22 @@ mod tests {
     }
 
     fn op(watchers: &Watchers<u64, Never>, keys: &[u64]) -> Arc<Operation<u64, Never>> {
-        let watches = keys
-            .iter()
-            .map(|&key| Watch { key, shard: watchers.shard_of(&key), index: AtomicUsize::new(UNWATCHED) })
-            .collect();
-        Arc::new(Operation::new(Arc::new(Never), watches))
+        let watches = keys.iter().map(|&key| Watch {
+            key,
+            shard: watchers.shard_of(&key),
+            index: AtomicUsize::new(UNWATCHED),
+        });
+        Arc::new(Operation::new(Arc::new(Never), Watches::from_iter(watches)))
     }
 
     fn watch_all(watchers: &Watchers<u64, Never>, op: &Arc<Operation<u64, Never>>) {
-        for slot in 0..op.watches.len() {
+        for slot in 0..op.watches().len() {
             watchers.watch(op, slot);
         }
     }
 
     fn unwatch_all(watchers: &Watchers<u64, Never>, op: &Arc<Operation<u64, Never>>) {
-        for slot in 0..op.watches.len() {
+        for slot in 0..op.watches().len() {
             watchers.unwatch(op, slot);
         }
     }
