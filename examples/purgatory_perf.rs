@@ -75,6 +75,14 @@ struct Args {
     /// Slots per wheel level (default: the crate's).
     #[arg(long)]
     wheel_size: Option<usize>,
+    /// Instead of the rate runs: on one thread, register this many requests and complete each one
+    /// `--window` registrations later through a check of its own key (no timeouts fire): the cost
+    /// of the purgatory and timer without cross-core traffic.
+    #[arg(long)]
+    single_thread: Option<u64>,
+    /// Live requests in the single-thread run.
+    #[arg(long, default_value_t = 20_000)]
+    window: usize,
 }
 
 /// Per-run counters and histograms, leaked so operations reach them without a shared refcount.
@@ -172,6 +180,10 @@ fn main() {
         args.key_space,
         args.tick_us
     );
+    if let Some(n) = args.single_thread {
+        single_thread(&args, n, timeout);
+        return;
+    }
     println!(
         "# {:>9} {:>9} {:>9} {:>7} {:>6} {:>6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
         "target/s",
@@ -280,6 +292,47 @@ fn run(args: &Args, rate: f64, timeout: Duration, latencies: Latencies) -> RunRe
         pending_at_end_of_arrivals,
         rss_at_end_of_arrivals,
     }
+}
+
+/// Registers and completes `n` requests on this thread, `window` of them live at a time.
+fn single_thread(args: &Args, n: u64, timeout: Duration) {
+    let purgatory: Purgatory<u64, FakeOperation> = Purgatory::new();
+    let stats: &'static Stats = Box::leak(Box::new(Stats {
+        start: Instant::now(),
+        completed: AtomicU64::new(0),
+        expired: AtomicU64::new(0),
+        violations: AtomicU64::new(0),
+        late_expiry: Mutex::new(Histogram::new(3).unwrap()),
+        ack_to_complete: Mutex::new(Histogram::new(3).unwrap()),
+    }));
+    let mut rng = SplitMix(7);
+    let mut live = std::collections::VecDeque::with_capacity(args.window + 1);
+    let (cpu, start) = (thread_cpu(), Instant::now());
+    for id in 0..n {
+        let op = Arc::new(FakeOperation {
+            acked: AtomicBool::new(false),
+            done: AtomicBool::new(false),
+            ack_due_ns: u64::MAX,
+            deadline_ns: u64::MAX,
+            stats,
+        });
+        let shared = (0..args.shared_keys).map(|_| (1 << 63) | (rng.next() % args.key_space));
+        purgatory.try_complete_else_watch(Arc::clone(&op), timeout * 100, std::iter::once(id).chain(shared));
+        live.push_back((id, op));
+        if live.len() > args.window {
+            let (key, op) = live.pop_front().unwrap();
+            op.acked.store(true, Ordering::Release);
+            purgatory.check_and_complete(&key);
+        }
+    }
+    let (cpu, wall) = (thread_cpu() - cpu, start.elapsed());
+    println!(
+        "single thread: {n} requests, {} keys each, {} live: {:.0} ns CPU ({:.0} ns wall) per register + check",
+        1 + args.shared_keys,
+        args.window,
+        cpu.as_nanos() as f64 / n as f64,
+        wall.as_nanos() as f64 / n as f64
+    );
 }
 
 /// Registers `total` requests at `rate` per second; returns the arrival time and its own CPU time.
