@@ -207,9 +207,7 @@ where
         }
         let list = lists.get_mut(&watch.key).expect("a listed watch's key has a list");
         debug_assert!(
-            list.as_slice()
-                .get(index)
-                .is_some_and(|w| std::ptr::eq(Arc::as_ptr(&w.op), op) && w.slot == slot),
+            list.as_slice().get(index).is_some_and(|w| std::ptr::eq(&*w.op, op) && w.slot == slot),
             "watch index out of date: slot {slot}, index {index}, list length {}",
             list.as_slice().len()
         );
