@@ -30,6 +30,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_distr::{Distribution, LogNormal};
 
+mod support;
+use support::{mib, proc_status_bytes, process_cpu};
+
 /// The z-score of the 75th percentile of a standard normal distribution.
 const Z75: f64 = 0.674_489_750_196_081_7;
 
@@ -117,7 +120,7 @@ fn main() {
     let lateness = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap()));
     let completions: Arc<Completions> = Arc::new(Mutex::new(BinaryHeap::new()));
     let arriving = Arc::new(AtomicBool::new(true));
-    let cpu_start = cpu_time();
+    let cpu_start = process_cpu();
     let start = Instant::now();
 
     // Completer: cancels a request's timeout when its service time has elapsed.
@@ -208,7 +211,7 @@ fn main() {
         thread::sleep(Duration::from_millis(5));
     }
     bar.finish_and_clear();
-    let cpu = cpu_time() - cpu_start;
+    let cpu = process_cpu() - cpu_start;
     let wall = start.elapsed();
 
     let arrived = outcome.arrived.load(Ordering::Relaxed);
@@ -242,7 +245,7 @@ fn main() {
     row("wall time (s)", format!("{:.2}", wall.as_secs_f64()));
     row("process CPU (ms)", format!("{:.0}", cpu.as_secs_f64() * 1_000.0));
     row("CPU per request (µs)", format!("{:.2}", cpu.as_secs_f64() * 1e6 / arrived.max(1) as f64));
-    row("peak RSS (MiB)", format!("{:.1}", peak_rss_bytes() as f64 / (1024.0 * 1024.0)));
+    row("peak RSS (MiB)", format!("{:.1}", mib(proc_status_bytes("VmHWM:"))));
     row("timer panicked tasks", stats.panicked.to_string());
     println!("+--------------------------+------------------+");
     if completed + timed_out != arrived {
@@ -252,29 +255,4 @@ fn main() {
         );
         std::process::exit(1);
     }
-}
-
-/// User + system CPU time of the whole process.
-fn cpu_time() -> Duration {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `getrusage` only writes the struct we pass, which is valid and writable.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
-        usage.assume_init()
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
-/// Peak resident set size of the process (VmHWM).
-fn peak_rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
 }

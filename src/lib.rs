@@ -93,8 +93,14 @@
 //! | `async` | off | `Timer::sleep`, `Timer::sleep_until`, `Timer::timeout` and their futures (dependency: `pin-project-lite`) |
 //! | `tracing` | off | trace-level `tracing` events (target `delaywheel`) for every bucket flush and cascade |
 //!
+//! ## Purgatory
+//!
+//! On top of the timer, [`purgatory::Purgatory`] is Kafka's `DelayedOperationPurgatory`: operations
+//! watched under keys until a check completes them or their timeout expires them, exactly once.
+//!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
-//! the examples (`request_timeouts`, `heartbeat`, `delayed_messages`, `cascade_tour`).
+//! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
+//! `cascade_tour`).
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
@@ -112,6 +118,7 @@ mod error;
 mod global;
 mod handle;
 mod position;
+pub mod purgatory;
 mod repeating;
 #[cfg(feature = "async")]
 mod sleep;

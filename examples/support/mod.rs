@@ -1,0 +1,131 @@
+//! Helpers shared by the purgatory examples: latency samples, a calendar of due events, and the
+//! process's CPU time and memory.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_distr::{Distribution, LogNormal};
+
+/// The z-score of the 75th percentile of a standard normal distribution.
+const Z75: f64 = 0.674_489_750_196_081_7;
+
+/// Pre-drawn log-normal latencies given by their median and 75th percentile (as Kafka's
+/// `TestPurgatoryPerformance` draws them), picked with a cheap PRNG in the hot loop. The table is
+/// small enough to stay in cache.
+pub struct Latencies {
+    nanos: Vec<u64>,
+    rng: SplitMix,
+}
+
+impl Latencies {
+    /// # Panics
+    ///
+    /// Unless `0 < median_ms < p75_ms`.
+    pub fn new(median_ms: f64, p75_ms: f64, seed: u64) -> Self {
+        assert!(0.0 < median_ms && median_ms < p75_ms, "need 0 < median < p75");
+        let mu = median_ms.ln();
+        let dist = LogNormal::new(mu, (p75_ms.ln() - mu) / Z75).expect("valid log-normal parameters");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let nanos = (0..1 << 16).map(|_| (dist.sample(&mut rng) * 1e6).min(1e15) as u64).collect();
+        Latencies { nanos, rng: SplitMix(seed) }
+    }
+
+    /// The next latency, in nanoseconds.
+    pub fn next_nanos(&mut self) -> u64 {
+        self.nanos[self.rng.next() as usize & (self.nanos.len() - 1)]
+    }
+}
+
+/// splitmix64: a tiny, fast PRNG for hot loops.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Events due at whole milliseconds, in a ring of per-millisecond slots (O(1) per event), for the
+/// threads that simulate acknowledgements. Events due beyond the ring's span are delivered at its
+/// far end (only an overloaded run lags that much).
+pub struct Calendar<E> {
+    slots: Vec<Vec<E>>,
+    next_ms: u64,
+    len: usize,
+}
+
+impl<E> Calendar<E> {
+    /// A calendar spanning at least `span`.
+    pub fn new(span: Duration) -> Self {
+        let slots = (span.as_millis() as usize + 64).next_power_of_two();
+        Calendar { slots: (0..slots).map(|_| Vec::new()).collect(), next_ms: 0, len: 0 }
+    }
+
+    pub fn insert(&mut self, due_ms: u64, event: E) {
+        let due_ms = due_ms.clamp(self.next_ms, self.next_ms + self.slots.len() as u64 - 1);
+        let mask = self.slots.len() - 1;
+        self.slots[due_ms as usize & mask].push(event);
+        self.len += 1;
+    }
+
+    /// Hands every event due at or before `now_ms` to `deliver`; returns how many.
+    pub fn deliver_due(&mut self, now_ms: u64, mut deliver: impl FnMut(E)) -> usize {
+        let mut delivered = 0;
+        let mask = self.slots.len() - 1;
+        while self.next_ms <= now_ms {
+            let slot = std::mem::take(&mut self.slots[self.next_ms as usize & mask]);
+            delivered += slot.len();
+            slot.into_iter().for_each(&mut deliver);
+            self.next_ms += 1;
+        }
+        self.len -= delivered;
+        delivered
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// User + system CPU time of the whole process.
+pub fn process_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` only writes the struct we pass, which is valid and writable.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// CPU time of the calling thread.
+pub fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `clock_gettime` only writes the timespec we pass, which is valid and writable.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A field of `/proc/self/status` in bytes (`VmRSS`: resident now; `VmHWM`: peak resident).
+pub fn proc_status_bytes(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Bytes as MiB.
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
