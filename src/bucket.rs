@@ -105,12 +105,12 @@ impl TimerTaskList {
     /// set: the shutdown drain sets the flag before it locks every bucket, so an entry is either
     /// refused here or found by the drain (see `timer.rs`).
     pub(crate) fn add(
-        self: &Arc<Self>,
+        this: &Arc<Self>,
         entry: EntryRef,
         expiration: u64,
         shut_down: Option<&AtomicBool>,
     ) -> Added {
-        let mut slots = self.slots.lock();
+        let mut slots = this.slots.lock();
         if shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
             return Added::ShutDown;
         }
@@ -120,22 +120,22 @@ impl TimerTaskList {
                 return Added::NotPending;
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
-            state.location = Some((Arc::clone(self), slots.base + slots.entries.len()));
+            state.location = Some((Arc::clone(this), slots.base + slots.entries.len()));
         }
         slots.entries.push_back(Some(entry));
         slots.live += 1;
-        Added::Inserted { queue: self.set_expiration(expiration) }
+        Added::Inserted { queue: this.set_expiration(expiration) }
     }
 
     /// Unlinks `entry` if this bucket holds it. Returns `false` only when the entry's location names
     /// another bucket (it moved meanwhile): the caller looks again.
-    pub(crate) fn remove(self: &Arc<Self>, entry: &EntryRef) -> bool {
-        let mut slots = self.slots.lock();
+    pub(crate) fn remove(this: &Arc<Self>, entry: &EntryRef) -> bool {
+        let mut slots = this.slots.lock();
         let index = {
             let mut state = entry.header().lock();
             match &state.location {
                 None => return true,
-                Some((bucket, _)) if !Arc::ptr_eq(bucket, self) => return false,
+                Some((bucket, _)) if !Arc::ptr_eq(bucket, this) => return false,
                 Some((_, index)) => {
                     let index = *index;
                     state.location = None;
@@ -245,16 +245,28 @@ mod tests {
     fn expiration_is_set_once_per_round_and_only_lowered() {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(4);
-        assert_eq!(bucket.add(Arc::clone(&es[0]), 10, None), Added::Inserted { queue: true });
-        assert_eq!(bucket.add(Arc::clone(&es[1]), 10, None), Added::Inserted { queue: false });
-        assert_eq!(bucket.add(Arc::clone(&es[2]), 14, None), Added::Inserted { queue: false });
+        assert_eq!(
+            TimerTaskList::add(&bucket, Arc::clone(&es[0]), 10, None),
+            Added::Inserted { queue: true }
+        );
+        assert_eq!(
+            TimerTaskList::add(&bucket, Arc::clone(&es[1]), 10, None),
+            Added::Inserted { queue: false }
+        );
+        assert_eq!(
+            TimerTaskList::add(&bucket, Arc::clone(&es[2]), 14, None),
+            Added::Inserted { queue: false }
+        );
         assert_eq!(bucket.expiration(), 10, "never raised");
-        assert_eq!(bucket.add(Arc::clone(&es[3]), 6, None), Added::Inserted { queue: true });
+        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[3]), 6, None), Added::Inserted { queue: true });
         assert_eq!(bucket.expiration(), 6, "lowered, and re-queued");
         assert_eq!(bucket.flush().len(), 4);
         assert_eq!(bucket.expiration(), NO_EXPIRATION);
         assert!(es.iter().all(|e| location(e).is_none()), "flushed entries are in transit");
-        assert_eq!(bucket.add(Arc::clone(&es[0]), 30, None), Added::Inserted { queue: true });
+        assert_eq!(
+            TimerTaskList::add(&bucket, Arc::clone(&es[0]), 30, None),
+            Added::Inserted { queue: true }
+        );
     }
 
     #[test]
@@ -262,7 +274,7 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(1_000);
         for e in &es {
-            assert!(matches!(bucket.add(Arc::clone(e), 5, None), Added::Inserted { .. }));
+            assert!(matches!(TimerTaskList::add(&bucket, Arc::clone(e), 5, None), Added::Inserted { .. }));
         }
         // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
         let mut order: Vec<usize> = (0..300).collect();
@@ -296,9 +308,9 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(2);
         let flag = AtomicBool::new(true);
-        assert_eq!(bucket.add(Arc::clone(&es[0]), 5, Some(&flag)), Added::ShutDown);
+        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[0]), 5, Some(&flag)), Added::ShutDown);
         assert!(es[1].header().claim(Status::Cancelled));
-        assert_eq!(bucket.add(Arc::clone(&es[1]), 5, None), Added::NotPending);
+        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[1]), 5, None), Added::NotPending);
         assert!(bucket.flush().is_empty());
     }
 }

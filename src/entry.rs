@@ -27,7 +27,7 @@ use std::fmt;
 
 use crate::bucket::TimerTaskList;
 use crate::counters::Counters;
-use crate::sync::{Arc, Mutex, MutexGuard};
+use crate::sync::{arc_from_std, Arc, Mutex, MutexGuard};
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -135,14 +135,16 @@ pub(crate) fn new_entry<F>(deadline_tick: u64, task: F, counters: Arc<Counters>)
 where
     F: FnOnce() + Send + 'static,
 {
-    Arc::new(TaskEntry {
+    // Coerced as a std `Arc`: loom's cannot be (see `sync.rs`).
+    let entry: std::sync::Arc<dyn TimerTaskEntry> = std::sync::Arc::new(TaskEntry {
         header: EntryHeader {
             deadline_tick,
             counters,
             state: Mutex::new(EntryState { status: Status::Pending, location: None }),
         },
         task: Mutex::new(Some(task)),
-    })
+    });
+    arc_from_std(entry)
 }
 
 /// Cancels a pending entry: `true` iff this call did it. The closure is dropped here, outside the
@@ -166,7 +168,7 @@ pub(crate) fn remove_from_bucket(entry: &EntryRef) {
             Some((bucket, _)) => Arc::clone(bucket),
             None => return,
         };
-        if bucket.remove(entry) {
+        if TimerTaskList::remove(&bucket, entry) {
             return;
         }
         // The entry moved between reading its location and locking that bucket: look again.

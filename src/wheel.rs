@@ -204,7 +204,7 @@ impl TimingWheel {
         let Some(bucket) = self.bucket(level, slot) else {
             return AddOutcome::ShutDown; // the level was closed by shutdown
         };
-        match bucket.add(entry, expiration, shut_down) {
+        match TimerTaskList::add(bucket, entry, expiration, shut_down) {
             Added::Inserted { queue: true } => AddOutcome::Queue(expiration, Arc::clone(bucket)),
             Added::Inserted { queue: false } => AddOutcome::Done,
             Added::NotPending => AddOutcome::NotPending,
