@@ -1,0 +1,104 @@
+//! `shutdown()` racing `try_schedule` and `advance_clock`.
+
+use std::time::Duration;
+
+use crate::support::{manual_timer, spawn_advance, ticks, Runs};
+
+/// One thread schedules Y into the existing level 0 and Z into level 1, which it creates, while the
+/// main thread shuts the timer down. X was pending before. Every task is accounted for exactly once:
+/// it is handed back by `shutdown()`, or its `try_schedule` returned an error; none vanishes, none
+/// runs behind the caller's back (nothing advances here, so nothing runs but what `shutdown` returns).
+/// Dropping a timer cannot race a schedule on it (`drop` needs the last owner), so `shutdown()` is the
+/// race to model; drop runs the same `stop`.
+#[test]
+fn shutdown_racing_schedule() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let (x, y, z) = (Runs::default(), Runs::default(), Runs::default());
+        timer.schedule(ticks(1), x.task()); // level 0 exists now
+
+        let scheduler = {
+            let (timer, y, z) = (timer.clone(), y.clone(), z.clone());
+            loom::thread::spawn(move || {
+                let y_ok = timer.try_schedule(ticks(1), y.task()).is_ok(); // existing level 0
+                let z_ok = timer.try_schedule(ticks(3), z.task()).is_ok(); // creates level 1
+                (y_ok, z_ok)
+            })
+        };
+        let unfired = timer.shutdown();
+        let (y_ok, z_ok) = scheduler.join().unwrap();
+
+        assert_eq!(x.count() + y.count() + z.count(), 0, "nothing ran before being handed back");
+        let handed_back = unfired.len();
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(x.count(), 1, "X was pending: handed back");
+        assert_eq!(y.count(), usize::from(y_ok), "Y: accepted and handed back, or refused");
+        assert_eq!(z.count(), usize::from(z_ok), "Z: accepted and handed back, or refused");
+        assert_eq!(handed_back, 1 + usize::from(y_ok) + usize::from(z_ok));
+        assert!(timer.is_empty());
+        assert!(timer.try_schedule(ticks(1), || {}).is_err());
+        assert!(timer.shutdown().is_empty());
+    });
+}
+
+/// Two schedulers race into level 1, which neither finds: one creates it, the other may find it
+/// created and add to the bucket the first already queued, while the main thread shuts down. The
+/// drain closes every level not yet created and locks every bucket of the others; each scheduler
+/// reads the flag under its bucket lock. So whichever way the creation and the close race, an entry is
+/// refused, or inserted where the drain looks, and neither task vanishes.
+#[test]
+fn shutdown_racing_two_schedules_into_new_level() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let (a, b) = (Runs::default(), Runs::default());
+        let spawn_schedule = |runs: &Runs, delay| {
+            let (timer, runs) = (timer.clone(), runs.clone());
+            loom::thread::spawn(move || timer.try_schedule(delay, runs.task()).is_ok())
+        };
+        let scheduler_a = spawn_schedule(&a, ticks(3)); // level 1, slot 1
+        let scheduler_b = spawn_schedule(&b, ticks(2)); // the same bucket
+        let unfired = timer.shutdown();
+        let (a_ok, b_ok) = (scheduler_a.join().unwrap(), scheduler_b.join().unwrap());
+
+        let handed_back = unfired.len();
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(a.count(), usize::from(a_ok), "A: accepted and handed back, or refused");
+        assert_eq!(b.count(), usize::from(b_ok), "B: accepted and handed back, or refused");
+        assert_eq!(handed_back, usize::from(a_ok) + usize::from(b_ok));
+        assert!(timer.is_empty());
+    });
+}
+
+/// The advancing thread fires a due task while the main thread shuts down: the task runs once (it
+/// was claimed first), or is handed back unrun by `shutdown()` (the drain claimed it first), never
+/// both, never neither. A task not yet due is always handed back.
+#[test]
+fn shutdown_racing_advance() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let (due, later) = (Runs::default(), Runs::default());
+        timer.schedule(ticks(1), due.task());
+        timer.schedule(ticks(3), later.task());
+        clock.advance(ticks(1));
+
+        let advancer = spawn_advance(&timer);
+        let unfired = timer.shutdown();
+        advancer.join().unwrap();
+
+        let ran_before_shutdown = due.count();
+        let handed_back = unfired.len();
+        assert_eq!(later.count(), 0, "LATER was not due");
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(due.count(), 1, "DUE ran once, or was handed back");
+        assert_eq!(later.count(), 1, "LATER was handed back");
+        assert_eq!(handed_back, 2 - ran_before_shutdown);
+        assert!(timer.is_empty());
+        assert!(!timer.advance_clock(Duration::ZERO), "a shut-down timer does not advance");
+    });
+}
