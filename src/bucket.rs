@@ -110,6 +110,13 @@ impl TimerTaskList {
         expiration: u64,
         shut_down: Option<&AtomicBool>,
     ) -> Added {
+        // Seeded bug for the loom suite only (docs/loom.md): the flag read before the lock, so the
+        // drain can flush this bucket between the read and the insert.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock"))]
+        let shut_down = match shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
+            true => return Added::ShutDown,
+            false => None::<&AtomicBool>,
+        };
         let mut slots = this.slots.lock();
         if shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
             return Added::ShutDown;
@@ -160,6 +167,10 @@ impl TimerTaskList {
             entry.header().lock().location = None;
             entries.push(entry);
         }
+        // Seeded bug for the loom suite only (docs/loom.md): the reset leaves the critical section,
+        // so an add in between sees the old expiration, does not queue the bucket, and is stranded.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "flush_resets_after_unlock"))]
+        drop(slots);
         self.expiration.store(NO_EXPIRATION, Ordering::Release);
         entries
     }

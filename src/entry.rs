@@ -77,6 +77,13 @@ impl EntryHeader {
     pub(crate) fn claim(&self, to: Status) -> bool {
         let mut state = self.lock();
         if state.status != Status::Pending {
+            // Seeded bug for the loom suite only (docs/loom.md): a firing that lost the race still
+            // counts the entry out of `len()`, which its winner already did (netty#14959).
+            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "fire_decrements_unclaimed"))]
+            if to == Status::Fired {
+                drop(state);
+                self.counters.pending_done();
+            }
             return false;
         }
         state.status = to;
@@ -150,6 +157,8 @@ where
 /// Cancels a pending entry: `true` iff this call did it. The closure is dropped here, outside the
 /// locks, and the entry leaves its bucket at once.
 pub(crate) fn cancel(entry: &EntryRef) -> bool {
+    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
+    return cancel_check_then_act(entry);
     let header = entry.header();
     if !header.claim(Status::Cancelled) {
         return false;
@@ -157,6 +166,22 @@ pub(crate) fn cancel(entry: &EntryRef) -> bool {
     header.counters.cancelled();
     entry.discard();
     remove_from_bucket(entry);
+    true
+}
+
+/// Seeded bug for the loom suite only (docs/loom.md): the `Pending` check and the transition in two
+/// critical sections, so a firing in between runs the task and this cancel still returns `true`.
+#[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
+fn cancel_check_then_act(entry: &EntryRef) -> bool {
+    let header = entry.header();
+    if header.status() != Status::Pending {
+        return false;
+    }
+    remove_from_bucket(entry);
+    header.lock().status = Status::Cancelled;
+    header.counters.pending_done();
+    header.counters.cancelled();
+    entry.discard();
     true
 }
 
