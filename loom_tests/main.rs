@@ -11,6 +11,7 @@
 
 mod support;
 
+mod advance;
 mod bucket_reuse;
 mod cancel;
 mod len;

@@ -61,3 +61,38 @@ impl FiredAt {
         runs.first().copied()
     }
 }
+
+/// The stale view the other way round: while the main thread schedules B from tick 0 (deadline 1),
+/// another thread moves the clock to tick 2 and schedules C for tick 3 into the same bucket (slot 1
+/// serves ticks 1, 3, …). If B lands after C, B's round is earlier than the bucket's expiration: the
+/// expiration is **lowered** to 1 and the bucket re-queued (a setter that only sets an empty bucket's
+/// expiration, without Kafka's timer-wide lock, would strand B until tick 3). So an advance at tick 2
+/// fires every task due by then; `shutdown()` then hands back the rest, each with its deadline.
+#[test]
+fn stale_schedule_lowers_bucket_expiration() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let (b, c) = (Runs::default(), Runs::default());
+
+        let mover = {
+            let (clock, timer, c) = (clock.clone(), Arc::clone(&timer), c.clone());
+            loom::thread::spawn(move || {
+                clock.advance(ticks(2));
+                timer.schedule(ticks(1), c.task()); // deadline 3: level 0, slot 1
+            })
+        };
+        timer.schedule(ticks(1), b.task()); // deadline 1 or 3, as the clock read
+        mover.join().unwrap();
+
+        timer.advance_clock(Duration::ZERO); // at tick 2
+        let unfired = timer.shutdown();
+        for task in &unfired {
+            assert!(task.deadline() > ticks(2), "a task due at {:?} did not fire at tick 2", task.deadline());
+        }
+        assert_eq!(c.count(), 0, "C is not due before tick 3");
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!((b.count(), c.count()), (1, 1));
+    });
+}

@@ -91,6 +91,10 @@ impl TimerTaskList {
     /// the caller must queue the bucket at `tick`. Called with the bucket lock held.
     fn set_expiration(&self, tick: u64) -> bool {
         let current = self.expiration.load(Ordering::Acquire);
+        // Seeded bug for the loom suite only (docs/loom.md): only an empty bucket's expiration is set,
+        // so an earlier round added by a scheduler with a stale view of time waits for the later one.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "expiration_never_lowered"))]
+        let tick = if current == NO_EXPIRATION { tick } else { current };
         if tick < current {
             self.expiration.store(tick, Ordering::Release);
             true
