@@ -1,8 +1,8 @@
-//! `shutdown()` racing `try_schedule` and `advance_clock`.
+//! `shutdown()` racing `try_schedule` and `advance_clock`; dropping the timer racing `cancel()`.
 
 use std::time::Duration;
 
-use crate::support::{manual_timer, spawn_advance, ticks, Runs};
+use crate::support::{manual_timer, spawn_advance, ticks, Drops, Runs};
 
 /// One thread schedules Y into the existing level 0 and Z into level 1, which it creates, while the
 /// main thread shuts the timer down. X was pending before. Every task is accounted for exactly once:
@@ -100,5 +100,29 @@ fn shutdown_racing_advance() {
         assert_eq!(handed_back, 2 - ran_before_shutdown);
         assert!(timer.is_empty());
         assert!(!timer.advance_clock(Duration::ZERO), "a shut-down timer does not advance");
+    });
+}
+
+/// Dropping a timer cannot race a schedule on it, but it can race a `cancel()` through a handle, which
+/// does not keep the timer alive. The task never runs, `cancel()` returns `true` iff it won against
+/// the drop's drain, and the closure (with what it captured) is dropped exactly once, whoever drops it.
+#[test]
+fn drop_racing_cancel() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let (runs, drops) = (Runs::default(), Drops::default());
+        let handle = timer.schedule(ticks(1), drops.guarding(runs.task()));
+
+        let canceller = {
+            let handle = handle.clone();
+            loom::thread::spawn(move || handle.cancel())
+        };
+        drop(timer); // the last owner: `Timer::drop` runs here
+        let cancelled = canceller.join().unwrap();
+
+        assert_eq!(runs.count(), 0, "a dropped timer runs nothing");
+        assert_eq!(drops.count(), 1, "the closure is dropped exactly once");
+        assert_eq!(handle.is_cancelled(), cancelled);
+        assert!(!handle.is_pending());
     });
 }

@@ -1,4 +1,4 @@
-//! What the models share: a small manual timer, and task closures that count their runs.
+//! What the models share: a small manual timer, and task closures that count their runs and drops.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -48,5 +48,33 @@ impl Runs {
     /// How many times a task of this counter ran.
     pub fn count(&self) -> usize {
         self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts how many closures it guards were dropped (run or not). Observation only, like [`Runs`].
+#[derive(Clone, Default)]
+pub struct Drops(std::sync::Arc<AtomicUsize>);
+
+impl Drops {
+    /// `task`, carrying a guard that counts one drop when the closure is dropped or has run.
+    pub fn guarding(&self, task: impl FnOnce() + Send + 'static) -> impl FnOnce() + Send + 'static {
+        let guard = DropGuard(self.clone());
+        move || {
+            let _guard = guard;
+            task();
+        }
+    }
+
+    /// How many guarded closures were dropped.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+struct DropGuard(Drops);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        (self.0).0.fetch_add(1, Ordering::SeqCst);
     }
 }
