@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use loom::sync::Arc;
+
 use crate::support::{manual_timer, spawn_advance, ticks, Drops, Runs};
 
 /// One thread schedules Y into the existing level 0 and Z into level 1, which it creates, while the
@@ -124,5 +126,65 @@ fn drop_racing_cancel() {
         assert_eq!(drops.count(), 1, "the closure is dropped exactly once");
         assert_eq!(handle.is_cancelled(), cancelled);
         assert!(!handle.is_pending());
+    });
+}
+
+/// Two threads shut the timer down at once: the pending task is handed back by exactly one of the
+/// calls (whichever drained it first), and both return.
+#[test]
+fn two_shutdowns_racing() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let x = Runs::default();
+        timer.schedule(ticks(1), x.task());
+
+        let other = {
+            let timer = Arc::clone(&timer);
+            loom::thread::spawn(move || timer.shutdown())
+        };
+        let here = timer.shutdown();
+        let there = other.join().unwrap();
+
+        assert_eq!(here.len() + there.len(), 1, "handed back exactly once");
+        for task in here.into_iter().chain(there) {
+            task.run();
+        }
+        assert_eq!(x.count(), 1);
+        assert!(timer.is_empty());
+    });
+}
+
+/// A task shuts its own timer down (from inside `advance_clock`, so the drain runs without the
+/// advance lock) while another thread schedules B for a later tick: B is handed back by that
+/// `shutdown()` call or refused, never lost. (Tasks due in the *same* batch as the shutting-down task
+/// are dropped unrun by design, see `Timer::shutdown`; B is not due then.)
+#[test]
+fn shutdown_from_a_task_racing_schedule() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let handed_back = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        {
+            let (timer_in_task, handed_back) = (Arc::clone(&timer), handed_back.clone());
+            timer.schedule(ticks(1), move || handed_back.lock().unwrap().extend(timer_in_task.shutdown()));
+        }
+        clock.advance(ticks(1));
+        let b = Runs::default();
+
+        let scheduler = {
+            let (timer, b) = (Arc::clone(&timer), b.clone());
+            loom::thread::spawn(move || timer.try_schedule(ticks(1), b.task()).is_ok())
+            // deadline 2
+        };
+        assert!(timer.advance_clock(Duration::ZERO)); // runs the shutting-down task
+        let b_ok = scheduler.join().unwrap();
+
+        assert_eq!(b.count(), 0, "nothing runs after the shutdown");
+        let unfired = std::mem::take(&mut *handed_back.lock().unwrap());
+        assert_eq!(unfired.len(), usize::from(b_ok));
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(b.count(), usize::from(b_ok), "B: accepted and handed back, or refused");
+        assert!(timer.is_empty());
     });
 }
