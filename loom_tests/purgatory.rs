@@ -1,8 +1,7 @@
 //! The purgatory's two races: a check racing the expiry of the same operation (exactly once), and a
 //! registration racing the check that carries its trigger (no trigger lost).
 //!
-//! To be listed in `loom_tests/main.rs` as `mod purgatory;` (the loom suite's harness, with
-//! `support::ticks`). Each model is a manual timer of wheel size 2 on a `ManualClock`, one operation,
+//! Each model is a manual timer of wheel size 2 on a `ManualClock`, one operation,
 //! one key, two threads; under loom the purgatory has two watcher shards.
 //!
 //! The operation's condition is a loom atomic written and read `Relaxed`: the models show that the

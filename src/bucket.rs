@@ -91,6 +91,10 @@ impl TimerTaskList {
     /// the caller must queue the bucket at `tick`. Called with the bucket lock held.
     fn set_expiration(&self, tick: u64) -> bool {
         let current = self.expiration.load(Ordering::Acquire);
+        // Seeded bug for the loom suite only (docs/loom.md): only an empty bucket's expiration is set,
+        // so an earlier round added by a scheduler with a stale view of time waits for the later one.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "expiration_never_lowered"))]
+        let tick = if current == NO_EXPIRATION { tick } else { current };
         if tick < current {
             self.expiration.store(tick, Ordering::Release);
             true
@@ -105,12 +109,19 @@ impl TimerTaskList {
     /// set: the shutdown drain sets the flag before it locks every bucket, so an entry is either
     /// refused here or found by the drain (see `timer.rs`).
     pub(crate) fn add(
-        self: &Arc<Self>,
+        this: &Arc<Self>,
         entry: EntryRef,
         expiration: u64,
         shut_down: Option<&AtomicBool>,
     ) -> Added {
-        let mut slots = self.slots.lock();
+        // Seeded bug for the loom suite only (docs/loom.md): the flag read before the lock, so the
+        // drain can flush this bucket between the read and the insert.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock"))]
+        let shut_down = match shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
+            true => return Added::ShutDown,
+            false => None::<&AtomicBool>,
+        };
+        let mut slots = this.slots.lock();
         if shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
             return Added::ShutDown;
         }
@@ -120,22 +131,22 @@ impl TimerTaskList {
                 return Added::NotPending;
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
-            state.location = Some((Arc::clone(self), slots.base + slots.entries.len()));
+            state.location = Some((Arc::clone(this), slots.base + slots.entries.len()));
         }
         slots.entries.push_back(Some(entry));
         slots.live += 1;
-        Added::Inserted { queue: self.set_expiration(expiration) }
+        Added::Inserted { queue: this.set_expiration(expiration) }
     }
 
     /// Unlinks `entry` if this bucket holds it. Returns `false` only when the entry's location names
     /// another bucket (it moved meanwhile): the caller looks again.
-    pub(crate) fn remove(self: &Arc<Self>, entry: &EntryRef) -> bool {
-        let mut slots = self.slots.lock();
+    pub(crate) fn remove(this: &Arc<Self>, entry: &EntryRef) -> bool {
+        let mut slots = this.slots.lock();
         let index = {
             let mut state = entry.header().lock();
             match &state.location {
                 None => return true,
-                Some((bucket, _)) if !Arc::ptr_eq(bucket, self) => return false,
+                Some((bucket, _)) if !Arc::ptr_eq(bucket, this) => return false,
                 Some((_, index)) => {
                     let index = *index;
                     state.location = None;
@@ -160,6 +171,10 @@ impl TimerTaskList {
             entry.header().lock().location = None;
             entries.push(entry);
         }
+        // Seeded bug for the loom suite only (docs/loom.md): the reset leaves the critical section,
+        // so an add in between sees the old expiration, does not queue the bucket, and is stranded.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "flush_resets_after_unlock"))]
+        drop(slots);
         self.expiration.store(NO_EXPIRATION, Ordering::Release);
         entries
     }
@@ -245,16 +260,28 @@ mod tests {
     fn expiration_is_set_once_per_round_and_only_lowered() {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(4);
-        assert_eq!(bucket.add(Arc::clone(&es[0]), 10, None), Added::Inserted { queue: true });
-        assert_eq!(bucket.add(Arc::clone(&es[1]), 10, None), Added::Inserted { queue: false });
-        assert_eq!(bucket.add(Arc::clone(&es[2]), 14, None), Added::Inserted { queue: false });
+        assert_eq!(
+            TimerTaskList::add(&bucket, Arc::clone(&es[0]), 10, None),
+            Added::Inserted { queue: true }
+        );
+        assert_eq!(
+            TimerTaskList::add(&bucket, Arc::clone(&es[1]), 10, None),
+            Added::Inserted { queue: false }
+        );
+        assert_eq!(
+            TimerTaskList::add(&bucket, Arc::clone(&es[2]), 14, None),
+            Added::Inserted { queue: false }
+        );
         assert_eq!(bucket.expiration(), 10, "never raised");
-        assert_eq!(bucket.add(Arc::clone(&es[3]), 6, None), Added::Inserted { queue: true });
+        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[3]), 6, None), Added::Inserted { queue: true });
         assert_eq!(bucket.expiration(), 6, "lowered, and re-queued");
         assert_eq!(bucket.flush().len(), 4);
         assert_eq!(bucket.expiration(), NO_EXPIRATION);
         assert!(es.iter().all(|e| location(e).is_none()), "flushed entries are in transit");
-        assert_eq!(bucket.add(Arc::clone(&es[0]), 30, None), Added::Inserted { queue: true });
+        assert_eq!(
+            TimerTaskList::add(&bucket, Arc::clone(&es[0]), 30, None),
+            Added::Inserted { queue: true }
+        );
     }
 
     #[test]
@@ -262,7 +289,7 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(1_000);
         for e in &es {
-            assert!(matches!(bucket.add(Arc::clone(e), 5, None), Added::Inserted { .. }));
+            assert!(matches!(TimerTaskList::add(&bucket, Arc::clone(e), 5, None), Added::Inserted { .. }));
         }
         // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
         let mut order: Vec<usize> = (0..300).collect();
@@ -296,9 +323,9 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(2);
         let flag = AtomicBool::new(true);
-        assert_eq!(bucket.add(Arc::clone(&es[0]), 5, Some(&flag)), Added::ShutDown);
+        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[0]), 5, Some(&flag)), Added::ShutDown);
         assert!(es[1].header().claim(Status::Cancelled));
-        assert_eq!(bucket.add(Arc::clone(&es[1]), 5, None), Added::NotPending);
+        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[1]), 5, None), Added::NotPending);
         assert!(bucket.flush().is_empty());
     }
 }

@@ -27,7 +27,7 @@ use std::fmt;
 
 use crate::bucket::TimerTaskList;
 use crate::counters::Counters;
-use crate::sync::{Arc, Mutex, MutexGuard};
+use crate::sync::{arc_from_std, Arc, Mutex, MutexGuard};
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -77,6 +77,13 @@ impl EntryHeader {
     pub(crate) fn claim(&self, to: Status) -> bool {
         let mut state = self.lock();
         if state.status != Status::Pending {
+            // Seeded bug for the loom suite only (docs/loom.md): a firing that lost the race still
+            // counts the entry out of `len()`, which its winner already did (netty#14959).
+            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "fire_decrements_unclaimed"))]
+            if to == Status::Fired {
+                drop(state);
+                self.counters.pending_done();
+            }
             return false;
         }
         state.status = to;
@@ -135,19 +142,23 @@ pub(crate) fn new_entry<F>(deadline_tick: u64, task: F, counters: Arc<Counters>)
 where
     F: FnOnce() + Send + 'static,
 {
-    Arc::new(TaskEntry {
+    // Coerced as a std `Arc`: loom's cannot be (see `sync.rs`).
+    let entry: std::sync::Arc<dyn TimerTaskEntry> = std::sync::Arc::new(TaskEntry {
         header: EntryHeader {
             deadline_tick,
             counters,
             state: Mutex::new(EntryState { status: Status::Pending, location: None }),
         },
         task: Mutex::new(Some(task)),
-    })
+    });
+    arc_from_std(entry)
 }
 
 /// Cancels a pending entry: `true` iff this call did it. The closure is dropped here, outside the
 /// locks, and the entry leaves its bucket at once.
 pub(crate) fn cancel(entry: &EntryRef) -> bool {
+    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
+    return cancel_check_then_act(entry);
     let header = entry.header();
     if !header.claim(Status::Cancelled) {
         return false;
@@ -155,6 +166,22 @@ pub(crate) fn cancel(entry: &EntryRef) -> bool {
     header.counters.cancelled();
     entry.discard();
     remove_from_bucket(entry);
+    true
+}
+
+/// Seeded bug for the loom suite only (docs/loom.md): the `Pending` check and the transition in two
+/// critical sections, so a firing in between runs the task and this cancel still returns `true`.
+#[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
+fn cancel_check_then_act(entry: &EntryRef) -> bool {
+    let header = entry.header();
+    if header.status() != Status::Pending {
+        return false;
+    }
+    remove_from_bucket(entry);
+    header.lock().status = Status::Cancelled;
+    header.counters.pending_done();
+    header.counters.cancelled();
+    entry.discard();
     true
 }
 
@@ -166,7 +193,7 @@ pub(crate) fn remove_from_bucket(entry: &EntryRef) {
             Some((bucket, _)) => Arc::clone(bucket),
             None => return,
         };
-        if bucket.remove(entry) {
+        if TimerTaskList::remove(&bucket, entry) {
             return;
         }
         // The entry moved between reading its location and locking that bucket: look again.

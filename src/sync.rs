@@ -1,13 +1,25 @@
 //! The one place that chooses synchronisation primitives.
 //!
-//! Every lock, condition variable, atomic, `Arc` and once-cell used by the timer's algorithm is
-//! imported from here, never from `std::sync`, `parking_lot` or `loom` directly. Normal builds get
-//! `parking_lot` locks (one byte each, no poisoning) and `std` atomics; builds with
+//! Every lock, condition variable, atomic, `Arc`, once-cell and thread-local used by the timer's
+//! algorithm is imported from here, never from `std::sync`, `parking_lot` or `loom` directly. Normal
+//! builds get `parking_lot` locks (one byte each, no poisoning) and `std` atomics; builds with
 //! `RUSTFLAGS="--cfg delaywheel_loom"` get `loom`'s types so the loom models in `loom_tests/` can explore
 //! every interleaving. The cfg is namespaced on purpose: a plain `--cfg loom` would also flip
 //! dependencies that look at it.
 //!
 //! The API is `parking_lot`'s shape (`lock()` returns the guard, no poisoning) in both builds.
+//!
+//! What loom imposes on the rest of the crate:
+//!
+//! * loom's `Arc` cannot be a method receiver (`self: &Arc<Self>` needs std's `Arc`), so functions
+//!   that need the `Arc` of their own value take it as `this: &Arc<Self>`;
+//! * nor can it coerce to a trait object (that needs the unstable `CoerceUnsized`): an `Arc<dyn _>` is
+//!   built as a std `Arc`, coerced, and converted with [`arc_from_std`];
+//! * the thread-local that marks a thread as advancing a timer is declared with this module's
+//!   [`thread_local!`]: model threads may share one OS thread, so a std thread-local would leak one
+//!   model thread's mark into another;
+//! * the timer's own threads (driver, executors) are `std` threads and stay outside the models, which
+//!   drive a manual timer from `loom::thread`s instead.
 //!
 //! Under loom there is no clock: the blocking waits of [`Condvar`] are not part of any model (the models
 //! drive the timer on a manual clock, which never waits), so the loom `Condvar` only supports notifying,
@@ -18,6 +30,7 @@ mod imp {
     pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, OnceLock};
+    pub(crate) use std::thread_local;
 
     // For `repeating.rs`: a repeating task's way back to its timer must not keep the timer alive.
     pub(crate) use std::sync::Weak;
@@ -26,12 +39,31 @@ mod imp {
     pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
         Arc::downgrade(arc)
     }
+
+    /// The identity: this build's `Arc` is std's.
+    #[inline]
+    pub(crate) fn arc_from_std<T: ?Sized>(arc: Arc<T>) -> Arc<T> {
+        arc
+    }
 }
 
 #[cfg(delaywheel_loom)]
 mod imp {
     pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{Arc, MutexGuard};
+
+    /// `loom::thread_local!`, accepting std's `const { … }` initialiser (loom's macro does not).
+    macro_rules! loom_thread_local {
+        ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr };) => {
+            loom::thread_local! { $(#[$attr])* $vis static $name: $t = $init; }
+        };
+    }
+    pub(crate) use loom_thread_local as thread_local;
+
+    /// A loom `Arc` from a (unique) std `Arc`, which may hold an unsized value (see the module docs).
+    pub(crate) fn arc_from_std<T: ?Sized>(arc: std::sync::Arc<T>) -> Arc<T> {
+        Arc::from_std(arc)
+    }
 
     /// `parking_lot`-shaped wrapper over loom's mutex.
     #[derive(Debug, Default)]
@@ -44,9 +76,6 @@ mod imp {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().expect("loom mutex poisoned")
         }
-        pub(crate) fn into_inner(self) -> T {
-            self.0.into_inner().expect("loom mutex poisoned")
-        }
     }
 
     /// Notify-only condition variable: models never block on a clock (see the module docs).
@@ -56,9 +85,6 @@ mod imp {
     impl Condvar {
         pub(crate) fn new() -> Self {
             Condvar
-        }
-        pub(crate) fn notify_one(&self) -> bool {
-            false
         }
         pub(crate) fn notify_all(&self) -> usize {
             0
@@ -84,26 +110,48 @@ mod imp {
         }
     }
 
-    /// A once-cell whose initialisation race loom can see: the value lives in a std `OnceLock`
-    /// (correct by itself), and every access goes through a loom mutex so that the model explores the
-    /// orders in which threads observe and perform the initialisation.
+    /// A once-cell with `std::sync::OnceLock`'s memory model, made visible to loom.
+    ///
+    /// The value is stored in a std `OnceLock` (which cannot be initialised twice), but whether a
+    /// thread *sees* it is decided by a loom atomic, exactly as in std: `get` is an `Acquire` load of
+    /// the "ready" flag, and the initialiser publishes with a `Release` store. So a `get` that races
+    /// the initialisation may return `None` even though another thread has already stored the value,
+    /// and loom explores that. Initialisations are serialised by a loom mutex, as std blocks the
+    /// losers of the race until the winner is done.
     #[derive(Debug)]
     pub(crate) struct OnceLock<T> {
-        gate: loom::sync::Mutex<()>,
+        ready: loom::sync::atomic::AtomicBool,
+        init: loom::sync::Mutex<()>,
         cell: std::sync::OnceLock<T>,
     }
 
     impl<T> OnceLock<T> {
         pub(crate) fn new() -> Self {
-            Self { gate: loom::sync::Mutex::new(()), cell: std::sync::OnceLock::new() }
+            Self {
+                ready: loom::sync::atomic::AtomicBool::new(false),
+                init: loom::sync::Mutex::new(()),
+                cell: std::sync::OnceLock::new(),
+            }
         }
         pub(crate) fn get(&self) -> Option<&T> {
-            let _gate = self.gate.lock().expect("loom mutex poisoned");
-            self.cell.get()
+            if self.ready.load(Ordering::Acquire) {
+                self.cell.get()
+            } else {
+                None
+            }
         }
         pub(crate) fn get_or_init(&self, init: impl FnOnce() -> T) -> &T {
-            let _gate = self.gate.lock().expect("loom mutex poisoned");
-            self.cell.get_or_init(init)
+            if let Some(value) = self.get() {
+                return value;
+            }
+            let _init = self.init.lock().expect("loom mutex poisoned");
+            // Under the mutex, the winner's `Release` store happens-before this load.
+            if let Some(value) = self.get() {
+                return value;
+            }
+            let value = self.cell.get_or_init(init);
+            self.ready.store(true, Ordering::Release);
+            value
         }
     }
 

@@ -37,7 +37,9 @@ use crate::stats::{Lateness, LatenessSummary};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{AddOutcome, TimingWheel};
 
-thread_local! {
+// Through the facade: under loom, model threads may share one OS thread, so a std thread-local
+// would leak one model thread's mark into another.
+crate::sync::thread_local! {
     /// The timer (its `Shared`'s address) this thread is advancing, or 0: a task that calls
     /// `advance_clock` or `shutdown` on its own timer must not wait for the lock its caller holds.
     static ADVANCING: Cell<usize> = const { Cell::new(0) };

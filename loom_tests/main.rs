@@ -1,0 +1,22 @@
+//! Loom models of every race in the timer (issue: loom-verified concurrency).
+//!
+//! Built only with `RUSTFLAGS="--cfg delaywheel_loom"`; otherwise this test target is empty. Run them
+//! with `scripts/loom.sh` (all of them, or one by name); `docs/loom.md` says what each proves and how
+//! to debug a failure.
+//!
+//! Every model drives the public API of a manual timer on a `ManualClock` (loom has no clock; a manual
+//! timer starts no thread and never waits) from `loom::thread`s, and keeps small: 2–3 threads, wheel
+//! size 2, 1–3 tasks. The main model thread is one of the racers.
+#![cfg(delaywheel_loom)]
+
+mod support;
+
+mod advance;
+mod bucket_reuse;
+mod cancel;
+mod len;
+mod overflow_level;
+mod purgatory;
+mod schedule_vs_flush;
+mod shutdown;
+mod stale_time;

@@ -1,0 +1,190 @@
+//! `shutdown()` racing `try_schedule` and `advance_clock`; dropping the timer racing `cancel()`.
+
+use std::time::Duration;
+
+use loom::sync::Arc;
+
+use crate::support::{manual_timer, spawn_advance, ticks, Drops, Runs};
+
+/// One thread schedules Y into the existing level 0 and Z into level 1, which it creates, while the
+/// main thread shuts the timer down. X was pending before. Every task is accounted for exactly once:
+/// it is handed back by `shutdown()`, or its `try_schedule` returned an error; none vanishes, none
+/// runs behind the caller's back (nothing advances here, so nothing runs but what `shutdown` returns).
+/// Dropping a timer cannot race a schedule on it (`drop` needs the last owner), so `shutdown()` is the
+/// race to model; drop runs the same `stop`.
+#[test]
+fn shutdown_racing_schedule() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let (x, y, z) = (Runs::default(), Runs::default(), Runs::default());
+        timer.schedule(ticks(1), x.task()); // level 0 exists now
+
+        let scheduler = {
+            let (timer, y, z) = (timer.clone(), y.clone(), z.clone());
+            loom::thread::spawn(move || {
+                let y_ok = timer.try_schedule(ticks(1), y.task()).is_ok(); // existing level 0
+                let z_ok = timer.try_schedule(ticks(3), z.task()).is_ok(); // creates level 1
+                (y_ok, z_ok)
+            })
+        };
+        let unfired = timer.shutdown();
+        let (y_ok, z_ok) = scheduler.join().unwrap();
+
+        assert_eq!(x.count() + y.count() + z.count(), 0, "nothing ran before being handed back");
+        let handed_back = unfired.len();
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(x.count(), 1, "X was pending: handed back");
+        assert_eq!(y.count(), usize::from(y_ok), "Y: accepted and handed back, or refused");
+        assert_eq!(z.count(), usize::from(z_ok), "Z: accepted and handed back, or refused");
+        assert_eq!(handed_back, 1 + usize::from(y_ok) + usize::from(z_ok));
+        assert!(timer.is_empty());
+        assert!(timer.try_schedule(ticks(1), || {}).is_err());
+        assert!(timer.shutdown().is_empty());
+    });
+}
+
+/// Two schedulers race into level 1, which neither finds: one creates it, the other may find it
+/// created and add to the bucket the first already queued, while the main thread shuts down. The
+/// drain closes every level not yet created and locks every bucket of the others; each scheduler
+/// reads the flag under its bucket lock. So whichever way the creation and the close race, an entry is
+/// refused, or inserted where the drain looks, and neither task vanishes.
+#[test]
+fn shutdown_racing_two_schedules_into_new_level() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let (a, b) = (Runs::default(), Runs::default());
+        let spawn_schedule = |runs: &Runs, delay| {
+            let (timer, runs) = (timer.clone(), runs.clone());
+            loom::thread::spawn(move || timer.try_schedule(delay, runs.task()).is_ok())
+        };
+        let scheduler_a = spawn_schedule(&a, ticks(3)); // level 1, slot 1
+        let scheduler_b = spawn_schedule(&b, ticks(2)); // the same bucket
+        let unfired = timer.shutdown();
+        let (a_ok, b_ok) = (scheduler_a.join().unwrap(), scheduler_b.join().unwrap());
+
+        let handed_back = unfired.len();
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(a.count(), usize::from(a_ok), "A: accepted and handed back, or refused");
+        assert_eq!(b.count(), usize::from(b_ok), "B: accepted and handed back, or refused");
+        assert_eq!(handed_back, usize::from(a_ok) + usize::from(b_ok));
+        assert!(timer.is_empty());
+    });
+}
+
+/// The advancing thread fires a due task while the main thread shuts down: the task runs once (it
+/// was claimed first), or is handed back unrun by `shutdown()` (the drain claimed it first), never
+/// both, never neither. A task not yet due is always handed back.
+#[test]
+fn shutdown_racing_advance() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let (due, later) = (Runs::default(), Runs::default());
+        timer.schedule(ticks(1), due.task());
+        timer.schedule(ticks(3), later.task());
+        clock.advance(ticks(1));
+
+        let advancer = spawn_advance(&timer);
+        let unfired = timer.shutdown();
+        advancer.join().unwrap();
+
+        let ran_before_shutdown = due.count();
+        let handed_back = unfired.len();
+        assert_eq!(later.count(), 0, "LATER was not due");
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(due.count(), 1, "DUE ran once, or was handed back");
+        assert_eq!(later.count(), 1, "LATER was handed back");
+        assert_eq!(handed_back, 2 - ran_before_shutdown);
+        assert!(timer.is_empty());
+        assert!(!timer.advance_clock(Duration::ZERO), "a shut-down timer does not advance");
+    });
+}
+
+/// Dropping a timer cannot race a schedule on it, but it can race a `cancel()` through a handle, which
+/// does not keep the timer alive. The task never runs, `cancel()` returns `true` iff it won against
+/// the drop's drain, and the closure (with what it captured) is dropped exactly once, whoever drops it.
+#[test]
+fn drop_racing_cancel() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let (runs, drops) = (Runs::default(), Drops::default());
+        let handle = timer.schedule(ticks(1), drops.guarding(runs.task()));
+
+        let canceller = {
+            let handle = handle.clone();
+            loom::thread::spawn(move || handle.cancel())
+        };
+        drop(timer); // the last owner: `Timer::drop` runs here
+        let cancelled = canceller.join().unwrap();
+
+        assert_eq!(runs.count(), 0, "a dropped timer runs nothing");
+        assert_eq!(drops.count(), 1, "the closure is dropped exactly once");
+        assert_eq!(handle.is_cancelled(), cancelled);
+        assert!(!handle.is_pending());
+    });
+}
+
+/// Two threads shut the timer down at once: the pending task is handed back by exactly one of the
+/// calls (whichever drained it first), and both return.
+#[test]
+fn two_shutdowns_racing() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let x = Runs::default();
+        timer.schedule(ticks(1), x.task());
+
+        let other = {
+            let timer = Arc::clone(&timer);
+            loom::thread::spawn(move || timer.shutdown())
+        };
+        let here = timer.shutdown();
+        let there = other.join().unwrap();
+
+        assert_eq!(here.len() + there.len(), 1, "handed back exactly once");
+        for task in here.into_iter().chain(there) {
+            task.run();
+        }
+        assert_eq!(x.count(), 1);
+        assert!(timer.is_empty());
+    });
+}
+
+/// A task shuts its own timer down (from inside `advance_clock`, so the drain runs without the
+/// advance lock) while another thread schedules B for a later tick: B is handed back by that
+/// `shutdown()` call or refused, never lost. (Tasks due in the *same* batch as the shutting-down task
+/// are dropped unrun by design, see `Timer::shutdown`; B is not due then.)
+#[test]
+fn shutdown_from_a_task_racing_schedule() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let handed_back = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        {
+            let (timer_in_task, handed_back) = (Arc::clone(&timer), handed_back.clone());
+            timer.schedule(ticks(1), move || handed_back.lock().unwrap().extend(timer_in_task.shutdown()));
+        }
+        clock.advance(ticks(1));
+        let b = Runs::default();
+
+        let scheduler = {
+            let (timer, b) = (Arc::clone(&timer), b.clone());
+            loom::thread::spawn(move || timer.try_schedule(ticks(1), b.task()).is_ok())
+            // deadline 2
+        };
+        assert!(timer.advance_clock(Duration::ZERO)); // runs the shutting-down task
+        let b_ok = scheduler.join().unwrap();
+
+        assert_eq!(b.count(), 0, "nothing runs after the shutdown");
+        let unfired = std::mem::take(&mut *handed_back.lock().unwrap());
+        assert_eq!(unfired.len(), usize::from(b_ok));
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(b.count(), usize::from(b_ok), "B: accepted and handed back, or refused");
+        assert!(timer.is_empty());
+    });
+}

@@ -1,0 +1,80 @@
+//! What the models share: a small manual timer, and task closures that count their runs and drops.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use delaywheel::{ManualClock, Timer};
+use loom::sync::Arc;
+
+/// The tick of every model's timer.
+pub const TICK: Duration = Duration::from_millis(1);
+
+/// `n` ticks.
+pub fn ticks(n: u32) -> Duration {
+    TICK * n
+}
+
+/// A manual timer of `wheel_size` slots per level on a fresh manual clock (both at time zero),
+/// shareable between model threads. Its `Arc` is loom's, so a leaked timer fails the model.
+pub fn manual_timer(wheel_size: usize) -> (ManualClock, Arc<Timer>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(TICK).wheel_size(wheel_size).clock(clock.clone()).manual().build();
+    (clock, Arc::new(timer))
+}
+
+/// Advances `timer` to its clock's time on a new model thread.
+pub fn spawn_advance(timer: &Arc<Timer>) -> loom::thread::JoinHandle<bool> {
+    let timer = Arc::clone(timer);
+    loom::thread::spawn(move || timer.advance_clock(Duration::ZERO))
+}
+
+/// Counts how often its tasks ran.
+///
+/// A plain std atomic on purpose: it is only an observation, read after the model threads are
+/// joined, and keeping it out of loom's sight keeps the state space to the timer's own accesses
+/// (loom runs every model thread on one OS thread, so no ordering is lost).
+#[derive(Clone, Default)]
+pub struct Runs(std::sync::Arc<AtomicUsize>);
+
+impl Runs {
+    /// A task that records one run.
+    pub fn task(&self) -> impl FnOnce() + Send + 'static {
+        let runs = self.clone();
+        move || {
+            runs.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// How many times a task of this counter ran.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts how many closures it guards were dropped (run or not). Observation only, like [`Runs`].
+#[derive(Clone, Default)]
+pub struct Drops(std::sync::Arc<AtomicUsize>);
+
+impl Drops {
+    /// `task`, carrying a guard that counts one drop when the closure is dropped or has run.
+    pub fn guarding(&self, task: impl FnOnce() + Send + 'static) -> impl FnOnce() + Send + 'static {
+        let guard = DropGuard(self.clone());
+        move || {
+            let _guard = guard;
+            task();
+        }
+    }
+
+    /// How many guarded closures were dropped.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+struct DropGuard(Drops);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        (self.0).0.fetch_add(1, Ordering::SeqCst);
+    }
+}
