@@ -18,10 +18,17 @@ pub(crate) struct Counters {
 
 impl Counters {
     /// Counts one more pending task unless that would exceed `max`; `false` if it would. Exact
-    /// under concurrency: the increment itself is the check.
+    /// under concurrency and without a transient overshoot: a bounded timer admits with a CAS
+    /// loop, so a refused attempt never shows in `len()` nor makes a concurrent one fail; an
+    /// unbounded one (the default) just increments.
     pub(crate) fn try_scheduling(&self, max: usize) -> bool {
-        if self.pending.fetch_add(1, Ordering::Relaxed) >= max {
-            self.pending.fetch_sub(1, Ordering::Relaxed);
+        if max == usize::MAX {
+            self.pending.fetch_add(1, Ordering::Relaxed);
+        } else if self
+            .pending
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| (p < max).then_some(p + 1))
+            .is_err()
+        {
             return false;
         }
         self.scheduled.fetch_add(1, Ordering::Relaxed);

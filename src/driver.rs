@@ -24,8 +24,10 @@ use std::thread::{self as std_thread, Builder, JoinHandle};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::clock::{ClockSource, TickLength};
 use crate::counters::Counters;
 use crate::entry::{EntryRef, Status};
+use crate::stats::Lateness;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::timer::{run_task, Shared};
 
@@ -81,19 +83,26 @@ pub(crate) struct Executor {
 }
 
 impl Executor {
-    pub(crate) fn start(n: usize, name: &str, counters: &Arc<Counters>) -> std::io::Result<Executor> {
+    pub(crate) fn start(
+        n: usize,
+        name: &str,
+        counters: &Arc<Counters>,
+        (lateness, clock, ticks): (&Arc<Lateness>, &ClockSource, TickLength),
+    ) -> std::io::Result<Executor> {
         let (sender, receiver) = crossbeam_channel::unbounded();
         let discard = Arc::new(AtomicBool::new(false));
         let threads = (0..n)
             .map(|i| {
                 let receiver: Receiver<EntryRef> = receiver.clone();
                 let (counters, discard) = (Arc::clone(counters), Arc::clone(&discard));
+                let (lateness, clock) = (Arc::clone(lateness), clock.clone());
                 Builder::new().name(format!("{name}-exec-{i}")).spawn(move || {
                     for entry in receiver {
                         if discard.load(Ordering::Acquire) {
                             abandon(&entry);
                         } else if entry.header().claim(Status::Fired) {
                             counters.fired(1);
+                            lateness.record_one(ticks, entry.header().deadline_tick, clock.now_nanos());
                             run_task(&entry, &counters);
                         }
                     }

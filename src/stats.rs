@@ -1,20 +1,21 @@
 //! Firing lateness: how long after its deadline the timer fired each task.
 //!
-//! **Lateness** = the time on the timer's clock when the driver fires a task, minus the task's
+//! **Lateness** = the time on the timer's clock when a task **starts running**, minus the task's
 //! **tick-rounded deadline** (the first tick boundary at or after `now + delay`, where the wheel
 //! places it). The rounding itself (up to one tick, by design) is therefore *not* counted: what is
-//! measured is how late the driver was — waking up, flushing, running the tasks ahead in the batch.
-//! With [`TaskExecution::Threads`](crate::TaskExecution::Threads) a task counts as fired when the
-//! driver hands it to the executor threads (the time it then waits in their queue is not counted).
+//! measured is how late the task started — the driver waking up, flushing, and running the tasks
+//! ahead of it (a slow task shows up in the lateness of those after it). With
+//! [`TaskExecution::Threads`](crate::TaskExecution::Threads) it is measured on the executor thread
+//! when the task starts, so the wait in the executor's queue is included, and a task cancelled while
+//! queued is not counted.
 //!
 //! ## Cost and ownership
 //!
-//! The clock is read **once per batch** (the due entries of one flushed bucket), not per task. Tasks
-//! of a batch mostly share one deadline tick, so [`Batch`] run-length encodes them and records each
-//! run with one `record_n`: the histogram's lock is taken about once per batch, by the thread
-//! advancing the clock (only one does at a time, under `advance_lock`), and is never held while a
-//! task runs, so a task may call `Timer::stats()` itself. Readers (`stats()`) take it briefly to
-//! compute the quantiles.
+//! The clock is read once per task, just before it runs. Equal values in a row (on a manual clock,
+//! every task of one advance) are run-length encoded by [`Batch`] and written with one `record_n`;
+//! the histogram's lock is never held while a task runs, so a task may call `Timer::stats()` itself.
+//! Writers are the thread advancing the clock (one at a time, under `advance_lock`) and the executor
+//! threads; readers (`stats()`) take the lock briefly to compute the quantiles.
 //!
 //! The histogram is [`hdrhistogram`]'s, auto-resizing, in nanoseconds with two significant digits:
 //! quantiles are within 1 %, it starts at a few hundred bytes and grows only with the largest
@@ -34,10 +35,10 @@ const SIGNIFICANT_DIGITS: u8 = 2;
 /// A summary of how late a timer fired its tasks, since the timer started; part of
 /// [`TimerStats`](crate::TimerStats).
 ///
-/// Lateness is the time on the timer's clock at which the driver fired a task minus the task's
+/// Lateness is the time on the timer's clock at which a task started running minus the task's
 /// deadline **rounded up to its tick** (where the wheel placed it). So it measures the driver's
-/// delay (waking up, flushing, running earlier tasks of the same batch), not the up-to-one-tick
-/// rounding the timer does by design. On a [`ManualClock`](crate::ManualClock) it is how far the
+/// delay (waking up, flushing, running earlier tasks, and with executor threads the wait in their
+/// queue), not the up-to-one-tick rounding the timer does by design. On a [`ManualClock`](crate::ManualClock) it is how far the
 /// clock had been advanced past the deadline when `advance_clock` ran.
 ///
 /// Quantiles come from an HDR histogram with two significant digits (within 1 %); `max` is exact.
@@ -45,7 +46,7 @@ const SIGNIFICANT_DIGITS: u8 = 2;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct LatenessSummary {
-    /// Tasks measured: every task fired since the timer started.
+    /// Tasks measured: every task started since the timer started.
     pub count: u64,
     /// Median lateness.
     pub p50: Duration,
@@ -73,9 +74,14 @@ impl Lateness {
         Lateness { inner: Mutex::new(Recorded { histogram, max: 0 }) }
     }
 
-    /// Starts recording one batch of tasks fired at `now_nanos` on the timer's clock.
-    pub(crate) fn batch(&self, now_nanos: u64, ticks: TickLength) -> Batch<'_> {
-        Batch { lateness: self, now_nanos, ticks, run_tick: 0, run_len: 0 }
+    /// Starts recording one batch of tasks (see [`Batch`]).
+    pub(crate) fn batch(&self, ticks: TickLength) -> Batch<'_> {
+        Batch { lateness: self, ticks, run_late: 0, run_len: 0 }
+    }
+
+    /// Records one task started at `now_nanos` (executor threads, which run tasks one by one).
+    pub(crate) fn record_one(&self, ticks: TickLength, deadline_tick: u64, now_nanos: u64) {
+        self.record(lateness_nanos(ticks, deadline_tick, now_nanos), 1);
     }
 
     pub(crate) fn summary(&self) -> LatenessSummary {
@@ -108,38 +114,42 @@ impl fmt::Debug for Lateness {
     }
 }
 
-/// Records the tasks of one batch; flushes to the histogram when the deadline tick changes and
-/// when dropped (see the module docs).
+/// Records the tasks of one batch, each with the clock read just before it runs; equal lateness
+/// values in a row (tasks of one tick handed over at one instant, or on a manual clock) are
+/// run-length encoded, and the histogram is written when the value changes and when dropped.
 pub(crate) struct Batch<'a> {
     lateness: &'a Lateness,
-    now_nanos: u64,
     ticks: TickLength,
-    run_tick: u64,
+    run_late: u64,
     run_len: u64,
 }
 
 impl Batch<'_> {
-    /// Counts one fired task whose deadline tick is `deadline_tick`.
+    /// Counts one task with deadline tick `deadline_tick`, started at `now_nanos` on the clock.
     #[inline]
-    pub(crate) fn record(&mut self, deadline_tick: u64) {
-        if self.run_len > 0 && deadline_tick == self.run_tick {
+    pub(crate) fn record(&mut self, deadline_tick: u64, now_nanos: u64) {
+        let late = lateness_nanos(self.ticks, deadline_tick, now_nanos);
+        if self.run_len > 0 && late == self.run_late {
             self.run_len += 1;
         } else {
             self.flush();
-            self.run_tick = deadline_tick;
+            self.run_late = late;
             self.run_len = 1;
         }
     }
 
     fn flush(&mut self) {
-        if self.run_len == 0 {
-            return;
+        if self.run_len > 0 {
+            self.lateness.record(self.run_late, self.run_len);
+            self.run_len = 0;
         }
-        let late = u128::from(self.now_nanos).saturating_sub(self.ticks.start_nanos(self.run_tick));
-        let late = u64::try_from(late).unwrap_or(u64::MAX);
-        self.lateness.record(late, self.run_len);
-        self.run_len = 0;
     }
+}
+
+/// How far `now_nanos` is past the start of `deadline_tick` (zero if not past).
+fn lateness_nanos(ticks: TickLength, deadline_tick: u64, now_nanos: u64) -> u64 {
+    let late = u128::from(now_nanos).saturating_sub(ticks.start_nanos(deadline_tick));
+    u64::try_from(late).unwrap_or(u64::MAX)
 }
 
 impl Drop for Batch<'_> {
@@ -162,16 +172,16 @@ mod tests {
     }
 
     #[test]
-    fn batches_are_run_length_encoded_by_deadline_tick() {
+    fn batches_record_each_task_with_its_own_start_time() {
         let lateness = Lateness::new();
         let ticks = TickLength::new(ms(1)).unwrap();
         {
-            // Fired at 7.5 ms: three tasks due at tick 5 (2.5 ms late), one at tick 7 (0.5 ms late).
-            let mut batch = lateness.batch(7_500_000, ticks);
-            batch.record(5);
-            batch.record(5);
-            batch.record(7);
-            batch.record(5);
+            // Started at 7.5 ms: three tasks due at tick 5 (2.5 ms late), one at tick 7 (0.5 ms late).
+            let mut batch = lateness.batch(ticks);
+            batch.record(5, 7_500_000);
+            batch.record(5, 7_500_000);
+            batch.record(7, 7_500_000);
+            batch.record(5, 7_500_000);
         }
         let s = lateness.summary();
         assert_eq!(s.count, 4);
@@ -185,7 +195,7 @@ mod tests {
     fn on_time_is_zero() {
         let lateness = Lateness::new();
         let ticks = TickLength::new(ms(1)).unwrap();
-        lateness.batch(5_000_000, ticks).record(5);
+        lateness.batch(ticks).record(5, 5_000_000);
         let s = lateness.summary();
         assert_eq!((s.count, s.p50, s.max), (1, Duration::ZERO, Duration::ZERO));
     }

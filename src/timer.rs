@@ -100,8 +100,8 @@ pub(crate) struct Shared {
     executor: Option<Executor>,
     /// See `TimerBuilder::max_pending`.
     max_pending: usize,
-    /// Firing lateness, recorded by `fire` once per batch (see `stats.rs`).
-    lateness: Lateness,
+    /// Firing lateness, recorded as tasks start (see `stats.rs`); shared with executor threads.
+    lateness: Arc<Lateness>,
 }
 
 /// A task the timer still held when it shut down, handed back unrun.
@@ -169,9 +169,15 @@ impl Timer {
 
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
         let counters = Arc::new(Counters::default());
+        let lateness = Arc::new(Lateness::new());
         let executor = match config.execution {
             TaskExecution::OnDriver => None,
-            TaskExecution::Threads(n) => Some(Executor::start(n, &config.thread_name, &counters)?),
+            TaskExecution::Threads(n) => Some(Executor::start(
+                n,
+                &config.thread_name,
+                &counters,
+                (&lateness, &config.clock, config.ticks),
+            )?),
         };
         let shared = Arc::new(Shared {
             ticks: config.ticks,
@@ -185,7 +191,7 @@ impl Timer {
             current_tick: AtomicU64::new(0),
             executor,
             max_pending: config.max_pending,
-            lateness: Lateness::new(),
+            lateness,
         });
         let now_tick = shared.ticks.floor(shared.clock.now_nanos());
         shared.current_tick.store(now_tick, Ordering::Relaxed);
@@ -283,8 +289,9 @@ impl Timer {
     ///
     /// The fields are read one after the other without stopping the timer, so under concurrent
     /// use they need not add up exactly (e.g. `scheduled` may already count a task that `pending`
-    /// does not yet). `fired` and `lateness` are counted per batch (one flushed bucket): a task
-    /// sees its own batch counted only after the batch.
+    /// does not yet). On the driver, `fired` is counted per batch (one flushed bucket) and
+    /// `lateness` written when the value changes or the batch ends: a task sees its own batch
+    /// counted only after the batch.
     pub fn stats(&self) -> TimerStats {
         let (scheduled, fired, cancelled, panicked) = self.shared.counters.snapshot();
         TimerStats {
@@ -452,13 +459,11 @@ impl Shared {
 
     /// Runs (or hands to the executor) every entry in `due`, which it empties.
     fn fire(&self, due: &mut Vec<EntryRef>) {
-        let mut lateness = self.lateness.batch(self.clock.now_nanos(), self.ticks);
         if let Some(executor) = &self.executor {
-            due.iter().for_each(|entry| lateness.record(entry.header().deadline_tick));
-            drop(lateness);
             executor.submit(due.drain(..));
             return;
         }
+        let mut lateness = self.lateness.batch(self.ticks);
         let mut fired = 0;
         for entry in due.drain(..) {
             if self.abandon_batch.load(Ordering::Acquire) {
@@ -470,7 +475,7 @@ impl Shared {
             }
             if entry.header().claim(Status::Fired) {
                 fired += 1;
-                lateness.record(entry.header().deadline_tick);
+                lateness.record(entry.header().deadline_tick, self.clock.now_nanos());
                 run_task(&entry, &self.counters);
             }
         }

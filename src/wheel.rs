@@ -102,16 +102,35 @@ impl LevelTable {
         if deadline <= base {
             return Placement::Due;
         }
+        match self.shift {
+            Some(shift) => Self::place_pow2(shift, base, deadline),
+            None => self.place_general(base, deadline),
+        }
+    }
+
+    /// Power-of-two wheel: level `k`'s slots are `2^(k·shift)` ticks, so every step is a shift.
+    fn place_pow2(shift: u32, base: u64, deadline: u64) -> Placement {
+        let mut level = 0;
+        let mut tick_bits = 0; // log2 of this level's ticks per slot
+        loop {
+            let span_bits = tick_bits + shift;
+            let window_start = base >> tick_bits << tick_bits;
+            if span_bits >= 64 || deadline - window_start < 1 << span_bits {
+                let round = deadline >> tick_bits;
+                let slot = round & ((1 << shift) - 1);
+                return Placement::Slot { level, slot: slot as usize, expiration: round << tick_bits };
+            }
+            level += 1;
+            tick_bits = span_bits;
+        }
+    }
+
+    fn place_general(&self, base: u64, deadline: u64) -> Placement {
         for (level, (&ticks, &span)) in self.slot_ticks.iter().zip(self.spans.iter()).enumerate() {
-            let (window_start, round) = match self.shift {
-                Some(shift) => (base & !(ticks - 1), deadline >> (shift * level as u32)),
-                None => (base - base % ticks, deadline / ticks),
-            };
+            let window_start = base - base % ticks;
             if span.map_or(true, |span| deadline - window_start < span) {
-                let slot = match self.shift {
-                    Some(_) => round & (self.wheel_size - 1),
-                    None => round % self.wheel_size,
-                };
+                let round = deadline / ticks;
+                let slot = round % self.wheel_size;
                 return Placement::Slot { level, slot: slot as usize, expiration: round * ticks };
             }
         }

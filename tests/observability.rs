@@ -180,3 +180,56 @@ mod tracing_events {
         assert!(lines[2].contains("due=1"), "{lines:#?}");
     }
 }
+
+/// Regression (review): the clock was read once per batch, so a slow task hid the lateness of the
+/// tasks after it in the same bucket.
+#[test]
+fn a_slow_task_shows_in_the_lateness_of_the_tasks_after_it() {
+    let clock = delaywheel::ManualClock::new();
+    let timer = delaywheel::Timer::builder()
+        .tick(std::time::Duration::from_millis(1))
+        .clock(clock.clone())
+        .manual()
+        .build();
+    let c = clock.clone();
+    let _ = timer.schedule(std::time::Duration::from_millis(5), move || {
+        c.advance(std::time::Duration::from_millis(50)); // a task that takes 50 ms
+    });
+    let _ = timer.schedule(std::time::Duration::from_millis(5), || {});
+    clock.advance(std::time::Duration::from_millis(5));
+    timer.advance_clock(std::time::Duration::ZERO);
+    let lateness = timer.stats().lateness;
+    assert_eq!(lateness.count, 2);
+    assert_eq!(lateness.max, std::time::Duration::from_millis(50));
+}
+
+/// Regression (review): with executor threads, lateness counted tasks handed over, including ones
+/// cancelled while queued that never ran.
+#[test]
+fn executor_lateness_counts_only_tasks_that_started() {
+    use std::sync::mpsc;
+    let timer = delaywheel::Timer::builder()
+        .tick(std::time::Duration::from_millis(1))
+        .execution(delaywheel::TaskExecution::Threads(1))
+        .build();
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let _ = timer.schedule(std::time::Duration::from_millis(1), move || {
+        started_tx.send(()).unwrap();
+        let _ = release_rx.recv_timeout(std::time::Duration::from_secs(10));
+    });
+    let queued: Vec<_> =
+        (0..10).map(|_| timer.schedule(std::time::Duration::from_millis(2), || {})).collect();
+    started_rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(30)); // the ten are due and queued
+    let cancelled = queued.iter().filter(|h| h.cancel()).count();
+    release_tx.send(()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while timer.stats().lateness.count < (11 - cancelled) as u64 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let stats = timer.stats();
+    assert_eq!(stats.fired, (11 - cancelled) as u64);
+    assert_eq!(stats.lateness.count, stats.fired, "cancelled tasks are not measured");
+}

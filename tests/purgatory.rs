@@ -274,14 +274,10 @@ fn callbacks_may_call_back_into_the_purgatory() {
     }
     impl DelayedOperation for Chained {
         fn try_complete(&self) -> bool {
-            if self.key < 1_000 {
-                // Not a key that watches this operation (that would wait for its own lock).
-                let purgatory = self.purgatory.upgrade().unwrap();
-                let _ = (purgatory.delayed(), purgatory.watched(), purgatory.watched_keys());
-                for other in 1_000..1_256 {
-                    purgatory.check_and_complete(&other);
-                }
-            }
+            // try_complete may read the purgatory's counts; it must not check, cancel or register
+            // (that can wait for another operation's lock while holding its own: see the docs).
+            let purgatory = self.purgatory.upgrade().unwrap();
+            let _ = (purgatory.delayed(), purgatory.watched(), purgatory.watched_keys());
             self.ready.load(Ordering::SeqCst)
         }
         fn on_complete(&self) {
@@ -389,4 +385,23 @@ fn purgatory_is_send_and_sync() {
     assert_send_sync::<Purgatory<u64, dyn DelayedOperation>>();
     let purgatory: Purgatory<String, MockOp> = Purgatory::new();
     assert!(format!("{purgatory:?}").contains("delayed"));
+}
+
+/// Regression (review): a timer refusing the timeout for capacity (`max_pending`) left the
+/// operation watched forever with no timeout. It now expires at once, exactly once.
+#[test]
+fn a_timeout_refused_for_capacity_expires_the_operation_at_once() {
+    let clock = delaywheel::ManualClock::new();
+    let timer = Timer::builder().tick(ms(1)).clock(clock.clone()).manual().max_pending(1).build();
+    let purgatory: Purgatory<u64, MockOp> = Purgatory::with_timer(timer);
+    let (a, b) = (Arc::new(MockOp::new()), Arc::new(MockOp::new()));
+    assert!(!purgatory.try_complete_else_watch(Arc::clone(&a), ms(10), [1]));
+    assert!(!purgatory.try_complete_else_watch(Arc::clone(&b), ms(10), [1]));
+    assert_eq!((b.completions(), b.expirations()), (1, 1), "refused timeout: expired at once");
+    assert_eq!(purgatory.watched(), 1, "only A is still watched");
+    clock.advance(ms(10));
+    purgatory.advance_clock(Duration::ZERO);
+    assert_eq!((a.completions(), a.expirations()), (1, 1));
+    assert_eq!((purgatory.delayed(), purgatory.watched()), (0, 0));
+    assert_eq!(b.completions(), 1, "still exactly once");
 }

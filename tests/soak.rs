@@ -65,7 +65,13 @@ fn soak_schedule_cancel_fire_exact_accounting_flat_memory() {
                     }
                     done += 256;
                     for _ in 0..256 {
-                        let delay = Duration::from_micros(rng.range(0, 50_000));
+                        // Mostly request-like timeouts in level 0; one in ten long enough (0.5–3 s)
+                        // to sit in level 1 and cascade while the other threads work.
+                        let delay = if rng.range(0, 10) == 0 {
+                            Duration::from_micros(rng.range(500_000, 3_000_000))
+                        } else {
+                            Duration::from_micros(rng.range(0, 50_000))
+                        };
                         let f = Arc::clone(&fired);
                         let h = timer.schedule(delay, move || {
                             f.fetch_add(1, Ordering::Relaxed);
@@ -134,6 +140,7 @@ fn soak_schedule_cancel_fire_exact_accounting_flat_memory() {
     assert_eq!(stats.cancelled, cancelled);
     assert_eq!(stats.scheduled, scheduled);
     assert!(scheduled > 100_000, "the soak did too little work: {scheduled}");
+    assert!(stats.levels_in_use >= 2, "the soak never cascaded");
     assert!(
         rss_max <= rss_warm + 64 * 1024 * 1024,
         "memory grew after warm-up: {rss_warm} -> {rss_max} bytes"

@@ -53,10 +53,15 @@
 //! Locks: the operation's lock, the watcher shards' locks, the timer's locks (bucket, entry, delay
 //! queue). The only nesting is *operation lock, then shard lock or timer lock*, during registration.
 //! No thread ever waits for an operation's lock while holding a shard or timer lock: checks and
-//! cancels copy lists out first, and the timer runs tasks with none of its locks held. So:
+//! cancels copy lists out first, and the timer runs tasks with no bucket, entry or queue lock held
+//! (only the lock that serialises advances of its clock). So:
 //!
 //! * `try_complete` runs with the operation's own lock held and no purgatory, watcher or wheel lock
-//!   (Kafka's KAFKA-3994 deadlock came from calling it under a watcher lock);
+//!   (Kafka's KAFKA-3994 deadlock came from calling it under a watcher lock). Because its own lock is
+//!   held, **`try_complete` must not call `check_and_complete`, `cancel_for_key`,
+//!   `try_complete_else_watch` or `advance_clock`**: those wait for other operations' locks (or for
+//!   an expiry that needs this one), and two operations doing it to each other deadlock. Reading
+//!   `delayed()` / `watched()` is fine;
 //! * `on_complete` and `on_expiration` run with no lock at all, and may call the purgatory.
 //!
 //! ## Memory
@@ -75,6 +80,7 @@ use std::time::Duration;
 
 pub use operation::DelayedOperation;
 
+use crate::error::ScheduleError;
 use crate::sync::{Arc, AtomicUsize, Ordering};
 use crate::timer::Timer;
 use operation::{Operation, Phase, Timeout, Watch, Watches, UNWATCHED};
@@ -202,11 +208,16 @@ where
     /// so a check that finds the operation in a list waits for the registration to end, and a trigger
     /// that a check missed before the watch is caught by the second try.
     ///
-    /// Each call registers a new operation, with its own lock: pass an `Arc<T>` once. `keys` may
+    /// Each call registers a new operation, with its own lock and completion state: registering the
+    /// same `Arc<T>` again while it is pending makes a second, independent operation (its
+    /// `on_complete` can then run once for each registration). Pass an `Arc<T>` once. `keys` may
     /// repeat a key (the operation is then watched twice under it, as in Kafka) or be empty (it then
     /// completes only by a try in this call or by its timeout). The timeout counts from the end of the
     /// registration; one beyond the timer's range ([`Timer::max_delay`], e.g. `Duration::MAX`) means
-    /// the operation never expires.
+    /// the operation never expires. If the timer refuses the timeout for any other reason (its
+    /// [`max_pending`](crate::TimerBuilder::max_pending) is reached, or it was shut down), the
+    /// operation expires at once, on this thread (`on_complete`, then `on_expiration`), unless a
+    /// check completes it first: it is never left waiting without a timeout.
     ///
     /// # Panics
     ///
@@ -246,13 +257,19 @@ where
             let (inner, operation) = (Arc::clone(&self.inner), Arc::clone(&operation));
             move || inner.expire(&operation)
         };
-        // Refused only for a timeout beyond the timer's range (it cannot be shut down while we own
-        // it): the operation then never expires, as documented.
         state.timeout = match self.timer.try_schedule(timeout, task) {
             Ok(handle) => Timeout::Armed(handle),
-            Err(_) => {
+            // A timeout beyond the timer's range: the operation never expires, as documented.
+            Err(ScheduleError::DelayTooLong { .. }) => {
                 self.untimed.fetch_add(1, Ordering::Relaxed);
                 Timeout::Never
+            }
+            // Refused for capacity (or a shared timer shut down): expire now rather than leave the
+            // operation waiting forever with no timeout.
+            Err(_) => {
+                drop(state);
+                self.inner.expire(&operation);
+                return false;
             }
         };
         false

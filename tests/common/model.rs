@@ -115,8 +115,15 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
             Op::MoveClock(nanos) => clock.advance(Duration::from_nanos(nanos)),
             Op::Advance(nanos) => {
                 clock.advance(Duration::from_nanos(nanos));
+                let fired_before = fired.lock().unwrap().len();
                 timer.advance_clock(Duration::ZERO);
                 let now = clock.now();
+                // Within one advance, tasks fire in non-decreasing order of their deadline tick.
+                let batch: Vec<Duration> = fired.lock().unwrap()[fired_before..]
+                    .iter()
+                    .map(|&(id, _)| ceil_to_tick(tasks[id].deadline, tick))
+                    .collect();
+                ensure!(batch.windows(2).all(|w| w[0] <= w[1]), "step {step}: fired out of order: {batch:?}");
                 if !shut_down {
                     for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
                         if ceil_to_tick(task.deadline, tick) <= now {
@@ -127,9 +134,19 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
             }
             Op::Shutdown => {
                 let unfired = timer.shutdown();
-                let expected =
-                    if shut_down { 0 } else { tasks.iter().filter(|t| t.expect == Expect::Pending).count() };
-                ensure_eq!(unfired.len(), expected, "step {}: unfired count", step);
+                // Exactly the pending tasks come back, as their tick-rounded deadlines, in order.
+                let mut expected: Vec<Duration> = if shut_down {
+                    Vec::new()
+                } else {
+                    tasks
+                        .iter()
+                        .filter(|t| t.expect == Expect::Pending)
+                        .map(|t| ceil_to_tick(t.deadline, tick))
+                        .collect()
+                };
+                expected.sort();
+                let returned: Vec<Duration> = unfired.iter().map(|u| u.deadline()).collect();
+                ensure_eq!(returned, expected, "step {}: unfired tasks", step);
                 for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
                     task.expect = Expect::Gone;
                 }
