@@ -125,12 +125,6 @@ impl TimerBuilder {
         self
     }
 
-    /// The largest wheel size accepted: 65 536 slots.
-    ///
-    /// Each level is allocated whole when first needed (`wheel_size` buckets), so the bound keeps a
-    /// level at a few megabytes; Netty's largest useful wheels are far below it.
-    pub const MAX_WHEEL_SIZE: usize = 1 << 16;
-
     /// Where fired tasks run. Default [`TaskExecution::OnDriver`].
     pub fn execution(mut self, execution: TaskExecution) -> Self {
         self.execution = execution;

@@ -208,19 +208,21 @@ struct Run<F> {
 
 impl<F: FnMut() + Send + 'static> Run<F> {
     fn run(mut self) {
-        {
+        let run = {
             let mut state = self.ctx.state.lock();
             if state.cancelled {
                 return;
             }
             state.runs += 1;
-        }
+            state.runs
+        };
         let Some(mut task) = self.task.take() else { return };
         task(); // a panic unwinds through here: `self` is dropped and ends the repetition
-        self.rearm(task);
+        self.rearm(task, run);
     }
 
-    fn rearm(&mut self, task: F) {
+    /// Schedules the run after run number `run` (this one).
+    fn rearm(&mut self, task: F, run: u64) {
         let Some(shared) = self.ctx.timer.as_ref().and_then(Weak::upgrade) else { return };
         let now = u128::from(shared.clock().now_nanos());
         let delay = match self.ctx.repeat {
@@ -242,9 +244,11 @@ impl<F: FnMut() + Send + 'static> Run<F> {
         if state.cancelled || state.ended {
             drop(state);
             handle.cancel();
-        } else {
+        } else if state.runs == run {
             state.current = Some(handle);
         }
+        // Otherwise the next run already began (executor threads) and stored a newer handle: keep
+        // it, or `cancel()` would miss the entry actually in the wheel.
     }
 }
 

@@ -17,7 +17,10 @@
 //! is `Send` when its inner future is), so they can be spawned freely. They hold only their
 //! entry. The timer must therefore stay alive (and not be shut down) until they complete; if it
 //! shuts down first, the wake-up task is abandoned, the future is woken, and polling it panics
-//! (as tokio's do when their runtime's timer is gone). [`crate::global`] never shuts down.
+//! (as tokio's do when their runtime's timer is gone). The wake-up happens when the abandoned task
+//! is dropped: at once when the timer is dropped, but after [`Timer::shutdown`] only once the
+//! returned list of unfired tasks is dropped (or its tasks run), so drop that list rather than keep
+//! it. [`crate::global`] never shuts down.
 //!
 //! ## Cancellation
 //!
@@ -189,7 +192,9 @@ impl Drop for Notify {
 /// # Cancellation
 ///
 /// Dropping a `Sleep` that has not completed cancels its timer task: it leaves the wheel at once,
-/// and its waker is never called. A completed `Sleep` keeps returning `Ready(())`.
+/// and its waker is not called afterwards — except when the task was already firing at the moment
+/// of the drop, which can then wake the last waker once (a spurious wake-up, harmless to
+/// executors). A completed `Sleep` keeps returning `Ready(())`.
 ///
 /// ```
 /// use delaywheel::{ManualClock, Timer};

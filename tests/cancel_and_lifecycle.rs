@@ -344,3 +344,18 @@ fn long_ticks_report_the_range_honestly() {
     };
     assert!(unfired[0].deadline() >= Duration::from_secs(u64::MAX / 2), "no 584-year cap");
 }
+
+#[test]
+fn a_manual_clock_asked_to_go_back_is_refused_and_the_timer_carries_on() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let log = FireLog::default();
+    clock.advance(ms(100));
+    let _ = timer.schedule(ms(10), log.task(1, &clock));
+    assert!(!clock.advance_to(ms(50)), "backwards is refused");
+    assert_eq!(clock.now(), ms(100));
+    timer.advance_clock(Duration::ZERO);
+    assert!(log.ids().is_empty());
+    assert!(clock.advance_to(ms(110)));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), vec![(1, ms(110))], "fired once, at its deadline");
+}

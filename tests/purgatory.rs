@@ -404,4 +404,5 @@ fn a_timeout_refused_for_capacity_expires_the_operation_at_once() {
     assert_eq!((a.completions(), a.expirations()), (1, 1));
     assert_eq!((purgatory.delayed(), purgatory.watched()), (0, 0));
     assert_eq!(b.completions(), 1, "still exactly once");
+    assert_eq!(purgatory.expired(), 2, "both counted in the expired total");
 }

@@ -81,7 +81,7 @@ use std::time::Duration;
 pub use operation::DelayedOperation;
 
 use crate::error::ScheduleError;
-use crate::sync::{Arc, AtomicUsize, Ordering};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, Ordering};
 use crate::timer::Timer;
 use operation::{Operation, Phase, Timeout, Watch, Watches, UNWATCHED};
 use watchers::Watchers;
@@ -195,7 +195,7 @@ where
     pub(crate) fn with_timer_and_shards(timer: Timer, shards: usize) -> Self {
         Purgatory {
             timer,
-            inner: Arc::new(Inner { watchers: Watchers::new(shards) }),
+            inner: Arc::new(Inner { watchers: Watchers::new(shards), expired: AtomicU64::new(0) }),
             untimed: AtomicUsize::new(0),
         }
     }
@@ -318,6 +318,12 @@ where
         self.inner.watchers.keys()
     }
 
+    /// Operations finished by their timeout since the purgatory was created (a monotonic total, as
+    /// Kafka's expiration meter counts; it is incremented just before `on_complete` runs).
+    pub fn expired(&self) -> u64 {
+        self.inner.expired.load(Ordering::Relaxed)
+    }
+
     /// Cancels every pending operation watched under `key` and returns them (each once), for the
     /// caller to answer otherwise (e.g. "not the leader any more"). A cancelled operation never
     /// completes nor expires: neither callback runs. It leaves all its keys' lists and its timeout
@@ -367,6 +373,8 @@ where
 #[repr(align(128))]
 struct Inner<K, T: ?Sized> {
     watchers: Watchers<K, T>,
+    /// Operations finished by their timeout, since the purgatory was created.
+    expired: AtomicU64,
 }
 
 impl<K, T> Inner<K, T>
@@ -384,6 +392,7 @@ where
         // to disarm.
         drop(operation.decide(&mut state, Phase::Expired));
         drop(state);
+        self.expired.fetch_add(1, Ordering::Relaxed);
         self.unwatch_all(operation);
         operation.op.on_complete();
         operation.op.on_expiration();
@@ -414,6 +423,7 @@ impl<K, T: ?Sized> fmt::Debug for Purgatory<K, T> {
             .field("delayed", &(self.timer.len() + self.untimed.load(Ordering::Relaxed)))
             .field("watched", &self.inner.watchers.watched())
             .field("watched_keys", &self.inner.watchers.keys())
+            .field("expired", &self.inner.expired.load(Ordering::Relaxed))
             .field("timer", &self.timer)
             .finish_non_exhaustive()
     }
