@@ -126,6 +126,7 @@ mod stats;
 mod sync;
 mod timer;
 mod trace;
+mod unfired;
 mod wheel;
 
 pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};
@@ -138,8 +139,9 @@ pub use repeating::{Repeat, RepeatingHandle};
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use sleep::{Elapsed, Sleep, Timeout};
-pub use stats::LatenessSummary;
-pub use timer::{Timer, TimerStats, UnfiredTask};
+pub use stats::{LatenessSummary, TimerStats};
+pub use timer::Timer;
+pub use unfired::UnfiredTask;
 
 /// The README's code blocks run as doctests, so the README stays true.
 #[cfg(doctest)]

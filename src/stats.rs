@@ -32,6 +32,28 @@ use crate::sync::Mutex;
 /// Significant decimal digits kept by the histogram: quantiles within 1 %.
 const SIGNIFICANT_DIGITS: u8 = 2;
 
+/// A snapshot of a timer's counters, gauges and firing lateness ([`Timer::stats`](crate::Timer::stats)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TimerStats {
+    /// Tasks waiting now (what [`Timer::len`](crate::Timer::len) returns).
+    pub pending: usize,
+    /// Tasks accepted since the timer started.
+    pub scheduled: u64,
+    /// Tasks claimed for running since the timer started.
+    pub fired: u64,
+    /// Tasks cancelled by a `cancel()` that returned `true`.
+    pub cancelled: u64,
+    /// Tasks that panicked while running (the panic was caught; the timer went on).
+    pub panicked: u64,
+    /// Entries in the delay queue (about the number of non-empty buckets).
+    pub queued_buckets: usize,
+    /// Levels of the wheel created so far.
+    pub levels_in_use: usize,
+    /// How late tasks fired, since the timer started (see [`LatenessSummary`]).
+    pub lateness: LatenessSummary,
+}
+
 /// A summary of how late a timer fired its tasks, since the timer started; part of
 /// [`TimerStats`](crate::TimerStats).
 ///

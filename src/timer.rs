@@ -30,11 +30,12 @@ use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
-use crate::entry::{new_entry, EntryRef, Status, Task};
+use crate::entry::{new_entry, EntryRef, Status};
 use crate::error::ScheduleError;
 use crate::handle::TimerHandle;
-use crate::stats::{Lateness, LatenessSummary};
+use crate::stats::{Lateness, TimerStats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::unfired::UnfiredTask;
 use crate::wheel::{AddOutcome, TimingWheel};
 
 // Through the facade: under loom, model threads may share one OS thread, so a std thread-local
@@ -102,53 +103,6 @@ pub(crate) struct Shared {
     max_pending: usize,
     /// Firing lateness, recorded as tasks start (see `stats.rs`); shared with executor threads.
     lateness: Arc<Lateness>,
-}
-
-/// A task the timer still held when it shut down, handed back unrun.
-pub struct UnfiredTask {
-    deadline: Duration,
-    task: Task,
-}
-
-impl UnfiredTask {
-    /// When the task was due to fire (its deadline rounded up to a tick boundary), as time since
-    /// the clock's origin.
-    pub fn deadline(&self) -> Duration {
-        self.deadline
-    }
-
-    /// Runs the task now, on this thread.
-    pub fn run(self) {
-        (self.task)()
-    }
-}
-
-impl fmt::Debug for UnfiredTask {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnfiredTask").field("deadline", &self.deadline).finish_non_exhaustive()
-    }
-}
-
-/// A snapshot of a timer's counters, gauges and firing lateness ([`Timer::stats`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TimerStats {
-    /// Tasks waiting now (what [`Timer::len`] returns).
-    pub pending: usize,
-    /// Tasks accepted since the timer started.
-    pub scheduled: u64,
-    /// Tasks claimed for running since the timer started.
-    pub fired: u64,
-    /// Tasks cancelled by a `cancel()` that returned `true`.
-    pub cancelled: u64,
-    /// Tasks that panicked while running (the panic was caught; the timer went on).
-    pub panicked: u64,
-    /// Entries in the delay queue (about the number of non-empty buckets).
-    pub queued_buckets: usize,
-    /// Levels of the wheel created so far.
-    pub levels_in_use: usize,
-    /// How late tasks fired, since the timer started (see [`LatenessSummary`]).
-    pub lateness: LatenessSummary,
 }
 
 impl Timer {
