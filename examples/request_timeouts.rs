@@ -28,13 +28,10 @@ use delaywheel::{TaskExecution, Timer, TimerHandle};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
-use rand_distr::{Distribution, LogNormal};
+use rand_distr::Distribution;
 
 mod support;
-use support::{mib, proc_status_bytes, process_cpu};
-
-/// The z-score of the 75th percentile of a standard normal distribution.
-const Z75: f64 = 0.674_489_750_196_081_7;
+use support::{log_normal, mib, proc_status_bytes, process_cpu};
 
 #[derive(Parser, Debug)]
 #[command(about = "Simulate request timeouts on a delaywheel timer (Kafka purgatory benchmark shape)")]
@@ -100,10 +97,7 @@ struct Outcome {
 fn main() {
     let args = Args::parse();
     assert!(args.rate > 0.0 && args.duration > 0.0, "rate and duration must be positive");
-    assert!(args.p75_ms > args.median_ms && args.median_ms > 0.0, "need 0 < median < p75");
-    let mu = args.median_ms.ln();
-    let sigma = (args.p75_ms.ln() - mu) / Z75;
-    let service = LogNormal::new(mu, sigma).expect("valid log-normal parameters");
+    let service = log_normal(args.median_ms, args.p75_ms);
 
     let mut builder = Timer::builder().tick(Duration::from_micros(args.tick_us));
     if let Some(size) = args.wheel_size {

@@ -26,7 +26,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::clock::{ClockSource, TickLength};
 use crate::counters::Counters;
-use crate::entry::{EntryRef, Status};
+use crate::entry::{abandon, EntryRef, Status};
 use crate::stats::Lateness;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::timer::{run_task, Shared};
@@ -123,7 +123,9 @@ impl Executor {
                         abandon(&err.into_inner());
                     }
                 }
-                None => abandon(&entry),
+                None => {
+                    abandon(&entry);
+                }
             }
         }
     }
@@ -143,12 +145,5 @@ impl Executor {
                 let _ = thread.join();
             }
         }
-    }
-}
-
-/// Drops the closure of an entry that can no longer run.
-fn abandon(entry: &EntryRef) {
-    if entry.header().claim(Status::Abandoned) {
-        entry.discard();
     }
 }

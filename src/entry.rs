@@ -185,6 +185,16 @@ fn cancel_check_then_act(entry: &EntryRef) -> bool {
     true
 }
 
+/// Abandons a pending entry that can no longer run (shutdown, a closed executor): `true` iff this
+/// call did it; the closure is dropped here.
+pub(crate) fn abandon(entry: &EntryRef) -> bool {
+    let claimed = entry.header().claim(Status::Abandoned);
+    if claimed {
+        entry.discard();
+    }
+    claimed
+}
+
 /// Unlinks the entry from whichever bucket holds it (no-op when it is in transit: the re-add sees
 /// the status and drops it).
 pub(crate) fn remove_from_bucket(entry: &EntryRef) {

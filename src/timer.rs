@@ -30,7 +30,7 @@ use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
-use crate::entry::{new_entry, EntryRef, Status};
+use crate::entry::{abandon, new_entry, EntryRef, Status};
 use crate::error::ScheduleError;
 use crate::handle::TimerHandle;
 use crate::stats::{Lateness, TimerStats};
@@ -363,8 +363,7 @@ impl Shared {
             AddOutcome::Done => {}
             AddOutcome::ShutDown => {
                 // Never inserted, never seen by anyone else: retire it here.
-                entry.header().claim(Status::Abandoned);
-                entry.discard();
+                abandon(&entry);
                 self.counters.unschedule();
                 return Err(ScheduleError::ShutDown);
             }
@@ -422,9 +421,7 @@ impl Shared {
         for entry in due.drain(..) {
             if self.abandon_batch.load(Ordering::Acquire) {
                 // `shutdown()` was called by a task of this batch: the rest stays unrun.
-                if entry.header().claim(Status::Abandoned) {
-                    entry.discard();
-                }
+                abandon(&entry);
                 continue;
             }
             if entry.header().claim(Status::Fired) {

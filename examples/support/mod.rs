@@ -10,6 +10,17 @@ use rand_distr::{Distribution, LogNormal};
 /// The z-score of the 75th percentile of a standard normal distribution.
 const Z75: f64 = 0.674_489_750_196_081_7;
 
+/// The log-normal distribution (in milliseconds) with this median and 75th percentile.
+///
+/// # Panics
+///
+/// Unless `0 < median_ms < p75_ms`.
+pub fn log_normal(median_ms: f64, p75_ms: f64) -> LogNormal<f64> {
+    assert!(0.0 < median_ms && median_ms < p75_ms, "need 0 < median < p75");
+    let mu = median_ms.ln();
+    LogNormal::new(mu, (p75_ms.ln() - mu) / Z75).expect("valid log-normal parameters")
+}
+
 /// Pre-drawn log-normal latencies given by their median and 75th percentile (as Kafka's
 /// `TestPurgatoryPerformance` draws them), picked with a cheap PRNG in the hot loop. The table is
 /// small enough to stay in cache.
@@ -23,9 +34,7 @@ impl Latencies {
     ///
     /// Unless `0 < median_ms < p75_ms`.
     pub fn new(median_ms: f64, p75_ms: f64, seed: u64) -> Self {
-        assert!(0.0 < median_ms && median_ms < p75_ms, "need 0 < median < p75");
-        let mu = median_ms.ln();
-        let dist = LogNormal::new(mu, (p75_ms.ln() - mu) / Z75).expect("valid log-normal parameters");
+        let dist = log_normal(median_ms, p75_ms);
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let nanos = (0..1 << 16).map(|_| (dist.sample(&mut rng) * 1e6).min(1e15) as u64).collect();
         Latencies { nanos, rng: SplitMix(seed) }
