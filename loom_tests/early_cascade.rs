@@ -37,29 +37,31 @@ fn early_cascade_vs_cancel_and_schedule() {
 }
 
 /// Wheel of 4: deadline 4 from tick 0 is level 1 (slots of 4 ticks), round 4, stage 0, open from
-/// tick 1 and due at 4. Advancing to tick 2 visits it at 1 (one entry: a chunk, re-queued at 2)
-/// and at 2 (the other), while the main thread cancels the second entry: it is found wherever it
-/// is, the re-queued visit finds what is left, and only the first task fires, at tick 4.
+/// tick 1 and due at 4. Advancing to tick 2 visits it at 1 (one entry: a chunk; the bucket is
+/// re-queued at 2) and at 2 (the rest: a tick before the stage's range, the pace rises), while the
+/// main thread cancels the second entry: it is found wherever it is, the re-queued visit finds what
+/// is left, and the two other tasks fire once each, at tick 4.
 #[test]
 fn chunked_cascade_vs_cancel() {
     loom::model(|| {
         let (clock, timer) = manual_timer(4);
-        let (a, b) = (Runs::default(), Runs::default());
+        let (a, b, c) = (Runs::default(), Runs::default(), Runs::default());
         timer.schedule(ticks(4), a.task());
         let hb = timer.schedule(ticks(4), b.task());
+        timer.schedule(ticks(4), c.task());
         clock.advance(ticks(2));
 
         let advancer = spawn_advance(&timer);
         assert!(hb.cancel());
         advancer.join().unwrap();
 
-        assert_eq!(timer.len(), 1);
+        assert_eq!(timer.len(), 2);
         clock.advance(ticks(1));
         timer.advance_clock(Duration::ZERO);
-        assert_eq!(a.count(), 0, "not before its deadline");
+        assert_eq!(a.count() + c.count(), 0, "not before their deadline");
         clock.advance(ticks(1));
         assert!(timer.advance_clock(Duration::ZERO));
-        assert_eq!((a.count(), b.count()), (1, 0));
+        assert_eq!((a.count(), b.count(), c.count()), (1, 0, 1), "a chunk was stranded");
         assert!(timer.is_empty());
         assert_eq!(timer.stats().queued_buckets, 0);
     });
