@@ -14,6 +14,7 @@ mod support;
 mod advance;
 mod bucket_reuse;
 mod cancel;
+mod early_cascade;
 mod len;
 mod overflow_level;
 mod purgatory;

@@ -1,23 +1,42 @@
 //! `TimerTaskList`: a bucket, one slot of one wheel level.
 //!
-//! A bucket holds the entries whose deadlines fall in its slot's current round, in a list with O(1)
-//! unlink (each entry knows its index, see `entry.rs`; removal leaves a hole, see `Slots`). It has its
-//! own lock, so
-//! schedules into different buckets never contend, and an atomic **expiration**: the tick at which
-//! the bucket must be flushed.
+//! A bucket holds the entries whose deadlines fall in its slot's current round, in lists with O(1)
+//! unlink (each entry knows its stage and index, see `entry.rs`; removal leaves a hole, see `Slots`).
+//! It has its own lock, so schedules into different buckets never contend, and an atomic
+//! **expiration**: the tick at which the driver must next visit the bucket.
+//!
+//! ## Stages
+//!
+//! A bucket above level 0 keeps its entries in **stages** by where their deadlines fall in the round
+//! (see `wheel.rs`); each stage knows its round start, the tick from which it may be cascaded
+//! (`opens`) and the first tick of its range (`due`), each the minimum over what it holds. A level-0
+//! bucket has one stage. A stage is to be visited at its round start (Kafka's flush time) while it
+//! holds at most [`EARLY_STAGE_LEN`] entries, and from `opens` once it holds more ([`Stage::visit_at`]).
+//! The expiration is the earliest `visit_at` of the stages (lower after removals: a visit then finds
+//! nothing to do and sets the right one). A **visit** at cursor `c` cascades every stage with
+//! `visit_at <= c`; a big one only in part while its `due` is more than a tick ahead (at least
+//! [`CASCADE_CHUNK`] entries, more if the stage would not finish by its `due` at that pace), in which
+//! case the bucket asks to be visited again at `c + 1`, after the buckets due then.
 //!
 //! ## The delay-queue trick
 //!
 //! [`set_expiration`](TimerTaskList::set_expiration) reports whether it changed the expiration; only
 //! then is the bucket pushed into the shared `DelayQueue`. An empty bucket has no expiration, so the
 //! first add of a round sets it and queues the bucket, and the rest of that round's adds do nothing
-//! more: a bucket is queued once per wheel cycle, and only non-empty buckets are ever queued.
+//! more: a bucket is queued once per stage per wheel cycle, and only non-empty buckets are queued.
 //!
 //! Unlike Kafka, the setter only ever *lowers* the expiration. Schedulers do not take a timer-wide
 //! lock (Kafka takes a read lock), so a scheduler working from a slightly stale view of time can add
 //! an entry of an earlier round to a bucket that already holds a later one; lowering re-queues the
-//! bucket at the earlier time, and the flush then re-adds every entry through the wheel, which puts
-//! each where it belongs. Raising it could strand the earlier entry for a whole rotation.
+//! bucket at the earlier time, and the visit then re-adds the stage's entries through the wheel,
+//! which puts each where it belongs. Raising it could strand the earlier entry for a whole rotation.
+//!
+//! **One live queue entry.** Lowering leaves the bucket's older, later queue entry behind. The
+//! invariant: while the expiration is `x`, the queue holds the bucket at `x` (or the driver has just
+//! popped it). A popped entry whose key is not the bucket's expiration is stale and the visit does
+//! nothing; the live one sets the new expiration under the lock (the earliest `visit_at` left, or
+//! `c + 1` for an unfinished chunk, or none) and the driver queues it. Only the visit raises the
+//! expiration, and it queues what it sets, so stale entries are bounded by lowerings and die out.
 //!
 //! ## Locking
 //!
@@ -28,22 +47,82 @@ use std::fmt;
 
 use crate::entry::{EntryRef, Status};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::wheel::StagePlan;
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
 
-/// Below this many slots a bucket's list is never compacted or shrunk.
+/// Below this many slots a stage's list is never compacted or shrunk.
 const MIN_COMPACT: usize = 32;
+
+/// The fewest entries a visit cascades from a stage whose range is still more than a tick ahead;
+/// small enough (a few hundred microseconds of re-adds) not to delay the firing of the next tick.
+/// The loom models use 1, so that two entries make a chunked cascade.
+#[cfg(not(delaywheel_loom))]
+pub(crate) const CASCADE_CHUNK: usize = 1024;
+#[cfg(delaywheel_loom)]
+pub(crate) const CASCADE_CHUNK: usize = 1;
+
+/// A stage holding more entries than this is cascaded ahead of its round (see the module docs):
+/// then a bucket flushed at its round holds at most `16 · EARLY_STAGE_LEN` entries. The loom models
+/// use 1, so that two entries in one stage take the early path.
+#[cfg(not(delaywheel_loom))]
+pub(crate) const EARLY_STAGE_LEN: usize = 64;
+#[cfg(delaywheel_loom)]
+pub(crate) const EARLY_STAGE_LEN: usize = 1;
+
+/// Bits of an entry's location that hold its stage (`index << STAGE_BITS | stage`).
+const STAGE_BITS: u32 = 8;
+
+/// An entry's place in its bucket: stage and absolute index in that stage, packed in one word.
+pub(crate) fn pack_location(stage: usize, index: u64) -> u64 {
+    debug_assert!(stage < 1 << STAGE_BITS);
+    index << STAGE_BITS | stage as u64
+}
+
+fn unpack_location(packed: u64) -> (usize, u64) {
+    ((packed & ((1 << STAGE_BITS) - 1)) as usize, packed >> STAGE_BITS)
+}
 
 /// A bucket of timer entries sharing one wheel slot (Kafka's `TimerTaskList`).
 pub(crate) struct TimerTaskList {
     /// `level << 32 | slot`: a stable identity, used to break ties in the delay queue.
     id: u64,
     expiration: AtomicU64,
-    slots: Mutex<Slots>,
+    stages: Mutex<Box<[Stage]>>,
 }
 
-/// The entries of a bucket, as a deque of slots with stable indices.
+/// One stage of a bucket: its entries and its cascade window (see the module docs). The ticks are
+/// minima over the entries added since the stage was last empty, `NO_EXPIRATION` when empty.
+struct Stage {
+    slots: Slots,
+    round: u64,
+    opens: u64,
+    due: u64,
+}
+
+impl Stage {
+    fn new() -> Self {
+        Stage { slots: Slots::default(), round: NO_EXPIRATION, opens: NO_EXPIRATION, due: NO_EXPIRATION }
+    }
+
+    /// When the stage is to be visited: at its round while small, from `opens` once big.
+    fn visit_at(&self) -> u64 {
+        if self.slots.live > EARLY_STAGE_LEN {
+            self.opens
+        } else {
+            self.round
+        }
+    }
+
+    fn reset_if_empty(&mut self) {
+        if self.slots.live == 0 {
+            *self = Stage { slots: std::mem::take(&mut self.slots), ..Stage::new() };
+        }
+    }
+}
+
+/// The entries of a stage, as a deque of slots with stable indices.
 ///
 /// A removed entry leaves a hole (`None`) so that no other entry moves and a cancel touches only its
 /// own entry. Holes at either end are popped at once: timeouts are mostly cancelled in about the
@@ -54,27 +133,37 @@ pub(crate) struct TimerTaskList {
 struct Slots {
     entries: VecDeque<Option<EntryRef>>,
     /// The absolute index of `entries[0]`.
-    base: usize,
+    base: u64,
     live: usize,
 }
 
 /// What became of an entry handed to [`TimerTaskList::add`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Added {
-    /// Inserted; `queue` says whether the caller must push the bucket into the delay queue.
-    Inserted { queue: bool },
+    /// Inserted; with `Some(tick)`, the caller must push the bucket into the delay queue at `tick`.
+    Inserted { queue: Option<u64> },
     /// Not inserted: the entry was no longer pending (cancelled while in transit).
     NotPending,
     /// Not inserted: the timer is shutting down (only checked when scheduling).
     ShutDown,
 }
 
+/// What a [`TimerTaskList::visit`] took out, and when the bucket must be visited next.
+#[derive(Debug, Default)]
+pub(crate) struct Visit {
+    /// Entries to re-add through the wheel (in transit: no location).
+    pub(crate) entries: Vec<EntryRef>,
+    /// The new expiration, at which the caller must queue the bucket (`None`: nothing left).
+    pub(crate) requeue: Option<u64>,
+}
+
 impl TimerTaskList {
-    pub(crate) fn new(level: usize, slot: usize) -> Self {
+    /// A bucket of `stages` stages (1 at level 0).
+    pub(crate) fn new(level: usize, slot: usize, stages: usize) -> Self {
         TimerTaskList {
             id: ((level as u64) << 32) | slot as u64,
             expiration: AtomicU64::new(NO_EXPIRATION),
-            slots: Mutex::new(Slots::default()),
+            stages: Mutex::new((0..stages).map(|_| Stage::new()).collect()),
         }
     }
 
@@ -82,7 +171,7 @@ impl TimerTaskList {
         self.id
     }
 
-    /// The tick at which this bucket is due, or [`NO_EXPIRATION`].
+    /// The tick at which this bucket is next to be visited, or [`NO_EXPIRATION`].
     pub(crate) fn expiration(&self) -> u64 {
         self.expiration.load(Ordering::Acquire)
     }
@@ -103,7 +192,8 @@ impl TimerTaskList {
         }
     }
 
-    /// Inserts a pending entry whose round in this slot starts at tick `expiration`.
+    /// Inserts a pending entry into the stage `plan` names, lowering that stage's ticks to the
+    /// plan's and the bucket's expiration to the stage's `visit_at`.
     ///
     /// With `shut_down`, the flag is read under the bucket lock and the entry is refused if it is
     /// set: the shutdown drain sets the flag before it locks every bucket, so an entry is either
@@ -111,7 +201,7 @@ impl TimerTaskList {
     pub(crate) fn add(
         this: &Arc<Self>,
         entry: EntryRef,
-        expiration: u64,
+        plan: StagePlan,
         shut_down: Option<&AtomicBool>,
     ) -> Added {
         // Seeded bug for the loom suite only (docs/loom.md): the flag read before the lock, so the
@@ -121,60 +211,110 @@ impl TimerTaskList {
             true => return Added::ShutDown,
             false => None::<&AtomicBool>,
         };
-        let mut slots = this.slots.lock();
+        let mut stages = this.stages.lock();
         if shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
             return Added::ShutDown;
         }
+        let stage = &mut stages[plan.index];
         {
             let mut state = entry.header().lock();
             if state.status != Status::Pending {
                 return Added::NotPending;
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
-            state.location = Some((Arc::clone(this), slots.base + slots.entries.len()));
+            let index = stage.slots.base + stage.slots.entries.len() as u64;
+            state.location = Some((Arc::clone(this), pack_location(plan.index, index)));
         }
-        slots.entries.push_back(Some(entry));
-        slots.live += 1;
-        Added::Inserted { queue: this.set_expiration(expiration) }
+        stage.slots.entries.push_back(Some(entry));
+        stage.slots.live += 1;
+        stage.round = stage.round.min(plan.round);
+        stage.opens = stage.opens.min(plan.opens);
+        stage.due = stage.due.min(plan.due);
+        let visit_at = stage.visit_at();
+        Added::Inserted { queue: this.set_expiration(visit_at).then_some(visit_at) }
     }
 
     /// Unlinks `entry` if this bucket holds it. Returns `false` only when the entry's location names
     /// another bucket (it moved meanwhile): the caller looks again.
     pub(crate) fn remove(this: &Arc<Self>, entry: &EntryRef) -> bool {
-        let mut slots = this.slots.lock();
-        let index = {
+        let mut stages = this.stages.lock();
+        let packed = {
             let mut state = entry.header().lock();
             match &state.location {
                 None => return true,
                 Some((bucket, _)) if !Arc::ptr_eq(bucket, this) => return false,
-                Some((_, index)) => {
-                    let index = *index;
+                Some((_, packed)) => {
+                    let packed = *packed;
                     state.location = None;
-                    index
+                    packed
                 }
             }
         };
-        let removed = slots.take(index);
+        let (stage, index) = unpack_location(packed);
+        let stage = &mut stages[stage];
+        let removed = stage.slots.take(index);
+        stage.reset_if_empty();
         debug_assert!(removed.as_ref().is_some_and(|e| same_entry(e, entry)), "location out of date");
-        drop(slots);
+        drop(stages);
         drop(removed);
         true
     }
 
-    /// Empties the bucket and resets its expiration; the caller re-adds every returned entry through
-    /// the wheel (cascading it to a finer level, or firing it if due).
-    pub(crate) fn flush(&self) -> Vec<EntryRef> {
-        let mut slots = self.slots.lock();
-        let taken = std::mem::take(&mut *slots);
-        let mut entries = Vec::with_capacity(taken.live);
-        for entry in taken.entries.into_iter().flatten() {
-            entry.header().lock().location = None;
-            entries.push(entry);
+    /// The driver's visit, popped from the queue at `key`, with the cursor at `cursor` (`>= key`):
+    /// takes out every stage whose window has opened (a chunk of a big one, see the module docs) and
+    /// sets the next expiration. Does nothing if `key` is a stale queue entry.
+    pub(crate) fn visit(&self, key: u64, cursor: u64) -> Visit {
+        let mut stages = self.stages.lock();
+        if self.expiration.load(Ordering::Acquire) != key {
+            return Visit::default();
+        }
+        let mut entries = Vec::new();
+        let mut budget = CASCADE_CHUNK;
+        let mut next = NO_EXPIRATION;
+        for stage in stages.iter_mut() {
+            if stage.slots.live == 0 {
+                continue;
+            }
+            if stage.visit_at() > cursor {
+                next = next.min(stage.visit_at());
+                continue;
+            }
+            let live = stage.slots.live;
+            // Ticks left to cascade before the cursor reaches the stage's range (the visit at
+            // `cursor + 1` must still come before the finer buckets due at `due`).
+            let slack = stage.due.saturating_sub(cursor).saturating_sub(1);
+            let take = match slack {
+                0 => live,
+                slack => budget.max(live.div_ceil(slack as usize)).min(live),
+            };
+            budget = budget.saturating_sub(take);
+            stage.slots.take_front(take, &mut entries);
+            stage.reset_if_empty();
+            // Seeded bug for the loom suite only (docs/loom.md): the rest of a chunked stage is
+            // not re-queued, so it waits for a later add to lower the expiration, or forever.
+            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "chunk_not_requeued"))]
+            continue;
+            if stage.slots.live > 0 {
+                next = next.min(cursor + 1);
+            }
         }
         // Seeded bug for the loom suite only (docs/loom.md): the reset leaves the critical section,
         // so an add in between sees the old expiration, does not queue the bucket, and is stranded.
         #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "flush_resets_after_unlock"))]
-        drop(slots);
+        drop(stages);
+        self.expiration.store(next, Ordering::Release);
+        Visit { entries, requeue: (next != NO_EXPIRATION).then_some(next) }
+    }
+
+    /// Empties the bucket and resets its expiration, for the shutdown drain.
+    pub(crate) fn flush(&self) -> Vec<EntryRef> {
+        let mut stages = self.stages.lock();
+        let mut entries = Vec::new();
+        for stage in stages.iter_mut() {
+            let live = stage.slots.live;
+            stage.slots.take_front(live, &mut entries);
+            stage.reset_if_empty();
+        }
         self.expiration.store(NO_EXPIRATION, Ordering::Release);
         entries
     }
@@ -182,8 +322,8 @@ impl TimerTaskList {
 
 impl Slots {
     /// Takes the entry at absolute `index`, leaving a hole; trims and compacts (see [`Slots`]).
-    fn take(&mut self, index: usize) -> Option<EntryRef> {
-        let removed = self.entries[index - self.base].take();
+    fn take(&mut self, index: u64) -> Option<EntryRef> {
+        let removed = self.entries[(index - self.base) as usize].take();
         self.live -= 1;
         while matches!(self.entries.front(), Some(None)) {
             self.entries.pop_front();
@@ -192,13 +332,49 @@ impl Slots {
         while matches!(self.entries.back(), Some(None)) {
             self.entries.pop_back();
         }
+        self.shrink();
+        removed
+    }
+
+    /// Moves the first `n` live entries (in insertion order) to `out`, in transit (no location).
+    fn take_front(&mut self, n: usize, out: &mut Vec<EntryRef>) {
+        if n == self.live {
+            // The whole list: hand it over and start afresh (indices restart at 0).
+            let taken = std::mem::take(self);
+            out.reserve(taken.live);
+            for entry in taken.entries.into_iter().flatten() {
+                entry.header().lock().location = None;
+                out.push(entry);
+            }
+            return;
+        }
+        out.reserve(n);
+        let mut moved = 0;
+        while moved < n {
+            let Some(slot) = self.entries.pop_front() else { break };
+            self.base += 1;
+            if let Some(entry) = slot {
+                entry.header().lock().location = None;
+                out.push(entry);
+                moved += 1;
+            }
+        }
+        self.live -= moved;
+        while matches!(self.entries.front(), Some(None)) {
+            self.entries.pop_front();
+            self.base += 1;
+        }
+        self.shrink();
+    }
+
+    /// Compacts a list that is mostly holes, or gives back capacity it no longer needs.
+    fn shrink(&mut self) {
         let len = self.entries.len();
         if len >= MIN_COMPACT && self.live * 4 <= len {
             self.compact();
         } else if self.entries.capacity() > MIN_COMPACT && len * 4 < self.entries.capacity() {
             self.entries.shrink_to((len * 2).max(MIN_COMPACT));
         }
-        removed
     }
 
     /// Squeezes out every hole, renumbering the entries that move.
@@ -208,8 +384,9 @@ impl Slots {
         for read in 0..len {
             if let Some(entry) = self.entries[read].take() {
                 if read != kept {
-                    if let Some((_, index)) = &mut entry.header().lock().location {
-                        *index = self.base + kept;
+                    if let Some((_, packed)) = &mut entry.header().lock().location {
+                        let (stage, _) = unpack_location(*packed);
+                        *packed = pack_location(stage, self.base + kept as u64);
                     }
                 }
                 self.entries[kept] = Some(entry);
@@ -252,44 +429,96 @@ mod tests {
             .collect()
     }
 
-    fn location(entry: &EntryRef) -> Option<usize> {
-        entry.header().lock().location.as_ref().map(|(_, index)| *index)
+    fn location(entry: &EntryRef) -> Option<(usize, u64)> {
+        entry.header().lock().location.as_ref().map(|(_, packed)| unpack_location(*packed))
+    }
+
+    fn at(tick: u64) -> StagePlan {
+        StagePlan::level0(tick)
+    }
+
+    fn stage(index: usize, round: u64, opens: u64, due: u64) -> StagePlan {
+        StagePlan { index, round, opens, due }
+    }
+
+    fn add_all(bucket: &Arc<TimerTaskList>, es: &[EntryRef], plan: StagePlan) -> Vec<Option<u64>> {
+        es.iter()
+            .map(|e| match TimerTaskList::add(bucket, Arc::clone(e), plan, None) {
+                Added::Inserted { queue } => queue,
+                other => panic!("{other:?}"),
+            })
+            .collect()
     }
 
     #[test]
     fn expiration_is_set_once_per_round_and_only_lowered() {
-        let bucket = Arc::new(TimerTaskList::new(0, 0));
+        let bucket = Arc::new(TimerTaskList::new(0, 0, 1));
         let es = entries(4);
-        assert_eq!(
-            TimerTaskList::add(&bucket, Arc::clone(&es[0]), 10, None),
-            Added::Inserted { queue: true }
-        );
-        assert_eq!(
-            TimerTaskList::add(&bucket, Arc::clone(&es[1]), 10, None),
-            Added::Inserted { queue: false }
-        );
-        assert_eq!(
-            TimerTaskList::add(&bucket, Arc::clone(&es[2]), 14, None),
-            Added::Inserted { queue: false }
-        );
+        assert_eq!(add_all(&bucket, &es[..2], at(10)), [Some(10), None], "queued once");
+        assert_eq!(add_all(&bucket, &es[2..3], at(14)), [None]);
         assert_eq!(bucket.expiration(), 10, "never raised");
-        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[3]), 6, None), Added::Inserted { queue: true });
-        assert_eq!(bucket.expiration(), 6, "lowered, and re-queued");
-        assert_eq!(bucket.flush().len(), 4);
+        assert_eq!(add_all(&bucket, &es[3..], at(6)), [Some(6)], "lowered, and re-queued");
+        assert!(bucket.visit(10, 10).entries.is_empty(), "the entry at 10 is stale");
+        let visit = bucket.visit(6, 10);
+        assert_eq!((visit.entries.len(), visit.requeue), (4, None));
         assert_eq!(bucket.expiration(), NO_EXPIRATION);
-        assert!(es.iter().all(|e| location(e).is_none()), "flushed entries are in transit");
-        assert_eq!(
-            TimerTaskList::add(&bucket, Arc::clone(&es[0]), 30, None),
-            Added::Inserted { queue: true }
-        );
+        assert!(es.iter().all(|e| location(e).is_none()), "visited entries are in transit");
+        assert_eq!(add_all(&bucket, &es[..1], at(30)), [Some(30)]);
+    }
+
+    #[test]
+    fn small_stages_wait_for_their_round_big_ones_open_early() {
+        // Level-1 bucket of 4 stages, round 100 (slots of 100 ticks): stage j covers 100+25j.., opens
+        // at 25(j+1).
+        let bucket = Arc::new(TimerTaskList::new(1, 0, 4));
+        let small = entries(2);
+        assert_eq!(add_all(&bucket, &small[..1], stage(3, 100, 100, 175)), [Some(100)]);
+        assert_eq!(add_all(&bucket, &small[1..], stage(1, 100, 50, 125)), [None], "small: at its round");
+        let big = entries(EARLY_STAGE_LEN + 1);
+        let queued = add_all(&bucket, &big, stage(0, 100, 25, 100));
+        assert_eq!(queued.iter().flatten().collect::<Vec<_>>(), [&25], "the entry that makes it big");
+        assert_eq!(location(&big[0]), Some((0, 0)));
+        assert!(bucket.visit(100, 30).entries.is_empty(), "stale");
+        let visit = bucket.visit(25, 30);
+        assert_eq!(visit.entries.len(), EARLY_STAGE_LEN + 1, "only the big stage, whole: one chunk");
+        assert!(visit.entries.iter().zip(&big).all(|(a, b)| same_entry(a, b)), "insertion order");
+        assert_eq!(visit.requeue, Some(100), "the small stages wait for the round");
+        let visit = bucket.visit(100, 100);
+        assert_eq!((visit.entries.len(), visit.requeue), (2, None));
+        // A stage emptied by removal leaves the expiration low; the visit then finds nothing.
+        assert_eq!(add_all(&bucket, &small[..1], stage(1, 300, 250, 325)), [Some(300)]);
+        assert_eq!(add_all(&bucket, &small[1..], stage(2, 200, 150, 250)), [Some(200)]);
+        remove_from_bucket(&small[1]);
+        let visit = bucket.visit(200, 200);
+        assert_eq!((visit.entries.len(), visit.requeue), (0, Some(300)));
+    }
+
+    #[test]
+    fn a_big_stage_with_time_to_spare_cascades_in_chunks() {
+        let n = 3 * CASCADE_CHUNK + 10;
+        let bucket = Arc::new(TimerTaskList::new(1, 0, 2));
+        let es = entries(n);
+        add_all(&bucket, &es, stage(0, 1_000, 10, 1_000));
+        let visit = bucket.visit(10, 10);
+        assert_eq!((visit.entries.len(), visit.requeue), (CASCADE_CHUNK, Some(11)));
+        assert!(visit.entries.iter().zip(&es).all(|(a, b)| same_entry(a, b)), "insertion order");
+        // Close to its range, the pace rises so the stage is done in time: 2058 left, 2 ticks.
+        let visit = bucket.visit(11, 997);
+        assert_eq!((visit.entries.len(), visit.requeue), (n - CASCADE_CHUNK - 1_029, Some(998)));
+        let visit = bucket.visit(998, 998);
+        assert_eq!((visit.entries.len(), visit.requeue), (1_029, None), "the last tick takes the rest");
+        assert!(es.iter().all(|e| location(e).is_none()));
     }
 
     #[test]
     fn removal_in_any_order_keeps_every_location_exact() {
-        let bucket = Arc::new(TimerTaskList::new(0, 0));
+        let bucket = Arc::new(TimerTaskList::new(0, 0, 1));
         let es = entries(1_000);
         for e in &es {
-            assert!(matches!(TimerTaskList::add(&bucket, Arc::clone(e), 5, None), Added::Inserted { .. }));
+            assert!(matches!(
+                TimerTaskList::add(&bucket, Arc::clone(e), at(5), None),
+                Added::Inserted { .. }
+            ));
         }
         // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
         let mut order: Vec<usize> = (0..300).collect();
@@ -299,10 +528,13 @@ mod tests {
             remove_from_bucket(&es[i]);
             assert!(location(&es[i]).is_none());
             if step % 97 == 0 {
-                let slots = bucket.slots.lock();
+                let stages = bucket.stages.lock();
+                let slots = &stages[0].slots;
                 for e in &es {
-                    if let Some(index) = location(e) {
-                        let held = slots.entries[index - slots.base].as_ref().expect("hole at a location");
+                    if let Some((_, index)) = location(e) {
+                        let held = slots.entries[(index - slots.base) as usize]
+                            .as_ref()
+                            .expect("hole at a location");
                         assert!(same_entry(held, e), "location names another entry");
                     }
                 }
@@ -311,21 +543,21 @@ mod tests {
         }
         let left: Vec<usize> = (300..700).filter(|i| i % 3 == 0).collect();
         {
-            let slots = bucket.slots.lock();
-            assert_eq!(slots.live, left.len());
-            assert!(slots.entries.len() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
+            let stages = bucket.stages.lock();
+            assert_eq!(stages[0].slots.live, left.len());
+            assert!(stages[0].slots.entries.len() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
         }
         assert_eq!(bucket.flush().len(), left.len());
     }
 
     #[test]
     fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
-        let bucket = Arc::new(TimerTaskList::new(0, 0));
+        let bucket = Arc::new(TimerTaskList::new(0, 0, 1));
         let es = entries(2);
         let flag = AtomicBool::new(true);
-        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[0]), 5, Some(&flag)), Added::ShutDown);
+        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[0]), at(5), Some(&flag)), Added::ShutDown);
         assert!(es[1].header().claim(Status::Cancelled));
-        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[1]), 5, None), Added::NotPending);
+        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[1]), at(5), None), Added::NotPending);
         assert!(bucket.flush().is_empty());
     }
 }

@@ -18,8 +18,8 @@
 //! entry (cancel) reads the location under the entry lock, releases it, then takes the bucket lock and
 //! re-checks the location under both (see `TimerTaskList::remove`).
 //!
-//! Location invariant: `location == Some((b, i))` if and only if bucket `b` holds this entry at index
-//! `i`; it only changes while `b`'s lock is held. A `None` location with status `Pending` means the
+//! Location invariant: `location == Some((b, i))` if and only if bucket `b` holds this entry at
+//! (packed stage and) index `i`; it only changes while `b`'s lock is held. A `None` location with status `Pending` means the
 //! entry is in transit (taken out by a flush, not yet re-added); the re-add checks the status under
 //! both locks and drops a cancelled entry instead of inserting it.
 
@@ -51,8 +51,9 @@ pub(crate) enum Status {
 /// The mutable part of the header, behind the entry's lock.
 pub(crate) struct EntryState {
     pub(crate) status: Status,
-    /// The bucket holding this entry and the index in its list; see the module docs.
-    pub(crate) location: Option<(Arc<TimerTaskList>, usize)>,
+    /// The bucket holding this entry, and its stage and index there (`bucket::pack_location`);
+    /// see the module docs.
+    pub(crate) location: Option<(Arc<TimerTaskList>, u64)>,
 }
 
 /// What every entry has, whatever its closure type.

@@ -21,9 +21,10 @@ pub struct WheelPosition {
     pub level: usize,
     /// The slot (bucket) within that level, `0..wheel_size`.
     pub slot: usize,
-    /// The tick at which that bucket is due to be flushed: the start of the task's round in the
-    /// slot, never after its deadline. When the bucket is flushed the task cascades to a finer
-    /// level, or fires if its deadline has come.
+    /// The tick at which the driver next visits that bucket: the start of the task's round in the
+    /// slot (never after its deadline), or earlier when one of the bucket's stages is big enough to
+    /// be cascaded ahead of its round (see `docs/design.md`). When its stage is visited the task
+    /// cascades to a finer level, or fires if its deadline has come.
     pub expiration_tick: u64,
     /// The task's deadline, rounded up to a tick: when it will fire.
     pub deadline_tick: u64,
@@ -41,8 +42,8 @@ pub(crate) fn of(entry: &EntryRef) -> Option<WheelPosition> {
     Some(WheelPosition {
         level: (id >> 32) as usize,
         slot: (id & u64::from(u32::MAX)) as usize,
-        // Stable while the entry is in the bucket: a flush resets it only after unlinking every
-        // entry (under this entry's lock), and only lowers it otherwise.
+        // Not after the entry's stage is due: a visit re-sets it only to what is left, and only
+        // lowers it otherwise.
         expiration_tick: bucket.expiration(),
         deadline_tick: header.deadline_tick,
     })

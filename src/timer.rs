@@ -7,9 +7,11 @@
 //!   its expiration changed. A task already due goes to the level-0 bucket of its deadline, which is
 //!   then due, so the next `advance_clock` fires it (tasks never run inside `schedule`).
 //! * **advance_clock** (serialised by `advance_lock`): pop every due bucket in expiration order; for
-//!   each, move the cursor to its expiration, flush it and re-add every entry relative to the cursor:
-//!   an entry lands in a finer level (cascade) or is due and fires. Fired tasks of one bucket run
-//!   after that bucket's flush, with no lock held but `advance_lock`.
+//!   each, move the cursor to its expiration, visit it (take out what is due there: a level-0
+//!   bucket's entries, or the stages of a coarser bucket that may cascade now, see `bucket.rs`),
+//!   queue it again if the visit says so, and re-add every entry taken relative to the cursor: an
+//!   entry lands in a finer level (cascade) or is due and fires. Fired tasks of one bucket run after
+//!   that bucket's visit, with no lock held but `advance_lock`.
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned.
 //!
@@ -389,9 +391,12 @@ impl Shared {
             flushed = true;
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
-            let entries = bucket.flush();
-            let flushed_entries = entries.len();
-            for entry in entries {
+            let visit = bucket.visit(expiration, cursor);
+            if let Some(next) = visit.requeue {
+                self.queue.offer(next, Arc::clone(&bucket));
+            }
+            let visited = visit.entries.len();
+            for entry in visit.entries {
                 match self.wheel.add(entry, cursor, None) {
                     AddOutcome::Due(entry) => due.push(entry),
                     AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
@@ -399,7 +404,7 @@ impl Shared {
                     AddOutcome::ShutDown => unreachable!("re-adds ignore the shutdown flag"),
                 }
             }
-            crate::trace::flushed(bucket.id(), expiration, cursor, flushed_entries, due.len());
+            crate::trace::flushed(bucket.id(), expiration, cursor, visited, due.len());
             if !due.is_empty() {
                 self.fire(&mut due);
             }

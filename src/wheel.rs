@@ -21,6 +21,25 @@
 //! 4.8 s it is flushed and the entry re-added with base 480: now 20 ticks away, it lands in level 0,
 //! slot 20 (500 % 60), expiring at tick 500, and fires then. That is the cascade.
 //!
+//! ## Stages: cascading ahead of time, a little at a time
+//!
+//! Kafka cascades a coarse bucket when its round starts, all at once. With uniformly spread
+//! deadlines one level-1 bucket can hold half of all pending timers (a wheel of 512 one-millisecond
+//! slots, a million timers due within a second: 500,000 entries re-added in one flush, 140 ms during
+//! which nothing fires). Here each bucket above level 0 is split into [`STAGES`] **stages** by where
+//! the deadline falls in the round (stage `j` holds the `j`-th sixteenth), and a stage may be
+//! cascaded *before* its round starts: as soon as every deadline in it fits the next finer level's
+//! window, at [`StagePlan::opens`], which for stage `j` of a round starting at `e` with `t`-tick
+//! slots is `e - t + (j + 1)·t/16`, nearly one whole rotation early. A stage that holds only a few
+//! entries waits for its round, as in Kafka (so a lightly loaded timer cascades exactly when Kafka's
+//! would); a big one is visited from `opens` on, in chunks, one per tick, while its range (`due`) is
+//! still ahead of the cursor, so firing due buckets never waits behind a cascade. Level 0 has one
+//! stage, visited and fired when its round starts. See `bucket.rs` for the visit.
+//!
+//! Worked example, wheel 512, tick 1 ms, base 0, deadline 700: level 1 (512-tick slots), slot 1,
+//! round 512, stage `(700 - 512) / 32 = 5` (ticks 672..704), visited from `512 - 512 + 6·32 = 192`:
+//! at base 192 the level-0 window is `[192, 704)`, which holds the whole stage.
+//!
 //! The wheel itself holds no clock: the timer passes the base. Schedulers pass the current tick;
 //! the driver passes the expiration of the bucket it is flushing, so entries cascade in deadline order.
 
@@ -35,8 +54,54 @@ use crate::sync::{Arc, AtomicBool, OnceLock};
 pub(crate) enum Placement {
     /// The deadline is at or before the base: fire it.
     Due,
-    /// Bucket `slot` of `level`, whose round starts at `expiration`.
-    Slot { level: usize, slot: usize, expiration: u64 },
+    /// Bucket `slot` of `level`, whose round starts at `expiration`, in `stage` of that bucket.
+    Slot { level: usize, slot: usize, expiration: u64, stage: StagePlan },
+}
+
+/// Stages per bucket above level 0 (fewer if the wheel has fewer slots); see the module docs.
+pub(crate) const STAGES: u64 = 16;
+
+/// Which stage of its bucket a deadline goes to, and the window in which the driver cascades it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StagePlan {
+    /// The stage's index in its bucket (always 0 at level 0).
+    pub(crate) index: usize,
+    /// The start of the bucket's round: when Kafka would flush it.
+    pub(crate) round: u64,
+    /// The first tick at which every deadline of the stage fits the next finer level: from then on
+    /// the stage may be cascaded (at level 0: the round start, when its entries are due).
+    pub(crate) opens: u64,
+    /// The first tick of the stage's range: it must be cascaded before the cursor passes it.
+    pub(crate) due: u64,
+}
+
+impl StagePlan {
+    /// The one stage of a level-0 bucket: opened, and due, at its round.
+    pub(crate) fn level0(round: u64) -> StagePlan {
+        StagePlan { index: 0, round, opens: round, due: round }
+    }
+}
+
+/// The stage of `deadline` in a bucket of `level` whose round starts at `round`, by definition (the
+/// general arithmetic; `LevelTable` has a shift-only path for power-of-two wheels).
+///
+/// Stage `j` of `stages` covers the offsets `[ceil(j·t/stages), ceil((j+1)·t/stages))` of the round
+/// (`t` ticks per slot). It may be cascaded once its last deadline fits the finer level's window,
+/// `[b rounded down to t/wheel_size, + t)`: from the first multiple of `t/wheel_size` at or after
+/// `last + 1 - t`.
+fn stage_plan(wheel_size: u64, stages: u64, level: usize, round: u64, deadline: u64) -> StagePlan {
+    if level == 0 {
+        return StagePlan::level0(round);
+    }
+    let t = u128::from(slot_ticks(wheel_size, level).expect("a level's slot length fits u64"));
+    let finer = t / u128::from(wheel_size);
+    let stages = u128::from(stages);
+    let index = u128::from(deadline - round) * stages / t;
+    let start = u128::from(round) + (index * t).div_ceil(stages);
+    let end = u128::from(round) + ((index + 1) * t).div_ceil(stages);
+    let opens = end.saturating_sub(t).div_ceil(finer) * finer;
+    // `start <= deadline` and `opens <= start`, both below 2^64 (see the unit tests).
+    StagePlan { index: index as usize, round, opens: opens as u64, due: start as u64 }
 }
 
 /// Ticks per slot of `level`: `wheel_size^level`, if it fits in a `u64`.
@@ -50,8 +115,8 @@ pub(crate) fn max_levels(wheel_size: u64) -> usize {
     (0..).take_while(|&level| slot_ticks(wheel_size, level).is_some()).count()
 }
 
-/// The finest level whose window around `base` contains `deadline`, and the slot there: the
-/// definition, written for clarity. The timer uses `LevelTable::place`, the same arithmetic
+/// The finest level whose window around `base` contains `deadline`, and the slot and stage there:
+/// the definition, written for clarity. The timer uses `LevelTable::place`, the same arithmetic
 /// precomputed; the unit tests check that the two agree.
 #[cfg(test)]
 pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
@@ -67,7 +132,13 @@ pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
         };
         if fits {
             let round = deadline / ticks;
-            return Placement::Slot { level, slot: (round % wheel_size) as usize, expiration: round * ticks };
+            let stage = stage_plan(wheel_size, wheel_size.min(STAGES), level, round * ticks, deadline);
+            return Placement::Slot {
+                level,
+                slot: (round % wheel_size) as usize,
+                expiration: round * ticks,
+                stage,
+            };
         }
         level += 1;
     }
@@ -81,6 +152,8 @@ pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
 /// unit tests compare the two).
 struct LevelTable {
     wheel_size: u64,
+    /// Stages per bucket above level 0: `min(STAGES, wheel_size)`.
+    stages: u64,
     /// `log2(wheel_size)` when it is a power of two.
     shift: Option<u32>,
     /// Ticks per slot of each level.
@@ -95,7 +168,7 @@ impl LevelTable {
         let slot_ticks: Box<[u64]> = (0..levels).map(|l| slot_ticks(wheel_size, l).unwrap()).collect();
         let spans = slot_ticks.iter().map(|t| t.checked_mul(wheel_size)).collect();
         let shift = wheel_size.is_power_of_two().then(|| wheel_size.trailing_zeros());
-        LevelTable { wheel_size, shift, slot_ticks, spans }
+        LevelTable { wheel_size, stages: wheel_size.min(STAGES), shift, slot_ticks, spans }
     }
 
     fn place(&self, base: u64, deadline: u64) -> Placement {
@@ -103,13 +176,15 @@ impl LevelTable {
             return Placement::Due;
         }
         match self.shift {
-            Some(shift) => Self::place_pow2(shift, base, deadline),
+            Some(shift) => Self::place_pow2(shift, self.stages.trailing_zeros(), base, deadline),
             None => self.place_general(base, deadline),
         }
     }
 
     /// Power-of-two wheel: level `k`'s slots are `2^(k·shift)` ticks, so every step is a shift.
-    fn place_pow2(shift: u32, base: u64, deadline: u64) -> Placement {
+    /// So are its stages: `2^stage_bits` of them, each `2^(k·shift - stage_bits)` ticks, a multiple of
+    /// the finer level's slot.
+    fn place_pow2(shift: u32, stage_bits: u32, base: u64, deadline: u64) -> Placement {
         let mut level = 0;
         let mut tick_bits = 0; // log2 of this level's ticks per slot
         loop {
@@ -118,7 +193,23 @@ impl LevelTable {
             if span_bits >= 64 || deadline - window_start < 1 << span_bits {
                 let round = deadline >> tick_bits;
                 let slot = round & ((1 << shift) - 1);
-                return Placement::Slot { level, slot: slot as usize, expiration: round << tick_bits };
+                let expiration = round << tick_bits;
+                let stage = if level == 0 {
+                    StagePlan::level0(expiration)
+                } else {
+                    let width_bits = tick_bits - stage_bits;
+                    let due = deadline >> width_bits << width_bits;
+                    let index = (deadline >> width_bits) & ((1 << stage_bits) - 1);
+                    // The stage's end minus one slot of this level: `due + width - t`, at least 0.
+                    let lead = (1 << tick_bits) - (1 << width_bits);
+                    StagePlan {
+                        index: index as usize,
+                        round: expiration,
+                        opens: due.saturating_sub(lead),
+                        due,
+                    }
+                };
+                return Placement::Slot { level, slot: slot as usize, expiration, stage };
             }
             level += 1;
             tick_bits = span_bits;
@@ -131,7 +222,9 @@ impl LevelTable {
             if span.map_or(true, |span| deadline - window_start < span) {
                 let round = deadline / ticks;
                 let slot = round % self.wheel_size;
-                return Placement::Slot { level, slot: slot as usize, expiration: round * ticks };
+                let expiration = round * ticks;
+                let stage = stage_plan(self.wheel_size, self.stages, level, expiration, deadline);
+                return Placement::Slot { level, slot: slot as usize, expiration, stage };
             }
         }
         unreachable!("the top level covers every deadline")
@@ -184,9 +277,10 @@ impl TimingWheel {
     /// The bucket at `level`/`slot`, creating the level on first use (exactly once). `None` if the
     /// level was closed by [`close_levels`](TimingWheel::close_levels) before it was ever used.
     pub(crate) fn bucket(&self, level: usize, slot: usize) -> Option<&Arc<TimerTaskList>> {
+        let stages = if level == 0 { 1 } else { self.table.stages as usize };
         let level_buckets = self.levels[level].get_or_init(|| Level {
             buckets: (0..self.wheel_size as usize)
-                .map(|slot| Arc::new(TimerTaskList::new(level, slot)))
+                .map(|slot| Arc::new(TimerTaskList::new(level, slot, stages)))
                 .collect(),
         });
         level_buckets.buckets.get(slot)
@@ -197,9 +291,7 @@ impl TimingWheel {
     pub(crate) fn add(&self, entry: EntryRef, base: u64, shut_down: Option<&AtomicBool>) -> AddOutcome {
         match self.table.place(base, entry.header().deadline_tick) {
             Placement::Due => AddOutcome::Due(entry),
-            Placement::Slot { level, slot, expiration } => {
-                self.insert(entry, level, slot, expiration, shut_down)
-            }
+            Placement::Slot { level, slot, stage, .. } => self.insert(entry, level, slot, stage, shut_down),
         }
     }
 
@@ -209,7 +301,7 @@ impl TimingWheel {
     pub(crate) fn add_due(&self, entry: EntryRef, shut_down: Option<&AtomicBool>) -> AddOutcome {
         let deadline = entry.header().deadline_tick;
         let slot = (deadline % self.wheel_size) as usize;
-        self.insert(entry, 0, slot, deadline, shut_down)
+        self.insert(entry, 0, slot, StagePlan::level0(deadline), shut_down)
     }
 
     fn insert(
@@ -217,15 +309,15 @@ impl TimingWheel {
         entry: EntryRef,
         level: usize,
         slot: usize,
-        expiration: u64,
+        stage: StagePlan,
         shut_down: Option<&AtomicBool>,
     ) -> AddOutcome {
         let Some(bucket) = self.bucket(level, slot) else {
             return AddOutcome::ShutDown; // the level was closed by shutdown
         };
-        match TimerTaskList::add(bucket, entry, expiration, shut_down) {
-            Added::Inserted { queue: true } => AddOutcome::Queue(expiration, Arc::clone(bucket)),
-            Added::Inserted { queue: false } => AddOutcome::Done,
+        match TimerTaskList::add(bucket, entry, stage, shut_down) {
+            Added::Inserted { queue: Some(at) } => AddOutcome::Queue(at, Arc::clone(bucket)),
+            Added::Inserted { queue: None } => AddOutcome::Done,
             Added::NotPending => AddOutcome::NotPending,
             Added::ShutDown => AddOutcome::ShutDown,
         }
@@ -269,6 +361,14 @@ impl fmt::Debug for TimingWheel {
 mod tests {
     use super::*;
 
+    /// Level, slot and round start of a placement (`None` when due).
+    fn slot(placement: Placement) -> Option<(usize, usize, u64)> {
+        match placement {
+            Placement::Due => None,
+            Placement::Slot { level, slot, expiration, .. } => Some((level, slot, expiration)),
+        }
+    }
+
     #[test]
     fn slot_ticks_are_powers_of_the_wheel_size() {
         assert_eq!(slot_ticks(20, 0), Some(1));
@@ -289,24 +389,24 @@ mod tests {
     #[test]
     fn seeds_three_level_example() {
         // tick 10 ms, 60 slots: level spans 600 ms / 36 s / 36 min.
-        assert_eq!(place(60, 0, 50), Placement::Slot { level: 0, slot: 50, expiration: 50 });
-        assert_eq!(place(60, 0, 500), Placement::Slot { level: 1, slot: 8, expiration: 480 });
-        assert_eq!(place(60, 480, 500), Placement::Slot { level: 0, slot: 20, expiration: 500 });
-        assert_eq!(place(60, 0, 2_000), Placement::Slot { level: 1, slot: 33, expiration: 1_980 });
-        assert_eq!(place(60, 0, 4_000), Placement::Slot { level: 2, slot: 1, expiration: 3_600 });
-        assert_eq!(place(60, 0, 240_000), Placement::Slot { level: 3, slot: 1, expiration: 216_000 });
-        assert_eq!(place(60, 500, 500), Placement::Due);
-        assert_eq!(place(60, 501, 500), Placement::Due);
+        assert_eq!(slot(place(60, 0, 50)), Some((0, 50, 50)));
+        assert_eq!(slot(place(60, 0, 500)), Some((1, 8, 480)));
+        assert_eq!(slot(place(60, 480, 500)), Some((0, 20, 500)));
+        assert_eq!(slot(place(60, 0, 2_000)), Some((1, 33, 1_980)));
+        assert_eq!(slot(place(60, 0, 4_000)), Some((2, 1, 3_600)));
+        assert_eq!(slot(place(60, 0, 240_000)), Some((3, 1, 216_000)));
+        assert_eq!(slot(place(60, 500, 500)), None);
+        assert_eq!(slot(place(60, 501, 500)), None);
     }
 
     #[test]
     fn window_is_aligned_to_the_level() {
         // base 59, level 0 window is [59, 119): deadline 118 still level 0, slot 118 % 60.
-        assert_eq!(place(60, 59, 118), Placement::Slot { level: 0, slot: 58, expiration: 118 });
+        assert_eq!(slot(place(60, 59, 118)), Some((0, 58, 118)));
         // level 1 window at base 59 is [0, 3600).
-        assert_eq!(place(60, 59, 119), Placement::Slot { level: 1, slot: 1, expiration: 60 });
-        assert_eq!(place(60, 59, 3_599), Placement::Slot { level: 1, slot: 59, expiration: 3_540 });
-        assert_eq!(place(60, 59, 3_600), Placement::Slot { level: 2, slot: 1, expiration: 3_600 });
+        assert_eq!(slot(place(60, 59, 119)), Some((1, 1, 60)));
+        assert_eq!(slot(place(60, 59, 3_599)), Some((1, 59, 3_540)));
+        assert_eq!(slot(place(60, 59, 3_600)), Some((2, 1, 3_600)));
     }
 
     #[test]
@@ -315,24 +415,67 @@ mod tests {
             for base in [0u64, 1, 19, 12_345] {
                 for deadline in [base + 1, base + 2, base + 61, base + 4_000, base + 10_000_000, u64::MAX - 1]
                 {
-                    // Follow the cascade: each flush re-adds at the bucket's expiration.
-                    let mut at = base;
-                    let mut hops = 0;
-                    loop {
-                        match place(wheel_size, at, deadline) {
-                            Placement::Due => break,
-                            Placement::Slot { expiration, level, .. } => {
-                                assert!(expiration <= deadline);
-                                assert!(expiration > at, "level {level} bucket is already due");
-                                at = expiration;
-                                hops += 1;
-                                assert!(hops <= 66, "cascade does not converge");
+                    // Follow the cascade, visiting each stage as early as it allows, then as late.
+                    for early in [true, false] {
+                        let mut at = base;
+                        let mut hops = 0;
+                        loop {
+                            match place(wheel_size, at, deadline) {
+                                Placement::Due => break,
+                                Placement::Slot { expiration, level, stage, .. } => {
+                                    assert!(expiration <= stage.due && stage.due <= deadline);
+                                    assert!(stage.opens <= stage.due);
+                                    assert!(stage.opens > at, "level {level} stage is already open");
+                                    assert!(stage.round <= stage.due && stage.round == expiration);
+                                    if level > 0 {
+                                        for b in [stage.opens, stage.due] {
+                                            let finer = slot(place(wheel_size, b, deadline));
+                                            assert!(
+                                                finer.map_or(b >= deadline, |(l, ..)| l < level),
+                                                "wheel {wheel_size} deadline {deadline} level {level} {stage:?} at {b}: {finer:?}"
+                                            );
+                                        }
+                                    }
+                                    at = if early { stage.opens } else { stage.due };
+                                    hops += 1;
+                                    assert!(hops <= 66, "cascade does not converge");
+                                }
                             }
                         }
+                        assert_eq!(at, deadline, "fires exactly at its deadline tick");
                     }
-                    assert_eq!(at, deadline, "fires exactly at its deadline tick");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn stages_split_a_round_and_open_as_early_as_they_fit() {
+        // Wheel 512: level-1 slots of 512 ticks, 16 stages of 32 ticks (module docs' example).
+        let table = LevelTable::new(512);
+        let Placement::Slot { level: 1, slot: 1, expiration: 512, stage } = table.place(0, 700) else {
+            panic!("700 is level 1, slot 1");
+        };
+        assert_eq!(stage, StagePlan { index: 5, round: 512, opens: 192, due: 672 });
+        // One tick earlier the stage's last deadline (703) does not fit level 0 yet.
+        assert_eq!(slot(table.place(191, 703)).map(|(level, ..)| level), Some(1));
+        assert_eq!(slot(table.place(192, 703)).map(|(level, ..)| level), Some(0));
+        // Level 0 has one stage, visited when due; the last stage of a round opens at the round.
+        assert_eq!(slot_stage(table.place(0, 5)), StagePlan::level0(5));
+        assert_eq!(
+            slot_stage(table.place(0, 1_023)),
+            StagePlan { index: 15, round: 512, opens: 512, due: 992 }
+        );
+        // A wheel of 60 (not a power of two): 16 stages of 3.75 ticks of a 60-tick slot.
+        let Placement::Slot { level: 1, stage, .. } = place(60, 0, 500) else { panic!() };
+        assert_eq!(stage, StagePlan { index: 5, round: 480, opens: 443, due: 499 });
+        // offsets 19..22: 499..502
+    }
+
+    fn slot_stage(placement: Placement) -> StagePlan {
+        match placement {
+            Placement::Slot { stage, .. } => stage,
+            Placement::Due => panic!("due"),
         }
     }
 
