@@ -13,6 +13,8 @@
 //! * `SCALING_MAX_EXP`: largest exponent, 4..=8 (default 6).
 //! * `SCALING_SYSTEMS`: comma-separated, any of `delaywheel`, `heap` (`binaryheap-mutex`), `tokio`
 //!   (`tokio-delayqueue`), `hhwt` (`hierarchical_hash_wheel_timer`); default `delaywheel,heap`.
+//! * `SCALING_MEASURE_SECS`: criterion's measurement time per point (default 1; 10 samples, 0.3 s
+//!   of warm-up each).
 //! * `SCALING_CSV`: where to write the measured points (default `<target dir>/scaling.csv`).
 //!
 //! After the run the bench writes one CSV line per measured point,
@@ -65,6 +67,13 @@ const FAR_RANGE: (u64, u64) = (3_600_000, 7_200_000);
 fn sizes() -> Vec<u64> {
     let max_exp: u32 = std::env::var("SCALING_MAX_EXP").ok().and_then(|e| e.parse().ok()).unwrap_or(6);
     (4..=max_exp.clamp(4, 8)).map(|e| 10u64.pow(e)).collect()
+}
+
+/// Criterion's measurement time per point (`SCALING_MEASURE_SECS`, default 1 s; the plot's run
+/// uses 3 s, which evens out bursts of other load on a shared machine).
+fn measurement_time() -> Duration {
+    let secs: f64 = std::env::var("SCALING_MEASURE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    Duration::from_secs_f64(secs.clamp(0.1, 60.0))
 }
 
 fn systems() -> Vec<&'static str> {
@@ -190,7 +199,7 @@ fn for_system(name: &str, group: &mut BenchmarkGroup<'_, WallTime>, pending: u64
 fn sweep(c: &mut Criterion, operation: &str, schedule: bool) {
     let mut group = c.benchmark_group(format!("scaling_{operation}"));
     group.throughput(Throughput::Elements(1));
-    group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
+    group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(measurement_time());
     for pending in sizes() {
         for name in systems() {
             for_system(name, &mut group, pending, schedule);

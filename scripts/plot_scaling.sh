@@ -4,22 +4,22 @@
 # embeds that SVG; rerun this to refresh it.
 #
 #   scripts/plot_scaling.sh                        # 10^4 .. 10^7, all four systems -> docs/scaling.svg
-#   SCALING_MAX_EXP=6 scripts/plot_scaling.sh      # .. 10^6: less memory, a few minutes less
+#   SCALING_MAX_EXP=6 scripts/plot_scaling.sh      # .. 10^6: less memory, a minute or two less
 #   SCALING_SYSTEMS=delaywheel,heap scripts/plot_scaling.sh /tmp/sweep.svg
 #
 # Environment (see benches/scaling.rs): SCALING_MAX_EXP (default 7 here), SCALING_SYSTEMS (default
-# here: delaywheel,heap,tokio,hhwt), SCALING_CSV (default <target dir>/scaling.csv). Argument: the SVG
-# to write (default docs/scaling.svg).
+# here: delaywheel,heap,tokio,hhwt), SCALING_MEASURE_SECS (default 3 here), SCALING_CSV (default
+# <target dir>/scaling.csv). Argument: the SVG to write (default docs/scaling.svg).
 #
-# Cost with the defaults on the 2-vCPU development machine: about 10 minutes and, at 10^7 pending,
-# up to about 3 GB resident (one system's timers at a time, hierarchical_hash_wheel_timer the
-# largest). Benchmarks are noisy on a shared machine: the load average before and after is printed
-# under the plot's title.
+# Cost with the defaults on the 2-vCPU development machine: about 4 minutes (2 with 1-second
+# measurements) and, at 10^7 pending, about 2 GB resident (one system's timers at a time). Benchmarks
+# are noisy on a shared machine: the load average before and after is printed under the plot's title.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export SCALING_MAX_EXP="${SCALING_MAX_EXP:-7}"
 export SCALING_SYSTEMS="${SCALING_SYSTEMS:-delaywheel,heap,tokio,hhwt}"
+export SCALING_MEASURE_SECS="${SCALING_MEASURE_SECS:-3}"
 target="${CARGO_TARGET_DIR:-target}"
 export SCALING_CSV="${SCALING_CSV:-${target}/scaling.csv}"
 svg="${1:-docs/scaling.svg}"
@@ -37,7 +37,7 @@ test -s "${SCALING_CSV}" || { echo "plot_scaling.sh: the sweep wrote no ${SCALIN
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD -- src benches Cargo.toml 2>/dev/null || commit="${commit}+changes"
 cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | sed 's/ [0-9]*-Core Processor//')"
-note="delaywheel ${commit}, $(date -u +%Y-%m-%d), ${cpu:-unknown CPU} x $(nproc), load ${load_before} -> ${load_after}; manual clocks, criterion (10 samples)"
+note="delaywheel ${commit}, $(date -u +%Y-%m-%d), ${cpu:-unknown CPU} x $(nproc), load ${load_before} -> ${load_after}; manual clocks, criterion 10 samples in ${SCALING_MEASURE_SECS} s"
 
 "${target}/release/examples/plot_scaling" "${SCALING_CSV}" "${svg}" "${note}"
 echo "plot_scaling.sh: ${svg} from ${SCALING_CSV} (${note})"
