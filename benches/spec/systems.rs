@@ -1,10 +1,13 @@
 //! The timers under test, each behind one small interface and each driven the way its users drive it
-//! (see the crate docs of `benches/spec.rs` for the why).
+//! (see the crate docs of `benches/spec.rs` for the why). The pieces of the tokio and
+//! hierarchical_hash_wheel_timer peers that do not depend on who drives the clock (the shared queue
+//! and how its expired tasks are polled; how a task is scheduled with an id) are public here: the
+//! manually driven forms in `manual.rs` use them too.
 
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -12,6 +15,7 @@ use crate::heap::{HeapCore, HeapSlot};
 use crate::measure::{now_ns, FIRED};
 use hierarchical_hash_wheel_timer::thread_timer::{TimerRef, TimerWithThread};
 use hierarchical_hash_wheel_timer::{ClosureTimer, OneShotClosureState, PeriodicClosureState};
+use tokio_util::time::DelayQueue;
 
 /// One timer as the workloads see it.
 ///
@@ -90,7 +94,24 @@ impl System for DelayWheel {
 // ------------------------------------------------------------------------------------------------
 // tokio-util DelayQueue
 
-type BoxedTask = Box<dyn FnOnce() + Send + 'static>;
+/// What tokio-util's `DelayQueue` holds: one boxed closure per timer.
+pub type BoxedTask = Box<dyn FnOnce() + Send + 'static>;
+
+/// The `DelayQueue` as code that inserts and removes from several places shares it (see
+/// [`TokioDelayQueue`]).
+pub type SharedDelayQueue = std::sync::Mutex<DelayQueue<BoxedTask>>;
+
+/// Locks the shared queue (a panicked holder does not poison the benches).
+pub fn lock_queue(queue: &SharedDelayQueue) -> std::sync::MutexGuard<'_, DelayQueue<BoxedTask>> {
+    queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One poll of the queue for its next expired task, as its polling task does it: `Ready(None)` when
+/// the queue is empty, `Pending` when nothing is due yet (the waker is registered: the next insert
+/// or the queue's own `Sleep` wakes it) or tokio's cooperative budget is spent.
+pub fn poll_expired_task(queue: &SharedDelayQueue, cx: &mut Context<'_>) -> Poll<Option<BoxedTask>> {
+    lock_queue(queue).poll_expired(cx).map(|expired| expired.map(|expired| expired.into_inner()))
+}
 
 /// tokio-util's `DelayQueue` shared as `Arc<std::sync::Mutex<DelayQueue<_>>>` by the inserting
 /// threads and one runtime task that polls it and runs what expired; a default multi-thread runtime
@@ -98,12 +119,12 @@ type BoxedTask = Box<dyn FnOnce() + Send + 'static>;
 /// on the runtime is: `insert` arms a tokio `Sleep` and needs it.
 pub struct TokioDelayQueue {
     runtime: tokio::runtime::Runtime,
-    queue: Arc<std::sync::Mutex<tokio_util::time::DelayQueue<BoxedTask>>>,
+    queue: Arc<SharedDelayQueue>,
 }
 
 impl TokioDelayQueue {
-    fn queue(&self) -> std::sync::MutexGuard<'_, tokio_util::time::DelayQueue<BoxedTask>> {
-        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn queue(&self) -> std::sync::MutexGuard<'_, DelayQueue<BoxedTask>> {
+        lock_queue(&self.queue)
     }
 }
 
@@ -114,17 +135,14 @@ impl System for TokioDelayQueue {
 
     fn start() -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_time().build().expect("runtime");
-        let queue = Arc::new(std::sync::Mutex::new(tokio_util::time::DelayQueue::<BoxedTask>::new()));
+        let queue = Arc::new(SharedDelayQueue::new(DelayQueue::new()));
         let polled = Arc::clone(&queue);
         runtime.spawn(async move {
             loop {
-                let task = poll_fn(|cx| {
-                    let mut queue = polled.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    match queue.poll_expired(cx) {
-                        Poll::Ready(Some(expired)) => Poll::Ready(expired.into_inner()),
-                        // Empty: the waker is registered, and the next insert wakes this task.
-                        Poll::Ready(None) | Poll::Pending => Poll::Pending,
-                    }
+                let task = poll_fn(|cx| match poll_expired_task(&polled, cx) {
+                    Poll::Ready(Some(task)) => Poll::Ready(task),
+                    // Empty: the waker is registered, and the next insert wakes this task.
+                    Poll::Ready(None) | Poll::Pending => Poll::Pending,
                 })
                 .await;
                 task();
@@ -211,7 +229,17 @@ impl System for HeapTimer {
 // hierarchical_hash_wheel_timer
 
 type HhwtCore = TimerWithThread<u64, OneShotClosureState<u64>, PeriodicClosureState<u64>>;
-type HhwtRef = TimerRef<u64, OneShotClosureState<u64>, PeriodicClosureState<u64>>;
+/// The handle its users schedule and cancel through; its `ManualTimer` hands out the same type.
+pub type HhwtRef = TimerRef<u64, OneShotClosureState<u64>, PeriodicClosureState<u64>>;
+
+/// Sends "schedule `task` as `id`, `delay` from now" to the timer behind `timer` (`u64` ids: the
+/// cheapest for it to hash); the timer's driver applies it.
+pub fn hhwt_schedule<F>(timer: &mut HhwtRef, id: u64, delay: Duration, task: F)
+where
+    F: FnOnce() + Send + 'static,
+{
+    timer.schedule_action_once(id, delay, move |_| task());
+}
 
 /// `hierarchical_hash_wheel_timer`'s `TimerWithThread` (its real-time timer: four 256-slot byte
 /// wheels of 1 ms, its own thread), used through cloned `TimerRef`s: `schedule_action_once(id,
@@ -263,7 +291,7 @@ impl System for Hhwt {
         let id = local.next_id;
         local.next_id += 1;
         local.scheduled += 1;
-        local.timer.schedule_action_once(id, delay, move |_| task());
+        hhwt_schedule(&mut local.timer, id, delay, task);
         id
     }
 
