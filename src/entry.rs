@@ -26,7 +26,7 @@
 use std::fmt;
 
 use crate::bucket::TimerTaskList;
-use crate::counters::Counters;
+use crate::counters::Stripe;
 use crate::sync::{arc_from_std, Arc, Mutex, MutexGuard};
 
 /// A task's closure, boxed: what shutdown hands back.
@@ -60,8 +60,6 @@ pub(crate) struct EntryState {
 pub(crate) struct EntryHeader {
     /// The first tick at or after the task's deadline (`clock::TickLength::ceil`).
     pub(crate) deadline_tick: u64,
-    /// The owning timer's counters, so a cancel keeps `len()` exact without reaching the timer.
-    counters: Arc<Counters>,
     state: Mutex<EntryState>,
 }
 
@@ -74,22 +72,14 @@ impl EntryHeader {
         self.lock().status
     }
 
-    /// Moves a pending entry to `to`; `true` iff this call did (then the caller owns the closure).
+    /// Moves a pending entry to `to`; `true` iff this call did (then the caller owns the closure,
+    /// and counts the entry out of `len()` on its stripe: `counters.rs`).
     pub(crate) fn claim(&self, to: Status) -> bool {
         let mut state = self.lock();
         if state.status != Status::Pending {
-            // Seeded bug for the loom suite only (docs/loom.md): a firing that lost the race still
-            // counts the entry out of `len()`, which its winner already did (netty#14959).
-            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "fire_decrements_unclaimed"))]
-            if to == Status::Fired {
-                drop(state);
-                self.counters.pending_done();
-            }
             return false;
         }
         state.status = to;
-        drop(state);
-        self.counters.pending_done();
         true
     }
 }
@@ -139,7 +129,7 @@ impl<F: FnOnce() + Send + 'static> TimerTaskEntry for TaskEntry<F> {
 }
 
 /// A new pending entry for `task`, due at `deadline_tick`.
-pub(crate) fn new_entry<F>(deadline_tick: u64, task: F, counters: Arc<Counters>) -> EntryRef
+pub(crate) fn new_entry<F>(deadline_tick: u64, task: F) -> EntryRef
 where
     F: FnOnce() + Send + 'static,
 {
@@ -147,7 +137,6 @@ where
     let entry: std::sync::Arc<dyn TimerTaskEntry> = std::sync::Arc::new(TaskEntry {
         header: EntryHeader {
             deadline_tick,
-            counters,
             state: Mutex::new(EntryState { status: Status::Pending, location: None }),
         },
         task: Mutex::new(Some(task)),
@@ -155,16 +144,16 @@ where
     arc_from_std(entry)
 }
 
-/// Cancels a pending entry: `true` iff this call did it. The closure is dropped here, outside the
-/// locks, and the entry leaves its bucket at once.
-pub(crate) fn cancel(entry: &EntryRef) -> bool {
+/// Cancels a pending entry: `true` iff this call did it, and then counted it out on `stripe`. The
+/// closure is dropped here, outside the locks, and the entry leaves its bucket at once.
+pub(crate) fn cancel(entry: &EntryRef, stripe: &Stripe) -> bool {
     #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-    return cancel_check_then_act(entry);
+    return cancel_check_then_act(entry, stripe);
     let header = entry.header();
     if !header.claim(Status::Cancelled) {
         return false;
     }
-    header.counters.cancelled();
+    stripe.cancelled();
     entry.discard();
     remove_from_bucket(entry);
     true
@@ -173,24 +162,24 @@ pub(crate) fn cancel(entry: &EntryRef) -> bool {
 /// Seeded bug for the loom suite only (docs/loom.md): the `Pending` check and the transition in two
 /// critical sections, so a firing in between runs the task and this cancel still returns `true`.
 #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-fn cancel_check_then_act(entry: &EntryRef) -> bool {
+fn cancel_check_then_act(entry: &EntryRef, stripe: &Stripe) -> bool {
     let header = entry.header();
     if header.status() != Status::Pending {
         return false;
     }
     remove_from_bucket(entry);
     header.lock().status = Status::Cancelled;
-    header.counters.pending_done();
-    header.counters.cancelled();
+    stripe.cancelled();
     entry.discard();
     true
 }
 
 /// Abandons a pending entry that can no longer run (shutdown, a closed executor): `true` iff this
-/// call did it; the closure is dropped here.
-pub(crate) fn abandon(entry: &EntryRef) -> bool {
+/// call did it, and then counted it out on `stripe`; the closure is dropped here.
+pub(crate) fn abandon(entry: &EntryRef, stripe: &Stripe) -> bool {
     let claimed = entry.header().claim(Status::Abandoned);
     if claimed {
+        stripe.left();
         entry.discard();
     }
     claimed
