@@ -26,10 +26,10 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::clock::{ClockSource, TickLength};
 use crate::counters::Counters;
-use crate::entry::{abandon, EntryRef, Status};
+use crate::entry::{abandon, EntryRef, Fire};
 use crate::stats::Lateness;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
-use crate::timer::{run_task, Shared};
+use crate::timer::Shared;
 
 /// The driver thread of a timer.
 pub(crate) struct Driver {
@@ -102,11 +102,15 @@ impl Executor {
                     for entry in receiver {
                         if discard.load(Ordering::Acquire) {
                             abandon(&entry, stripe);
-                        } else if entry.header().claim(Status::Fired) {
-                            stripe.left();
+                            continue;
+                        }
+                        let deadline_tick = entry.header().deadline_tick;
+                        let claimed = &mut || {
                             stripe.fired(1);
-                            lateness.record_one(ticks, entry.header().deadline_tick, clock.now_nanos());
-                            run_task(&entry, stripe);
+                            lateness.record_one(ticks, deadline_tick, clock.now_nanos());
+                        };
+                        if entry.fire(stripe, claimed) == Fire::Panicked {
+                            stripe.panicked();
                         }
                     }
                 })

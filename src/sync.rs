@@ -91,14 +91,18 @@ mod imp {
         id.trim_start_matches("ThreadId(").trim_end_matches(')').parse().unwrap_or(0)
     }
 
-    /// `parking_lot`-shaped wrapper over loom's mutex.
+    /// `parking_lot`-shaped wrapper over loom's mutex (which, like parking_lot's, may hold an
+    /// unsized value: `entry.rs` locks an entry whose closure type is erased).
     #[derive(Debug, Default)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+    pub(crate) struct Mutex<T: ?Sized>(loom::sync::Mutex<T>);
 
     impl<T> Mutex<T> {
         pub(crate) fn new(value: T) -> Self {
             Self(loom::sync::Mutex::new(value))
         }
+    }
+
+    impl<T: ?Sized> Mutex<T> {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().expect("loom mutex poisoned")
         }

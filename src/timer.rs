@@ -24,15 +24,14 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
 
 use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
-use crate::counters::{Counters, Stripe};
+use crate::counters::Counters;
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
-use crate::entry::{abandon, new_entry, EntryRef, Status};
+use crate::entry::{abandon, new_entry, EntryRef, Fire};
 use crate::error::ScheduleError;
 use crate::handle::TimerHandle;
 use crate::stats::{Lateness, TimerStats};
@@ -366,10 +365,9 @@ impl Shared {
             AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
             AddOutcome::Done => {}
             AddOutcome::ShutDown => {
-                // Never inserted, never seen by anyone else: retire it here, uncounted.
-                if entry.header().claim(Status::Abandoned) {
-                    entry.discard();
-                }
+                // Never inserted, never seen by anyone else: uncount it; dropping the only
+                // reference drops the closure.
+                drop(entry);
                 stripe.unschedule();
                 return Err(ScheduleError::ShutDown);
             }
@@ -434,16 +432,21 @@ impl Shared {
                 abandon(&entry, stripe);
                 continue;
             }
-            if entry.header().claim(Status::Fired) {
-                stripe.left();
-                fired += 1;
-                lateness.record(entry.header().deadline_tick, self.clock.now_nanos());
-                run_task(&entry, stripe);
-            } else {
-                // Seeded bug for the loom suite only (docs/loom.md): a firing that lost the race
-                // still counts the entry out of `len()`, which its winner already did (netty#14959).
-                #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "fire_decrements_unclaimed"))]
-                stripe.left();
+            let deadline_tick = entry.header().deadline_tick;
+            let claimed = &mut || lateness.record(deadline_tick, self.clock.now_nanos());
+            match entry.fire(stripe, claimed) {
+                Fire::Ran => fired += 1,
+                Fire::Panicked => {
+                    fired += 1;
+                    stripe.panicked();
+                }
+                Fire::Lost => {
+                    // Seeded bug for the loom suite only (docs/loom.md): a firing that lost the
+                    // race still counts the entry out of `len()`, which its winner already did
+                    // (netty#14959).
+                    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "fire_decrements_unclaimed"))]
+                    stripe.left();
+                }
             }
         }
         stripe.fired(fired);
@@ -462,13 +465,9 @@ impl Shared {
         let stripe = self.counters.local();
         for bucket in self.wheel.close_levels() {
             for entry in bucket.flush() {
-                if !entry.header().claim(Status::Abandoned) {
-                    continue;
-                }
-                stripe.left();
                 if !report {
-                    entry.discard();
-                } else if let Some(task) = entry.take_task() {
+                    abandon(&entry, stripe);
+                } else if let Some(task) = entry.abandon_take(stripe) {
                     let deadline = nanos_to_duration(self.ticks.start_nanos(entry.header().deadline_tick));
                     unfired.push(UnfiredTask { deadline, task });
                 }
@@ -492,13 +491,6 @@ impl Shared {
 
     pub(crate) fn ticks(&self) -> TickLength {
         self.ticks
-    }
-}
-
-/// Runs a claimed entry's task, catching (and counting) a panic so that it cannot stop the timer.
-pub(crate) fn run_task(entry: &EntryRef, stripe: &Stripe) {
-    if panic::catch_unwind(AssertUnwindSafe(|| entry.run())).is_err() {
-        stripe.panicked();
     }
 }
 
