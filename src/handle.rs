@@ -25,6 +25,7 @@ pub struct TimerHandle {
 }
 
 impl TimerHandle {
+    #[inline]
     pub(crate) fn new(entry: EntryRef, stripe: Arc<Stripe>) -> Self {
         TimerHandle { inner: Some((entry, stripe)) }
     }
