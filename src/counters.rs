@@ -6,7 +6,7 @@
 //! `scheduled` total) and clone an `Arc` whose count sat on it: two threads scheduling at once spent
 //! their time moving that line between cores. The counters are now **striped**: a timer has a few
 //! [`Stripe`]s, each alone on its cache line(s), and a thread counts on the stripe of its
-//! [`thread_index`](crate::sync::thread_index) (round robin, so concurrent threads get distinct
+//! [`thread_index`] (round robin, so concurrent threads get distinct
 //! stripes until there are more threads than stripes; sharing one is still correct, only slower).
 //! A stripe counts:
 //!
@@ -40,9 +40,9 @@
 //! * **The wrong order fails.** Reading `scheduled` first, `len()` can miss the count-in of an entry
 //!   scheduled during the call and then see its count-out: one less than the truth, which wraps
 //!   below zero when nothing else is pending. `Relaxed` loads fail the same way: nothing makes the
-//!   later `scheduled` load see the count-in. The loom model `len::len_never_below_pending_while_
-//!   racing_schedule_and_cancel` catches both (faults `len_reads_scheduled_first` and
-//!   `len_relaxed_reads`, docs/loom.md).
+//!   later `scheduled` load see the count-in. A loom model catches both
+//!   (`len::len_never_below_pending_while_racing_schedule_and_cancel`, with the faults
+//!   `len_reads_scheduled_first` and `len_relaxed_reads`: docs/loom.md).
 //! * **Exact when quiet.** With no call in flight, every increment has happened-before the read
 //!   (threads joined, or synchronised through the data they passed), so the sums are exact. A
 //!   `cancel()` that returned `true` has counted out before returning: a later `len()` no longer

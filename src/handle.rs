@@ -9,7 +9,9 @@ use crate::sync::Arc;
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it.
 ///
 /// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
-/// [`cancel`](TimerHandle::cancel) does. A handle keeps only its small entry alive, not the timer.
+/// [`cancel`](TimerHandle::cancel) does. A handle keeps only its small entry alive, and the counter
+/// stripe (256 bytes, shared with the handles scheduled on the same thread) its `cancel()` counts on;
+/// not the timer.
 ///
 /// # Cancellation
 ///
