@@ -41,6 +41,35 @@ fn len_exact_under_schedule_cancel_fire() {
     });
 }
 
+/// Task A is pending throughout while another thread schedules and cancels B: `len()` read mid-race
+/// is 1 or 2, never 0 while A waits, never wrapped. The counters are striped (`src/counters.rs`):
+/// A is counted in on the main thread's stripe, B in and out on the other's. `len()` must read every
+/// "out" count (Acquire) before any "in" count; reading "in" first can miss B's count-in and then
+/// see its count-out (0, faults `len_reads_scheduled_first`), and `Relaxed` loads can do the same
+/// (fault `len_relaxed_reads`).
+#[test]
+fn len_never_below_pending_while_racing_schedule_and_cancel() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let (a, b) = (Runs::default(), Runs::default());
+        let handle_a = timer.schedule(ticks(1), a.task());
+
+        let other = {
+            let (timer, b) = (Arc::clone(&timer), b.clone());
+            loom::thread::spawn(move || timer.schedule(ticks(1), b.task()).cancel())
+        };
+        let seen = timer.len();
+        let cancelled = other.join().unwrap();
+
+        assert!(cancelled, "B is cancelled before it can fire");
+        assert!((1..=2).contains(&seen), "len() mid-race was {seen} while A was pending");
+        assert_eq!(timer.len(), 1, "only A is pending");
+        assert!(handle_a.cancel());
+        assert!(timer.is_empty());
+        assert_eq!(a.count() + b.count(), 0);
+    });
+}
+
 /// With `max_pending(1)`, two schedulers race for the one place: exactly one is accepted, the other
 /// gets `TooManyPending`, and the count is exact afterwards (the refused one's increment is undone).
 #[test]

@@ -91,6 +91,7 @@ impl ManualClock {
         prev <= to
     }
 
+    #[inline]
     fn now_nanos(&self) -> u64 {
         self.inner.nanos.load(Ordering::Acquire)
     }
@@ -127,10 +128,12 @@ impl ClockSource {
         ClockSource::System { origin: Instant::now() }
     }
 
-    /// Nanoseconds since the clock's origin (saturating).
+    /// Nanoseconds since the clock's origin (saturating). On every schedule: inlined into the
+    /// caller's crate, and in `u64` (`Duration::as_nanos` is a `u128` multiply-add).
+    #[inline]
     pub(crate) fn now_nanos(&self) -> u64 {
         match self {
-            ClockSource::System { origin } => u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            ClockSource::System { origin } => duration_nanos(origin.elapsed()),
             ClockSource::Manual(clock) => clock.now_nanos(),
         }
     }
@@ -161,6 +164,7 @@ impl TickLength {
     }
 
     /// The last tick boundary at or before `nanos`.
+    #[inline]
     pub(crate) fn floor(self, nanos: u64) -> u64 {
         nanos / self.nanos
     }
@@ -172,14 +176,18 @@ impl TickLength {
     }
 
     /// The deadline tick of a task scheduled at `now_nanos` with `delay`, if representable.
+    #[inline]
     pub(crate) fn deadline_tick(self, now_nanos: u64, delay: Duration) -> Option<u64> {
         // Fast path in u64 (a u128 division costs several times more); same result as `ceil`.
-        if let Ok(delay) = u64::try_from(delay.as_nanos()) {
-            if let Some(deadline) = now_nanos.checked_add(delay) {
-                return Some(deadline.div_ceil(self.nanos)).filter(|&t| t <= MAX_DEADLINE_TICK);
-            }
+        let deadline = delay
+            .as_secs()
+            .checked_mul(1_000_000_000)
+            .and_then(|nanos| nanos.checked_add(u64::from(delay.subsec_nanos())))
+            .and_then(|delay| now_nanos.checked_add(delay));
+        match deadline {
+            Some(deadline) => Some(deadline.div_ceil(self.nanos)).filter(|&t| t <= MAX_DEADLINE_TICK),
+            None => self.ceil(u128::from(now_nanos) + delay.as_nanos()),
         }
-        self.ceil(u128::from(now_nanos) + delay.as_nanos())
     }
 
     /// The clock time (nanoseconds since the origin) at which tick `tick` begins.
@@ -191,6 +199,15 @@ impl TickLength {
     pub(crate) fn max_delay(self, now_nanos: u64) -> Duration {
         nanos_to_duration(self.start_nanos(MAX_DEADLINE_TICK).saturating_sub(u128::from(now_nanos)))
     }
+}
+
+/// A `Duration` in nanoseconds, saturating at `u64::MAX` (about 584 years).
+#[inline]
+fn duration_nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|nanos| nanos.checked_add(u64::from(d.subsec_nanos())))
+        .unwrap_or(u64::MAX)
 }
 
 /// Nanoseconds as a `Duration`, saturating at `Duration::MAX`.
@@ -239,6 +256,33 @@ mod tests {
                 assert!(t.start_nanos(d) >= deadline, "tick starts before the deadline");
                 assert!(t.start_nanos(d) < deadline + 7_000, "more than one tick late");
             }
+        }
+    }
+
+    #[test]
+    fn the_u64_fast_paths_agree_with_u128_arithmetic() {
+        let t = TickLength::new(Duration::from_micros(1_003)).unwrap();
+        let delays = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::new(1, 999_999_999),
+            Duration::from_nanos(u64::MAX - 5),
+            Duration::from_nanos(u64::MAX),
+            Duration::new(u64::MAX / 1_000_000_000, 999_999_999),
+            Duration::new(u64::MAX / 1_000_000_000 + 1, 0),
+            Duration::MAX,
+        ];
+        for now in [0u64, 1, 1_002_999, u64::MAX / 2, u64::MAX - 1, u64::MAX] {
+            for &delay in &delays {
+                assert_eq!(
+                    t.deadline_tick(now, delay),
+                    t.ceil(u128::from(now) + delay.as_nanos()),
+                    "now {now} delay {delay:?}"
+                );
+            }
+        }
+        for &d in &delays {
+            assert_eq!(u128::from(duration_nanos(d)), d.as_nanos().min(u128::from(u64::MAX)), "{d:?}");
         }
     }
 

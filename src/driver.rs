@@ -26,10 +26,10 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::clock::{ClockSource, TickLength};
 use crate::counters::Counters;
-use crate::entry::{abandon, EntryRef, Status};
+use crate::entry::{abandon, EntryRef, Fire};
 use crate::stats::Lateness;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
-use crate::timer::{run_task, Shared};
+use crate::timer::Shared;
 
 /// The driver thread of a timer.
 pub(crate) struct Driver {
@@ -80,6 +80,7 @@ pub(crate) struct Executor {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Set when the timer is dropped: queued entries are abandoned instead of run.
     discard: Arc<AtomicBool>,
+    counters: Arc<Counters>,
 }
 
 impl Executor {
@@ -97,34 +98,46 @@ impl Executor {
                 let (counters, discard) = (Arc::clone(counters), Arc::clone(&discard));
                 let (lateness, clock) = (Arc::clone(lateness), clock.clone());
                 Builder::new().name(format!("{name}-exec-{i}")).spawn(move || {
+                    let stripe = counters.local();
                     for entry in receiver {
                         if discard.load(Ordering::Acquire) {
-                            abandon(&entry);
-                        } else if entry.header().claim(Status::Fired) {
-                            counters.fired(1);
-                            lateness.record_one(ticks, entry.header().deadline_tick, clock.now_nanos());
-                            run_task(&entry, &counters);
+                            abandon(&entry, stripe);
+                            continue;
+                        }
+                        let deadline_tick = entry.header().deadline_tick;
+                        let claimed = &mut || {
+                            stripe.fired(1);
+                            lateness.record_one(ticks, deadline_tick, clock.now_nanos());
+                        };
+                        if entry.fire(stripe, claimed) == Fire::Panicked {
+                            stripe.panicked();
                         }
                     }
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(Executor { sender: Mutex::new(Some(sender)), threads: Mutex::new(threads), discard })
+        Ok(Executor {
+            sender: Mutex::new(Some(sender)),
+            threads: Mutex::new(threads),
+            discard,
+            counters: Arc::clone(counters),
+        })
     }
 
     /// Hands due entries to the executor threads. After `close`, they are dropped (still pending;
     /// the shutdown drain does not see them, so they are claimed as abandoned here).
     pub(crate) fn submit(&self, due: impl Iterator<Item = EntryRef>) {
         let sender = self.sender.lock().clone();
+        let stripe = self.counters.local();
         for entry in due {
             match &sender {
                 Some(sender) => {
                     if let Err(err) = sender.send(entry) {
-                        abandon(&err.into_inner());
+                        abandon(&err.into_inner(), stripe);
                     }
                 }
                 None => {
-                    abandon(&entry);
+                    abandon(&entry, stripe);
                 }
             }
         }

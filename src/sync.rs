@@ -45,6 +45,24 @@ mod imp {
     pub(crate) fn arc_from_std<T: ?Sized>(arc: Arc<T>) -> Arc<T> {
         arc
     }
+
+    /// A small number for the calling thread, handed out round robin on first use: threads
+    /// started one after the other get consecutive numbers (striped counters, `counters.rs`).
+    #[inline]
+    pub(crate) fn thread_index() -> usize {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        std::thread_local! {
+            static INDEX: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+        }
+        INDEX.with(|index| match index.get() {
+            usize::MAX => {
+                let assigned = NEXT.fetch_add(1, Ordering::Relaxed) & (usize::MAX >> 1);
+                index.set(assigned);
+                assigned
+            }
+            assigned => assigned,
+        })
+    }
 }
 
 #[cfg(delaywheel_loom)]
@@ -65,14 +83,26 @@ mod imp {
         Arc::from_std(arc)
     }
 
-    /// `parking_lot`-shaped wrapper over loom's mutex.
+    /// The model thread's number (0 for the main model thread, then in spawn order): deterministic
+    /// across executions, as loom requires, and without a loom object of its own (a round-robin
+    /// counter would be one more atomic for every model to explore).
+    pub(crate) fn thread_index() -> usize {
+        let id = format!("{:?}", loom::thread::current().id());
+        id.trim_start_matches("ThreadId(").trim_end_matches(')').parse().unwrap_or(0)
+    }
+
+    /// `parking_lot`-shaped wrapper over loom's mutex (which, like parking_lot's, may hold an
+    /// unsized value: `entry.rs` locks an entry whose closure type is erased).
     #[derive(Debug, Default)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+    pub(crate) struct Mutex<T: ?Sized>(loom::sync::Mutex<T>);
 
     impl<T> Mutex<T> {
         pub(crate) fn new(value: T) -> Self {
             Self(loom::sync::Mutex::new(value))
         }
+    }
+
+    impl<T: ?Sized> Mutex<T> {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().expect("loom mutex poisoned")
         }
