@@ -36,27 +36,27 @@ fn early_cascade_vs_cancel_and_schedule() {
     });
 }
 
-/// Wheel of 4: deadline 4 from tick 0 is level 1 (slots of 4 ticks), round 4, stage 0, open from
-/// tick 1 and due at 4. Advancing to tick 2 visits it at 1 (one entry: a chunk; the bucket is
-/// re-queued at 2) and at 2 (the rest: a tick before the stage's range, the pace rises), while the
-/// main thread cancels the second entry: it is found wherever it is, the re-queued visit finds what
-/// is left, and the two other tasks fire once each, at tick 4.
+/// Wheel of 8: deadline 8 from tick 0 is level 1 (slots of 8 ticks, 4 stages of 2), round 8,
+/// stage 0, open from tick 2 and due at 8. Advancing to tick 3 visits it at 2 (5 ticks to spare:
+/// a paced chunk of two entries; the bucket is re-queued at 3) and at 3 (the rest), while the main
+/// thread cancels the second entry: it is found wherever it is, the re-queued visit finds what is
+/// left, and the two other tasks fire once each, at tick 8.
 #[test]
 fn chunked_cascade_vs_cancel() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(4);
+        let (clock, timer) = manual_timer(8);
         let (a, b, c) = (Runs::default(), Runs::default(), Runs::default());
-        timer.schedule(ticks(4), a.task());
-        let hb = timer.schedule(ticks(4), b.task());
-        timer.schedule(ticks(4), c.task());
-        clock.advance(ticks(2));
+        timer.schedule(ticks(8), a.task());
+        let hb = timer.schedule(ticks(8), b.task());
+        timer.schedule(ticks(8), c.task());
+        clock.advance(ticks(3));
 
         let advancer = spawn_advance(&timer);
         assert!(hb.cancel());
         advancer.join().unwrap();
 
         assert_eq!(timer.len(), 2);
-        clock.advance(ticks(1));
+        clock.advance(ticks(4));
         timer.advance_clock(Duration::ZERO);
         assert_eq!(a.count() + c.count(), 0, "not before their deadline");
         clock.advance(ticks(1));

@@ -11,12 +11,15 @@
 //! (see `wheel.rs`); each stage knows its round start, the tick from which it may be cascaded
 //! (`opens`) and the first tick of its range (`due`), each the minimum over what it holds. A level-0
 //! bucket has one stage. A stage is to be visited at its round start (Kafka's flush time) while it
-//! holds at most [`EARLY_STAGE_LEN`] entries, and from `opens` once it holds more ([`Stage::visit_at`]).
+//! holds at most [`EARLY_STAGE_LEN`] entries, and from `opens` while it holds more ([`Stage::visit_at`]):
+//! a stage cascaded down to that size waits for the round with the rest.
 //! The expiration is the earliest `visit_at` of the stages (lower after removals: a visit then finds
 //! nothing to do and sets the right one). A **visit** at cursor `c` cascades every stage with
-//! `visit_at <= c`; a big one only in part while its `due` is more than a tick ahead (at least
-//! [`CASCADE_CHUNK`] entries, more if the stage would not finish by its `due` at that pace), in which
-//! case the bucket asks to be visited again at `c + 1`, after the buckets due then.
+//! `visit_at <= c`; a big one only in part while its `due` is more than a tick ahead: a chunk paced
+//! to finish in half the ticks left (twice the even rate, at least [`CASCADE_CHUNK`] entries), in
+//! which case the bucket asks to be visited again at `c + 1`, after the buckets due then. Pacing, not
+//! a fixed chunk, is what keeps firing punctual: the cascade work of a rotation is spread over the
+//! rotation instead of being done as fast as the driver can.
 //!
 //! ## The delay-queue trick
 //!
@@ -47,7 +50,7 @@ use std::fmt;
 
 use crate::entry::{EntryRef, Status};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
-use crate::wheel::StagePlan;
+use crate::wheel::{StagePlan, STAGES};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
@@ -55,19 +58,19 @@ pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
 /// Below this many slots a stage's list is never compacted or shrunk.
 const MIN_COMPACT: usize = 32;
 
-/// The fewest entries a visit cascades from a stage whose range is still more than a tick ahead;
-/// small enough (a few hundred microseconds of re-adds) not to delay the firing of the next tick.
-/// The loom models use 1, so that two entries make a chunked cascade.
+/// The fewest entries a visit cascades from a stage whose range is still more than a tick ahead (a
+/// visit costs a queue pop and push: not worth it for fewer). The loom models use 1, so that a few
+/// entries make a chunked cascade.
 #[cfg(not(delaywheel_loom))]
-pub(crate) const CASCADE_CHUNK: usize = 1024;
+pub(crate) const CASCADE_CHUNK: usize = 256;
 #[cfg(delaywheel_loom)]
 pub(crate) const CASCADE_CHUNK: usize = 1;
 
 /// A stage holding more entries than this is cascaded ahead of its round (see the module docs):
-/// then a bucket flushed at its round holds at most `16 · EARLY_STAGE_LEN` entries. The loom models
-/// use 1, so that two entries in one stage take the early path.
+/// then a bucket flushed at its round holds at most `STAGES · EARLY_STAGE_LEN` (1024) entries, one
+/// chunk. The loom models use 1, so that two entries in one stage take the early path.
 #[cfg(not(delaywheel_loom))]
-pub(crate) const EARLY_STAGE_LEN: usize = 64;
+pub(crate) const EARLY_STAGE_LEN: usize = 256;
 #[cfg(delaywheel_loom)]
 pub(crate) const EARLY_STAGE_LEN: usize = 1;
 
@@ -89,7 +92,9 @@ pub(crate) struct TimerTaskList {
     /// `level << 32 | slot`: a stable identity, used to break ties in the delay queue.
     id: u64,
     expiration: AtomicU64,
-    stages: Mutex<Box<[Stage]>>,
+    /// Inline, so that a schedule touches no other block than the list it appends to; a level-0
+    /// bucket uses only the first.
+    stages: Mutex<[Stage; STAGES as usize]>,
 }
 
 /// One stage of a bucket: its entries and its cascade window (see the module docs). The ticks are
@@ -148,22 +153,22 @@ pub(crate) enum Added {
     ShutDown,
 }
 
-/// What a [`TimerTaskList::visit`] took out, and when the bucket must be visited next.
+/// What a visit took out, and when the bucket must be visited next (unit tests).
+#[cfg(test)]
 #[derive(Debug, Default)]
-pub(crate) struct Visit {
+struct Visit {
     /// Entries to re-add through the wheel (in transit: no location).
-    pub(crate) entries: Vec<EntryRef>,
+    entries: Vec<EntryRef>,
     /// The new expiration, at which the caller must queue the bucket (`None`: nothing left).
-    pub(crate) requeue: Option<u64>,
+    requeue: Option<u64>,
 }
 
 impl TimerTaskList {
-    /// A bucket of `stages` stages (1 at level 0).
-    pub(crate) fn new(level: usize, slot: usize, stages: usize) -> Self {
+    pub(crate) fn new(level: usize, slot: usize) -> Self {
         TimerTaskList {
             id: ((level as u64) << 32) | slot as u64,
             expiration: AtomicU64::new(NO_EXPIRATION),
-            stages: Mutex::new((0..stages).map(|_| Stage::new()).collect()),
+            stages: Mutex::new(std::array::from_fn(|_| Stage::new())),
         }
     }
 
@@ -261,15 +266,14 @@ impl TimerTaskList {
     }
 
     /// The driver's visit, popped from the queue at `key`, with the cursor at `cursor` (`>= key`):
-    /// takes out every stage whose window has opened (a chunk of a big one, see the module docs) and
-    /// sets the next expiration. Does nothing if `key` is a stale queue entry.
-    pub(crate) fn visit(&self, key: u64, cursor: u64) -> Visit {
+    /// moves every stage whose window has opened (a chunk of a big one, see the module docs) to
+    /// `entries`, sets the next expiration and returns it: the caller queues the bucket there. Does
+    /// nothing if `key` is a stale queue entry.
+    pub(crate) fn visit_into(&self, key: u64, cursor: u64, entries: &mut Vec<EntryRef>) -> Option<u64> {
         let mut stages = self.stages.lock();
         if self.expiration.load(Ordering::Acquire) != key {
-            return Visit::default();
+            return None;
         }
-        let mut entries = Vec::new();
-        let mut budget = CASCADE_CHUNK;
         let mut next = NO_EXPIRATION;
         for stage in stages.iter_mut() {
             if stage.slots.live == 0 {
@@ -283,12 +287,12 @@ impl TimerTaskList {
             // Ticks left to cascade before the cursor reaches the stage's range (the visit at
             // `cursor + 1` must still come before the finer buckets due at `due`).
             let slack = stage.due.saturating_sub(cursor).saturating_sub(1);
-            let take = match slack {
-                0 => live,
-                slack => budget.max(live.div_ceil(slack as usize)).min(live),
+            let take = match usize::try_from(slack) {
+                Ok(0) => live,
+                Ok(slack) => (2 * live).div_ceil(slack).max(CASCADE_CHUNK).min(live),
+                Err(_) => CASCADE_CHUNK.min(live),
             };
-            budget = budget.saturating_sub(take);
-            stage.slots.take_front(take, &mut entries);
+            stage.slots.take_front(take, entries);
             stage.reset_if_empty();
             // Seeded bug for the loom suite only (docs/loom.md): the rest of a chunked stage is
             // not re-queued, so it waits for a later add to lower the expiration, or forever.
@@ -303,7 +307,15 @@ impl TimerTaskList {
         #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "flush_resets_after_unlock"))]
         drop(stages);
         self.expiration.store(next, Ordering::Release);
-        Visit { entries, requeue: (next != NO_EXPIRATION).then_some(next) }
+        (next != NO_EXPIRATION).then_some(next)
+    }
+
+    /// [`visit_into`](TimerTaskList::visit_into) into a new vector, for the unit tests.
+    #[cfg(test)]
+    fn visit(&self, key: u64, cursor: u64) -> Visit {
+        let mut entries = Vec::new();
+        let requeue = self.visit_into(key, cursor, &mut entries);
+        Visit { entries, requeue }
     }
 
     /// Empties the bucket and resets its expiration, for the shutdown drain.
@@ -445,7 +457,7 @@ mod tests {
 
     #[test]
     fn expiration_is_set_once_per_round_and_only_lowered() {
-        let bucket = Arc::new(TimerTaskList::new(0, 0, 1));
+        let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(4);
         assert_eq!(add_all(&bucket, &es[..2], at(10)), [Some(10), None], "queued once");
         assert_eq!(add_all(&bucket, &es[2..3], at(14)), [None]);
@@ -463,7 +475,7 @@ mod tests {
     fn small_stages_wait_for_their_round_big_ones_open_early() {
         // Level-1 bucket of 4 stages, round 100 (slots of 100 ticks): stage j covers 100+25j.., opens
         // at 25(j+1).
-        let bucket = Arc::new(TimerTaskList::new(1, 0, 4));
+        let bucket = Arc::new(TimerTaskList::new(1, 0));
         let small = entries(2);
         assert_eq!(add_all(&bucket, &small[..1], stage(3, 100, 100, 175)), [Some(100)]);
         assert_eq!(add_all(&bucket, &small[1..], stage(1, 100, 50, 125)), [None], "small: at its round");
@@ -471,9 +483,9 @@ mod tests {
         let queued = add_all(&bucket, &big, stage(0, 100, 25, 100));
         assert_eq!(queued.iter().flatten().collect::<Vec<_>>(), [&25], "the entry that makes it big");
         assert_eq!(location(&big[0]), Some((0, 0)));
-        assert!(bucket.visit(100, 30).entries.is_empty(), "stale");
-        let visit = bucket.visit(25, 30);
-        assert_eq!(visit.entries.len(), EARLY_STAGE_LEN + 1, "only the big stage, whole: one chunk");
+        assert!(bucket.visit(100, 99).entries.is_empty(), "stale");
+        let visit = bucket.visit(25, 99); // a tick before its range: the whole stage
+        assert_eq!(visit.entries.len(), EARLY_STAGE_LEN + 1, "only the big stage");
         assert!(visit.entries.iter().zip(&big).all(|(a, b)| same_entry(a, b)), "insertion order");
         assert_eq!(visit.requeue, Some(100), "the small stages wait for the round");
         let visit = bucket.visit(100, 100);
@@ -487,25 +499,27 @@ mod tests {
     }
 
     #[test]
-    fn a_big_stage_with_time_to_spare_cascades_in_chunks() {
-        let n = 3 * CASCADE_CHUNK + 10;
-        let bucket = Arc::new(TimerTaskList::new(1, 0, 2));
-        let es = entries(n);
+    fn a_big_stage_with_time_to_spare_cascades_in_paced_chunks() {
+        let bucket = Arc::new(TimerTaskList::new(1, 0));
+        let es = entries(3_000);
         add_all(&bucket, &es, stage(0, 1_000, 10, 1_000));
+        // 989 ticks to spare: twice the even pace is 7 a tick, so the minimum chunk.
         let visit = bucket.visit(10, 10);
         assert_eq!((visit.entries.len(), visit.requeue), (CASCADE_CHUNK, Some(11)));
         assert!(visit.entries.iter().zip(&es).all(|(a, b)| same_entry(a, b)), "insertion order");
-        // Close to its range, the pace rises so the stage is done in time: 2058 left, 2 ticks.
-        let visit = bucket.visit(11, 997);
-        assert_eq!((visit.entries.len(), visit.requeue), (n - CASCADE_CHUNK - 1_029, Some(998)));
-        let visit = bucket.visit(998, 998);
-        assert_eq!((visit.entries.len(), visit.requeue), (1_029, None), "the last tick takes the rest");
+        // Close to its range the pace rises: 2744 left, 9 ticks to spare: ceil(2 * 2744 / 9).
+        let visit = bucket.visit(11, 990);
+        assert_eq!((visit.entries.len(), visit.requeue), (610, Some(991)));
+        let visit = bucket.visit(991, 995); // 2134 left, 4 ticks: 1067
+        assert_eq!((visit.entries.len(), visit.requeue), (1_067, Some(996)));
+        let visit = bucket.visit(996, 999);
+        assert_eq!((visit.entries.len(), visit.requeue), (1_067, None), "no tick to spare: the rest");
         assert!(es.iter().all(|e| location(e).is_none()));
     }
 
     #[test]
     fn removal_in_any_order_keeps_every_location_exact() {
-        let bucket = Arc::new(TimerTaskList::new(0, 0, 1));
+        let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(1_000);
         for e in &es {
             assert!(matches!(
@@ -545,7 +559,7 @@ mod tests {
 
     #[test]
     fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
-        let bucket = Arc::new(TimerTaskList::new(0, 0, 1));
+        let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(2);
         let flag = AtomicBool::new(true);
         assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[0]), at(5), Some(&flag)), Added::ShutDown);

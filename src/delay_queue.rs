@@ -165,7 +165,7 @@ mod tests {
     use crate::clock::ManualClock;
 
     fn bucket(slot: usize) -> Arc<TimerTaskList> {
-        Arc::new(TimerTaskList::new(0, slot, 1))
+        Arc::new(TimerTaskList::new(0, slot))
     }
 
     #[test]

@@ -27,18 +27,22 @@
 //! deadlines one level-1 bucket can hold half of all pending timers (a wheel of 512 one-millisecond
 //! slots, a million timers due within a second: 500,000 entries re-added in one flush, 140 ms during
 //! which nothing fires). Here each bucket above level 0 is split into [`STAGES`] **stages** by where
-//! the deadline falls in the round (stage `j` holds the `j`-th sixteenth), and a stage may be
+//! the deadline falls in the round (stage `j` holds the `j`-th quarter), and a stage may be
 //! cascaded *before* its round starts: as soon as every deadline in it fits the next finer level's
 //! window, at [`StagePlan::opens`], which for stage `j` of a round starting at `e` with `t`-tick
-//! slots is `e - t + (j + 1)·t/16`, nearly one whole rotation early. A stage that holds only a few
+//! slots is `e - t + (j + 1)·t/4`, up to three quarters of a rotation early. A stage that holds only a few
 //! entries waits for its round, as in Kafka (so a lightly loaded timer cascades exactly when Kafka's
 //! would); a big one is visited from `opens` on, in chunks, one per tick, while its range (`due`) is
 //! still ahead of the cursor, so firing due buckets never waits behind a cascade. Level 0 has one
 //! stage, visited and fired when its round starts. See `bucket.rs` for the visit.
 //!
 //! Worked example, wheel 512, tick 1 ms, base 0, deadline 700: level 1 (512-tick slots), slot 1,
-//! round 512, stage `(700 - 512) / 32 = 5` (ticks 672..704), visited from `512 - 512 + 6·32 = 192`:
-//! at base 192 the level-0 window is `[192, 704)`, which holds the whole stage.
+//! round 512, stage `(700 - 512) / 128 = 1` (ticks 640..767), open from `512 - 512 + 2·128 = 256`:
+//! at base 256 the level-0 window is `[256, 768)`, which holds the whole stage.
+//!
+//! Why four: the stages of a bucket are arrays inline in it, and every stage is one more list tail
+//! a schedule may touch. Sixteen cost W1 about 40 ns per insert (tails spill out of the L1 cache),
+//! four about 15; chunking, not the stage count, is what bounds a tick's work.
 //!
 //! The wheel itself holds no clock: the timer passes the base. Schedulers pass the current tick;
 //! the driver passes the expiration of the bucket it is flushing, so entries cascade in deadline order.
@@ -59,7 +63,7 @@ pub(crate) enum Placement {
 }
 
 /// Stages per bucket above level 0 (fewer if the wheel has fewer slots); see the module docs.
-pub(crate) const STAGES: u64 = 16;
+pub(crate) const STAGES: u64 = 4;
 
 /// Which stage of its bucket a deadline goes to, and the window in which the driver cascades it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,10 +281,9 @@ impl TimingWheel {
     /// The bucket at `level`/`slot`, creating the level on first use (exactly once). `None` if the
     /// level was closed by [`close_levels`](TimingWheel::close_levels) before it was ever used.
     pub(crate) fn bucket(&self, level: usize, slot: usize) -> Option<&Arc<TimerTaskList>> {
-        let stages = if level == 0 { 1 } else { self.table.stages as usize };
         let level_buckets = self.levels[level].get_or_init(|| Level {
             buckets: (0..self.wheel_size as usize)
-                .map(|slot| Arc::new(TimerTaskList::new(level, slot, stages)))
+                .map(|slot| Arc::new(TimerTaskList::new(level, slot)))
                 .collect(),
         });
         level_buckets.buckets.get(slot)
@@ -451,25 +454,29 @@ mod tests {
 
     #[test]
     fn stages_split_a_round_and_open_as_early_as_they_fit() {
-        // Wheel 512: level-1 slots of 512 ticks, 16 stages of 32 ticks (module docs' example).
+        // Wheel 512: level-1 slots of 512 ticks, 4 stages of 128 ticks (module docs' example).
         let table = LevelTable::new(512);
         let Placement::Slot { level: 1, slot: 1, expiration: 512, stage } = table.place(0, 700) else {
             panic!("700 is level 1, slot 1");
         };
-        assert_eq!(stage, StagePlan { index: 5, round: 512, opens: 192, due: 672 });
-        // One tick earlier the stage's last deadline (703) does not fit level 0 yet.
-        assert_eq!(slot(table.place(191, 703)).map(|(level, ..)| level), Some(1));
-        assert_eq!(slot(table.place(192, 703)).map(|(level, ..)| level), Some(0));
+        assert_eq!(stage, StagePlan { index: 1, round: 512, opens: 256, due: 640 });
+        // One tick earlier the stage's last deadline (767) does not fit level 0 yet.
+        assert_eq!(slot(table.place(255, 767)).map(|(level, ..)| level), Some(1));
+        assert_eq!(slot(table.place(256, 767)).map(|(level, ..)| level), Some(0));
         // Level 0 has one stage, visited when due; the last stage of a round opens at the round.
         assert_eq!(slot_stage(table.place(0, 5)), StagePlan::level0(5));
         assert_eq!(
             slot_stage(table.place(0, 1_023)),
-            StagePlan { index: 15, round: 512, opens: 512, due: 992 }
+            StagePlan { index: 3, round: 512, opens: 512, due: 896 }
         );
-        // A wheel of 60 (not a power of two): 16 stages of 3.75 ticks of a 60-tick slot.
+        // A wheel of 60 (not a power of two): 4 stages of 15 ticks of a 60-tick slot.
         let Placement::Slot { level: 1, stage, .. } = place(60, 0, 500) else { panic!() };
-        assert_eq!(stage, StagePlan { index: 5, round: 480, opens: 443, due: 499 });
-        // offsets 19..22: 499..502
+        assert_eq!(stage, StagePlan { index: 1, round: 480, opens: 450, due: 495 }); // ticks 495..509
+                                                                                     // A wheel of 6, level 1: stages of 1.5 ticks (offsets 0..1, 2, 3..4, 5), rounded as documented.
+        let plans: Vec<_> = (6..12).map(|d| slot_stage(place(6, 0, d))).collect();
+        assert_eq!(plans.iter().map(|p| p.index).collect::<Vec<_>>(), [0, 0, 1, 2, 2, 3]);
+        assert_eq!(plans.iter().map(|p| p.due).collect::<Vec<_>>(), [6, 6, 8, 9, 9, 11]);
+        assert_eq!(plans.iter().map(|p| p.opens).collect::<Vec<_>>(), [2, 2, 3, 5, 5, 6]);
     }
 
     fn slot_stage(placement: Placement) -> StagePlan {

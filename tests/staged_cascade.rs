@@ -2,9 +2,9 @@
 //! cascaded before its round, in chunks, and still fires every task exactly at its deadline tick;
 //! a small one waits for its round, as in Kafka.
 //!
-//! Wheel 64, tick 1 ms: level 1 has 64-tick slots split into 16 stages of 4 ticks. The round
-//! [64, 128) has stage 1 = ticks 68..71 (open from tick 8: `64 - 64 + 2·4`) and stage 3 = ticks
-//! 76..79 (open from tick 16).
+//! Wheel 64, tick 1 ms: level 1 has 64-tick slots split into 4 stages of 16 ticks. The round
+//! [64, 128) has stage 0 = ticks 64..79 (open from tick 16: `64 - 64 + 1·16`) and stage 2 = ticks
+//! 96..111 (open from tick 48). A stage is big past 256 entries.
 
 mod common;
 
@@ -31,7 +31,7 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     let big: Vec<TimerHandle> =
         (0..3_000).map(|id| timer.schedule(ms(deadline(id)), log.task(id, &clock))).collect();
     let small: Vec<TimerHandle> =
-        (0..10).map(|i| timer.schedule(ms(76 + i % 4), log.task(10_000 + i as usize, &clock))).collect();
+        (0..10).map(|i| timer.schedule(ms(100 + i % 4), log.task(10_000 + i as usize, &clock))).collect();
     assert_eq!(in_level0(&big), 0);
     // Cancelled before, between and after chunks: never run, wherever they were.
     let mut cancelled = 0;
@@ -40,9 +40,9 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
         cancelled += 1;
     }
 
-    advance_to(&clock, &timer, 7);
-    assert_eq!(in_level0(&big), 0, "not open before tick 8");
-    advance_to(&clock, &timer, 8);
+    advance_to(&clock, &timer, 15);
+    assert_eq!(in_level0(&big), 0, "not open before tick 16");
+    advance_to(&clock, &timer, 16);
     let first_chunk = in_level0(&big);
     assert!(
         first_chunk > 0 && first_chunk < big.len() - cancelled,
@@ -51,24 +51,27 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     for h in big.iter().skip(3).step_by(11) {
         cancelled += usize::from(h.cancel());
     }
-    for tick in 9..=12 {
+    for tick in 17..=40 {
         advance_to(&clock, &timer, tick);
     }
-    assert_eq!(in_level0(&big), big.len() - cancelled, "the whole stage is in level 0 long before tick 68");
+    // Paced chunks until what is left is small again (at most 256: it then waits for the round).
+    let left = big.len() - cancelled - in_level0(&big);
+    assert!(left <= 256, "{left} of the stage still in level 1 at tick 40");
     assert_eq!(in_level0(&small), 0, "a small stage waits for its round");
     assert!(small.iter().all(|h| h.position().is_some_and(|p| p.expiration_tick == 64)));
     assert_eq!(log.count(), 0, "nothing fires early");
 
-    for tick in 13..=80 {
+    for tick in 41..=110 {
         advance_to(&clock, &timer, tick);
         if tick == 64 {
             assert_eq!(in_level0(&small), small.len(), "the small stage cascades at its round");
+            assert_eq!(in_level0(&big), big.len() - cancelled, "and the rest of the big one");
         }
     }
     let runs = log.runs();
     assert_eq!(runs.len(), big.len() - cancelled + small.len());
     for (id, at) in runs {
-        let expected = if id >= 10_000 { 76 + (id - 10_000) as u64 % 4 } else { deadline(id) };
+        let expected = if id >= 10_000 { 100 + (id - 10_000) as u64 % 4 } else { deadline(id) };
         assert_eq!(at, ms(expected), "task {id} fired at {at:?}");
         if id < 10_000 {
             assert!(big[id].is_fired());
@@ -79,15 +82,20 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
 }
 
 #[test]
-fn a_stage_goes_early_only_past_64_entries() {
-    for (n, early) in [(64, false), (65, true)] {
+fn a_stage_goes_early_only_past_256_entries() {
+    for (n, early) in [(256, false), (257, true)] {
         let (clock, timer) = manual_timer(ms(1), 64);
         let handles: Vec<TimerHandle> = (0..n).map(|_| timer.schedule(ms(70), || {})).collect();
         let expiration = handles[0].position().map(|p| p.expiration_tick);
-        assert_eq!(expiration, Some(if early { 8 } else { 64 }), "{n} entries");
-        advance_to(&clock, &timer, 8);
-        assert_eq!(in_level0(&handles), if early { n } else { 0 }, "{n} entries");
-        assert!(!timer.advance_clock(Duration::ZERO), "nothing more is due at tick 8");
+        assert_eq!(expiration, Some(if early { 16 } else { 64 }), "{n} entries");
+        advance_to(&clock, &timer, 16);
+        // Early: one chunk of 256 (the minimum); the one left makes a small stage, which waits.
+        assert_eq!(in_level0(&handles), if early { 256 } else { 0 }, "{n} entries");
+        assert!(!timer.advance_clock(Duration::ZERO), "nothing more is due at tick 16");
+        advance_to(&clock, &timer, 63);
+        assert_eq!(in_level0(&handles), if early { 256 } else { 0 }, "{n} entries");
+        advance_to(&clock, &timer, 64);
+        assert_eq!(in_level0(&handles), n, "{n} entries: all cascaded at the round");
         advance_to(&clock, &timer, 70);
         assert!(handles.iter().all(TimerHandle::is_fired));
     }
