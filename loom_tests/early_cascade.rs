@@ -37,10 +37,10 @@ fn early_cascade_vs_cancel_and_schedule() {
 }
 
 /// Wheel of 8: deadline 8 from tick 0 is level 1 (slots of 8 ticks, 4 stages of 2), round 8,
-/// stage 0, open from tick 2 and due at 8. Advancing to tick 3 visits it at 2 (5 ticks to spare:
-/// a paced chunk of two entries; the bucket is re-queued at 3) and at 3 (the rest), while the main
-/// thread cancels the second entry: it is found wherever it is, the re-queued visit finds what is
-/// left, and the two other tasks fire once each, at tick 8.
+/// stage 0, open from tick 2 and due at 8. Advancing to tick 3 visits it at 2 (5 ticks to spare: a
+/// paced chunk of two entries); what is left is re-queued: at 3 while still big, at its round (8)
+/// once small again. Meanwhile the main thread cancels the second entry: it is found wherever it is,
+/// the re-queued visit finds what is left, and the two other tasks fire once each, at tick 8.
 #[test]
 fn chunked_cascade_vs_cancel() {
     loom::model(|| {

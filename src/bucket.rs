@@ -9,7 +9,8 @@
 //!
 //! A bucket above level 0 keeps its entries in **stages** by where their deadlines fall in the round
 //! (see `wheel.rs`); each stage knows its round start, the tick from which it may be cascaded
-//! (`opens`) and the first tick of its range (`due`), each the minimum over what it holds. A level-0
+//! (`opens`) and the first tick of its range (`due`), each the minimum over the entries added since
+//! the stage was last empty (not recomputed on removal: at worst a visit comes early). A level-0
 //! bucket has one stage. A stage is to be visited at its round start (Kafka's flush time) while it
 //! holds at most [`EARLY_STAGE_LEN`] entries, and from `opens` while it holds more ([`Stage::visit_at`]):
 //! a stage cascaded down to that size waits for the round with the rest.
@@ -20,6 +21,15 @@
 //! which case the bucket asks to be visited again at `c + 1`, after the buckets due then. Pacing, not
 //! a fixed chunk, is what keeps firing punctual: the cascade work of a rotation is spread over the
 //! rotation instead of being done as fast as the driver can.
+//!
+//! **Why a stage only grows big before it opens.** Placement puts an entry in the finest level whose
+//! window holds it, so relative to the adder's base the entry's stage has not opened yet (`opens >
+//! base`; `wheel.rs` unit tests). A stage therefore crosses the threshold before the driver may visit
+//! it, and once open it only shrinks: that is what bounds a round-time flush to `4 · 256` entries. The
+//! one exception is a scheduler whose view of time is ahead of the driver's cursor, or behind it: it
+//! may add to an open stage, or put two rounds in one stage; the minima then make the stage visited
+//! early, which re-adds each entry through the wheel to where it belongs (a later round comes back to
+//! this bucket with its own, later ticks).
 //!
 //! ## The delay-queue trick
 //!
@@ -67,8 +77,8 @@ pub(crate) const CASCADE_CHUNK: usize = 256;
 pub(crate) const CASCADE_CHUNK: usize = 1;
 
 /// A stage holding more entries than this is cascaded ahead of its round (see the module docs):
-/// then a bucket flushed at its round holds at most `STAGES · EARLY_STAGE_LEN` (1024) entries, one
-/// chunk. The loom models use 1, so that two entries in one stage take the early path.
+/// then a bucket flushed at its round holds at most `STAGES · EARLY_STAGE_LEN` (1024) entries. The
+/// loom models use 1, so that two entries in one stage take the early path.
 #[cfg(not(delaywheel_loom))]
 pub(crate) const EARLY_STAGE_LEN: usize = 256;
 #[cfg(delaywheel_loom)]
@@ -122,7 +132,11 @@ impl Stage {
 
     fn reset_if_empty(&mut self) {
         if self.slots.live == 0 {
-            *self = Stage { slots: std::mem::take(&mut self.slots), ..Stage::new() };
+            let mut slots = std::mem::take(&mut self.slots);
+            // No live entry means no hole either (they are trimmed at both ends): indices restart.
+            debug_assert!(slots.entries.is_empty());
+            slots.base = 0;
+            *self = Stage { slots, ..Stage::new() };
         }
     }
 }
@@ -151,6 +165,15 @@ pub(crate) enum Added {
     NotPending,
     /// Not inserted: the timer is shutting down (only checked when scheduling).
     ShutDown,
+}
+
+/// What a popped queue entry turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Popped {
+    /// The bucket's live entry: it was visited; with `Some(tick)` the caller queues it there.
+    Visited { requeue: Option<u64> },
+    /// An older entry left behind by a lowering: nothing was done.
+    Stale,
 }
 
 /// What a visit took out, and when the bucket must be visited next (unit tests).
@@ -267,12 +290,12 @@ impl TimerTaskList {
 
     /// The driver's visit, popped from the queue at `key`, with the cursor at `cursor` (`>= key`):
     /// moves every stage whose window has opened (a chunk of a big one, see the module docs) to
-    /// `entries`, sets the next expiration and returns it: the caller queues the bucket there. Does
-    /// nothing if `key` is a stale queue entry.
-    pub(crate) fn visit_into(&self, key: u64, cursor: u64, entries: &mut Vec<EntryRef>) -> Option<u64> {
+    /// `entries` and sets the next expiration, which the caller must queue. A stale queue entry
+    /// (see the module docs) is [`Popped::Stale`] and changes nothing.
+    pub(crate) fn visit_into(&self, key: u64, cursor: u64, entries: &mut Vec<EntryRef>) -> Popped {
         let mut stages = self.stages.lock();
         if self.expiration.load(Ordering::Acquire) != key {
-            return None;
+            return Popped::Stale;
         }
         let mut next = NO_EXPIRATION;
         for stage in stages.iter_mut() {
@@ -299,7 +322,8 @@ impl TimerTaskList {
             #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "chunk_not_requeued"))]
             continue;
             if stage.slots.live > 0 {
-                next = next.min(cursor + 1);
+                // Big still: the next chunk a tick later; small again: its round (if not passed).
+                next = next.min(stage.visit_at().max(cursor + 1));
             }
         }
         // Seeded bug for the loom suite only (docs/loom.md): the reset leaves the critical section,
@@ -307,14 +331,17 @@ impl TimerTaskList {
         #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "flush_resets_after_unlock"))]
         drop(stages);
         self.expiration.store(next, Ordering::Release);
-        (next != NO_EXPIRATION).then_some(next)
+        Popped::Visited { requeue: (next != NO_EXPIRATION).then_some(next) }
     }
 
     /// [`visit_into`](TimerTaskList::visit_into) into a new vector, for the unit tests.
     #[cfg(test)]
     fn visit(&self, key: u64, cursor: u64) -> Visit {
         let mut entries = Vec::new();
-        let requeue = self.visit_into(key, cursor, &mut entries);
+        let requeue = match self.visit_into(key, cursor, &mut entries) {
+            Popped::Visited { requeue } => requeue,
+            Popped::Stale => None,
+        };
         Visit { entries, requeue }
     }
 

@@ -18,9 +18,9 @@
 //! same lock, so no wake-up is lost. With an empty heap it waits without a timeout: an idle timer
 //! burns no CPU and never ticks through empty slots.
 //!
-//! A popped entry may be stale (its bucket was flushed and re-queued since, or lowered). Flushing a
-//! stale bucket is harmless: the flush re-adds every entry through the wheel, so the cost is some
-//! extra work, never a lost or early task.
+//! A popped entry may be stale: a lowering of its bucket's expiration queued the bucket again at an
+//! earlier tick, and only the entry at the bucket's current expiration is live. The bucket's visit
+//! recognises a stale entry (its key is not the expiration) and does nothing (`bucket.rs`).
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;

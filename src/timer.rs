@@ -26,6 +26,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::time::Duration;
 
+use crate::bucket::Popped;
 use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
@@ -390,11 +391,16 @@ impl Shared {
         let mut flushed = false;
         let Scratch { taken, due } = &mut *serial;
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
-            flushed = true;
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
-            if let Some(next) = bucket.visit_into(expiration, cursor, taken) {
-                self.queue.offer(next, Arc::clone(&bucket));
+            match bucket.visit_into(expiration, cursor, taken) {
+                Popped::Stale => continue,
+                Popped::Visited { requeue } => {
+                    flushed = true;
+                    if let Some(next) = requeue {
+                        self.queue.offer(next, Arc::clone(&bucket));
+                    }
+                }
             }
             let visited = taken.len();
             for entry in taken.drain(..) {

@@ -10,7 +10,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{manual_timer, ms, FireLog};
+use common::model::{check, Op};
+use common::{manual_timer, ms, FireLog, SplitMix};
 use delaywheel::{ManualClock, Timer, TimerHandle};
 
 /// How many of `handles` sit in level 0 now.
@@ -92,6 +93,16 @@ fn a_stage_goes_early_only_past_256_entries() {
         // Early: one chunk of 256 (the minimum); the one left makes a small stage, which waits.
         assert_eq!(in_level0(&handles), if early { 256 } else { 0 }, "{n} entries");
         assert!(!timer.advance_clock(Duration::ZERO), "nothing more is due at tick 16");
+        // What is left is small again: it waits for the round, not re-visited tick after tick.
+        let left: Vec<u64> = handles
+            .iter()
+            .filter_map(|h| h.position())
+            .filter(|p| p.level == 1)
+            .map(|p| p.expiration_tick)
+            .collect();
+        assert!(left.iter().all(|&e| e == 64), "{n} entries: {left:?}");
+        clock.advance_to(ms(17));
+        assert!(!timer.advance_clock(Duration::ZERO), "no visit at tick 17");
         advance_to(&clock, &timer, 63);
         assert_eq!(in_level0(&handles), if early { 256 } else { 0 }, "{n} entries");
         advance_to(&clock, &timer, 64);
@@ -117,4 +128,145 @@ fn a_clock_jump_over_chunked_stages_fires_in_deadline_order() {
     assert!(fired.windows(2).all(|w| w[0] <= w[1]), "out of deadline order");
     assert!(timer.is_empty());
     assert_eq!(timer.stats().queued_buckets, 0);
+}
+
+// Contributed by the review of the staged cascade: the reference model (tests/common/model.rs)
+// driven with bursts big enough to make stages big (> 256 entries), so the early, paced path runs
+// under random cancels, clock-only moves (schedulers ahead of the wheel) and small and large advances.
+
+/// Random operations with bursts of 200-1200 deadlines into one narrow band (one stage of one
+/// bucket at level 1-3), for a wheel of `wheel` slots and a 1 µs tick.
+fn ops(seed: u64, wheel: u64, n_ops: usize) -> Vec<Op> {
+    let mut rng = SplitMix(seed);
+    let tick = 1_000u64; // 1 µs tick, in ns
+    let mut ops = Vec::new();
+    while ops.len() < n_ops {
+        match rng.next() % 10 {
+            // A burst into one narrow band: one stage of one bucket at some level.
+            0..=3 => {
+                let level = 1 + rng.next() % 3;
+                let span = wheel.saturating_pow(level as u32 + 1).min(1 << 40);
+                let base = rng.range(1, span.max(2));
+                let width = 1 + rng.next() % (wheel.saturating_pow(level as u32) / 4 + 1);
+                let burst = rng.range(200, 1_200) as usize;
+                for _ in 0..burst {
+                    let ticks = base + rng.next() % width;
+                    // Sub-tick jitter too.
+                    ops.push(Op::Schedule(Some(ticks * tick + rng.next() % tick)));
+                }
+            }
+            4..=5 => {
+                for _ in 0..rng.range(1, 300) {
+                    ops.push(Op::Cancel(rng.next() as usize));
+                }
+            }
+            6..=8 => {
+                let steps = rng.range(1, 40);
+                for _ in 0..steps {
+                    let by = match rng.next() % 4 {
+                        0 => 0,
+                        1 => rng.next() % tick,
+                        2 => tick,
+                        _ => rng.next() % (tick * wheel * wheel),
+                    };
+                    ops.push(Op::Advance(by));
+                }
+            }
+            _ => ops.push(Op::MoveClock(rng.next() % (tick * wheel * 3))),
+        }
+    }
+    // Run everything out.
+    for _ in 0..200 {
+        ops.push(Op::Advance(tick * wheel * wheel));
+    }
+    ops
+}
+
+#[test]
+fn big_stages_match_the_reference_model() {
+    let seeds: u64 = std::env::var("STAGED_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
+    for wheel in [2u64, 3, 4, 5, 6, 7, 8, 12, 16, 60, 64, 100, 512] {
+        for seed in 0..seeds {
+            let ops = ops(seed * 1_000 + wheel, wheel, 3_000);
+            if let Err(e) = check(1, wheel as usize, ops) {
+                panic!("wheel {wheel} seed {seed}: {e}");
+            }
+        }
+    }
+}
+
+/// Far deadlines and big wheels: bursts of > 256 tasks at level 2..3 of a 65536 wheel and at the top
+/// levels of tiny wheels, with clock jumps up to the clock's saturation.
+#[test]
+fn far_big_stages_on_big_and_tiny_wheels() {
+    for (wheel, tick_us) in [(65_536u64, 1u64), (2, 1), (3, 1), (5, 1), (65_536, 20_000)] {
+        for seed in 0..4u64 {
+            let mut rng = SplitMix(seed ^ wheel);
+            let tick = tick_us * 1_000;
+            let mut ops = Vec::new();
+            for round in 0..6 {
+                let scale = 1u64 << rng.range(20, 63);
+                let base = rng.next() % scale;
+                for _ in 0..rng.range(257, 900) {
+                    ops.push(Op::Schedule(Some(base + rng.next() % (scale / 64 + 1))));
+                }
+                for _ in 0..50 {
+                    ops.push(Op::Cancel(rng.next() as usize));
+                }
+                for _ in 0..40 {
+                    ops.push(Op::Advance(rng.next() % (scale / 8 + 1)));
+                }
+                if round == 3 {
+                    ops.push(Op::Schedule(Some(u64::MAX / 2))); // past the clock's range: never fires
+                    ops.push(Op::Schedule(None));
+                }
+            }
+            for _ in 0..100 {
+                ops.push(Op::Advance(u64::MAX / 64));
+            }
+            if let Err(e) = check(tick_us, wheel as usize, ops) {
+                panic!("wheel {wheel} tick {tick} seed {seed}: {e}");
+            }
+        }
+    }
+}
+
+/// Schedule-and-cancel forever, with a share left to fire so that stages are big and chunked: the
+/// queue and `len()` stay bounded and every survivor fires at its deadline.
+#[test]
+fn schedule_and_cancel_forever_with_big_stages() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    let (clock, timer) = common::manual_timer(Duration::from_millis(1), 64);
+    let late = Arc::new(AtomicU64::new(0));
+    let fired = Arc::new(AtomicU64::new(0));
+    let mut live = std::collections::VecDeque::new();
+    let mut max_queue = 0;
+    let mut rng = SplitMix(7);
+    for tick in 0..12_000u64 {
+        for i in 0..1_000u64 {
+            let delay = 3_000 + rng.next() % 1_000;
+            let (late, fired, c) = (Arc::clone(&late), Arc::clone(&fired), clock.clone());
+            let due = Duration::from_millis(tick + delay);
+            let h = timer.schedule(Duration::from_millis(delay), move || {
+                fired.fetch_add(1, Ordering::Relaxed);
+                if c.now() != due {
+                    late.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            if i % 20 != 0 {
+                live.push_back((tick, h));
+            }
+        }
+        while live.front().is_some_and(|(t, _)| t + 10 < tick) {
+            assert!(live.pop_front().unwrap().1.cancel());
+        }
+        clock.advance(Duration::from_millis(1));
+        timer.advance_clock(Duration::ZERO);
+        max_queue = max_queue.max(timer.stats().queued_buckets);
+    }
+    assert_eq!(late.load(Ordering::Relaxed), 0, "fired off its deadline");
+    assert!(fired.load(Ordering::Relaxed) > 300_000);
+    assert!(max_queue < 1_000, "queue grew to {max_queue}");
 }

@@ -15,7 +15,8 @@ use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
 /// The first tick boundary at or after `deadline`.
 fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
     let ticks = deadline.as_nanos().div_ceil(tick.as_nanos());
-    Duration::from_nanos((ticks * tick.as_nanos()) as u64)
+    // Saturating: a deadline past the clock's u64 nanoseconds is never reached (it must not wrap).
+    Duration::from_nanos(u64::try_from(ticks * tick.as_nanos()).unwrap_or(u64::MAX))
 }
 
 macro_rules! ensure {
