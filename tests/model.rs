@@ -39,6 +39,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         .prop_map(Op::Advance),
         2 => prop_oneof![Just(0u64), 0u64..2_000, 0u64..20_000_000, 0u64..5_000_000_000]
             .prop_map(Op::MoveClock),
+        // Rare, big: one narrow band of deadlines, enough to make a stage big (staged cascade).
+        1 => (delay_strategy(), 200u16..600, prop_oneof![Just(0u64), 0u64..50_000_000])
+            .prop_map(|(nanos, count, spread)| Op::Burst { nanos: nanos.unwrap_or(u64::MAX), count, spread }),
     ]
 }
 

@@ -31,7 +31,12 @@ fn op(u: &mut Unstructured<'_>) -> Result<Op> {
         0..=95 => Op::Schedule(delay(u)?),
         96..=143 => Op::Cancel(u.arbitrary()?),
         144..=207 => Op::Advance(nanos(u)?),
-        208..=254 => Op::MoveClock(nanos(u)?),
+        208..=249 => Op::MoveClock(nanos(u)?),
+        250..=254 => Op::Burst {
+            nanos: delay(u)?.unwrap_or(u64::MAX),
+            count: u.int_in_range(200..=600)?,
+            spread: nanos(u)?,
+        },
         _ => Op::Shutdown,
     })
 }

@@ -14,9 +14,10 @@ use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
 
 /// The first tick boundary at or after `deadline`.
 fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
-    let ticks = deadline.as_nanos().div_ceil(tick.as_nanos());
-    // Saturating: a deadline past the clock's u64 nanoseconds is never reached (it must not wrap).
-    Duration::from_nanos(u64::try_from(ticks * tick.as_nanos()).unwrap_or(u64::MAX))
+    let nanos = deadline.as_nanos().div_ceil(tick.as_nanos()) * tick.as_nanos();
+    // Exact, also past the clock's u64 nanoseconds (such a deadline is never reached; it must not
+    // wrap to an early one).
+    Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32)
 }
 
 macro_rules! ensure {
@@ -47,6 +48,13 @@ pub enum Op {
     /// Move the clock only: later schedules then work from a time the wheel has not reached.
     MoveClock(u64),
     Shutdown,
+    /// Schedule `count` tasks with delays spread evenly over `[nanos, nanos + spread)`: enough of
+    /// them make a stage big, so the staged cascade's early and paced path runs (more than 256).
+    Burst {
+        nanos: u64,
+        count: u16,
+        spread: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +72,41 @@ struct Task {
     handle: Option<TimerHandle>,
 }
 
+/// Schedules one task (`None`: `Duration::MAX`) and checks `try_schedule`'s answer against the model.
+fn schedule_one(
+    timer: &Timer,
+    clock: &ManualClock,
+    fired: &Arc<Mutex<Vec<(usize, Duration)>>>,
+    tasks: &mut Vec<Task>,
+    shut_down: bool,
+    step: usize,
+    nanos: Option<u64>,
+) -> Result<(), String> {
+    let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
+    let id = tasks.len();
+    let (log, c) = (Arc::clone(fired), clock.clone());
+    let result = timer.try_schedule(delay, move || log.lock().unwrap().push((id, c.now())));
+    let deadline = clock.now().checked_add(delay);
+    match result {
+        Ok(handle) => {
+            ensure!(!shut_down, "step {step}: accepted after shutdown");
+            let deadline = deadline.expect("an accepted deadline is representable");
+            tasks.push(Task { deadline, expect: Expect::Pending, handle: Some(handle) });
+        }
+        Err(ScheduleError::ShutDown) => {
+            ensure!(shut_down, "step {step}: refused as shut down while running");
+            tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
+        }
+        Err(ScheduleError::DelayTooLong { max, .. }) => {
+            ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
+            ensure!(delay > Duration::from_secs(100 * 365 * 86_400), "step {step}: refused a short delay");
+            tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
+        }
+        Err(e) => return Err(format!("step {step}: unexpected error {e}")),
+    }
+    Ok(())
+}
+
 pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
     let tick = Duration::from_micros(tick_us);
     let clock = ManualClock::new();
@@ -74,31 +117,11 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
 
     for (step, op) in ops.into_iter().enumerate() {
         match op {
-            Op::Schedule(nanos) => {
-                let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
-                let id = tasks.len();
-                let (log, c) = (Arc::clone(&fired), clock.clone());
-                let result = timer.try_schedule(delay, move || log.lock().unwrap().push((id, c.now())));
-                let deadline = clock.now().checked_add(delay);
-                match result {
-                    Ok(handle) => {
-                        ensure!(!shut_down, "step {step}: accepted after shutdown");
-                        let deadline = deadline.expect("an accepted deadline is representable");
-                        tasks.push(Task { deadline, expect: Expect::Pending, handle: Some(handle) });
-                    }
-                    Err(ScheduleError::ShutDown) => {
-                        ensure!(shut_down, "step {step}: refused as shut down while running");
-                        tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
-                    }
-                    Err(ScheduleError::DelayTooLong { max, .. }) => {
-                        ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
-                        ensure!(
-                            delay > Duration::from_secs(100 * 365 * 86_400),
-                            "step {step}: refused a short delay"
-                        );
-                        tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
-                    }
-                    Err(e) => return Err(format!("step {step}: unexpected error {e}")),
+            Op::Schedule(nanos) => schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, nanos)?,
+            Op::Burst { nanos, count, spread } => {
+                for i in 0..u64::from(count) {
+                    let delay = nanos.saturating_add(spread / u64::from(count) * i);
+                    schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, Some(delay))?;
                 }
             }
             Op::Cancel(i) => {
