@@ -44,12 +44,16 @@
 //! bucket at the earlier time, and the visit then re-adds the stage's entries through the wheel,
 //! which puts each where it belongs. Raising it could strand the earlier entry for a whole rotation.
 //!
-//! **One live queue entry.** Lowering leaves the bucket's older, later queue entry behind. The
+//! **Stale queue entries.** Lowering leaves the bucket's older, later queue entry behind. The
 //! invariant: while the expiration is `x`, the queue holds the bucket at `x` (or the driver has just
-//! popped it). A popped entry whose key is not the bucket's expiration is stale and the visit does
-//! nothing; the live one sets the new expiration under the lock (the earliest `visit_at` left, or
-//! `c + 1` for an unfinished chunk, or none) and the driver queues it. Only the visit raises the
-//! expiration, and it queues what it sets, so stale entries are bounded by lowerings and die out.
+//! popped it, or the adder that lowered it is about to push it). A popped bucket is visited if it is
+//! due at the cursor (`expiration <= c`), whatever the popped key: also when an adder lowered it
+//! between the pop and the visit, so the entries due now are not left for the next advance. The
+//! visit sets the new expiration under the lock (the earliest `visit_at` left, or `c + 1` for an
+//! unfinished chunk, or none), always after the cursor, and the driver queues it. A popped bucket
+//! that is not due is a stale entry (a visit raised the expiration since) and nothing is done. Only
+//! the visit raises the expiration, and it queues what it sets, so stale entries are bounded by
+//! lowerings and die out.
 //!
 //! ## Locking
 //!
@@ -288,13 +292,13 @@ impl TimerTaskList {
         true
     }
 
-    /// The driver's visit, popped from the queue at `key`, with the cursor at `cursor` (`>= key`):
-    /// moves every stage whose window has opened (a chunk of a big one, see the module docs) to
-    /// `entries` and sets the next expiration, which the caller must queue. A stale queue entry
-    /// (see the module docs) is [`Popped::Stale`] and changes nothing.
-    pub(crate) fn visit_into(&self, key: u64, cursor: u64, entries: &mut Vec<EntryRef>) -> Popped {
+    /// The driver's visit of a bucket it popped, with the cursor at `cursor` (at or after the popped
+    /// key): moves every stage whose window has opened (a chunk of a big one, see the module docs)
+    /// to `entries` and sets the next expiration, which the caller must queue. A bucket not due at
+    /// the cursor was a stale queue entry (see the module docs): [`Popped::Stale`], nothing changes.
+    pub(crate) fn visit_into(&self, cursor: u64, entries: &mut Vec<EntryRef>) -> Popped {
         let mut stages = self.stages.lock();
-        if self.expiration.load(Ordering::Acquire) != key {
+        if self.expiration.load(Ordering::Acquire) > cursor {
             return Popped::Stale;
         }
         let mut next = NO_EXPIRATION;
@@ -336,9 +340,9 @@ impl TimerTaskList {
 
     /// [`visit_into`](TimerTaskList::visit_into) into a new vector, for the unit tests.
     #[cfg(test)]
-    fn visit(&self, key: u64, cursor: u64) -> Visit {
+    fn visit(&self, cursor: u64) -> Visit {
         let mut entries = Vec::new();
-        let requeue = match self.visit_into(key, cursor, &mut entries) {
+        let requeue = match self.visit_into(cursor, &mut entries) {
             Popped::Visited { requeue } => requeue,
             Popped::Stale => None,
         };
@@ -490,9 +494,9 @@ mod tests {
         assert_eq!(add_all(&bucket, &es[2..3], at(14)), [None]);
         assert_eq!(bucket.expiration(), 10, "never raised");
         assert_eq!(add_all(&bucket, &es[3..], at(6)), [Some(6)], "lowered, and re-queued");
-        assert!(bucket.visit(10, 10).entries.is_empty(), "the entry at 10 is stale");
-        let visit = bucket.visit(6, 10);
+        let visit = bucket.visit(10);
         assert_eq!((visit.entries.len(), visit.requeue), (4, None));
+        assert_eq!(bucket.visit_into(10, &mut Vec::new()), Popped::Stale, "the entry left at 10");
         assert_eq!(bucket.expiration(), NO_EXPIRATION);
         assert!(es.iter().all(|e| location(e).is_none()), "visited entries are in transit");
         assert_eq!(add_all(&bucket, &es[..1], at(30)), [Some(30)]);
@@ -510,18 +514,17 @@ mod tests {
         let queued = add_all(&bucket, &big, stage(0, 100, 25, 100));
         assert_eq!(queued.iter().flatten().collect::<Vec<_>>(), [&25], "the entry that makes it big");
         assert_eq!(location(&big[0]), Some((0, 0)));
-        assert!(bucket.visit(100, 99).entries.is_empty(), "stale");
-        let visit = bucket.visit(25, 99); // a tick before its range: the whole stage
+        let visit = bucket.visit(99); // a tick before its range: the whole stage
         assert_eq!(visit.entries.len(), EARLY_STAGE_LEN + 1, "only the big stage");
         assert!(visit.entries.iter().zip(&big).all(|(a, b)| same_entry(a, b)), "insertion order");
         assert_eq!(visit.requeue, Some(100), "the small stages wait for the round");
-        let visit = bucket.visit(100, 100);
+        let visit = bucket.visit(100);
         assert_eq!((visit.entries.len(), visit.requeue), (2, None));
         // A stage emptied by removal leaves the expiration low; the visit then finds nothing.
         assert_eq!(add_all(&bucket, &small[..1], stage(1, 300, 250, 325)), [Some(300)]);
         assert_eq!(add_all(&bucket, &small[1..], stage(2, 200, 150, 250)), [Some(200)]);
         remove_from_bucket(&small[1]);
-        let visit = bucket.visit(200, 200);
+        let visit = bucket.visit(200);
         assert_eq!((visit.entries.len(), visit.requeue), (0, Some(300)));
     }
 
@@ -531,15 +534,15 @@ mod tests {
         let es = entries(3_000);
         add_all(&bucket, &es, stage(0, 1_000, 10, 1_000));
         // 989 ticks to spare: twice the even pace is 7 a tick, so the minimum chunk.
-        let visit = bucket.visit(10, 10);
+        let visit = bucket.visit(10);
         assert_eq!((visit.entries.len(), visit.requeue), (CASCADE_CHUNK, Some(11)));
         assert!(visit.entries.iter().zip(&es).all(|(a, b)| same_entry(a, b)), "insertion order");
         // Close to its range the pace rises: 2744 left, 9 ticks to spare: ceil(2 * 2744 / 9).
-        let visit = bucket.visit(11, 990);
+        let visit = bucket.visit(990);
         assert_eq!((visit.entries.len(), visit.requeue), (610, Some(991)));
-        let visit = bucket.visit(991, 995); // 2134 left, 4 ticks: 1067
+        let visit = bucket.visit(995); // 2134 left, 4 ticks: 1067
         assert_eq!((visit.entries.len(), visit.requeue), (1_067, Some(996)));
-        let visit = bucket.visit(996, 999);
+        let visit = bucket.visit(999);
         assert_eq!((visit.entries.len(), visit.requeue), (1_067, None), "no tick to spare: the rest");
         assert!(es.iter().all(|e| location(e).is_none()));
     }

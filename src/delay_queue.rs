@@ -19,8 +19,8 @@
 //! burns no CPU and never ticks through empty slots.
 //!
 //! A popped entry may be stale: a lowering of its bucket's expiration queued the bucket again at an
-//! earlier tick, and only the entry at the bucket's current expiration is live. The bucket's visit
-//! recognises a stale entry (its key is not the expiration) and does nothing (`bucket.rs`).
+//! earlier tick, and a visit since has moved the expiration on. The bucket's visit recognises it
+//! (the bucket is not due at the cursor) and does nothing (`bucket.rs`).
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;

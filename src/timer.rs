@@ -393,7 +393,7 @@ impl Shared {
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
-            match bucket.visit_into(expiration, cursor, taken) {
+            match bucket.visit_into(cursor, taken) {
                 Popped::Stale => continue,
                 Popped::Visited { requeue } => {
                     flushed = true;
