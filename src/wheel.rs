@@ -58,8 +58,8 @@ use crate::sync::{Arc, AtomicBool, OnceLock};
 pub(crate) enum Placement {
     /// The deadline is at or before the base: fire it.
     Due,
-    /// Bucket `slot` of `level`, whose round starts at `expiration`, in `stage` of that bucket.
-    Slot { level: usize, slot: usize, expiration: u64, stage: StagePlan },
+    /// Bucket `slot` of `level`, in `stage` of that bucket (whose round starts at `stage.round`).
+    Slot { level: usize, slot: usize, stage: StagePlan },
 }
 
 /// Stages per bucket above level 0 (fewer if the wheel has fewer slots); see the module docs.
@@ -137,12 +137,7 @@ pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
         if fits {
             let round = deadline / ticks;
             let stage = stage_plan(wheel_size, wheel_size.min(STAGES), level, round * ticks, deadline);
-            return Placement::Slot {
-                level,
-                slot: (round % wheel_size) as usize,
-                expiration: round * ticks,
-                stage,
-            };
+            return Placement::Slot { level, slot: (round % wheel_size) as usize, stage };
         }
         level += 1;
     }
@@ -213,7 +208,7 @@ impl LevelTable {
                         due,
                     }
                 };
-                return Placement::Slot { level, slot: slot as usize, expiration, stage };
+                return Placement::Slot { level, slot: slot as usize, stage };
             }
             level += 1;
             tick_bits = span_bits;
@@ -228,7 +223,7 @@ impl LevelTable {
                 let slot = round % self.wheel_size;
                 let expiration = round * ticks;
                 let stage = stage_plan(self.wheel_size, self.stages, level, expiration, deadline);
-                return Placement::Slot { level, slot: slot as usize, expiration, stage };
+                return Placement::Slot { level, slot: slot as usize, stage };
             }
         }
         unreachable!("the top level covers every deadline")
@@ -294,7 +289,7 @@ impl TimingWheel {
     pub(crate) fn add(&self, entry: EntryRef, base: u64, shut_down: Option<&AtomicBool>) -> AddOutcome {
         match self.table.place(base, entry.header().deadline_tick) {
             Placement::Due => AddOutcome::Due(entry),
-            Placement::Slot { level, slot, stage, .. } => self.insert(entry, level, slot, stage, shut_down),
+            Placement::Slot { level, slot, stage } => self.insert(entry, level, slot, stage, shut_down),
         }
     }
 
@@ -368,7 +363,7 @@ mod tests {
     fn slot(placement: Placement) -> Option<(usize, usize, u64)> {
         match placement {
             Placement::Due => None,
-            Placement::Slot { level, slot, expiration, .. } => Some((level, slot, expiration)),
+            Placement::Slot { level, slot, stage } => Some((level, slot, stage.round)),
         }
     }
 
@@ -425,11 +420,10 @@ mod tests {
                         loop {
                             match place(wheel_size, at, deadline) {
                                 Placement::Due => break,
-                                Placement::Slot { expiration, level, stage, .. } => {
-                                    assert!(expiration <= stage.due && stage.due <= deadline);
+                                Placement::Slot { level, stage, .. } => {
+                                    assert!(stage.round <= stage.due && stage.due <= deadline);
                                     assert!(stage.opens <= stage.due);
                                     assert!(stage.opens > at, "level {level} stage is already open");
-                                    assert!(stage.round <= stage.due && stage.round == expiration);
                                     if level > 0 {
                                         for b in [stage.opens, stage.due] {
                                             let finer = slot(place(wheel_size, b, deadline));
@@ -456,7 +450,7 @@ mod tests {
     fn stages_split_a_round_and_open_as_early_as_they_fit() {
         // Wheel 512: level-1 slots of 512 ticks, 4 stages of 128 ticks (module docs' example).
         let table = LevelTable::new(512);
-        let Placement::Slot { level: 1, slot: 1, expiration: 512, stage } = table.place(0, 700) else {
+        let Placement::Slot { level: 1, slot: 1, stage } = table.place(0, 700) else {
             panic!("700 is level 1, slot 1");
         };
         assert_eq!(stage, StagePlan { index: 1, round: 512, opens: 256, due: 640 });
