@@ -59,18 +59,15 @@
 //!
 //! The bucket lock is taken before any entry lock (see `entry.rs`). No callback ever runs under it.
 
-use std::collections::VecDeque;
 use std::fmt;
 
 use crate::entry::{EntryRef, Status};
+use crate::slots::Slots;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{StagePlan, STAGES};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
-
-/// Below this many slots a stage's list is never compacted or shrunk.
-const MIN_COMPACT: usize = 32;
 
 /// The fewest entries a visit cascades from a stage whose range is still more than a tick ahead (a
 /// visit costs a queue pop and push: not worth it for fewer). The loom models use 1, so that a few
@@ -97,7 +94,7 @@ pub(crate) fn pack_location(stage: usize, index: u64) -> u64 {
     index << STAGE_BITS | stage as u64
 }
 
-fn unpack_location(packed: u64) -> (usize, u64) {
+pub(crate) fn unpack_location(packed: u64) -> (usize, u64) {
     ((packed & ((1 << STAGE_BITS) - 1)) as usize, packed >> STAGE_BITS)
 }
 
@@ -127,7 +124,7 @@ impl Stage {
 
     /// When the stage is to be visited: at its round while small, from `opens` once big.
     fn visit_at(&self) -> u64 {
-        if self.slots.live > EARLY_STAGE_LEN {
+        if self.slots.live() > EARLY_STAGE_LEN {
             self.opens
         } else {
             self.round
@@ -135,29 +132,10 @@ impl Stage {
     }
 
     fn reset_if_empty(&mut self) {
-        if self.slots.live == 0 {
-            let mut slots = std::mem::take(&mut self.slots);
-            // No live entry means no hole either (they are trimmed at both ends): indices restart.
-            debug_assert!(slots.entries.is_empty());
-            slots.base = 0;
-            *self = Stage { slots, ..Stage::new() };
+        if self.slots.live() == 0 {
+            *self = Stage { slots: std::mem::take(&mut self.slots), ..Stage::new() };
         }
     }
-}
-
-/// The entries of a stage, as a deque of slots with stable indices.
-///
-/// A removed entry leaves a hole (`None`) so that no other entry moves and a cancel touches only its
-/// own entry. Holes at either end are popped at once: timeouts are mostly cancelled in about the
-/// order they were armed, so the common case never moves an entry. Holes in the middle are squeezed
-/// out once they are three quarters of the list, which keeps it within four times its live entries
-/// (flat memory) at amortised O(1). An entry's index is absolute: slot `i` is `entries[i - base]`.
-#[derive(Default)]
-struct Slots {
-    entries: VecDeque<Option<EntryRef>>,
-    /// The absolute index of `entries[0]`.
-    base: u64,
-    live: usize,
 }
 
 /// What became of an entry handed to [`TimerTaskList::add`].
@@ -254,11 +232,9 @@ impl TimerTaskList {
                 return Added::NotPending;
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
-            let index = stage.slots.base + stage.slots.entries.len() as u64;
-            state.location = Some((Arc::clone(this), pack_location(plan.index, index)));
+            state.location = Some((Arc::clone(this), pack_location(plan.index, stage.slots.next_index())));
         }
-        stage.slots.entries.push_back(Some(entry));
-        stage.slots.live += 1;
+        stage.slots.push(entry);
         stage.round = stage.round.min(plan.round);
         stage.opens = stage.opens.min(plan.opens);
         stage.due = stage.due.min(plan.due);
@@ -303,14 +279,14 @@ impl TimerTaskList {
         }
         let mut next = NO_EXPIRATION;
         for stage in stages.iter_mut() {
-            if stage.slots.live == 0 {
+            if stage.slots.live() == 0 {
                 continue;
             }
             if stage.visit_at() > cursor {
                 next = next.min(stage.visit_at());
                 continue;
             }
-            let live = stage.slots.live;
+            let live = stage.slots.live();
             // Ticks left to cascade before the cursor reaches the stage's range (the visit at
             // `cursor + 1` must still come before the finer buckets due at `due`).
             let slack = stage.due.saturating_sub(cursor).saturating_sub(1);
@@ -325,7 +301,7 @@ impl TimerTaskList {
             // not re-queued, so it waits for a later add to lower the expiration, or forever.
             #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "chunk_not_requeued"))]
             continue;
-            if stage.slots.live > 0 {
+            if stage.slots.live() > 0 {
                 // Big still: the next chunk a tick later; small again: its round (if not passed).
                 next = next.min(stage.visit_at().max(cursor + 1));
             }
@@ -354,90 +330,12 @@ impl TimerTaskList {
         let mut stages = self.stages.lock();
         let mut entries = Vec::new();
         for stage in stages.iter_mut() {
-            let live = stage.slots.live;
+            let live = stage.slots.live();
             stage.slots.take_front(live, &mut entries);
             stage.reset_if_empty();
         }
         self.expiration.store(NO_EXPIRATION, Ordering::Release);
         entries
-    }
-}
-
-impl Slots {
-    /// Takes the entry at absolute `index`, leaving a hole; trims and compacts (see [`Slots`]).
-    fn take(&mut self, index: u64) -> Option<EntryRef> {
-        let removed = self.entries[(index - self.base) as usize].take();
-        self.live -= 1;
-        while matches!(self.entries.front(), Some(None)) {
-            self.entries.pop_front();
-            self.base += 1;
-        }
-        while matches!(self.entries.back(), Some(None)) {
-            self.entries.pop_back();
-        }
-        self.shrink();
-        removed
-    }
-
-    /// Moves the first `n` live entries (in insertion order) to `out`, in transit (no location).
-    fn take_front(&mut self, n: usize, out: &mut Vec<EntryRef>) {
-        if n == self.live {
-            // The whole list: hand it over and start afresh (indices restart at 0).
-            let taken = std::mem::take(self);
-            out.reserve(taken.live);
-            for entry in taken.entries.into_iter().flatten() {
-                entry.header().lock().location = None;
-                out.push(entry);
-            }
-            return;
-        }
-        out.reserve(n);
-        let mut moved = 0;
-        while moved < n {
-            let Some(slot) = self.entries.pop_front() else { break };
-            self.base += 1;
-            if let Some(entry) = slot {
-                entry.header().lock().location = None;
-                out.push(entry);
-                moved += 1;
-            }
-        }
-        self.live -= moved;
-        while matches!(self.entries.front(), Some(None)) {
-            self.entries.pop_front();
-            self.base += 1;
-        }
-        self.shrink();
-    }
-
-    /// Compacts a list that is mostly holes, or gives back capacity it no longer needs.
-    fn shrink(&mut self) {
-        let len = self.entries.len();
-        if len >= MIN_COMPACT && self.live * 4 <= len {
-            self.compact();
-        } else if self.entries.capacity() > MIN_COMPACT && len * 4 < self.entries.capacity() {
-            self.entries.shrink_to((len * 2).max(MIN_COMPACT));
-        }
-    }
-
-    /// Squeezes out every hole, renumbering the entries that move.
-    fn compact(&mut self) {
-        let len = self.entries.len();
-        let mut kept = 0;
-        for read in 0..len {
-            if let Some(entry) = self.entries[read].take() {
-                if read != kept {
-                    if let Some((_, packed)) = &mut entry.header().lock().location {
-                        let (stage, _) = unpack_location(*packed);
-                        *packed = pack_location(stage, self.base + kept as u64);
-                    }
-                }
-                self.entries[kept] = Some(entry);
-                kept += 1;
-            }
-        }
-        self.entries.truncate(kept);
-        self.entries.shrink_to((kept * 2).max(MIN_COMPACT));
     }
 }
 
@@ -460,6 +358,7 @@ impl fmt::Debug for TimerTaskList {
 mod tests {
     use super::*;
     use crate::entry::{new_entry, remove_from_bucket};
+    use crate::slots::MIN_COMPACT;
 
     fn entries(n: usize) -> Vec<EntryRef> {
         (0..n).map(|_| new_entry(5, || {})).collect()
@@ -569,20 +468,18 @@ mod tests {
                 let slots = &stages[0].slots;
                 for e in &es {
                     if let Some((_, index)) = location(e) {
-                        let held = slots.entries[(index - slots.base) as usize]
-                            .as_ref()
-                            .expect("hole at a location");
+                        let held = slots.get(index).expect("hole at a location");
                         assert!(same_entry(held, e), "location names another entry");
                     }
                 }
-                assert_eq!(slots.live, es.iter().filter(|e| location(e).is_some()).count());
+                assert_eq!(slots.live(), es.iter().filter(|e| location(e).is_some()).count());
             }
         }
         let left: Vec<usize> = (300..700).filter(|i| i % 3 == 0).collect();
         {
             let stages = bucket.stages.lock();
-            assert_eq!(stages[0].slots.live, left.len());
-            assert!(stages[0].slots.entries.len() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
+            assert_eq!(stages[0].slots.live(), left.len());
+            assert!(stages[0].slots.span() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
         }
         assert_eq!(bucket.flush().len(), left.len());
     }

@@ -122,6 +122,7 @@ pub mod purgatory;
 mod repeating;
 #[cfg(feature = "async")]
 mod sleep;
+mod slots;
 mod stats;
 mod sync;
 mod timer;

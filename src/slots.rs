@@ -1,0 +1,140 @@
+//! `Slots`: the list of one bucket stage, with stable indices and O(1) removal.
+//!
+//! The entries of a stage live in a deque of `Option` slots; each entry records its absolute index
+//! (in its location, packed with its stage: `bucket::pack_location`), so a cancel finds its slot at
+//! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
+//! owning bucket's lock held; entry locks are taken inside (bucket, then entry: `entry.rs`).
+
+use std::collections::VecDeque;
+
+use crate::bucket::{pack_location, unpack_location};
+use crate::entry::EntryRef;
+
+/// Below this many slots a list is never compacted or shrunk.
+pub(crate) const MIN_COMPACT: usize = 32;
+
+/// The entries of a stage, as a deque of slots with stable indices.
+///
+/// A removed entry leaves a hole (`None`) so that no other entry moves and a cancel touches only its
+/// own entry. Holes at either end are popped at once: timeouts are mostly cancelled in about the
+/// order they were armed, so the common case never moves an entry. Holes in the middle are squeezed
+/// out once they are three quarters of the list, which keeps it within four times its live entries
+/// (flat memory) at amortised O(1). An entry's index is absolute: slot `i` is `entries[i - base]`.
+#[derive(Default)]
+pub(crate) struct Slots {
+    entries: VecDeque<Option<EntryRef>>,
+    /// The absolute index of `entries[0]`.
+    base: u64,
+    live: usize,
+}
+
+impl Slots {
+    /// Entries held (holes not counted).
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+
+    /// The absolute index the next [`push`](Slots::push) will get.
+    pub(crate) fn next_index(&self) -> u64 {
+        self.base + self.entries.len() as u64
+    }
+
+    /// Appends an entry at [`next_index`](Slots::next_index).
+    pub(crate) fn push(&mut self, entry: EntryRef) {
+        self.entries.push_back(Some(entry));
+        self.live += 1;
+    }
+
+    /// Takes the entry at absolute `index`, leaving a hole; trims and compacts (see [`Slots`]).
+    pub(crate) fn take(&mut self, index: u64) -> Option<EntryRef> {
+        let removed = self.entries[(index - self.base) as usize].take();
+        self.live -= 1;
+        while matches!(self.entries.front(), Some(None)) {
+            self.entries.pop_front();
+            self.base += 1;
+        }
+        while matches!(self.entries.back(), Some(None)) {
+            self.entries.pop_back();
+        }
+        if self.entries.is_empty() {
+            // No live entry and no hole: indices restart (they would otherwise only grow).
+            self.base = 0;
+        }
+        self.shrink();
+        removed
+    }
+
+    /// Moves the first `n` live entries (in insertion order) to `out`, in transit (no location).
+    pub(crate) fn take_front(&mut self, n: usize, out: &mut Vec<EntryRef>) {
+        if n == self.live {
+            // The whole list: hand it over and start afresh (indices restart at 0).
+            let taken = std::mem::take(self);
+            out.reserve(taken.live);
+            for entry in taken.entries.into_iter().flatten() {
+                entry.header().lock().location = None;
+                out.push(entry);
+            }
+            return;
+        }
+        out.reserve(n);
+        let mut moved = 0;
+        while moved < n {
+            let Some(slot) = self.entries.pop_front() else { break };
+            self.base += 1;
+            if let Some(entry) = slot {
+                entry.header().lock().location = None;
+                out.push(entry);
+                moved += 1;
+            }
+        }
+        self.live -= moved;
+        while matches!(self.entries.front(), Some(None)) {
+            self.entries.pop_front();
+            self.base += 1;
+        }
+        self.shrink();
+    }
+
+    /// Compacts a list that is mostly holes, or gives back capacity it no longer needs.
+    fn shrink(&mut self) {
+        let len = self.entries.len();
+        if len >= MIN_COMPACT && self.live * 4 <= len {
+            self.compact();
+        } else if self.entries.capacity() > MIN_COMPACT && len * 4 < self.entries.capacity() {
+            self.entries.shrink_to((len * 2).max(MIN_COMPACT));
+        }
+    }
+
+    /// Squeezes out every hole, renumbering the entries that move.
+    fn compact(&mut self) {
+        let len = self.entries.len();
+        let mut kept = 0;
+        for read in 0..len {
+            if let Some(entry) = self.entries[read].take() {
+                if read != kept {
+                    if let Some((_, packed)) = &mut entry.header().lock().location {
+                        let (stage, _) = unpack_location(*packed);
+                        *packed = pack_location(stage, self.base + kept as u64);
+                    }
+                }
+                self.entries[kept] = Some(entry);
+                kept += 1;
+            }
+        }
+        self.entries.truncate(kept);
+        self.entries.shrink_to((kept * 2).max(MIN_COMPACT));
+    }
+}
+
+#[cfg(test)]
+impl Slots {
+    /// The entry at absolute `index`, if that slot is not a hole.
+    pub(crate) fn get(&self, index: u64) -> Option<&EntryRef> {
+        self.entries.get(usize::try_from(index.checked_sub(self.base)?).ok()?)?.as_ref()
+    }
+
+    /// Slots in the list, holes included.
+    pub(crate) fn span(&self) -> usize {
+        self.entries.len()
+    }
+}
