@@ -107,6 +107,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod advancing;
 mod bucket;
 mod builder;
 mod clock;

@@ -22,10 +22,10 @@
 //! (and reports the entry unfired), or the scheduler locks it after the drain and sees the flag (its
 //! call returns `ScheduleError::ShutDown`). No task vanishes, and the schedule path needs no fence.
 
-use std::cell::Cell;
 use std::fmt;
 use std::time::Duration;
 
+use crate::advancing::{self, Advancing};
 use crate::bucket::Popped;
 use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
@@ -39,14 +39,6 @@ use crate::stats::{Lateness, TimerStats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::unfired::UnfiredTask;
 use crate::wheel::{AddOutcome, TimingWheel};
-
-// Through the facade: under loom, model threads may share one OS thread, so a std thread-local
-// would leak one model thread's mark into another.
-crate::sync::thread_local! {
-    /// The timer (its `Shared`'s address) this thread is advancing, or 0: a task that calls
-    /// `advance_clock` or `shutdown` on its own timer must not wait for the lock its caller holds.
-    static ADVANCING: Cell<usize> = const { Cell::new(0) };
-}
 
 /// A hierarchical timing wheel driven by a delay queue of buckets.
 ///
@@ -386,7 +378,7 @@ impl Shared {
         if self.shut_down.load(Ordering::Acquire) {
             return false;
         }
-        let _advancing = Advancing::enter(self);
+        let _advancing = Advancing::enter(self.id());
         let now_tick = self.ticks.floor(self.clock.now_nanos());
         let mut flushed = false;
         let Scratch { taken, due } = &mut *serial;
@@ -507,7 +499,7 @@ impl Shared {
 
     /// Whether this thread is inside this timer's `advance` (running one of its tasks).
     fn advancing_here(&self) -> bool {
-        ADVANCING.with(Cell::get) == self.id()
+        advancing::is_advancing(self.id())
     }
 }
 
@@ -532,21 +524,5 @@ impl Scratch {
                 buffer.shrink_to(Self::KEEP);
             }
         }
-    }
-}
-
-/// Marks this thread as advancing a timer until dropped (also by unwinding); restores the previous
-/// mark, so a task of one timer may advance another.
-struct Advancing(usize);
-
-impl Advancing {
-    fn enter(shared: &Shared) -> Advancing {
-        Advancing(ADVANCING.with(|a| a.replace(shared.id())))
-    }
-}
-
-impl Drop for Advancing {
-    fn drop(&mut self) {
-        ADVANCING.with(|a| a.set(self.0));
     }
 }
