@@ -57,11 +57,12 @@
 //!
 //! ## Locking
 //!
-//! The bucket lock is taken before any entry lock (see `entry.rs`). No callback ever runs under it.
+//! The bucket lock is taken before any slot lock (see `entry.rs`). No callback ever runs under it.
 
 use std::fmt;
 
-use crate::entry::{EntryRef, Status};
+use crate::arena::EntryArena;
+use crate::entry::{EntryId, Status, Ticket};
 use crate::slots::Slots;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{StagePlan, STAGES};
@@ -149,6 +150,17 @@ pub(crate) enum Added {
     ShutDown,
 }
 
+/// What [`TimerTaskList::remove`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Removed {
+    /// The entry was here: taken out and its slot released (the caller returns it to the arena).
+    Taken,
+    /// The entry is in transit (its holder releases it), or was already released.
+    Gone,
+    /// The entry is in another bucket.
+    Elsewhere,
+}
+
 /// What a popped queue entry turned out to be.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Popped {
@@ -163,7 +175,7 @@ pub(crate) enum Popped {
 #[derive(Debug, Default)]
 struct Visit {
     /// Entries to re-add through the wheel (in transit: no location).
-    entries: Vec<EntryRef>,
+    entries: Vec<EntryId>,
     /// The new expiration, at which the caller must queue the bucket (`None`: nothing left).
     requeue: Option<u64>,
 }
@@ -210,7 +222,8 @@ impl TimerTaskList {
     /// refused here or found by the drain (see `timer.rs`).
     pub(crate) fn add(
         this: &Arc<Self>,
-        entry: EntryRef,
+        arena: &EntryArena,
+        entry: EntryId,
         plan: StagePlan,
         shut_down: Option<&AtomicBool>,
     ) -> Added {
@@ -227,7 +240,7 @@ impl TimerTaskList {
         }
         let stage = &mut stages[plan.index];
         {
-            let mut state = entry.header().lock();
+            let mut state = arena.lock(entry);
             if state.status != Status::Pending {
                 return Added::NotPending;
             }
@@ -242,37 +255,44 @@ impl TimerTaskList {
         Added::Inserted { queue: this.set_expiration(visit_at).then_some(visit_at) }
     }
 
-    /// Unlinks `entry` if this bucket holds it. Returns `false` only when the entry's location names
-    /// another bucket (it moved meanwhile): the caller looks again.
-    pub(crate) fn remove(this: &Arc<Self>, entry: &EntryRef) -> bool {
+    /// Takes the entry `ticket` names out of this bucket if it is here and no longer pending (a
+    /// cancel claimed it), and releases its slot: the caller then returns it to the arena.
+    pub(crate) fn remove(this: &Arc<Self>, arena: &EntryArena, ticket: Ticket) -> Removed {
         let mut stages = this.stages.lock();
         let packed = {
-            let mut state = entry.header().lock();
+            let mut state = arena.lock(ticket.id);
+            if state.generation != ticket.generation {
+                return Removed::Gone;
+            }
             match &state.location {
-                None => return true,
-                Some((bucket, _)) if !Arc::ptr_eq(bucket, this) => return false,
+                None => return Removed::Gone,
+                Some((bucket, _)) if !Arc::ptr_eq(bucket, this) => return Removed::Elsewhere,
                 Some((_, packed)) => {
                     let packed = *packed;
                     state.location = None;
+                    state.release();
                     packed
                 }
             }
         };
         let (stage, index) = unpack_location(packed);
         let stage = &mut stages[stage];
-        let removed = stage.slots.take(index);
+        let removed = stage.slots.take(arena, index);
         stage.reset_if_empty();
-        debug_assert!(removed.as_ref().is_some_and(|e| same_entry(e, entry)), "location out of date");
-        drop(stages);
-        drop(removed);
-        true
+        debug_assert_eq!(removed, Some(ticket.id), "location out of date");
+        Removed::Taken
     }
 
     /// The driver's visit of a bucket it popped, with the cursor at `cursor` (at or after the popped
     /// key): moves every stage whose window has opened (a chunk of a big one, see the module docs)
     /// to `entries` and sets the next expiration, which the caller must queue. A bucket not due at
     /// the cursor was a stale queue entry (see the module docs): [`Popped::Stale`], nothing changes.
-    pub(crate) fn visit_into(&self, cursor: u64, entries: &mut Vec<EntryRef>) -> Popped {
+    pub(crate) fn visit_into(
+        &self,
+        arena: &EntryArena,
+        cursor: u64,
+        entries: &mut Vec<(EntryId, u64)>,
+    ) -> Popped {
         let mut stages = self.stages.lock();
         if self.expiration.load(Ordering::Acquire) > cursor {
             return Popped::Stale;
@@ -295,7 +315,7 @@ impl TimerTaskList {
                 Ok(slack) => (2 * live).div_ceil(slack).max(CASCADE_CHUNK).min(live),
                 Err(_) => CASCADE_CHUNK.min(live),
             };
-            stage.slots.take_front(take, entries);
+            stage.slots.take_front(take, arena, entries);
             stage.reset_if_empty();
             // Seeded bug for the loom suite only (docs/loom.md): the rest of a chunked stage is
             // not re-queued, so it waits for a later add to lower the expiration, or forever.
@@ -316,32 +336,28 @@ impl TimerTaskList {
 
     /// [`visit_into`](TimerTaskList::visit_into) into a new vector, for the unit tests.
     #[cfg(test)]
-    fn visit(&self, cursor: u64) -> Visit {
+    fn visit(&self, arena: &EntryArena, cursor: u64) -> Visit {
         let mut entries = Vec::new();
-        let requeue = match self.visit_into(cursor, &mut entries) {
+        let requeue = match self.visit_into(arena, cursor, &mut entries) {
             Popped::Visited { requeue } => requeue,
             Popped::Stale => None,
         };
-        Visit { entries, requeue }
+        Visit { entries: entries.into_iter().map(|(entry, _)| entry).collect(), requeue }
     }
 
-    /// Empties the bucket and resets its expiration, for the shutdown drain.
-    pub(crate) fn flush(&self) -> Vec<EntryRef> {
+    /// Empties the bucket and resets its expiration, for the shutdown drain: the caller holds what
+    /// it returns.
+    pub(crate) fn flush(&self, arena: &EntryArena) -> Vec<(EntryId, u64)> {
         let mut stages = self.stages.lock();
         let mut entries = Vec::new();
         for stage in stages.iter_mut() {
             let live = stage.slots.live();
-            stage.slots.take_front(live, &mut entries);
+            stage.slots.take_front(live, arena, &mut entries);
             stage.reset_if_empty();
         }
         self.expiration.store(NO_EXPIRATION, Ordering::Release);
         entries
     }
-}
-
-/// Whether two references name the same entry (data pointers only: vtables may differ per crate).
-pub(crate) fn same_entry(a: &EntryRef, b: &EntryRef) -> bool {
-    Arc::as_ptr(a) as *const () == Arc::as_ptr(b) as *const ()
 }
 
 impl fmt::Debug for TimerTaskList {
@@ -357,15 +373,28 @@ impl fmt::Debug for TimerTaskList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::{new_entry, remove_from_bucket};
+    use crate::entry::new_entry;
     use crate::slots::MIN_COMPACT;
 
-    fn entries(n: usize) -> Vec<EntryRef> {
-        (0..n).map(|_| new_entry(5, || {})).collect()
+    static ARENA: std::sync::LazyLock<EntryArena> = std::sync::LazyLock::new(EntryArena::new);
+
+    fn entries(n: usize) -> Vec<Ticket> {
+        (0..n).map(|_| new_entry(&ARENA, 5, || {}).unwrap()).collect()
     }
 
-    fn location(entry: &EntryRef) -> Option<(usize, u64)> {
-        entry.header().lock().location.as_ref().map(|(_, packed)| unpack_location(*packed))
+    fn location(entry: &Ticket) -> Option<(usize, u64)> {
+        ARENA.lock(entry.id).location.as_ref().map(|(_, packed)| unpack_location(*packed))
+    }
+
+    /// What a cancel does: claims the entry, takes it out of `bucket`, releases its slot.
+    fn cancel_out(bucket: &Arc<TimerTaskList>, entry: &Ticket) {
+        assert!(ARENA.lock(entry.id).claim_for_test(Status::Cancelled));
+        assert_eq!(TimerTaskList::remove(bucket, &ARENA, *entry), Removed::Taken);
+        ARENA.free(entry.id);
+    }
+
+    fn same_entry(a: &EntryId, b: &Ticket) -> bool {
+        *a == b.id
     }
 
     fn at(tick: u64) -> StagePlan {
@@ -376,9 +405,9 @@ mod tests {
         StagePlan { index, round, opens, due }
     }
 
-    fn add_all(bucket: &Arc<TimerTaskList>, es: &[EntryRef], plan: StagePlan) -> Vec<Option<u64>> {
+    fn add_all(bucket: &Arc<TimerTaskList>, es: &[Ticket], plan: StagePlan) -> Vec<Option<u64>> {
         es.iter()
-            .map(|e| match TimerTaskList::add(bucket, Arc::clone(e), plan, None) {
+            .map(|e| match TimerTaskList::add(bucket, &ARENA, e.id, plan, None) {
                 Added::Inserted { queue } => queue,
                 other => panic!("{other:?}"),
             })
@@ -393,9 +422,9 @@ mod tests {
         assert_eq!(add_all(&bucket, &es[2..3], at(14)), [None]);
         assert_eq!(bucket.expiration(), 10, "never raised");
         assert_eq!(add_all(&bucket, &es[3..], at(6)), [Some(6)], "lowered, and re-queued");
-        let visit = bucket.visit(10);
+        let visit = bucket.visit(&ARENA, 10);
         assert_eq!((visit.entries.len(), visit.requeue), (4, None));
-        assert_eq!(bucket.visit_into(10, &mut Vec::new()), Popped::Stale, "the entry left at 10");
+        assert_eq!(bucket.visit_into(&ARENA, 10, &mut Vec::new()), Popped::Stale, "the entry left at 10");
         assert_eq!(bucket.expiration(), NO_EXPIRATION);
         assert!(es.iter().all(|e| location(e).is_none()), "visited entries are in transit");
         assert_eq!(add_all(&bucket, &es[..1], at(30)), [Some(30)]);
@@ -413,17 +442,17 @@ mod tests {
         let queued = add_all(&bucket, &big, stage(0, 100, 25, 100));
         assert_eq!(queued.iter().flatten().collect::<Vec<_>>(), [&25], "the entry that makes it big");
         assert_eq!(location(&big[0]), Some((0, 0)));
-        let visit = bucket.visit(99); // a tick before its range: the whole stage
+        let visit = bucket.visit(&ARENA, 99); // a tick before its range: the whole stage
         assert_eq!(visit.entries.len(), EARLY_STAGE_LEN + 1, "only the big stage");
         assert!(visit.entries.iter().zip(&big).all(|(a, b)| same_entry(a, b)), "insertion order");
         assert_eq!(visit.requeue, Some(100), "the small stages wait for the round");
-        let visit = bucket.visit(100);
+        let visit = bucket.visit(&ARENA, 100);
         assert_eq!((visit.entries.len(), visit.requeue), (2, None));
         // A stage emptied by removal leaves the expiration low; the visit then finds nothing.
         assert_eq!(add_all(&bucket, &small[..1], stage(1, 300, 250, 325)), [Some(300)]);
         assert_eq!(add_all(&bucket, &small[1..], stage(2, 200, 150, 250)), [Some(200)]);
-        remove_from_bucket(&small[1]);
-        let visit = bucket.visit(200);
+        cancel_out(&bucket, &small[1]);
+        let visit = bucket.visit(&ARENA, 200);
         assert_eq!((visit.entries.len(), visit.requeue), (0, Some(300)));
     }
 
@@ -433,15 +462,15 @@ mod tests {
         let es = entries(3_000);
         add_all(&bucket, &es, stage(0, 1_000, 10, 1_000));
         // 989 ticks to spare: twice the even pace is 7 a tick, so the minimum chunk.
-        let visit = bucket.visit(10);
+        let visit = bucket.visit(&ARENA, 10);
         assert_eq!((visit.entries.len(), visit.requeue), (CASCADE_CHUNK, Some(11)));
         assert!(visit.entries.iter().zip(&es).all(|(a, b)| same_entry(a, b)), "insertion order");
         // Close to its range the pace rises: 2744 left, 9 ticks to spare: ceil(2 * 2744 / 9).
-        let visit = bucket.visit(990);
+        let visit = bucket.visit(&ARENA, 990);
         assert_eq!((visit.entries.len(), visit.requeue), (610, Some(991)));
-        let visit = bucket.visit(995); // 2134 left, 4 ticks: 1067
+        let visit = bucket.visit(&ARENA, 995); // 2134 left, 4 ticks: 1067
         assert_eq!((visit.entries.len(), visit.requeue), (1_067, Some(996)));
-        let visit = bucket.visit(999);
+        let visit = bucket.visit(&ARENA, 999);
         assert_eq!((visit.entries.len(), visit.requeue), (1_067, None), "no tick to spare: the rest");
         assert!(es.iter().all(|e| location(e).is_none()));
     }
@@ -451,17 +480,14 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(1_000);
         for e in &es {
-            assert!(matches!(
-                TimerTaskList::add(&bucket, Arc::clone(e), at(5), None),
-                Added::Inserted { .. }
-            ));
+            assert!(matches!(TimerTaskList::add(&bucket, &ARENA, e.id, at(5), None), Added::Inserted { .. }));
         }
         // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
         let mut order: Vec<usize> = (0..300).collect();
         order.extend((700..1_000).rev());
         order.extend((300..700).filter(|i| i % 3 != 0));
         for (step, &i) in order.iter().enumerate() {
-            remove_from_bucket(&es[i]);
+            cancel_out(&bucket, &es[i]);
             assert!(location(&es[i]).is_none());
             if step % 97 == 0 {
                 let stages = bucket.stages.lock();
@@ -469,7 +495,7 @@ mod tests {
                 for e in &es {
                     if let Some((_, index)) = location(e) {
                         let held = slots.get(index).expect("hole at a location");
-                        assert!(same_entry(held, e), "location names another entry");
+                        assert!(same_entry(&held, e), "location names another entry");
                     }
                 }
                 assert_eq!(slots.live(), es.iter().filter(|e| location(e).is_some()).count());
@@ -481,7 +507,7 @@ mod tests {
             assert_eq!(stages[0].slots.live(), left.len());
             assert!(stages[0].slots.span() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
         }
-        assert_eq!(bucket.flush().len(), left.len());
+        assert_eq!(bucket.flush(&ARENA).len(), left.len());
     }
 
     #[test]
@@ -489,9 +515,9 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(2);
         let flag = AtomicBool::new(true);
-        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[0]), at(5), Some(&flag)), Added::ShutDown);
-        assert!(es[1].header().claim(Status::Cancelled));
-        assert_eq!(TimerTaskList::add(&bucket, Arc::clone(&es[1]), at(5), None), Added::NotPending);
-        assert!(bucket.flush().is_empty());
+        assert_eq!(TimerTaskList::add(&bucket, &ARENA, es[0].id, at(5), Some(&flag)), Added::ShutDown);
+        assert!(ARENA.lock(es[1].id).claim_for_test(Status::Cancelled));
+        assert_eq!(TimerTaskList::add(&bucket, &ARENA, es[1].id, at(5), None), Added::NotPending);
+        assert!(bucket.flush(&ARENA).is_empty());
     }
 }

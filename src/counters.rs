@@ -93,7 +93,7 @@ pub(crate) struct Stripe {
 
 /// How many stripes a timer gets: enough that the threads of a busy process rarely share one, few
 /// enough that `len()` stays cheap. Under loom, two (models stay small).
-fn stripe_count() -> usize {
+pub(crate) fn stripe_count() -> usize {
     #[cfg(delaywheel_loom)]
     return 2;
     #[cfg(not(delaywheel_loom))]

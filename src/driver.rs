@@ -24,9 +24,10 @@ use std::thread::{self as std_thread, Builder, JoinHandle};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::arena::EntryArena;
 use crate::clock::{ClockSource, TickLength};
 use crate::counters::Counters;
-use crate::entry::{abandon, EntryRef, Fire};
+use crate::entry::{self, abandon, EntryId, Fire};
 use crate::stats::Lateness;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::timer::Shared;
@@ -76,40 +77,41 @@ impl Driver {
 
 /// Executor threads for `TaskExecution::Threads`.
 pub(crate) struct Executor {
-    sender: Mutex<Option<Sender<EntryRef>>>,
+    sender: Mutex<Option<Sender<EntryId>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Set when the timer is dropped: queued entries are abandoned instead of run.
     discard: Arc<AtomicBool>,
     counters: Arc<Counters>,
+    arena: Arc<EntryArena>,
 }
 
 impl Executor {
     pub(crate) fn start(
         n: usize,
         name: &str,
-        counters: &Arc<Counters>,
+        (counters, arena): (&Arc<Counters>, &Arc<EntryArena>),
         (lateness, clock, ticks): (&Arc<Lateness>, &ClockSource, TickLength),
     ) -> std::io::Result<Executor> {
         let (sender, receiver) = crossbeam_channel::unbounded();
         let discard = Arc::new(AtomicBool::new(false));
         let threads = (0..n)
             .map(|i| {
-                let receiver: Receiver<EntryRef> = receiver.clone();
+                let receiver: Receiver<EntryId> = receiver.clone();
                 let (counters, discard) = (Arc::clone(counters), Arc::clone(&discard));
+                let arena = Arc::clone(arena);
                 let (lateness, clock) = (Arc::clone(lateness), clock.clone());
                 Builder::new().name(format!("{name}-exec-{i}")).spawn(move || {
                     let stripe = counters.local();
                     for entry in receiver {
                         if discard.load(Ordering::Acquire) {
-                            abandon(&entry, stripe);
+                            abandon(&arena, entry, stripe);
                             continue;
                         }
-                        let deadline_tick = entry.header().deadline_tick;
-                        let claimed = &mut || {
+                        let claimed = &mut |deadline_tick| {
                             stripe.fired(1);
                             lateness.record_one(ticks, deadline_tick, clock.now_nanos());
                         };
-                        if entry.fire(stripe, claimed) == Fire::Panicked {
+                        if entry::fire(&arena, entry, stripe, claimed) == Fire::Panicked {
                             stripe.panicked();
                         }
                     }
@@ -121,23 +123,24 @@ impl Executor {
             threads: Mutex::new(threads),
             discard,
             counters: Arc::clone(counters),
+            arena: Arc::clone(arena),
         })
     }
 
     /// Hands due entries to the executor threads. After `close`, they are dropped (still pending;
     /// the shutdown drain does not see them, so they are claimed as abandoned here).
-    pub(crate) fn submit(&self, due: impl Iterator<Item = EntryRef>) {
+    pub(crate) fn submit(&self, due: impl Iterator<Item = EntryId>) {
         let sender = self.sender.lock().clone();
         let stripe = self.counters.local();
         for entry in due {
             match &sender {
                 Some(sender) => {
                     if let Err(err) = sender.send(entry) {
-                        abandon(&err.into_inner(), stripe);
+                        abandon(&self.arena, err.into_inner(), stripe);
                     }
                 }
                 None => {
-                    abandon(&entry, stripe);
+                    abandon(&self.arena, entry, stripe);
                 }
             }
         }

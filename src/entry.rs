@@ -2,50 +2,83 @@
 //!
 //! ## Ground rules
 //!
-//! An entry is shared (`Arc`) by the bucket that holds it, by the driver while it is being flushed,
-//! and by the user's [`TimerHandle`](crate::TimerHandle). It is **one allocation** (`TaskEntry<F>`,
-//! seen through the [`TimerTaskEntry`] trait object): the deadline and **one small lock** over the
-//! status, the location (which bucket, at which index) and the task's closure. The status leaves
-//! `Pending` at most once, under that lock, and **the same critical section takes the closure out**
-//! (the claim: [`fire`](TimerTaskEntry::fire), [`cancel`](TimerTaskEntry::cancel),
-//! [`abandon`](TimerTaskEntry::abandon)); whoever won it runs, drops or hands back the closure after
-//! releasing the lock, and counts the entry out of `len()` on its own counter stripe
-//! (`counters.rs`), so:
+//! An entry is a slot of the timer's [`EntryArena`] (`arena.rs`), named by its index, [`EntryId`].
+//! Its [`EntryState`] sits behind the slot's **one small lock**: the generation, the status, the
+//! location (which bucket, at which stage and index), the deadline, and the task's closure. The
+//! status leaves `Pending` at most once, under that lock, and **the same critical section takes the
+//! closure out** (the claim: [`fire`], [`cancel`], [`abandon`]); whoever won it runs, drops or hands
+//! back the closure after releasing the lock, and counts the entry out of `len()` on its own counter
+//! stripe (`counters.rs`), so:
 //!
 //! * **exactly once**: of "the task runs" and "a `cancel()` returns true", exactly one happens, even
 //!   when cancel races the flush or the firing: both are decided by the one `Pending → _` transition,
 //!   and only its winner ever holds the closure;
-//! * a cancelled or abandoned task's closure is dropped at once, outside every lock;
-//! * one lock per entry, taken once per claim: no second lock for the closure.
+//! * a cancelled or abandoned task's closure is dropped at once, outside every lock.
 //!
-//! The closure is stored inline and the lock's guard is seen without its type: the header is
-//! `EntryHeader<dyn Send>` (an unsized tail, the closure), so the bucket and wheel code handle every
-//! entry alike through [`EntryHeader::lock`], which shows only the [`EntryState`].
+//! ## Holding and freeing a slot
 //!
-//! Locking order: **bucket lock, then entry lock**, never the other way round. Code that starts from an
-//! entry (cancel) reads the location under the entry lock, releases it, then takes the bucket lock and
-//! re-checks the location under both (see `TimerTaskList::remove`).
+//! From allocation to release, exactly one party **holds** the slot: the scheduler until the entry
+//! is inserted, then its bucket's list, then (after a visit takes it out) the driver's transit and
+//! due buffers, then possibly an executor's channel, or the shutdown drain. Holding passes only
+//! under the bucket lock and the slot lock (insert, remove, visit) or with the buffer that carries
+//! the index. The holder that finds the entry no longer `Pending` (after its own claim, or a
+//! cancel's) **releases** the slot ([`EntryState::release`]: the generation goes up, the closure is
+//! gone) and returns it to the arena. A cancel becomes the holder when it takes the entry out of its
+//! bucket itself; when the entry is in transit the driver holds it and releases it on re-add.
+//!
+//! A [`Ticket`] (what a handle keeps) is an index and a generation: every operation started from a
+//! ticket checks the generation under the slot lock, so a ticket whose entry was released does
+//! nothing to the slot's next occupant. A released slot keeps its last status until it is reused,
+//! so a handle still learns how its task ended until then.
+//!
+//! Locking order: **bucket lock, then slot lock**, never the other way round. Code that starts from
+//! an entry (cancel) reads the location under the slot lock, releases it, then takes the bucket lock
+//! and re-checks generation and location under both (see `TimerTaskList::remove`).
 //!
 //! Location invariant: `location == Some((b, i))` if and only if bucket `b` holds this entry at
-//! (packed stage and) index `i`; it only changes while `b`'s lock is held. A `None` location with status `Pending` means the
-//! entry is in transit (taken out by a flush, not yet re-added); the re-add checks the status under
-//! both locks and drops a cancelled entry instead of inserting it.
+//! (packed stage and) index `i`; it only changes while `b`'s lock is held. A `None` location with
+//! status `Pending` means the entry is in transit (taken out by a visit, not yet re-added); the
+//! re-add checks the status under both locks and reports a cancelled entry instead of inserting it.
 
-use std::fmt;
-use std::ops::{Deref, DerefMut};
+use std::num::NonZeroU32;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::bucket::TimerTaskList;
+use crate::arena::EntryArena;
+use crate::bucket::{Removed, TimerTaskList};
 use crate::counters::Stripe;
-use crate::sync::{arc_from_std, Arc, Mutex, MutexGuard};
+use crate::inline_task::InlineTask;
+use crate::sync::Arc;
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
 
-/// A shared reference to an entry of any closure type.
-pub(crate) type EntryRef = Arc<dyn TimerTaskEntry>;
+/// An entry's slot index in its timer's arena (stored plus one: `Option<EntryId>` is 4 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct EntryId(NonZeroU32);
 
-/// Where an entry is in its life. Only `Pending` may change, and only once.
+impl EntryId {
+    /// The largest index an arena hands out.
+    pub(crate) const MAX_INDEX: u32 = u32::MAX - 1;
+
+    pub(crate) fn new(index: usize) -> EntryId {
+        let stored = u32::try_from(index + 1).ok().and_then(NonZeroU32::new);
+        EntryId(stored.expect("arena index within u32"))
+    }
+
+    #[inline]
+    pub(crate) fn index(self) -> usize {
+        (self.0.get() - 1) as usize
+    }
+}
+
+/// An entry as a handle names it: its slot and the slot's generation when it was scheduled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ticket {
+    pub(crate) id: EntryId,
+    pub(crate) generation: u64,
+}
+
+/// Where an entry is in its life. Only `Pending` may change, and only once per occupant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
     /// Waiting in a bucket (or in transit between buckets).
@@ -54,73 +87,70 @@ pub(crate) enum Status {
     Fired,
     /// A `cancel()` call won: the closure was dropped unrun.
     Cancelled,
-    /// The timer shut down first: the closure was dropped or handed back unrun.
+    /// The timer shut down first (or the entry was never inserted): dropped or handed back unrun.
     Abandoned,
 }
 
-/// The mutable part of the header, behind the entry's lock.
+/// A slot's state, behind the slot's lock (see the module docs).
+#[derive(Debug)]
 pub(crate) struct EntryState {
+    /// Bumped by every release: a ticket of an earlier occupant no longer matches.
+    pub(crate) generation: u64,
+    /// Whether the slot has an occupant (allocated and not yet released).
+    pub(crate) occupied: bool,
+    /// The occupant's status; after a release, the last occupant's final status.
     pub(crate) status: Status,
-    /// The bucket holding this entry, and its stage and index there (`bucket::pack_location`);
-    /// see the module docs.
+    /// The bucket holding this entry, and its stage and index there (`bucket::pack_location`).
     pub(crate) location: Option<(Arc<TimerTaskList>, u64)>,
-}
-
-/// What the entry's lock guards: the state, and the closure until a claim takes it.
-struct Locked<T: ?Sized> {
-    state: EntryState,
-    task: T,
-}
-
-/// The entry's lock, held: derefs to the [`EntryState`] (the closure stays out of sight).
-pub(crate) struct EntryGuard<'a>(MutexGuard<'a, Locked<dyn Send>>);
-
-impl Deref for EntryGuard<'_> {
-    type Target = EntryState;
-
-    fn deref(&self) -> &EntryState {
-        &self.0.state
-    }
-}
-
-impl DerefMut for EntryGuard<'_> {
-    fn deref_mut(&mut self) -> &mut EntryState {
-        &mut self.0.state
-    }
-}
-
-/// An entry: the deadline, and the lock over the state and the closure. `T` is `Option<F>` for the
-/// concrete entry, `dyn Send` where the closure type is unknown (see the module docs).
-pub(crate) struct EntryHeader<T: ?Sized = dyn Send> {
     /// The first tick at or after the task's deadline (`clock::TickLength::ceil`).
     pub(crate) deadline_tick: u64,
-    state: Mutex<Locked<T>>,
+    task: Option<InlineTask>,
 }
 
-impl EntryHeader {
-    pub(crate) fn lock(&self) -> EntryGuard<'_> {
-        EntryGuard(self.state.lock())
-    }
-
-    pub(crate) fn status(&self) -> Status {
-        self.lock().status
-    }
-
-    /// Moves a pending entry to `to`, leaving its closure in place (dropped with the entry); `true`
-    /// iff this call did. For tests of the bucket's status checks; the timer claims through
-    /// [`TimerTaskEntry`], which takes the closure in the same critical section.
-    #[cfg(test)]
-    pub(crate) fn claim(&self, to: Status) -> bool {
-        let mut state = self.lock();
-        if state.status != Status::Pending {
-            return false;
+impl EntryState {
+    pub(crate) fn vacant() -> EntryState {
+        EntryState {
+            generation: 0,
+            occupied: false,
+            status: Status::Abandoned,
+            location: None,
+            deadline_tick: 0,
+            task: None,
         }
-        state.status = to;
-        true
+    }
+
+    /// Whether `ticket` names this slot's current occupant (or its last one, before reuse).
+    fn is(&self, ticket: Ticket) -> bool {
+        self.generation == ticket.generation
+    }
+
+    /// The claim: `Pending → to` and the closure out, in one critical section; `None` if lost.
+    fn claim(&mut self, to: Status) -> Option<InlineTask> {
+        if self.status != Status::Pending {
+            return None;
+        }
+        self.status = to;
+        self.task.take()
+    }
+
+    /// Ends the occupancy (the holder, once the entry is no longer pending): the generation moves
+    /// on, so no ticket names the slot any more; the status stays for handles to read until reuse.
+    /// The caller then returns the slot with [`EntryArena::free`].
+    pub(crate) fn release(&mut self) {
+        debug_assert!(self.occupied && self.status != Status::Pending && self.location.is_none());
+        debug_assert!(self.task.is_none());
+        self.generation += 1;
+        self.occupied = false;
+    }
+
+    /// For the bucket tests: `Pending → to`, dropping the closure.
+    #[cfg(test)]
+    pub(crate) fn claim_for_test(&mut self, to: Status) -> bool {
+        self.claim(to).is_some()
     }
 }
 
-/// What became of a [`TimerTaskEntry::fire`].
+/// What became of a [`fire`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fire {
     /// Another party claimed the entry first: nothing ran.
@@ -131,167 +161,166 @@ pub(crate) enum Fire {
     Panicked,
 }
 
-/// A scheduled task (Kafka's `TimerTaskEntry`), whatever its closure type.
-///
-/// Each claim moves a pending entry out of `Pending` and takes the closure in one critical section;
-/// a claim that finds the entry no longer pending does nothing. The winner counts the entry out on
-/// `stripe` (before running or dropping the closure, which may panic).
-pub(crate) trait TimerTaskEntry: Send + Sync {
-    fn header(&self) -> &EntryHeader;
-    /// Claims the entry for running; if this call won, counts it out, calls `claimed` (with no lock
-    /// held), then runs the closure on this thread, catching a panic.
-    fn fire(&self, stripe: &Stripe, claimed: &mut dyn FnMut()) -> Fire;
-    /// Claims the entry as cancelled; if this call won, counts it out, drops the closure (no lock
-    /// held) and returns `Some` of the bucket that held the entry at the claim (`None`: in transit).
-    fn cancel(&self, stripe: &Stripe) -> Option<Option<Arc<TimerTaskList>>>;
-    /// Claims the entry as abandoned; if this call won, counts it out and drops the closure.
-    fn abandon(&self, stripe: &Stripe) -> bool;
-    /// Claims the entry as abandoned; if this call won, counts it out and returns the closure, boxed.
-    fn abandon_take(&self, stripe: &Stripe) -> Option<Task>;
-}
-
-/// The concrete entry: one allocation, closure inline.
-type TaskEntry<F> = EntryHeader<Option<F>>;
-
-impl<F> TaskEntry<F> {
-    /// The claim: `Pending → to` and the closure out, in one critical section; `None` if lost.
-    #[inline]
-    fn claim(&self, to: Status) -> Option<F> {
-        let mut guard = self.state.lock();
-        let locked = &mut *guard;
-        if locked.state.status != Status::Pending {
-            return None;
-        }
-        locked.state.status = to;
-        locked.task.take()
-    }
-}
-
-impl<F: FnOnce() + Send + 'static> TimerTaskEntry for TaskEntry<F> {
-    fn header(&self) -> &EntryHeader {
-        self
-    }
-
-    fn fire(&self, stripe: &Stripe, claimed: &mut dyn FnMut()) -> Fire {
-        let Some(task) = self.claim(Status::Fired) else {
-            return Fire::Lost;
-        };
-        stripe.left();
-        claimed();
-        match panic::catch_unwind(AssertUnwindSafe(task)) {
-            Ok(()) => Fire::Ran,
-            Err(_) => Fire::Panicked,
-        }
-    }
-
-    fn cancel(&self, stripe: &Stripe) -> Option<Option<Arc<TimerTaskList>>> {
-        let (task, bucket) = {
-            let mut guard = self.state.lock();
-            let locked = &mut *guard;
-            if locked.state.status != Status::Pending {
-                return None;
-            }
-            locked.state.status = Status::Cancelled;
-            let bucket = locked.state.location.as_ref().map(|(bucket, _)| Arc::clone(bucket));
-            (locked.task.take(), bucket)
-        };
-        stripe.cancelled();
-        drop(task);
-        Some(bucket)
-    }
-
-    fn abandon(&self, stripe: &Stripe) -> bool {
-        let Some(task) = self.claim(Status::Abandoned) else {
-            return false;
-        };
-        stripe.left();
-        drop(task);
-        true
-    }
-
-    fn abandon_take(&self, stripe: &Stripe) -> Option<Task> {
-        let task = self.claim(Status::Abandoned)?;
-        stripe.left();
-        Some(Box::new(task))
-    }
-}
-
-/// A new pending entry for `task`, due at `deadline_tick`.
-pub(crate) fn new_entry<F>(deadline_tick: u64, task: F) -> EntryRef
+/// A new pending entry for `task`, due at `deadline_tick`, held by the caller; `None` if the arena
+/// is full (the task is then dropped).
+pub(crate) fn new_entry<F>(arena: &EntryArena, deadline_tick: u64, task: F) -> Option<Ticket>
 where
     F: FnOnce() + Send + 'static,
 {
-    // Coerced as a std `Arc`: loom's cannot be (see `sync.rs`).
-    let entry: std::sync::Arc<dyn TimerTaskEntry> = std::sync::Arc::new(TaskEntry {
-        deadline_tick,
-        state: Mutex::new(Locked {
-            state: EntryState { status: Status::Pending, location: None },
-            task: Some(task),
-        }),
-    });
-    arc_from_std(entry)
+    let task = InlineTask::new(task);
+    let id = arena.alloc()?;
+    let mut state = arena.lock(id);
+    debug_assert!(!state.occupied);
+    state.occupied = true;
+    state.status = Status::Pending;
+    state.deadline_tick = deadline_tick;
+    state.task = Some(task);
+    Some(Ticket { id, generation: state.generation })
 }
 
-/// Cancels a pending entry: `true` iff this call did it, and then counted it out on `stripe`. The
-/// closure is dropped here, outside the locks, and the entry leaves its bucket at once.
-pub(crate) fn cancel(entry: &EntryRef, stripe: &Stripe) -> bool {
-    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-    return cancel_check_then_act(entry, stripe);
-    let Some(bucket) = entry.cancel(stripe) else {
-        return false;
+/// Releases a slot its holder found no longer pending (e.g. cancelled in transit).
+pub(crate) fn discard(arena: &EntryArena, id: EntryId) {
+    let task = {
+        let mut state = arena.lock(id);
+        let task = state.claim(Status::Abandoned);
+        debug_assert!(task.is_none(), "discarding a pending entry");
+        state.release();
+        task
     };
-    // The bucket that held it at the claim: after the claim the entry can only leave it (a flush),
-    // never move to another (a re-add drops it), so this is nearly always the one lookup.
-    if !bucket.is_some_and(|bucket| TimerTaskList::remove(&bucket, entry)) {
-        remove_from_bucket(entry);
+    arena.free(id);
+    drop(task);
+}
+
+/// Releases an entry that was never inserted anywhere (a schedule refused by shutdown): it was
+/// never counted out, and never seen by anyone but its scheduler.
+pub(crate) fn unschedule(arena: &EntryArena, id: EntryId) {
+    let task = {
+        let mut state = arena.lock(id);
+        let task = state.claim(Status::Abandoned);
+        state.release();
+        task
+    };
+    arena.free(id);
+    drop(task);
+}
+
+/// The holder's firing: claims the entry; if this call won, counts it out, calls `claimed` with
+/// the deadline (no lock held), then runs the closure on this thread, catching a panic. The slot is
+/// released either way.
+pub(crate) fn fire(arena: &EntryArena, id: EntryId, stripe: &Stripe, claimed: &mut dyn FnMut(u64)) -> Fire {
+    let (task, deadline_tick) = {
+        let mut state = arena.lock(id);
+        let task = state.claim(Status::Fired);
+        state.release();
+        (task, state.deadline_tick)
+    };
+    arena.free(id);
+    let Some(task) = task else {
+        return Fire::Lost;
+    };
+    stripe.left();
+    claimed(deadline_tick);
+    match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
+        Ok(()) => Fire::Ran,
+        Err(_) => Fire::Panicked,
+    }
+}
+
+/// The holder's abandonment (shutdown, a closed executor): claims the entry as abandoned; if this
+/// call won, counts it out; releases the slot and drops the closure. `true` iff this call claimed it.
+pub(crate) fn abandon(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> bool {
+    abandon_take(arena, id, stripe).is_some()
+}
+
+/// [`abandon`], handing back the closure, boxed, and the deadline tick.
+pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> Option<(Task, u64)> {
+    let (task, deadline_tick) = {
+        let mut state = arena.lock(id);
+        let task = state.claim(Status::Abandoned);
+        state.release();
+        (task, state.deadline_tick)
+    };
+    arena.free(id);
+    let task = task?;
+    stripe.left();
+    Some((task.into_box(), deadline_tick))
+}
+
+/// Cancels the pending entry `ticket` names: `true` iff this call did it, and then counted it out on
+/// `stripe`. The closure is dropped here, outside the locks, and the entry leaves its bucket at once.
+pub(crate) fn cancel(arena: &EntryArena, ticket: Ticket, stripe: &Stripe) -> bool {
+    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
+    return cancel_check_then_act(arena, ticket, stripe);
+    let (task, bucket) = {
+        let mut state = arena.lock(ticket.id);
+        if !state.is(ticket) {
+            return false;
+        }
+        let Some(task) = state.claim(Status::Cancelled) else {
+            return false;
+        };
+        (task, state.location.as_ref().map(|(bucket, _)| Arc::clone(bucket)))
+    };
+    stripe.cancelled();
+    drop(task);
+    // The bucket that held it at the claim: after the claim the entry can only leave it (a visit),
+    // never move to another (a re-add refuses it), so this is the one lookup.
+    if let Some(bucket) = bucket {
+        leave_bucket(arena, ticket, &bucket);
     }
     true
+}
+
+/// Takes a cancelled entry out of `bucket`, if it is still there, and then releases it.
+fn leave_bucket(arena: &EntryArena, ticket: Ticket, bucket: &Arc<TimerTaskList>) {
+    match TimerTaskList::remove(bucket, arena, ticket) {
+        // Released under the locks: the slot is ours to return.
+        Removed::Taken => arena.free(ticket.id),
+        // In transit (its holder releases it), or already released.
+        Removed::Gone => {}
+        Removed::Elsewhere => unreachable!("a claimed entry moved to another bucket"),
+    }
 }
 
 /// Seeded bug for the loom suite only (docs/loom.md): the `Pending` check and the transition in two
 /// critical sections, so a firing in between runs the task and this cancel still returns `true`.
-/// (The closure, if the firing did not take it, is dropped with the entry.)
 #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-fn cancel_check_then_act(entry: &EntryRef, stripe: &Stripe) -> bool {
-    let header = entry.header();
-    if header.status() != Status::Pending {
-        return false;
-    }
-    remove_from_bucket(entry);
-    header.lock().status = Status::Cancelled;
+fn cancel_check_then_act(arena: &EntryArena, ticket: Ticket, stripe: &Stripe) -> bool {
+    let bucket = {
+        let state = arena.lock(ticket.id);
+        if !state.is(ticket) || state.status != Status::Pending {
+            return false;
+        }
+        state.location.as_ref().map(|(bucket, _)| Arc::clone(bucket))
+    };
+    let task = {
+        let mut state = arena.lock(ticket.id);
+        if !state.is(ticket) {
+            // Fired and released meanwhile: the bug reports a cancel anyway.
+            stripe.cancelled();
+            return true;
+        }
+        state.status = Status::Cancelled;
+        state.task.take()
+    };
     stripe.cancelled();
+    drop(task);
+    if let Some(bucket) = bucket {
+        if let Removed::Taken = TimerTaskList::remove(&bucket, arena, ticket) {
+            arena.free(ticket.id);
+        }
+    }
     true
 }
 
-/// Abandons a pending entry that can no longer run (shutdown, a closed executor): `true` iff this
-/// call did it, and then counted it out on `stripe`; the closure is dropped here.
-pub(crate) fn abandon(entry: &EntryRef, stripe: &Stripe) -> bool {
-    entry.abandon(stripe)
-}
-
-/// Unlinks the entry from whichever bucket holds it (no-op when it is in transit: the re-add sees
-/// the status and drops it).
-pub(crate) fn remove_from_bucket(entry: &EntryRef) {
-    loop {
-        let bucket = match &entry.header().lock().location {
-            Some((bucket, _)) => Arc::clone(bucket),
-            None => return,
-        };
-        if TimerTaskList::remove(&bucket, entry) {
-            return;
-        }
-        // The entry moved between reading its location and locking that bucket: look again.
-    }
-}
-
-impl fmt::Debug for dyn TimerTaskEntry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let header = self.header();
-        f.debug_struct("TimerTaskEntry")
-            .field("deadline_tick", &header.deadline_tick)
-            .field("status", &header.status())
-            .finish()
-    }
+/// The status of the entry `ticket` names, while the slot is not reused: `None` once a later task
+/// took the slot (the entry then finished long ago, how is forgotten).
+pub(crate) fn status(arena: &EntryArena, ticket: Ticket) -> Option<Status> {
+    let state = arena.lock(ticket.id);
+    // Its own occupancy, or the release that ended it, before anyone reused the slot.
+    let current = state.is(ticket);
+    let just_released = state.generation == ticket.generation + 1 && !state.occupied;
+    (current || just_released).then_some(state.status)
 }
 
 #[cfg(test)]
@@ -299,19 +328,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_entry_is_small() {
-        // The SPEC workloads' task: a closure holding one reference (8 bytes, non-null).
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let counter = &COUNTER;
-        let task = move || {
-            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        };
-        fn size_of_entry<F>(_: &F) -> usize {
-            std::mem::size_of::<TaskEntry<F>>()
-        }
-        // Deadline 8, lock 1 (+7), status 1 (+7), location 16, closure 8; the `Arc` adds its two
-        // counts: 64 bytes, an 80-byte glibc chunk. (With a counters pointer and the closure behind
-        // a second lock it was 80 bytes, a 96-byte chunk.)
-        assert_eq!(size_of_entry(&task), 48);
+    fn a_slot_is_small() {
+        // Lock 1 (+7), generation 8, flags 2 (+6), location 16, deadline 8, closure 16.
+        assert!(
+            std::mem::size_of::<crate::arena::Slot>() <= 64,
+            "{}",
+            std::mem::size_of::<crate::arena::Slot>()
+        );
+    }
+
+    #[test]
+    fn a_stale_ticket_does_nothing_to_the_next_occupant() {
+        let arena = EntryArena::new();
+        let stripe = crate::counters::Counters::new(usize::MAX);
+        let stripe = stripe.local();
+        let first = new_entry(&arena, 5, || {}).unwrap();
+        assert_eq!(fire(&arena, first.id, stripe, &mut |_| {}), Fire::Ran);
+        assert_eq!(status(&arena, first), Some(Status::Fired), "kept until reuse");
+        let second = new_entry(&arena, 6, || {}).unwrap();
+        assert_eq!(second.id, first.id, "the freed slot is reused");
+        assert!(!cancel(&arena, first, stripe), "the old ticket cannot cancel the new task");
+        assert_eq!(status(&arena, first), None);
+        assert_eq!(status(&arena, second), Some(Status::Pending));
+        assert!(cancel(&arena, second, stripe));
+        assert_eq!(status(&arena, second), Some(Status::Cancelled));
     }
 }

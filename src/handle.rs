@@ -2,16 +2,19 @@
 
 use std::fmt;
 
+use crate::arena::EntryArena;
 use crate::counters::Stripe;
-use crate::entry::{self, EntryRef, Status};
+use crate::entry::{self, Status, Ticket};
 use crate::sync::Arc;
 
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it.
 ///
 /// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
-/// [`cancel`](TimerHandle::cancel) does. A handle keeps only its small entry alive, and the counter
-/// stripe (256 bytes, shared with the handles scheduled on the same thread) its `cancel()` counts on;
-/// not the timer.
+/// [`cancel`](TimerHandle::cancel) does. A handle names its task by slot and generation in the
+/// timer's entry arena (`arena.rs`), and keeps that arena (not the timer) alive, with the counter
+/// stripe (shared with the handles scheduled on the same thread) its `cancel()` counts on. It keeps
+/// no task alive: once the task has fired or been cancelled, its slot is reused by later tasks, and
+/// the handle's generation no longer matches.
 ///
 /// # Cancellation
 ///
@@ -20,16 +23,23 @@ use crate::sync::Arc;
 /// bucket being flushed, the task being fired, or other `cancel` calls.
 #[derive(Clone)]
 pub struct TimerHandle {
-    /// The entry, and the counter stripe of the thread that scheduled it, on which a winning
-    /// `cancel()` counts the task out of `len()` (`counters.rs`): the entry itself holds no way back
-    /// to the timer. `None` for the handle `Timer::schedule` returns when it could not schedule.
-    inner: Option<(EntryRef, Arc<Stripe>)>,
+    /// The arena and the ticket naming the entry in it, and the counter stripe of the thread that
+    /// scheduled it, on which a winning `cancel()` counts the task out of `len()` (`counters.rs`).
+    /// `None` for the handle `Timer::schedule` returns when it could not schedule.
+    inner: Option<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
+    arena: Arc<EntryArena>,
+    stripe: Arc<Stripe>,
+    ticket: Ticket,
 }
 
 impl TimerHandle {
     #[inline]
-    pub(crate) fn new(entry: EntryRef, stripe: Arc<Stripe>) -> Self {
-        TimerHandle { inner: Some((entry, stripe)) }
+    pub(crate) fn new(arena: Arc<EntryArena>, stripe: Arc<Stripe>, ticket: Ticket) -> Self {
+        TimerHandle { inner: Some(Inner { arena, stripe, ticket }) }
     }
 
     /// A handle to nothing: what `schedule` returns for a task it refused.
@@ -37,8 +47,8 @@ impl TimerHandle {
         TimerHandle { inner: None }
     }
 
-    fn entry(&self) -> Option<&EntryRef> {
-        self.inner.as_ref().map(|(entry, _)| entry)
+    fn status(&self) -> Option<Status> {
+        self.inner.as_ref().and_then(|inner| entry::status(&inner.arena, inner.ticket))
     }
 
     /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
@@ -47,36 +57,46 @@ impl TimerHandle {
     /// Returns `false` if the task already ran or started running, was already cancelled, was
     /// abandoned by a shutdown, or was never scheduled.
     pub fn cancel(&self) -> bool {
-        self.inner.as_ref().is_some_and(|(entry, stripe)| entry::cancel(entry, stripe))
+        self.inner.as_ref().is_some_and(|inner| entry::cancel(&inner.arena, inner.ticket, &inner.stripe))
     }
 
-    /// Whether the task is still waiting: not yet fired, cancelled or abandoned.
+    /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
     pub fn is_pending(&self) -> bool {
-        self.entry().is_some_and(|entry| entry.header().status() == Status::Pending)
+        self.status() == Some(Status::Pending)
     }
 
     /// Whether the task was claimed for running (it ran, is running, or is queued on an executor).
+    ///
+    /// How a task ended is kept in its slot of the timer's entry arena until a later task reuses
+    /// the slot; after that this returns `false` (as does [`is_cancelled`](TimerHandle::is_cancelled)):
+    /// the handle only knows its task is no longer pending. The exact record of a cancellation is
+    /// the result of [`cancel`](TimerHandle::cancel); of a run, the task itself.
     pub fn is_fired(&self) -> bool {
-        self.entry().is_some_and(|entry| entry.header().status() == Status::Fired)
+        self.status() == Some(Status::Fired)
     }
 
-    /// Whether a `cancel()` call cancelled the task.
+    /// Whether a `cancel()` call cancelled the task. Exact until the task's slot is reused, like
+    /// [`is_fired`](TimerHandle::is_fired).
     pub fn is_cancelled(&self) -> bool {
-        self.entry().is_some_and(|entry| entry.header().status() == Status::Cancelled)
+        self.status() == Some(Status::Cancelled)
     }
     /// Where the task sits in the wheel right now: level, slot and the bucket's expiration.
     /// **Diagnostic**: a snapshot that the driver may change at any moment (see
     /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in
     /// transit between buckets during a flush.
     pub fn position(&self) -> Option<crate::WheelPosition> {
-        self.entry().and_then(crate::position::of)
+        self.inner.as_ref().and_then(|inner| crate::position::of(&inner.arena, inner.ticket))
     }
 }
 
 impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.entry() {
-            Some(entry) => f.debug_tuple("TimerHandle").field(entry).finish(),
+        match &self.inner {
+            Some(inner) => f
+                .debug_struct("TimerHandle")
+                .field("slot", &inner.ticket.id.index())
+                .field("status", &self.status())
+                .finish(),
             None => f.write_str("TimerHandle(refused)"),
         }
     }

@@ -108,6 +108,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod advancing;
+mod arena;
 mod bucket;
 mod builder;
 mod clock;
@@ -118,6 +119,7 @@ mod entry;
 mod error;
 mod global;
 mod handle;
+mod inline_task;
 mod position;
 pub mod purgatory;
 mod repeating;

@@ -1,11 +1,12 @@
 //! [`WheelPosition`]: where a pending task sits in the wheel, for diagnostics and teaching.
 
-use crate::entry::{EntryRef, Status};
+use crate::arena::EntryArena;
+use crate::entry::{Status, Ticket};
 
 /// Where a pending task currently sits in the hierarchy: which level, which slot (bucket), and
 /// when that bucket expires. Returned by [`TimerHandle::position`](crate::TimerHandle::position).
 ///
-/// **Diagnostic only.** It is a snapshot read under the entry's lock; the entry moves whenever its
+/// **Diagnostic only.** It is a snapshot read under the entry's slot lock; the entry moves whenever its
 /// bucket is flushed (cascading to a finer level, or firing), so by the time you look at it, it may
 /// be out of date. Ticks count from the timer clock's origin: multiply by
 /// [`Timer::tick`](crate::Timer::tick) for a time.
@@ -31,10 +32,9 @@ pub struct WheelPosition {
 }
 
 /// The position of `entry`, if it is pending and in a bucket (not in transit during a flush).
-pub(crate) fn of(entry: &EntryRef) -> Option<WheelPosition> {
-    let header = entry.header();
-    let state = header.lock();
-    if state.status != Status::Pending {
+pub(crate) fn of(arena: &EntryArena, ticket: Ticket) -> Option<WheelPosition> {
+    let state = arena.lock(ticket.id);
+    if state.generation != ticket.generation || state.status != Status::Pending {
         return None;
     }
     let (bucket, _) = state.location.as_ref()?;
@@ -45,6 +45,6 @@ pub(crate) fn of(entry: &EntryRef) -> Option<WheelPosition> {
         // Not after the entry's stage is due: a visit re-sets it only to what is left, and only
         // lowers it otherwise.
         expiration_tick: bucket.expiration(),
-        deadline_tick: header.deadline_tick,
+        deadline_tick: state.deadline_tick,
     })
 }

@@ -3,12 +3,13 @@
 //! The entries of a stage live in a deque of `Option` slots; each entry records its absolute index
 //! (in its location, packed with its stage: `bucket::pack_location`), so a cancel finds its slot at
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
-//! owning bucket's lock held; entry locks are taken inside (bucket, then entry: `entry.rs`).
+//! owning bucket's lock held; slot locks are taken inside (bucket, then slot: `entry.rs`).
 
 use std::collections::VecDeque;
 
+use crate::arena::EntryArena;
 use crate::bucket::{pack_location, unpack_location};
-use crate::entry::EntryRef;
+use crate::entry::EntryId;
 
 /// Below this many slots a list is never compacted or shrunk.
 pub(crate) const MIN_COMPACT: usize = 32;
@@ -22,7 +23,7 @@ pub(crate) const MIN_COMPACT: usize = 32;
 /// (flat memory) at amortised O(1). An entry's index is absolute: slot `i` is `entries[i - base]`.
 #[derive(Default)]
 pub(crate) struct Slots {
-    entries: VecDeque<Option<EntryRef>>,
+    entries: VecDeque<Option<EntryId>>,
     /// The absolute index of `entries[0]`.
     base: u64,
     live: usize,
@@ -40,13 +41,13 @@ impl Slots {
     }
 
     /// Appends an entry at [`next_index`](Slots::next_index).
-    pub(crate) fn push(&mut self, entry: EntryRef) {
+    pub(crate) fn push(&mut self, entry: EntryId) {
         self.entries.push_back(Some(entry));
         self.live += 1;
     }
 
     /// Takes the entry at absolute `index`, leaving a hole; trims and compacts (see [`Slots`]).
-    pub(crate) fn take(&mut self, index: u64) -> Option<EntryRef> {
+    pub(crate) fn take(&mut self, arena: &EntryArena, index: u64) -> Option<EntryId> {
         let removed = self.entries[(index - self.base) as usize].take();
         self.live -= 1;
         while matches!(self.entries.front(), Some(None)) {
@@ -60,20 +61,23 @@ impl Slots {
             // No live entry and no hole: indices restart (they would otherwise only grow).
             self.base = 0;
         }
-        self.shrink();
+        self.shrink(arena);
         removed
     }
 
-    /// Moves the first `n` live entries (in insertion order) to `out`, in transit (no location).
-    pub(crate) fn take_front(&mut self, n: usize, out: &mut Vec<EntryRef>) {
+    /// Moves the first `n` live entries (in insertion order) to `out` with their deadline ticks,
+    /// in transit (no location): the caller holds them from now on (`entry.rs`).
+    pub(crate) fn take_front(&mut self, n: usize, arena: &EntryArena, out: &mut Vec<(EntryId, u64)>) {
+        let transit = |entry: EntryId| {
+            let mut state = arena.lock(entry);
+            state.location = None;
+            (entry, state.deadline_tick)
+        };
         if n == self.live {
             // The whole list: hand it over and start afresh (indices restart at 0).
             let taken = std::mem::take(self);
             out.reserve(taken.live);
-            for entry in taken.entries.into_iter().flatten() {
-                entry.header().lock().location = None;
-                out.push(entry);
-            }
+            out.extend(taken.entries.into_iter().flatten().map(transit));
             return;
         }
         out.reserve(n);
@@ -82,8 +86,7 @@ impl Slots {
             let Some(slot) = self.entries.pop_front() else { break };
             self.base += 1;
             if let Some(entry) = slot {
-                entry.header().lock().location = None;
-                out.push(entry);
+                out.push(transit(entry));
                 moved += 1;
             }
         }
@@ -92,27 +95,27 @@ impl Slots {
             self.entries.pop_front();
             self.base += 1;
         }
-        self.shrink();
+        self.shrink(arena);
     }
 
     /// Compacts a list that is mostly holes, or gives back capacity it no longer needs.
-    fn shrink(&mut self) {
+    fn shrink(&mut self, arena: &EntryArena) {
         let len = self.entries.len();
         if len >= MIN_COMPACT && self.live * 4 <= len {
-            self.compact();
+            self.compact(arena);
         } else if self.entries.capacity() > MIN_COMPACT && len * 4 < self.entries.capacity() {
             self.entries.shrink_to((len * 2).max(MIN_COMPACT));
         }
     }
 
     /// Squeezes out every hole, renumbering the entries that move.
-    fn compact(&mut self) {
+    fn compact(&mut self, arena: &EntryArena) {
         let len = self.entries.len();
         let mut kept = 0;
         for read in 0..len {
             if let Some(entry) = self.entries[read].take() {
                 if read != kept {
-                    if let Some((_, packed)) = &mut entry.header().lock().location {
+                    if let Some((_, packed)) = &mut arena.lock(entry).location {
                         let (stage, _) = unpack_location(*packed);
                         *packed = pack_location(stage, self.base + kept as u64);
                     }
@@ -129,8 +132,8 @@ impl Slots {
 #[cfg(test)]
 impl Slots {
     /// The entry at absolute `index`, if that slot is not a hole.
-    pub(crate) fn get(&self, index: u64) -> Option<&EntryRef> {
-        self.entries.get(usize::try_from(index.checked_sub(self.base)?).ok()?)?.as_ref()
+    pub(crate) fn get(&self, index: u64) -> Option<EntryId> {
+        *self.entries.get(usize::try_from(index.checked_sub(self.base)?).ok()?)?
     }
 
     /// Slots in the list, holes included.

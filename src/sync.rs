@@ -13,8 +13,6 @@
 //!
 //! * loom's `Arc` cannot be a method receiver (`self: &Arc<Self>` needs std's `Arc`), so functions
 //!   that need the `Arc` of their own value take it as `this: &Arc<Self>`;
-//! * nor can it coerce to a trait object (that needs the unstable `CoerceUnsized`): an `Arc<dyn _>` is
-//!   built as a std `Arc`, coerced, and converted with [`arc_from_std`];
 //! * the thread-local that marks a thread as advancing a timer is declared with this module's
 //!   [`thread_local!`]: model threads may share one OS thread, so a std thread-local would leak one
 //!   model thread's mark into another;
@@ -38,12 +36,6 @@ mod imp {
     /// `Arc::downgrade`, as a free function so that both branches offer the same call.
     pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
         Arc::downgrade(arc)
-    }
-
-    /// The identity: this build's `Arc` is std's.
-    #[inline]
-    pub(crate) fn arc_from_std<T: ?Sized>(arc: Arc<T>) -> Arc<T> {
-        arc
     }
 
     /// A small number for the calling thread, handed out round robin on first use: threads
@@ -78,11 +70,6 @@ mod imp {
     }
     pub(crate) use loom_thread_local as thread_local;
 
-    /// A loom `Arc` from a (unique) std `Arc`, which may hold an unsized value (see the module docs).
-    pub(crate) fn arc_from_std<T: ?Sized>(arc: std::sync::Arc<T>) -> Arc<T> {
-        Arc::from_std(arc)
-    }
-
     /// The model thread's number (0 for the main model thread, then in spawn order): deterministic
     /// across executions, as loom requires, and without a loom object of its own (a round-robin
     /// counter would be one more atomic for every model to explore).
@@ -91,8 +78,7 @@ mod imp {
         id.trim_start_matches("ThreadId(").trim_end_matches(')').parse().unwrap_or(0)
     }
 
-    /// `parking_lot`-shaped wrapper over loom's mutex (which, like parking_lot's, may hold an
-    /// unsized value: `entry.rs` locks an entry whose closure type is erased).
+    /// `parking_lot`-shaped wrapper over loom's mutex.
     #[derive(Debug, Default)]
     pub(crate) struct Mutex<T: ?Sized>(loom::sync::Mutex<T>);
 
@@ -204,3 +190,11 @@ mod imp {
 
 #[allow(unused_imports)]
 pub(crate) use imp::*;
+
+// **Unmodelled** primitives: the same in both builds, invisible to loom. Only for state that no
+// model needs to explore because nothing is published through it: the entry arena's free lists and
+// page directory (`arena.rs`) move slot indices and create pages, while the state of every slot is
+// published through the slot's own, modelled lock. (A page is created by the thread that then hands
+// out its indices; another thread only learns an index through a modelled lock or a thread spawn.)
+pub(crate) use parking_lot::Mutex as UnmodelledMutex;
+pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;

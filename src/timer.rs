@@ -26,13 +26,14 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::advancing::{self, Advancing};
+use crate::arena::EntryArena;
 use crate::bucket::Popped;
 use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
-use crate::entry::{abandon, new_entry, EntryRef, Fire};
+use crate::entry::{self, abandon, new_entry, EntryId, Fire};
 use crate::error::ScheduleError;
 use crate::handle::TimerHandle;
 use crate::stats::{Lateness, TimerStats};
@@ -82,6 +83,8 @@ pub(crate) struct Shared {
     ticks: TickLength,
     clock: ClockSource,
     wheel: TimingWheel,
+    /// Where the entries live (`arena.rs`); shared with the handles.
+    arena: Arc<EntryArena>,
     queue: DelayQueue,
     counters: Arc<Counters>,
     shut_down: AtomicBool,
@@ -118,12 +121,13 @@ impl Timer {
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
         let counters = Arc::new(Counters::new(config.max_pending));
         let lateness = Arc::new(Lateness::new());
+        let arena = Arc::new(EntryArena::new());
         let executor = match config.execution {
             TaskExecution::OnDriver => None,
             TaskExecution::Threads(n) => Some(Executor::start(
                 n,
                 &config.thread_name,
-                &counters,
+                (&counters, &arena),
                 (&lateness, &config.clock, config.ticks),
             )?),
         };
@@ -131,6 +135,7 @@ impl Timer {
             ticks: config.ticks,
             clock: config.clock,
             wheel: TimingWheel::new(config.wheel_size),
+            arena,
             queue: DelayQueue::new(),
             counters,
             shut_down: AtomicBool::new(false),
@@ -348,25 +353,29 @@ impl Shared {
         if !stripe.try_schedule() {
             return Err(ScheduleError::TooManyPending { max: self.max_pending });
         }
-        let entry = new_entry(deadline, task);
+        let arena = &*self.arena;
+        let Some(ticket) = new_entry(arena, deadline, task) else {
+            stripe.unschedule();
+            return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
+        };
         let refuse = Some(&self.shut_down);
-        let outcome = match self.wheel.add(Arc::clone(&entry), self.ticks.floor(now), refuse) {
-            AddOutcome::Due(entry) => self.wheel.add_due(entry, refuse),
+        let outcome = match self.wheel.add(arena, (ticket.id, deadline), self.ticks.floor(now), refuse) {
+            AddOutcome::Due(id) => self.wheel.add_due(arena, (id, deadline), refuse),
             other => other,
         };
         match outcome {
             AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
             AddOutcome::Done => {}
             AddOutcome::ShutDown => {
-                // Never inserted, never seen by anyone else: uncount it; dropping the only
-                // reference drops the closure.
-                drop(entry);
+                // Never inserted, never seen by anyone else: uncount it and release it (which
+                // drops the closure).
+                entry::unschedule(arena, ticket.id);
                 stripe.unschedule();
                 return Err(ScheduleError::ShutDown);
             }
             AddOutcome::Due(_) | AddOutcome::NotPending => unreachable!("a new entry is pending"),
         }
-        Ok(TimerHandle::new(entry, Arc::clone(stripe)))
+        Ok(TimerHandle::new(Arc::clone(&self.arena), Arc::clone(stripe), ticket))
     }
 
     /// The non-blocking advance: flush every bucket due at the clock's current tick.
@@ -385,7 +394,7 @@ impl Shared {
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
-            match bucket.visit_into(cursor, taken) {
+            match bucket.visit_into(&self.arena, cursor, taken) {
                 Popped::Stale => continue,
                 Popped::Visited { requeue } => {
                     flushed = true;
@@ -395,11 +404,13 @@ impl Shared {
                 }
             }
             let visited = taken.len();
-            for entry in taken.drain(..) {
-                match self.wheel.add(entry, cursor, None) {
+            for held in taken.drain(..) {
+                match self.wheel.add(&self.arena, held, cursor, None) {
                     AddOutcome::Due(entry) => due.push(entry),
                     AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
-                    AddOutcome::Done | AddOutcome::NotPending => {}
+                    AddOutcome::Done => {}
+                    // Cancelled in transit: the cancel left the slot to us, its holder.
+                    AddOutcome::NotPending => entry::discard(&self.arena, held.0),
                     AddOutcome::ShutDown => unreachable!("re-adds ignore the shutdown flag"),
                 }
             }
@@ -416,7 +427,7 @@ impl Shared {
     }
 
     /// Runs (or hands to the executor) every entry in `due`, which it empties.
-    fn fire(&self, due: &mut Vec<EntryRef>) {
+    fn fire(&self, due: &mut Vec<EntryId>) {
         if let Some(executor) = &self.executor {
             executor.submit(due.drain(..));
             return;
@@ -427,12 +438,11 @@ impl Shared {
         for entry in due.drain(..) {
             if self.abandon_batch.load(Ordering::Acquire) {
                 // `shutdown()` was called by a task of this batch: the rest stays unrun.
-                abandon(&entry, stripe);
+                abandon(&self.arena, entry, stripe);
                 continue;
             }
-            let deadline_tick = entry.header().deadline_tick;
-            let claimed = &mut || lateness.record(deadline_tick, self.clock.now_nanos());
-            match entry.fire(stripe, claimed) {
+            let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.clock.now_nanos());
+            match entry::fire(&self.arena, entry, stripe, claimed) {
                 Fire::Ran => fired += 1,
                 Fire::Panicked => {
                     fired += 1;
@@ -462,11 +472,11 @@ impl Shared {
         let mut unfired = Vec::new();
         let stripe = self.counters.local();
         for bucket in self.wheel.close_levels() {
-            for entry in bucket.flush() {
+            for (entry, _) in bucket.flush(&self.arena) {
                 if !report {
-                    abandon(&entry, stripe);
-                } else if let Some(task) = entry.abandon_take(stripe) {
-                    let deadline = nanos_to_duration(self.ticks.start_nanos(entry.header().deadline_tick));
+                    abandon(&self.arena, entry, stripe);
+                } else if let Some((task, deadline_tick)) = entry::abandon_take(&self.arena, entry, stripe) {
+                    let deadline = nanos_to_duration(self.ticks.start_nanos(deadline_tick));
                     unfired.push(UnfiredTask { deadline, task });
                 }
             }
@@ -508,10 +518,10 @@ impl Shared {
 /// each large allocation: `malloc_consolidate` took about 9% of the driver's time in SPEC W4.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// Entries a bucket visit took out, to re-add.
-    taken: Vec<EntryRef>,
-    /// Entries found due, to fire.
-    due: Vec<EntryRef>,
+    /// Entries a bucket visit took out, with their deadline ticks, to re-add (held: `entry.rs`).
+    taken: Vec<(EntryId, u64)>,
+    /// Entries found due, to fire (held).
+    due: Vec<EntryId>,
 }
 
 impl Scratch {
@@ -519,10 +529,11 @@ impl Scratch {
     const KEEP: usize = 1 << 14;
 
     fn trim(&mut self) {
-        for buffer in [&mut self.taken, &mut self.due] {
-            if buffer.capacity() > Self::KEEP {
-                buffer.shrink_to(Self::KEEP);
-            }
+        if self.taken.capacity() > Self::KEEP {
+            self.taken.shrink_to(Self::KEEP);
+        }
+        if self.due.capacity() > Self::KEEP {
+            self.due.shrink_to(Self::KEEP);
         }
     }
 }

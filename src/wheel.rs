@@ -49,8 +49,9 @@
 
 use std::fmt;
 
+use crate::arena::EntryArena;
 use crate::bucket::{Added, TimerTaskList};
-use crate::entry::EntryRef;
+use crate::entry::EntryId;
 use crate::sync::{Arc, AtomicBool, OnceLock};
 
 /// Where a deadline belongs relative to a base tick.
@@ -246,7 +247,7 @@ pub(crate) struct TimingWheel {
 #[derive(Debug)]
 pub(crate) enum AddOutcome {
     /// The entry is due relative to the base; the caller fires it.
-    Due(EntryRef),
+    Due(EntryId),
     /// Inserted into a bucket that must now be queued at this expiration.
     Queue(u64, Arc<TimerTaskList>),
     /// Inserted into a bucket that is already queued early enough. Nothing more to do.
@@ -286,25 +287,39 @@ impl TimingWheel {
 
     /// Adds an entry relative to `base` (see the module docs). With `shut_down`, refuses the entry
     /// once the flag is set (see `TimerTaskList::add`).
-    pub(crate) fn add(&self, entry: EntryRef, base: u64, shut_down: Option<&AtomicBool>) -> AddOutcome {
-        match self.table.place(base, entry.header().deadline_tick) {
+    /// `deadline` is the entry's deadline tick, which its holder knows.
+    pub(crate) fn add(
+        &self,
+        arena: &EntryArena,
+        (entry, deadline): (EntryId, u64),
+        base: u64,
+        shut_down: Option<&AtomicBool>,
+    ) -> AddOutcome {
+        match self.table.place(base, deadline) {
             Placement::Due => AddOutcome::Due(entry),
-            Placement::Slot { level, slot, stage } => self.insert(entry, level, slot, stage, shut_down),
+            Placement::Slot { level, slot, stage } => {
+                self.insert(arena, entry, level, slot, stage, shut_down)
+            }
         }
     }
 
     /// Adds an entry that is already due to the level-0 bucket of its deadline, so that the next
     /// advance of the clock flushes and fires it (used when scheduling: tasks never run inside
     /// `schedule`).
-    pub(crate) fn add_due(&self, entry: EntryRef, shut_down: Option<&AtomicBool>) -> AddOutcome {
-        let deadline = entry.header().deadline_tick;
+    pub(crate) fn add_due(
+        &self,
+        arena: &EntryArena,
+        (entry, deadline): (EntryId, u64),
+        shut_down: Option<&AtomicBool>,
+    ) -> AddOutcome {
         let slot = (deadline % self.wheel_size) as usize;
-        self.insert(entry, 0, slot, StagePlan::level0(deadline), shut_down)
+        self.insert(arena, entry, 0, slot, StagePlan::level0(deadline), shut_down)
     }
 
     fn insert(
         &self,
-        entry: EntryRef,
+        arena: &EntryArena,
+        entry: EntryId,
         level: usize,
         slot: usize,
         stage: StagePlan,
@@ -313,7 +328,7 @@ impl TimingWheel {
         let Some(bucket) = self.bucket(level, slot) else {
             return AddOutcome::ShutDown; // the level was closed by shutdown
         };
-        match TimerTaskList::add(bucket, entry, stage, shut_down) {
+        match TimerTaskList::add(bucket, arena, entry, stage, shut_down) {
             Added::Inserted { queue: Some(at) } => AddOutcome::Queue(at, Arc::clone(bucket)),
             Added::Inserted { queue: None } => AddOutcome::Done,
             Added::NotPending => AddOutcome::NotPending,

@@ -1,0 +1,216 @@
+//! `EntryArena`: where a timer's entries live, densely, in fixed slots addressed by index.
+//!
+//! An entry used to be its own heap allocation (an `Arc` per timer). Scheduling then cost a
+//! `malloc` and every fire or cancel a `free`, on whichever thread got there first, and glibc made
+//! the driver pay for those cross-thread frees in `malloc_consolidate` stalls (docs/benchmarks.md).
+//! Now a timer owns an arena of **slots**, each the entry's [`EntryState`] behind its own small
+//! lock, and an entry is named by its slot index ([`EntryId`], 4 bytes) and the slot's generation.
+//!
+//! ## Storage
+//!
+//! Slots are grouped in pages of [`PAGE`] slots, created on first use and never freed or moved
+//! while the timer lives, so a slot reference stays valid without a lock. The directory is two
+//! levels: segment `s` has `2^s` pages, so the directory of a timer that never grows is a few
+//! hundred bytes, and one of a billion slots is a few megabytes. Finding a slot is two `Acquire`
+//! loads (`OnceLock::get`) and some shifts.
+//!
+//! ## Free slots
+//!
+//! A freed index goes to the free list of the freeing thread's stripe (by `thread_index`, as the
+//! counters); an allocation pops from its own stripe's list. A list that runs dry takes a batch from
+//! a shared pool, then a batch of never-used indices ([`BATCH`]); one that grows past two batches
+//! gives one back to the pool. So slots are recycled wherever they were freed (the driver frees what
+//! the schedulers allocated) and schedule-and-cancel forever runs in flat memory: the slots in use
+//! never exceed the most entries ever pending plus two batches per stripe.
+//!
+//! The free lists only move indices. They sit behind the facade's *unmodelled* locks: the loom
+//! models need not explore them, because the state of a slot is published only through the slot's
+//! own lock, which is modelled (see `sync.rs`).
+//!
+//! ## Who frees a slot
+//!
+//! See `entry.rs`: at every moment one party **holds** an allocated slot (the scheduler, a bucket,
+//! the driver's transit buffers, an executor's channel), and only the holder frees it, after the
+//! entry left `Pending`. A handle holds nothing: it names its entry by index *and generation*, and
+//! freeing bumps the generation, so a handle outliving its entry can never touch the slot's next
+//! occupant.
+
+use crate::entry::{EntryId, EntryState};
+use crate::sync::{thread_index, Mutex, MutexGuard, UnmodelledMutex, UnmodelledOnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Slots per page (a power of two). The loom models use 2, so that a few entries span pages.
+#[cfg(not(delaywheel_loom))]
+const PAGE_BITS: u32 = 10;
+#[cfg(delaywheel_loom)]
+const PAGE_BITS: u32 = 1;
+pub(crate) const PAGE: usize = 1 << PAGE_BITS;
+
+/// Indices moved at once between a stripe's free list and the pool, or taken fresh (divides
+/// [`PAGE`], so a fresh batch lies in one page).
+#[cfg(not(delaywheel_loom))]
+pub(crate) const BATCH: usize = 64;
+#[cfg(delaywheel_loom)]
+pub(crate) const BATCH: usize = 1;
+
+/// Segments in the directory: enough for every `u32` index.
+const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
+
+/// One entry's place: its state behind its own lock (see `entry.rs`).
+pub(crate) type Slot = Mutex<EntryState>;
+
+type Page = Box<[Slot]>;
+
+/// A segment of the directory: its pages, each created on first use.
+type Segment = Box<[UnmodelledOnceLock<Page>]>;
+
+/// The slots of one timer (see the module docs).
+pub(crate) struct EntryArena {
+    /// Segment `s`: `2^s` pages, each created on first use.
+    segments: Box<[UnmodelledOnceLock<Segment>]>,
+    /// The first index never handed out.
+    fresh: AtomicU64,
+    /// Free indices returned by the stripes (see the module docs).
+    pool: UnmodelledMutex<Vec<EntryId>>,
+    /// Per-stripe free lists, each on its own cache lines.
+    stripes: Box<[FreeList]>,
+    mask: usize,
+}
+
+#[repr(align(128))]
+struct FreeList(UnmodelledMutex<Vec<EntryId>>);
+
+impl EntryArena {
+    pub(crate) fn new() -> EntryArena {
+        let count = crate::counters::stripe_count();
+        EntryArena {
+            segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
+            fresh: AtomicU64::new(0),
+            pool: UnmodelledMutex::new(Vec::new()),
+            stripes: (0..count).map(|_| FreeList(UnmodelledMutex::new(Vec::new()))).collect(),
+            mask: count - 1,
+        }
+    }
+
+    /// Where slot `index` lives: (segment, page in segment, slot in page).
+    #[inline]
+    fn coordinates(index: usize) -> (usize, usize, usize) {
+        let page = (index >> PAGE_BITS) + 1;
+        let segment = (usize::BITS - 1 - page.leading_zeros()) as usize;
+        (segment, page - (1 << segment), index & (PAGE - 1))
+    }
+
+    /// The slot of `id`, which must have been handed out by [`alloc`](EntryArena::alloc) (its page
+    /// exists from then on).
+    #[inline]
+    pub(crate) fn slot(&self, id: EntryId) -> &Slot {
+        let (segment, page, slot) = Self::coordinates(id.index());
+        let page = self.segments[segment].get().and_then(|pages| pages[page].get());
+        &page.expect("an entry id names a slot that was allocated")[slot]
+    }
+
+    /// Locks the state of `id`'s slot.
+    #[inline]
+    pub(crate) fn lock(&self, id: EntryId) -> MutexGuard<'_, EntryState> {
+        self.slot(id).lock()
+    }
+
+    /// A free slot for a new entry: vacant, unlocked, its generation past every earlier occupant's.
+    /// `None` once all `u32::MAX - 1` indices are in use.
+    pub(crate) fn alloc(&self) -> Option<EntryId> {
+        let mut free = self.stripes[thread_index() & self.mask].0.lock();
+        if let Some(id) = free.pop() {
+            return Some(id);
+        }
+        {
+            let mut pool = self.pool.lock();
+            let keep = pool.len().saturating_sub(BATCH);
+            free.extend(pool.drain(keep..));
+        }
+        if let Some(id) = free.pop() {
+            return Some(id);
+        }
+        let start = self.fresh.fetch_add(BATCH as u64, Ordering::Relaxed);
+        if start + BATCH as u64 > u64::from(EntryId::MAX_INDEX) + 1 {
+            self.fresh.fetch_sub(BATCH as u64, Ordering::Relaxed);
+            return None;
+        }
+        let start = start as usize;
+        self.create_page(start);
+        free.extend((start..start + BATCH).rev().map(EntryId::new));
+        free.pop()
+    }
+
+    /// Returns a slot whose occupant was released (`EntryState::release`): only its holder calls
+    /// this, once per allocation.
+    pub(crate) fn free(&self, id: EntryId) {
+        let mut free = self.stripes[thread_index() & self.mask].0.lock();
+        free.push(id);
+        if free.len() > 2 * BATCH {
+            let spill = free.len() - BATCH;
+            self.pool.lock().extend(free.drain(spill..));
+        }
+    }
+
+    /// Creates the page holding `index` (and its segment's directory) if it does not exist yet.
+    fn create_page(&self, index: usize) {
+        let (segment, page, _) = Self::coordinates(index);
+        let pages = self.segments[segment]
+            .get_or_init(|| (0..1usize << segment).map(|_| UnmodelledOnceLock::new()).collect());
+        pages[page].get_or_init(|| (0..PAGE).map(|_| Mutex::new(EntryState::vacant())).collect());
+    }
+
+    /// Slots handed out so far, free or not: the arena's high-water mark (tests).
+    #[cfg(test)]
+    pub(crate) fn high_water(&self) -> u64 {
+        self.fresh.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for EntryArena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryArena")
+            .field("fresh", &self.fresh.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coordinates_cover_every_index_once_in_order() {
+        assert_eq!(EntryArena::coordinates(0), (0, 0, 0));
+        assert_eq!(EntryArena::coordinates(PAGE - 1), (0, 0, PAGE - 1));
+        assert_eq!(EntryArena::coordinates(PAGE), (1, 0, 0));
+        assert_eq!(EntryArena::coordinates(3 * PAGE), (2, 0, 0));
+        assert_eq!(EntryArena::coordinates(7 * PAGE - 1), (2, 3, PAGE - 1));
+        let (segment, page, slot) = EntryArena::coordinates(EntryId::MAX_INDEX as usize);
+        assert!(segment < SEGMENTS && page < 1 << segment && slot < PAGE);
+    }
+
+    #[test]
+    fn freed_slots_are_reused_and_memory_stays_flat() {
+        let arena = EntryArena::new();
+        for _ in 0..100_000 {
+            let ids: Vec<EntryId> = (0..10).map(|_| arena.alloc().unwrap()).collect();
+            for id in ids {
+                arena.free(id);
+            }
+        }
+        assert!(arena.high_water() <= 2 * BATCH as u64, "high water {}", arena.high_water());
+    }
+
+    #[test]
+    fn slots_freed_on_one_thread_are_reused_by_another() {
+        let arena = std::sync::Arc::new(EntryArena::new());
+        for _ in 0..200 {
+            let ids: Vec<EntryId> = (0..1_000).map(|_| arena.alloc().unwrap()).collect();
+            let freer = std::sync::Arc::clone(&arena);
+            std::thread::spawn(move || ids.into_iter().for_each(|id| freer.free(id))).join().unwrap();
+        }
+        // Each round's frees go to another stripe and come back through the pool.
+        assert!(arena.high_water() < 3_000 + 64 * 2 * BATCH as u64, "high water {}", arena.high_water());
+    }
+}
