@@ -20,4 +20,5 @@ mod overflow_level;
 mod purgatory;
 mod schedule_vs_flush;
 mod shutdown;
+mod slot_reuse;
 mod stale_time;

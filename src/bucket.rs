@@ -241,7 +241,7 @@ impl TimerTaskList {
         let stage = &mut stages[plan.index];
         {
             let mut state = arena.lock(entry);
-            if state.status != Status::Pending {
+            if state.status() != Status::Pending {
                 return Added::NotPending;
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
@@ -261,7 +261,7 @@ impl TimerTaskList {
         let mut stages = this.stages.lock();
         let packed = {
             let mut state = arena.lock(ticket.id);
-            if state.generation != ticket.generation {
+            if state.generation() != ticket.generation {
                 return Removed::Gone;
             }
             match &state.location {

@@ -34,7 +34,7 @@ pub struct WheelPosition {
 /// The position of `entry`, if it is pending and in a bucket (not in transit during a flush).
 pub(crate) fn of(arena: &EntryArena, ticket: Ticket) -> Option<WheelPosition> {
     let state = arena.lock(ticket.id);
-    if state.generation != ticket.generation || state.status != Status::Pending {
+    if state.generation() != ticket.generation || state.status() != Status::Pending {
         return None;
     }
     let (bucket, _) = state.location.as_ref()?;
