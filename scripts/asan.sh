@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the crate's lib unit tests under AddressSanitizer (use-after-free, double free, out-of-bounds,
+# leaks via LeakSanitizer), on the machine's stable toolchain.
+#
+#   scripts/asan.sh                  the `inline_task` tests: the crate's only `unsafe` module
+#   scripts/asan.sh FILTER [ARGS]    lib tests whose name contains FILTER, e.g. `scripts/asan.sh ''`
+#                                    for the whole lib suite; ARGS go to the test harness
+#
+# `-Zsanitizer` is a nightly flag: the stable compiler takes it with RUSTC_BOOTSTRAP=1. The standard
+# library is not rebuilt with ASan (that needs nightly's `-Zbuild-std`), so only this crate and its
+# dependencies are instrumented; frees and leaks are still caught everywhere (ASan intercepts malloc).
+# An explicit --target keeps the flags off build scripts and proc macros; a separate target dir
+# (target/asan) keeps normal builds' cache.
+#
+# The whole lib suite (FILTER '') currently fails on leaks, not in inline_task: two bucket.rs tests
+# (expiration_is_set_once_per_round_and_only_lowered, small_stages_wait_for_their_round_big_ones_open_early)
+# end with entries still linked to their bucket, an Arc cycle (entry location -> bucket -> entry).
+# ASAN_OPTIONS=detect_leaks=0 skips leak checking meanwhile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target="$(rustc -vV | sed -n 's/^host: //p')"
+export RUSTC_BOOTSTRAP=1
+export RUSTFLAGS="${RUSTFLAGS:-} -Zsanitizer=address"
+export CARGO_TARGET_DIR="${ASAN_TARGET_DIR:-target/asan}"
+# detect_leaks: LeakSanitizer at exit; a report fails the run with a nonzero exit code.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1}"
+
+if [[ $# -eq 0 ]]; then
+    set -- inline_task
+fi
+
+echo "asan: target ${target}, target dir ${CARGO_TARGET_DIR}, filter '${1}'"
+exec cargo test --lib --target "${target}" -- "$@"
