@@ -101,7 +101,7 @@
 //! ## Unsafe code
 //!
 //! The crate denies `unsafe_code` everywhere except one private module, `inline_task`, which stores
-//! a task's closure type-erased in a fixed 16 bytes (inline when it captures at most one word) so
+//! a task's closure type-erased in a fixed 24 bytes (inline when it captures at most two words) so
 //! that entries can live densely in slots. Every `unsafe` block there carries a `// SAFETY:`
 //! comment (enforced by `clippy::undocumented_unsafe_blocks`), the module docs give the whole
 //! argument, and its tests run under AddressSanitizer (`scripts/asan.sh`), valgrind
