@@ -58,6 +58,7 @@
 //! attempt never shows in `len()`, nor makes a concurrent one fail) and counts out on it too, and
 //! `len()` reads it. Only the unbounded default avoids the shared line.
 
+use crate::arena::EntryArena;
 use crate::sync::{thread_index, Arc, AtomicU64, AtomicUsize, Ordering};
 
 /// A timer's counters: its stripes, and the shared gauge of a bounded timer.
@@ -89,6 +90,9 @@ pub(crate) struct Stripe {
     fired: AtomicU64,
     panicked: AtomicU64,
     bound: Option<Arc<Bound>>,
+    /// The timer's entry arena: a handle keeps the stripe its `cancel()` counts on, and reaches its
+    /// entry through it, so one reference count per handle (`handle.rs`).
+    arena: Arc<EntryArena>,
 }
 
 /// How many stripes a timer gets: enough that the threads of a busy process rarely share one, few
@@ -108,7 +112,7 @@ pub(crate) fn stripe_count() -> usize {
 
 impl Counters {
     /// Counters for a timer holding at most `max_pending` tasks (`usize::MAX`: unbounded).
-    pub(crate) fn new(max_pending: usize) -> Counters {
+    pub(crate) fn new(max_pending: usize, arena: &Arc<EntryArena>) -> Counters {
         let bound = (max_pending != usize::MAX)
             .then(|| Arc::new(Bound { max: max_pending, pending: AtomicUsize::new(0) }));
         let count = stripe_count();
@@ -121,6 +125,7 @@ impl Counters {
                     fired: AtomicU64::new(0),
                     panicked: AtomicU64::new(0),
                     bound: bound.clone(),
+                    arena: Arc::clone(arena),
                 })
             })
             .collect();
@@ -170,6 +175,12 @@ impl Counters {
 }
 
 impl Stripe {
+    /// The arena of the timer this stripe counts for.
+    #[inline]
+    pub(crate) fn arena(&self) -> &EntryArena {
+        &self.arena
+    }
+
     /// Counts one more pending task, before its entry becomes visible; `false` (and nothing
     /// counted) if a bounded timer is full.
     #[inline]

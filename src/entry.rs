@@ -389,7 +389,7 @@ mod tests {
     #[test]
     fn a_stale_ticket_does_nothing_to_the_next_occupant() {
         let arena = EntryArena::new();
-        let stripe = crate::counters::Counters::new(usize::MAX);
+        let stripe = crate::counters::Counters::new(usize::MAX, &Arc::new(EntryArena::new()));
         let stripe = stripe.local();
         let first = new_entry(&arena, 5, || {}).unwrap();
         assert_eq!(fire(&arena, first.id, stripe, &mut |_| {}), Fire::Ran);

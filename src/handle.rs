@@ -2,7 +2,6 @@
 
 use std::fmt;
 
-use crate::arena::EntryArena;
 use crate::counters::Stripe;
 use crate::entry::{self, Status, Ticket};
 use crate::sync::Arc;
@@ -11,7 +10,7 @@ use crate::sync::Arc;
 ///
 /// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
 /// [`cancel`](TimerHandle::cancel) does. A handle names its task by slot and generation in the
-/// timer's entry arena (`arena.rs`), and keeps that arena (not the timer) alive, with the counter
+/// timer's entry arena (`arena.rs`), and keeps that arena (not the timer) alive through the counter
 /// stripe (shared with the handles scheduled on the same thread) its `cancel()` counts on. It keeps
 /// no task alive: once the task has fired or been cancelled, its slot is reused by later tasks, and
 /// the handle's generation no longer matches.
@@ -23,23 +22,17 @@ use crate::sync::Arc;
 /// bucket being flushed, the task being fired, or other `cancel` calls.
 #[derive(Clone)]
 pub struct TimerHandle {
-    /// The arena and the ticket naming the entry in it, and the counter stripe of the thread that
-    /// scheduled it, on which a winning `cancel()` counts the task out of `len()` (`counters.rs`).
-    /// `None` for the handle `Timer::schedule` returns when it could not schedule.
-    inner: Option<Inner>,
-}
-
-#[derive(Clone)]
-struct Inner {
-    arena: Arc<EntryArena>,
-    stripe: Arc<Stripe>,
-    ticket: Ticket,
+    /// The counter stripe of the thread that scheduled the task, on which a winning `cancel()`
+    /// counts it out of `len()` (`counters.rs`), and through which the handle reaches the timer's
+    /// entry arena; and the ticket naming the entry there. `None` for the handle `Timer::schedule`
+    /// returns when it could not schedule.
+    inner: Option<(Arc<Stripe>, Ticket)>,
 }
 
 impl TimerHandle {
     #[inline]
-    pub(crate) fn new(arena: Arc<EntryArena>, stripe: Arc<Stripe>, ticket: Ticket) -> Self {
-        TimerHandle { inner: Some(Inner { arena, stripe, ticket }) }
+    pub(crate) fn new(stripe: Arc<Stripe>, ticket: Ticket) -> Self {
+        TimerHandle { inner: Some((stripe, ticket)) }
     }
 
     /// A handle to nothing: what `schedule` returns for a task it refused.
@@ -48,7 +41,7 @@ impl TimerHandle {
     }
 
     fn status(&self) -> Option<Status> {
-        self.inner.as_ref().and_then(|inner| entry::status(&inner.arena, inner.ticket))
+        self.inner.as_ref().and_then(|(stripe, ticket)| entry::status(stripe.arena(), *ticket))
     }
 
     /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
@@ -57,7 +50,7 @@ impl TimerHandle {
     /// Returns `false` if the task already ran or started running, was already cancelled, was
     /// abandoned by a shutdown, or was never scheduled.
     pub fn cancel(&self) -> bool {
-        self.inner.as_ref().is_some_and(|inner| entry::cancel(&inner.arena, inner.ticket, &inner.stripe))
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| entry::cancel(stripe.arena(), *ticket, stripe))
     }
 
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
@@ -85,16 +78,16 @@ impl TimerHandle {
     /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in
     /// transit between buckets during a flush.
     pub fn position(&self) -> Option<crate::WheelPosition> {
-        self.inner.as_ref().and_then(|inner| crate::position::of(&inner.arena, inner.ticket))
+        self.inner.as_ref().and_then(|(stripe, ticket)| crate::position::of(stripe.arena(), *ticket))
     }
 }
 
 impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.inner {
-            Some(inner) => f
+            Some((_, ticket)) => f
                 .debug_struct("TimerHandle")
-                .field("slot", &inner.ticket.id.index())
+                .field("slot", &ticket.id.index())
                 .field("status", &self.status())
                 .finish(),
             None => f.write_str("TimerHandle(refused)"),

@@ -119,9 +119,9 @@ impl Timer {
     }
 
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
-        let counters = Arc::new(Counters::new(config.max_pending));
-        let lateness = Arc::new(Lateness::new());
         let arena = Arc::new(EntryArena::new());
+        let counters = Arc::new(Counters::new(config.max_pending, &arena));
+        let lateness = Arc::new(Lateness::new());
         let executor = match config.execution {
             TaskExecution::OnDriver => None,
             TaskExecution::Threads(n) => Some(Executor::start(
@@ -375,7 +375,7 @@ impl Shared {
             }
             AddOutcome::Due(_) | AddOutcome::NotPending => unreachable!("a new entry is pending"),
         }
-        Ok(TimerHandle::new(Arc::clone(&self.arena), Arc::clone(stripe), ticket))
+        Ok(TimerHandle::new(Arc::clone(stripe), ticket))
     }
 
     /// The non-blocking advance: flush every bucket due at the clock's current tick.
