@@ -62,7 +62,7 @@
 use std::fmt;
 
 use crate::arena::EntryArena;
-use crate::entry::{EntryId, Status, Ticket};
+use crate::entry::{EntryId, Fresh, Status, Ticket};
 use crate::slots::Slots;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{StagePlan, STAGES};
@@ -220,12 +220,17 @@ impl TimerTaskList {
     /// With `shut_down`, the flag is read under the bucket lock and the entry is refused if it is
     /// set: the shutdown drain sets the flag before it locks every bucket, so an entry is either
     /// refused here or found by the drain (see `timer.rs`).
+    ///
+    /// With `fresh`, `entry` is a vacant slot its scheduler holds, and this insert occupies it with
+    /// `fresh`'s contents in the same critical section (`entry.rs`); otherwise `entry` is a held,
+    /// occupied slot (a re-add).
     pub(crate) fn add(
         this: &Arc<Self>,
         arena: &EntryArena,
         entry: EntryId,
         plan: StagePlan,
         shut_down: Option<&AtomicBool>,
+        fresh: Option<&mut Fresh>,
     ) -> Added {
         // Seeded bug for the loom suite only (docs/loom.md): the flag read before the lock, so the
         // drain can flush this bucket between the read and the insert.
@@ -241,8 +246,10 @@ impl TimerTaskList {
         let stage = &mut stages[plan.index];
         {
             let mut state = arena.lock(entry);
-            if state.status() != Status::Pending {
-                return Added::NotPending;
+            match fresh {
+                Some(fresh) => state.occupy(fresh),
+                None if state.status() != Status::Pending => return Added::NotPending,
+                None => {}
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
             state.location = Some((Arc::clone(this), pack_location(plan.index, stage.slots.next_index())));
@@ -407,7 +414,7 @@ mod tests {
 
     fn add_all(bucket: &Arc<TimerTaskList>, es: &[Ticket], plan: StagePlan) -> Vec<Option<u64>> {
         es.iter()
-            .map(|e| match TimerTaskList::add(bucket, &ARENA, e.id, plan, None) {
+            .map(|e| match TimerTaskList::add(bucket, &ARENA, e.id, plan, None, None) {
                 Added::Inserted { queue } => queue,
                 other => panic!("{other:?}"),
             })
@@ -480,7 +487,10 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(1_000);
         for e in &es {
-            assert!(matches!(TimerTaskList::add(&bucket, &ARENA, e.id, at(5), None), Added::Inserted { .. }));
+            assert!(matches!(
+                TimerTaskList::add(&bucket, &ARENA, e.id, at(5), None, None),
+                Added::Inserted { .. }
+            ));
         }
         // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
         let mut order: Vec<usize> = (0..300).collect();
@@ -515,9 +525,9 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(0, 0));
         let es = entries(2);
         let flag = AtomicBool::new(true);
-        assert_eq!(TimerTaskList::add(&bucket, &ARENA, es[0].id, at(5), Some(&flag)), Added::ShutDown);
+        assert_eq!(TimerTaskList::add(&bucket, &ARENA, es[0].id, at(5), Some(&flag), None), Added::ShutDown);
         assert!(ARENA.lock(es[1].id).claim_for_test(Status::Cancelled));
-        assert_eq!(TimerTaskList::add(&bucket, &ARENA, es[1].id, at(5), None), Added::NotPending);
+        assert_eq!(TimerTaskList::add(&bucket, &ARENA, es[1].id, at(5), None, None), Added::NotPending);
         assert!(bucket.flush(&ARENA).is_empty());
     }
 }

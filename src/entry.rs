@@ -212,20 +212,53 @@ pub(crate) enum Fire {
     Panicked,
 }
 
-/// A new pending entry for `task`, due at `deadline_tick`, held by the caller; `None` if the arena
-/// is full (the task is then dropped).
+/// A new entry's contents, on its way into a slot its scheduler holds (vacant until then). The
+/// insert that publishes the entry in a bucket writes them into the slot in the same critical
+/// section that sets the location ([`EntryState::occupy`]): one slot lock per schedule. If the
+/// insert is refused (shutdown), the task is still here and is dropped with it.
+pub(crate) struct Fresh {
+    task: Option<InlineTask>,
+    deadline_tick: u64,
+    /// The slot's generation, read when it was occupied: the new entry's [`Ticket`].
+    generation: u64,
+}
+
+impl Fresh {
+    pub(crate) fn new<F>(deadline_tick: u64, task: F) -> Fresh
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        Fresh { task: Some(InlineTask::new(task)), deadline_tick, generation: 0 }
+    }
+
+    /// The ticket of the entry, once an insert has put it in slot `id`.
+    pub(crate) fn ticket(&self, id: EntryId) -> Option<Ticket> {
+        self.task.is_none().then_some(Ticket { id, generation: self.generation })
+    }
+}
+
+impl EntryState {
+    /// Makes the vacant slot's new occupant out of `fresh` (its holder, under the slot lock).
+    pub(crate) fn occupy(&mut self, fresh: &mut Fresh) {
+        debug_assert!(!self.life.occupied());
+        self.life = self.life.occupy();
+        self.deadline_tick = fresh.deadline_tick;
+        self.task = fresh.task.take();
+        fresh.generation = self.generation();
+    }
+}
+
+/// A new pending entry for `task`, due at `deadline_tick`, held by the caller (outside a bucket):
+/// for unit tests, which then insert it as a held entry.
+#[cfg(test)]
 pub(crate) fn new_entry<F>(arena: &EntryArena, deadline_tick: u64, task: F) -> Option<Ticket>
 where
     F: FnOnce() + Send + 'static,
 {
-    let task = InlineTask::new(task);
+    let mut fresh = Fresh::new(deadline_tick, task);
     let id = arena.alloc()?;
-    let mut state = arena.lock(id);
-    debug_assert!(!state.life.occupied());
-    state.life = state.life.occupy();
-    state.deadline_tick = deadline_tick;
-    state.task = Some(task);
-    Some(Ticket { id, generation: state.generation() })
+    arena.lock(id).occupy(&mut fresh);
+    fresh.ticket(id)
 }
 
 /// Releases a slot its holder found no longer pending (e.g. cancelled in transit).
@@ -234,19 +267,6 @@ pub(crate) fn discard(arena: &EntryArena, id: EntryId) {
         let mut state = arena.lock(id);
         let task = state.claim(Status::Abandoned);
         debug_assert!(task.is_none(), "discarding a pending entry");
-        state.release();
-        task
-    };
-    arena.free(id);
-    drop(task);
-}
-
-/// Releases an entry that was never inserted anywhere (a schedule refused by shutdown): it was
-/// never counted out, and never seen by anyone but its scheduler.
-pub(crate) fn unschedule(arena: &EntryArena, id: EntryId) {
-    let task = {
-        let mut state = arena.lock(id);
-        let task = state.claim(Status::Abandoned);
         state.release();
         task
     };

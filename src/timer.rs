@@ -33,7 +33,7 @@ use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
-use crate::entry::{self, abandon, new_entry, EntryId, Fire};
+use crate::entry::{self, abandon, EntryId, Fire, Fresh};
 use crate::error::ScheduleError;
 use crate::handle::TimerHandle;
 use crate::stats::{Lateness, TimerStats};
@@ -354,27 +354,31 @@ impl Shared {
             return Err(ScheduleError::TooManyPending { max: self.max_pending });
         }
         let arena = &*self.arena;
-        let Some(ticket) = new_entry(arena, deadline, task) else {
+        let mut fresh = Fresh::new(deadline, task);
+        let Some(id) = arena.alloc() else {
             stripe.unschedule();
             return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
         };
-        let refuse = Some(&self.shut_down);
-        let outcome = match self.wheel.add(arena, (ticket.id, deadline), self.ticks.floor(now), refuse) {
-            AddOutcome::Due(id) => self.wheel.add_due(arena, (id, deadline), refuse),
+        // The insert occupies the slot it publishes: one slot lock (`entry.rs`).
+        let (refuse, base) = (Some(&self.shut_down), self.ticks.floor(now));
+        let outcome = match self.wheel.add(arena, (id, deadline), base, refuse, Some(&mut fresh)) {
+            AddOutcome::Due(id) => self.wheel.add_due(arena, (id, deadline), refuse, Some(&mut fresh)),
             other => other,
         };
         match outcome {
             AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
             AddOutcome::Done => {}
             AddOutcome::ShutDown => {
-                // Never inserted, never seen by anyone else: uncount it and release it (which
-                // drops the closure).
-                entry::unschedule(arena, ticket.id);
+                // Never occupied, never seen by anyone else: uncount it, give the vacant slot
+                // back, drop the closure (still in `fresh`).
+                arena.free(id);
                 stripe.unschedule();
+                drop(fresh);
                 return Err(ScheduleError::ShutDown);
             }
             AddOutcome::Due(_) | AddOutcome::NotPending => unreachable!("a new entry is pending"),
         }
+        let ticket = fresh.ticket(id).expect("an inserted entry occupies its slot");
         Ok(TimerHandle::new(Arc::clone(stripe), ticket))
     }
 
@@ -405,7 +409,7 @@ impl Shared {
             }
             let visited = taken.len();
             for held in taken.drain(..) {
-                match self.wheel.add(&self.arena, held, cursor, None) {
+                match self.wheel.add(&self.arena, held, cursor, None, None) {
                     AddOutcome::Due(entry) => due.push(entry),
                     AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
                     AddOutcome::Done => {}

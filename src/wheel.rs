@@ -51,7 +51,7 @@ use std::fmt;
 
 use crate::arena::EntryArena;
 use crate::bucket::{Added, TimerTaskList};
-use crate::entry::EntryId;
+use crate::entry::{EntryId, Fresh};
 use crate::sync::{Arc, AtomicBool, OnceLock};
 
 /// Where a deadline belongs relative to a base tick.
@@ -286,19 +286,21 @@ impl TimingWheel {
     }
 
     /// Adds an entry relative to `base` (see the module docs). With `shut_down`, refuses the entry
-    /// once the flag is set (see `TimerTaskList::add`).
-    /// `deadline` is the entry's deadline tick, which its holder knows.
+    /// once the flag is set (see `TimerTaskList::add`). `deadline` is the entry's deadline tick,
+    /// which its holder knows. With `fresh`, the insert also occupies the slot (see
+    /// `TimerTaskList::add`); a due entry is not inserted here.
     pub(crate) fn add(
         &self,
         arena: &EntryArena,
         (entry, deadline): (EntryId, u64),
         base: u64,
         shut_down: Option<&AtomicBool>,
+        fresh: Option<&mut Fresh>,
     ) -> AddOutcome {
         match self.table.place(base, deadline) {
             Placement::Due => AddOutcome::Due(entry),
             Placement::Slot { level, slot, stage } => {
-                self.insert(arena, entry, level, slot, stage, shut_down)
+                self.insert(arena, entry, (level, slot, stage), shut_down, fresh)
             }
         }
     }
@@ -311,24 +313,24 @@ impl TimingWheel {
         arena: &EntryArena,
         (entry, deadline): (EntryId, u64),
         shut_down: Option<&AtomicBool>,
+        fresh: Option<&mut Fresh>,
     ) -> AddOutcome {
         let slot = (deadline % self.wheel_size) as usize;
-        self.insert(arena, entry, 0, slot, StagePlan::level0(deadline), shut_down)
+        self.insert(arena, entry, (0, slot, StagePlan::level0(deadline)), shut_down, fresh)
     }
 
     fn insert(
         &self,
         arena: &EntryArena,
         entry: EntryId,
-        level: usize,
-        slot: usize,
-        stage: StagePlan,
+        (level, slot, stage): (usize, usize, StagePlan),
         shut_down: Option<&AtomicBool>,
+        fresh: Option<&mut Fresh>,
     ) -> AddOutcome {
         let Some(bucket) = self.bucket(level, slot) else {
             return AddOutcome::ShutDown; // the level was closed by shutdown
         };
-        match TimerTaskList::add(bucket, arena, entry, stage, shut_down) {
+        match TimerTaskList::add(bucket, arena, entry, stage, shut_down, fresh) {
             Added::Inserted { queue: Some(at) } => AddOutcome::Queue(at, Arc::clone(bucket)),
             Added::Inserted { queue: None } => AddOutcome::Done,
             Added::NotPending => AddOutcome::NotPending,
