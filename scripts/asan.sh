@@ -12,10 +12,7 @@
 # An explicit --target keeps the flags off build scripts and proc macros; a separate target dir
 # (target/asan) keeps normal builds' cache.
 #
-# The whole lib suite (FILTER '') currently fails on leaks, not in inline_task: two bucket.rs tests
-# (expiration_is_set_once_per_round_and_only_lowered, small_stages_wait_for_their_round_big_ones_open_early)
-# end with entries still linked to their bucket, an Arc cycle (entry location -> bucket -> entry).
-# ASAN_OPTIONS=detect_leaks=0 skips leak checking meanwhile.
+# `scripts/asan.sh ''` runs the whole lib suite (leak-clean since entries live in the arena).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

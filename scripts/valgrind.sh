@@ -9,9 +9,7 @@
 # the one "possibly lost" block that the test harness itself leaves (std's main-thread handle).
 # Debug build: nothing optimised away. RUST_BACKTRACE=0 keeps the panicking tests from loading debug info.
 #
-# The whole lib suite (FILTER '') currently fails on leaks, not in inline_task: two bucket.rs tests
-# (expiration_is_set_once_per_round_and_only_lowered, small_stages_wait_for_their_round_big_ones_open_early)
-# end with entries still linked to their bucket, an Arc cycle (entry location -> bucket -> entry).
+# `scripts/valgrind.sh ''` runs the whole lib suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

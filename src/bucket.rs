@@ -262,8 +262,9 @@ impl TimerTaskList {
         Added::Inserted { queue: this.set_expiration(visit_at).then_some(visit_at) }
     }
 
-    /// Takes the entry `ticket` names out of this bucket if it is here and no longer pending (a
-    /// cancel claimed it), and releases its slot: the caller then returns it to the arena.
+    /// Takes the entry `ticket` names out of this bucket if it is here, and releases its slot: the
+    /// caller then returns it to the arena. Only for an entry the caller claimed (a cancel): it is
+    /// no longer pending, as a release requires (`entry.rs`).
     pub(crate) fn remove(this: &Arc<Self>, arena: &EntryArena, ticket: Ticket) -> Removed {
         let mut stages = this.stages.lock();
         let packed = {
@@ -383,21 +384,19 @@ mod tests {
     use crate::entry::new_entry;
     use crate::slots::MIN_COMPACT;
 
-    static ARENA: std::sync::LazyLock<EntryArena> = std::sync::LazyLock::new(EntryArena::new);
-
-    fn entries(n: usize) -> Vec<Ticket> {
-        (0..n).map(|_| new_entry(&ARENA, 5, || {}).unwrap()).collect()
+    fn entries(arena: &EntryArena, n: usize) -> Vec<Ticket> {
+        (0..n).map(|_| new_entry(arena, 5, || {}).unwrap()).collect()
     }
 
-    fn location(entry: &Ticket) -> Option<(usize, u64)> {
-        ARENA.lock(entry.id).location.as_ref().map(|(_, packed)| unpack_location(*packed))
+    fn location(arena: &EntryArena, entry: &Ticket) -> Option<(usize, u64)> {
+        arena.lock(entry.id).location.as_ref().map(|(_, packed)| unpack_location(*packed))
     }
 
     /// What a cancel does: claims the entry, takes it out of `bucket`, releases its slot.
-    fn cancel_out(bucket: &Arc<TimerTaskList>, entry: &Ticket) {
-        assert!(ARENA.lock(entry.id).claim_for_test(Status::Cancelled));
-        assert_eq!(TimerTaskList::remove(bucket, &ARENA, *entry), Removed::Taken);
-        ARENA.free(entry.id);
+    fn cancel_out(arena: &EntryArena, bucket: &Arc<TimerTaskList>, entry: &Ticket) {
+        assert!(arena.lock(entry.id).claim_for_test(Status::Cancelled));
+        assert_eq!(TimerTaskList::remove(bucket, arena, *entry), Removed::Taken);
+        arena.free(entry.id);
     }
 
     fn same_entry(a: &EntryId, b: &Ticket) -> bool {
@@ -412,9 +411,14 @@ mod tests {
         StagePlan { index, round, opens, due }
     }
 
-    fn add_all(bucket: &Arc<TimerTaskList>, es: &[Ticket], plan: StagePlan) -> Vec<Option<u64>> {
+    fn add_all(
+        arena: &EntryArena,
+        bucket: &Arc<TimerTaskList>,
+        es: &[Ticket],
+        plan: StagePlan,
+    ) -> Vec<Option<u64>> {
         es.iter()
-            .map(|e| match TimerTaskList::add(bucket, &ARENA, e.id, plan, None, None) {
+            .map(|e| match TimerTaskList::add(bucket, arena, e.id, plan, None, None) {
                 Added::Inserted { queue } => queue,
                 other => panic!("{other:?}"),
             })
@@ -423,72 +427,80 @@ mod tests {
 
     #[test]
     fn expiration_is_set_once_per_round_and_only_lowered() {
+        let arena = &EntryArena::unaudited();
         let bucket = Arc::new(TimerTaskList::new(0, 0));
-        let es = entries(4);
-        assert_eq!(add_all(&bucket, &es[..2], at(10)), [Some(10), None], "queued once");
-        assert_eq!(add_all(&bucket, &es[2..3], at(14)), [None]);
+        let es = entries(arena, 4);
+        assert_eq!(add_all(arena, &bucket, &es[..2], at(10)), [Some(10), None], "queued once");
+        assert_eq!(add_all(arena, &bucket, &es[2..3], at(14)), [None]);
         assert_eq!(bucket.expiration(), 10, "never raised");
-        assert_eq!(add_all(&bucket, &es[3..], at(6)), [Some(6)], "lowered, and re-queued");
-        let visit = bucket.visit(&ARENA, 10);
+        assert_eq!(add_all(arena, &bucket, &es[3..], at(6)), [Some(6)], "lowered, and re-queued");
+        let visit = bucket.visit(arena, 10);
         assert_eq!((visit.entries.len(), visit.requeue), (4, None));
-        assert_eq!(bucket.visit_into(&ARENA, 10, &mut Vec::new()), Popped::Stale, "the entry left at 10");
+        assert_eq!(bucket.visit_into(arena, 10, &mut Vec::new()), Popped::Stale, "the entry left at 10");
         assert_eq!(bucket.expiration(), NO_EXPIRATION);
-        assert!(es.iter().all(|e| location(e).is_none()), "visited entries are in transit");
-        assert_eq!(add_all(&bucket, &es[..1], at(30)), [Some(30)]);
+        assert!(es.iter().all(|e| location(arena, e).is_none()), "visited entries are in transit");
+        assert_eq!(add_all(arena, &bucket, &es[..1], at(30)), [Some(30)]);
     }
 
     #[test]
     fn small_stages_wait_for_their_round_big_ones_open_early() {
+        let arena = &EntryArena::unaudited();
         // Level-1 bucket of 4 stages, round 100 (slots of 100 ticks): stage j covers 100+25j.., opens
         // at 25(j+1).
         let bucket = Arc::new(TimerTaskList::new(1, 0));
-        let small = entries(2);
-        assert_eq!(add_all(&bucket, &small[..1], stage(3, 100, 100, 175)), [Some(100)]);
-        assert_eq!(add_all(&bucket, &small[1..], stage(1, 100, 50, 125)), [None], "small: at its round");
-        let big = entries(EARLY_STAGE_LEN + 1);
-        let queued = add_all(&bucket, &big, stage(0, 100, 25, 100));
+        let small = entries(arena, 2);
+        assert_eq!(add_all(arena, &bucket, &small[..1], stage(3, 100, 100, 175)), [Some(100)]);
+        assert_eq!(
+            add_all(arena, &bucket, &small[1..], stage(1, 100, 50, 125)),
+            [None],
+            "small: at its round"
+        );
+        let big = entries(arena, EARLY_STAGE_LEN + 1);
+        let queued = add_all(arena, &bucket, &big, stage(0, 100, 25, 100));
         assert_eq!(queued.iter().flatten().collect::<Vec<_>>(), [&25], "the entry that makes it big");
-        assert_eq!(location(&big[0]), Some((0, 0)));
-        let visit = bucket.visit(&ARENA, 99); // a tick before its range: the whole stage
+        assert_eq!(location(arena, &big[0]), Some((0, 0)));
+        let visit = bucket.visit(arena, 99); // a tick before its range: the whole stage
         assert_eq!(visit.entries.len(), EARLY_STAGE_LEN + 1, "only the big stage");
         assert!(visit.entries.iter().zip(&big).all(|(a, b)| same_entry(a, b)), "insertion order");
         assert_eq!(visit.requeue, Some(100), "the small stages wait for the round");
-        let visit = bucket.visit(&ARENA, 100);
+        let visit = bucket.visit(arena, 100);
         assert_eq!((visit.entries.len(), visit.requeue), (2, None));
         // A stage emptied by removal leaves the expiration low; the visit then finds nothing.
-        assert_eq!(add_all(&bucket, &small[..1], stage(1, 300, 250, 325)), [Some(300)]);
-        assert_eq!(add_all(&bucket, &small[1..], stage(2, 200, 150, 250)), [Some(200)]);
-        cancel_out(&bucket, &small[1]);
-        let visit = bucket.visit(&ARENA, 200);
+        assert_eq!(add_all(arena, &bucket, &small[..1], stage(1, 300, 250, 325)), [Some(300)]);
+        assert_eq!(add_all(arena, &bucket, &small[1..], stage(2, 200, 150, 250)), [Some(200)]);
+        cancel_out(arena, &bucket, &small[1]);
+        let visit = bucket.visit(arena, 200);
         assert_eq!((visit.entries.len(), visit.requeue), (0, Some(300)));
     }
 
     #[test]
     fn a_big_stage_with_time_to_spare_cascades_in_paced_chunks() {
+        let arena = &EntryArena::unaudited();
         let bucket = Arc::new(TimerTaskList::new(1, 0));
-        let es = entries(3_000);
-        add_all(&bucket, &es, stage(0, 1_000, 10, 1_000));
+        let es = entries(arena, 3_000);
+        add_all(arena, &bucket, &es, stage(0, 1_000, 10, 1_000));
         // 989 ticks to spare: twice the even pace is 7 a tick, so the minimum chunk.
-        let visit = bucket.visit(&ARENA, 10);
+        let visit = bucket.visit(arena, 10);
         assert_eq!((visit.entries.len(), visit.requeue), (CASCADE_CHUNK, Some(11)));
         assert!(visit.entries.iter().zip(&es).all(|(a, b)| same_entry(a, b)), "insertion order");
         // Close to its range the pace rises: 2744 left, 9 ticks to spare: ceil(2 * 2744 / 9).
-        let visit = bucket.visit(&ARENA, 990);
+        let visit = bucket.visit(arena, 990);
         assert_eq!((visit.entries.len(), visit.requeue), (610, Some(991)));
-        let visit = bucket.visit(&ARENA, 995); // 2134 left, 4 ticks: 1067
+        let visit = bucket.visit(arena, 995); // 2134 left, 4 ticks: 1067
         assert_eq!((visit.entries.len(), visit.requeue), (1_067, Some(996)));
-        let visit = bucket.visit(&ARENA, 999);
+        let visit = bucket.visit(arena, 999);
         assert_eq!((visit.entries.len(), visit.requeue), (1_067, None), "no tick to spare: the rest");
-        assert!(es.iter().all(|e| location(e).is_none()));
+        assert!(es.iter().all(|e| location(arena, e).is_none()));
     }
 
     #[test]
     fn removal_in_any_order_keeps_every_location_exact() {
+        let arena = &EntryArena::unaudited();
         let bucket = Arc::new(TimerTaskList::new(0, 0));
-        let es = entries(1_000);
+        let es = entries(arena, 1_000);
         for e in &es {
             assert!(matches!(
-                TimerTaskList::add(&bucket, &ARENA, e.id, at(5), None, None),
+                TimerTaskList::add(&bucket, arena, e.id, at(5), None, None),
                 Added::Inserted { .. }
             ));
         }
@@ -497,18 +509,18 @@ mod tests {
         order.extend((700..1_000).rev());
         order.extend((300..700).filter(|i| i % 3 != 0));
         for (step, &i) in order.iter().enumerate() {
-            cancel_out(&bucket, &es[i]);
-            assert!(location(&es[i]).is_none());
+            cancel_out(arena, &bucket, &es[i]);
+            assert!(location(arena, &es[i]).is_none());
             if step % 97 == 0 {
                 let stages = bucket.stages.lock();
                 let slots = &stages[0].slots;
                 for e in &es {
-                    if let Some((_, index)) = location(e) {
+                    if let Some((_, index)) = location(arena, e) {
                         let held = slots.get(index).expect("hole at a location");
                         assert!(same_entry(&held, e), "location names another entry");
                     }
                 }
-                assert_eq!(slots.live(), es.iter().filter(|e| location(e).is_some()).count());
+                assert_eq!(slots.live(), es.iter().filter(|e| location(arena, e).is_some()).count());
             }
         }
         let left: Vec<usize> = (300..700).filter(|i| i % 3 == 0).collect();
@@ -517,17 +529,18 @@ mod tests {
             assert_eq!(stages[0].slots.live(), left.len());
             assert!(stages[0].slots.span() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
         }
-        assert_eq!(bucket.flush(&ARENA).len(), left.len());
+        assert_eq!(bucket.flush(arena).len(), left.len());
     }
 
     #[test]
     fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
+        let arena = &EntryArena::unaudited();
         let bucket = Arc::new(TimerTaskList::new(0, 0));
-        let es = entries(2);
+        let es = entries(arena, 2);
         let flag = AtomicBool::new(true);
-        assert_eq!(TimerTaskList::add(&bucket, &ARENA, es[0].id, at(5), Some(&flag), None), Added::ShutDown);
-        assert!(ARENA.lock(es[1].id).claim_for_test(Status::Cancelled));
-        assert_eq!(TimerTaskList::add(&bucket, &ARENA, es[1].id, at(5), None, None), Added::NotPending);
-        assert!(bucket.flush(&ARENA).is_empty());
+        assert_eq!(TimerTaskList::add(&bucket, arena, es[0].id, at(5), Some(&flag), None), Added::ShutDown);
+        assert!(arena.lock(es[1].id).claim_for_test(Status::Cancelled));
+        assert_eq!(TimerTaskList::add(&bucket, arena, es[1].id, at(5), None, None), Added::NotPending);
+        assert!(bucket.flush(arena).is_empty());
     }
 }

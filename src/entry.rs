@@ -171,7 +171,12 @@ impl EntryState {
         self.life.generation()
     }
 
-    /// Whether `ticket` names this slot's current occupant (or its last one, before reuse).
+    /// Whether the slot has an occupant (allocated and not yet released).
+    pub(crate) fn is_occupied(&self) -> bool {
+        self.life.occupied()
+    }
+
+    /// Whether `ticket` names this slot's current occupant (not yet released).
     fn is(&self, ticket: Ticket) -> bool {
         self.generation() == ticket.generation
     }
@@ -316,9 +321,11 @@ pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> 
     Some((task.into_box(), deadline_tick))
 }
 
-/// Cancels the pending entry `ticket` names: `true` iff this call did it, and then counted it out on
-/// `stripe`. The closure is dropped here, outside the locks, and the entry leaves its bucket at once.
-pub(crate) fn cancel(arena: &EntryArena, ticket: Ticket, stripe: &Stripe) -> bool {
+/// Cancels the pending entry `ticket` names in `stripe`'s arena: `true` iff this call did it, and
+/// then counted it out on `stripe`. The closure is dropped here, outside the locks, and the entry
+/// leaves its bucket at once.
+pub(crate) fn cancel(ticket: Ticket, stripe: &Stripe) -> bool {
+    let arena = stripe.arena();
     #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
     return cancel_check_then_act(arena, ticket, stripe);
     let (task, bucket) = {
@@ -408,18 +415,18 @@ mod tests {
 
     #[test]
     fn a_stale_ticket_does_nothing_to_the_next_occupant() {
-        let arena = EntryArena::new();
-        let stripe = crate::counters::Counters::new(usize::MAX, &Arc::new(EntryArena::new()));
-        let stripe = stripe.local();
-        let first = new_entry(&arena, 5, || {}).unwrap();
-        assert_eq!(fire(&arena, first.id, stripe, &mut |_| {}), Fire::Ran);
-        assert_eq!(status(&arena, first), Some(Status::Fired), "kept until reuse");
-        let second = new_entry(&arena, 6, || {}).unwrap();
+        let counters = crate::counters::Counters::new(usize::MAX, &Arc::new(EntryArena::unaudited()));
+        let stripe = counters.local();
+        let arena = stripe.arena();
+        let first = new_entry(arena, 5, || {}).unwrap();
+        assert_eq!(fire(arena, first.id, stripe, &mut |_| {}), Fire::Ran);
+        assert_eq!(status(arena, first), Some(Status::Fired), "kept until reuse");
+        let second = new_entry(arena, 6, || {}).unwrap();
         assert_eq!(second.id, first.id, "the freed slot is reused");
-        assert!(!cancel(&arena, first, stripe), "the old ticket cannot cancel the new task");
-        assert_eq!(status(&arena, first), None);
-        assert_eq!(status(&arena, second), Some(Status::Pending));
-        assert!(cancel(&arena, second, stripe));
-        assert_eq!(status(&arena, second), Some(Status::Cancelled));
+        assert!(!cancel(first, stripe), "the old ticket cannot cancel the new task");
+        assert_eq!(status(arena, first), None);
+        assert_eq!(status(arena, second), Some(Status::Pending));
+        assert!(cancel(second, stripe));
+        assert_eq!(status(arena, second), Some(Status::Cancelled));
     }
 }

@@ -50,7 +50,7 @@ impl TimerHandle {
     /// Returns `false` if the task already ran or started running, was already cancelled, was
     /// abandoned by a shutdown, or was never scheduled.
     pub fn cancel(&self) -> bool {
-        self.inner.as_ref().is_some_and(|(stripe, ticket)| entry::cancel(stripe.arena(), *ticket, stripe))
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| entry::cancel(*ticket, stripe))
     }
 
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
@@ -62,8 +62,10 @@ impl TimerHandle {
     ///
     /// How a task ended is kept in its slot of the timer's entry arena until a later task reuses
     /// the slot; after that this returns `false` (as does [`is_cancelled`](TimerHandle::is_cancelled)):
-    /// the handle only knows its task is no longer pending. The exact record of a cancellation is
-    /// the result of [`cancel`](TimerHandle::cancel); of a run, the task itself.
+    /// the handle only knows its task is no longer pending. Slots are reused most-recently-freed
+    /// first, so **the very next schedule on the same thread may take it** (e.g. cancel, then arm a
+    /// new timeout: the old handle's `is_cancelled()` is then `false`). The exact record of a
+    /// cancellation is the result of [`cancel`](TimerHandle::cancel); of a run, the task itself.
     pub fn is_fired(&self) -> bool {
         self.status() == Some(Status::Fired)
     }

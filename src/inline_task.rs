@@ -73,8 +73,8 @@ use std::mem::{self, MaybeUninit};
 /// The storage "word": two `usize`s, uninitialised outside the closure's own bytes.
 type Word = MaybeUninit<[usize; 2]>;
 
-/// The largest closure, in bytes, stored inline (8 on 64-bit targets); its alignment must also be at
-/// most `align_of::<usize>()`.
+/// The largest closure, in bytes, stored inline (16 on 64-bit targets); its alignment must also be
+/// at most `align_of::<usize>()`.
 pub(crate) const INLINE_BYTES: usize = mem::size_of::<Word>();
 
 /// The largest alignment a closure may have to be stored inline.
@@ -406,7 +406,7 @@ mod tests {
 
     #[test]
     fn small_capture_keeps_its_bytes() {
-        // 1, 2 and 4 bytes in an 8-byte word: the rest of the word is never read as a value.
+        // 1, 2 and 4 bytes in a 16-byte store: the rest of it is never read as a value.
         let (b, h, w) = (0xa5u8, 0xbeefu16, 0xdead_beefu32);
         let seen = counter();
         let s = Arc::clone(&seen);
@@ -552,7 +552,7 @@ mod tests {
                     r.fetch_add(1 + pad[0] as usize, Ordering::SeqCst);
                 })
             } else {
-                // Two words (the Arc and the guard) do not fit: wrap both in one Arc-sized capture.
+                // The Arc and the guard in one Arc-sized capture (two words would fit too).
                 let both = Arc::new((r, guard));
                 InlineTask::new(move || {
                     both.0.fetch_add(1, Ordering::SeqCst);

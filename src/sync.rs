@@ -191,10 +191,13 @@ mod imp {
 #[allow(unused_imports)]
 pub(crate) use imp::*;
 
-// **Unmodelled** primitives: the same in both builds, invisible to loom. Only for state that no
-// model needs to explore because nothing is published through it: the entry arena's free lists and
-// page directory (`arena.rs`) move slot indices and create pages, while the state of every slot is
-// published through the slot's own, modelled lock. (A page is created by the thread that then hands
-// out its indices; another thread only learns an index through a modelled lock or a thread spawn.)
+// **Unmodelled** primitives: the same in both builds, invisible to loom. Only for the entry arena's
+// free lists, fresh-index counter and page directory (`arena.rs`). Slot indices do travel through
+// them, from the thread that released a slot to the one that reuses it, but the state of every slot
+// is ordered by the slot's own lock, which is modelled; so the models need not explore the lists.
+// The rule that makes hiding them sound: **no loom operation inside an unmodelled lock or once-cell
+// initialiser** (loom would switch threads while a real lock is held, and block forever). Creating
+// a page only runs `Mutex::new`, which is not a loom branch point.
 pub(crate) use parking_lot::Mutex as UnmodelledMutex;
+pub(crate) use std::sync::atomic::AtomicU64 as UnmodelledAtomicU64;
 pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;
