@@ -9,9 +9,13 @@ fn main() {
     let counter = &FIRED;
     let mut x: u64 = 12345;
     for _ in 0..n {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         let delay = Duration::from_micros(x % 1_000_000);
-        drop(timer.schedule(delay, move || { counter.fetch_add(1, Ordering::Relaxed); }));
+        drop(timer.schedule(delay, move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }));
     }
     for _ in 0..1001 {
         clock.advance(Duration::from_millis(1));

@@ -268,28 +268,29 @@ where
 
 /// Releases a slot its holder found no longer pending (e.g. cancelled in transit).
 pub(crate) fn discard(arena: &EntryArena, id: EntryId) {
-    let task = {
+    let (task, _) = claim_and_release(arena, id, Status::Abandoned);
+    debug_assert!(task.is_none(), "discarding a pending entry");
+}
+
+/// What every holder does last: claims the entry as `to` if it is still pending, releases the slot
+/// either way and returns it to the arena. The closure (if this call won the claim) and the deadline
+/// tick come back, to be run or dropped with no lock held.
+fn claim_and_release(arena: &EntryArena, id: EntryId, to: Status) -> (Option<InlineTask>, u64) {
+    let claimed = {
         let mut state = arena.lock(id);
-        let task = state.claim(Status::Abandoned);
-        debug_assert!(task.is_none(), "discarding a pending entry");
+        let task = state.claim(to);
         state.release();
-        task
+        (task, state.deadline_tick)
     };
     arena.free(id);
-    drop(task);
+    claimed
 }
 
 /// The holder's firing: claims the entry; if this call won, counts it out, calls `claimed` with
 /// the deadline (no lock held), then runs the closure on this thread, catching a panic. The slot is
 /// released either way.
 pub(crate) fn fire(arena: &EntryArena, id: EntryId, stripe: &Stripe, claimed: &mut dyn FnMut(u64)) -> Fire {
-    let (task, deadline_tick) = {
-        let mut state = arena.lock(id);
-        let task = state.claim(Status::Fired);
-        state.release();
-        (task, state.deadline_tick)
-    };
-    arena.free(id);
+    let (task, deadline_tick) = claim_and_release(arena, id, Status::Fired);
     let Some(task) = task else {
         return Fire::Lost;
     };
@@ -309,13 +310,7 @@ pub(crate) fn abandon(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> bool 
 
 /// [`abandon`], handing back the closure, boxed, and the deadline tick.
 pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> Option<(Task, u64)> {
-    let (task, deadline_tick) = {
-        let mut state = arena.lock(id);
-        let task = state.claim(Status::Abandoned);
-        state.release();
-        (task, state.deadline_tick)
-    };
-    arena.free(id);
+    let (task, deadline_tick) = claim_and_release(arena, id, Status::Abandoned);
     let task = task?;
     stripe.left();
     Some((task.into_box(), deadline_tick))

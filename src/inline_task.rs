@@ -282,6 +282,16 @@ mod tests {
         Arc::new(AtomicUsize::new(0))
     }
 
+    /// A task that only drops `guard`: boxed (a 16-byte pad makes it too big) or inline.
+    fn guarded_task(boxed: bool, guard: DropCounter) -> InlineTask {
+        if boxed {
+            let pad = [0u64; 2];
+            InlineTask::new(move || drop((guard, pad)))
+        } else {
+            InlineTask::new(move || drop(guard))
+        }
+    }
+
     fn load(c: &AtomicUsize) -> usize {
         c.load(Ordering::SeqCst)
     }
@@ -469,12 +479,7 @@ mod tests {
         for boxed in [false, true] {
             let drops = counter();
             let guard = DropCounter(Arc::clone(&drops));
-            let task = if boxed {
-                let pad = [0u64; 2];
-                InlineTask::new(move || drop((guard, pad)))
-            } else {
-                InlineTask::new(move || drop(guard))
-            };
+            let task = guarded_task(boxed, guard);
             assert_eq!(task.is_inline(), !boxed);
             assert_eq!(load(&drops), 0);
             drop(task);
@@ -573,12 +578,7 @@ mod tests {
         for boxed in [false, true] {
             let drops = counter();
             let guard = DropCounter(Arc::clone(&drops));
-            let task = if boxed {
-                let pad = [0u64; 2];
-                InlineTask::new(move || drop((guard, pad)))
-            } else {
-                InlineTask::new(move || drop(guard))
-            };
+            let task = guarded_task(boxed, guard);
             assert_eq!(task.is_inline(), !boxed);
             let f = task.into_box();
             assert_eq!(load(&drops), 0, "boxed: {boxed}");
