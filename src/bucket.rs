@@ -63,6 +63,7 @@ use std::fmt;
 
 use crate::arena::EntryArena;
 use crate::entry::{EntryId, Fresh, Status, Ticket};
+use crate::location::{bucket_key, Location};
 use crate::slots::Slots;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{StagePlan, STAGES};
@@ -86,23 +87,12 @@ pub(crate) const EARLY_STAGE_LEN: usize = 256;
 #[cfg(delaywheel_loom)]
 pub(crate) const EARLY_STAGE_LEN: usize = 1;
 
-/// Bits of an entry's location that hold its stage (`index << STAGE_BITS | stage`).
-const STAGE_BITS: u32 = 8;
-
-/// An entry's place in its bucket: stage and absolute index in that stage, packed in one word.
-pub(crate) fn pack_location(stage: usize, index: u64) -> u64 {
-    debug_assert!(stage < 1 << STAGE_BITS);
-    index << STAGE_BITS | stage as u64
-}
-
-pub(crate) fn unpack_location(packed: u64) -> (usize, u64) {
-    ((packed & ((1 << STAGE_BITS) - 1)) as usize, packed >> STAGE_BITS)
-}
-
 /// A bucket of timer entries sharing one wheel slot (Kafka's `TimerTaskList`).
 pub(crate) struct TimerTaskList {
     /// `level << 32 | slot`: a stable identity, used to break ties in the delay queue.
     id: u64,
+    /// The same identity as entries' locations name it (`location::bucket_key`).
+    key: u32,
     expiration: AtomicU64,
     /// Inline, so that a schedule touches no other block than the list it appends to; a level-0
     /// bucket uses only the first.
@@ -184,6 +174,7 @@ impl TimerTaskList {
     pub(crate) fn new(level: usize, slot: usize) -> Self {
         TimerTaskList {
             id: ((level as u64) << 32) | slot as u64,
+            key: bucket_key(level, slot),
             expiration: AtomicU64::new(NO_EXPIRATION),
             stages: Mutex::new(std::array::from_fn(|_| Stage::new())),
         }
@@ -244,6 +235,7 @@ impl TimerTaskList {
             return Added::ShutDown;
         }
         let stage = &mut stages[plan.index];
+        let index = stage.slots.next_index(arena);
         {
             let mut state = arena.lock(entry);
             match fresh {
@@ -252,7 +244,7 @@ impl TimerTaskList {
                 None => {}
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
-            state.location = Some((Arc::clone(this), pack_location(plan.index, stage.slots.next_index())));
+            state.location = Some(Location::new(this.key, plan.index, index));
         }
         stage.slots.push(entry);
         stage.round = stage.round.min(plan.round);
@@ -272,20 +264,18 @@ impl TimerTaskList {
             if state.generation() != ticket.generation {
                 return Removed::Gone;
             }
-            match &state.location {
+            match state.location {
                 None => return Removed::Gone,
-                Some((bucket, _)) if !Arc::ptr_eq(bucket, this) => return Removed::Elsewhere,
-                Some((_, packed)) => {
-                    let packed = *packed;
+                Some(location) if location.bucket() != this.key => return Removed::Elsewhere,
+                Some(location) => {
                     state.location = None;
                     state.release();
-                    packed
+                    location
                 }
             }
         };
-        let (stage, index) = unpack_location(packed);
-        let stage = &mut stages[stage];
-        let removed = stage.slots.take(arena, index);
+        let stage = &mut stages[packed.stage()];
+        let removed = stage.slots.take(arena, packed.index());
         stage.reset_if_empty();
         debug_assert_eq!(removed, Some(ticket.id), "location out of date");
         Removed::Taken
@@ -389,7 +379,7 @@ mod tests {
     }
 
     fn location(arena: &EntryArena, entry: &Ticket) -> Option<(usize, u64)> {
-        arena.lock(entry.id).location.as_ref().map(|(_, packed)| unpack_location(*packed))
+        arena.lock(entry.id).location.map(|location| (location.stage(), location.index()))
     }
 
     /// What a cancel does: claims the entry, takes it out of `bucket`, releases its slot.

@@ -60,6 +60,7 @@
 
 use crate::arena::EntryArena;
 use crate::sync::{thread_index, Arc, AtomicU64, AtomicUsize, Ordering};
+use crate::wheel::TimingWheel;
 
 /// A timer's counters: its stripes, and the shared gauge of a bounded timer.
 #[derive(Debug)]
@@ -90,9 +91,11 @@ pub(crate) struct Stripe {
     fired: AtomicU64,
     panicked: AtomicU64,
     bound: Option<Arc<Bound>>,
-    /// The timer's entry arena: a handle keeps the stripe its `cancel()` counts on, and reaches its
-    /// entry through it, so one reference count per handle (`handle.rs`).
+    /// The timer's entry arena and wheel: a handle keeps the stripe its `cancel()` counts on, and
+    /// reaches its entry and that entry's bucket through it, so one reference count per handle
+    /// (`handle.rs`).
     arena: Arc<EntryArena>,
+    wheel: Arc<TimingWheel>,
 }
 
 /// How many stripes a timer gets: enough that the threads of a busy process rarely share one, few
@@ -112,7 +115,7 @@ pub(crate) fn stripe_count() -> usize {
 
 impl Counters {
     /// Counters for a timer holding at most `max_pending` tasks (`usize::MAX`: unbounded).
-    pub(crate) fn new(max_pending: usize, arena: &Arc<EntryArena>) -> Counters {
+    pub(crate) fn new(max_pending: usize, (arena, wheel): (&Arc<EntryArena>, &Arc<TimingWheel>)) -> Counters {
         let bound = (max_pending != usize::MAX)
             .then(|| Arc::new(Bound { max: max_pending, pending: AtomicUsize::new(0) }));
         let count = stripe_count();
@@ -126,6 +129,7 @@ impl Counters {
                     panicked: AtomicU64::new(0),
                     bound: bound.clone(),
                     arena: Arc::clone(arena),
+                    wheel: Arc::clone(wheel),
                 })
             })
             .collect();
@@ -179,6 +183,12 @@ impl Stripe {
     #[inline]
     pub(crate) fn arena(&self) -> &EntryArena {
         &self.arena
+    }
+
+    /// The wheel of the timer this stripe counts for.
+    #[inline]
+    pub(crate) fn wheel(&self) -> &TimingWheel {
+        &self.wheel
     }
 
     /// Counts one more pending task, before its entry becomes visible; `false` (and nothing

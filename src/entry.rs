@@ -47,7 +47,7 @@ use crate::arena::EntryArena;
 use crate::bucket::{Removed, TimerTaskList};
 use crate::counters::Stripe;
 use crate::inline_task::InlineTask;
-use crate::sync::Arc;
+use crate::location::Location;
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -91,13 +91,13 @@ pub(crate) enum Status {
     Abandoned,
 }
 
-/// A slot's state, behind the slot's lock (see the module docs): 56 bytes, a 64-byte slot.
+/// A slot's state, behind the slot's lock (see the module docs): 48 bytes, a 56-byte slot.
 #[derive(Debug)]
 pub(crate) struct EntryState {
     /// Generation, occupancy and status, packed in one word ([`Life`]).
     life: Life,
-    /// The bucket holding this entry, and its stage and index there (`bucket::pack_location`).
-    pub(crate) location: Option<(Arc<TimerTaskList>, u64)>,
+    /// The bucket holding this entry, and its stage and index there (`location.rs`).
+    pub(crate) location: Option<Location>,
     /// The first tick at or after the task's deadline (`clock::TickLength::ceil`).
     pub(crate) deadline_tick: u64,
     task: Option<InlineTask>,
@@ -334,20 +334,23 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &Stripe) -> bool {
         let Some(task) = state.claim(Status::Cancelled) else {
             return false;
         };
-        (task, state.location.as_ref().map(|(bucket, _)| Arc::clone(bucket)))
+        (task, state.location.map(Location::bucket))
     };
     stripe.cancelled();
     drop(task);
     // The bucket that held it at the claim: after the claim the entry can only leave it (a visit),
     // never move to another (a re-add refuses it), so this is the one lookup.
     if let Some(bucket) = bucket {
-        leave_bucket(arena, ticket, &bucket);
+        leave_bucket(stripe, ticket, bucket);
     }
     true
 }
 
-/// Takes a cancelled entry out of `bucket`, if it is still there, and then releases it.
-fn leave_bucket(arena: &EntryArena, ticket: Ticket, bucket: &Arc<TimerTaskList>) {
+/// Takes a cancelled entry out of the bucket keyed `bucket`, if it is still there, and then
+/// releases it.
+fn leave_bucket(stripe: &Stripe, ticket: Ticket, bucket: u32) {
+    let (arena, wheel) = (stripe.arena(), stripe.wheel());
+    let bucket = wheel.bucket_by_key(bucket).expect("a location names an existing bucket");
     match TimerTaskList::remove(bucket, arena, ticket) {
         // Released under the locks: the slot is ours to return.
         Removed::Taken => arena.free(ticket.id),
@@ -366,7 +369,7 @@ fn cancel_check_then_act(arena: &EntryArena, ticket: Ticket, stripe: &Stripe) ->
         if !state.is(ticket) || state.status() != Status::Pending {
             return false;
         }
-        state.location.as_ref().map(|(bucket, _)| Arc::clone(bucket))
+        state.location.map(Location::bucket)
     };
     let task = {
         let mut state = arena.lock(ticket.id);
@@ -380,8 +383,8 @@ fn cancel_check_then_act(arena: &EntryArena, ticket: Ticket, stripe: &Stripe) ->
     };
     stripe.cancelled();
     drop(task);
-    if let Some(bucket) = bucket {
-        if let Removed::Taken = TimerTaskList::remove(&bucket, arena, ticket) {
+    if let Some(bucket) = bucket.and_then(|key| stripe.wheel().bucket_by_key(key)) {
+        if let Removed::Taken = TimerTaskList::remove(bucket, arena, ticket) {
             arena.free(ticket.id);
         }
     }
@@ -401,16 +404,19 @@ pub(crate) fn status(arena: &EntryArena, ticket: Ticket) -> Option<Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::Arc;
 
     #[test]
     fn a_slot_is_small() {
-        // Lock 1 (+7), life 8, location 16, deadline 8, closure 24 (two words inline).
-        assert_eq!(std::mem::size_of::<crate::arena::Slot>(), 64);
+        // Lock 1 (+7), life 8, location 8, deadline 8, closure 24 (two words inline).
+        assert_eq!(std::mem::size_of::<crate::arena::Slot>(), 56);
     }
 
     #[test]
     fn a_stale_ticket_does_nothing_to_the_next_occupant() {
-        let counters = crate::counters::Counters::new(usize::MAX, &Arc::new(EntryArena::unaudited()));
+        let wheel = Arc::new(crate::wheel::TimingWheel::new(4));
+        let counters =
+            crate::counters::Counters::new(usize::MAX, (&Arc::new(EntryArena::unaudited()), &wheel));
         let stripe = counters.local();
         let arena = stripe.arena();
         let first = new_entry(arena, 5, || {}).unwrap();

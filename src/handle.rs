@@ -80,7 +80,9 @@ impl TimerHandle {
     /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in
     /// transit between buckets during a flush.
     pub fn position(&self) -> Option<crate::WheelPosition> {
-        self.inner.as_ref().and_then(|(stripe, ticket)| crate::position::of(stripe.arena(), *ticket))
+        self.inner
+            .as_ref()
+            .and_then(|(stripe, ticket)| crate::position::of(stripe.arena(), stripe.wheel(), *ticket))
     }
 }
 

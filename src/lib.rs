@@ -132,6 +132,7 @@ mod handle;
 // The one module with `unsafe` code (see "Unsafe code" above): a closure stored in a slot.
 #[allow(unsafe_code)]
 mod inline_task;
+mod location;
 mod position;
 pub mod purgatory;
 mod repeating;

@@ -2,6 +2,7 @@
 
 use crate::arena::EntryArena;
 use crate::entry::{Status, Ticket};
+use crate::wheel::TimingWheel;
 
 /// Where a pending task currently sits in the hierarchy: which level, which slot (bucket), and
 /// when that bucket expires. Returned by [`TimerHandle::position`](crate::TimerHandle::position).
@@ -32,12 +33,12 @@ pub struct WheelPosition {
 }
 
 /// The position of `entry`, if it is pending and in a bucket (not in transit during a flush).
-pub(crate) fn of(arena: &EntryArena, ticket: Ticket) -> Option<WheelPosition> {
+pub(crate) fn of(arena: &EntryArena, wheel: &TimingWheel, ticket: Ticket) -> Option<WheelPosition> {
     let state = arena.lock(ticket.id);
     if state.generation() != ticket.generation || state.status() != Status::Pending {
         return None;
     }
-    let (bucket, _) = state.location.as_ref()?;
+    let bucket = wheel.bucket_by_key(state.location?.bucket())?;
     let id = bucket.id();
     Some(WheelPosition {
         level: (id >> 32) as usize,

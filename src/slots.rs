@@ -1,15 +1,15 @@
 //! `Slots`: the list of one bucket stage, with stable indices and O(1) removal.
 //!
 //! The entries of a stage live in a deque of `Option` slots; each entry records its absolute index
-//! (in its location, packed with its stage: `bucket::pack_location`), so a cancel finds its slot at
+//! (in its location, with its bucket and stage: `location.rs`), so a cancel finds its slot at
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
 //! owning bucket's lock held; slot locks are taken inside (bucket, then slot: `entry.rs`).
 
 use std::collections::VecDeque;
 
 use crate::arena::EntryArena;
-use crate::bucket::{pack_location, unpack_location};
 use crate::entry::EntryId;
+use crate::location::INDEX_LIMIT;
 
 /// Below this many slots a list is never compacted or shrunk.
 pub(crate) const MIN_COMPACT: usize = 32;
@@ -35,8 +35,17 @@ impl Slots {
         self.live
     }
 
-    /// The absolute index the next [`push`](Slots::push) will get.
-    pub(crate) fn next_index(&self) -> u64 {
+    /// The absolute index the next [`push`](Slots::push) will get. If it would not fit a
+    /// location ([`INDEX_LIMIT`]: only after ~2^38 pushes into a list that never emptied), every
+    /// entry is first renumbered from zero.
+    pub(crate) fn next_index(&mut self, arena: &EntryArena) -> u64 {
+        if self.end() >= INDEX_LIMIT {
+            self.renumber(arena, true);
+        }
+        self.end()
+    }
+
+    fn end(&self) -> u64 {
         self.base + self.entries.len() as u64
     }
 
@@ -102,23 +111,25 @@ impl Slots {
     fn shrink(&mut self, arena: &EntryArena) {
         let len = self.entries.len();
         if len >= MIN_COMPACT && self.live * 4 <= len {
-            self.compact(arena);
+            self.renumber(arena, false);
         } else if self.entries.capacity() > MIN_COMPACT && len * 4 < self.entries.capacity() {
             self.entries.shrink_to((len * 2).max(MIN_COMPACT));
         }
     }
 
-    /// Squeezes out every hole, renumbering the entries that move.
-    fn compact(&mut self, arena: &EntryArena) {
+    /// Squeezes out every hole, renumbering the entries that move; with `from_zero`, the indices
+    /// restart at 0 and every entry is renumbered.
+    fn renumber(&mut self, arena: &EntryArena, from_zero: bool) {
+        if from_zero {
+            self.base = 0;
+        }
         let len = self.entries.len();
         let mut kept = 0;
         for read in 0..len {
             if let Some(entry) = self.entries[read].take() {
-                if read != kept {
-                    if let Some((_, packed)) = &mut arena.lock(entry).location {
-                        let (stage, _) = unpack_location(*packed);
-                        *packed = pack_location(stage, self.base + kept as u64);
-                    }
+                if read != kept || from_zero {
+                    let mut state = arena.lock(entry);
+                    state.location = state.location.map(|location| location.at(self.base + kept as u64));
                 }
                 self.entries[kept] = Some(entry);
                 kept += 1;
@@ -139,5 +150,56 @@ impl Slots {
     /// Slots in the list, holes included.
     pub(crate) fn span(&self) -> usize {
         self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::{new_entry, Ticket};
+    use crate::location::{bucket_key, Location};
+
+    /// What `TimerTaskList::add` does for a list: an index, then the location, then the push.
+    fn add(slots: &mut Slots, arena: &EntryArena, entry: Ticket) {
+        let index = slots.next_index(arena);
+        arena.lock(entry.id).location = Some(Location::new(bucket_key(1, 2), 3, index));
+        slots.push(entry.id);
+    }
+
+    fn index_of(arena: &EntryArena, entry: Ticket) -> u64 {
+        arena.lock(entry.id).location.expect("in the list").index()
+    }
+
+    #[test]
+    fn a_list_that_never_empties_renumbers_before_its_indices_run_out() {
+        let arena = EntryArena::unaudited();
+        let mut slots = Slots::default();
+        // A rolling window of 5 live entries, oldest removed first: the list never empties, its
+        // base and indices keep growing, far past INDEX_LIMIT pushes.
+        let mut window = std::collections::VecDeque::new();
+        let mut renumbered = 0;
+        for round in 0..3 * INDEX_LIMIT {
+            let entry = new_entry(&arena, 1, || {}).unwrap();
+            let end = slots.end();
+            add(&mut slots, &arena, entry);
+            if index_of(&arena, entry) < end {
+                renumbered += 1;
+            }
+            window.push_back(entry);
+            if window.len() > 5 {
+                let oldest = window.pop_front().unwrap();
+                assert_eq!(slots.take(&arena, index_of(&arena, oldest)), Some(oldest.id), "round {round}");
+                arena.lock(oldest.id).location = None;
+            }
+            for &live in &window {
+                assert_eq!(slots.get(index_of(&arena, live)), Some(live.id), "round {round}");
+            }
+        }
+        assert!(renumbered >= 2, "renumbered {renumbered} times");
+        for &entry in &window {
+            let location = arena.lock(entry.id).location.unwrap();
+            assert_eq!((location.bucket(), location.stage()), (bucket_key(1, 2), 3));
+        }
+        assert_eq!(slots.live(), window.len());
     }
 }

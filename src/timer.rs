@@ -82,7 +82,8 @@ pub struct Timer {
 pub(crate) struct Shared {
     ticks: TickLength,
     clock: ClockSource,
-    wheel: TimingWheel,
+    /// Shared with the counter stripes, through which handles find their entries' buckets.
+    wheel: Arc<TimingWheel>,
     /// Where the entries live (`arena.rs`); shared with the handles.
     arena: Arc<EntryArena>,
     queue: DelayQueue,
@@ -120,7 +121,8 @@ impl Timer {
 
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
         let arena = Arc::new(EntryArena::new());
-        let counters = Arc::new(Counters::new(config.max_pending, &arena));
+        let wheel = Arc::new(TimingWheel::new(config.wheel_size));
+        let counters = Arc::new(Counters::new(config.max_pending, (&arena, &wheel)));
         let lateness = Arc::new(Lateness::new());
         let executor = match config.execution {
             TaskExecution::OnDriver => None,
@@ -134,7 +136,7 @@ impl Timer {
         let shared = Arc::new(Shared {
             ticks: config.ticks,
             clock: config.clock,
-            wheel: TimingWheel::new(config.wheel_size),
+            wheel,
             arena,
             queue: DelayQueue::new(),
             counters,

@@ -285,6 +285,12 @@ impl TimingWheel {
         level_buckets.buckets.get(slot)
     }
 
+    /// The bucket an entry's location names (`location.rs`); `None` only for a key no bucket has.
+    pub(crate) fn bucket_by_key(&self, key: u32) -> Option<&Arc<TimerTaskList>> {
+        let (level, slot) = crate::location::level_and_slot(key);
+        self.levels.get(level)?.get()?.buckets.get(slot)
+    }
+
     /// Adds an entry relative to `base` (see the module docs). With `shut_down`, refuses the entry
     /// once the flag is set (see `TimerTaskList::add`). `deadline` is the entry's deadline tick,
     /// which its holder knows. With `fresh`, the insert also occupies the slot (see

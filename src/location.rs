@@ -1,0 +1,93 @@
+//! `Location`: where an entry sits, in one word: its bucket's key, its stage and its index there.
+//!
+//! An entry's slot records its location (`entry.rs`) so that a cancel finds it in O(1). It used to
+//! be the bucket's `Arc` plus a 64-bit stage-and-index word: 16 bytes, and a reference-count
+//! increment on every insert and a decrement on every removal or cascade, on a line every thread
+//! inserting into that bucket shares. Now the bucket is named by its **key** (`level << 16 | slot`,
+//! see [`bucket_key`]), which the wheel resolves (`TimingWheel::bucket_by_key`), and the whole
+//! location is 8 bytes, `Option<Location>` too:
+//!
+//! ```text
+//!  63            40 39   38 37                                   0
+//! [ key + 1 (24)   | stage | index in the stage (38 bits)          ]
+//! ```
+//!
+//! Indices are absolute and only grow while a stage is never emptied (`slots.rs`); a list whose
+//! next index would pass [`INDEX_LIMIT`] renumbers its entries from zero first (`Slots::push`).
+
+use std::num::NonZeroU64;
+
+use crate::wheel::STAGES;
+
+const KEY_BITS: u32 = 24;
+const STAGE_BITS: u32 = 2;
+const INDEX_BITS: u32 = u64::BITS - KEY_BITS - STAGE_BITS;
+
+/// One past the largest index a location holds. Unit tests use a small limit, so that renumbering
+/// runs in them.
+#[cfg(not(test))]
+pub(crate) const INDEX_LIMIT: u64 = 1 << INDEX_BITS;
+#[cfg(test)]
+pub(crate) const INDEX_LIMIT: u64 = 1 << 13;
+
+const _: () = assert!(STAGES <= 1 << STAGE_BITS);
+
+/// A bucket's key: its level and slot (`MAX_WHEEL_SIZE` is `2^16`, at most 64 levels).
+pub(crate) fn bucket_key(level: usize, slot: usize) -> u32 {
+    debug_assert!(level < 64 && slot < 1 << 16);
+    ((level as u32) << 16) | slot as u32
+}
+
+/// The level and slot of a bucket key.
+pub(crate) fn level_and_slot(key: u32) -> (usize, usize) {
+    ((key >> 16) as usize, (key & 0xffff) as usize)
+}
+
+/// Where an entry sits (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Location(NonZeroU64);
+
+impl Location {
+    pub(crate) fn new(bucket: u32, stage: usize, index: u64) -> Location {
+        debug_assert!(u64::from(bucket) + 1 < 1 << KEY_BITS && index < INDEX_LIMIT);
+        let word =
+            (u64::from(bucket) + 1) << (STAGE_BITS + INDEX_BITS) | (stage as u64) << INDEX_BITS | index;
+        Location(NonZeroU64::new(word).expect("the key field is never zero"))
+    }
+
+    /// The key of the bucket holding the entry.
+    pub(crate) fn bucket(self) -> u32 {
+        ((self.0.get() >> (STAGE_BITS + INDEX_BITS)) - 1) as u32
+    }
+
+    pub(crate) fn stage(self) -> usize {
+        ((self.0.get() >> INDEX_BITS) & ((1 << STAGE_BITS) - 1)) as usize
+    }
+
+    pub(crate) fn index(self) -> u64 {
+        self.0.get() & ((1 << INDEX_BITS) - 1)
+    }
+
+    /// The same bucket and stage at another index (compaction, renumbering).
+    pub(crate) fn at(self, index: u64) -> Location {
+        Location::new(self.bucket(), self.stage(), index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_round_trip_and_none_costs_nothing() {
+        assert_eq!(std::mem::size_of::<Option<Location>>(), 8);
+        let key = bucket_key(63, (1 << 16) - 1);
+        for (stage, index) in [(0, 0), (3, INDEX_LIMIT - 1), (2, 12345 % INDEX_LIMIT)] {
+            let location = Location::new(key, stage, index);
+            assert_eq!((location.bucket(), location.stage(), location.index()), (key, stage, index));
+            assert_eq!(location.at(7).index(), 7);
+            assert_eq!(location.at(7).bucket(), key);
+        }
+        assert_eq!(level_and_slot(bucket_key(5, 511)), (5, 511));
+    }
+}
