@@ -21,10 +21,13 @@
 //!
 //! ## Free slots
 //!
-//! A freed index goes to the free list of the freeing thread's stripe (by `thread_index`, as the
-//! counters); an allocation pops from its own stripe's list. A list that runs dry takes a batch from
-//! a shared pool, then a batch of never-used indices ([`BATCH`]); one that grows past two batches
-//! gives one back to the pool. So slots are recycled wherever they were freed (the driver frees what
+//! A freed index goes to the back of the free list of the freeing thread's stripe (by
+//! `thread_index`, as the counters); an allocation takes from the front of its own stripe's list,
+//! oldest first. A list down to [`MIN_AGE`] indices first takes a batch ([`BATCH`]) from a shared
+//! pool, or else a batch of never-used indices, and puts it in front; one that grows past two
+//! batches gives its oldest batch back to the pool. So a slot released on a thread is not reused by
+//! that thread's (stripe's) next `MIN_AGE` schedules, usually far more: a handle can still tell how
+//! its task ended for a while (`TimerHandle::is_fired`), though not forever. So slots are recycled wherever they were freed (the driver frees what
 //! the schedulers allocated) and schedule-and-cancel forever runs in flat memory: the slots in use
 //! never exceed the most entries ever pending plus two batches per stripe.
 //!
@@ -41,6 +44,8 @@
 //! entry left `Pending`. A handle holds nothing: it names its entry by index *and generation*, and
 //! freeing bumps the generation, so a handle outliving its entry can never touch the slot's next
 //! occupant.
+
+use std::collections::VecDeque;
 
 use crate::entry::{EntryId, EntryState};
 use crate::sync::{
@@ -60,6 +65,11 @@ pub(crate) const PAGE: usize = 1 << PAGE_BITS;
 pub(crate) const BATCH: usize = 64;
 #[cfg(delaywheel_loom)]
 pub(crate) const BATCH: usize = 1;
+
+/// A stripe's free list is refilled (in front) once it holds no more than this many indices, so
+/// the slots it freed last wait at least this many allocations. (0 under loom: the models reuse at
+/// once, which is the race `slot_reuse` explores.)
+const MIN_AGE: usize = BATCH / 2;
 
 /// Segments in the directory: enough for every `u32` index.
 const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
@@ -91,7 +101,7 @@ pub(crate) struct EntryArena {
 }
 
 #[repr(align(128))]
-struct FreeList(UnmodelledMutex<Vec<EntryId>>);
+struct FreeList(UnmodelledMutex<VecDeque<EntryId>>);
 
 impl EntryArena {
     pub(crate) fn new() -> EntryArena {
@@ -100,7 +110,7 @@ impl EntryArena {
             segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
             fresh: UnmodelledAtomicU64::new(0),
             pool: UnmodelledMutex::new(Vec::new()),
-            stripes: (0..count).map(|_| FreeList(UnmodelledMutex::new(Vec::new()))).collect(),
+            stripes: (0..count).map(|_| FreeList(UnmodelledMutex::new(VecDeque::new()))).collect(),
             mask: count - 1,
             #[cfg(debug_assertions)]
             audit_on_drop: true,
@@ -148,26 +158,31 @@ impl EntryArena {
     /// batches each. (That is a quarter of a terabyte of slots.)
     pub(crate) fn alloc(&self) -> Option<EntryId> {
         let mut free = self.stripes[thread_index() & self.mask].0.lock();
-        if let Some(id) = free.pop() {
-            return Some(id);
+        if free.len() <= MIN_AGE {
+            self.refill(&mut free);
         }
+        free.pop_front()
+    }
+
+    /// Puts a batch of older free indices in front of a stripe's list: the pool's, or else never
+    /// used ones (none once those run out).
+    fn refill(&self, free: &mut VecDeque<EntryId>) {
         {
             let mut pool = self.pool.lock();
             let keep = pool.len().saturating_sub(BATCH);
-            free.extend(pool.drain(keep..));
-        }
-        if let Some(id) = free.pop() {
-            return Some(id);
+            if keep < pool.len() {
+                pool.drain(keep..).for_each(|id| free.push_front(id));
+                return;
+            }
         }
         let start = self.fresh.fetch_add(BATCH as u64, Ordering::Relaxed);
         if start + BATCH as u64 > u64::from(EntryId::MAX_INDEX) + 1 {
             self.fresh.fetch_sub(BATCH as u64, Ordering::Relaxed);
-            return None;
+            return;
         }
         let start = start as usize;
         self.create_page(start);
-        free.extend((start..start + BATCH).rev().map(EntryId::new));
-        free.pop()
+        (start..start + BATCH).rev().for_each(|index| free.push_front(EntryId::new(index)));
     }
 
     /// Returns a slot whose occupant was released (`EntryState::release`): only its holder calls
@@ -175,10 +190,9 @@ impl EntryArena {
     pub(crate) fn free(&self, id: EntryId) {
         debug_assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}");
         let mut free = self.stripes[thread_index() & self.mask].0.lock();
-        free.push(id);
+        free.push_back(id);
         if free.len() > 2 * BATCH {
-            let spill = free.len() - BATCH;
-            self.pool.lock().extend(free.drain(spill..));
+            self.pool.lock().extend(free.drain(..BATCH));
         }
     }
 
@@ -208,8 +222,9 @@ impl Drop for EntryArena {
         }
         let fresh = self.fresh.load(Ordering::Relaxed) as usize;
         let mut seen = vec![false; fresh];
-        let lists = self.stripes.iter().map(|list| &list.0).chain(std::iter::once(&self.pool));
-        for id in lists.flat_map(|list| list.lock().clone()) {
+        let mut listed: Vec<EntryId> = self.pool.lock().clone();
+        self.stripes.iter().for_each(|list| listed.extend(list.0.lock().iter()));
+        for id in listed {
             assert!(!std::mem::replace(&mut seen[id.index()], true), "slot {id:?} freed twice");
         }
         for (index, listed) in seen.into_iter().enumerate() {

@@ -62,10 +62,11 @@ impl TimerHandle {
     ///
     /// How a task ended is kept in its slot of the timer's entry arena until a later task reuses
     /// the slot; after that this returns `false` (as does [`is_cancelled`](TimerHandle::is_cancelled)):
-    /// the handle only knows its task is no longer pending. Slots are reused most-recently-freed
-    /// first, so **the very next schedule on the same thread may take it** (e.g. cancel, then arm a
-    /// new timeout: the old handle's `is_cancelled()` is then `false`). The exact record of a
-    /// cancellation is the result of [`cancel`](TimerHandle::cancel); of a run, the task itself.
+    /// the handle only knows its task is no longer pending. Freed slots are reused oldest first: the
+    /// thread that released the slot (the one that cancelled it, or the driver that fired it) gets
+    /// at least 32 other slots before this one again, and usually far more, but a busy timer reuses
+    /// it eventually. The exact record of a cancellation is the result of
+    /// [`cancel`](TimerHandle::cancel); of a run, the task itself.
     pub fn is_fired(&self) -> bool {
         self.status() == Some(Status::Fired)
     }
