@@ -16,8 +16,9 @@
 //!
 //! The arena never shrinks: its size is the most entries ever pending (plus the free lists' slack,
 //! below). It lives as long as its timer or any of that timer's handles (a handle reaches its entry
-//! through it), so a handle kept after its timer was dropped keeps the arena's memory; the
-//! closures are all gone by then (the shutdown drain released every slot).
+//! through it, and its bucket through the wheel), so a handle kept after its timer was dropped keeps
+//! the arena's and the wheel's memory; the closures are all gone by then (the shutdown drain
+//! released every slot).
 //!
 //! ## Free slots
 //!
@@ -25,11 +26,14 @@
 //! `thread_index`, as the counters); an allocation takes from the front of its own stripe's list,
 //! oldest first. A list down to [`MIN_AGE`] indices first takes a batch ([`BATCH`]) from a shared
 //! pool, or else a batch of never-used indices, and puts it in front; one that grows past two
-//! batches gives its oldest batch back to the pool. So a slot released on a thread is not reused by
-//! that thread's (stripe's) next `MIN_AGE` schedules, usually far more: a handle can still tell how
-//! its task ended for a while (`TimerHandle::is_fired`), though not forever. So slots are recycled wherever they were freed (the driver frees what
-//! the schedulers allocated) and schedule-and-cancel forever runs in flat memory: the slots in use
-//! never exceed the most entries ever pending plus two batches per stripe.
+//! batches gives its oldest batch back to the pool.
+//!
+//! Slots are thus recycled wherever they were freed (the driver frees what the schedulers
+//! allocated), and schedule-and-cancel forever runs in flat memory: the slots in use never exceed
+//! the most entries ever pending plus two batches per stripe. A released slot usually waits for many
+//! allocations before it is reused, so a handle can still tell how its task ended for a while
+//! (`TimerHandle::is_fired`); that is no guarantee: a burst of releases on one stripe moves its
+//! oldest indices to the pool, and the pool hands out its latest batch first.
 //!
 //! The free lists only move indices. They sit behind the facade's *unmodelled* locks (see
 //! `sync.rs`): an index does travel through them from the thread that freed a slot to the one that

@@ -35,8 +35,9 @@
 //! an entry (cancel) reads the location under the slot lock, releases it, then takes the bucket lock
 //! and re-checks generation and location under both (see `TimerTaskList::remove`).
 //!
-//! Location invariant: `location == Some((b, i))` if and only if bucket `b` holds this entry at
-//! (packed stage and) index `i`; it only changes while `b`'s lock is held. A `None` location with
+//! Location invariant: `location == Some(l)` if and only if the bucket keyed `l.bucket()` holds this
+//! entry in stage `l.stage()` at index `l.index()` (`location.rs`); it only changes while that
+//! bucket's lock is held. A `None` location with
 //! status `Pending` means the entry is in transit (taken out by a visit, not yet re-added); the
 //! re-add checks the status under both locks and reports a cancelled entry instead of inserting it.
 

@@ -10,8 +10,9 @@ use crate::sync::Arc;
 ///
 /// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
 /// [`cancel`](TimerHandle::cancel) does. A handle names its task by slot and generation in the
-/// timer's entry arena (`arena.rs`), and keeps that arena (not the timer) alive through the counter
-/// stripe (shared with the handles scheduled on the same thread) its `cancel()` counts on. It keeps
+/// timer's entry arena (`arena.rs`), and keeps that arena and the timer's wheel (not the timer, nor
+/// its threads) alive through the counter stripe (shared with the handles scheduled on the same
+/// thread) its `cancel()` counts on. It keeps
 /// no task alive: once the task has fired or been cancelled, its slot is reused by later tasks, and
 /// the handle's generation no longer matches.
 ///
@@ -62,10 +63,9 @@ impl TimerHandle {
     ///
     /// How a task ended is kept in its slot of the timer's entry arena until a later task reuses
     /// the slot; after that this returns `false` (as does [`is_cancelled`](TimerHandle::is_cancelled)):
-    /// the handle only knows its task is no longer pending. Freed slots are reused oldest first: the
-    /// thread that released the slot (the one that cancelled it, or the driver that fired it) gets
-    /// at least 32 other slots before this one again, and usually far more, but a busy timer reuses
-    /// it eventually. The exact record of a cancellation is the result of
+    /// the handle only knows its task is no longer pending. Freed slots are reused roughly oldest
+    /// first, so that usually takes many further schedules, but there is no fixed number: a busy
+    /// timer reuses the slot sooner or later. The exact record of a cancellation is the result of
     /// [`cancel`](TimerHandle::cancel); of a run, the task itself.
     pub fn is_fired(&self) -> bool {
         self.status() == Some(Status::Fired)

@@ -13,7 +13,8 @@
 //! ```
 //!
 //! Indices are absolute and only grow while a stage is never emptied (`slots.rs`); a list whose
-//! next index would pass [`INDEX_LIMIT`] renumbers its entries from zero first (`Slots::push`).
+//! next index would pass [`INDEX_LIMIT`] renumbers its entries from zero first
+//! (`Slots::next_index`).
 
 use std::num::NonZeroU64;
 
@@ -24,11 +25,11 @@ const STAGE_BITS: u32 = 2;
 const INDEX_BITS: u32 = u64::BITS - KEY_BITS - STAGE_BITS;
 
 /// One past the largest index a location holds. Unit tests use a small limit, so that renumbering
-/// runs in them.
+/// runs in them (they must then keep fewer live entries than that in one stage).
 #[cfg(not(test))]
 pub(crate) const INDEX_LIMIT: u64 = 1 << INDEX_BITS;
 #[cfg(test)]
-pub(crate) const INDEX_LIMIT: u64 = 1 << 13;
+pub(crate) const INDEX_LIMIT: u64 = 1 << 16;
 
 const _: () = assert!(STAGES <= 1 << STAGE_BITS);
 

@@ -41,6 +41,12 @@ impl Slots {
     pub(crate) fn next_index(&mut self, arena: &EntryArena) -> u64 {
         if self.end() >= INDEX_LIMIT {
             self.renumber(arena, true);
+            // Only with INDEX_LIMIT live entries in one stage: 2^38 in a build, more than 2^32
+            // entries exist (`EntryId`); 2^16 in unit tests.
+            assert!(
+                self.end() < INDEX_LIMIT,
+                "more live entries in one bucket stage than a location indexes"
+            );
         }
         self.end()
     }
