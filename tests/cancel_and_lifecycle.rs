@@ -37,6 +37,37 @@ fn cancel_after_firing_returns_false() {
     assert!(!h.cancel());
 }
 
+/// Entries live in reused slots (`src/arena.rs`): handles of finished tasks, cancelled or fired,
+/// must never touch the tasks that reuse their slots, however many rounds of reuse pass.
+#[test]
+fn stale_handles_never_touch_the_tasks_that_reuse_their_slots() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let counter = Counter::default();
+    let mut stale: Vec<TimerHandle> = Vec::new();
+    for round in 0..20u64 {
+        // Half cancelled, half fired: both kinds of release.
+        let cancelled: Vec<TimerHandle> =
+            (0..300).map(|i| timer.schedule(ms(500 + i), counter.task())).collect();
+        let fired: Vec<TimerHandle> = (0..300).map(|_| timer.schedule(ms(1), counter.task())).collect();
+        assert!(cancelled.iter().all(TimerHandle::cancel));
+        clock.advance(ms(1));
+        timer.advance_clock(Duration::ZERO);
+        assert_eq!(counter.get(), 300 * (round as usize + 1));
+        stale.extend(cancelled);
+        stale.extend(fired);
+        // Every earlier handle is finished: none may cancel, or report pending, a new task.
+        let fresh: Vec<TimerHandle> =
+            (0..600).map(|i| timer.schedule(ms(2_000 + i), counter.task())).collect();
+        assert!(stale.iter().all(|h| !h.cancel() && !h.is_pending()), "round {round}");
+        assert!(fresh.iter().all(TimerHandle::is_pending), "round {round}");
+        assert_eq!(timer.len(), 600);
+        assert!(fresh.iter().all(TimerHandle::cancel));
+        stale.extend(fresh);
+    }
+    assert!(timer.is_empty());
+    assert_eq!(timer.stats().cancelled, 20 * 900);
+}
+
 #[test]
 fn cancel_drops_len_and_the_closure_at_once() {
     let (_clock, timer) = manual_timer(ms(1), 8);
