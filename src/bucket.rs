@@ -65,7 +65,7 @@ use crate::arena::EntryArena;
 use crate::entry::{EntryId, Fresh, Status, Ticket};
 use crate::location::{bucket_key, Location};
 use crate::slots::Slots;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{StagePlan, STAGES};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
@@ -216,7 +216,7 @@ impl TimerTaskList {
     /// `fresh`'s contents in the same critical section (`entry.rs`); otherwise `entry` is a held,
     /// occupied slot (a re-add).
     pub(crate) fn add(
-        this: &Arc<Self>,
+        this: &Self,
         arena: &EntryArena,
         entry: EntryId,
         plan: StagePlan,
@@ -257,7 +257,7 @@ impl TimerTaskList {
     /// Takes the entry `ticket` names out of this bucket if it is here, and releases its slot: the
     /// caller then returns it to the arena. Only for an entry the caller claimed (a cancel): it is
     /// no longer pending, as a release requires (`entry.rs`).
-    pub(crate) fn remove(this: &Arc<Self>, arena: &EntryArena, ticket: Ticket) -> Removed {
+    pub(crate) fn remove(this: &Self, arena: &EntryArena, ticket: Ticket) -> Removed {
         let mut stages = this.stages.lock();
         let packed = {
             let mut state = arena.lock(ticket.id);
@@ -371,6 +371,7 @@ impl fmt::Debug for TimerTaskList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::Arc;
     use crate::entry::new_entry;
     use crate::slots::MIN_COMPACT;
 

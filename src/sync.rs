@@ -11,8 +11,9 @@
 //!
 //! What loom imposes on the rest of the crate:
 //!
-//! * loom's `Arc` cannot be a method receiver (`self: &Arc<Self>` needs std's `Arc`), so functions
-//!   that need the `Arc` of their own value take it as `this: &Arc<Self>`;
+//! * loom's `Arc` cannot be a method receiver (`self: &Arc<Self>` needs std's `Arc`), so a function
+//!   that needs the `Arc` of its own value must take it as `this: &Arc<Self>` (none does since
+//!   entries name their bucket by key instead of holding its `Arc`);
 //! * the thread-local that marks a thread as advancing a timer is declared with this module's
 //!   [`thread_local!`]: model threads may share one OS thread, so a std thread-local would leak one
 //!   model thread's mark into another;
