@@ -65,10 +65,7 @@ impl Slots {
     pub(crate) fn take(&mut self, arena: &EntryArena, index: u64) -> Option<EntryId> {
         let removed = self.entries[(index - self.base) as usize].take();
         self.live -= 1;
-        while matches!(self.entries.front(), Some(None)) {
-            self.entries.pop_front();
-            self.base += 1;
-        }
+        self.trim_front();
         while matches!(self.entries.back(), Some(None)) {
             self.entries.pop_back();
         }
@@ -106,11 +103,16 @@ impl Slots {
             }
         }
         self.live -= moved;
+        self.trim_front();
+        self.shrink(arena);
+    }
+
+    /// Pops the holes at the front (the next live entry keeps its absolute index).
+    fn trim_front(&mut self) {
         while matches!(self.entries.front(), Some(None)) {
             self.entries.pop_front();
             self.base += 1;
         }
-        self.shrink(arena);
     }
 
     /// Compacts a list that is mostly holes, or gives back capacity it no longer needs.
