@@ -83,13 +83,18 @@ pub(crate) struct Ticket {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
     /// Waiting in a bucket (or in transit between buckets).
-    Pending,
+    Pending = 0,
     /// Claimed for running: its closure has been (or is being) run.
-    Fired,
+    Fired = 1,
     /// A `cancel()` call won: the closure was dropped unrun.
-    Cancelled,
+    Cancelled = 2,
     /// The timer shut down first (or the entry was never inserted): dropped or handed back unrun.
-    Abandoned,
+    Abandoned = 3,
+}
+
+impl Status {
+    /// Indexed by the discriminant: the decoding of [`Life`]'s status bits.
+    const ALL: [Status; 4] = [Status::Pending, Status::Fired, Status::Cancelled, Status::Abandoned];
 }
 
 /// A slot's state, behind the slot's lock (see the module docs): 48 bytes, a 56-byte slot.
@@ -125,22 +130,11 @@ impl Life {
     }
 
     fn status(self) -> Status {
-        match self.0 & Self::STATUS {
-            0 => Status::Pending,
-            1 => Status::Fired,
-            2 => Status::Cancelled,
-            _ => Status::Abandoned,
-        }
+        Status::ALL[(self.0 & Self::STATUS) as usize]
     }
 
     fn with_status(self, status: Status) -> Life {
-        let bits = match status {
-            Status::Pending => 0,
-            Status::Fired => 1,
-            Status::Cancelled => 2,
-            Status::Abandoned => 3,
-        };
-        Life(self.0 & !Self::STATUS | bits)
+        Life(self.0 & !Self::STATUS | status as u64)
     }
 
     /// Occupied and pending, same generation.
@@ -411,6 +405,15 @@ mod tests {
     fn a_slot_is_small() {
         // Lock 1 (+7), life 8, location 8, deadline 8, closure 24 (two words inline).
         assert_eq!(std::mem::size_of::<crate::arena::Slot>(), 56);
+    }
+
+    #[test]
+    fn every_status_round_trips_through_the_packed_word() {
+        for status in Status::ALL {
+            let life = Life(7 << Life::GENERATION_SHIFT | Life::OCCUPIED).with_status(status);
+            assert_eq!(life.status(), status);
+            assert_eq!((life.generation(), life.occupied()), (7, true), "{status:?}");
+        }
     }
 
     #[test]
