@@ -371,9 +371,9 @@ impl fmt::Debug for TimerTaskList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::Arc;
     use crate::entry::new_entry;
     use crate::slots::MIN_COMPACT;
+    use crate::sync::Arc;
 
     fn entries(arena: &EntryArena, n: usize) -> Vec<Ticket> {
         (0..n).map(|_| new_entry(arena, 5, || {}).unwrap()).collect()

@@ -210,11 +210,24 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
             // that nobody reads it again, so this read moves it out.
             unsafe { data.as_ptr().cast::<F>().read() }
         } else {
-            // SAFETY: boxed: `new` wrote the `*mut F` from `Box::into_raw` into the (aligned) word.
-            // The caller guarantees that box is still owned by this word and never used again, so
-            // `Box::from_raw` takes it back once; moving `F` out of it frees the allocation.
-            unsafe { *Box::from_raw(data.as_ptr().cast::<*mut F>().read()) }
+            // SAFETY: forwarded from this function's own contract; moving `F` out of the box frees
+            // the allocation.
+            *unsafe { Self::unbox(data) }
         }
+    }
+
+    /// Takes back the box of a boxed (not `INLINE`) closure.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::take`], and `F` is not `INLINE`.
+    #[inline]
+    unsafe fn unbox(data: Word) -> Box<F> {
+        debug_assert!(!Self::INLINE);
+        // SAFETY: boxed: `new` wrote the `*mut F` from `Box::into_raw` at the start of the (aligned)
+        // word. The caller guarantees that box is still owned by this word and never used again, so
+        // `Box::from_raw` takes it back exactly once.
+        unsafe { Box::from_raw(data.as_ptr().cast::<*mut F>().read()) }
     }
 
     /// # Safety
@@ -234,8 +247,9 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
             // SAFETY: forwarded from this function's own contract.
             drop(unsafe { Self::take(data) });
         } else {
-            // SAFETY: as in `take`'s boxed branch; dropping the box drops `F` in place and frees it.
-            drop(unsafe { Box::from_raw(data.as_ptr().cast::<*mut F>().read()) });
+            // SAFETY: forwarded from this function's own contract; dropping the box drops `F` in
+            // place and frees it.
+            drop(unsafe { Self::unbox(data) });
         }
     }
 
@@ -247,8 +261,8 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
             // SAFETY: forwarded from this function's own contract.
             Box::new(unsafe { Self::take(data) })
         } else {
-            // SAFETY: as in `take`'s boxed branch: the box is taken back once and re-typed, unmoved.
-            unsafe { Box::from_raw(data.as_ptr().cast::<*mut F>().read()) }
+            // SAFETY: forwarded from this function's own contract: the box is re-typed, unmoved.
+            unsafe { Self::unbox(data) }
         }
     }
 }
