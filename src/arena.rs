@@ -71,8 +71,8 @@ pub(crate) const BATCH: usize = 64;
 pub(crate) const BATCH: usize = 1;
 
 /// A stripe's free list is refilled (in front) once it holds no more than this many indices, so
-/// the slots it freed last wait at least this many allocations. (0 under loom: the models reuse at
-/// once, which is the race `slot_reuse` explores.)
+/// the slots it freed last usually wait behind older ones (not always: see the module docs on
+/// spills). 0 under loom: the models reuse at once, which is the race `slot_reuse` explores.
 const MIN_AGE: usize = BATCH / 2;
 
 /// Segments in the directory: enough for every `u32` index.
