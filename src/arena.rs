@@ -25,12 +25,18 @@
 //! A freed index goes to the back of the free list of the freeing thread's stripe (by
 //! `thread_index`, as the counters); an allocation takes from the front of its own stripe's list,
 //! oldest first. A list down to [`MIN_AGE`] indices first takes a batch ([`BATCH`]) from a shared
-//! pool, or else a batch of never-used indices, and puts it in front; one that grows past two
+//! pool, or else a whole page of never-used indices, and puts it in front; one that grows past two
 //! batches gives its oldest batch back to the pool.
+//!
+//! Never-used indices come a page at a time so that a page is created and first written by one
+//! thread only. With fresh batches smaller than a page, two threads scheduling at once kept taking
+//! batches of the same page, and the second waited (parked, in the page's `OnceLock`) while the
+//! first created it: that wait was about a third of SPEC W3's time per insert (two threads, one
+//! timer: 131–141 ns with 64-index batches, 96–100 ns with whole pages; docs/benchmarks.md).
 //!
 //! Slots are thus recycled wherever they were freed (the driver frees what the schedulers
 //! allocated), and schedule-and-cancel forever runs in flat memory: the slots in use never exceed
-//! the most entries ever pending plus two batches per stripe. A released slot usually waits for many
+//! the most entries ever pending plus about a page per stripe. A released slot usually waits for many
 //! allocations before it is reused, so a handle can still tell how its task ended for a while
 //! (`TimerHandle::is_fired`); that is no guarantee: a burst of releases on one stripe moves its
 //! oldest indices to the pool, and the pool hands out its latest batch first.
@@ -63,8 +69,8 @@ const PAGE_BITS: u32 = 8;
 const PAGE_BITS: u32 = 1;
 pub(crate) const PAGE: usize = 1 << PAGE_BITS;
 
-/// Indices moved at once between a stripe's free list and the pool, or taken fresh (divides
-/// [`PAGE`], so a fresh batch lies in one page).
+/// Indices moved at once between a stripe's free list and the pool. (Never-used indices are taken
+/// a [`PAGE`] at a time: see the module docs.)
 #[cfg(not(delaywheel_loom))]
 pub(crate) const BATCH: usize = 64;
 #[cfg(delaywheel_loom)]
@@ -157,7 +163,7 @@ impl EntryArena {
     }
 
     /// A free slot for a new entry: vacant, unlocked, its generation past every earlier occupant's.
-    /// `None` once the never-used indices ran out (`EntryId::MAX_INDEX`, less a batch) and neither
+    /// `None` once the never-used indices ran out (`EntryId::MAX_INDEX`, less a page) and neither
     /// this stripe's list nor the pool has a free one: other stripes may then still hold up to two
     /// batches each. (That is a quarter of a terabyte of slots.)
     pub(crate) fn alloc(&self) -> Option<EntryId> {
@@ -168,8 +174,8 @@ impl EntryArena {
         free.pop_front()
     }
 
-    /// Puts a batch of older free indices in front of a stripe's list: the pool's, or else never
-    /// used ones (none once those run out).
+    /// Puts older free indices in front of a stripe's list: a batch from the pool, or else a page
+    /// of never-used ones (none once those run out).
     fn refill(&self, free: &mut VecDeque<EntryId>) {
         {
             let mut pool = self.pool.lock();
@@ -179,14 +185,14 @@ impl EntryArena {
                 return;
             }
         }
-        let start = self.fresh.fetch_add(BATCH as u64, Ordering::Relaxed);
-        if start + BATCH as u64 > u64::from(EntryId::MAX_INDEX) + 1 {
-            self.fresh.fetch_sub(BATCH as u64, Ordering::Relaxed);
+        let start = self.fresh.fetch_add(PAGE as u64, Ordering::Relaxed);
+        if start + PAGE as u64 > u64::from(EntryId::MAX_INDEX) + 1 {
+            self.fresh.fetch_sub(PAGE as u64, Ordering::Relaxed);
             return;
         }
         let start = start as usize;
         self.create_page(start);
-        (start..start + BATCH).rev().for_each(|index| free.push_front(EntryId::new(index)));
+        (start..start + PAGE).rev().for_each(|index| free.push_front(EntryId::new(index)));
     }
 
     /// Returns a slot whose occupant was released (`EntryState::release`): only its holder calls
@@ -271,7 +277,7 @@ mod tests {
                 arena.free(id);
             }
         }
-        assert!(arena.high_water() <= 2 * BATCH as u64, "high water {}", arena.high_water());
+        assert!(arena.high_water() <= PAGE as u64, "high water {}", arena.high_water());
     }
 
     #[test]

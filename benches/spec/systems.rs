@@ -52,7 +52,7 @@ pub trait System: Send + Sync + Sized + 'static {
 // ------------------------------------------------------------------------------------------------
 // delaywheel
 
-/// `delaywheel::Timer` with its own driver thread, tick 1 ms, default wheel size (64).
+/// `delaywheel::Timer` with its own driver thread, tick 1 ms, default wheel size (512).
 pub struct DelayWheel(delaywheel::Timer);
 
 impl System for DelayWheel {
