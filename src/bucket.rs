@@ -62,7 +62,8 @@
 use std::fmt;
 
 use crate::arena::EntryArena;
-use crate::entry::{EntryId, Fresh, Status, Ticket};
+use crate::entry::{Claimed, EntryId, Fresh, Status, Ticket};
+use crate::inline_task::InlineTask;
 use crate::location::{bucket_key, Location};
 use crate::slots::Slots;
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
@@ -239,7 +240,7 @@ impl TimerTaskList {
         {
             let mut state = arena.lock(entry);
             match fresh {
-                Some(fresh) => state.occupy(fresh),
+                Some(fresh) => state.occupy(fresh, this.key),
                 None if state.status() != Status::Pending => return Added::NotPending,
                 None => {}
             }
@@ -279,6 +280,22 @@ impl TimerTaskList {
         stage.reset_if_empty();
         debug_assert_eq!(removed, Some(ticket.id), "location out of date");
         Removed::Taken
+    }
+
+    /// A cancel, with this bucket being the one the entry was first added to (see
+    /// `entry::cancel`): under this bucket's lock and then the slot's, claims the entry `ticket`
+    /// names ([`EntryState::claim_cancel`]) and, if it is still in this bucket, takes it out of the
+    /// list. `None` if the ticket no longer names a pending entry.
+    pub(crate) fn cancel(this: &Self, arena: &EntryArena, ticket: Ticket) -> Option<(InlineTask, Claimed)> {
+        let mut stages = this.stages.lock();
+        let (task, claimed) = arena.lock(ticket.id).claim_cancel(ticket, this.key)?;
+        if let Claimed::Here(location) = claimed {
+            let stage = &mut stages[location.stage()];
+            let removed = stage.slots.take(arena, location.index());
+            stage.reset_if_empty();
+            debug_assert_eq!(removed, Some(ticket.id), "location out of date");
+        }
+        Some((task, claimed))
     }
 
     /// The driver's visit of a bucket it popped, with the cursor at `cursor` (at or after the popped

@@ -26,14 +26,19 @@
 //! gone) and returns it to the arena. A cancel becomes the holder when it takes the entry out of its
 //! bucket itself; when the entry is in transit the driver holds it and releases it on re-add.
 //!
-//! A [`Ticket`] (what a handle keeps) is an index and a generation: every operation started from a
-//! ticket checks the generation under the slot lock, so a ticket whose entry was released does
-//! nothing to the slot's next occupant. A released slot keeps its last status until it is reused,
-//! so a handle still learns how its task ended until then.
+//! A [`Ticket`] (what a handle keeps) is an index and a generation, and the key of the bucket the
+//! entry was first added to: every operation started from a ticket checks the generation under the
+//! slot lock, so a ticket whose entry was released does nothing to the slot's next occupant. A
+//! released slot keeps its last status until it is reused, so a handle still learns how its task
+//! ended until then.
 //!
-//! Locking order: **bucket lock, then slot lock**, never the other way round. Code that starts from
-//! an entry (cancel) reads the location under the slot lock, releases it, then takes the bucket lock
-//! and re-checks generation and location under both (see `TimerTaskList::remove`).
+//! Locking order: **bucket lock, then slot lock**, never the other way round. A cancel starts from
+//! its ticket's bucket: under that bucket's lock and then the slot's it claims the entry and, if the
+//! location still names that bucket, takes it out of the list and releases it there
+//! ([`EntryState::claim_cancel`], `TimerTaskList::cancel`). If a cascade moved the entry to another
+//! bucket, the claim reads that bucket's key; the cancel drops both locks, takes that bucket's lock
+//! and re-checks generation and location under both (`TimerTaskList::remove`). It never holds two
+//! bucket locks. If a visit holds the entry (no location), the driver releases it on re-add.
 //!
 //! Location invariant: `location == Some(l)` if and only if the bucket keyed `l.bucket()` holds this
 //! entry in stage `l.stage()` at index `l.index()` (`location.rs`); it only changes while that
@@ -72,10 +77,13 @@ impl EntryId {
     }
 }
 
-/// An entry as a handle names it: its slot and the slot's generation when it was scheduled.
+/// An entry as a handle names it: its slot and the slot's generation when it was scheduled, and the
+/// key of the bucket it was first added to (where a cancel looks first: see [`cancel`]). The key
+/// fills what was padding: a ticket is 16 bytes either way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ticket {
     pub(crate) id: EntryId,
+    pub(crate) bucket: u32,
     pub(crate) generation: u64,
 }
 
@@ -219,8 +227,10 @@ pub(crate) enum Fire {
 pub(crate) struct Fresh {
     task: Option<InlineTask>,
     deadline_tick: u64,
-    /// The slot's generation, read when it was occupied: the new entry's [`Ticket`].
+    /// The slot's generation, read when it was occupied, and the key of the bucket that took the
+    /// entry: the new entry's [`Ticket`].
     generation: u64,
+    bucket: u32,
 }
 
 impl Fresh {
@@ -228,19 +238,20 @@ impl Fresh {
     where
         F: FnOnce() + Send + 'static,
     {
-        Fresh { task: Some(InlineTask::new(task)), deadline_tick, generation: 0 }
+        Fresh { task: Some(InlineTask::new(task)), deadline_tick, generation: 0, bucket: 0 }
     }
 
     /// The ticket of the entry, once an insert has put it in slot `id`.
     pub(crate) fn ticket(&self, id: EntryId) -> Option<Ticket> {
-        self.task.is_none().then_some(Ticket { id, generation: self.generation })
+        self.task.is_none().then_some(Ticket { id, bucket: self.bucket, generation: self.generation })
     }
 }
 
 impl EntryState {
     /// Makes the vacant slot's new occupant out of `fresh` (its holder, under the slot lock).
-    pub(crate) fn occupy(&mut self, fresh: &mut Fresh) {
+    pub(crate) fn occupy(&mut self, fresh: &mut Fresh, bucket: u32) {
         debug_assert!(!self.life.occupied());
+        fresh.bucket = bucket;
         self.life = self.life.occupy();
         self.deadline_tick = fresh.deadline_tick;
         self.task = fresh.task.take();
@@ -257,7 +268,8 @@ where
 {
     let mut fresh = Fresh::new(deadline_tick, task);
     let id = arena.alloc()?;
-    arena.lock(id).occupy(&mut fresh);
+    // Its ticket names bucket key 0 (level 0, slot 0): a cancel finds it there or, held, in transit.
+    arena.lock(id).occupy(&mut fresh, 0);
     fresh.ticket(id)
 }
 
@@ -314,31 +326,73 @@ pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> 
 /// Cancels the pending entry `ticket` names in `stripe`'s arena: `true` iff this call did it, and
 /// then counted it out on `stripe`. The closure is dropped here, outside the locks, and the entry
 /// leaves its bucket at once.
+///
+/// The claim is made under the lock of the bucket the entry was first added to (the ticket's), then
+/// the slot's, in the lock order: when the entry is still there (the common case: most timeouts are
+/// cancelled before their first cascade), it leaves the list in the same critical section, one slot
+/// lock in all. Otherwise (it cascaded, or a visit holds it) the claim tells where it is, and it
+/// leaves that bucket afterwards ([`leave_bucket`]) or its holder releases it.
 pub(crate) fn cancel(ticket: Ticket, stripe: &Stripe) -> bool {
     let arena = stripe.arena();
     #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
     return cancel_check_then_act(arena, ticket, stripe);
-    let (task, bucket) = {
-        let mut state = arena.lock(ticket.id);
-        // Seeded bug for the loom suite only (docs/loom.md): no generation check, so a handle whose
-        // task finished cancels whatever task reused its slot.
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "ticket_generation_unchecked")))]
-        if !state.is(ticket) {
-            return false;
-        }
-        let Some(task) = state.claim(Status::Cancelled) else {
-            return false;
-        };
-        (task, state.location.map(Location::bucket))
+    let first = stripe.wheel().bucket_by_key(ticket.bucket);
+    let first = first.expect("a ticket names the bucket its entry was added to");
+    let Some((task, claimed)) = TimerTaskList::cancel(first, arena, ticket) else {
+        return false;
     };
     stripe.cancelled();
     drop(task);
-    // The bucket that held it at the claim: after the claim the entry can only leave it (a visit),
-    // never move to another (a re-add refuses it), so this is the one lookup.
-    if let Some(bucket) = bucket {
-        leave_bucket(stripe, ticket, bucket);
+    match claimed {
+        // Taken out and released under the locks: the slot is ours to return.
+        Claimed::Here(_) => arena.free(ticket.id),
+        // The bucket that held it at the claim: after the claim the entry can only leave it (a
+        // visit), never move to another (a re-add refuses it), so this is the one lookup.
+        Claimed::Elsewhere(bucket) => leave_bucket(stripe, ticket, bucket),
+        Claimed::InTransit => {}
     }
     true
+}
+
+/// Where a cancel's claim found the entry ([`EntryState::claim_cancel`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Claimed {
+    /// At this location in the bucket whose lock the canceller holds: released, location cleared;
+    /// the canceller takes it out of that bucket's list.
+    Here(Location),
+    /// In the bucket with this key, which the canceller does not hold.
+    Elsewhere(u32),
+    /// Held by a visit or the drain (no location), which release it.
+    InTransit,
+}
+
+impl EntryState {
+    /// A cancel's claim, with the lock of the bucket keyed `locked` held: `Pending → Cancelled` if
+    /// `ticket` still names this entry, handing back the closure and where the entry is. If it is
+    /// in the locked bucket, it is also released here ([`Claimed::Here`]).
+    pub(crate) fn claim_cancel(&mut self, ticket: Ticket, locked: u32) -> Option<(InlineTask, Claimed)> {
+        // Seeded bug for the loom suite only (docs/loom.md): no generation check, so a handle whose
+        // task finished cancels whatever task reused its slot.
+        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "ticket_generation_unchecked")))]
+        if !self.is(ticket) {
+            return None;
+        }
+        let task = self.claim(Status::Cancelled)?;
+        // Seeded bug for the loom suite only (docs/loom.md): the entry is taken to be in the bucket
+        // its ticket names, although a cascade may have moved it to a finer one.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_trusts_first_bucket"))]
+        let locked = self.location.map_or(locked, Location::bucket);
+        let claimed = match self.location {
+            Some(location) if location.bucket() == locked => {
+                self.location = None;
+                self.release();
+                Claimed::Here(location)
+            }
+            Some(location) => Claimed::Elsewhere(location.bucket()),
+            None => Claimed::InTransit,
+        };
+        Some((task, claimed))
+    }
 }
 
 /// Takes a cancelled entry out of the bucket keyed `bucket`, if it is still there, and then
@@ -419,6 +473,8 @@ mod tests {
     #[test]
     fn a_stale_ticket_does_nothing_to_the_next_occupant() {
         let wheel = Arc::new(crate::wheel::TimingWheel::new(4));
+        // The tickets of held entries name bucket key 0 (`new_entry`), where a cancel looks first.
+        assert!(wheel.bucket(0, 0).is_some());
         let counters =
             crate::counters::Counters::new(usize::MAX, (&Arc::new(EntryArena::unaudited()), &wheel));
         let stripe = counters.local();
