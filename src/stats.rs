@@ -98,12 +98,13 @@ impl Lateness {
 
     /// Starts recording one batch of tasks (see [`Batch`]).
     pub(crate) fn batch(&self, ticks: TickLength) -> Batch<'_> {
-        Batch { lateness: self, ticks, run_late: 0, run_len: 0 }
+        Batch { lateness: self, ticks, run_late: 0, run_len: 0, run_max: 0 }
     }
 
     /// Records one task started at `now_nanos` (executor threads, which run tasks one by one).
     pub(crate) fn record_one(&self, ticks: TickLength, deadline_tick: u64, now_nanos: u64) {
-        self.record(lateness_nanos(ticks, deadline_tick, now_nanos), 1);
+        let late = lateness_nanos(ticks, deadline_tick, now_nanos);
+        self.record(late, 1, late);
     }
 
     pub(crate) fn summary(&self) -> LatenessSummary {
@@ -122,11 +123,13 @@ impl Lateness {
         }
     }
 
-    fn record(&self, lateness_nanos: u64, count: u64) {
+    /// Records `count` tasks about `lateness_nanos` late (one bin, see [`same_bucket`]), the latest
+    /// of them `max_nanos`.
+    fn record(&self, lateness_nanos: u64, count: u64, max_nanos: u64) {
         let mut recorded = self.inner.lock();
         // Auto-resizing: recording only fails for values no u64 histogram can hold; drop those.
         let _ = recorded.histogram.record_n(lateness_nanos, count);
-        recorded.max = recorded.max.max(lateness_nanos);
+        recorded.max = recorded.max.max(max_nanos);
     }
 }
 
@@ -136,14 +139,17 @@ impl fmt::Debug for Lateness {
     }
 }
 
-/// Records the tasks of one batch, each with the clock read just before it runs; equal lateness
-/// values in a row (tasks of one tick handed over at one instant, or on a manual clock) are
-/// run-length encoded, and the histogram is written when the value changes and when dropped.
+/// Records the tasks of one batch, each with the clock read just before it runs. Lateness values
+/// in a row that the histogram cannot tell apart ([`same_bucket`]: the tasks of one tick handed over
+/// at one instant, on a manual clock; or tasks run a few hundred nanoseconds apart, as the driver
+/// runs a tick's tasks) are run-length encoded, and the histogram is written (one lock) when a run
+/// ends and when the batch is dropped. The maximum is kept exactly.
 pub(crate) struct Batch<'a> {
     lateness: &'a Lateness,
     ticks: TickLength,
     run_late: u64,
     run_len: u64,
+    run_max: u64,
 }
 
 impl Batch<'_> {
@@ -151,21 +157,30 @@ impl Batch<'_> {
     #[inline]
     pub(crate) fn record(&mut self, deadline_tick: u64, now_nanos: u64) {
         let late = lateness_nanos(self.ticks, deadline_tick, now_nanos);
-        if self.run_len > 0 && late == self.run_late {
+        if self.run_len > 0 && same_bucket(late, self.run_late) {
             self.run_len += 1;
+            self.run_max = self.run_max.max(late);
         } else {
             self.flush();
-            self.run_late = late;
-            self.run_len = 1;
+            (self.run_late, self.run_len, self.run_max) = (late, 1, late);
         }
     }
 
     fn flush(&mut self) {
         if self.run_len > 0 {
-            self.lateness.record(self.run_late, self.run_len);
+            self.lateness.record(self.run_late, self.run_len, self.run_max);
             self.run_len = 0;
         }
     }
+}
+
+/// Whether two lateness values fall in one bin no coarser than the histogram's (within 1 / 256 of
+/// the value, or equal below 512 ns): recording either counts the same, as far as the summary's
+/// two significant digits can tell. (The driver reads the clock per task, so a tick's tasks rarely
+/// have equal values; per-value records took a lock per task.)
+fn same_bucket(a: u64, b: u64) -> bool {
+    let shift = (u64::BITS - 1 - (a | b | 1).leading_zeros()).saturating_sub(8);
+    a >> shift == b >> shift
 }
 
 /// How far `now_nanos` is past the start of `deadline_tick` (zero if not past).
@@ -211,6 +226,41 @@ mod tests {
         let within_1pct = |got: Duration, want: Duration| got.abs_diff(want) <= want / 100;
         assert!(within_1pct(s.p50, Duration::from_micros(2_500)), "{s:?}");
         assert!(within_1pct(s.p99, Duration::from_micros(2_500)), "{s:?}");
+    }
+
+    #[test]
+    fn a_run_of_nearly_equal_values_keeps_its_exact_max_and_its_quantiles() {
+        let lateness = Lateness::new();
+        let ticks = TickLength::new(ms(1)).unwrap();
+        {
+            // A driver running a tick's tasks ~300 ns apart, 250 µs late and more: one bin at a time.
+            let mut batch = lateness.batch(ticks);
+            for i in 0..1_000u64 {
+                batch.record(5, 5_250_000 + 300 * i);
+            }
+        }
+        let s = lateness.summary();
+        assert_eq!(s.count, 1_000);
+        assert_eq!(s.max, Duration::from_nanos(250_000 + 300 * 999), "exact");
+        let within_1pct =
+            |got: Duration, want: u64| got.as_nanos().abs_diff(u128::from(want)) <= u128::from(want) / 100;
+        assert!(within_1pct(s.p50, 250_000 + 300 * 500), "{s:?}");
+        assert!(within_1pct(s.p99, 250_000 + 300 * 990), "{s:?}");
+    }
+
+    #[test]
+    fn same_bucket_is_exact_below_512_and_within_a_256th_above() {
+        assert!(same_bucket(0, 0) && same_bucket(511, 511));
+        assert!(!same_bucket(510, 511) && !same_bucket(0, 1));
+        assert!(same_bucket(1_024, 1_027) && !same_bucket(1_027, 1_028));
+        for v in [600u64, 12_345, 987_654_321, u64::MAX / 3] {
+            // The bin of `v`: [lo, hi], at most a 256th of its values wide.
+            let width = 1u64 << (63 - v.leading_zeros() - 8);
+            let (lo, hi) = (v / width * width, v / width * width + width - 1);
+            assert!(same_bucket(lo, v) && same_bucket(v, hi), "{v}");
+            assert!(!same_bucket(lo - 1, lo) && !same_bucket(hi, hi + 1), "{v}");
+            assert!((hi - lo) * 256 <= lo, "bin of {v}: {lo}..={hi}");
+        }
     }
 
     #[test]
