@@ -8,10 +8,10 @@
 //!
 //! ## Storage
 //!
-//! Slots are grouped in pages of [`PAGE`] slots (14 KiB), created on first use and never freed or
+//! Slots are grouped in pages of [`PAGE`] slots (12 KiB), created on first use and never freed or
 //! moved while the arena lives, so a slot reference stays valid without a lock. The directory is two
 //! levels: segment `s` has `2^s` pages, so the directory of a timer that never grows is a few
-//! hundred bytes, and that of a billion slots about 0.2 % of the slots' own 56 GB. Finding a slot
+//! hundred bytes, and that of a billion slots about 0.2 % of the slots' own 48 GB. Finding a slot
 //! is two `Acquire` loads (`OnceLock::get`) and some shifts.
 //!
 //! The arena never shrinks: its size is the most entries ever pending (plus the free lists' slack,
@@ -45,7 +45,8 @@
 //! `sync.rs`): an index does travel through them from the thread that freed a slot to the one that
 //! reuses it, but the slot's state is ordered by the slot's own lock, which is modelled, so the loom
 //! models need not explore the lists. Nothing inside them is a loom operation (a page's slots are
-//! created with `Mutex::new`, which is not a branch point), as an unmodelled lock requires.
+//! created with `SlotLock::new`, whose loom atomic and cell constructors are not branch points), as an
+//! unmodelled lock requires.
 //!
 //! ## Who frees a slot
 //!
@@ -57,16 +58,19 @@
 
 use std::collections::VecDeque;
 
-use crate::entry::{EntryId, EntryState};
-use crate::sync::{
-    thread_index, Mutex, MutexGuard, Ordering, UnmodelledAtomicU64, UnmodelledMutex, UnmodelledOnceLock,
-};
+use crate::entry::{self, EntryBody, EntryId, EntryState};
+use crate::slot_lock::SlotLock;
+use crate::sync::{thread_index, Ordering, UnmodelledAtomicU64, UnmodelledMutex, UnmodelledOnceLock};
 
-/// Slots per page (a power of two). The loom models use 2, so that a few entries span pages.
+/// Slots per page (a power of two). The loom models use 1 (a page per entry, so entries span
+/// pages): a page is published through an unmodelled once-cell, and a slot's lock word and cell
+/// are loom objects, whose creation loom checks happens-before every access. With one slot per page
+/// (and per fresh batch) the thread that creates a slot is the one that takes it first, and every
+/// later user reaches it through modelled synchronisation (a bucket lock, the slot's own lock).
 #[cfg(not(delaywheel_loom))]
 const PAGE_BITS: u32 = 8;
 #[cfg(delaywheel_loom)]
-const PAGE_BITS: u32 = 1;
+const PAGE_BITS: u32 = 0;
 pub(crate) const PAGE: usize = 1 << PAGE_BITS;
 
 /// Indices moved at once between a stripe's free list and the pool. (Never-used indices are taken
@@ -84,9 +88,14 @@ const MIN_AGE: usize = BATCH / 2;
 /// Segments in the directory: enough for every `u32` index.
 const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
 
-/// One entry's place: its state behind its own lock (see `entry.rs`), 56 bytes. (Padded to 64 and
-/// aligned to a cache line it measured the same in SPEC W4, within noise, and cost 8 bytes a timer.)
-pub(crate) struct Slot(Mutex<EntryState>);
+/// One entry's place: its state behind its own lock (see `entry.rs`), 48 bytes: the lock's two bits
+/// share a word with the entry's generation and status (`slot_lock/`), the body is the other 40.
+/// (When the lock was parking_lot's, a byte and seven of padding, padding the 56-byte slot to 64 and
+/// aligning it to a cache line measured the same in SPEC W4, within noise, and cost 8 bytes a timer.)
+pub(crate) struct Slot(SlotLock<EntryBody>);
+
+#[cfg(not(delaywheel_loom))]
+const _: () = assert!(std::mem::size_of::<Slot>() == 48);
 
 type Page = Box<[Slot]>;
 
@@ -158,7 +167,7 @@ impl EntryArena {
 
     /// Locks the state of `id`'s slot.
     #[inline]
-    pub(crate) fn lock(&self, id: EntryId) -> MutexGuard<'_, EntryState> {
+    pub(crate) fn lock(&self, id: EntryId) -> EntryState<'_> {
         self.slot(id).0.lock()
     }
 
@@ -211,7 +220,7 @@ impl EntryArena {
         let (segment, page, _) = Self::coordinates(index);
         let pages = self.segments[segment]
             .get_or_init(|| (0..1usize << segment).map(|_| UnmodelledOnceLock::new()).collect());
-        pages[page].get_or_init(|| (0..PAGE).map(|_| Slot(Mutex::new(EntryState::vacant()))).collect());
+        pages[page].get_or_init(|| (0..PAGE).map(|_| Slot(entry::vacant_slot())).collect());
     }
 
     /// Slots handed out so far, free or not: the arena's high-water mark (tests).

@@ -54,6 +54,7 @@ use crate::bucket::{Removed, TimerTaskList};
 use crate::counters::Stripe;
 use crate::inline_task::InlineTask;
 use crate::location::Location;
+use crate::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -105,11 +106,10 @@ impl Status {
     const ALL: [Status; 4] = [Status::Pending, Status::Fired, Status::Cancelled, Status::Abandoned];
 }
 
-/// A slot's state, behind the slot's lock (see the module docs): 48 bytes, a 56-byte slot.
+/// What a slot holds besides its [`Life`] (which sits in the slot lock's word: `slot_lock/`):
+/// 40 bytes, so that a slot is 48.
 #[derive(Debug)]
-pub(crate) struct EntryState {
-    /// Generation, occupancy and status, packed in one word ([`Life`]).
-    life: Life,
+pub(crate) struct EntryBody {
     /// The bucket holding this entry, and its stage and index there (`location.rs`).
     pub(crate) location: Option<Location>,
     /// The first tick at or after the task's deadline (`clock::TickLength::ceil`).
@@ -117,12 +117,27 @@ pub(crate) struct EntryState {
     task: Option<InlineTask>,
 }
 
+/// A slot's state, locked (see the module docs): its [`Life`], read and written through the guard,
+/// and its [`EntryBody`], which the guard derefs to.
+pub(crate) type EntryState<'a> = SlotGuard<'a, EntryBody>;
+
+/// A new vacant slot: generation 0, status `Abandoned` (no occupant ever ran), unlocked.
+pub(crate) fn vacant_slot() -> SlotLock<EntryBody> {
+    let life = Life(0).with_status(Status::Abandoned);
+    SlotLock::new(life.0, EntryBody { location: None, deadline_tick: 0, task: None })
+}
+
 /// A slot's generation (bumped by every release: a ticket of an earlier occupant no longer
 /// matches), whether it has an occupant (allocated, not yet released), and the occupant's status
 /// (after a release, the last occupant's final status): `generation << 8 | occupied << 2 | status`.
 /// 56 bits of generation last 2^56 reuses of one slot: over 200 years at ten million a second.
+/// Bits 3 and 4 are the slot lock's (`slot_lock::LOCK_BITS`), the word being shared with it.
 #[derive(Clone, Copy, Debug)]
 struct Life(u64);
+
+// Life's bits leave the lock's alone.
+const _: () =
+    assert!((Life::OCCUPIED | Life::STATUS) & LOCK_BITS == 0 && LOCK_BITS >> Life::GENERATION_SHIFT == 0);
 
 impl Life {
     const OCCUPIED: u64 = 1 << 2;
@@ -156,27 +171,26 @@ impl Life {
     }
 }
 
-impl EntryState {
-    pub(crate) fn vacant() -> EntryState {
-        EntryState {
-            life: Life(0).with_status(Status::Abandoned),
-            location: None,
-            deadline_tick: 0,
-            task: None,
-        }
+impl EntryState<'_> {
+    fn life(&self) -> Life {
+        Life(self.bits())
+    }
+
+    fn set_life(&mut self, life: Life) {
+        self.set_bits(life.0);
     }
 
     pub(crate) fn status(&self) -> Status {
-        self.life.status()
+        self.life().status()
     }
 
     pub(crate) fn generation(&self) -> u64 {
-        self.life.generation()
+        self.life().generation()
     }
 
     /// Whether the slot has an occupant (allocated and not yet released).
     pub(crate) fn is_occupied(&self) -> bool {
-        self.life.occupied()
+        self.life().occupied()
     }
 
     /// Whether `ticket` names this slot's current occupant (not yet released).
@@ -189,7 +203,7 @@ impl EntryState {
         if self.status() != Status::Pending {
             return None;
         }
-        self.life = self.life.with_status(to);
+        self.set_life(self.life().with_status(to));
         self.task.take()
     }
 
@@ -197,9 +211,9 @@ impl EntryState {
     /// on, so no ticket names the slot any more; the status stays for handles to read until reuse.
     /// The caller then returns the slot with [`EntryArena::free`].
     pub(crate) fn release(&mut self) {
-        debug_assert!(self.life.occupied() && self.status() != Status::Pending && self.location.is_none());
+        debug_assert!(self.is_occupied() && self.status() != Status::Pending && self.location.is_none());
         debug_assert!(self.task.is_none());
-        self.life = self.life.vacate();
+        self.set_life(self.life().vacate());
     }
 
     /// For the bucket tests: `Pending → to`, dropping the closure.
@@ -247,12 +261,12 @@ impl Fresh {
     }
 }
 
-impl EntryState {
+impl EntryState<'_> {
     /// Makes the vacant slot's new occupant out of `fresh` (its holder, under the slot lock).
     pub(crate) fn occupy(&mut self, fresh: &mut Fresh, bucket: u32) {
-        debug_assert!(!self.life.occupied());
+        debug_assert!(!self.is_occupied());
         fresh.bucket = bucket;
-        self.life = self.life.occupy();
+        self.set_life(self.life().occupy());
         self.deadline_tick = fresh.deadline_tick;
         self.task = fresh.task.take();
         fresh.generation = self.generation();
@@ -366,7 +380,7 @@ pub(crate) enum Claimed {
     InTransit,
 }
 
-impl EntryState {
+impl EntryState<'_> {
     /// A cancel's claim, with the lock of the bucket keyed `locked` held: `Pending → Cancelled` if
     /// `ticket` still names this entry, handing back the closure and where the entry is. If it is
     /// in the locked bucket, it is also released here ([`Claimed::Here`]).
@@ -427,7 +441,7 @@ fn cancel_check_then_act(arena: &EntryArena, ticket: Ticket, stripe: &Stripe) ->
             stripe.cancelled();
             return true;
         }
-        state.life = state.life.with_status(Status::Cancelled);
+        state.set_life(state.life().with_status(Status::Cancelled));
         state.task.take()
     };
     stripe.cancelled();
@@ -446,7 +460,7 @@ pub(crate) fn status(arena: &EntryArena, ticket: Ticket) -> Option<Status> {
     let state = arena.lock(ticket.id);
     // Its own occupancy, or the release that ended it, before anyone reused the slot.
     let current = state.is(ticket);
-    let just_released = state.generation() == ticket.generation + 1 && !state.life.occupied();
+    let just_released = state.generation() == ticket.generation + 1 && !state.is_occupied();
     (current || just_released).then_some(state.status())
 }
 
@@ -457,8 +471,8 @@ mod tests {
 
     #[test]
     fn a_slot_is_small() {
-        // Lock 1 (+7), life 8, location 8, deadline 8, closure 24 (two words inline).
-        assert_eq!(std::mem::size_of::<crate::arena::Slot>(), 56);
+        // Life and lock 8, location 8, deadline 8, closure 24 (two words inline).
+        assert_eq!(std::mem::size_of::<crate::arena::Slot>(), 48);
     }
 
     #[test]

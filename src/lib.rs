@@ -100,12 +100,14 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except one private module, `inline_task`, which stores
+//! The crate denies `unsafe_code` everywhere except two private modules: `inline_task`, which stores
 //! a task's closure type-erased in a fixed 24 bytes (inline when it captures at most two words) so
-//! that entries can live densely in slots. Every `unsafe` block there carries a `// SAFETY:`
+//! that entries can live densely in slots, and `slot_lock`, the slots' lock, whose state lives in two
+//! spare bits of the entry's generation word (an `UnsafeCell` behind a guard, parking through
+//! `parking_lot_core`), so that a slot is 48 bytes. Every `unsafe` block there carries a `// SAFETY:`
 //! comment (enforced by `clippy::undocumented_unsafe_blocks`), the module docs give the whole
-//! argument, and its tests run under AddressSanitizer (`scripts/asan.sh`), valgrind
-//! (`scripts/valgrind.sh`) and Miri.
+//! argument, and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s
+//! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own.
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
@@ -113,7 +115,8 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// One module may use `unsafe`, `inline_task` (see "Unsafe code" above); everything else is safe Rust.
+// Two modules may use `unsafe`, `inline_task` and `slot_lock` (see "Unsafe code" above); everything
+// else is safe Rust.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -138,6 +141,9 @@ pub mod purgatory;
 mod repeating;
 #[cfg(feature = "async")]
 mod sleep;
+// The other module with `unsafe` code (see "Unsafe code" above): the arena slots' lock.
+#[allow(unsafe_code)]
+mod slot_lock;
 mod slots;
 mod stats;
 mod sync;
@@ -159,6 +165,13 @@ pub use sleep::{Elapsed, Sleep, Timeout};
 pub use stats::{LatenessSummary, TimerStats};
 pub use timer::Timer;
 pub use unfired::UnfiredTask;
+
+/// The slot lock, for its own loom model (`loom_tests/slot_lock.rs`): only in loom builds.
+#[cfg(delaywheel_loom)]
+#[doc(hidden)]
+pub mod loom_internals {
+    pub use crate::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
+}
 
 /// The README's code blocks run as doctests, so the README stays true.
 #[cfg(doctest)]

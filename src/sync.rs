@@ -9,6 +9,10 @@
 //!
 //! The API is `parking_lot`'s shape (`lock()` returns the guard, no poisoning) in both builds.
 //!
+//! One exception: the arena slots' lock (`slot_lock/`) takes its atomics from here, but picks its
+//! `UnsafeCell` (std's or loom's) and its parking (parking_lot_core, or a loom model of it) itself,
+//! since both need `unsafe`, which this module does not allow.
+//!
 //! What loom imposes on the rest of the crate:
 //!
 //! * loom's `Arc` cannot be a method receiver (`self: &Arc<Self>` needs std's `Arc`), so a function
@@ -198,7 +202,7 @@ pub(crate) use imp::*;
 // is ordered by the slot's own lock, which is modelled; so the models need not explore the lists.
 // The rule that makes hiding them sound: **no loom operation inside an unmodelled lock or once-cell
 // initialiser** (loom would switch threads while a real lock is held, and block forever). Creating
-// a page only runs `Mutex::new`, which is not a loom branch point.
+// a page only runs `SlotLock::new`, which is not a loom branch point.
 pub(crate) use parking_lot::Mutex as UnmodelledMutex;
 pub(crate) use std::sync::atomic::AtomicU64 as UnmodelledAtomicU64;
 pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;

@@ -1,0 +1,419 @@
+//! `SlotLock`: an arena slot's lock, kept in spare bits of the word that also holds the slot's
+//! life (generation, occupancy, status: `entry.rs`), so that a slot is 48 bytes and not 56.
+//!
+//! parking_lot's `Mutex<EntryState>` spent a byte on its lock and seven on padding. Here the slot
+//! is one `u64` **word** and the body (location, deadline, closure: 40 bytes) in an `UnsafeCell`:
+//!
+//! ```text
+//!  63                          8 7   5   4        3        2 1 0
+//! [ owner's bits (generation)   | 0 0 0 | PARKED | LOCKED | owner's bits (occupied, status) ]
+//! ```
+//!
+//! Bits 3 and 4 ([`LOCK_BITS`]) are the lock's; all others belong to the owner (`entry.rs`'s
+//! `Life`, which asserts that it never uses these two). The owner's bits are only read and written
+//! through a [`SlotGuard`]: they are as much under the lock as the body is.
+//!
+//! ## Protocol
+//!
+//! * **Lock.** One `fetch_or(LOCKED, Acquire)`: if `LOCKED` was clear, the lock is ours and the value
+//!   read holds the owner's bits as the last unlock left them. If it was set, the `fetch_or` changed
+//!   nothing and the slow path runs: spin briefly (re-reading the word, and `compare_exchange`
+//!   `LOCKED` in as soon as it is clear), then set `PARKED` (a `compare_exchange` from a word with
+//!   `LOCKED` set), then **park**, keyed by the word's address, with a validation that `LOCKED` and
+//!   `PARKED` are both still set (checked by parking_lot_core under its queue lock). A wake-up, or a
+//!   failed validation, starts over. Nothing is handed off: the woken thread competes again.
+//! * **Guard.** The guard copies the owner's bits at lock time ([`SlotGuard::bits`]), and
+//!   [`SlotGuard::set_bits`] changes the copy only; the word keeps its value until the unlock.
+//! * **Unlock** (the guard's drop) writes the copy back and clears `LOCKED` in one step. Fast path:
+//!   `compare_exchange(bits at lock | LOCKED → new bits, Release)`. It fails iff `PARKED` is set,
+//!   which is the only change another thread can make to a locked word (see below). Slow path:
+//!   parking_lot_core's `unpark_one` wakes one thread parked on the word and, **under the queue
+//!   lock**, the callback writes `new bits | PARKED if more threads are still parked` (`Release`).
+//! * **Orderings.** Every acquisition (the `fetch_or`, or a `compare_exchange` that sets `LOCKED`)
+//!   is `Acquire`; every unlock is a `Release` write to the same word; the `fetch_or`s of
+//!   lockers that find the word locked are read-modify-writes, which continue the release sequence.
+//!   So each critical section happens-before the next: the body is published through the word, and
+//!   the owner's bits are *in* the word, read by the very RMW that takes the lock. `PARKED` needs no
+//!   ordering of its own (`Relaxed`): the queue lock orders parking against unparking.
+//!
+//! ## Why a write-back cannot lose `PARKED`, and no waiter sleeps forever
+//!
+//! While `LOCKED` is set, other threads can only (a) `fetch_or(LOCKED)`, which changes nothing, or
+//! (b) set `PARKED` by `compare_exchange` from the value they read. Both owner's bits and `LOCKED`
+//! stay as the locker left them. So the fast unlock, which expects exactly `bits at lock | LOCKED`,
+//! succeeds only if no `PARKED` is set (none was at the acquisition either: the guard expects it
+//! clear), and otherwise the slow path decides `PARKED` from the queue itself. The slow path's write
+//! (a `swap`, used as a store) cannot overwrite anyone's change: the word then holds `LOCKED | PARKED`, which (a) and (b)
+//! leave as it is.
+//!
+//! A waiter sets `PARKED` before it parks, and parks only if its validation, run under the queue
+//! lock, still sees `LOCKED | PARKED`. Either its `compare_exchange` setting `PARKED` comes before
+//! the unlock's write in the word's modification order (then the fast unlock fails, and the slow one
+//! takes the queue lock: before the waiter queued itself, and the validation then reads the store or
+//! later, or after, and the waiter is woken or counted in "more threads"), or after it (then the
+//! `compare_exchange` fails, for the word is no longer the locked value it read). A thread that
+//! wakes and takes the lock while others still sleep finds `PARKED` still set, so its own unlock
+//! takes the slow path and wakes the next.
+//!
+//! ## Under loom
+//!
+//! `--cfg delaywheel_loom` builds the same algorithm from loom's atomics (the `crate::sync` facade)
+//! and `loom::cell::UnsafeCell`, which checks that every access to the body is ordered by the lock.
+//! loom cannot see parking_lot_core, so [`parking`] is replaced by a model of its contract: one loom
+//! mutex over a queue of `(key, thread)` under which the validation and the unpark callback run, and
+//! `loom::thread::park`/`unpark` for the sleep. A lost wake-up is then a thread parked forever, which
+//! loom reports as a deadlock. There is no spinning under loom (a contended locker parks at once).
+//! `loom_tests/slot_lock.rs` models the lock on its own; every other model uses it through the arena.
+//!
+//! ## Safety argument
+//!
+//! The body is reached only through a [`SlotGuard`], which exists only between a successful
+//! acquisition and the unlock that its drop performs; by the protocol above at most one exists per
+//! lock at a time, and it is not `Send` (it holds a raw pointer). `&T` and `&mut T` come from
+//! `&self` and `&mut self` of the guard, so the borrow checker keeps them from overlapping. Hence
+//! [`SlotLock`] is `Sync` when `T: Send` (as for `Mutex<T>`).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::ops::{Deref, DerefMut};
+
+use crate::sync::{AtomicU64, Ordering};
+
+/// Set while a guard exists.
+const LOCKED: u64 = 1 << 3;
+/// Set while a thread may be parked (or about to park) on the word.
+const PARKED: u64 = 1 << 4;
+/// The bits of the word that are the lock's own; the owner's bits are all the others.
+pub const LOCK_BITS: u64 = LOCKED | PARKED;
+
+/// A lock over `T` and the owner's bits of its word (see the module docs).
+pub struct SlotLock<T> {
+    word: AtomicU64,
+    body: cell::Cell<T>,
+}
+
+// SAFETY: see "Safety argument" in the module docs: the body is only reached through the one guard
+// the lock admits at a time, as with `Mutex<T>`, which is `Sync` for `T: Send`.
+unsafe impl<T: Send> Sync for SlotLock<T> {}
+
+impl<T> SlotLock<T> {
+    /// An unlocked lock over `body`, with owner's bits `bits` (which must leave [`LOCK_BITS`] clear).
+    pub fn new(bits: u64, body: T) -> SlotLock<T> {
+        debug_assert_eq!(bits & LOCK_BITS, 0, "owner's bits in the lock's place");
+        SlotLock { word: AtomicU64::new(bits & !LOCK_BITS), body: cell::Cell::new(body) }
+    }
+
+    /// Locks the slot, parking the thread while another holds it.
+    #[inline]
+    pub fn lock(&self) -> SlotGuard<'_, T> {
+        let word = self.word.fetch_or(LOCKED, Ordering::Acquire);
+        let word = if word & LOCKED == 0 { word } else { self.lock_slow() };
+        let bits = word & !LOCK_BITS;
+        SlotGuard { body: self.body.get_mut(), held: Held { word: &self.word, at_lock: bits, bits } }
+    }
+
+    /// The contended path: spin, then park until the word is unlocked (module docs); returns the
+    /// word as the successful `compare_exchange` found it.
+    #[cold]
+    fn lock_slow(&self) -> u64 {
+        let mut spin = parking::Spin::default();
+        let mut word = self.word.load(Ordering::Relaxed);
+        loop {
+            if word & LOCKED == 0 {
+                match self.word.compare_exchange_weak(
+                    word,
+                    word | LOCKED,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return word,
+                    Err(now) => word = now,
+                }
+                continue;
+            }
+            if word & PARKED == 0 {
+                if spin.spin() {
+                    word = self.word.load(Ordering::Relaxed);
+                    continue;
+                }
+                if let Err(now) =
+                    self.word.compare_exchange_weak(word, word | PARKED, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    word = now;
+                    continue;
+                }
+            }
+            parking::park(key(&self.word), || self.word.load(Ordering::Relaxed) & LOCK_BITS == LOCK_BITS);
+            spin = parking::Spin::default();
+            word = self.word.load(Ordering::Relaxed);
+        }
+    }
+
+    /// The raw word, for tests that watch the lock bits.
+    #[cfg(all(test, not(delaywheel_loom)))]
+    fn raw(&self) -> u64 {
+        self.word.load(Ordering::Relaxed)
+    }
+}
+
+/// The parking key of a word: its address (a word we own, as parking_lot_core requires).
+fn key(word: &AtomicU64) -> usize {
+    word as *const AtomicU64 as usize
+}
+
+/// A held [`SlotLock`]: derefs to the body, and carries the owner's bits (see the module docs).
+/// Dropping it unlocks.
+pub struct SlotGuard<'a, T> {
+    // Declared before `held`, so dropped first: under loom, the access to the body ends before the
+    // unlock (fields drop in declaration order).
+    body: cell::Access<T>,
+    held: Held<'a>,
+}
+
+impl<T> SlotGuard<'_, T> {
+    /// The owner's bits, as the last unlock left them or as this guard set them.
+    #[inline]
+    pub fn bits(&self) -> u64 {
+        self.held.bits
+    }
+
+    /// Sets the owner's bits, written to the word by the unlock. [`LOCK_BITS`] must be clear.
+    #[inline]
+    pub fn set_bits(&mut self, bits: u64) {
+        debug_assert_eq!(bits & LOCK_BITS, 0, "owner's bits in the lock's place");
+        self.held.bits = bits & !LOCK_BITS;
+    }
+}
+
+impl<T> Deref for SlotGuard<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: this guard is the only one of its lock (module docs), so nothing writes the body
+        // while the returned borrow of `self` lives.
+        unsafe { self.body.as_ref() }
+    }
+}
+
+impl<T> DerefMut for SlotGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and the borrow of `self` is exclusive, so no other reference to the
+        // body made through this guard lives meanwhile.
+        unsafe { self.body.as_mut() }
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for SlotGuard<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotGuard").field("bits", &self.bits()).field("body", &**self).finish()
+    }
+}
+
+/// The lock side of a guard: its drop is the unlock.
+struct Held<'a> {
+    word: &'a AtomicU64,
+    /// The owner's bits when the lock was taken: the word is `at_lock | LOCKED` until the unlock,
+    /// unless a waiter set `PARKED`.
+    at_lock: u64,
+    /// The owner's bits to write back.
+    bits: u64,
+}
+
+/// Seeded bug for the loom suite only (docs/loom.md): the unlock is `Relaxed`, so the next locker
+/// does not see the body as the last one left it.
+#[cfg(all(delaywheel_loom, delaywheel_loom_fault = "slot_unlock_relaxed"))]
+const UNLOCK: Ordering = Ordering::Relaxed;
+#[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "slot_unlock_relaxed")))]
+const UNLOCK: Ordering = Ordering::Release;
+
+impl Drop for Held<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.word.compare_exchange(self.at_lock | LOCKED, self.bits, UNLOCK, Ordering::Relaxed).is_err() {
+            unlock_slow(self.word, self.bits);
+        }
+    }
+}
+
+/// The unlock when `PARKED` is set: wakes one parked thread and, under the queue lock, writes the
+/// owner's bits back unlocked, keeping `PARKED` iff threads are still parked (module docs).
+#[cold]
+fn unlock_slow(word: &AtomicU64, bits: u64) {
+    debug_assert_eq!(word.load(Ordering::Relaxed) & LOCK_BITS, LOCK_BITS);
+    parking::unpark_one(key(word), |more_parked| {
+        // Seeded bug for the loom suite only (docs/loom.md): `PARKED` dropped although threads are
+        // still parked, so the next unlock takes the fast path and wakes nobody.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "slot_unlock_drops_parked"))]
+        let more_parked = more_parked && false;
+        // A swap, though a store would do (the word is `LOCKED | PARKED` and others' writes leave it
+        // so): loom's modification order is partial, and would let a later read-modify-write read a
+        // waiter's no-op `fetch_or` as if it came after a store that did not see it.
+        word.swap(if more_parked { bits | PARKED } else { bits }, UNLOCK);
+    });
+}
+
+/// The body's cell: `std`'s, or loom's (which checks every access against the lock's orderings).
+#[cfg(not(delaywheel_loom))]
+mod cell {
+    pub(super) struct Cell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> Cell<T> {
+        pub(super) fn new(body: T) -> Cell<T> {
+            Cell(std::cell::UnsafeCell::new(body))
+        }
+
+        #[inline]
+        pub(super) fn get_mut(&self) -> Access<T> {
+            Access(self.0.get())
+        }
+    }
+
+    /// The access a guard has to its body.
+    pub(super) struct Access<T>(*mut T);
+
+    impl<T> Access<T> {
+        /// # Safety
+        /// No `&mut T` to the body may live as long as the returned reference.
+        #[inline]
+        pub(super) unsafe fn as_ref(&self) -> &T {
+            // SAFETY: the pointer comes from the live lock's cell (the guard borrows the lock);
+            // no `&mut` to it lives, by this function's contract.
+            unsafe { &*self.0 }
+        }
+
+        /// # Safety
+        /// No other reference to the body may live as long as the returned one.
+        #[inline]
+        #[allow(clippy::mut_from_ref)]
+        pub(super) unsafe fn as_mut(&self) -> &mut T {
+            // SAFETY: as in `as_ref`, and no other reference lives, by this function's contract.
+            unsafe { &mut *self.0 }
+        }
+    }
+}
+
+#[cfg(delaywheel_loom)]
+mod cell {
+    pub(super) struct Cell<T>(loom::cell::UnsafeCell<T>);
+
+    impl<T> Cell<T> {
+        pub(super) fn new(body: T) -> Cell<T> {
+            Cell(loom::cell::UnsafeCell::new(body))
+        }
+
+        /// Starts a write access that loom tracks until the `Access` is dropped.
+        pub(super) fn get_mut(&self) -> Access<T> {
+            Access(self.0.get_mut())
+        }
+    }
+
+    pub(super) struct Access<T>(loom::cell::MutPtr<T>);
+
+    impl<T> Access<T> {
+        /// # Safety
+        /// As in the std build.
+        pub(super) unsafe fn as_ref(&self) -> &T {
+            // SAFETY: as in the std build; loom's write access lasts as long as `self`.
+            self.0.with(|body| unsafe { &*body })
+        }
+
+        /// # Safety
+        /// As in the std build.
+        #[allow(clippy::mut_from_ref)]
+        pub(super) unsafe fn as_mut(&self) -> &mut T {
+            // SAFETY: as in the std build; loom's write access lasts as long as `self`.
+            self.0.with(|body| unsafe { &mut *body })
+        }
+    }
+}
+
+/// Sleeping until an unlock: parking_lot_core, keyed by the word's address.
+#[cfg(not(delaywheel_loom))]
+mod parking {
+    use parking_lot_core::{DEFAULT_PARK_TOKEN, DEFAULT_UNPARK_TOKEN};
+
+    /// parking_lot_core's brief spinning (a few `spin_loop` hints, then `yield`s) before parking.
+    pub(super) type Spin = parking_lot_core::SpinWait;
+
+    /// Parks the thread on `key` if `validate` (run under the queue lock) holds, until an
+    /// [`unpark_one`] of the same key wakes it.
+    pub(super) fn park(key: usize, validate: impl FnOnce() -> bool) {
+        // SAFETY: `key` is the address of a lock word we own, which lives while a thread parks on
+        // it (the parker borrows its lock); `validate` is one atomic load, which neither panics nor
+        // calls into parking_lot; the `before_sleep` and `timed_out` callbacks do nothing.
+        unsafe { parking_lot_core::park(key, validate, || {}, |_, _| {}, DEFAULT_PARK_TOKEN, None) };
+    }
+
+    /// Wakes one thread parked on `key`, if any, and calls `callback` under the queue lock with
+    /// whether threads remain parked on `key`.
+    pub(super) fn unpark_one(key: usize, callback: impl FnOnce(bool)) {
+        // SAFETY: `key` as in `park`; the callback is one atomic store, which neither panics nor
+        // calls into parking_lot.
+        unsafe {
+            parking_lot_core::unpark_one(key, |result| {
+                callback(result.have_more_threads);
+                DEFAULT_UNPARK_TOKEN
+            })
+        };
+    }
+}
+
+/// The model of parking_lot_core's contract that loom explores (see the module docs).
+#[cfg(delaywheel_loom)]
+mod parking {
+    use loom::sync::Mutex;
+    use loom::thread::{self, Thread};
+
+    loom::lazy_static! {
+        /// The parked threads and their keys, in parking order (one queue: loom resets it per
+        /// execution).
+        static ref QUEUE: Mutex<Vec<(usize, Thread)>> = Mutex::new(Vec::new());
+    }
+
+    /// No spinning: a contended locker parks at once.
+    #[derive(Default)]
+    pub(super) struct Spin;
+
+    impl Spin {
+        pub(super) fn spin(&mut self) -> bool {
+            false
+        }
+    }
+
+    pub(super) fn park(key: usize, validate: impl FnOnce() -> bool) {
+        let me = thread::current();
+        {
+            let mut queue = QUEUE.lock().unwrap();
+            if !validate() {
+                return;
+            }
+            queue.push((key, me.clone()));
+        }
+        // Woken once an unpark took us out of the queue (a token left by any other unpark is
+        // spurious: look again).
+        loop {
+            thread::park();
+            if !QUEUE.lock().unwrap().iter().any(|(_, thread)| thread.id() == me.id()) {
+                return;
+            }
+        }
+    }
+
+    pub(super) fn unpark_one(key: usize, callback: impl FnOnce(bool)) {
+        let woken = {
+            let mut queue = QUEUE.lock().unwrap();
+            let woken = queue.iter().position(|(parked, _)| *parked == key).map(|at| queue.remove(at).1);
+            callback(woken.is_some() && queue.iter().any(|(parked, _)| *parked == key));
+            woken
+        };
+        if let Some(thread) = woken {
+            thread.unpark();
+        }
+    }
+}
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests;
