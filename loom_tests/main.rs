@@ -20,5 +20,6 @@ mod overflow_level;
 mod purgatory;
 mod schedule_vs_flush;
 mod shutdown;
+mod slot_lock;
 mod slot_reuse;
 mod stale_time;
