@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the loom models in loom_tests/ (see docs/loom.md).
 #
-#   scripts/loom.sh                       every model, LOOM_MAX_PREEMPTIONS=2 unless set
+#   scripts/loom.sh                       every model, LOOM_MAX_PREEMPTIONS=2 and LOOM_MAX_BRANCHES=2000
+#                                         unless set
 #   scripts/loom.sh cancel_racing_fire    the models whose name contains this filter
 #   scripts/loom.sh --fault NAME [FILTER] the same with a seeded bug (cfg delaywheel_loom_fault=NAME):
 #                                         a model must FAIL; exits 0 only if some model failed
@@ -35,6 +36,9 @@ if [[ "${1:-}" == "--fault" ]]; then
 fi
 
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
+# loom's default of 1000 operations per execution is just short for bucket_reuse since the slot lock
+# is our own (src/slot_lock/): a lock is a `fetch_or` and a load, an unlock a `compare_exchange`.
+export LOOM_MAX_BRANCHES="${LOOM_MAX_BRANCHES:-2000}"
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg delaywheel_loom"
 export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true
 export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
