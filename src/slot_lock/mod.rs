@@ -18,11 +18,12 @@
 //! * **Lock.** One `fetch_or(LOCKED, Acquire)`: if `LOCKED` was clear, the lock is ours, and a
 //!   `Relaxed` load then reads the owner's bits as the last unlock left them (coherence: no older
 //!   value than our own `fetch_or`'s, and a waiter can only add `PARKED` since). If it was set, the
-//!   `fetch_or` changed nothing and the slow path runs: spin briefly (re-reading the word, and `compare_exchange`
-//!   `LOCKED` in as soon as it is clear), then set `PARKED` (a `compare_exchange` from a word with
-//!   `LOCKED` set), then **park**, keyed by the word's address, with a validation that `LOCKED` and
-//!   `PARKED` are both still set (checked by parking_lot_core under its queue lock). A wake-up, or a
-//!   failed validation, starts over. Nothing is handed off: the woken thread competes again.
+//!   `fetch_or` changed nothing and the slow path runs: spin briefly (re-reading the word, and
+//!   `compare_exchange` `LOCKED` in as soon as it is clear), then set `PARKED` (a `compare_exchange`
+//!   from a word with `LOCKED` set), then **park**, keyed by the word's address, with a validation
+//!   that `LOCKED` and `PARKED` are both still set (checked by parking_lot_core under its queue
+//!   lock). A wake-up, or a failed validation, starts over. Nothing is handed off: the woken thread
+//!   competes again (parking_lot's eventual fairness is left out).
 //! * **Guard.** The guard copies the owner's bits at lock time ([`SlotGuard::bits`]), and
 //!   [`SlotGuard::set_bits`] changes the copy only; the word keeps its value until the unlock.
 //! * **Unlock** (the guard's drop) writes the copy back and clears `LOCKED` in one step. Fast path:
@@ -40,21 +41,23 @@
 //! ## Why a write-back cannot lose `PARKED`, and no waiter sleeps forever
 //!
 //! While `LOCKED` is set, other threads can only (a) `fetch_or(LOCKED)`, which changes nothing, or
-//! (b) set `PARKED` by `compare_exchange` from the value they read. Both owner's bits and `LOCKED`
-//! stay as the locker left them. So the fast unlock, which expects exactly `bits at lock | LOCKED`,
-//! succeeds only if no `PARKED` is set (none was at the acquisition either: the guard expects it
-//! clear), and otherwise the slow path decides `PARKED` from the queue itself. The slow path's write
-//! (a `swap`, used as a store) cannot overwrite anyone's change: the word then holds `LOCKED | PARKED`, which (a) and (b)
-//! leave as it is.
+//! (b) set `PARKED` by `compare_exchange` from the value they read. The owner's bits and `LOCKED`
+//! stay as the locker left them. The fast unlock expects exactly `bits at lock | LOCKED`, `PARKED`
+//! clear, so it succeeds only if no thread is parked or about to park: `PARKED` set at the
+//! acquisition (threads still parked from before) or since makes it fail. The slow path then decides
+//! `PARKED` from the queue itself, and its write (a `swap`, used as a store) cannot overwrite anyone's
+//! change: the word holds `LOCKED | PARKED`, which (a) and (b) leave as it is.
 //!
 //! A waiter sets `PARKED` before it parks, and parks only if its validation, run under the queue
-//! lock, still sees `LOCKED | PARKED`. Either its `compare_exchange` setting `PARKED` comes before
-//! the unlock's write in the word's modification order (then the fast unlock fails, and the slow one
-//! takes the queue lock: before the waiter queued itself, and the validation then reads the store or
-//! later, or after, and the waiter is woken or counted in "more threads"), or after it (then the
-//! `compare_exchange` fails, for the word is no longer the locked value it read). A thread that
-//! wakes and takes the lock while others still sleep finds `PARKED` still set, so its own unlock
-//! takes the slow path and wakes the next.
+//! lock, still sees `LOCKED | PARKED`. If its `compare_exchange` setting `PARKED` comes after the
+//! unlock's write in the word's modification order, it fails (the word is no longer the locked value
+//! it read) and the waiter starts over. If it comes before, the fast unlock fails and the slow one
+//! takes the queue lock, either after the waiter queued itself (the waiter is woken, or counted in
+//! "more threads parked", which keeps `PARKED`) or before it validates (the validation then reads the
+//! unlock's write or a later one, no longer `LOCKED | PARKED` unless another locker took the lock
+//! and `PARKED` was kept for other waiters, whose unlock will wake one). A thread that wakes and
+//! takes the lock while others still sleep finds `PARKED` still set, so its own unlock takes the
+//! slow path and wakes the next.
 //!
 //! ## Under loom
 //!
