@@ -65,7 +65,7 @@ use crate::sync::{thread_index, Ordering, UnmodelledAtomicU64, UnmodelledMutex, 
 /// Slots per page (a power of two). The loom models use 1 (a page per entry, so entries span
 /// pages): a page is published through an unmodelled once-cell, and a slot's lock word and cell
 /// are loom objects, whose creation loom checks happens-before every access. With one slot per page
-/// (and per fresh batch) the thread that creates a slot is the one that takes it first, and every
+/// (a fresh grab is a page) the thread that creates a slot is the one that takes it first, and every
 /// later user reaches it through modelled synchronisation (a bucket lock, the slot's own lock).
 #[cfg(not(delaywheel_loom))]
 const PAGE_BITS: u32 = 8;
