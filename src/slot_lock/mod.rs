@@ -95,6 +95,15 @@ pub const LOCK_BITS: u64 = LOCKED | PARKED;
 pub struct SlotLock<T> {
     word: AtomicU64,
     body: cell::Cell<T>,
+    /// Where threads wait for this lock: parking_lot_core's table, keyed by the word's address
+    /// (nothing here: zero bytes), or under loom this lock's own queue.
+    queue: parking::Queue,
+}
+
+impl<T> std::fmt::Debug for SlotLock<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotLock").field("word", &self.word.load(Ordering::Relaxed)).finish_non_exhaustive()
+    }
 }
 
 // SAFETY: see "Safety argument" in the module docs: the body is only reached through the one guard
@@ -105,7 +114,13 @@ impl<T> SlotLock<T> {
     /// An unlocked lock over `body`, with owner's bits `bits` (which must leave [`LOCK_BITS`] clear).
     pub fn new(bits: u64, body: T) -> SlotLock<T> {
         debug_assert_eq!(bits & LOCK_BITS, 0, "owner's bits in the lock's place");
-        SlotLock { word: AtomicU64::new(bits & !LOCK_BITS), body: cell::Cell::new(body) }
+        SlotLock {
+            word: AtomicU64::new(bits & !LOCK_BITS),
+            body: cell::Cell::new(body),
+            // A unit struct in std builds, a queue under loom: one expression for both.
+            #[allow(clippy::default_constructed_unit_structs)]
+            queue: parking::Queue::default(),
+        }
     }
 
     /// Locks the slot, parking the thread while another holds it.
@@ -121,7 +136,10 @@ impl<T> SlotLock<T> {
             self.lock_slow()
         };
         let bits = word & !LOCK_BITS;
-        SlotGuard { body: self.body.get_mut(), held: Held { word: &self.word, at_lock: bits, bits } }
+        SlotGuard {
+            body: self.body.get_mut(),
+            held: Held { word: &self.word, queue: &self.queue, at_lock: bits, bits },
+        }
     }
 
     /// The contended path: spin, then park until the word is unlocked (module docs); returns the
@@ -155,7 +173,9 @@ impl<T> SlotLock<T> {
                     continue;
                 }
             }
-            parking::park(key(&self.word), || self.word.load(Ordering::Relaxed) & LOCK_BITS == LOCK_BITS);
+            let validate = || self.word.load(Ordering::Relaxed) & LOCK_BITS == LOCK_BITS;
+            // SAFETY: `validate` is one atomic load: it neither panics nor calls into parking_lot.
+            unsafe { parking::park(&self.word, &self.queue, validate) };
             spin = parking::Spin::default();
             word = self.word.load(Ordering::Relaxed);
         }
@@ -166,11 +186,6 @@ impl<T> SlotLock<T> {
     fn raw(&self) -> u64 {
         self.word.load(Ordering::Relaxed)
     }
-}
-
-/// The parking key of a word: its address (a word we own, as parking_lot_core requires).
-fn key(word: &AtomicU64) -> usize {
-    word as *const AtomicU64 as usize
 }
 
 /// A held [`SlotLock`]: derefs to the body, and carries the owner's bits (see the module docs).
@@ -226,6 +241,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SlotGuard<'_, T> {
 /// The lock side of a guard: its drop is the unlock.
 struct Held<'a> {
     word: &'a AtomicU64,
+    queue: &'a parking::Queue,
     /// The owner's bits when the lock was taken: the word is `at_lock | LOCKED` until the unlock,
     /// unless a waiter set `PARKED`.
     at_lock: u64,
@@ -244,7 +260,7 @@ impl Drop for Held<'_> {
     #[inline]
     fn drop(&mut self) {
         if self.word.compare_exchange(self.at_lock | LOCKED, self.bits, UNLOCK, Ordering::Relaxed).is_err() {
-            unlock_slow(self.word, self.bits);
+            unlock_slow(self.word, self.queue, self.bits);
         }
     }
 }
@@ -252,18 +268,21 @@ impl Drop for Held<'_> {
 /// The unlock when `PARKED` is set: wakes one parked thread and, under the queue lock, writes the
 /// owner's bits back unlocked, keeping `PARKED` iff threads are still parked (module docs).
 #[cold]
-fn unlock_slow(word: &AtomicU64, bits: u64) {
+fn unlock_slow(word: &AtomicU64, queue: &parking::Queue, bits: u64) {
     debug_assert_eq!(word.load(Ordering::Relaxed) & LOCK_BITS, LOCK_BITS);
-    parking::unpark_one(key(word), |more_parked| {
+    let write_back = |more_parked: bool| {
         // Seeded bug for the loom suite only (docs/loom.md): `PARKED` dropped although threads are
         // still parked, so the next unlock takes the fast path and wakes nobody.
         #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "slot_unlock_drops_parked"))]
         let more_parked = more_parked && false;
         // A swap, though a store would do (the word is `LOCKED | PARKED` and others' writes leave it
         // so): loom's modification order is partial, and would let a later read-modify-write read a
-        // waiter's no-op `fetch_or` as if it came after a store that did not see it.
+        // waiter's no-op `fetch_or` as if it came after a store that did not see it (loom#254,
+        // loom#389; fix proposed in loom#391). It can go back to a store once loom has that fix.
         word.swap(if more_parked { bits | PARKED } else { bits }, UNLOCK);
-    });
+    };
+    // SAFETY: `write_back` is one atomic swap: it neither panics nor calls into parking_lot.
+    unsafe { parking::unpark_one(word, queue, write_back) };
 }
 
 /// The body's cell: `std`'s, or loom's (which checks every access against the lock's orderings).
@@ -346,25 +365,43 @@ mod cell {
 mod parking {
     use parking_lot_core::{DEFAULT_PARK_TOKEN, DEFAULT_UNPARK_TOKEN};
 
+    use crate::sync::AtomicU64;
+
     /// parking_lot_core's brief spinning (a few `spin_loop` hints, then `yield`s) before parking.
     pub(super) type Spin = parking_lot_core::SpinWait;
 
-    /// Parks the thread on `key` if `validate` (run under the queue lock) holds, until an
-    /// [`unpark_one`] of the same key wakes it.
-    pub(super) fn park(key: usize, validate: impl FnOnce() -> bool) {
-        // SAFETY: `key` is the address of a lock word we own, which lives while a thread parks on
-        // it (the parker borrows its lock); `validate` is one atomic load, which neither panics nor
-        // calls into parking_lot; the `before_sleep` and `timed_out` callbacks do nothing.
-        unsafe { parking_lot_core::park(key, validate, || {}, |_, _| {}, DEFAULT_PARK_TOKEN, None) };
+    /// parking_lot_core keeps the queues (keyed by address): a lock needs nothing of its own.
+    #[derive(Default)]
+    pub(super) struct Queue;
+
+    /// The parking key of a lock: its word's address (a word we own, as parking_lot_core requires).
+    fn key(word: &AtomicU64) -> usize {
+        word as *const AtomicU64 as usize
     }
 
-    /// Wakes one thread parked on `key`, if any, and calls `callback` under the queue lock with
-    /// whether threads remain parked on `key`.
-    pub(super) fn unpark_one(key: usize, callback: impl FnOnce(bool)) {
-        // SAFETY: `key` as in `park`; the callback is one atomic store, which neither panics nor
-        // calls into parking_lot.
+    /// Parks the thread on `word`'s lock if `validate` (run under the queue lock) holds, until an
+    /// [`unpark_one`] of the same lock wakes it.
+    ///
+    /// # Safety
+    ///
+    /// `validate` must not panic or call into parking_lot (parking_lot_core's contract).
+    pub(super) unsafe fn park(word: &AtomicU64, _queue: &Queue, validate: impl FnOnce() -> bool) {
+        // SAFETY: the key is the address of a lock word we own, which lives while a thread parks on
+        // it (the parker borrows its lock); `validate` keeps the contract, by this function's; the
+        // `before_sleep` and `timed_out` callbacks do nothing.
+        unsafe { parking_lot_core::park(key(word), validate, || {}, |_, _| {}, DEFAULT_PARK_TOKEN, None) };
+    }
+
+    /// Wakes one thread parked on `word`'s lock, if any, and calls `callback` under the queue lock
+    /// with whether threads remain parked on it.
+    ///
+    /// # Safety
+    ///
+    /// `callback` must not panic or call into parking_lot (parking_lot_core's contract).
+    pub(super) unsafe fn unpark_one(word: &AtomicU64, _queue: &Queue, callback: impl FnOnce(bool)) {
+        // SAFETY: the key as in `park`; `callback` keeps the contract, by this function's.
         unsafe {
-            parking_lot_core::unpark_one(key, |result| {
+            parking_lot_core::unpark_one(key(word), |result| {
                 callback(result.have_more_threads);
                 DEFAULT_UNPARK_TOKEN
             })
@@ -372,17 +409,20 @@ mod parking {
     }
 }
 
-/// The model of parking_lot_core's contract that loom explores (see the module docs).
+/// The model of parking_lot_core's contract that loom explores (see the module docs). Each lock has
+/// its own queue: parking_lot_core orders parking and unparking per key (under its bucket's lock),
+/// and a queue shared by every lock would add orderings between threads waiting on different slots
+/// that the real table does not promise, which could hide a missing `Acquire` or `Release`.
 #[cfg(delaywheel_loom)]
 mod parking {
     use loom::sync::Mutex;
     use loom::thread::{self, Thread};
 
-    loom::lazy_static! {
-        /// The parked threads and their keys, in parking order (one queue: loom resets it per
-        /// execution).
-        static ref QUEUE: Mutex<Vec<(usize, Thread)>> = Mutex::new(Vec::new());
-    }
+    use crate::sync::AtomicU64;
+
+    /// The threads parked on one lock, in parking order.
+    #[derive(Default)]
+    pub(super) struct Queue(Mutex<Vec<Thread>>);
 
     /// No spinning: a contended locker parks at once.
     #[derive(Default)]
@@ -394,30 +434,36 @@ mod parking {
         }
     }
 
-    pub(super) fn park(key: usize, validate: impl FnOnce() -> bool) {
+    /// # Safety
+    ///
+    /// As in the std build (nothing here relies on it).
+    pub(super) unsafe fn park(_word: &AtomicU64, queue: &Queue, validate: impl FnOnce() -> bool) {
         let me = thread::current();
         {
-            let mut queue = QUEUE.lock().unwrap();
+            let mut parked = queue.0.lock().unwrap();
             if !validate() {
                 return;
             }
-            queue.push((key, me.clone()));
+            parked.push(me.clone());
         }
         // Woken once an unpark took us out of the queue (a token left by any other unpark is
         // spurious: look again).
         loop {
             thread::park();
-            if !QUEUE.lock().unwrap().iter().any(|(_, thread)| thread.id() == me.id()) {
+            if !queue.0.lock().unwrap().iter().any(|thread| thread.id() == me.id()) {
                 return;
             }
         }
     }
 
-    pub(super) fn unpark_one(key: usize, callback: impl FnOnce(bool)) {
+    /// # Safety
+    ///
+    /// As in the std build (nothing here relies on it).
+    pub(super) unsafe fn unpark_one(_word: &AtomicU64, queue: &Queue, callback: impl FnOnce(bool)) {
         let woken = {
-            let mut queue = QUEUE.lock().unwrap();
-            let woken = queue.iter().position(|(parked, _)| *parked == key).map(|at| queue.remove(at).1);
-            callback(woken.is_some() && queue.iter().any(|(parked, _)| *parked == key));
+            let mut parked = queue.0.lock().unwrap();
+            let woken = (!parked.is_empty()).then(|| parked.remove(0));
+            callback(woken.is_some() && !parked.is_empty());
             woken
         };
         if let Some(thread) = woken {
