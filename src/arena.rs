@@ -28,15 +28,16 @@
 //! pool, or else a whole page of never-used indices, and puts it in front; one that grows past two
 //! batches gives its oldest batch back to the pool.
 //!
-//! Never-used indices come a page at a time so that a page is created and first written by one
-//! thread only. With fresh batches smaller than a page, two threads scheduling at once kept taking
+//! Never-used indices come a page at a time so that a page is created by one thread only, and
+//! nobody waits in its `OnceLock`. With fresh batches smaller than a page, two threads scheduling at once kept taking
 //! batches of the same page, and the second waited (parked, in the page's `OnceLock`) while the
 //! first created it: that wait was about a third of SPEC W3's time per insert (two threads, one
 //! timer: 131–141 ns with 64-index batches, 96–100 ns with whole pages; docs/benchmarks.md).
 //!
 //! Slots are thus recycled wherever they were freed (the driver frees what the schedulers
 //! allocated), and schedule-and-cancel forever runs in flat memory: the slots in use never exceed
-//! the most entries ever pending plus about a page per stripe. A released slot usually waits for many
+//! the most entries ever pending plus, per stripe, a page and [`MIN_AGE`] (about 290 slots, 14 KiB;
+//! every thread that schedules on a timer takes a page of its own at first). A released slot usually waits for many
 //! allocations before it is reused, so a handle can still tell how its task ended for a while
 //! (`TimerHandle::is_fired`); that is no guarantee: a burst of releases on one stripe moves its
 //! oldest indices to the pool, and the pool hands out its latest batch first.
@@ -173,8 +174,8 @@ impl EntryArena {
 
     /// A free slot for a new entry: vacant, unlocked, its generation past every earlier occupant's.
     /// `None` once the never-used indices ran out (`EntryId::MAX_INDEX`, less a page) and neither
-    /// this stripe's list nor the pool has a free one: other stripes may then still hold up to two
-    /// batches each. (That is a quarter of a terabyte of slots.)
+    /// this stripe's list nor the pool has a free one: other stripes may then still hold up to a page
+    /// and [`MIN_AGE`] each. (That is a quarter of a terabyte of slots.)
     pub(crate) fn alloc(&self) -> Option<EntryId> {
         let mut free = self.stripes[thread_index() & self.mask].0.lock();
         if free.len() <= MIN_AGE {

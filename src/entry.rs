@@ -38,7 +38,8 @@
 //! ([`EntryState::claim_cancel`], `TimerTaskList::cancel`). If a cascade moved the entry to another
 //! bucket, the claim reads that bucket's key; the cancel drops both locks, takes that bucket's lock
 //! and re-checks generation and location under both (`TimerTaskList::remove`). It never holds two
-//! bucket locks. If a visit holds the entry (no location), the driver releases it on re-add.
+//! bucket locks. If the entry has no location, its holder (the driver's transit or due buffer, an
+//! executor's channel, or the shutdown drain) finds it cancelled and releases it.
 //!
 //! Location invariant: `location == Some(l)` if and only if the bucket keyed `l.bucket()` holds this
 //! entry in stage `l.stage()` at index `l.index()` (`location.rs`); it only changes while that
@@ -87,6 +88,8 @@ pub(crate) struct Ticket {
     pub(crate) bucket: u32,
     pub(crate) generation: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Ticket>() == 16, "the bucket key fills the ticket's padding");
 
 /// Where an entry is in its life. Only `Pending` may change, and only once per occupant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -350,6 +353,8 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &Stripe) -> bool {
     let arena = stripe.arena();
     #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
     return cancel_check_then_act(arena, ticket, stripe);
+    // The key is written by the insert into that bucket (`TimerTaskList::add`), and a level once
+    // created is never replaced (`TimingWheel::bucket`, `close_levels`): the bucket exists.
     let first = stripe.wheel().bucket_by_key(ticket.bucket);
     let first = first.expect("a ticket names the bucket its entry was added to");
     let Some((task, claimed)) = TimerTaskList::cancel(first, arena, ticket) else {
@@ -376,7 +381,8 @@ pub(crate) enum Claimed {
     Here(Location),
     /// In the bucket with this key, which the canceller does not hold.
     Elsewhere(u32),
-    /// Held by a visit or the drain (no location), which release it.
+    /// No location: held by the driver's transit or due buffer, an executor's channel or the
+    /// shutdown drain, which release it.
     InTransit,
 }
 

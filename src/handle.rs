@@ -30,6 +30,11 @@ pub struct TimerHandle {
     inner: Option<(Arc<Stripe>, Ticket)>,
 }
 
+// A handle is the stripe's `Arc` and a 16-byte ticket, the `Option` in the `Arc`'s niche (loom's
+// `Arc` is bigger).
+#[cfg(not(delaywheel_loom))]
+const _: () = assert!(std::mem::size_of::<TimerHandle>() == 24);
+
 impl TimerHandle {
     #[inline]
     pub(crate) fn new(stripe: Arc<Stripe>, ticket: Ticket) -> Self {

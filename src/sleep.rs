@@ -264,11 +264,19 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        // Forget the waker first, so the cancelled task does not wake a task that dropped us.
-        if let State::Waiting(waker) = &mut *self.slot.state.lock() {
-            *waker = None;
+        // Forget the waker first, so the cancelled task does not wake a task that dropped us. Only a
+        // sleep still waiting needs a cancel: an elapsed or abandoned one's entry is gone, and a
+        // cancel would take its bucket's lock only to find that out (`entry::cancel`).
+        let waiting = match &mut *self.slot.state.lock() {
+            State::Waiting(waker) => {
+                *waker = None;
+                true
+            }
+            _ => false,
+        };
+        if waiting {
+            self.handle.cancel();
         }
-        self.handle.cancel();
     }
 }
 

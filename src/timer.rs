@@ -245,7 +245,7 @@ impl Timer {
     /// The fields are read one after the other without stopping the timer, so under concurrent
     /// use they need not add up exactly (e.g. `scheduled` may already count a task that `pending`
     /// does not yet). On the driver, `fired` is counted per batch (one flushed bucket) and
-    /// `lateness` written when the value changes or the batch ends: a task sees its own batch
+    /// `lateness` written when a run of values in one histogram bin ends, or the batch: a task sees its own batch
     /// counted only after the batch.
     pub fn stats(&self) -> TimerStats {
         let (scheduled, fired, cancelled, panicked) = self.shared.counters.snapshot();
