@@ -37,7 +37,10 @@
 //! Slots are thus recycled wherever they were freed (the driver frees what the schedulers
 //! allocated), and schedule-and-cancel forever runs in flat memory: the slots in use never exceed
 //! the most entries ever pending plus, per stripe, a page and [`MIN_AGE`] (about 290 slots, 14 KiB;
-//! every thread that schedules on a timer takes a page of its own at first). A released slot usually waits for many
+//! every thread that schedules on a timer takes a page of its own at first), plus the bucket the
+//! driver is firing: it returns a fired batch's slots together after the batch
+//! ([`free_all`](EntryArena::free_all), one lock instead of one per task), so a task of that batch
+//! that schedules does not reuse them. A released slot usually waits for many
 //! allocations before it is reused, so a handle can still tell how its task ended for a while
 //! (`TimerHandle::is_fired`); that is no guarantee: a burst of releases on one stripe moves its
 //! oldest indices to the pool, and the pool hands out its latest batch first.
@@ -212,6 +215,19 @@ impl EntryArena {
         let mut free = self.stripes[thread_index() & self.mask].0.lock();
         free.push_back(id);
         if free.len() > 2 * BATCH {
+            self.pool.lock().extend(free.drain(..BATCH));
+        }
+    }
+
+    /// [`free`](EntryArena::free) for several released slots with one lock of the free list (the
+    /// driver returns a fired batch so: `entry::Return::ByCaller`).
+    pub(crate) fn free_all(&self, ids: impl Iterator<Item = EntryId>) {
+        let mut free = self.stripes[thread_index() & self.mask].0.lock();
+        for id in ids {
+            debug_assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}");
+            free.push_back(id);
+        }
+        while free.len() > 2 * BATCH {
             self.pool.lock().extend(free.drain(..BATCH));
         }
     }

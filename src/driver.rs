@@ -27,7 +27,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::arena::EntryArena;
 use crate::clock::{ClockSource, TickLength};
 use crate::counters::Counters;
-use crate::entry::{self, abandon, EntryId, Fire};
+use crate::entry::{self, abandon, EntryId, Fire, Return};
 use crate::stats::Lateness;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::timer::Shared;
@@ -111,7 +111,7 @@ impl Executor {
                             stripe.fired(1);
                             lateness.record_one(ticks, deadline_tick, clock.now_nanos());
                         };
-                        if entry::fire(&arena, entry, stripe, claimed) == Fire::Panicked {
+                        if entry::fire(&arena, (entry, Return::Now), stripe, claimed) == Fire::Panicked {
                             stripe.panicked();
                         }
                     }

@@ -292,29 +292,45 @@ where
 
 /// Releases a slot its holder found no longer pending (e.g. cancelled in transit).
 pub(crate) fn discard(arena: &EntryArena, id: EntryId) {
-    let (task, _) = claim_and_release(arena, id, Status::Abandoned);
+    let (task, _) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
     debug_assert!(task.is_none(), "discarding a pending entry");
 }
 
+/// Who returns a slot to the arena once it is released: the releasing call, or its caller later,
+/// with a batch of others in one go ([`EntryArena::free_all`]: the driver returns a fired bucket's
+/// slots with one lock of its free list instead of one each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Return {
+    Now,
+    ByCaller,
+}
+
 /// What every holder does last: claims the entry as `to` if it is still pending, releases the slot
-/// either way and returns it to the arena. The closure (if this call won the claim) and the deadline
-/// tick come back, to be run or dropped with no lock held.
-fn claim_and_release(arena: &EntryArena, id: EntryId, to: Status) -> (Option<InlineTask>, u64) {
+/// either way and (with [`Return::Now`]) returns it to the arena. The closure (if this call won the
+/// claim) and the deadline tick come back, to be run or dropped with no lock held.
+fn claim_and_release(arena: &EntryArena, id: EntryId, to: Status, ret: Return) -> (Option<InlineTask>, u64) {
     let claimed = {
         let mut state = arena.lock(id);
         let task = state.claim(to);
         state.release();
         (task, state.deadline_tick)
     };
-    arena.free(id);
+    if ret == Return::Now {
+        arena.free(id);
+    }
     claimed
 }
 
 /// The holder's firing: claims the entry; if this call won, counts it out, calls `claimed` with
 /// the deadline (no lock held), then runs the closure on this thread, catching a panic. The slot is
-/// released either way.
-pub(crate) fn fire(arena: &EntryArena, id: EntryId, stripe: &Stripe, claimed: &mut dyn FnMut(u64)) -> Fire {
-    let (task, deadline_tick) = claim_and_release(arena, id, Status::Fired);
+/// released either way, and returned to the arena as `ret` says.
+pub(crate) fn fire(
+    arena: &EntryArena,
+    (id, ret): (EntryId, Return),
+    stripe: &Stripe,
+    claimed: &mut dyn FnMut(u64),
+) -> Fire {
+    let (task, deadline_tick) = claim_and_release(arena, id, Status::Fired, ret);
     let Some(task) = task else {
         return Fire::Lost;
     };
@@ -329,12 +345,17 @@ pub(crate) fn fire(arena: &EntryArena, id: EntryId, stripe: &Stripe, claimed: &m
 /// The holder's abandonment (shutdown, a closed executor): claims the entry as abandoned; if this
 /// call won, counts it out; releases the slot and drops the closure. `true` iff this call claimed it.
 pub(crate) fn abandon(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> bool {
-    abandon_take(arena, id, stripe).is_some()
+    abandon_take(arena, (id, Return::Now), stripe).is_some()
 }
 
-/// [`abandon`], handing back the closure, boxed, and the deadline tick.
-pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> Option<(Task, u64)> {
-    let (task, deadline_tick) = claim_and_release(arena, id, Status::Abandoned);
+/// [`abandon`], handing back the closure, boxed, and the deadline tick; the slot is returned to the
+/// arena as `ret` says.
+pub(crate) fn abandon_take(
+    arena: &EntryArena,
+    (id, ret): (EntryId, Return),
+    stripe: &Stripe,
+) -> Option<(Task, u64)> {
+    let (task, deadline_tick) = claim_and_release(arena, id, Status::Abandoned, ret);
     let task = task?;
     stripe.left();
     Some((task.into_box(), deadline_tick))
@@ -500,7 +521,7 @@ mod tests {
         let stripe = counters.local();
         let arena = stripe.arena();
         let first = new_entry(arena, 5, || {}).unwrap();
-        assert_eq!(fire(arena, first.id, stripe, &mut |_| {}), Fire::Ran);
+        assert_eq!(fire(arena, (first.id, Return::Now), stripe, &mut |_| {}), Fire::Ran);
         assert_eq!(status(arena, first), Some(Status::Fired), "kept until reuse");
         // Freed slots wait behind older ones (`arena.rs`): schedule until the slot comes back.
         let mut others = 0;
@@ -510,7 +531,7 @@ mod tests {
                 break entry;
             }
             assert_eq!(status(arena, first), Some(Status::Fired), "kept while not reused");
-            assert_eq!(fire(arena, entry.id, stripe, &mut |_| {}), Fire::Ran);
+            assert_eq!(fire(arena, (entry.id, Return::Now), stripe, &mut |_| {}), Fire::Ran);
             others += 1;
             assert!(others < 1_000, "the freed slot is never reused");
         };

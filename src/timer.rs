@@ -33,7 +33,7 @@ use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
-use crate::entry::{self, abandon, EntryId, Fire, Fresh};
+use crate::entry::{self, abandon, EntryId, Fire, Fresh, Return};
 use crate::error::ScheduleError;
 use crate::handle::TimerHandle;
 use crate::stats::{Lateness, TimerStats};
@@ -441,14 +441,17 @@ impl Shared {
         let mut lateness = self.lateness.batch(self.ticks);
         let stripe = self.counters.local();
         let mut fired = 0;
-        for entry in due.drain(..) {
+        // Every entry of the batch is released in the loop and returned to the arena after it,
+        // with one lock of the free list (`Return::ByCaller`).
+        for &entry in due.iter() {
+            let held = (entry, Return::ByCaller);
             if self.abandon_batch.load(Ordering::Acquire) {
                 // `shutdown()` was called by a task of this batch: the rest stays unrun.
-                abandon(&self.arena, entry, stripe);
+                entry::abandon_take(&self.arena, held, stripe);
                 continue;
             }
             let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.clock.now_nanos());
-            match entry::fire(&self.arena, entry, stripe, claimed) {
+            match entry::fire(&self.arena, held, stripe, claimed) {
                 Fire::Ran => fired += 1,
                 Fire::Panicked => {
                     fired += 1;
@@ -463,6 +466,7 @@ impl Shared {
                 }
             }
         }
+        self.arena.free_all(due.drain(..));
         stripe.fired(fired);
     }
 
@@ -481,7 +485,9 @@ impl Shared {
             for (entry, _) in bucket.flush(&self.arena) {
                 if !report {
                     abandon(&self.arena, entry, stripe);
-                } else if let Some((task, deadline_tick)) = entry::abandon_take(&self.arena, entry, stripe) {
+                } else if let Some((task, deadline_tick)) =
+                    entry::abandon_take(&self.arena, (entry, Return::Now), stripe)
+                {
                     let deadline = nanos_to_duration(self.ticks.start_nanos(deadline_tick));
                     unfired.push(UnfiredTask { deadline, task });
                 }
