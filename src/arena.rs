@@ -211,22 +211,20 @@ impl EntryArena {
     /// Returns a slot whose occupant was released (`EntryState::release`): only its holder calls
     /// this, once per allocation.
     pub(crate) fn free(&self, id: EntryId) {
-        debug_assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}");
-        let mut free = self.stripes[thread_index() & self.mask].0.lock();
-        free.push_back(id);
-        if free.len() > 2 * BATCH {
-            self.pool.lock().extend(free.drain(..BATCH));
-        }
+        self.free_all(std::iter::once(id));
     }
 
     /// [`free`](EntryArena::free) for several released slots with one lock of the free list (the
     /// driver returns a fired batch so: `entry::Return::ByCaller`).
     pub(crate) fn free_all(&self, ids: impl Iterator<Item = EntryId>) {
+        // Checked before the free list is locked: a slot lock is a loom operation, which must not
+        // happen inside an unmodelled lock (`sync.rs`).
+        #[cfg(debug_assertions)]
+        let ids: Vec<EntryId> = ids
+            .inspect(|&id| assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}"))
+            .collect();
         let mut free = self.stripes[thread_index() & self.mask].0.lock();
-        for id in ids {
-            debug_assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}");
-            free.push_back(id);
-        }
+        free.extend(ids);
         while free.len() > 2 * BATCH {
             self.pool.lock().extend(free.drain(..BATCH));
         }
