@@ -152,6 +152,15 @@ pub(crate) enum Removed {
     Elsewhere,
 }
 
+/// Takes `entry`, which just left this bucket ([`Claimed::Here`]), out of its stage's list at
+/// `location` (the bucket's lock held as `stages`).
+fn take_out(stages: &mut [Stage; STAGES as usize], arena: &EntryArena, location: Location, entry: EntryId) {
+    let stage = &mut stages[location.stage()];
+    let removed = stage.slots.take(arena, location.index());
+    stage.reset_if_empty();
+    debug_assert_eq!(removed, Some(entry), "location out of date");
+}
+
 /// What a popped queue entry turned out to be.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Popped {
@@ -260,26 +269,21 @@ impl TimerTaskList {
     /// no longer pending, as a release requires (`entry.rs`).
     pub(crate) fn remove(this: &Self, arena: &EntryArena, ticket: Ticket) -> Removed {
         let mut stages = this.stages.lock();
-        let packed = {
+        let claimed = {
             let mut state = arena.lock(ticket.id);
             if state.generation() != ticket.generation {
                 return Removed::Gone;
             }
-            match state.location {
-                None => return Removed::Gone,
-                Some(location) if location.bucket() != this.key => return Removed::Elsewhere,
-                Some(location) => {
-                    state.location = None;
-                    state.release();
-                    location
-                }
-            }
+            state.leave_if_in(this.key)
         };
-        let stage = &mut stages[packed.stage()];
-        let removed = stage.slots.take(arena, packed.index());
-        stage.reset_if_empty();
-        debug_assert_eq!(removed, Some(ticket.id), "location out of date");
-        Removed::Taken
+        match claimed {
+            Claimed::Here(location) => {
+                take_out(&mut stages, arena, location, ticket.id);
+                Removed::Taken
+            }
+            Claimed::Elsewhere(_) => Removed::Elsewhere,
+            Claimed::InTransit => Removed::Gone,
+        }
     }
 
     /// A cancel, with this bucket being the one the entry was first added to (see
@@ -290,10 +294,7 @@ impl TimerTaskList {
         let mut stages = this.stages.lock();
         let (task, claimed) = arena.lock(ticket.id).claim_cancel(ticket, this.key)?;
         if let Claimed::Here(location) = claimed {
-            let stage = &mut stages[location.stage()];
-            let removed = stage.slots.take(arena, location.index());
-            stage.reset_if_empty();
-            debug_assert_eq!(removed, Some(ticket.id), "location out of date");
+            take_out(&mut stages, arena, location, ticket.id);
         }
         Some((task, claimed))
     }

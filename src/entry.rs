@@ -423,7 +423,14 @@ impl EntryState<'_> {
         // its ticket names, although a cascade may have moved it to a finer one.
         #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_trusts_first_bucket"))]
         let locked = self.location.map_or(locked, Location::bucket);
-        let claimed = match self.location {
+        Some((task, self.leave_if_in(locked)))
+    }
+
+    /// Where a claimed entry (no longer pending) is, with the lock of the bucket keyed `locked`
+    /// held: if there, it leaves it (location cleared, slot released: [`Claimed::Here`], and the
+    /// caller takes it out of the list).
+    pub(crate) fn leave_if_in(&mut self, locked: u32) -> Claimed {
+        match self.location {
             Some(location) if location.bucket() == locked => {
                 self.location = None;
                 self.release();
@@ -431,8 +438,7 @@ impl EntryState<'_> {
             }
             Some(location) => Claimed::Elsewhere(location.bucket()),
             None => Claimed::InTransit,
-        };
-        Some((task, claimed))
+        }
     }
 }
 
