@@ -104,7 +104,7 @@ impl Executor {
                     let stripe = counters.local();
                     for entry in receiver {
                         if discard.load(Ordering::Acquire) {
-                            abandon(&arena, entry, stripe);
+                            abandon(&arena, (entry, Return::Now), stripe);
                             continue;
                         }
                         let claimed = &mut |deadline_tick| {
@@ -136,11 +136,11 @@ impl Executor {
             match &sender {
                 Some(sender) => {
                     if let Err(err) = sender.send(entry) {
-                        abandon(&self.arena, err.into_inner(), stripe);
+                        abandon(&self.arena, (err.into_inner(), Return::Now), stripe);
                     }
                 }
                 None => {
-                    abandon(&self.arena, entry, stripe);
+                    abandon(&self.arena, (entry, Return::Now), stripe);
                 }
             }
         }

@@ -343,22 +343,30 @@ pub(crate) fn fire(
 }
 
 /// The holder's abandonment (shutdown, a closed executor): claims the entry as abandoned; if this
-/// call won, counts it out; releases the slot and drops the closure. `true` iff this call claimed it.
-pub(crate) fn abandon(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> bool {
-    abandon_take(arena, (id, Return::Now), stripe).is_some()
+/// call won, counts it out; releases the slot (returned to the arena as `ret` says) and drops the
+/// closure. `true` iff this call claimed it.
+pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return), stripe: &Stripe) -> bool {
+    claim_abandoned(arena, id, stripe, ret).is_some()
 }
 
-/// [`abandon`], handing back the closure, boxed, and the deadline tick; the slot is returned to the
-/// arena as `ret` says.
-pub(crate) fn abandon_take(
+/// [`abandon`], handing back the closure, boxed, and the deadline tick.
+pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> Option<(Task, u64)> {
+    let (task, deadline_tick) = claim_abandoned(arena, id, stripe, Return::Now)?;
+    Some((task.into_box(), deadline_tick))
+}
+
+/// What [`abandon`] and [`abandon_take`] share: the claim, and the count-out if it won. (Dropping
+/// the closure needs no box: only a closure handed back is boxed.)
+fn claim_abandoned(
     arena: &EntryArena,
-    (id, ret): (EntryId, Return),
+    id: EntryId,
     stripe: &Stripe,
-) -> Option<(Task, u64)> {
+    ret: Return,
+) -> Option<(InlineTask, u64)> {
     let (task, deadline_tick) = claim_and_release(arena, id, Status::Abandoned, ret);
     let task = task?;
     stripe.left();
-    Some((task.into_box(), deadline_tick))
+    Some((task, deadline_tick))
 }
 
 /// Cancels the pending entry `ticket` names in `stripe`'s arena: `true` iff this call did it, and

@@ -447,7 +447,7 @@ impl Shared {
             let held = (entry, Return::ByCaller);
             if self.abandon_batch.load(Ordering::Acquire) {
                 // `shutdown()` was called by a task of this batch: the rest stays unrun.
-                entry::abandon_take(&self.arena, held, stripe);
+                abandon(&self.arena, held, stripe);
                 continue;
             }
             let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.clock.now_nanos());
@@ -484,10 +484,8 @@ impl Shared {
         for bucket in self.wheel.close_levels() {
             for (entry, _) in bucket.flush(&self.arena) {
                 if !report {
-                    abandon(&self.arena, entry, stripe);
-                } else if let Some((task, deadline_tick)) =
-                    entry::abandon_take(&self.arena, (entry, Return::Now), stripe)
-                {
+                    abandon(&self.arena, (entry, Return::Now), stripe);
+                } else if let Some((task, deadline_tick)) = entry::abandon_take(&self.arena, entry, stripe) {
                     let deadline = nanos_to_duration(self.ticks.start_nanos(deadline_tick));
                     unfired.push(UnfiredTask { deadline, task });
                 }
