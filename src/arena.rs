@@ -54,7 +54,7 @@
 //!
 //! ## Who frees a slot
 //!
-//! See `entry.rs`: at every moment one party **holds** an allocated slot (the scheduler, a bucket,
+//! See `entry/`: at every moment one party **holds** an allocated slot (the scheduler, a bucket,
 //! the driver's transit buffers, an executor's channel), and only the holder frees it, after the
 //! entry left `Pending`. A handle holds nothing: it names its entry by index *and generation*, and
 //! freeing bumps the generation, so a handle outliving its entry can never touch the slot's next
@@ -92,7 +92,7 @@ const MIN_AGE: usize = BATCH / 2;
 /// Segments in the directory: enough for every `u32` index.
 const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
 
-/// One entry's place: its state behind its own lock (see `entry.rs`), 48 bytes: the lock's two bits
+/// One entry's place: its state behind its own lock (see `entry/`), 48 bytes: the lock's two bits
 /// share a word with the entry's generation and status (`slot_lock/`), the body is the other 40.
 /// (When the lock was parking_lot's, a byte and seven of padding, padding the 56-byte slot to 64 and
 /// aligning it to a cache line measured the same in SPEC W4, within noise, and cost 8 bytes a timer.)
@@ -246,7 +246,7 @@ impl EntryArena {
 }
 
 /// In debug builds (and so in the loom models), a dropped arena checks the holding protocol of
-/// `entry.rs` end to end: every slot is vacant (each entry was released) and every index handed out
+/// `entry/` end to end: every slot is vacant (each entry was released) and every index handed out
 /// is on exactly one free list (each release returned its slot once).
 #[cfg(debug_assertions)]
 impl Drop for EntryArena {

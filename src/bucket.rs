@@ -1,7 +1,7 @@
 //! `TimerTaskList`: a bucket, one slot of one wheel level.
 //!
 //! A bucket holds the entries whose deadlines fall in its slot's current round, in lists with O(1)
-//! unlink (each entry knows its stage and index, see `entry.rs`; removal leaves a hole, see `Slots`).
+//! unlink (each entry knows its stage and index, see `entry/`; removal leaves a hole, see `Slots`).
 //! It has its own lock, so schedules into different buckets never contend, and an atomic
 //! **expiration**: the tick at which the driver must next visit the bucket.
 //!
@@ -57,7 +57,7 @@
 //!
 //! ## Locking
 //!
-//! The bucket lock is taken before any slot lock (see `entry.rs`). No callback ever runs under it.
+//! The bucket lock is taken before any slot lock (see `entry/`). No callback ever runs under it.
 
 use std::fmt;
 
@@ -223,7 +223,7 @@ impl TimerTaskList {
     /// refused here or found by the drain (see `timer.rs`).
     ///
     /// With `fresh`, `entry` is a vacant slot its scheduler holds, and this insert occupies it with
-    /// `fresh`'s contents in the same critical section (`entry.rs`); otherwise `entry` is a held,
+    /// `fresh`'s contents in the same critical section (`entry/`); otherwise `entry` is a held,
     /// occupied slot (a re-add).
     pub(crate) fn add(
         this: &Self,
@@ -266,7 +266,7 @@ impl TimerTaskList {
 
     /// Takes the entry `ticket` names out of this bucket if it is here, and releases its slot: the
     /// caller then returns it to the arena. Only for an entry the caller claimed (a cancel): it is
-    /// no longer pending, as a release requires (`entry.rs`).
+    /// no longer pending, as a release requires (`entry/`).
     pub(crate) fn remove(this: &Self, arena: &EntryArena, ticket: Ticket) -> Removed {
         let mut stages = this.stages.lock();
         let claimed = {

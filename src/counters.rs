@@ -13,7 +13,7 @@
 //! * `scheduled`: entries counted **in** (before they become visible in a bucket), minus schedules
 //!   refused after counting in (only by a racing shutdown, before the entry was ever visible);
 //! * `cancelled` and `left`: entries counted **out** of `Pending`, by the party whose claim moved
-//!   them out (`entry.rs`): a winning `cancel()`, or a fire or an abandonment. Each entry is
+//!   them out (`entry/`): a winning `cancel()`, or a fire or an abandonment. Each entry is
 //!   counted out exactly once, and after it was counted in.
 //!
 //! `len()` is Σ`scheduled` − Σ(`cancelled` + `left`). A stripe is chosen by the thread doing the

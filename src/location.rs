@@ -1,6 +1,6 @@
 //! `Location`: where an entry sits, in one word: its bucket's key, its stage and its index there.
 //!
-//! An entry's slot records its location (`entry.rs`) so that a cancel finds it in O(1). It used to
+//! An entry's slot records its location (`entry/`) so that a cancel finds it in O(1). It used to
 //! be the bucket's `Arc` plus a 64-bit stage-and-index word: 16 bytes, and a reference-count
 //! increment on every insert and a decrement on every removal or cascade, on a line every thread
 //! inserting into that bucket shares. Now the bucket is named by its **key** (`level << 16 | slot`,

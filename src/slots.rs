@@ -3,7 +3,7 @@
 //! The entries of a stage live in a deque of `Option` slots; each entry records its absolute index
 //! (in its location, with its bucket and stage: `location.rs`), so a cancel finds its slot at
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
-//! owning bucket's lock held; slot locks are taken inside (bucket, then slot: `entry.rs`).
+//! owning bucket's lock held; slot locks are taken inside (bucket, then slot: `entry/`).
 
 use std::collections::VecDeque;
 
@@ -78,7 +78,7 @@ impl Slots {
     }
 
     /// Moves the first `n` live entries (in insertion order) to `out` with their deadline ticks,
-    /// in transit (no location): the caller holds them from now on (`entry.rs`).
+    /// in transit (no location): the caller holds them from now on (`entry/`).
     pub(crate) fn take_front(&mut self, n: usize, arena: &EntryArena, out: &mut Vec<(EntryId, u64)>) {
         let transit = |entry: EntryId| {
             let mut state = arena.lock(entry);

@@ -361,7 +361,7 @@ impl Shared {
             stripe.unschedule();
             return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
         };
-        // The insert occupies the slot it publishes: one slot lock (`entry.rs`).
+        // The insert occupies the slot it publishes: one slot lock (`entry/`).
         let (refuse, base) = (Some(&self.shut_down), self.ticks.floor(now));
         let outcome = match self.wheel.add(arena, (id, deadline), base, refuse, Some(&mut fresh)) {
             AddOutcome::Due(id) => self.wheel.add_due(arena, (id, deadline), refuse, Some(&mut fresh)),
@@ -528,7 +528,7 @@ impl Shared {
 /// each large allocation: `malloc_consolidate` took about 9% of the driver's time in SPEC W4.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// Entries a bucket visit took out, with their deadline ticks, to re-add (held: `entry.rs`).
+    /// Entries a bucket visit took out, with their deadline ticks, to re-add (held: `entry/`).
     taken: Vec<(EntryId, u64)>,
     /// Entries found due, to fire (held).
     due: Vec<EntryId>,

@@ -1,5 +1,5 @@
 //! `SlotLock`: an arena slot's lock, kept in spare bits of the word that also holds the slot's
-//! life (generation, occupancy, status: `entry.rs`), so that a slot is 48 bytes and not 56.
+//! life (generation, occupancy, status: `entry/`), so that a slot is 48 bytes and not 56.
 //!
 //! parking_lot's `Mutex<EntryState>` spent a byte on its lock and seven on padding. Here the slot
 //! is one `u64` **word** and the body (location, deadline, closure: 40 bytes) in an `UnsafeCell`:
@@ -9,7 +9,7 @@
 //! [ owner's bits (generation)   | 0 0 0 | PARKED | LOCKED | owner's bits (occupied, status) ]
 //! ```
 //!
-//! Bits 3 and 4 ([`LOCK_BITS`]) are the lock's; all others belong to the owner (`entry.rs`'s
+//! Bits 3 and 4 ([`LOCK_BITS`]) are the lock's; all others belong to the owner (`entry/`'s
 //! `Life`, which asserts that it never uses these two). The owner's bits are only read and written
 //! through a [`SlotGuard`]: they are as much under the lock as the body is.
 //!

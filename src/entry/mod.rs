@@ -51,11 +51,13 @@ use std::num::NonZeroU32;
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::arena::EntryArena;
-use crate::bucket::{Removed, TimerTaskList};
 use crate::counters::Stripe;
 use crate::inline_task::InlineTask;
 use crate::location::Location;
 use crate::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
+
+mod cancel;
+pub(crate) use cancel::{cancel, Claimed};
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -367,132 +369,6 @@ fn claim_abandoned(
     let task = task?;
     stripe.left();
     Some((task, deadline_tick))
-}
-
-/// Cancels the pending entry `ticket` names in `stripe`'s arena: `true` iff this call did it, and
-/// then counted it out on `stripe`. The closure is dropped here, outside the locks, and the entry
-/// leaves its bucket at once.
-///
-/// The claim is made under the lock of the bucket the entry was first added to (the ticket's), then
-/// the slot's, in the lock order: when the entry is still there (the common case: most timeouts are
-/// cancelled before their first cascade), it leaves the list in the same critical section, one slot
-/// lock in all. Otherwise (it cascaded, or a visit holds it) the claim tells where it is, and it
-/// leaves that bucket afterwards ([`leave_bucket`]) or its holder releases it.
-pub(crate) fn cancel(ticket: Ticket, stripe: &Stripe) -> bool {
-    let arena = stripe.arena();
-    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-    return cancel_check_then_act(arena, ticket, stripe);
-    // The key is written by the insert into that bucket (`TimerTaskList::add`), and a level once
-    // created is never replaced (`TimingWheel::bucket`, `close_levels`): the bucket exists.
-    let first = stripe.wheel().bucket_by_key(ticket.bucket);
-    let first = first.expect("a ticket names the bucket its entry was added to");
-    let Some((task, claimed)) = TimerTaskList::cancel(first, arena, ticket) else {
-        return false;
-    };
-    stripe.cancelled();
-    drop(task);
-    match claimed {
-        // Taken out and released under the locks: the slot is ours to return.
-        Claimed::Here(_) => arena.free(ticket.id),
-        // The bucket that held it at the claim: after the claim the entry can only leave it (a
-        // visit), never move to another (a re-add refuses it), so this is the one lookup.
-        Claimed::Elsewhere(bucket) => leave_bucket(stripe, ticket, bucket),
-        Claimed::InTransit => {}
-    }
-    true
-}
-
-/// Where a cancel's claim found the entry ([`EntryState::claim_cancel`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Claimed {
-    /// At this location in the bucket whose lock the canceller holds: released, location cleared;
-    /// the canceller takes it out of that bucket's list.
-    Here(Location),
-    /// In the bucket with this key, which the canceller does not hold.
-    Elsewhere(u32),
-    /// No location: held by the driver's transit or due buffer, an executor's channel or the
-    /// shutdown drain, which release it.
-    InTransit,
-}
-
-impl EntryState<'_> {
-    /// A cancel's claim, with the lock of the bucket keyed `locked` held: `Pending → Cancelled` if
-    /// `ticket` still names this entry, handing back the closure and where the entry is. If it is
-    /// in the locked bucket, it is also released here ([`Claimed::Here`]).
-    pub(crate) fn claim_cancel(&mut self, ticket: Ticket, locked: u32) -> Option<(InlineTask, Claimed)> {
-        // Seeded bug for the loom suite only (docs/loom.md): no generation check, so a handle whose
-        // task finished cancels whatever task reused its slot.
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "ticket_generation_unchecked")))]
-        if !self.is(ticket) {
-            return None;
-        }
-        let task = self.claim(Status::Cancelled)?;
-        // Seeded bug for the loom suite only (docs/loom.md): the entry is taken to be in the bucket
-        // its ticket names, although a cascade may have moved it to a finer one.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_trusts_first_bucket"))]
-        let locked = self.location.map_or(locked, Location::bucket);
-        Some((task, self.leave_if_in(locked)))
-    }
-
-    /// Where a claimed entry (no longer pending) is, with the lock of the bucket keyed `locked`
-    /// held: if there, it leaves it (location cleared, slot released: [`Claimed::Here`], and the
-    /// caller takes it out of the list).
-    pub(crate) fn leave_if_in(&mut self, locked: u32) -> Claimed {
-        match self.location {
-            Some(location) if location.bucket() == locked => {
-                self.location = None;
-                self.release();
-                Claimed::Here(location)
-            }
-            Some(location) => Claimed::Elsewhere(location.bucket()),
-            None => Claimed::InTransit,
-        }
-    }
-}
-
-/// Takes a cancelled entry out of the bucket keyed `bucket`, if it is still there, and then
-/// releases it.
-fn leave_bucket(stripe: &Stripe, ticket: Ticket, bucket: u32) {
-    let (arena, wheel) = (stripe.arena(), stripe.wheel());
-    let bucket = wheel.bucket_by_key(bucket).expect("a location names an existing bucket");
-    match TimerTaskList::remove(bucket, arena, ticket) {
-        // Released under the locks: the slot is ours to return.
-        Removed::Taken => arena.free(ticket.id),
-        // In transit (its holder releases it), or already released.
-        Removed::Gone => {}
-        Removed::Elsewhere => unreachable!("a claimed entry moved to another bucket"),
-    }
-}
-
-/// Seeded bug for the loom suite only (docs/loom.md): the `Pending` check and the transition in two
-/// critical sections, so a firing in between runs the task and this cancel still returns `true`.
-#[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-fn cancel_check_then_act(arena: &EntryArena, ticket: Ticket, stripe: &Stripe) -> bool {
-    let bucket = {
-        let state = arena.lock(ticket.id);
-        if !state.is(ticket) || state.status() != Status::Pending {
-            return false;
-        }
-        state.location.map(Location::bucket)
-    };
-    let task = {
-        let mut state = arena.lock(ticket.id);
-        if !state.is(ticket) {
-            // Fired and released meanwhile: the bug reports a cancel anyway.
-            stripe.cancelled();
-            return true;
-        }
-        state.set_life(state.life().with_status(Status::Cancelled));
-        state.task.take()
-    };
-    stripe.cancelled();
-    drop(task);
-    if let Some(bucket) = bucket.and_then(|key| stripe.wheel().bucket_by_key(key)) {
-        if let Removed::Taken = TimerTaskList::remove(bucket, arena, ticket) {
-            arena.free(ticket.id);
-        }
-    }
-    true
 }
 
 /// The status of the entry `ticket` names, while the slot is not reused: `None` once a later task
