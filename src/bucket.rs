@@ -62,6 +62,7 @@
 use std::fmt;
 
 use crate::arena::EntryArena;
+use crate::deadline::Deadline;
 use crate::entry::{Claimed, EntryId, Fresh, Status, Ticket};
 use crate::inline_task::InlineTask;
 use crate::location::{bucket_key, Location};
@@ -307,7 +308,7 @@ impl TimerTaskList {
         &self,
         arena: &EntryArena,
         cursor: u64,
-        entries: &mut Vec<(EntryId, u64)>,
+        entries: &mut Vec<(EntryId, Deadline)>,
     ) -> Popped {
         let mut stages = self.stages.lock();
         if self.expiration.load(Ordering::Acquire) > cursor {
@@ -363,7 +364,7 @@ impl TimerTaskList {
 
     /// Empties the bucket and resets its expiration, for the shutdown drain: the caller holds what
     /// it returns.
-    pub(crate) fn flush(&self, arena: &EntryArena) -> Vec<(EntryId, u64)> {
+    pub(crate) fn flush(&self, arena: &EntryArena) -> Vec<(EntryId, Deadline)> {
         let mut stages = self.stages.lock();
         let mut entries = Vec::new();
         for stage in stages.iter_mut() {

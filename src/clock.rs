@@ -20,6 +20,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::deadline::{Deadline, Ranker, MAX_DEADLINE_TICK};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// A clock that moves only when told to, for deterministic tests and simulations.
@@ -147,16 +148,15 @@ impl ClockSource {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TickLength {
     nanos: u64,
+    /// Ranks deadlines within a tick (`deadline.rs`).
+    ranker: Ranker,
 }
-
-/// Deadline ticks are at most this: `u64::MAX` is reserved as "no expiration".
-pub(crate) const MAX_DEADLINE_TICK: u64 = u64::MAX - 1;
 
 impl TickLength {
     /// `None` if `tick` is below 1 µs or above `u64::MAX` nanoseconds.
     pub(crate) fn new(tick: Duration) -> Option<Self> {
         let nanos = u64::try_from(tick.as_nanos()).ok()?;
-        (nanos >= 1_000).then_some(TickLength { nanos })
+        (nanos >= 1_000).then(|| TickLength { nanos, ranker: Ranker::new(nanos) })
     }
 
     pub(crate) fn as_duration(self) -> Duration {
@@ -169,15 +169,19 @@ impl TickLength {
         nanos / self.nanos
     }
 
-    /// The first tick boundary at or after `nanos`, if it is at most [`MAX_DEADLINE_TICK`].
-    pub(crate) fn ceil(self, nanos: u128) -> Option<u64> {
-        let tick = nanos.div_ceil(u128::from(self.nanos));
-        u64::try_from(tick).ok().filter(|&t| t <= MAX_DEADLINE_TICK)
+    /// The deadline at clock time `nanos`: its tick, the first tick boundary at or after `nanos`,
+    /// with its rank in that tick (`deadline.rs`); `None` beyond [`MAX_DEADLINE_TICK`].
+    pub(crate) fn ceil(self, nanos: u128) -> Option<Deadline> {
+        // With `x = nanos + n - 1`: the tick is `x / n`, and `x % n` is how far the deadline lies
+        // into the interval `(tick - 1, tick]` (less one), which the rank needs.
+        let x = nanos + u128::from(self.nanos - 1);
+        let tick = u64::try_from(x / u128::from(self.nanos)).ok()?;
+        Deadline::new(tick, self.ranker.rank((x % u128::from(self.nanos)) as u64))
     }
 
-    /// The deadline tick of a task scheduled at `now_nanos` with `delay`, if representable.
+    /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
     #[inline]
-    pub(crate) fn deadline_tick(self, now_nanos: u64, delay: Duration) -> Option<u64> {
+    pub(crate) fn deadline(self, now_nanos: u64, delay: Duration) -> Option<Deadline> {
         // Fast path in u64 (a u128 division costs several times more); same result as `ceil`.
         let deadline = delay
             .as_secs()
@@ -185,7 +189,14 @@ impl TickLength {
             .and_then(|nanos| nanos.checked_add(u64::from(delay.subsec_nanos())))
             .and_then(|delay| now_nanos.checked_add(delay));
         match deadline {
-            Some(deadline) => Some(deadline.div_ceil(self.nanos)).filter(|&t| t <= MAX_DEADLINE_TICK),
+            Some(deadline) => {
+                let (whole, part) = (deadline / self.nanos, deadline % self.nanos);
+                let (tick, below) = match part {
+                    0 => (whole, self.nanos - 1),
+                    _ => (whole + 1, part - 1),
+                };
+                Deadline::new(tick, self.ranker.rank(below))
+            }
             None => self.ceil(u128::from(now_nanos) + delay.as_nanos()),
         }
     }
@@ -240,23 +251,34 @@ mod tests {
         assert_eq!(t.floor(0), 0);
         assert_eq!(t.floor(9_999_999), 0);
         assert_eq!(t.floor(10_000_000), 1);
-        assert_eq!(t.ceil(0), Some(0));
-        assert_eq!(t.ceil(1), Some(1));
-        assert_eq!(t.ceil(10_000_000), Some(1));
-        assert_eq!(t.ceil(10_000_001), Some(2));
+        assert_eq!(t.ceil(0).map(Deadline::tick), Some(0));
+        assert_eq!(t.ceil(1).map(Deadline::tick), Some(1));
+        assert_eq!(t.ceil(10_000_000).map(Deadline::tick), Some(1));
+        assert_eq!(t.ceil(10_000_001).map(Deadline::tick), Some(2));
     }
 
     #[test]
-    fn deadline_tick_never_before_deadline() {
+    fn deadline_tick_never_before_deadline_and_ranked_within_it() {
         let t = TickLength::new(Duration::from_micros(7)).unwrap();
         for now in [0u64, 1, 6_999, 7_000, 123_456_789] {
-            for delay in [0u64, 1, 6_999, 7_000, 7_001, 1_000_000] {
-                let d = t.deadline_tick(now, Duration::from_nanos(delay)).unwrap();
+            for delay in [0u64, 1, 3_500, 6_999, 7_000, 7_001, 1_000_000] {
+                let d = t.deadline(now, Duration::from_nanos(delay)).unwrap();
                 let deadline = u128::from(now) + u128::from(delay);
-                assert!(t.start_nanos(d) >= deadline, "tick starts before the deadline");
-                assert!(t.start_nanos(d) < deadline + 7_000, "more than one tick late");
+                assert!(t.start_nanos(d.tick()) >= deadline, "tick starts before the deadline");
+                assert!(t.start_nanos(d.tick()) < deadline + 7_000, "more than one tick late");
+                // The rank: which 256th of (tick - 1, tick] the deadline falls in.
+                let below = deadline + 7_000 - 1 - t.start_nanos(d.tick());
+                let exact = (below * 256 / 7_000) as u8;
+                assert!(d.rank() == exact || d.rank() + 1 == exact, "now {now} delay {delay}: {d:?}");
             }
         }
+        let on_boundary = t.deadline(0, Duration::from_micros(14)).unwrap();
+        let just_after = t.deadline(0, Duration::from_nanos(14_001)).unwrap();
+        let mid = t.deadline(0, Duration::from_nanos(17_500)).unwrap();
+        assert_eq!((on_boundary.tick(), on_boundary.rank()), (2, Deadline::ON_BOUNDARY));
+        assert_eq!((just_after.tick(), just_after.rank()), (3, 0));
+        assert_eq!((mid.tick(), mid.rank()), (3, 127));
+        assert!(on_boundary < just_after && just_after < mid);
     }
 
     #[test]
@@ -275,7 +297,7 @@ mod tests {
         for now in [0u64, 1, 1_002_999, u64::MAX / 2, u64::MAX - 1, u64::MAX] {
             for &delay in &delays {
                 assert_eq!(
-                    t.deadline_tick(now, delay),
+                    t.deadline(now, delay),
                     t.ceil(u128::from(now) + delay.as_nanos()),
                     "now {now} delay {delay:?}"
                 );
@@ -289,17 +311,21 @@ mod tests {
     #[test]
     fn far_future_has_no_deadline_tick() {
         let t = TickLength::new(ms(1)).unwrap();
-        assert_eq!(t.deadline_tick(0, Duration::MAX), None);
+        assert_eq!(t.deadline(0, Duration::MAX), None);
         let max = t.max_delay(5);
-        assert_eq!(t.deadline_tick(5, max), Some(MAX_DEADLINE_TICK));
-        assert_eq!(t.deadline_tick(5, max + Duration::from_millis(1)), None);
+        assert_eq!(t.deadline(5, max).map(Deadline::tick), Some(MAX_DEADLINE_TICK));
+        assert_eq!(t.deadline(5, max + Duration::from_millis(1)), None);
     }
 
     #[test]
     fn long_ticks_serve_every_delay_and_say_so() {
-        let t = TickLength::new(Duration::from_millis(1_500)).unwrap();
+        // 2^56 - 1 ticks of 257 s reach past `Duration::MAX` (just under 2^64 s); of 256 s, not.
+        let t = TickLength::new(Duration::from_secs(257)).unwrap();
         assert_eq!(t.max_delay(0), Duration::MAX);
-        assert!(t.deadline_tick(0, Duration::MAX).is_some());
+        assert!(t.deadline(0, Duration::MAX).is_some());
+        let t = TickLength::new(Duration::from_secs(256)).unwrap();
+        assert!(t.max_delay(0) < Duration::MAX);
+        assert_eq!(t.deadline(0, Duration::MAX), None);
         assert_eq!(nanos_to_duration(u128::from(u64::MAX) * 10), Duration::from_nanos(u64::MAX) * 10);
         assert_eq!(nanos_to_duration(u128::MAX), Duration::MAX);
     }

@@ -70,8 +70,8 @@ pub enum ScheduleError {
         /// The configured maximum.
         max: usize,
     },
-    /// The deadline lies beyond the last tick the timer can represent (`u64::MAX - 1` ticks from the
-    /// clock's origin: about 584 million years at a 1 ms tick). `max` is the longest delay accepted
+    /// The deadline lies beyond the last tick the timer can represent (2^56 - 1 ticks from the
+    /// clock's origin: about 2.28 million years at a 1 ms tick). `max` is the longest delay accepted
     /// at the time of the call.
     DelayTooLong {
         /// The delay asked for.

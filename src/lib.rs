@@ -21,8 +21,9 @@
 //!
 //! A task's deadline is `now + delay` at the clock's full precision. It fires at the first tick
 //! boundary at or after its deadline: **never early, at most one tick late** (plus the driver's
-//! wake-up time). Deadlines as far as `u64::MAX - 1` ticks are served by further levels; beyond that
-//! [`Timer::try_schedule`] returns [`ScheduleError::DelayTooLong`].
+//! wake-up time). The tasks due at one tick fire in the order of their deadlines (to a 256th of a
+//! tick). Deadlines as far as 2^56 - 1 ticks (2.28 million years of 1 ms ticks) are served by further
+//! levels; beyond that [`Timer::try_schedule`] returns [`ScheduleError::DelayTooLong`].
 //!
 //! ## Cancellation
 //!
@@ -126,6 +127,7 @@ mod bucket;
 mod builder;
 mod clock;
 mod counters;
+mod deadline;
 mod delay_queue;
 mod driver;
 mod entry;

@@ -46,6 +46,6 @@ pub(crate) fn of(arena: &EntryArena, wheel: &TimingWheel, ticket: Ticket) -> Opt
         // Not after the entry's stage is due: a visit re-sets it only to what is left, and only
         // lowers it otherwise.
         expiration_tick: bucket.expiration(),
-        deadline_tick: state.deadline_tick,
+        deadline_tick: state.deadline.tick(),
     })
 }

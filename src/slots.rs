@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 
 use crate::arena::EntryArena;
+use crate::deadline::Deadline;
 use crate::entry::EntryId;
 use crate::location::INDEX_LIMIT;
 
@@ -77,13 +78,13 @@ impl Slots {
         removed
     }
 
-    /// Moves the first `n` live entries (in insertion order) to `out` with their deadline ticks,
+    /// Moves the first `n` live entries (in insertion order) to `out` with their deadlines,
     /// in transit (no location): the caller holds them from now on (`entry/`).
-    pub(crate) fn take_front(&mut self, n: usize, arena: &EntryArena, out: &mut Vec<(EntryId, u64)>) {
+    pub(crate) fn take_front(&mut self, n: usize, arena: &EntryArena, out: &mut Vec<(EntryId, Deadline)>) {
         let transit = |entry: EntryId| {
             let mut state = arena.lock(entry);
             state.location = None;
-            (entry, state.deadline_tick)
+            (entry, state.deadline)
         };
         if n == self.live {
             // The whole list: hand it over and start afresh (indices restart at 0).

@@ -31,6 +31,7 @@ use crate::bucket::Popped;
 use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
+use crate::deadline::{self, Deadline};
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
 use crate::entry::{self, abandon, EntryId, Fire, Fresh, Return};
@@ -348,7 +349,7 @@ impl Shared {
         let now = self.clock.now_nanos();
         let deadline = self
             .ticks
-            .deadline_tick(now, delay)
+            .deadline(now, delay)
             .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: self.ticks.max_delay(now) })?;
         // Counted in before the entry becomes visible, on this thread's stripe (`counters.rs`).
         let stripe = self.counters.local();
@@ -396,7 +397,7 @@ impl Shared {
         let _advancing = Advancing::enter(self.id());
         let now_tick = self.ticks.floor(self.clock.now_nanos());
         let mut flushed = false;
-        let Scratch { taken, due } = &mut *serial;
+        let Scratch { taken, due, spare } = &mut *serial;
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
@@ -412,7 +413,7 @@ impl Shared {
             let visited = taken.len();
             for held in taken.drain(..) {
                 match self.wheel.add(&self.arena, held, cursor, None, None) {
-                    AddOutcome::Due(entry) => due.push(entry),
+                    AddOutcome::Due(entry) => due.push((entry, held.1)),
                     AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
                     AddOutcome::Done => {}
                     // Cancelled in transit: the cancel left the slot to us, its holder.
@@ -422,7 +423,7 @@ impl Shared {
             }
             crate::trace::flushed(bucket.id(), expiration, cursor, visited, due.len());
             if !due.is_empty() {
-                self.fire(due);
+                self.fire(due, spare);
             }
         }
         serial.trim();
@@ -432,10 +433,13 @@ impl Shared {
         flushed
     }
 
-    /// Runs (or hands to the executor) every entry in `due`, which it empties.
-    fn fire(&self, due: &mut Vec<EntryId>) {
+    /// Runs (or hands to the executor) every entry in `due`, in deadline order, and empties it.
+    fn fire(&self, due: &mut Vec<(EntryId, Deadline)>, spare: &mut Vec<(EntryId, Deadline)>) {
+        // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
+        // rounding made least late.
+        deadline::sort_batch(due, spare);
         if let Some(executor) = &self.executor {
-            executor.submit(due.drain(..));
+            executor.submit(due.drain(..).map(|(entry, _)| entry));
             return;
         }
         let mut lateness = self.lateness.batch(self.ticks);
@@ -443,7 +447,7 @@ impl Shared {
         let mut fired = 0;
         // Every entry of the batch is released in the loop and returned to the arena after it,
         // with one lock of the free list (`Return::ByCaller`).
-        for &entry in due.iter() {
+        for &(entry, _) in due.iter() {
             let held = (entry, Return::ByCaller);
             if self.abandon_batch.load(Ordering::Acquire) {
                 // `shutdown()` was called by a task of this batch: the rest stays unrun.
@@ -466,7 +470,7 @@ impl Shared {
                 }
             }
         }
-        self.arena.free_all(due.drain(..));
+        self.arena.free_all(due.drain(..).map(|(entry, _)| entry));
         stripe.fired(fired);
     }
 
@@ -485,14 +489,15 @@ impl Shared {
             for (entry, _) in bucket.flush(&self.arena) {
                 if !report {
                     abandon(&self.arena, (entry, Return::Now), stripe);
-                } else if let Some((task, deadline_tick)) = entry::abandon_take(&self.arena, entry, stripe) {
-                    let deadline = nanos_to_duration(self.ticks.start_nanos(deadline_tick));
-                    unfired.push(UnfiredTask { deadline, task });
+                } else if let Some((task, deadline)) = entry::abandon_take(&self.arena, entry, stripe) {
+                    unfired.push((deadline, task));
                 }
             }
         }
-        unfired.sort_by_key(UnfiredTask::deadline);
-        unfired
+        // In deadline order to a 256th of a tick, each reported at its tick (when it would have run).
+        unfired.sort_unstable_by_key(|&(deadline, _)| deadline);
+        let at = |deadline: Deadline| nanos_to_duration(self.ticks.start_nanos(deadline.tick()));
+        unfired.into_iter().map(|(deadline, task)| UnfiredTask { deadline: at(deadline), task }).collect()
     }
 
     pub(crate) fn is_shut_down(&self) -> bool {
@@ -528,10 +533,12 @@ impl Shared {
 /// each large allocation: `malloc_consolidate` took about 9% of the driver's time in SPEC W4.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// Entries a bucket visit took out, with their deadline ticks, to re-add (held: `entry/`).
-    taken: Vec<(EntryId, u64)>,
-    /// Entries found due, to fire (held).
-    due: Vec<EntryId>,
+    /// Entries a bucket visit took out, with their deadlines, to re-add (held: `entry/`).
+    taken: Vec<(EntryId, Deadline)>,
+    /// Entries found due, with their deadlines, to fire in deadline order (held).
+    due: Vec<(EntryId, Deadline)>,
+    /// The buffer `deadline::sort_batch` sorts `due` through (it swaps the two).
+    spare: Vec<(EntryId, Deadline)>,
 }
 
 impl Scratch {
@@ -542,8 +549,10 @@ impl Scratch {
         if self.taken.capacity() > Self::KEEP {
             self.taken.shrink_to(Self::KEEP);
         }
-        if self.due.capacity() > Self::KEEP {
-            self.due.shrink_to(Self::KEEP);
+        for buffer in [&mut self.due, &mut self.spare] {
+            if buffer.capacity() > Self::KEEP {
+                buffer.shrink_to(Self::KEEP);
+            }
         }
     }
 }

@@ -51,6 +51,7 @@ use std::fmt;
 
 use crate::arena::EntryArena;
 use crate::bucket::{Added, TimerTaskList};
+use crate::deadline::Deadline;
 use crate::entry::{EntryId, Fresh};
 use crate::sync::{Arc, AtomicBool, OnceLock};
 
@@ -292,18 +293,18 @@ impl TimingWheel {
     }
 
     /// Adds an entry relative to `base` (see the module docs). With `shut_down`, refuses the entry
-    /// once the flag is set (see `TimerTaskList::add`). `deadline` is the entry's deadline tick,
-    /// which its holder knows. With `fresh`, the insert also occupies the slot (see
+    /// once the flag is set (see `TimerTaskList::add`). `deadline` is the entry's deadline
+    /// (`deadline.rs`; placed by its tick), which its holder knows. With `fresh`, the insert also occupies the slot (see
     /// `TimerTaskList::add`); a due entry is not inserted here.
     pub(crate) fn add(
         &self,
         arena: &EntryArena,
-        (entry, deadline): (EntryId, u64),
+        (entry, deadline): (EntryId, Deadline),
         base: u64,
         shut_down: Option<&AtomicBool>,
         fresh: Option<&mut Fresh>,
     ) -> AddOutcome {
-        match self.table.place(base, deadline) {
+        match self.table.place(base, deadline.tick()) {
             Placement::Due => AddOutcome::Due(entry),
             Placement::Slot { level, slot, stage } => {
                 self.insert(arena, entry, (level, slot, stage), shut_down, fresh)
@@ -317,12 +318,13 @@ impl TimingWheel {
     pub(crate) fn add_due(
         &self,
         arena: &EntryArena,
-        (entry, deadline): (EntryId, u64),
+        (entry, deadline): (EntryId, Deadline),
         shut_down: Option<&AtomicBool>,
         fresh: Option<&mut Fresh>,
     ) -> AddOutcome {
-        let slot = (deadline % self.wheel_size) as usize;
-        self.insert(arena, entry, (0, slot, StagePlan::level0(deadline)), shut_down, fresh)
+        let tick = deadline.tick();
+        let slot = (tick % self.wheel_size) as usize;
+        self.insert(arena, entry, (0, slot, StagePlan::level0(tick)), shut_down, fresh)
     }
 
     fn insert(

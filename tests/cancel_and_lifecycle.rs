@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{manual_timer, ms, Counter, FireLog};
-use delaywheel::{BuildError, ScheduleError, Timer, TimerHandle};
+use delaywheel::{BuildError, ManualClock, ScheduleError, Timer, TimerHandle};
 
 #[test]
 fn cancel_returns_true_once_and_the_task_never_runs() {
@@ -194,9 +194,10 @@ fn far_future_deadlines_are_refused_clearly_or_served() {
     assert!(!h.cancel());
     assert!(timer.is_empty());
 
-    // The longest accepted delay is served (by the 64th level of a 2-slot wheel) and cancellable.
+    // The longest accepted delay (2^56 - 1 ticks: 2.28 million years of 1 ms) is served (by the
+    // 56th level of a 2-slot wheel) and cancellable.
     let max = timer.max_delay();
-    assert!(max > Duration::from_secs(500_000_000 * 365 * 86_400));
+    assert!(max > Duration::from_secs(2_000_000 * 365 * 86_400), "{max:?}");
     let h = timer.try_schedule(max, || unreachable!()).expect("max_delay is accepted");
     assert_eq!(timer.stats().levels_in_use, 1, "only the top level is needed");
     assert!(timer.try_schedule(max + ms(1), || {}).is_err());
@@ -365,15 +366,26 @@ fn more_invalid_configurations_are_clear_errors_not_panics() {
 
 #[test]
 fn long_ticks_report_the_range_honestly() {
-    let timer = Timer::builder().tick(Duration::from_millis(1_500)).manual().build();
-    assert_eq!(timer.max_delay(), Duration::MAX);
-    let h = timer.try_schedule(Duration::MAX, || {}).expect("every delay fits with a 1.5 s tick");
+    // A deadline's tick has 56 bits (the rest ranks it within the tick): with 1.5 s ticks that is
+    // about 3.4 billion years, far past the 584 years of nanoseconds in a `u64`, and `max_delay`
+    // says exactly where it ends (on a manual clock, so that it does not move in between).
+    let timer = Timer::builder().tick(Duration::from_millis(1_500)).clock(ManualClock::new()).manual().build();
+    let max = timer.max_delay();
+    assert!(max > Duration::from_secs(1 << 56), "{max:?}");
+    let h = timer.try_schedule(max, || {}).expect("max_delay is accepted");
     assert!(h.cancel());
+    let err = timer.try_schedule(max + Duration::from_millis(1_500), || {}).unwrap_err();
+    assert!(matches!(err, ScheduleError::DelayTooLong { max: m, .. } if m == max), "{err}");
     let unfired = {
-        let _ = timer.schedule(Duration::from_secs(u64::MAX / 2), || {});
+        let _ = timer.schedule(Duration::from_secs(1 << 50), || {});
         timer.shutdown()
     };
-    assert!(unfired[0].deadline() >= Duration::from_secs(u64::MAX / 2), "no 584-year cap");
+    assert!(unfired[0].deadline() >= Duration::from_secs(1 << 50), "no 584-year cap");
+    // With ticks longer than 256 s, every `Duration` fits.
+    let timer = Timer::builder().tick(Duration::from_secs(257)).manual().build();
+    assert_eq!(timer.max_delay(), Duration::MAX);
+    let h = timer.try_schedule(Duration::MAX, || {}).expect("every delay fits with 257 s ticks");
+    assert!(h.cancel());
 }
 
 #[test]

@@ -263,6 +263,31 @@ fn seeds_three_level_configuration_behaves() {
     }
 }
 
+/// The tasks of one tick fire in the order of their exact deadlines (to a 256th of a tick), not in
+/// the order they were scheduled: in level 0 directly, and after a cascade from level 1.
+#[test]
+fn a_ticks_tasks_fire_in_deadline_order_within_the_tick() {
+    let us = Duration::from_micros;
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let log = FireLog::default();
+    // Tick 3 (deadlines in (2, 3] ms), scheduled in scrambled order; then tick 21 of level 1
+    // (8 slots of 1 ms make level 0 span 8 ms), which cascades before it fires.
+    let order = [(0, us(2_900)), (1, us(2_050)), (2, us(3_000)), (3, us(2_500)), (4, us(2_001))];
+    let cascaded = [(10, us(20_700)), (11, us(20_010)), (12, us(21_000)), (13, us(20_400))];
+    for &(id, delay) in order.iter().chain(&cascaded) {
+        let _ = timer.schedule(delay, log.task(id, &clock));
+    }
+    clock.advance(ms(3));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.ids(), vec![4, 1, 3, 0, 2], "tick 3 in deadline order");
+    for _ in 3..21 {
+        clock.advance(ms(1));
+        timer.advance_clock(Duration::ZERO);
+    }
+    assert_eq!(log.ids()[5..], [11, 13, 10, 12], "tick 21, after its cascade, in deadline order");
+    assert!(log.runs()[5..].iter().all(|&(_, at)| at == ms(21)), "{:?}", log.runs());
+}
+
 #[test]
 fn tasks_fired_in_one_advance_see_their_own_deadline_order() {
     let (clock, timer) = manual_timer(ms(1), 4);

@@ -52,6 +52,7 @@ use std::panic::{self, AssertUnwindSafe};
 
 use crate::arena::EntryArena;
 use crate::counters::Stripe;
+use crate::deadline::Deadline;
 use crate::inline_task::InlineTask;
 use crate::location::Location;
 use crate::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
@@ -117,8 +118,8 @@ impl Status {
 pub(crate) struct EntryBody {
     /// The bucket holding this entry, and its stage and index there (`location.rs`).
     pub(crate) location: Option<Location>,
-    /// The first tick at or after the task's deadline (`clock::TickLength::ceil`).
-    pub(crate) deadline_tick: u64,
+    /// The task's deadline: the first tick at or after it, and its rank in that tick (`deadline.rs`).
+    pub(crate) deadline: Deadline,
     task: Option<InlineTask>,
 }
 
@@ -129,7 +130,7 @@ pub(crate) type EntryState<'a> = SlotGuard<'a, EntryBody>;
 /// A new vacant slot: generation 0, status `Abandoned` (no occupant ever ran), unlocked.
 pub(crate) fn vacant_slot() -> SlotLock<EntryBody> {
     let life = Life(0).with_status(Status::Abandoned);
-    SlotLock::new(life.0, EntryBody { location: None, deadline_tick: 0, task: None })
+    SlotLock::new(life.0, EntryBody { location: None, deadline: Deadline::default(), task: None })
 }
 
 /// A slot's generation (bumped by every release: a ticket of an earlier occupant no longer
@@ -245,7 +246,7 @@ pub(crate) enum Fire {
 /// insert is refused (shutdown), the task is still here and is dropped with it.
 pub(crate) struct Fresh {
     task: Option<InlineTask>,
-    deadline_tick: u64,
+    deadline: Deadline,
     /// The slot's generation, read when it was occupied, and the key of the bucket that took the
     /// entry: the new entry's [`Ticket`].
     generation: u64,
@@ -253,11 +254,11 @@ pub(crate) struct Fresh {
 }
 
 impl Fresh {
-    pub(crate) fn new<F>(deadline_tick: u64, task: F) -> Fresh
+    pub(crate) fn new<F>(deadline: Deadline, task: F) -> Fresh
     where
         F: FnOnce() + Send + 'static,
     {
-        Fresh { task: Some(InlineTask::new(task)), deadline_tick, generation: 0, bucket: 0 }
+        Fresh { task: Some(InlineTask::new(task)), deadline, generation: 0, bucket: 0 }
     }
 
     /// The ticket of the entry, once an insert has put it in slot `id`.
@@ -272,7 +273,7 @@ impl EntryState<'_> {
         debug_assert!(!self.is_occupied());
         fresh.bucket = bucket;
         self.set_life(self.life().occupy());
-        self.deadline_tick = fresh.deadline_tick;
+        self.deadline = fresh.deadline;
         self.task = fresh.task.take();
         fresh.generation = self.generation();
     }
@@ -285,7 +286,7 @@ pub(crate) fn new_entry<F>(arena: &EntryArena, deadline_tick: u64, task: F) -> O
 where
     F: FnOnce() + Send + 'static,
 {
-    let mut fresh = Fresh::new(deadline_tick, task);
+    let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task);
     let id = arena.alloc()?;
     // Its ticket names bucket key 0 (level 0, slot 0): a cancel finds it there or, held, in transit.
     arena.lock(id).occupy(&mut fresh, 0);
@@ -309,13 +310,13 @@ pub(crate) enum Return {
 
 /// What every holder does last: claims the entry as `to` if it is still pending, releases the slot
 /// either way and (with [`Return::Now`]) returns it to the arena. The closure (if this call won the
-/// claim) and the deadline tick come back, to be run or dropped with no lock held.
-fn claim_and_release(arena: &EntryArena, id: EntryId, to: Status, ret: Return) -> (Option<InlineTask>, u64) {
+/// claim) and the deadline come back, to be run or dropped with no lock held.
+fn claim_and_release(arena: &EntryArena, id: EntryId, to: Status, ret: Return) -> (Option<InlineTask>, Deadline) {
     let claimed = {
         let mut state = arena.lock(id);
         let task = state.claim(to);
         state.release();
-        (task, state.deadline_tick)
+        (task, state.deadline)
     };
     if ret == Return::Now {
         arena.free(id);
@@ -324,7 +325,7 @@ fn claim_and_release(arena: &EntryArena, id: EntryId, to: Status, ret: Return) -
 }
 
 /// The holder's firing: claims the entry; if this call won, counts it out, calls `claimed` with
-/// the deadline (no lock held), then runs the closure on this thread, catching a panic. The slot is
+/// the deadline's tick (no lock held), then runs the closure on this thread, catching a panic. The slot is
 /// released either way, and returned to the arena as `ret` says.
 pub(crate) fn fire(
     arena: &EntryArena,
@@ -332,12 +333,12 @@ pub(crate) fn fire(
     stripe: &Stripe,
     claimed: &mut dyn FnMut(u64),
 ) -> Fire {
-    let (task, deadline_tick) = claim_and_release(arena, id, Status::Fired, ret);
+    let (task, deadline) = claim_and_release(arena, id, Status::Fired, ret);
     let Some(task) = task else {
         return Fire::Lost;
     };
     stripe.left();
-    claimed(deadline_tick);
+    claimed(deadline.tick());
     match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
         Ok(()) => Fire::Ran,
         Err(_) => Fire::Panicked,
@@ -351,10 +352,10 @@ pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return), stripe: 
     claim_abandoned(arena, id, stripe, ret).is_some()
 }
 
-/// [`abandon`], handing back the closure, boxed, and the deadline tick.
-pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> Option<(Task, u64)> {
-    let (task, deadline_tick) = claim_abandoned(arena, id, stripe, Return::Now)?;
-    Some((task.into_box(), deadline_tick))
+/// [`abandon`], handing back the closure, boxed, and the deadline.
+pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> Option<(Task, Deadline)> {
+    let (task, deadline) = claim_abandoned(arena, id, stripe, Return::Now)?;
+    Some((task.into_box(), deadline))
 }
 
 /// What [`abandon`] and [`abandon_take`] share: the claim, and the count-out if it won. (Dropping
@@ -364,11 +365,11 @@ fn claim_abandoned(
     id: EntryId,
     stripe: &Stripe,
     ret: Return,
-) -> Option<(InlineTask, u64)> {
-    let (task, deadline_tick) = claim_and_release(arena, id, Status::Abandoned, ret);
+) -> Option<(InlineTask, Deadline)> {
+    let (task, deadline) = claim_and_release(arena, id, Status::Abandoned, ret);
     let task = task?;
     stripe.left();
-    Some((task, deadline_tick))
+    Some((task, deadline))
 }
 
 /// The status of the entry `ticket` names, while the slot is not reused: `None` once a later task
