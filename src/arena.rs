@@ -75,7 +75,13 @@ use crate::sync::{thread_index, Ordering, UnmodelledAtomicU64, UnmodelledMutex, 
 const PAGE_BITS: u32 = 8;
 #[cfg(delaywheel_loom)]
 const PAGE_BITS: u32 = 0;
+
 pub(crate) const PAGE: usize = 1 << PAGE_BITS;
+
+/// How many slots ahead of the one it locks a loop over scattered slots prefetches (a bucket visit,
+/// a fired batch): enough misses in flight to overlap, few enough that the lines are still cached
+/// when their turn comes.
+pub(crate) const PREFETCH_AHEAD: usize = 8;
 
 /// Indices moved at once between a stripe's free list and the pool. (Never-used indices are taken
 /// a [`PAGE`] at a time: see the module docs.)
@@ -173,6 +179,13 @@ impl EntryArena {
     #[inline]
     pub(crate) fn lock(&self, id: EntryId) -> EntryState<'_> {
         self.slot(id).0.lock()
+    }
+
+    /// Starts loading slot `id`'s cache line, to be locked soon (`SlotLock::prefetch`): loops over
+    /// many slots call it [`PREFETCH_AHEAD`] slots ahead.
+    #[inline]
+    pub(crate) fn prefetch(&self, id: EntryId) {
+        self.slot(id).0.prefetch();
     }
 
     /// A free slot for a new entry: vacant, unlocked, its generation past every earlier occupant's.

@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use crate::arena::EntryArena;
+use crate::arena::{EntryArena, PREFETCH_AHEAD};
 use crate::deadline::Deadline;
 use crate::entry::EntryId;
 use crate::location::INDEX_LIMIT;
@@ -86,16 +86,26 @@ impl Slots {
             state.location = None;
             (entry, state.deadline)
         };
+        // The slots lie far apart: each is a cache miss, started `PREFETCH_AHEAD` entries early.
+        let prefetch = |ahead: Option<&Option<EntryId>>| {
+            if let Some(&Some(ahead)) = ahead {
+                arena.prefetch(ahead);
+            }
+        };
         if n == self.live {
             // The whole list: hand it over and start afresh (indices restart at 0).
             let taken = std::mem::take(self);
             out.reserve(taken.live);
-            out.extend(taken.entries.into_iter().flatten().map(transit));
+            for (i, &slot) in taken.entries.iter().enumerate() {
+                prefetch(taken.entries.get(i + PREFETCH_AHEAD));
+                out.extend(slot.map(transit));
+            }
             return;
         }
         out.reserve(n);
         let mut moved = 0;
         while moved < n {
+            prefetch(self.entries.get(PREFETCH_AHEAD));
             let Some(slot) = self.entries.pop_front() else { break };
             self.base += 1;
             if let Some(entry) = slot {

@@ -37,6 +37,18 @@ fn the_guard_reads_and_writes_the_owners_bits() {
 }
 
 #[test]
+fn a_prefetch_changes_nothing_held_or_not() {
+    let lock = SlotLock::new(GENERATION, 7u32);
+    lock.prefetch();
+    assert_eq!(lock.raw(), GENERATION);
+    let guard = lock.lock();
+    lock.prefetch();
+    assert_eq!((lock.raw(), *guard), (GENERATION | LOCKED, 7));
+    drop(guard);
+    assert_eq!(lock.raw(), GENERATION);
+}
+
+#[test]
 fn threads_exclude_each_other_and_see_each_others_bits() {
     const THREADS: u64 = 8;
     // Miri runs this about a thousand times slower.
