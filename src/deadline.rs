@@ -102,14 +102,23 @@ impl Ranker {
     }
 }
 
+/// The smallest batch [`sort_batch`] counting-sorts.
+const COUNTING_SORT_MIN: usize = 64;
+
 /// Sorts `batch` by deadline (`spare` is a buffer the caller keeps, to avoid an allocation per
 /// batch). A batch the driver fires is normally one tick's tasks, which differ only in rank: those
 /// are put in order by counting the 256 ranks (two passes, stable), several times cheaper than a
 /// comparison sort (callgrind, 200k expiries: a comparison sort of each batch added ~118
 /// instructions per expiry to ~550). A batch that spans ticks (a late driver catching up) is
-/// sorted by comparison.
+/// sorted by comparison, and so is one of fewer than [`COUNTING_SORT_MIN`] tasks.
 pub(crate) fn sort_batch<T: Copy>(batch: &mut Vec<(T, Deadline)>, spare: &mut Vec<(T, Deadline)>) {
-    let Some(&(_, first)) = batch.first() else { return };
+    if batch.len() < COUNTING_SORT_MIN {
+        // Too few to repay the pass over the 256 counters (a driver catching up over many ticks
+        // fires one small batch per tick): an insertion sort, at these sizes.
+        batch.sort_unstable_by_key(|&(_, deadline)| deadline);
+        return;
+    }
+    let first = batch[0].1;
     let mut starts = [0u32; 1 << RANK_BITS];
     let mut one_tick = true;
     for &(_, deadline) in batch.iter() {
@@ -151,7 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn batches_sort_like_a_comparison_sort_and_stably_within_a_rank() {
+    fn batches_sort_like_a_comparison_sort_and_big_ones_stably() {
         let mut rng = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
             rng ^= rng << 13;
@@ -172,7 +181,7 @@ mod tests {
             sort_batch(&mut batch, &mut spare);
             let keys = |b: &[(usize, Deadline)]| b.iter().map(|&(_, d)| d).collect::<Vec<_>>();
             assert_eq!(keys(&batch), keys(&expected), "round {round}");
-            if ticks == 1 {
+            if ticks == 1 && len >= COUNTING_SORT_MIN {
                 assert_eq!(batch, expected, "the counting sort is stable (round {round})");
             } else {
                 let mut ids: Vec<usize> = batch.iter().map(|&(i, _)| i).collect();

@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use crate::arena::{EntryArena, PREFETCH_AHEAD};
+use crate::arena::{prefetch_ahead, EntryArena};
 use crate::deadline::Deadline;
 use crate::entry::EntryId;
 use crate::location::INDEX_LIMIT;
@@ -81,12 +81,14 @@ impl Slots {
     /// Moves the first `n` live entries (in insertion order) to `out` with their deadlines,
     /// in transit (no location): the caller holds them from now on (`entry/`).
     pub(crate) fn take_front(&mut self, n: usize, arena: &EntryArena, out: &mut Vec<(EntryId, Deadline)>) {
-        let transit = |entry: EntryId| {
+        #[inline(always)]
+        fn transit(arena: &EntryArena, entry: EntryId) -> (EntryId, Deadline) {
             let mut state = arena.lock(entry);
             state.location = None;
             (entry, state.deadline)
-        };
-        // The slots lie far apart: each is a cache miss, started `PREFETCH_AHEAD` entries early.
+        }
+        // The slots lie far apart: each is a cache miss, started `ahead` entries early.
+        let ahead = prefetch_ahead(n);
         let prefetch = |ahead: Option<&Option<EntryId>>| {
             if let Some(&Some(ahead)) = ahead {
                 arena.prefetch(ahead);
@@ -96,20 +98,23 @@ impl Slots {
             // The whole list: hand it over and start afresh (indices restart at 0).
             let taken = std::mem::take(self);
             out.reserve(taken.live);
-            for (i, &slot) in taken.entries.iter().enumerate() {
-                prefetch(taken.entries.get(i + PREFETCH_AHEAD));
-                out.extend(slot.map(transit));
+            let mut lead = taken.entries.iter().skip(ahead);
+            for &slot in &taken.entries {
+                prefetch(lead.next());
+                if let Some(entry) = slot {
+                    out.push(transit(arena, entry));
+                }
             }
             return;
         }
         out.reserve(n);
         let mut moved = 0;
         while moved < n {
-            prefetch(self.entries.get(PREFETCH_AHEAD));
+            prefetch(self.entries.get(ahead));
             let Some(slot) = self.entries.pop_front() else { break };
             self.base += 1;
             if let Some(entry) = slot {
-                out.push(transit(entry));
+                out.push(transit(arena, entry));
                 moved += 1;
             }
         }

@@ -26,7 +26,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::advancing::{self, Advancing};
-use crate::arena::{EntryArena, PREFETCH_AHEAD};
+use crate::arena::{prefetch_ahead, EntryArena};
 use crate::bucket::Popped;
 use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
@@ -447,9 +447,10 @@ impl Shared {
         let mut fired = 0;
         // Every entry of the batch is released in the loop and returned to the arena after it,
         // with one lock of the free list (`Return::ByCaller`).
+        let ahead = prefetch_ahead(due.len());
         for (k, &(entry, _)) in due.iter().enumerate() {
             // In deadline order the slots are scattered: start each miss a few tasks early.
-            if let Some(&(ahead, _)) = due.get(k + PREFETCH_AHEAD) {
+            if let Some(&(ahead, _)) = due.get(k.saturating_add(ahead)) {
                 self.arena.prefetch(ahead);
             }
             let held = (entry, Return::ByCaller);
