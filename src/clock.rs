@@ -308,6 +308,75 @@ mod tests {
         }
     }
 
+    /// The deadline word against an independent `u128` reference, over tick lengths from 1 µs to
+    /// `u64::MAX` ns, clocks up to `u64::MAX` and delays up to `Duration::MAX`: the tick is the
+    /// reference ceiling (never early, never a whole tick late) or `None` exactly past the range,
+    /// the rank is the exact 256th or one less, the fast and slow paths agree, a later deadline
+    /// never gets a smaller word, and `max_delay` is exactly the largest delay accepted.
+    #[test]
+    fn deadlines_match_a_u128_reference_across_the_range() {
+        let mut state = 0x1234_5678_9abc_def1u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // A value of a random bit length (0 to 64 bits), so that every magnitude is visited.
+        let wide = |next: &mut dyn FnMut() -> u64| match next() % 65 {
+            0 => 0,
+            64 => next(),
+            bits => next() & ((1u64 << bits) - 1),
+        };
+        let reference = |n: u64, d: u128| {
+            let (n, x) = (u128::from(n), d + u128::from(n) - 1);
+            let tick = u64::try_from(x / n).ok().filter(|&t| t <= MAX_DEADLINE_TICK)?;
+            Some((tick, x % n * 256 / n))
+        };
+        for i in 0..300_000u64 {
+            let n = match next() % 4 {
+                0 => 1_000 + next() % 10_000,
+                1 => u64::MAX - next() % 1_000,
+                2 => [1_000_000, 256_000_000_000, 257_000_000_000, (1 << 63) + 1][(next() % 4) as usize],
+                _ => wide(&mut next).max(1_000),
+            };
+            let now = match next() % 3 {
+                0 => u64::MAX - next() % (1 << 40),
+                _ => wide(&mut next),
+            };
+            let delay = match next() % 4 {
+                0 => Duration::from_nanos(wide(&mut next)),
+                1 => Duration::new(wide(&mut next), (next() % 1_000_000_000) as u32),
+                2 => Duration::MAX - Duration::from_nanos(wide(&mut next)),
+                _ => Duration::from_nanos(next() % (1 << 20)),
+            };
+            let t = TickLength::new(Duration::from_nanos(n)).unwrap();
+            let at = u128::from(now) + delay.as_nanos();
+            let got = t.deadline(now, delay);
+            assert_eq!(got, t.ceil(at), "fast and slow paths: tick {n} now {now} delay {delay:?}");
+            match (got, reference(n, at)) {
+                (None, None) => {}
+                (Some(word), Some((tick, rank))) => {
+                    assert_eq!(word.tick(), tick, "tick {n} at {at}");
+                    let got_rank = u128::from(word.rank());
+                    assert!(got_rank == rank || got_rank + 1 == rank, "rank {got_rank} vs {rank}: tick {n} at {at}");
+                    if let Some(later) = t.ceil(at + u128::from(wide(&mut next) % n)) {
+                        assert!(later >= word, "a later deadline ranked earlier: tick {n} at {at}");
+                    }
+                }
+                (got, expected) => panic!("tick {n} now {now} delay {delay:?}: {got:?}, expected {expected:?}"),
+            }
+            if i % 16 == 0 {
+                let max = t.max_delay(now);
+                assert!(t.deadline(now, max).is_some(), "max_delay refused: tick {n} now {now}");
+                match max.checked_add(Duration::from_nanos(1)) {
+                    Some(more) => assert_eq!(t.deadline(now, more), None, "max_delay {max:?} is not the max"),
+                    None => assert_eq!(max, Duration::MAX),
+                }
+            }
+        }
+    }
+
     #[test]
     fn far_future_has_no_deadline_tick() {
         let t = TickLength::new(ms(1)).unwrap();

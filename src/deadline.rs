@@ -1,8 +1,9 @@
 //! `Deadline`: a task's deadline as the wheel keeps it: its tick, and its rank within that tick.
 //!
 //! The wheel places and fires by tick: a task is due at the first tick boundary at or after its
-//! deadline (`clock.rs`), so all the tasks whose deadlines fall in one tick interval become one
-//! batch, fired when the driver reaches the boundary. The driver spends a few hundred nanoseconds
+//! deadline (`clock.rs`), so the tasks whose deadlines fall in one tick interval become a batch,
+//! fired when the driver reaches the boundary (one batch per bucket visited: normally the tick's
+//! level-0 bucket; see "Batches" below). The driver spends a few hundred nanoseconds
 //! per task, so a batch of a thousand takes a few hundred microseconds, and the order matters: the
 //! rounding has already made a task whose deadline was just after the previous boundary almost a
 //! whole tick late, while one whose deadline is the boundary itself is on time. Fired in list order
@@ -21,6 +22,15 @@
 //! words compares `(tick, rank)`, so sorting a batch by its words puts it in deadline order to
 //! within 1/256 of a tick (3.9 µs with a 1 ms tick). The driver sorts each batch it fires
 //! (`timer.rs`); everything else (placement, cascades, expirations) uses the tick alone.
+//!
+//! **Batches.** The driver fires the due entries of each bucket it visits as one batch, right after
+//! the visit. A tick's tasks are one batch, except at a tick that also starts a coarser level's
+//! round: the entries of that coarser bucket whose deadline is that very tick (placed there because
+//! the tick lay past level 0's window when they were scheduled) fire as a second batch, after the
+//! level-0 one, each batch in deadline order but not the two merged. Merging them (firing only once
+//! no other bucket is due at the cursor) was measured: it makes the level-0 batch also wait for the
+//! paced cascade chunks due at the same tick, SPEC W4 p99 1.14–1.17 → 1.18–1.55 ms in alternating
+//! runs (`docs/benchmarks.md`, "Session 5").
 //!
 //! The price is range: ticks go up to [`MAX_DEADLINE_TICK`] = 2^56 - 1 instead of 2^64 - 2, which is
 //! still 2284 years with the smallest tick (1 µs) and 2.3 million years with 1 ms. `Duration::MAX`
@@ -112,9 +122,9 @@ const COUNTING_SORT_MIN: usize = 64;
 /// instructions per expiry to ~550). A batch that spans ticks (a late driver catching up) is
 /// sorted by comparison, and so is one of fewer than [`COUNTING_SORT_MIN`] tasks.
 pub(crate) fn sort_batch<T: Copy>(batch: &mut Vec<(T, Deadline)>, spare: &mut Vec<(T, Deadline)>) {
-    if batch.len() < COUNTING_SORT_MIN {
+    if batch.len() < COUNTING_SORT_MIN || u32::try_from(batch.len()).is_err() {
         // Too few to repay the pass over the 256 counters (a driver catching up over many ticks
-        // fires one small batch per tick): an insertion sort, at these sizes.
+        // fires one small batch per tick), or too many for them: a comparison sort.
         batch.sort_unstable_by_key(|&(_, deadline)| deadline);
         return;
     }
@@ -125,7 +135,7 @@ pub(crate) fn sort_batch<T: Copy>(batch: &mut Vec<(T, Deadline)>, spare: &mut Ve
         one_tick &= deadline.tick() == first.tick();
         starts[usize::from(deadline.rank())] += 1;
     }
-    if !one_tick || u32::try_from(batch.len()).is_err() {
+    if !one_tick {
         batch.sort_unstable_by_key(|&(_, deadline)| deadline);
         return;
     }
@@ -141,6 +151,8 @@ pub(crate) fn sort_batch<T: Copy>(batch: &mut Vec<(T, Deadline)>, spare: &mut Ve
         *start += 1;
     }
     std::mem::swap(batch, spare);
+    // Empty, so that the caller's trimming can give a burst's buffer back (`shrink_to` keeps the length).
+    spare.clear();
 }
 
 #[cfg(test)]

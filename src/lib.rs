@@ -22,7 +22,8 @@
 //! A task's deadline is `now + delay` at the clock's full precision. It fires at the first tick
 //! boundary at or after its deadline: **never early, at most one tick late** (plus the driver's
 //! wake-up time). The tasks due at one tick fire in the order of their deadlines (to a 256th of a
-//! tick). Deadlines as far as 2^56 - 1 ticks (2.28 million years of 1 ms ticks) are served by further
+//! tick), except that at the first tick of a coarser level's round, the tasks due then that were
+//! filed in that level fire after the others. Deadlines as far as 2^56 - 1 ticks (2.28 million years of 1 ms ticks) are served by further
 //! levels; beyond that [`Timer::try_schedule`] returns [`ScheduleError::DelayTooLong`].
 //!
 //! ## Cancellation
@@ -105,7 +106,8 @@
 //! a task's closure type-erased in a fixed 24 bytes (inline when it captures at most two words) so
 //! that entries can live densely in slots, and `slot_lock`, the slots' lock, whose state lives in two
 //! spare bits of the entry's generation word (an `UnsafeCell` behind a guard, parking through
-//! `parking_lot_core`), so that a slot is 48 bytes. Every `unsafe` block there carries a `// SAFETY:`
+//! `parking_lot_core`), so that a slot is 48 bytes, and which also offers a prefetch of a slot's
+//! cache line (`_mm_prefetch`, for loops over many slots). Every `unsafe` block there carries a `// SAFETY:`
 //! comment (enforced by `clippy::undocumented_unsafe_blocks`), the module docs give the whole
 //! argument, and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s
 //! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own.

@@ -500,7 +500,7 @@ impl Shared {
             }
         }
         // In deadline order to a 256th of a tick, each reported at its tick (when it would have run).
-        unfired.sort_unstable_by_key(|&(deadline, _)| deadline);
+        unfired.sort_by_key(|&(deadline, _)| deadline);
         let at = |deadline: Deadline| nanos_to_duration(self.ticks.start_nanos(deadline.tick()));
         unfired.into_iter().map(|(deadline, task)| UnfiredTask { deadline: at(deadline), task }).collect()
     }
