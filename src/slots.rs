@@ -1,13 +1,13 @@
 //! `Slots`: the list of one bucket stage, with stable indices and O(1) removal.
 //!
-//! The entries of a stage live in a deque of `Option` slots; each entry records its absolute index
+//! The entries of a stage live in a deque of `Option` slots (a [`ChunkDeque`]: a big list grows in
+//! 4 KiB chunks, not by doubling); each entry records its absolute index
 //! (in its location, with its bucket and stage: `location.rs`), so a cancel finds its slot at
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
 //! owning bucket's lock held; slot locks are taken inside (bucket, then slot: `entry/`).
 
-use std::collections::VecDeque;
-
 use crate::arena::{prefetch_ahead, EntryArena};
+use crate::chunk_deque::ChunkDeque;
 use crate::deadline::Deadline;
 use crate::entry::EntryId;
 use crate::location::INDEX_LIMIT;
@@ -24,7 +24,7 @@ pub(crate) const MIN_COMPACT: usize = 32;
 /// (flat memory) at amortised O(1). An entry's index is absolute: slot `i` is `entries[i - base]`.
 #[derive(Default)]
 pub(crate) struct Slots {
-    entries: VecDeque<Option<EntryId>>,
+    entries: ChunkDeque<Option<EntryId>>,
     /// The absolute index of `entries[0]`.
     base: u64,
     live: usize,
@@ -99,7 +99,7 @@ impl Slots {
             let taken = std::mem::take(self);
             out.reserve(taken.live);
             let mut lead = taken.entries.iter().skip(ahead);
-            for &slot in &taken.entries {
+            for &slot in taken.entries.iter() {
                 prefetch(lead.next());
                 if let Some(entry) = slot {
                     out.push(transit(arena, entry));
