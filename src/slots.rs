@@ -1,7 +1,7 @@
 //! `Slots`: the list of one bucket stage, with stable indices and O(1) removal.
 //!
 //! The entries of a stage live in a deque of `Option` slots (a [`ChunkDeque`]: a big list grows in
-//! 4 KiB chunks, not by doubling); each entry records its absolute index
+//! 1 KiB chunks, not by doubling); each entry records its absolute index
 //! (in its location, with its bucket and stage: `location.rs`), so a cancel finds its slot at
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
 //! owning bucket's lock held; slot locks are taken inside (bucket, then slot: `entry/`).
