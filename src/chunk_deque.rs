@@ -110,13 +110,19 @@ impl<T, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     pub(crate) fn pop_front(&mut self) -> Option<T> {
         let value = self.front.pop_front()?;
         self.len -= 1;
-        if self.front.is_empty() {
-            if let Some(chunk) = self.rest.pop_front() {
-                // O(1): a VecDeque takes over a Vec's buffer; the emptied front's buffer is freed.
-                self.front = VecDeque::from(chunk);
-            }
+        if self.front.is_empty() && !self.rest.is_empty() {
+            self.next_chunk_to_front();
         }
         Some(value)
+    }
+
+    /// The emptied `front` is freed and the first chunk takes its place (O(1): a `VecDeque` takes
+    /// over a `Vec`'s buffer).
+    #[cold]
+    fn next_chunk_to_front(&mut self) {
+        if let Some(chunk) = self.rest.pop_front() {
+            self.front = VecDeque::from(chunk);
+        }
     }
 
     #[inline]
