@@ -1,16 +1,18 @@
-//! `ChunkDeque`: a double-ended queue whose storage grows like a `VecDeque` while small and in
-//! fixed-size chunks once large, so that a big list wastes at most about two chunks, not half of
-//! its buffer (a `VecDeque` doubles: a list of 2.1k slots sits in a 4k-slot buffer).
+//! `ChunkDeque`: a double-ended queue of `Copy` values whose storage grows like a `Vec` while small
+//! and in fixed-size chunks once large, so that a big list wastes at most about two chunks, not half
+//! of its buffer (a `VecDeque` doubles: a list of 2.1k slots sits in a 4k-slot buffer).
 //!
-//! Layout: `front`, a plain `VecDeque` of at most `CHUNK` elements, holds the first elements;
-//! `rest` holds the others in chunks of exactly `CHUNK` capacity, every one full but the last. A
-//! list of at most `CHUNK` elements is only `front`, with `VecDeque`'s geometric growth (capped at
-//! `CHUNK`) and no other allocation, so a small list costs what a `VecDeque` costs. Once `front`
-//! is full, pushes go to chunks; pops at the front drain `front`, whose place the next chunk then
-//! takes (an O(1) move), and pops at the back drain the last chunk; an emptied chunk is freed at
-//! once. Element `i` is `front[i]`, or `rest[j / CHUNK][j % CHUNK]` with `j = i - front.len()`: O(1).
-
-use std::collections::VecDeque;
+//! Layout: one line of positions, cut into chunks of `CHUNK` (position `p` is `chunks[p / CHUNK][p %
+//! CHUNK]`), and the elements are the `len` positions from `head` on. Element `i` is at `head + i`:
+//! an add, a shift, a mask and two loads, with no wrap-around. Pushing at the back appends to the
+//! last chunk, or starts a chunk; popping at the front moves `head` on, and the chunk it leaves is
+//! freed at once (its entry in `chunks` stays, unallocated, until they are half the vector: then they
+//! are drained, amortised O(1)). A list that fits one chunk is one `Vec` that grows by doubling up to
+//! `CHUNK` and, when full with at least half its front popped, shifts its elements down instead of
+//! growing, so a small list costs what a `VecDeque` costs.
+//!
+//! The hot paths (index, pop at either end, push) are small and `#[inline]`; everything that
+//! allocates, frees or moves elements is out of line and `#[cold]`.
 
 /// Elements per full chunk (1 KiB of 4-byte elements), the default `CHUNK`. SPEC W6 (1M timers over
 /// ~470 stage lists of ~2.1k) measured 53.5 B per timer with 512, 53.0 with 256, 53.1 with 128 (and
@@ -18,22 +20,35 @@ use std::collections::VecDeque;
 pub(crate) const CHUNK: usize = 256;
 
 /// A double-ended queue with O(1) index, push and pop at both ends, that allocates in chunks of
-/// `CHUNK` elements once it holds more than `CHUNK` (see the module docs).
+/// `CHUNK_LEN` elements once it holds more than one chunk (see the module docs).
+///
+/// Invariants, with `first = head / CHUNK_LEN` (the head's chunk) and `tail = head + len`:
+/// * `chunks[..first]` are spent: empty and unallocated; `first == 0` or `2 * first < chunks.len()`.
+/// * From `first` on, chunk `k` holds the positions `k * CHUNK_LEN..` up to `tail`: its length is
+///   `min(CHUNK_LEN, tail - k * CHUNK_LEN)`, so all are full but the last, and the last ends at `tail`
+///   (the head's chunk keeps its popped values below `head`; they are `Copy` and never read).
+/// * Only the last chunk may be empty, and only if it is the head's (`head == tail`); `chunks` is
+///   empty only with `head == tail == 0`.
+/// * Every chunk has a capacity of `CHUNK_LEN`, but a lone chunk (`chunks.len() == 1`), whose
+///   capacity is at most `CHUNK_LEN`.
 pub(crate) struct ChunkDeque<T, const CHUNK_LEN: usize = CHUNK> {
-    /// The first elements; empty only if `rest` is empty too.
-    front: VecDeque<T>,
-    /// The elements after `front`, in chunks of capacity `CHUNK_LEN`, all full but the last, none empty.
-    rest: VecDeque<Vec<T>>,
+    chunks: Vec<Vec<T>>,
+    /// The position of the first element.
+    head: usize,
+    /// Elements held: they end at position `head + len`, the tail.
     len: usize,
 }
 
 impl<T, const CHUNK_LEN: usize> Default for ChunkDeque<T, CHUNK_LEN> {
     fn default() -> Self {
-        ChunkDeque { front: VecDeque::new(), rest: VecDeque::new(), len: 0 }
+        ChunkDeque { chunks: Vec::new(), head: 0, len: 0 }
     }
 }
 
-impl<T, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
+impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
+    /// The capacity a lone chunk starts with (a `Vec` of 4-byte values starts at 4 too).
+    const MIN_CAPACITY: usize = if CHUNK_LEN < 4 { CHUNK_LEN } else { 4 };
+
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len
@@ -44,101 +59,140 @@ impl<T, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
         self.len == 0
     }
 
-    /// Elements the list holds room for without allocating.
+    /// Element slots allocated (the popped front of the head's chunk included).
     #[inline]
     pub(crate) fn capacity(&self) -> usize {
-        self.front.capacity() + self.rest.len() * CHUNK_LEN
+        match self.chunks.as_slice() {
+            [lone] => lone.capacity(),
+            chunks => (chunks.len() - self.head / CHUNK_LEN) * CHUNK_LEN,
+        }
     }
 
     #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<&T> {
-        if index < self.front.len() {
-            return self.front.get(index);
+        if index >= self.len() {
+            return None;
         }
-        let j = index - self.front.len();
-        self.rest.get(j / CHUNK_LEN)?.get(j % CHUNK_LEN)
+        let position = self.head + index;
+        self.chunks.get(position / CHUNK_LEN)?.get(position % CHUNK_LEN)
     }
 
     #[inline]
     pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut T> {
-        if index < self.front.len() {
-            return self.front.get_mut(index);
+        if index >= self.len() {
+            return None;
         }
-        let j = index - self.front.len();
-        self.rest.get_mut(j / CHUNK_LEN)?.get_mut(j % CHUNK_LEN)
+        let position = self.head + index;
+        self.chunks.get_mut(position / CHUNK_LEN)?.get_mut(position % CHUNK_LEN)
     }
 
     #[inline]
     pub(crate) fn front(&self) -> Option<&T> {
-        self.front.front()
+        self.get(0)
     }
 
     #[inline]
     pub(crate) fn back(&self) -> Option<&T> {
-        match self.rest.back() {
-            Some(chunk) => chunk.last(),
-            None => self.front.back(),
-        }
+        self.get(self.len().wrapping_sub(1))
     }
 
     #[inline]
     pub(crate) fn push_back(&mut self, value: T) {
-        self.len += 1;
-        match self.rest.back_mut() {
-            None if self.front.len() < self.front.capacity() => self.front.push_back(value),
-            Some(chunk) if chunk.len() < CHUNK_LEN => chunk.push(value),
-            _ => self.push_back_grow(value),
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < last.capacity() => last.push(value),
+            _ => self.push_back_full(value),
         }
+        self.len += 1;
     }
 
-    /// `push_back` when the last buffer is full: `front` grows, or a chunk is added.
+    /// `push_back` when the last chunk is full (or there is none): a lone chunk shifts its elements
+    /// down if at least half of it was popped, or else doubles up to `CHUNK_LEN`; past that, a new
+    /// chunk. The caller counts the push.
     #[cold]
-    fn push_back_grow(&mut self, value: T) {
-        if self.rest.is_empty() && self.front.len() < CHUNK_LEN {
-            // Grow as a VecDeque would (double, at least 4), but never past a chunk.
-            let want = (self.front.capacity() * 2).clamp(4, CHUNK_LEN);
-            self.front.reserve_exact(want - self.front.len());
-            self.front.push_back(value);
-        } else {
-            let mut chunk = Vec::with_capacity(CHUNK_LEN);
-            chunk.push(value);
-            self.rest.push_back(chunk);
+    #[inline(never)]
+    fn push_back_full(&mut self, value: T) {
+        if let [lone] = self.chunks.as_mut_slice() {
+            if self.head > 0 && self.head >= self.len {
+                lone.copy_within(self.head.., 0);
+                lone.truncate(self.len);
+                self.head = 0;
+                lone.push(value);
+                return;
+            }
+            if lone.capacity() < CHUNK_LEN {
+                let capacity = (lone.capacity() * 2).clamp(Self::MIN_CAPACITY, CHUNK_LEN);
+                lone.reserve_exact(capacity - lone.len());
+                lone.push(value);
+                return;
+            }
         }
+        let mut chunk =
+            Vec::with_capacity(if self.chunks.is_empty() { Self::MIN_CAPACITY } else { CHUNK_LEN });
+        chunk.push(value);
+        self.chunks.push(chunk);
     }
 
     #[inline]
     pub(crate) fn pop_front(&mut self) -> Option<T> {
-        let value = self.front.pop_front()?;
+        let value = *self.front()?;
+        self.head += 1;
         self.len -= 1;
-        if self.front.is_empty() && !self.rest.is_empty() {
-            self.next_chunk_to_front();
+        if self.head % CHUNK_LEN == 0 {
+            self.left_chunk(self.head / CHUNK_LEN - 1);
         }
         Some(value)
     }
 
-    /// The emptied `front` is freed and the first chunk takes its place (O(1): a `VecDeque` takes
-    /// over a `Vec`'s buffer).
+    /// `head` moved from chunk `before` into a later chunk (or to the end of the last one): the chunks
+    /// it left are freed, and drained from `chunks` once they are half of it. An emptied list keeps
+    /// its last chunk's buffer for the next push (as a `VecDeque` keeps its buffer).
     #[cold]
-    fn next_chunk_to_front(&mut self) {
-        if let Some(chunk) = self.rest.pop_front() {
-            self.front = VecDeque::from(chunk);
+    #[inline(never)]
+    fn left_chunk(&mut self, before: usize) {
+        let first = self.head / CHUNK_LEN;
+        if self.len == 0 {
+            let mut last = self.chunks.pop().unwrap_or_default();
+            last.clear();
+            self.chunks.clear();
+            self.chunks.push(last);
+            self.head = 0;
+            return;
+        }
+        for chunk in &mut self.chunks[before..first] {
+            *chunk = Vec::new();
+        }
+        self.drain_spent();
+    }
+
+    /// Drains the spent chunks from `chunks` if they are at least half of it.
+    fn drain_spent(&mut self) {
+        let first = self.head / CHUNK_LEN;
+        if first > 0 && 2 * first >= self.chunks.len() {
+            self.chunks.drain(..first);
+            self.head -= first * CHUNK_LEN;
         }
     }
 
     #[inline]
     pub(crate) fn pop_back(&mut self) -> Option<T> {
-        let value = match self.rest.back_mut() {
-            Some(chunk) => {
-                let value = chunk.pop();
-                if chunk.is_empty() {
-                    self.rest.pop_back();
-                }
-                value
-            }
-            None => self.front.pop_back(),
-        }?;
+        if self.len == 0 {
+            return None;
+        }
+        let last = self.chunks.last_mut()?;
+        let value = last.pop()?;
         self.len -= 1;
+        if last.is_empty() && self.chunks.len() > 1 {
+            self.dropped_last_chunk();
+        }
         Some(value)
+    }
+
+    /// `pop_back` emptied the last chunk, which is not the head's: it goes.
+    #[cold]
+    #[inline(never)]
+    fn dropped_last_chunk(&mut self) {
+        self.chunks.pop();
+        self.drain_spent();
     }
 
     /// Keeps the first `len` elements (drops the others), freeing the chunks that empty.
@@ -146,94 +200,174 @@ impl<T, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
         if len >= self.len {
             return;
         }
-        if len <= self.front.len() {
-            self.front.truncate(len);
-            self.rest.clear();
-        } else {
-            let j = len - self.front.len();
-            self.rest.truncate(j.div_ceil(CHUNK_LEN));
-            if let Some(chunk) = self.rest.back_mut() {
-                chunk.truncate(j - (j - 1) / CHUNK_LEN * CHUNK_LEN);
-            }
-        }
         self.len = len;
+        if len == 0 {
+            // Keep the head's chunk, as an emptied VecDeque keeps its buffer.
+            let mut kept = std::mem::take(&mut self.chunks[self.head / CHUNK_LEN]);
+            kept.clear();
+            self.chunks.clear();
+            self.chunks.push(kept);
+            self.head = 0;
+            return;
+        }
+        let tail = self.head + len;
+        let last = (tail - 1) / CHUNK_LEN;
+        self.chunks.truncate(last + 1);
+        self.chunks[last].truncate(tail - last * CHUNK_LEN);
+        self.drain_spent();
     }
 
     /// Gives back capacity beyond `max(len, min_capacity)` where it can: a list that fits a chunk is
-    /// gathered into `front` alone, whose buffer then shrinks as `VecDeque::shrink_to` does.
+    /// gathered into one lone chunk, whose buffer then shrinks as `Vec::shrink_to` does. A longer
+    /// list only gives back the spare entries of `chunks`.
     pub(crate) fn shrink_to(&mut self, min_capacity: usize) {
-        if !self.rest.is_empty() {
-            if self.len > CHUNK_LEN {
-                // Middle chunks are full: only the two end chunks have room to spare.
-                return;
-            }
-            let mut front = VecDeque::with_capacity(self.len.max(min_capacity).min(CHUNK_LEN));
-            front.extend(self.front.drain(..));
-            front.extend(self.rest.drain(..).flatten());
-            self.front = front;
+        let len = self.len();
+        if len > CHUNK_LEN {
+            self.drain_spent();
+            self.chunks.shrink_to(0);
+            return;
         }
-        self.front.shrink_to(min_capacity.min(CHUNK_LEN));
+        let capacity = len.max(min_capacity.min(CHUNK_LEN));
+        if capacity == 0 {
+            *self = ChunkDeque::default();
+            return;
+        }
+        if let [lone] = self.chunks.as_mut_slice() {
+            lone.copy_within(self.head.., 0);
+            lone.truncate(len);
+            lone.shrink_to(capacity);
+        } else {
+            let mut lone = Vec::with_capacity(capacity);
+            lone.extend(self.iter().copied());
+            self.chunks = vec![lone];
+        }
+        self.head = 0;
+    }
+
+    /// Visits the elements front to back while `f` returns `true`, giving it each element and the
+    /// one `ahead` places after it if that is in the same chunk or the next (for prefetching; an
+    /// `ahead` past a chunk, such as `usize::MAX`, gives `None`); returns how many elements `f`
+    /// accepted. A scan of each chunk as a slice.
+    #[inline]
+    pub(crate) fn scan_ahead(&self, ahead: usize, mut f: impl FnMut(T, Option<T>) -> bool) -> usize {
+        let mut accepted = 0;
+        let mut slices = self.slices().peekable();
+        while let Some(slice) = slices.next() {
+            let next = slices.peek().copied().unwrap_or_default();
+            for (j, &value) in slice.iter().enumerate() {
+                let later = j.saturating_add(ahead);
+                let later = match slice.get(later) {
+                    Some(&later) => Some(later),
+                    None => next.get(later - slice.len()).copied(),
+                };
+                if !f(value, later) {
+                    return accepted;
+                }
+                accepted += 1;
+            }
+        }
+        accepted
+    }
+
+    /// Pops the first `n` elements (at most [`len`](ChunkDeque::len)) without reading them.
+    #[inline]
+    pub(crate) fn drop_front(&mut self, n: usize) {
+        debug_assert!(n <= self.len);
+        let before = self.head / CHUNK_LEN;
+        self.head += n;
+        self.len -= n;
+        if self.head / CHUNK_LEN != before {
+            self.left_chunk(before);
+        }
+    }
+
+    /// The elements, front to back, as at most `len / CHUNK_LEN + 2` slices.
+    pub(crate) fn slices(&self) -> impl Iterator<Item = &[T]> {
+        let first = self.head / CHUNK_LEN;
+        let skip = self.head % CHUNK_LEN;
+        self.chunks[first.min(self.chunks.len())..].iter().enumerate().map(move |(k, chunk)| {
+            if k == 0 {
+                &chunk[skip..]
+            } else {
+                &chunk[..]
+            }
+        })
     }
 
     /// The elements, front to back.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.front.iter().chain(self.rest.iter().flatten())
+        self.slices().flatten()
     }
 }
 
-impl<T, const CHUNK_LEN: usize> std::ops::Index<usize> for ChunkDeque<T, CHUNK_LEN> {
+impl<T: Copy, const CHUNK_LEN: usize> std::ops::Index<usize> for ChunkDeque<T, CHUNK_LEN> {
     type Output = T;
 
     #[inline]
     fn index(&self, index: usize) -> &T {
-        let len = self.len;
+        let len = self.len();
         self.get(index).unwrap_or_else(|| panic!("index {index} out of a ChunkDeque of {len}"))
     }
 }
 
-impl<T, const CHUNK_LEN: usize> std::ops::IndexMut<usize> for ChunkDeque<T, CHUNK_LEN> {
+impl<T: Copy, const CHUNK_LEN: usize> std::ops::IndexMut<usize> for ChunkDeque<T, CHUNK_LEN> {
     #[inline]
     fn index_mut(&mut self, index: usize) -> &mut T {
-        let len = self.len;
+        let len = self.len();
         self.get_mut(index).unwrap_or_else(|| panic!("index {index} out of a ChunkDeque of {len}"))
-    }
-}
-
-impl<T, const CHUNK_LEN: usize> IntoIterator for ChunkDeque<T, CHUNK_LEN> {
-    type Item = T;
-    type IntoIter = std::iter::Chain<
-        std::collections::vec_deque::IntoIter<T>,
-        std::iter::Flatten<std::collections::vec_deque::IntoIter<Vec<T>>>,
-    >;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.front.into_iter().chain(self.rest.into_iter().flatten())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
     use super::*;
     use proptest::prelude::*;
 
-    /// Checks the layout invariants and that the contents equal `model`.
+    /// Checks the layout invariants (see [`ChunkDeque`]) and that the contents equal `model`.
     fn check<const C: usize>(deque: &ChunkDeque<u32, C>, model: &VecDeque<u32>) {
         assert_eq!(deque.len(), model.len());
         assert_eq!(deque.is_empty(), model.is_empty());
-        assert!(deque.front.len() <= C && deque.front.capacity() <= C);
-        assert!(!deque.front.is_empty() || deque.rest.is_empty(), "an empty front with chunks after it");
-        for (i, chunk) in deque.rest.iter().enumerate() {
-            assert_eq!(chunk.capacity(), C);
-            assert!(!chunk.is_empty());
-            assert!(i + 1 == deque.rest.len() || chunk.len() == C, "a middle chunk not full");
+        let (head, tail, chunks) = (deque.head, deque.head + deque.len, &deque.chunks);
+        assert!(head <= tail);
+        let first = head / C;
+        assert!(
+            first == 0 || 2 * first < chunks.len(),
+            "spent chunks not drained: {first} of {}",
+            chunks.len()
+        );
+        for chunk in &chunks[..first] {
+            assert_eq!(chunk.capacity(), 0, "a spent chunk allocated");
         }
-        assert_eq!(deque.front.len() + deque.rest.iter().map(Vec::len).sum::<usize>(), deque.len());
+        if chunks.is_empty() {
+            assert_eq!((head, tail), (0, 0));
+        }
+        for (k, chunk) in chunks.iter().enumerate().skip(first) {
+            assert!(tail >= k * C, "chunk {k} past the tail");
+            assert_eq!(chunk.len(), C.min(tail - k * C), "chunk {k}");
+            assert!(!chunk.is_empty() || (k == first && head == tail), "an empty chunk {k}");
+            if chunks.len() == 1 {
+                assert!(chunk.capacity() <= C);
+            } else {
+                assert_eq!(chunk.capacity(), C);
+            }
+        }
+        if head < tail {
+            assert_eq!((tail - 1) / C, chunks.len() - 1, "chunks past the tail");
+        } else {
+            assert!(chunks.len() <= first + 1, "chunks past the tail of an empty list");
+        }
         for (i, value) in model.iter().enumerate() {
             assert_eq!(deque.get(i), Some(value), "index {i}");
         }
         assert_eq!(deque.get(model.len()), None);
+        assert_eq!(deque.get(usize::MAX), None);
         assert_eq!(deque.front(), model.front());
         assert_eq!(deque.back(), model.back());
+        assert!(deque.iter().eq(model.iter()));
+        assert!(deque.slices().count() <= model.len() / C + 2);
+        assert!(deque.capacity() >= deque.len());
     }
 
     #[derive(Clone, Debug)]
@@ -243,6 +377,8 @@ mod tests {
         PopBack,
         Set(usize, u32),
         Truncate(usize),
+        DropFront(usize),
+        ScanAhead(usize, usize),
         ShrinkTo(usize),
     }
 
@@ -253,6 +389,9 @@ mod tests {
             2 => Just(Op::PopBack),
             2 => (any::<usize>(), any::<u32>()).prop_map(|(i, v)| Op::Set(i, v)),
             1 => (0usize..40).prop_map(Op::Truncate),
+            1 => (0usize..12).prop_map(Op::DropFront),
+            1 => (prop_oneof![0usize..=4, Just(usize::MAX)], 0usize..40)
+                .prop_map(|(ahead, stop)| Op::ScanAhead(ahead, stop)),
             1 => (0usize..40).prop_map(Op::ShrinkTo),
         ]
     }
@@ -275,23 +414,36 @@ mod tests {
                     model[i] = v;
                 }
                 Op::Set(..) => {}
+                Op::DropFront(n) => {
+                    let n = n.min(model.len());
+                    deque.drop_front(n);
+                    model.drain(..n);
+                }
+                Op::ScanAhead(ahead, stop) => {
+                    let mut seen: usize = 0;
+                    let accepted = deque.scan_ahead(ahead, |value, later| {
+                        let expected = model.get(seen.saturating_add(ahead)).copied();
+                        assert_eq!((value, later), (model[seen], expected));
+                        seen += 1;
+                        seen <= stop
+                    });
+                    assert_eq!(accepted, stop.min(model.len()));
+                }
                 Op::Truncate(len) => {
                     deque.truncate(len);
                     model.truncate(len);
                 }
                 Op::ShrinkTo(min) => {
                     deque.shrink_to(min);
-                    assert!(deque.capacity() >= deque.len());
                     if deque.len() <= C {
-                        // Gathered into `front` alone, then shrunk as a VecDeque.
-                        assert!(deque.rest.is_empty());
+                        // Gathered into one lone chunk, then shrunk as a Vec.
+                        assert!(deque.chunks.len() <= 1);
                         assert!(deque.capacity() <= deque.len().max(min.min(C)));
                     }
                 }
             }
             check(&deque, &model);
         }
-        assert!(deque.into_iter().eq(model));
     }
 
     proptest! {
@@ -309,14 +461,28 @@ mod tests {
     }
 
     #[test]
-    fn a_small_list_is_one_buffer_that_grows_as_a_vec_deque() {
+    fn a_small_list_is_one_buffer_that_grows_as_a_vec() {
         let mut deque = ChunkDeque::<u32>::default();
         assert_eq!(deque.capacity(), 0);
         for i in 0..10 {
             deque.push_back(i);
         }
         assert_eq!(deque.capacity(), 16);
-        assert!(deque.rest.is_empty());
+        assert_eq!(deque.chunks.len(), 1);
+    }
+
+    #[test]
+    fn a_small_rolling_list_shifts_down_instead_of_growing() {
+        let mut deque = ChunkDeque::<u32>::default();
+        for i in 0..5 {
+            deque.push_back(i);
+        }
+        for i in 5..10_000 {
+            deque.push_back(i);
+            assert_eq!(deque.pop_front(), Some(i - 5));
+            assert!(deque.capacity() <= 16, "capacity {}", deque.capacity());
+        }
+        assert!(deque.iter().copied().eq(9_995..10_000));
     }
 
     #[test]
@@ -331,10 +497,11 @@ mod tests {
         for i in 0..n - 10 {
             assert_eq!(deque.pop_front(), Some(i));
             assert!(deque.capacity() < deque.len() + 2 * CHUNK);
+            assert!(deque.chunks.len() <= 2 * (deque.len() / CHUNK + 2), "spent chunks not drained");
         }
         assert_eq!(deque.len(), 10);
         deque.shrink_to(32);
         assert_eq!(deque.capacity(), 32);
-        assert!(deque.into_iter().eq(n - 10..n));
+        assert!(deque.iter().copied().eq(n - 10..n));
     }
 }

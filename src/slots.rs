@@ -89,8 +89,8 @@ impl Slots {
         }
         // The slots lie far apart: each is a cache miss, started `ahead` entries early.
         let ahead = prefetch_ahead(n);
-        let prefetch = |ahead: Option<&Option<EntryId>>| {
-            if let Some(&Some(ahead)) = ahead {
+        let prefetch = |ahead: Option<Option<EntryId>>| {
+            if let Some(Some(ahead)) = ahead {
                 arena.prefetch(ahead);
             }
         };
@@ -98,26 +98,31 @@ impl Slots {
             // The whole list: hand it over and start afresh (indices restart at 0).
             let taken = std::mem::take(self);
             out.reserve(taken.live);
-            let mut lead = taken.entries.iter().skip(ahead);
-            for &slot in taken.entries.iter() {
-                prefetch(lead.next());
+            taken.entries.scan_ahead(ahead, |slot, ahead| {
+                prefetch(ahead);
                 if let Some(entry) = slot {
                     out.push(transit(arena, entry));
                 }
-            }
+                true
+            });
             return;
         }
         out.reserve(n);
         let mut moved = 0;
-        while moved < n {
-            prefetch(self.entries.get(ahead));
-            let Some(slot) = self.entries.pop_front() else { break };
-            self.base += 1;
+        // The slots up to the `n`th live one.
+        let scanned = self.entries.scan_ahead(ahead, |slot, ahead| {
+            if moved == n {
+                return false;
+            }
+            prefetch(ahead);
             if let Some(entry) = slot {
                 out.push(transit(arena, entry));
                 moved += 1;
             }
-        }
+            true
+        });
+        self.entries.drop_front(scanned);
+        self.base += scanned as u64;
         self.live -= moved;
         self.trim_front();
         self.shrink(arena);
