@@ -87,11 +87,6 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     }
 
     #[inline]
-    pub(crate) fn front(&self) -> Option<&T> {
-        self.get(0)
-    }
-
-    #[inline]
     pub(crate) fn back(&self) -> Option<&T> {
         self.get(self.len().wrapping_sub(1))
     }
@@ -132,15 +127,58 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
         self.chunks.push(chunk);
     }
 
+    /// Pops the front element and then the elements after it while `pred` holds for them; returns
+    /// the front element and how many it popped in all (at least one). Inline, and one lookup of the
+    /// head's chunk, which is scanned as a slice; only a run to the end of that chunk goes on out of
+    /// line ([`pop_front_while`](ChunkDeque::pop_front_while)).
     #[inline]
-    pub(crate) fn pop_front(&mut self) -> Option<T> {
-        let value = *self.front()?;
-        self.head += 1;
-        self.len -= 1;
-        if self.head % CHUNK_LEN == 0 {
-            self.left_chunk(self.head / CHUNK_LEN - 1);
+    pub(crate) fn pop_front_run(&mut self, mut pred: impl FnMut(&T) -> bool) -> Option<(T, usize)> {
+        let chunk = self.chunks.get(self.head / CHUNK_LEN)?;
+        // The head's chunk ends at the tail or is full: all of it from `head` on is elements.
+        let (&front, after) = chunk[self.head % CHUNK_LEN..].split_first()?;
+        match after.iter().position(|value| !pred(value)) {
+            Some(n) => {
+                // `head` stays in its chunk.
+                self.head += 1 + n;
+                self.len -= 1 + n;
+                Some((front, 1 + n))
+            }
+            None => {
+                let n = 1 + after.len();
+                self.drop_front(n);
+                Some((front, n + self.pop_front_while(pred)))
+            }
         }
-        Some(value)
+    }
+
+    /// Pops the elements at the front while `pred` holds for them; returns how many. Chunk by chunk,
+    /// each scanned as a slice.
+    #[inline(never)]
+    pub(crate) fn pop_front_while(&mut self, mut pred: impl FnMut(&T) -> bool) -> usize {
+        let mut popped = 0;
+        while let Some(chunk) = self.chunks.get(self.head / CHUNK_LEN) {
+            let rest = &chunk[self.head % CHUNK_LEN..];
+            let run = rest.iter().position(|value| !pred(value));
+            let n = run.unwrap_or(rest.len());
+            popped += n;
+            self.drop_front(n);
+            if run.is_some() || self.len == 0 {
+                break;
+            }
+        }
+        popped
+    }
+
+    /// Pops the first `n` elements (at most [`len`](ChunkDeque::len)) without reading them.
+    #[inline]
+    pub(crate) fn drop_front(&mut self, n: usize) {
+        debug_assert!(n <= self.len);
+        let before = self.head / CHUNK_LEN;
+        self.head += n;
+        self.len -= n;
+        if self.head / CHUNK_LEN != before {
+            self.left_chunk(before);
+        }
     }
 
     /// `head` moved from chunk `before` into a later chunk (or to the end of the last one): the chunks
@@ -269,18 +307,6 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
         accepted
     }
 
-    /// Pops the first `n` elements (at most [`len`](ChunkDeque::len)) without reading them.
-    #[inline]
-    pub(crate) fn drop_front(&mut self, n: usize) {
-        debug_assert!(n <= self.len);
-        let before = self.head / CHUNK_LEN;
-        self.head += n;
-        self.len -= n;
-        if self.head / CHUNK_LEN != before {
-            self.left_chunk(before);
-        }
-    }
-
     /// The elements, front to back, as at most `len / CHUNK_LEN + 2` slices.
     pub(crate) fn slices(&self) -> impl Iterator<Item = &[T]> {
         let first = self.head / CHUNK_LEN;
@@ -363,7 +389,7 @@ mod tests {
         }
         assert_eq!(deque.get(model.len()), None);
         assert_eq!(deque.get(usize::MAX), None);
-        assert_eq!(deque.front(), model.front());
+        assert_eq!(deque.get(0), model.front());
         assert_eq!(deque.back(), model.back());
         assert!(deque.iter().eq(model.iter()));
         assert!(deque.slices().count() <= model.len() / C + 2);
@@ -378,6 +404,8 @@ mod tests {
         Set(usize, u32),
         Truncate(usize),
         DropFront(usize),
+        PopFrontWhileBelow(u32),
+        PopFrontRunBelow(u32),
         ScanAhead(usize, usize),
         ShrinkTo(usize),
     }
@@ -390,6 +418,8 @@ mod tests {
             2 => (any::<usize>(), any::<u32>()).prop_map(|(i, v)| Op::Set(i, v)),
             1 => (0usize..40).prop_map(Op::Truncate),
             1 => (0usize..12).prop_map(Op::DropFront),
+            1 => any::<u32>().prop_map(Op::PopFrontWhileBelow),
+            1 => any::<u32>().prop_map(Op::PopFrontRunBelow),
             1 => (prop_oneof![0usize..=4, Just(usize::MAX)], 0usize..40)
                 .prop_map(|(ahead, stop)| Op::ScanAhead(ahead, stop)),
             1 => (0usize..40).prop_map(Op::ShrinkTo),
@@ -406,7 +436,7 @@ mod tests {
                     deque.push_back(v);
                     model.push_back(v);
                 }
-                Op::PopFront => assert_eq!(deque.pop_front(), model.pop_front()),
+                Op::PopFront => assert_eq!(deque.pop_front_run(|_| false), model.pop_front().map(|v| (v, 1))),
                 Op::PopBack => assert_eq!(deque.pop_back(), model.pop_back()),
                 Op::Set(i, v) if !model.is_empty() => {
                     let i = i % model.len();
@@ -418,6 +448,17 @@ mod tests {
                     let n = n.min(model.len());
                     deque.drop_front(n);
                     model.drain(..n);
+                }
+                Op::PopFrontWhileBelow(limit) => {
+                    let n = model.iter().take_while(|&&v| v < limit).count();
+                    assert_eq!(deque.pop_front_while(|&v| v < limit), n);
+                    model.drain(..n);
+                }
+                Op::PopFrontRunBelow(limit) => {
+                    let n = model.iter().skip(1).take_while(|&&v| v < limit).count();
+                    let expected = model.pop_front().map(|front| (front, 1 + n));
+                    assert_eq!(deque.pop_front_run(|&v| v < limit), expected);
+                    model.drain(..expected.map_or(0, |_| n));
                 }
                 Op::ScanAhead(ahead, stop) => {
                     let mut seen: usize = 0;
@@ -479,7 +520,7 @@ mod tests {
         }
         for i in 5..10_000 {
             deque.push_back(i);
-            assert_eq!(deque.pop_front(), Some(i - 5));
+            assert_eq!(deque.pop_front_run(|_| false), Some((i - 5, 1)));
             assert!(deque.capacity() <= 16, "capacity {}", deque.capacity());
         }
         assert!(deque.iter().copied().eq(9_995..10_000));
@@ -495,7 +536,7 @@ mod tests {
             assert!(deque.capacity() <= (deque.len() / CHUNK + 1) * CHUNK);
         }
         for i in 0..n - 10 {
-            assert_eq!(deque.pop_front(), Some(i));
+            assert_eq!(deque.pop_front_run(|_| false), Some((i, 1)));
             assert!(deque.capacity() < deque.len() + 2 * CHUNK);
             assert!(deque.chunks.len() <= 2 * (deque.len() / CHUNK + 2), "spent chunks not drained");
         }

@@ -64,12 +64,24 @@ impl Slots {
 
     /// Takes the entry at absolute `index`, leaving a hole; trims and compacts (see [`Slots`]).
     pub(crate) fn take(&mut self, arena: &EntryArena, index: u64) -> Option<EntryId> {
-        let removed = self.entries[(index - self.base) as usize].take();
+        let at = (index - self.base) as usize;
         self.live -= 1;
-        self.trim_front();
-        while matches!(self.entries.back(), Some(None)) {
-            self.entries.pop_back();
-        }
+        // The ends are never holes, so only the end taken from can need trimming.
+        let removed = if at == 0 {
+            // The front, as for most cancels (they come in about the order timers were armed): it
+            // and the holes after it go in one scan.
+            let (removed, popped) = self.entries.pop_front_run(Option::is_none).expect("the front");
+            self.base += popped as u64;
+            removed
+        } else {
+            let removed = self.entries[at].take();
+            if at + 1 == self.entries.len() {
+                while matches!(self.entries.back(), Some(None)) {
+                    self.entries.pop_back();
+                }
+            }
+            removed
+        };
         if self.entries.is_empty() {
             // No live entry and no hole: indices restart (they would otherwise only grow).
             self.base = 0;
@@ -130,10 +142,7 @@ impl Slots {
 
     /// Pops the holes at the front (the next live entry keeps its absolute index).
     fn trim_front(&mut self) {
-        while matches!(self.entries.front(), Some(None)) {
-            self.entries.pop_front();
-            self.base += 1;
-        }
+        self.base += self.entries.pop_front_while(Option::is_none) as u64;
     }
 
     /// Compacts a list that is mostly holes, or gives back capacity it no longer needs.
