@@ -233,26 +233,24 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
         self.drain_spent();
     }
 
-    /// Keeps the first `len` elements (drops the others), freeing the chunks that empty.
-    pub(crate) fn truncate(&mut self, len: usize) {
-        if len >= self.len {
-            return;
+    /// Keeps only the elements for which `keep` holds, in order; `keep` gets each element with its
+    /// index and the index it has if kept. O(len), into new buffers: the kept elements are pushed
+    /// onto a new list with room for `capacity` (up to a chunk) from the start.
+    pub(crate) fn retain(&mut self, capacity: usize, mut keep: impl FnMut(&T, usize, usize) -> bool) {
+        let mut kept = ChunkDeque::default();
+        if capacity > 0 {
+            kept.chunks.push(Vec::with_capacity(capacity.min(CHUNK_LEN)));
         }
-        self.len = len;
-        if len == 0 {
-            // Keep the head's chunk, as an emptied VecDeque keeps its buffer.
-            let mut kept = std::mem::take(&mut self.chunks[self.head / CHUNK_LEN]);
-            kept.clear();
-            self.chunks.clear();
-            self.chunks.push(kept);
-            self.head = 0;
-            return;
+        let mut index = 0;
+        for slice in self.slices() {
+            for value in slice {
+                if keep(value, index, kept.len) {
+                    kept.push_back(*value);
+                }
+                index += 1;
+            }
         }
-        let tail = self.head + len;
-        let last = (tail - 1) / CHUNK_LEN;
-        self.chunks.truncate(last + 1);
-        self.chunks[last].truncate(tail - last * CHUNK_LEN);
-        self.drain_spent();
+        *self = kept;
     }
 
     /// Gives back capacity beyond `max(len, min_capacity)` where it can: a list that fits a chunk is
@@ -402,7 +400,7 @@ mod tests {
         PopFront,
         PopBack,
         Set(usize, u32),
-        Truncate(usize),
+        RetainBelow(u32, usize),
         DropFront(usize),
         PopFrontWhileBelow(u32),
         PopFrontRunBelow(u32),
@@ -416,7 +414,7 @@ mod tests {
             2 => Just(Op::PopFront),
             2 => Just(Op::PopBack),
             2 => (any::<usize>(), any::<u32>()).prop_map(|(i, v)| Op::Set(i, v)),
-            1 => (0usize..40).prop_map(Op::Truncate),
+            1 => (any::<u32>(), 0usize..12).prop_map(|(limit, capacity)| Op::RetainBelow(limit, capacity)),
             1 => (0usize..12).prop_map(Op::DropFront),
             1 => any::<u32>().prop_map(Op::PopFrontWhileBelow),
             1 => any::<u32>().prop_map(Op::PopFrontRunBelow),
@@ -470,9 +468,15 @@ mod tests {
                     });
                     assert_eq!(accepted, stop.min(model.len()));
                 }
-                Op::Truncate(len) => {
-                    deque.truncate(len);
-                    model.truncate(len);
+                Op::RetainBelow(limit, capacity) => {
+                    let mut kept = 0;
+                    deque.retain(capacity, |&v, index, to| {
+                        assert_eq!(v, model[index]);
+                        assert_eq!(to, kept);
+                        kept += usize::from(v < limit);
+                        v < limit
+                    });
+                    model.retain(|&v| v < limit);
                 }
                 Op::ShrinkTo(min) => {
                     deque.shrink_to(min);

@@ -157,24 +157,22 @@ impl Slots {
 
     /// Squeezes out every hole, renumbering the entries that move; with `from_zero`, the indices
     /// restart at 0 and every entry is renumbered.
+    #[cold]
+    #[inline(never)]
     fn renumber(&mut self, arena: &EntryArena, from_zero: bool) {
         if from_zero {
             self.base = 0;
         }
-        let len = self.entries.len();
-        let mut kept = 0;
-        for read in 0..len {
-            if let Some(entry) = self.entries[read].take() {
-                if read != kept || from_zero {
-                    let mut state = arena.lock(entry);
-                    state.location = state.location.map(|location| location.at(self.base + kept as u64));
-                }
-                self.entries[kept] = Some(entry);
-                kept += 1;
+        let base = self.base;
+        self.entries.retain((self.live * 2).max(MIN_COMPACT), |slot, at, to| {
+            let Some(entry) = *slot else { return false };
+            if at != to || from_zero {
+                let mut state = arena.lock(entry);
+                state.location = state.location.map(|location| location.at(base + to as u64));
             }
-        }
-        self.entries.truncate(kept);
-        self.entries.shrink_to((kept * 2).max(MIN_COMPACT));
+            true
+        });
+        self.entries.shrink_to((self.entries.len() * 2).max(MIN_COMPACT));
     }
 }
 
