@@ -78,15 +78,6 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     }
 
     #[inline]
-    pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut T> {
-        if index >= self.len() {
-            return None;
-        }
-        let position = self.head + index;
-        self.chunks.get_mut(position / CHUNK_LEN)?.get_mut(position % CHUNK_LEN)
-    }
-
-    #[inline]
     pub(crate) fn back(&self) -> Option<&T> {
         self.get(self.len().wrapping_sub(1))
     }
@@ -329,17 +320,31 @@ impl<T: Copy, const CHUNK_LEN: usize> std::ops::Index<usize> for ChunkDeque<T, C
 
     #[inline]
     fn index(&self, index: usize) -> &T {
-        let len = self.len();
-        self.get(index).unwrap_or_else(|| panic!("index {index} out of a ChunkDeque of {len}"))
+        if index >= self.len {
+            out_of_bounds(index, self.len);
+        }
+        let position = self.head + index;
+        &self.chunks[position / CHUNK_LEN][position % CHUNK_LEN]
     }
 }
 
 impl<T: Copy, const CHUNK_LEN: usize> std::ops::IndexMut<usize> for ChunkDeque<T, CHUNK_LEN> {
     #[inline]
     fn index_mut(&mut self, index: usize) -> &mut T {
-        let len = self.len();
-        self.get_mut(index).unwrap_or_else(|| panic!("index {index} out of a ChunkDeque of {len}"))
+        if index >= self.len {
+            out_of_bounds(index, self.len);
+        }
+        let position = self.head + index;
+        &mut self.chunks[position / CHUNK_LEN][position % CHUNK_LEN]
     }
+}
+
+/// The panic of an index past the end, out of line (no spill on the indexing path).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_bounds(index: usize, len: usize) -> ! {
+    panic!("index {index} out of a ChunkDeque of {len}")
 }
 
 #[cfg(test)]

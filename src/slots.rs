@@ -63,6 +63,7 @@ impl Slots {
     }
 
     /// Takes the entry at absolute `index`, leaving a hole; trims and compacts (see [`Slots`]).
+    #[inline]
     pub(crate) fn take(&mut self, arena: &EntryArena, index: u64) -> Option<EntryId> {
         let at = (index - self.base) as usize;
         self.live -= 1;
