@@ -127,6 +127,7 @@ mod advancing;
 mod arena;
 mod bucket;
 mod builder;
+mod chunk_deque;
 mod clock;
 mod counters;
 mod deadline;

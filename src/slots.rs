@@ -1,13 +1,13 @@
 //! `Slots`: the list of one bucket stage, with stable indices and O(1) removal.
 //!
-//! The entries of a stage live in a deque of `Option` slots; each entry records its absolute index
+//! The entries of a stage live in a deque of `Option` slots (a [`ChunkDeque`]: a big list grows in
+//! 1 KiB chunks, not by doubling); each entry records its absolute index
 //! (in its location, with its bucket and stage: `location.rs`), so a cancel finds its slot at
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
 //! owning bucket's lock held; slot locks are taken inside (bucket, then slot: `entry/`).
 
-use std::collections::VecDeque;
-
 use crate::arena::{prefetch_ahead, EntryArena};
+use crate::chunk_deque::ChunkDeque;
 use crate::deadline::Deadline;
 use crate::entry::EntryId;
 use crate::location::INDEX_LIMIT;
@@ -24,7 +24,7 @@ pub(crate) const MIN_COMPACT: usize = 32;
 /// (flat memory) at amortised O(1). An entry's index is absolute: slot `i` is `entries[i - base]`.
 #[derive(Default)]
 pub(crate) struct Slots {
-    entries: VecDeque<Option<EntryId>>,
+    entries: ChunkDeque<Option<EntryId>>,
     /// The absolute index of `entries[0]`.
     base: u64,
     live: usize,
@@ -63,13 +63,26 @@ impl Slots {
     }
 
     /// Takes the entry at absolute `index`, leaving a hole; trims and compacts (see [`Slots`]).
+    #[inline]
     pub(crate) fn take(&mut self, arena: &EntryArena, index: u64) -> Option<EntryId> {
-        let removed = self.entries[(index - self.base) as usize].take();
+        let at = (index - self.base) as usize;
         self.live -= 1;
-        self.trim_front();
-        while matches!(self.entries.back(), Some(None)) {
-            self.entries.pop_back();
-        }
+        // The ends are never holes, so only the end taken from can need trimming.
+        let removed = if at == 0 {
+            // The front, as for most cancels (they come in about the order timers were armed): it
+            // and the holes after it go in one scan.
+            let (removed, popped) = self.entries.pop_front_run(Option::is_none).expect("the front");
+            self.base += popped as u64;
+            removed
+        } else {
+            let removed = self.entries[at].take();
+            if at + 1 == self.entries.len() {
+                while matches!(self.entries.back(), Some(None)) {
+                    self.entries.pop_back();
+                }
+            }
+            removed
+        };
         if self.entries.is_empty() {
             // No live entry and no hole: indices restart (they would otherwise only grow).
             self.base = 0;
@@ -89,8 +102,8 @@ impl Slots {
         }
         // The slots lie far apart: each is a cache miss, started `ahead` entries early.
         let ahead = prefetch_ahead(n);
-        let prefetch = |ahead: Option<&Option<EntryId>>| {
-            if let Some(&Some(ahead)) = ahead {
+        let prefetch = |ahead: Option<Option<EntryId>>| {
+            if let Some(Some(ahead)) = ahead {
                 arena.prefetch(ahead);
             }
         };
@@ -98,26 +111,31 @@ impl Slots {
             // The whole list: hand it over and start afresh (indices restart at 0).
             let taken = std::mem::take(self);
             out.reserve(taken.live);
-            let mut lead = taken.entries.iter().skip(ahead);
-            for &slot in &taken.entries {
-                prefetch(lead.next());
+            taken.entries.scan_ahead(ahead, |slot, ahead| {
+                prefetch(ahead);
                 if let Some(entry) = slot {
                     out.push(transit(arena, entry));
                 }
-            }
+                true
+            });
             return;
         }
         out.reserve(n);
         let mut moved = 0;
-        while moved < n {
-            prefetch(self.entries.get(ahead));
-            let Some(slot) = self.entries.pop_front() else { break };
-            self.base += 1;
+        // The slots up to the `n`th live one.
+        let scanned = self.entries.scan_ahead(ahead, |slot, ahead| {
+            if moved == n {
+                return false;
+            }
+            prefetch(ahead);
             if let Some(entry) = slot {
                 out.push(transit(arena, entry));
                 moved += 1;
             }
-        }
+            true
+        });
+        self.entries.drop_front(scanned);
+        self.base += scanned as u64;
         self.live -= moved;
         self.trim_front();
         self.shrink(arena);
@@ -125,10 +143,7 @@ impl Slots {
 
     /// Pops the holes at the front (the next live entry keeps its absolute index).
     fn trim_front(&mut self) {
-        while matches!(self.entries.front(), Some(None)) {
-            self.entries.pop_front();
-            self.base += 1;
-        }
+        self.base += self.entries.pop_front_while(Option::is_none) as u64;
     }
 
     /// Compacts a list that is mostly holes, or gives back capacity it no longer needs.
@@ -143,24 +158,22 @@ impl Slots {
 
     /// Squeezes out every hole, renumbering the entries that move; with `from_zero`, the indices
     /// restart at 0 and every entry is renumbered.
+    #[cold]
+    #[inline(never)]
     fn renumber(&mut self, arena: &EntryArena, from_zero: bool) {
         if from_zero {
             self.base = 0;
         }
-        let len = self.entries.len();
-        let mut kept = 0;
-        for read in 0..len {
-            if let Some(entry) = self.entries[read].take() {
-                if read != kept || from_zero {
-                    let mut state = arena.lock(entry);
-                    state.location = state.location.map(|location| location.at(self.base + kept as u64));
-                }
-                self.entries[kept] = Some(entry);
-                kept += 1;
+        let base = self.base;
+        self.entries.retain((self.live * 2).max(MIN_COMPACT), |slot, at, to| {
+            let Some(entry) = *slot else { return false };
+            if at != to || from_zero {
+                let mut state = arena.lock(entry);
+                state.location = state.location.map(|location| location.at(base + to as u64));
             }
-        }
-        self.entries.truncate(kept);
-        self.entries.shrink_to((kept * 2).max(MIN_COMPACT));
+            true
+        });
+        self.entries.shrink_to((self.entries.len() * 2).max(MIN_COMPACT));
     }
 }
 
