@@ -359,12 +359,17 @@ mod tests {
                 (Some(word), Some((tick, rank))) => {
                     assert_eq!(word.tick(), tick, "tick {n} at {at}");
                     let got_rank = u128::from(word.rank());
-                    assert!(got_rank == rank || got_rank + 1 == rank, "rank {got_rank} vs {rank}: tick {n} at {at}");
+                    assert!(
+                        got_rank == rank || got_rank + 1 == rank,
+                        "rank {got_rank} vs {rank}: tick {n} at {at}"
+                    );
                     if let Some(later) = t.ceil(at + u128::from(wide(&mut next) % n)) {
                         assert!(later >= word, "a later deadline ranked earlier: tick {n} at {at}");
                     }
                 }
-                (got, expected) => panic!("tick {n} now {now} delay {delay:?}: {got:?}, expected {expected:?}"),
+                (got, expected) => {
+                    panic!("tick {n} now {now} delay {delay:?}: {got:?}, expected {expected:?}")
+                }
             }
             if i % 16 == 0 {
                 let max = t.max_delay(now);

@@ -208,9 +208,8 @@ mod tests {
         for tick_nanos in [1_000u64, 1_003, 7_000, 1_000_000, 1_500_000_000, u64::MAX] {
             let ranker = Ranker::new(tick_nanos);
             let exact = |below: u64| (u128::from(below) * 256 / u128::from(tick_nanos)) as u8;
-            let probes: Vec<u64> = (0..4_096u64)
-                .map(|i| (u128::from(tick_nanos - 1) * u128::from(i) / 4_095) as u64)
-                .collect();
+            let probes: Vec<u64> =
+                (0..4_096u64).map(|i| (u128::from(tick_nanos - 1) * u128::from(i) / 4_095) as u64).collect();
             for &below in probes.iter().chain(&[1, tick_nanos / 2, tick_nanos - 2]) {
                 // The reciprocal rounds down, so a rank is the exact one or one less, never more.
                 let rank = ranker.rank(below);

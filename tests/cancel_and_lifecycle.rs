@@ -369,7 +369,8 @@ fn long_ticks_report_the_range_honestly() {
     // A deadline's tick has 56 bits (the rest ranks it within the tick): with 1.5 s ticks that is
     // about 3.4 billion years, far past the 584 years of nanoseconds in a `u64`, and `max_delay`
     // says exactly where it ends (on a manual clock, so that it does not move in between).
-    let timer = Timer::builder().tick(Duration::from_millis(1_500)).clock(ManualClock::new()).manual().build();
+    let timer =
+        Timer::builder().tick(Duration::from_millis(1_500)).clock(ManualClock::new()).manual().build();
     let max = timer.max_delay();
     assert!(max > Duration::from_secs(1 << 56), "{max:?}");
     let h = timer.try_schedule(max, || {}).expect("max_delay is accepted");

@@ -311,7 +311,12 @@ pub(crate) enum Return {
 /// What every holder does last: claims the entry as `to` if it is still pending, releases the slot
 /// either way and (with [`Return::Now`]) returns it to the arena. The closure (if this call won the
 /// claim) and the deadline come back, to be run or dropped with no lock held.
-fn claim_and_release(arena: &EntryArena, id: EntryId, to: Status, ret: Return) -> (Option<InlineTask>, Deadline) {
+fn claim_and_release(
+    arena: &EntryArena,
+    id: EntryId,
+    to: Status,
+    ret: Return,
+) -> (Option<InlineTask>, Deadline) {
     let claimed = {
         let mut state = arena.lock(id);
         let task = state.claim(to);
