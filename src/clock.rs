@@ -182,21 +182,16 @@ impl TickLength {
     /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
     #[inline]
     pub(crate) fn deadline(self, now_nanos: u64, delay: Duration) -> Option<Deadline> {
-        // Fast path in u64 (a u128 division costs several times more); same result as `ceil`.
-        let deadline = delay
+        // Fast path: `ceil`'s arithmetic in u64 (a u128 division costs several times more), taken
+        // whenever its `x` fits.
+        let x = delay
             .as_secs()
             .checked_mul(1_000_000_000)
             .and_then(|nanos| nanos.checked_add(u64::from(delay.subsec_nanos())))
-            .and_then(|delay| now_nanos.checked_add(delay));
-        match deadline {
-            Some(deadline) => {
-                let (whole, part) = (deadline / self.nanos, deadline % self.nanos);
-                let (tick, below) = match part {
-                    0 => (whole, self.nanos - 1),
-                    _ => (whole + 1, part - 1),
-                };
-                Deadline::new(tick, self.ranker.rank(below))
-            }
+            .and_then(|delay| now_nanos.checked_add(delay))
+            .and_then(|deadline| deadline.checked_add(self.nanos - 1));
+        match x {
+            Some(x) => Deadline::new(x / self.nanos, self.ranker.rank(x % self.nanos)),
             None => self.ceil(u128::from(now_nanos) + delay.as_nanos()),
         }
     }
