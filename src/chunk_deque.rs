@@ -234,13 +234,9 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
         if capacity > 0 {
             kept.chunks.push(Vec::with_capacity(capacity.min(CHUNK_LEN)));
         }
-        let mut index = 0;
-        for slice in self.slices() {
-            for value in slice {
-                if keep(value, index, kept.len) {
-                    kept.push_back(*value);
-                }
-                index += 1;
+        for (index, value) in self.iter().enumerate() {
+            if keep(value, index, kept.len) {
+                kept.push_back(*value);
             }
         }
         *self = kept;

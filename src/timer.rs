@@ -551,10 +551,7 @@ impl Scratch {
     const KEEP: usize = 1 << 14;
 
     fn trim(&mut self) {
-        if self.taken.capacity() > Self::KEEP {
-            self.taken.shrink_to(Self::KEEP);
-        }
-        for buffer in [&mut self.due, &mut self.spare] {
+        for buffer in [&mut self.taken, &mut self.due, &mut self.spare] {
             if buffer.capacity() > Self::KEEP {
                 buffer.shrink_to(Self::KEEP);
             }
