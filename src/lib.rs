@@ -102,7 +102,7 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except two private modules: `inline_task`, which stores
+//! The crate denies `unsafe_code` everywhere except three private modules: `inline_task`, which stores
 //! a task's closure type-erased in a fixed 24 bytes (inline when it captures at most two words) so
 //! that entries can live densely in slots, and `slot_lock`, the slots' lock, whose state lives in two
 //! spare bits of the entry's generation word (an `UnsafeCell` behind a guard, parking through
@@ -110,7 +110,9 @@
 //! cache line (`_mm_prefetch`, for loops over many slots). Every `unsafe` block there carries a `// SAFETY:`
 //! comment (enforced by `clippy::undocumented_unsafe_blocks`), the module docs give the whole
 //! argument, and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s
-//! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own.
+//! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. The third,
+//! `timer_slack`, is one `prctl` call (Linux): the driver thread asks the kernel to wake it within a
+//! thousandth of a tick instead of the default 50 µs.
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
@@ -118,8 +120,8 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// Two modules may use `unsafe`, `inline_task` and `slot_lock` (see "Unsafe code" above); everything
-// else is safe Rust.
+// Three modules may use `unsafe`, `inline_task`, `slot_lock` and `timer_slack` (see "Unsafe code"
+// above); everything else is safe Rust.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -153,6 +155,9 @@ mod slots;
 mod stats;
 mod sync;
 mod timer;
+#[allow(unsafe_code)]
+#[cfg(not(delaywheel_loom))]
+mod timer_slack;
 mod trace;
 mod unfired;
 mod wheel;

@@ -391,3 +391,39 @@ fn tasks_running_during_shutdown_cannot_schedule() {
     assert!(results.iter().all(|r| *r == Err(ScheduleError::ShutDown)), "{results:?}");
     assert!(timer.is_empty());
 }
+
+/// The slack of the process's thread named `name` (`None` without procfs or before Linux 4.6).
+#[cfg(target_os = "linux")]
+fn slack_of_thread_named(name: &str) -> Option<u64> {
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let tid = task.ok()?.file_name();
+        let tid = tid.to_str()?;
+        let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+        if comm.trim() == name {
+            let slack = std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns")).ok()?;
+            return slack.trim().parse().ok();
+        }
+    }
+    None
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_driver_asks_to_be_woken_within_a_thousandth_of_a_tick() {
+    // The kernel's default is 50 µs, 5 % of a 1 ms tick (`timer_slack.rs`).
+    let timer = Timer::builder().tick(ms(1)).thread_name("slack-1ms").build();
+    let coarse = Timer::builder().tick(Duration::from_secs(1)).thread_name("slack-1s").build();
+    if !std::path::Path::new("/proc/self/timerslack_ns").exists() {
+        return; // Linux before 4.6: the slack cannot be read
+    }
+    // The driver sets it as it starts.
+    let fine = || slack_of_thread_named("slack-1ms");
+    assert!(eventually(Duration::from_secs(5), || fine() == Some(1_000)), "1 ms tick: {:?}", fine());
+    let coarse_slack = || slack_of_thread_named("slack-1s");
+    assert!(
+        eventually(Duration::from_secs(5), || coarse_slack() == Some(50_000)),
+        "1 s tick: {:?}",
+        coarse_slack()
+    );
+    drop((timer, coarse));
+}
