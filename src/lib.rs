@@ -139,7 +139,7 @@ mod entry;
 mod error;
 mod global;
 mod handle;
-// The one module with `unsafe` code (see "Unsafe code" above): a closure stored in a slot.
+// A module with `unsafe` code (see "Unsafe code" above): a closure stored in a slot.
 #[allow(unsafe_code)]
 mod inline_task;
 mod location;
@@ -148,13 +148,14 @@ pub mod purgatory;
 mod repeating;
 #[cfg(feature = "async")]
 mod sleep;
-// The other module with `unsafe` code (see "Unsafe code" above): the arena slots' lock.
+// A module with `unsafe` code (see "Unsafe code" above): the arena slots' lock.
 #[allow(unsafe_code)]
 mod slot_lock;
 mod slots;
 mod stats;
 mod sync;
 mod timer;
+// A module with `unsafe` code (see "Unsafe code" above): the driver thread's timer slack.
 #[allow(unsafe_code)]
 #[cfg(not(delaywheel_loom))]
 mod timer_slack;

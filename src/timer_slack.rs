@@ -15,7 +15,7 @@
 //! this does nothing.
 //!
 //! The one `unsafe` block is the `prctl` call (see its SAFETY comment); the crate otherwise allows
-//! `unsafe` only in `inline_task` and `slot_lock` (`lib.rs`).
+//! `unsafe` only in `inline_task` and `slot_lock` (`lib.rs`, `docs/design.md`).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
