@@ -8,8 +8,7 @@
 
 use crate::arena::{prefetch_ahead, EntryArena};
 use crate::chunk_deque::ChunkDeque;
-use crate::deadline::Deadline;
-use crate::entry::EntryId;
+use crate::entry::{EntryId, EntryState};
 use crate::location::INDEX_LIMIT;
 
 /// Below this many slots a list is never compacted or shrunk.
@@ -91,15 +90,14 @@ impl Slots {
         removed
     }
 
-    /// Moves the first `n` live entries (in insertion order) to `out` with their deadlines,
-    /// in transit (no location): the caller holds them from now on (`entry/`).
-    pub(crate) fn take_front(&mut self, n: usize, arena: &EntryArena, out: &mut Vec<(EntryId, Deadline)>) {
-        #[inline(always)]
-        fn transit(arena: &EntryArena, entry: EntryId) -> (EntryId, Deadline) {
-            let mut state = arena.lock(entry);
-            state.location = None;
-            (entry, state.deadline)
-        }
+    /// Takes the first `n` live entries (in insertion order) out of the list, handing each to
+    /// `each` with its slot locked: the caller holds them from now on (`entry/`) and must clear
+    /// their location under that lock.
+    #[inline(always)]
+    pub(crate) fn take_front<F>(&mut self, n: usize, arena: &EntryArena, mut each: F)
+    where
+        F: FnMut(EntryId, &mut EntryState<'_>),
+    {
         // The slots lie far apart: each is a cache miss, started `ahead` entries early.
         let ahead = prefetch_ahead(n);
         let prefetch = |ahead: Option<Option<EntryId>>| {
@@ -110,17 +108,15 @@ impl Slots {
         if n == self.live {
             // The whole list: hand it over and start afresh (indices restart at 0).
             let taken = std::mem::take(self);
-            out.reserve(taken.live);
             taken.entries.scan_ahead(ahead, |slot, ahead| {
                 prefetch(ahead);
                 if let Some(entry) = slot {
-                    out.push(transit(arena, entry));
+                    each(entry, &mut arena.lock(entry));
                 }
                 true
             });
             return;
         }
-        out.reserve(n);
         let mut moved = 0;
         // The slots up to the `n`th live one.
         let scanned = self.entries.scan_ahead(ahead, |slot, ahead| {
@@ -129,7 +125,7 @@ impl Slots {
             }
             prefetch(ahead);
             if let Some(entry) = slot {
-                out.push(transit(arena, entry));
+                each(entry, &mut arena.lock(entry));
                 moved += 1;
             }
             true

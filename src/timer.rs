@@ -9,8 +9,9 @@
 //! * **advance_clock** (serialised by `advance_lock`): pop every due bucket in expiration order; for
 //!   each, move the cursor to its expiration, visit it (take out what is due there: a level-0
 //!   bucket's entries, or the stages of a coarser bucket that may cascade now, see `bucket.rs`),
-//!   queue it again if the visit says so, and re-add every entry taken relative to the cursor: an
-//!   entry lands in a finer level (cascade) or is due and fires. Fired tasks of one bucket run after
+//!   queue it again if the visit says so; the entries due at the cursor go straight to the batch to
+//!   fire, and every other entry taken is re-added relative to the cursor: it lands in a finer level
+//!   (cascade). Fired tasks of one bucket run after
 //!   that bucket's visit, with no lock held but `advance_lock`.
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned.
@@ -27,7 +28,7 @@ use std::time::Duration;
 
 use crate::advancing::{self, Advancing};
 use crate::arena::{prefetch_ahead, EntryArena};
-use crate::bucket::Popped;
+use crate::bucket::{Handoff, Popped};
 use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::counters::Counters;
@@ -401,7 +402,7 @@ impl Shared {
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
-            match bucket.visit_into(&self.arena, cursor, taken) {
+            match bucket.visit_into(&self.arena, cursor, Handoff { taken, due }) {
                 Popped::Stale => continue,
                 Popped::Visited { requeue } => {
                     flushed = true;
@@ -410,7 +411,8 @@ impl Shared {
                     }
                 }
             }
-            let visited = taken.len();
+            let visited = taken.len() + due.len();
+            // The entries due at the cursor went straight to `due`; the rest cascade.
             for held in taken.drain(..) {
                 match self.wheel.add(&self.arena, held, cursor, None, None) {
                     AddOutcome::Due(entry) => due.push((entry, held.1)),

@@ -222,6 +222,14 @@ impl EntryState<'_> {
         self.set_life(self.life().vacate());
     }
 
+    /// A visit takes the entry out of its bucket into transit (no location): the visitor holds it
+    /// from now on and re-adds or fires it by its deadline, which this returns.
+    #[inline(always)]
+    pub(crate) fn leave_for_transit(&mut self) -> Deadline {
+        self.location = None;
+        self.deadline
+    }
+
     /// For the bucket tests: `Pending → to`, dropping the closure.
     #[cfg(test)]
     pub(crate) fn claim_for_test(&mut self, to: Status) -> bool {
