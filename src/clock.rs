@@ -310,13 +310,8 @@ mod tests {
     /// never gets a smaller word, and `max_delay` is exactly the largest delay accepted.
     #[test]
     fn deadlines_match_a_u128_reference_across_the_range() {
-        let mut state = 0x1234_5678_9abc_def1u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x1234_5678_9abc_def1);
+        let mut next = move || rng.next();
         // A value of a random bit length (0 to 64 bits), so that every magnitude is visited.
         let wide = |next: &mut dyn FnMut() -> u64| match next() % 65 {
             0 => 0,

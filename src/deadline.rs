@@ -173,13 +173,8 @@ mod tests {
 
     #[test]
     fn batches_sort_like_a_comparison_sort_and_big_ones_stably() {
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next();
         let mut spare = Vec::new();
         for round in 0..400 {
             let len = (next() % 600) as usize;

@@ -154,6 +154,8 @@ mod slot_lock;
 mod slots;
 mod stats;
 mod sync;
+#[cfg(test)]
+mod test_rng;
 mod timer;
 // A module with `unsafe` code (see "Unsafe code" above): the driver thread's timer slack.
 #[allow(unsafe_code)]

@@ -269,11 +269,9 @@ mod tests {
         // What makes recording one value for a whole run exact (`Batch`): checked against the
         // histogram itself, so a change of `SIGNIFICANT_DIGITS` or of hdrhistogram shows here.
         let histogram = Histogram::<u64>::new(SIGNIFICANT_DIGITS).unwrap();
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rng = crate::test_rng::XorShift::new(0x9E37_79B9_7F4A_7C15);
         for i in 0..200_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             // Values of every magnitude, and neighbours within a few bins of each other.
             let a = x >> (x % 64);
             let b = a.wrapping_add(i % 5_000);

@@ -507,13 +507,8 @@ mod tests {
 
     #[test]
     fn the_precomputed_table_places_exactly_like_the_reference() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next();
         for wheel_size in [2u64, 3, 4, 20, 60, 64, 512, 1000, 65_536] {
             let table = LevelTable::new(wheel_size);
             for _ in 0..20_000 {
