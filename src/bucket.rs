@@ -184,7 +184,7 @@ pub(crate) enum Popped {
 #[cfg(test)]
 #[derive(Debug, Default)]
 struct Visit {
-    /// Entries to re-add through the wheel (in transit: no location).
+    /// Every entry taken out, due or to cascade (in transit: no location).
     entries: Vec<EntryId>,
     /// The new expiration, at which the caller must queue the bucket (`None`: nothing left).
     requeue: Option<u64>,
@@ -300,6 +300,7 @@ impl TimerTaskList {
     /// `entry::cancel`): under this bucket's lock and then the slot's, claims the entry `ticket`
     /// names ([`EntryState::claim_cancel`]) and, if it is still in this bucket, takes it out of the
     /// list. `None` if the ticket no longer names a pending entry.
+    #[inline]
     pub(crate) fn cancel(this: &Self, arena: &EntryArena, ticket: Ticket) -> Option<(InlineTask, Claimed)> {
         let mut stages = this.stages.lock();
         let (task, claimed) = arena.lock(ticket.id).claim_cancel(ticket, this.key)?;
@@ -338,7 +339,9 @@ impl TimerTaskList {
                 Ok(slack) => (2 * live).div_ceil(slack).max(CASCADE_CHUNK).min(live),
                 Err(_) => CASCADE_CHUNK.min(live),
             };
+            // Room for all in both: neither grows under the slot locks.
             taken.reserve(take);
+            due.reserve(take);
             stage.slots.take_front(take, arena, |entry, state| {
                 let deadline = state.leave_for_transit();
                 if deadline.tick() <= cursor {
@@ -473,6 +476,32 @@ mod tests {
         assert_eq!(bucket.expiration(), NO_EXPIRATION);
         assert!(es.iter().all(|e| location(arena, e).is_none()), "visited entries are in transit");
         assert_eq!(add_all(arena, &bucket, &es[..1], at(30)), [Some(30)]);
+    }
+
+    #[test]
+    fn a_visit_hands_over_the_entries_due_at_the_cursor_apart_from_those_to_cascade() {
+        let arena = &EntryArena::unaudited();
+        // A level-1 bucket whose round starts at 100: one stage, deadlines 100 to 103 in turn.
+        let bucket = Arc::new(TimerTaskList::new(1, 0));
+        let es: Vec<Ticket> = (0..12).map(|i| new_entry(arena, 100 + i % 4, || {}).unwrap()).collect();
+        add_all(arena, &bucket, &es, stage(0, 100, 100, 100));
+        let (mut taken, mut due) = (Vec::new(), Vec::new());
+        let popped = bucket.visit_into(arena, 101, Handoff { taken: &mut taken, due: &mut due });
+        assert_eq!(popped, Popped::Visited { requeue: None });
+        let ticks = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(_, d)| d.tick()).collect::<Vec<_>>();
+        assert_eq!(ticks(&due), [100, 101, 100, 101, 100, 101], "due at 101, in list order");
+        assert_eq!(ticks(&taken), [102, 103, 102, 103, 102, 103], "to cascade");
+        let ids = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+        let expected = |r: std::ops::Range<u64>| {
+            let deadline = |i: usize| 100 + i as u64 % 4;
+            es.iter()
+                .enumerate()
+                .filter(|&(i, _)| r.contains(&deadline(i)))
+                .map(|(_, e)| e.id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!((ids(&due), ids(&taken)), (expected(100..102), expected(102..104)));
+        assert!(es.iter().all(|e| location(arena, e).is_none()), "both kinds are in transit");
     }
 
     #[test]

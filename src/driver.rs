@@ -38,7 +38,11 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    pub(crate) fn start(shared: &Arc<Shared>, name: String) -> std::io::Result<Driver> {
+    pub(crate) fn start(
+        shared: &Arc<Shared>,
+        name: String,
+        precise_wakeups: bool,
+    ) -> std::io::Result<Driver> {
         #[cfg(not(delaywheel_loom))]
         if let crate::clock::ClockSource::Manual(clock) = shared.clock() {
             // A driver on a manual clock sleeps until the clock moves: wake it on every advance.
@@ -55,8 +59,8 @@ impl Driver {
         let thread = Builder::new().name(name).spawn(move || {
             // Woken within a thousandth of a tick, not the kernel's default 50 µs (`timer_slack.rs`).
             #[cfg(not(delaywheel_loom))]
-            if !shared.clock().is_manual() {
-                crate::timer_slack::set_for_this_thread(shared.ticks());
+            if precise_wakeups && !shared.clock().is_manual() {
+                crate::timer_slack::lower_for_this_thread(shared.ticks());
             }
             while !shared.is_shut_down() {
                 shared.queue().wait_due(shared.clock(), shared.ticks(), None);

@@ -10,8 +10,8 @@
 //!                  slot = bucket (TimerTaskList): own lock, entries, expiration
 //!                            │ expiration set/lowered? ─► pushed into ONE DelayQueue (min-heap)
 //!                            ▼
-//!  advance_clock: pop due buckets in expiration order; flush each; every entry is re-added:
-//!                 into a finer level (cascade), or fired if due.
+//!  advance_clock: pop due buckets in expiration order; flush each: an entry due at the cursor
+//!                 fires, every other one is re-added into a finer level (cascade).
 //! ```
 //!
 //! Only non-empty buckets are ever queued, so the driver sleeps until the earliest bucket is due and
@@ -21,7 +21,8 @@
 //!
 //! A task's deadline is `now + delay` at the clock's full precision. It fires at the first tick
 //! boundary at or after its deadline: **never early, at most one tick late** (plus the driver's
-//! wake-up time). The tasks due at one tick fire in the order of their deadlines (to a 256th of a
+//! wake-up time: on Linux the driver lowers its thread's timer slack to a thousandth of a tick for
+//! that, see [`TimerBuilder::precise_wakeups`]). The tasks due at one tick fire in the order of their deadlines (to a 256th of a
 //! tick), except that at the first tick of a coarser level's round, the tasks due then that were
 //! filed in that level fire after the others. Deadlines as far as 2^56 - 1 ticks (2.28 million years of 1 ms ticks) are served by further
 //! levels; beyond that [`Timer::try_schedule`] returns [`ScheduleError::DelayTooLong`].
@@ -111,8 +112,9 @@
 //! comment (enforced by `clippy::undocumented_unsafe_blocks`), the module docs give the whole
 //! argument, and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s
 //! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. The third,
-//! `timer_slack`, is one `prctl` call (Linux): the driver thread asks the kernel to wake it within a
-//! thousandth of a tick instead of the default 50 µs.
+//! `timer_slack`, is two `prctl` calls (Linux, Android): the driver thread asks the kernel to wake it
+//! within a thousandth of a tick instead of the default 50 µs (never raising its slack); Miri, which
+//! has no `prctl` on Linux, skips it.
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,

@@ -152,7 +152,11 @@ impl Timer {
         });
         let now_tick = shared.ticks.floor(shared.clock.now_nanos());
         shared.current_tick.store(now_tick, Ordering::Relaxed);
-        let driver = if config.manual { None } else { Some(Driver::start(&shared, config.thread_name)?) };
+        let driver = if config.manual {
+            None
+        } else {
+            Some(Driver::start(&shared, config.thread_name, config.precise_wakeups)?)
+        };
         Ok(Timer { shared, driver: Mutex::new(driver) })
     }
 
@@ -415,6 +419,8 @@ impl Shared {
             // The entries due at the cursor went straight to `due`; the rest cascade.
             for held in taken.drain(..) {
                 match self.wheel.add(&self.arena, held, cursor, None, None) {
+                    // Not met: the visit handed the entries due at the cursor to `due` already.
+                    // Kept rather than `unreachable!`: firing is right for a due entry anyway.
                     AddOutcome::Due(entry) => due.push((entry, held.1)),
                     AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
                     AddOutcome::Done => {}

@@ -24,7 +24,8 @@
 //! the index. The holder that finds the entry no longer `Pending` (after its own claim, or a
 //! cancel's) **releases** the slot ([`EntryState::release`]: the generation goes up, the closure is
 //! gone) and returns it to the arena. A cancel becomes the holder when it takes the entry out of its
-//! bucket itself; when the entry is in transit the driver holds it and releases it on re-add.
+//! bucket itself; when the entry is in transit the driver holds it and releases it when it re-adds
+//! or fires it.
 //!
 //! A [`Ticket`] (what a handle keeps) is an index and a generation, and the key of the bucket the
 //! entry was first added to: every operation started from a ticket checks the generation under the
@@ -44,8 +45,9 @@
 //! Location invariant: `location == Some(l)` if and only if the bucket keyed `l.bucket()` holds this
 //! entry in stage `l.stage()` at index `l.index()` (`location.rs`); it only changes while that
 //! bucket's lock is held. A `None` location with
-//! status `Pending` means the entry is in transit (taken out by a visit, not yet re-added); the
-//! re-add checks the status under both locks and reports a cancelled entry instead of inserting it.
+//! status `Pending` means the entry is in transit (taken out by a visit, not yet re-added or fired);
+//! the re-add checks the status under both locks and reports a cancelled entry instead of inserting
+//! it, and the firing claim finds it cancelled and only releases the slot.
 
 use std::num::NonZeroU32;
 use std::panic::{self, AssertUnwindSafe};
