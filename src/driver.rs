@@ -41,7 +41,8 @@ impl Driver {
     pub(crate) fn start(
         shared: &Arc<Shared>,
         name: String,
-        precise_wakeups: bool,
+        // (No timer slack under loom: its models run no driver thread.)
+        #[cfg_attr(delaywheel_loom, allow(unused_variables))] precise_wakeups: bool,
     ) -> std::io::Result<Driver> {
         #[cfg(not(delaywheel_loom))]
         if let crate::clock::ClockSource::Manual(clock) = shared.clock() {
