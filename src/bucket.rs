@@ -65,29 +65,36 @@ use crate::arena::EntryArena;
 use crate::deadline::Deadline;
 use crate::entry::{Claimed, EntryId, Fresh, Status, Ticket};
 use crate::inline_task::InlineTask;
-use crate::location::{bucket_key, Location};
+use crate::location::{bucket_key, LaneKey, Location};
 use crate::slots::Slots;
-use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{thread_index, AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::wheel::{StagePlan, STAGES};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
 
-/// The fewest entries a visit cascades from a stage whose range is still more than a tick ahead (a
-/// visit costs a queue pop and push: not worth it for fewer). The loom models use 1, so that a few
-/// entries make a chunked cascade.
+/// Lanes per bucket (see the module docs): a power of two, at most `location::LANE_BITS` allows.
+/// Two under loom too, so that the models' scheduler and driver threads use different lanes.
+pub(crate) const LANES: usize = 2;
+
+const _: () = assert!(LANES.is_power_of_two());
+
+/// The fewest entries a visit cascades from a lane's stage whose range is still more than a tick
+/// ahead (a visit costs a queue pop and push: not worth it for fewer). The loom models use 1, so
+/// that a few entries make a chunked cascade.
 #[cfg(not(delaywheel_loom))]
 pub(crate) const CASCADE_CHUNK: usize = 256;
 #[cfg(delaywheel_loom)]
 pub(crate) const CASCADE_CHUNK: usize = 1;
 
-/// A stage holding more entries than this is cascaded ahead of its round (see the module docs):
-/// then a bucket flushed at its round holds at most `STAGES · EARLY_STAGE_LEN` (1024) entries. The
-/// loom models use 1, so that two entries in one stage take the early path.
+/// A lane's stage holding more entries than this is cascaded ahead of its round (see the module
+/// docs): then a stage holds at most `LANES · EARLY_LANE_LEN` (256) entries at its round, and a
+/// bucket flushed at its round at most `STAGES · 256` (1024). The loom models use 1, so that two
+/// entries in one lane's stage take the early path.
 #[cfg(not(delaywheel_loom))]
-pub(crate) const EARLY_STAGE_LEN: usize = 256;
+pub(crate) const EARLY_LANE_LEN: usize = 256 / LANES;
 #[cfg(delaywheel_loom)]
-pub(crate) const EARLY_STAGE_LEN: usize = 1;
+pub(crate) const EARLY_LANE_LEN: usize = 1;
 
 /// A bucket of timer entries sharing one wheel slot (Kafka's `TimerTaskList`).
 pub(crate) struct TimerTaskList {
@@ -95,14 +102,29 @@ pub(crate) struct TimerTaskList {
     id: u64,
     /// The same identity as entries' locations name it (`location::bucket_key`).
     key: u32,
+    /// Shared by the lanes: read by every add, written by an add that lowers it and by a visit.
     expiration: AtomicU64,
+    /// Each on cache lines of its own (see the module docs).
+    lanes: [Lane; LANES],
+}
+
+/// One lane of a bucket: its own lock over its own stages, alone on its cache lines (128 bytes:
+/// adjacent-line prefetching pairs 64-byte lines).
+#[repr(align(128))]
+struct Lane {
     /// Inline, so that a schedule touches no other block than the list it appends to; a level-0
     /// bucket uses only the first.
     stages: Mutex<[Stage; STAGES as usize]>,
 }
 
-/// One stage of a bucket: its entries and its cascade window (see the module docs). The ticks are
-/// minima over the entries added since the stage was last empty, `NO_EXPIRATION` when empty.
+/// The lane of the calling thread (the same round robin as the counter stripes, `counters.rs`).
+#[inline]
+fn local_lane() -> usize {
+    thread_index() & (LANES - 1)
+}
+
+/// One stage of a bucket lane: its entries and its cascade window (see the module docs). The ticks
+/// are minima over the entries added since the stage was last empty, `NO_EXPIRATION` when empty.
 struct Stage {
     slots: Slots,
     round: u64,
@@ -117,7 +139,7 @@ impl Stage {
 
     /// When the stage is to be visited: at its round while small, from `opens` once big.
     fn visit_at(&self) -> u64 {
-        if self.slots.live() > EARLY_STAGE_LEN {
+        if self.slots.live() > EARLY_LANE_LEN {
             self.opens
         } else {
             self.round
@@ -149,12 +171,12 @@ pub(crate) enum Removed {
     Taken,
     /// The entry is in transit (its holder releases it), or was already released.
     Gone,
-    /// The entry is in another bucket.
+    /// The entry is in another bucket lane.
     Elsewhere,
 }
 
-/// Takes `entry`, which just left this bucket ([`Claimed::Here`]), out of its stage's list at
-/// `location` (the bucket's lock held as `stages`).
+/// Takes `entry`, which just left this bucket lane ([`Claimed::Here`]), out of its stage's list at
+/// `location` (the lane's lock held as `stages`).
 fn take_out(stages: &mut [Stage; STAGES as usize], arena: &EntryArena, location: Location, entry: EntryId) {
     let stage = &mut stages[location.stage()];
     let removed = stage.slots.take(arena, location.index());
@@ -196,7 +218,9 @@ impl TimerTaskList {
             id: ((level as u64) << 32) | slot as u64,
             key: bucket_key(level, slot),
             expiration: AtomicU64::new(NO_EXPIRATION),
-            stages: Mutex::new(std::array::from_fn(|_| Stage::new())),
+            lanes: std::array::from_fn(|_| Lane {
+                stages: Mutex::new(std::array::from_fn(|_| Stage::new())),
+            }),
         }
     }
 
@@ -210,25 +234,40 @@ impl TimerTaskList {
     }
 
     /// Lowers the expiration to `tick` (see the module docs); `true` iff it changed, in which case
-    /// the caller must queue the bucket at `tick`. Called with the bucket lock held.
+    /// the caller must queue the bucket at `tick`. Called with a lane's lock held.
     fn set_expiration(&self, tick: u64) -> bool {
         let current = self.expiration.load(Ordering::Acquire);
         // Seeded bug for the loom suite only (docs/loom.md): only an empty bucket's expiration is set,
         // so an earlier round added by a scheduler with a stale view of time waits for the later one.
         #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "expiration_never_lowered"))]
         let tick = if current == NO_EXPIRATION { tick } else { current };
-        if tick < current {
-            self.expiration.store(tick, Ordering::Release);
-            true
-        } else {
-            false
+        if tick >= current {
+            // The common case, a read only: the line stays shared between the lanes' adders.
+            return false;
         }
+        // An add in another lane may be lowering it at the same time: one atomic step, so that
+        // exactly the adds that lowered it queue the bucket, and none raises it back. (Only a visit
+        // raises it, holding every lane's lock.)
+        // Seeded bug for the loom suite only (docs/loom.md): a store, as when one bucket lock
+        // serialised the adds: two lanes' adds both see it higher, both store and both queue the
+        // bucket, and the later store may raise it back over the earlier, lower one.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "lowering_not_atomic"))]
+        {
+            self.expiration.store(tick, Ordering::Release);
+            return true;
+        }
+        self.expiration.fetch_min(tick, Ordering::AcqRel) > tick
     }
 
-    /// Inserts a pending entry into the stage `plan` names, lowering that stage's ticks to the
-    /// plan's and the bucket's expiration to the stage's `visit_at`.
+    /// Every lane's lock, in lane order (a visit, the shutdown flush: see the module docs).
+    fn lock_all(&self) -> [MutexGuard<'_, [Stage; STAGES as usize]>; LANES] {
+        std::array::from_fn(|lane| self.lanes[lane].stages.lock())
+    }
+
+    /// Inserts a pending entry into the calling thread's lane, in the stage `plan` names, lowering
+    /// that stage's ticks to the plan's and the bucket's expiration to the stage's `visit_at`.
     ///
-    /// With `shut_down`, the flag is read under the bucket lock and the entry is refused if it is
+    /// With `shut_down`, the flag is read under the lane lock and the entry is refused if it is
     /// set: the shutdown drain sets the flag before it locks every bucket, so an entry is either
     /// refused here or found by the drain (see `timer.rs`).
     ///
@@ -250,21 +289,23 @@ impl TimerTaskList {
             true => return Added::ShutDown,
             false => None::<&AtomicBool>,
         };
-        let mut stages = this.stages.lock();
+        let lane = local_lane();
+        let mut stages = this.lanes[lane].stages.lock();
         if shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
             return Added::ShutDown;
         }
         let stage = &mut stages[plan.index];
         let index = stage.slots.next_index(arena);
         {
+            let lane = LaneKey::new(this.key, lane);
             let mut state = arena.lock(entry);
             match fresh {
-                Some(fresh) => state.occupy(fresh, this.key),
+                Some(fresh) => state.occupy(fresh, lane),
                 None if state.status() != Status::Pending => return Added::NotPending,
                 None => {}
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
-            state.location = Some(Location::new(this.key, plan.index, index));
+            state.location = Some(Location::new(lane, plan.index, index));
         }
         stage.slots.push(entry);
         stage.round = stage.round.min(plan.round);
@@ -274,17 +315,17 @@ impl TimerTaskList {
         Added::Inserted { queue: this.set_expiration(visit_at).then_some(visit_at) }
     }
 
-    /// Takes the entry `ticket` names out of this bucket if it is here, and releases its slot: the
-    /// caller then returns it to the arena. Only for an entry the caller claimed (a cancel): it is
-    /// no longer pending, as a release requires (`entry/`).
-    pub(crate) fn remove(this: &Self, arena: &EntryArena, ticket: Ticket) -> Removed {
-        let mut stages = this.stages.lock();
+    /// Takes the entry `ticket` names out of lane `lane` of this bucket if it is there, and
+    /// releases its slot: the caller then returns it to the arena. Only for an entry the caller
+    /// claimed (a cancel): it is no longer pending, as a release requires (`entry/`).
+    pub(crate) fn remove(this: &Self, arena: &EntryArena, ticket: Ticket, lane: usize) -> Removed {
+        let mut stages = this.lanes[lane].stages.lock();
         let claimed = {
             let mut state = arena.lock(ticket.id);
             if state.generation() != ticket.generation {
                 return Removed::Gone;
             }
-            state.leave_if_in(this.key)
+            state.leave_if_in(LaneKey::new(this.key, lane))
         };
         match claimed {
             Claimed::Here(location) => {
@@ -297,13 +338,14 @@ impl TimerTaskList {
     }
 
     /// A cancel, with this bucket being the one the entry was first added to (see
-    /// `entry::cancel`): under this bucket's lock and then the slot's, claims the entry `ticket`
-    /// names ([`EntryState::claim_cancel`]) and, if it is still in this bucket, takes it out of the
-    /// list. `None` if the ticket no longer names a pending entry.
+    /// `entry::cancel`): under the lock of the ticket's lane of this bucket and then the slot's,
+    /// claims the entry `ticket` names ([`EntryState::claim_cancel`]) and, if it is still in that
+    /// lane, takes it out of the list. `None` if the ticket no longer names a pending entry.
     #[inline]
     pub(crate) fn cancel(this: &Self, arena: &EntryArena, ticket: Ticket) -> Option<(InlineTask, Claimed)> {
-        let mut stages = this.stages.lock();
-        let (task, claimed) = arena.lock(ticket.id).claim_cancel(ticket, this.key)?;
+        debug_assert_eq!(ticket.bucket.bucket(), this.key);
+        let mut stages = this.lanes[ticket.bucket.lane()].stages.lock();
+        let (task, claimed) = arena.lock(ticket.id).claim_cancel(ticket, ticket.bucket)?;
         if let Claimed::Here(location) = claimed {
             take_out(&mut stages, arena, location, ticket.id);
         }
@@ -311,18 +353,18 @@ impl TimerTaskList {
     }
 
     /// The driver's visit of a bucket it popped, with the cursor at `cursor` (at or after the popped
-    /// key): takes out every stage whose window has opened (a chunk of a big one, see the module
-    /// docs), into `out` (see [`Handoff`]), and sets the next expiration, which the caller must
-    /// queue. A bucket not due at
-    /// the cursor was a stale queue entry (see the module docs): [`Popped::Stale`], nothing changes.
+    /// key): under every lane's lock, takes out every lane's stage whose window has opened (a chunk
+    /// of a big one, see the module docs), into `out` (see [`Handoff`]), and sets the next
+    /// expiration, which the caller must queue. A bucket not due at the cursor was a stale queue
+    /// entry (see the module docs): [`Popped::Stale`], nothing changes.
     pub(crate) fn visit_into(&self, arena: &EntryArena, cursor: u64, out: Handoff<'_>) -> Popped {
         let Handoff { taken, due } = out;
-        let mut stages = self.stages.lock();
+        let mut lanes = self.lock_all();
         if self.expiration.load(Ordering::Acquire) > cursor {
             return Popped::Stale;
         }
         let mut next = NO_EXPIRATION;
-        for stage in stages.iter_mut() {
+        for stage in lanes.iter_mut().flat_map(|stages| stages.iter_mut()) {
             if stage.slots.live() == 0 {
                 continue;
             }
@@ -363,7 +405,7 @@ impl TimerTaskList {
         // Seeded bug for the loom suite only (docs/loom.md): the reset leaves the critical section,
         // so an add in between sees the old expiration, does not queue the bucket, and is stranded.
         #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "flush_resets_after_unlock"))]
-        drop(stages);
+        drop(lanes);
         self.expiration.store(next, Ordering::Release);
         Popped::Visited { requeue: (next != NO_EXPIRATION).then_some(next) }
     }
@@ -381,12 +423,12 @@ impl TimerTaskList {
         Visit { entries: entries.into_iter().chain(due).map(|(entry, _)| entry).collect(), requeue }
     }
 
-    /// Empties the bucket and resets its expiration, for the shutdown drain: the caller holds what
-    /// it returns.
+    /// Empties the bucket and resets its expiration under every lane's lock, for the shutdown
+    /// drain: the caller holds what it returns.
     pub(crate) fn flush(&self, arena: &EntryArena) -> Vec<(EntryId, Deadline)> {
-        let mut stages = self.stages.lock();
+        let mut lanes = self.lock_all();
         let mut entries = Vec::new();
-        for stage in stages.iter_mut() {
+        for stage in lanes.iter_mut().flat_map(|stages| stages.iter_mut()) {
             let live = stage.slots.live();
             entries.reserve(live);
             stage
@@ -427,7 +469,8 @@ mod tests {
     /// What a cancel does: claims the entry, takes it out of `bucket`, releases its slot.
     fn cancel_out(arena: &EntryArena, bucket: &Arc<TimerTaskList>, entry: &Ticket) {
         assert!(arena.lock(entry.id).claim_for_test(Status::Cancelled));
-        assert_eq!(TimerTaskList::remove(bucket, arena, *entry), Removed::Taken);
+        let lane = arena.lock(entry.id).location.expect("in a bucket").lane();
+        assert_eq!(TimerTaskList::remove(bucket, arena, *entry, lane), Removed::Taken);
         arena.free(entry.id);
     }
 
@@ -517,12 +560,12 @@ mod tests {
             [None],
             "small: at its round"
         );
-        let big = entries(arena, EARLY_STAGE_LEN + 1);
+        let big = entries(arena, EARLY_LANE_LEN + 1);
         let queued = add_all(arena, &bucket, &big, stage(0, 100, 25, 100));
         assert_eq!(queued.iter().flatten().collect::<Vec<_>>(), [&25], "the entry that makes it big");
         assert_eq!(location(arena, &big[0]), Some((0, 0)));
         let visit = bucket.visit(arena, 99); // a tick before its range: the whole stage
-        assert_eq!(visit.entries.len(), EARLY_STAGE_LEN + 1, "only the big stage");
+        assert_eq!(visit.entries.len(), EARLY_LANE_LEN + 1, "only the big stage");
         assert!(visit.entries.iter().zip(&big).all(|(a, b)| same_entry(a, b)), "insertion order");
         assert_eq!(visit.requeue, Some(100), "the small stages wait for the round");
         let visit = bucket.visit(arena, 100);
@@ -574,7 +617,7 @@ mod tests {
             cancel_out(arena, &bucket, &es[i]);
             assert!(location(arena, &es[i]).is_none());
             if step % 97 == 0 {
-                let stages = bucket.stages.lock();
+                let stages = bucket.lanes[local_lane()].stages.lock();
                 let slots = &stages[0].slots;
                 for e in &es {
                     if let Some((_, index)) = location(arena, e) {
@@ -587,11 +630,78 @@ mod tests {
         }
         let left: Vec<usize> = (300..700).filter(|i| i % 3 == 0).collect();
         {
-            let stages = bucket.stages.lock();
+            let stages = bucket.lanes[local_lane()].stages.lock();
             assert_eq!(stages[0].slots.live(), left.len());
             assert!(stages[0].slots.span() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
         }
         assert_eq!(bucket.flush(arena).len(), left.len());
+    }
+
+    /// Runs `f` on a thread whose lane is not the calling thread's.
+    fn on_other_lane<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+        let mine = local_lane();
+        let mut f = Some(f);
+        loop {
+            let done = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| match local_lane() != mine {
+                        true => Some(f.take().expect("run once")()),
+                        false => None,
+                    })
+                    .join()
+                    .unwrap()
+            });
+            if let Some(done) = done {
+                return done;
+            }
+        }
+    }
+
+    #[test]
+    fn each_thread_adds_to_its_lane_and_a_visit_takes_every_lane() {
+        let arena = &EntryArena::unaudited();
+        let bucket = Arc::new(TimerTaskList::new(1, 0));
+        // Stage 0 (round 100, open from 25): just small in each lane, though not in sum.
+        let here = entries(arena, EARLY_LANE_LEN);
+        let there = entries(arena, EARLY_LANE_LEN + 2);
+        assert_eq!(add_all(arena, &bucket, &here, stage(0, 100, 25, 100))[0], Some(100));
+        let queued =
+            on_other_lane(|| add_all(arena, &bucket, &there[..EARLY_LANE_LEN], stage(0, 100, 25, 100)));
+        assert!(queued.iter().all(Option::is_none), "the round is queued already");
+        let lane_of = |e: &Ticket| arena.lock(e.id).location.map(|location| location.lane());
+        assert_eq!(lane_of(&here[0]), Some(local_lane()));
+        assert_ne!(lane_of(&there[0]), lane_of(&here[0]));
+        assert_eq!(bucket.expiration(), 100, "each lane's stage is small: visited at its round");
+        // A cancel takes its entry out of the lane it is in, whichever thread cancels.
+        cancel_out(arena, &bucket, &there[0]);
+        // One more in a lane makes that lane's stage big: it opens at 25, alone.
+        let queued =
+            on_other_lane(|| add_all(arena, &bucket, &there[EARLY_LANE_LEN..], stage(0, 100, 25, 100)));
+        let lanes: Vec<_> = there[EARLY_LANE_LEN..].iter().map(lane_of).collect();
+        if lanes[0] == lane_of(&there[1]) {
+            assert_eq!(queued, [None, Some(25)], "big once it holds more than EARLY_LANE_LEN");
+            let visit = bucket.visit(arena, 99);
+            assert_eq!(visit.entries.len(), EARLY_LANE_LEN + 1, "only the big lane's stage");
+            assert_eq!(visit.requeue, Some(100), "the small lane waits for the round");
+        } else {
+            // The two threads happened to get different lanes: the new one is small.
+            assert!(queued.iter().all(Option::is_none));
+        }
+        let rest = bucket.visit(arena, 100);
+        assert_eq!(rest.requeue, None);
+        assert!(here.iter().chain(&there).all(|e| location(arena, e).is_none()), "every lane emptied");
+        // A flush empties every lane too.
+        add_all(arena, &bucket, &here[..1], stage(1, 600, 300, 620));
+        on_other_lane(|| add_all(arena, &bucket, &here[1..2], stage(3, 600, 500, 650)));
+        assert_eq!(bucket.flush(arena).len(), 2);
+        assert_eq!(bucket.expiration(), NO_EXPIRATION);
+    }
+
+    #[test]
+    fn a_bucket_is_a_few_cache_lines_per_lane() {
+        // The header on its own 128 bytes, then each lane's lock and 4 stages (328 bytes).
+        assert_eq!(std::mem::size_of::<TimerTaskList>(), 128 + LANES * 384);
+        assert_eq!(std::mem::size_of::<Mutex<[Stage; 4]>>(), 328);
     }
 
     #[test]

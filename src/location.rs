@@ -1,4 +1,5 @@
-//! `Location`: where an entry sits, in one word: its bucket's key, its stage and its index there.
+//! `Location`: where an entry sits, in one word: its bucket's key, its lane, its stage and its
+//! index there.
 //!
 //! An entry's slot records its location (`entry/`) so that a cancel finds it in O(1). It used to
 //! be the bucket's `Arc` plus a 64-bit stage-and-index word: 16 bytes, and a reference-count
@@ -8,9 +9,13 @@
 //! location is 8 bytes, `Option<Location>` too:
 //!
 //! ```text
-//!  63            40 39   38 37                                   0
-//! [ key + 1 (24)   | stage | index in the stage (38 bits)          ]
+//!  63            40   39   38   37 36                                  0
+//! [ key + 1 (24)   | lane | stage  | index in the lane's stage (37 bits)  ]
 //! ```
+//!
+//! A bucket has [`LANES`] lanes, each with its own lock and its own stages (`bucket.rs`); the lane
+//! bit was taken from the index. A [`LaneKey`] names one lane of one bucket in 32 bits: it is what
+//! a cancel locks, and what a ticket carries (`entry/`).
 //!
 //! Indices are absolute and only grow while a stage is never emptied (`slots.rs`); a list whose
 //! next index would pass [`INDEX_LIMIT`] renumbers its entries from zero first
@@ -18,11 +23,13 @@
 
 use std::num::NonZeroU64;
 
+use crate::bucket::LANES;
 use crate::wheel::STAGES;
 
 const KEY_BITS: u32 = 24;
+const LANE_BITS: u32 = 1;
 const STAGE_BITS: u32 = 2;
-const INDEX_BITS: u32 = u64::BITS - KEY_BITS - STAGE_BITS;
+const INDEX_BITS: u32 = u64::BITS - KEY_BITS - LANE_BITS - STAGE_BITS;
 
 /// One past the largest index a location holds. Unit tests use a small limit, so that renumbering
 /// runs in them (they must then keep fewer live entries than that in one stage).
@@ -32,6 +39,7 @@ pub(crate) const INDEX_LIMIT: u64 = 1 << INDEX_BITS;
 pub(crate) const INDEX_LIMIT: u64 = 1 << 16;
 
 const _: () = assert!(STAGES <= 1 << STAGE_BITS);
+const _: () = assert!(LANES <= 1 << LANE_BITS);
 
 /// A bucket's key: its level and slot (`MAX_WHEEL_SIZE` is `2^16`, at most 64 levels).
 pub(crate) fn bucket_key(level: usize, slot: usize) -> u32 {
@@ -44,21 +52,53 @@ pub(crate) fn level_and_slot(key: u32) -> (usize, usize) {
     ((key >> 16) as usize, (key & 0xffff) as usize)
 }
 
+/// One lane of one bucket: `lane << KEY_BITS | key` (a bucket key needs 22 bits: [`bucket_key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LaneKey(u32);
+
+impl LaneKey {
+    pub(crate) fn new(bucket: u32, lane: usize) -> LaneKey {
+        debug_assert!(u64::from(bucket) + 1 < 1 << KEY_BITS && lane < LANES);
+        LaneKey(bucket | (lane as u32) << KEY_BITS)
+    }
+
+    /// The bucket's key.
+    pub(crate) fn bucket(self) -> u32 {
+        self.0 & ((1 << KEY_BITS) - 1)
+    }
+
+    pub(crate) fn lane(self) -> usize {
+        (self.0 >> KEY_BITS) as usize
+    }
+}
+
 /// Where an entry sits (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Location(NonZeroU64);
 
 impl Location {
-    pub(crate) fn new(bucket: u32, stage: usize, index: u64) -> Location {
-        debug_assert!(u64::from(bucket) + 1 < 1 << KEY_BITS && index < INDEX_LIMIT);
-        let word =
-            (u64::from(bucket) + 1) << (STAGE_BITS + INDEX_BITS) | (stage as u64) << INDEX_BITS | index;
+    pub(crate) fn new(lane: LaneKey, stage: usize, index: u64) -> Location {
+        debug_assert!(index < INDEX_LIMIT);
+        let word = (u64::from(lane.bucket()) + 1) << (LANE_BITS + STAGE_BITS + INDEX_BITS)
+            | (lane.lane() as u64) << (STAGE_BITS + INDEX_BITS)
+            | (stage as u64) << INDEX_BITS
+            | index;
         Location(NonZeroU64::new(word).expect("the key field is never zero"))
     }
 
     /// The key of the bucket holding the entry.
     pub(crate) fn bucket(self) -> u32 {
-        ((self.0.get() >> (STAGE_BITS + INDEX_BITS)) - 1) as u32
+        ((self.0.get() >> (LANE_BITS + STAGE_BITS + INDEX_BITS)) - 1) as u32
+    }
+
+    /// The lane of that bucket holding the entry.
+    pub(crate) fn lane(self) -> usize {
+        ((self.0.get() >> (STAGE_BITS + INDEX_BITS)) & ((1 << LANE_BITS) - 1)) as usize
+    }
+
+    /// The bucket and lane holding the entry.
+    pub(crate) fn lane_key(self) -> LaneKey {
+        LaneKey::new(self.bucket(), self.lane())
     }
 
     pub(crate) fn stage(self) -> usize {
@@ -69,9 +109,9 @@ impl Location {
         self.0.get() & ((1 << INDEX_BITS) - 1)
     }
 
-    /// The same bucket and stage at another index (compaction, renumbering).
+    /// The same bucket, lane and stage at another index (compaction, renumbering).
     pub(crate) fn at(self, index: u64) -> Location {
-        Location::new(self.bucket(), self.stage(), index)
+        Location::new(self.lane_key(), self.stage(), index)
     }
 }
 
@@ -83,11 +123,18 @@ mod tests {
     fn fields_round_trip_and_none_costs_nothing() {
         assert_eq!(std::mem::size_of::<Option<Location>>(), 8);
         let key = bucket_key(63, (1 << 16) - 1);
-        for (stage, index) in [(0, 0), (3, INDEX_LIMIT - 1), (2, 12345 % INDEX_LIMIT)] {
-            let location = Location::new(key, stage, index);
-            assert_eq!((location.bucket(), location.stage(), location.index()), (key, stage, index));
-            assert_eq!(location.at(7).index(), 7);
-            assert_eq!(location.at(7).bucket(), key);
+        for lane in 0..LANES {
+            let lane_key = LaneKey::new(key, lane);
+            assert_eq!((lane_key.bucket(), lane_key.lane()), (key, lane));
+            for (stage, index) in [(0, 0), (3, INDEX_LIMIT - 1), (2, 12345 % INDEX_LIMIT)] {
+                let location = Location::new(lane_key, stage, index);
+                assert_eq!(
+                    (location.bucket(), location.lane(), location.stage(), location.index()),
+                    (key, lane, stage, index)
+                );
+                assert_eq!(location.at(7).index(), 7);
+                assert_eq!(location.at(7).lane_key(), lane_key);
+            }
         }
         assert_eq!(level_and_slot(bucket_key(5, 511)), (5, 511));
     }

@@ -2,9 +2,9 @@
 //!
 //! The entries of a stage live in a deque of `Option` slots (a [`ChunkDeque`]: a big list grows in
 //! 1 KiB chunks, not by doubling); each entry records its absolute index
-//! (in its location, with its bucket and stage: `location.rs`), so a cancel finds its slot at
+//! (in its location, with its bucket, lane and stage: `location.rs`), so a cancel finds its slot at
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
-//! owning bucket's lock held; slot locks are taken inside (bucket, then slot: `entry/`).
+//! owning bucket lane's lock held; slot locks are taken inside (lane, then slot: `entry/`).
 
 use crate::arena::{prefetch_ahead, EntryArena};
 use crate::chunk_deque::ChunkDeque;
@@ -36,12 +36,12 @@ impl Slots {
     }
 
     /// The absolute index the next [`push`](Slots::push) will get. If it would not fit a
-    /// location ([`INDEX_LIMIT`]: only after ~2^38 pushes into a list that never emptied), every
+    /// location ([`INDEX_LIMIT`]: only after ~2^37 pushes into a list that never emptied), every
     /// entry is first renumbered from zero.
     pub(crate) fn next_index(&mut self, arena: &EntryArena) -> u64 {
         if self.end() >= INDEX_LIMIT {
             self.renumber(arena, true);
-            // Only with INDEX_LIMIT live entries in one stage: 2^38 in a build, more than 2^32
+            // Only with INDEX_LIMIT live entries in one stage: 2^37 in a build, more than 2^32
             // entries exist (`EntryId`); 2^16 in unit tests.
             assert!(
                 self.end() < INDEX_LIMIT,
@@ -190,12 +190,12 @@ impl Slots {
 mod tests {
     use super::*;
     use crate::entry::{new_entry, Ticket};
-    use crate::location::{bucket_key, Location};
+    use crate::location::{bucket_key, LaneKey, Location};
 
     /// What `TimerTaskList::add` does for a list: an index, then the location, then the push.
     fn add(slots: &mut Slots, arena: &EntryArena, entry: Ticket) {
         let index = slots.next_index(arena);
-        arena.lock(entry.id).location = Some(Location::new(bucket_key(1, 2), 3, index));
+        arena.lock(entry.id).location = Some(Location::new(LaneKey::new(bucket_key(1, 2), 1), 3, index));
         slots.push(entry.id);
     }
 
@@ -231,7 +231,7 @@ mod tests {
         assert!(renumbered >= 2, "renumbered {renumbered} times");
         for &entry in &window {
             let location = arena.lock(entry.id).location.unwrap();
-            assert_eq!((location.bucket(), location.stage()), (bucket_key(1, 2), 3));
+            assert_eq!((location.bucket(), location.lane(), location.stage()), (bucket_key(1, 2), 1, 3));
         }
         assert_eq!(slots.live(), window.len());
     }

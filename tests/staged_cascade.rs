@@ -4,7 +4,8 @@
 //!
 //! Wheel 64, tick 1 ms: level 1 has 64-tick slots split into 4 stages of 16 ticks. The round
 //! [64, 128) has stage 0 = ticks 64..79 (open from tick 16: `64 - 64 + 1·16`) and stage 2 = ticks
-//! 96..111 (open from tick 48). A stage is big past 256 entries.
+//! 96..111 (open from tick 48). A stage is big past 128 entries in one of its bucket's 2 lanes (one
+//! thread's adds go to one lane: `bucket.rs`).
 
 mod common;
 
@@ -55,9 +56,9 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     for tick in 17..=40 {
         advance_to(&clock, &timer, tick);
     }
-    // Paced chunks until what is left is small again (at most 256: it then waits for the round).
+    // Paced chunks until what is left is small again (at most 128: it then waits for the round).
     let left = big.len() - cancelled - in_level0(&big);
-    assert!(left <= 256, "{left} of the stage still in level 1 at tick 40");
+    assert!(left <= 128, "{left} of the stage still in level 1 at tick 40");
     assert_eq!(in_level0(&small), 0, "a small stage waits for its round");
     assert!(small.iter().all(|h| h.position().is_some_and(|p| p.expiration_tick == 64)));
     assert_eq!(log.count(), 0, "nothing fires early");
@@ -82,16 +83,20 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     assert_eq!(timer.stats().queued_buckets, 0);
 }
 
+/// The threshold is per lane of a bucket (`bucket.rs`): a thread's adds go to its lane, whose stage
+/// is big past 128 entries (256 over the bucket's 2 lanes), so one thread's stage goes early past 128.
 #[test]
-fn a_stage_goes_early_only_past_256_entries() {
-    for (n, early) in [(256, false), (257, true)] {
+fn a_stage_goes_early_only_past_128_entries_of_one_thread() {
+    // Entries, and how many the first (early) visit cascades: all of a stage up to the minimum chunk
+    // of 256; past that one chunk of 256, and the one left makes a small stage, which waits.
+    for (n, first_chunk) in [(128, 0), (129, 129), (257, 256)] {
+        let early = first_chunk > 0;
         let (clock, timer) = manual_timer(ms(1), 64);
         let handles: Vec<TimerHandle> = (0..n).map(|_| timer.schedule(ms(70), || {})).collect();
         let expiration = handles[0].position().map(|p| p.expiration_tick);
         assert_eq!(expiration, Some(if early { 16 } else { 64 }), "{n} entries");
         advance_to(&clock, &timer, 16);
-        // Early: one chunk of 256 (the minimum); the one left makes a small stage, which waits.
-        assert_eq!(in_level0(&handles), if early { 256 } else { 0 }, "{n} entries");
+        assert_eq!(in_level0(&handles), first_chunk, "{n} entries");
         assert!(!timer.advance_clock(Duration::ZERO), "nothing more is due at tick 16");
         // What is left is small again: it waits for the round, not re-visited tick after tick.
         let left: Vec<u64> = handles
@@ -104,7 +109,7 @@ fn a_stage_goes_early_only_past_256_entries() {
         clock.advance_to(ms(17));
         assert!(!timer.advance_clock(Duration::ZERO), "no visit at tick 17");
         advance_to(&clock, &timer, 63);
-        assert_eq!(in_level0(&handles), if early { 256 } else { 0 }, "{n} entries");
+        assert_eq!(in_level0(&handles), first_chunk, "{n} entries");
         advance_to(&clock, &timer, 64);
         assert_eq!(in_level0(&handles), n, "{n} entries: all cascaded at the round");
         advance_to(&clock, &timer, 70);

@@ -56,7 +56,7 @@ use crate::arena::EntryArena;
 use crate::counters::Stripe;
 use crate::deadline::Deadline;
 use crate::inline_task::InlineTask;
-use crate::location::Location;
+use crate::location::{LaneKey, Location};
 use crate::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 
 mod cancel;
@@ -85,12 +85,12 @@ impl EntryId {
 }
 
 /// An entry as a handle names it: its slot and the slot's generation when it was scheduled, and the
-/// key of the bucket it was first added to (where a cancel looks first: see [`cancel`]). The key
+/// bucket and lane it was first added to (where a cancel looks first: see [`cancel`]). The lane key
 /// fills what was padding: a ticket is 16 bytes either way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ticket {
     pub(crate) id: EntryId,
-    pub(crate) bucket: u32,
+    pub(crate) bucket: LaneKey,
     pub(crate) generation: u64,
 }
 
@@ -257,10 +257,10 @@ pub(crate) enum Fire {
 pub(crate) struct Fresh {
     task: Option<InlineTask>,
     deadline: Deadline,
-    /// The slot's generation, read when it was occupied, and the key of the bucket that took the
-    /// entry: the new entry's [`Ticket`].
+    /// The slot's generation, read when it was occupied, and the bucket lane that took the entry:
+    /// the new entry's [`Ticket`].
     generation: u64,
-    bucket: u32,
+    bucket: LaneKey,
 }
 
 impl Fresh {
@@ -268,7 +268,7 @@ impl Fresh {
     where
         F: FnOnce() + Send + 'static,
     {
-        Fresh { task: Some(InlineTask::new(task)), deadline, generation: 0, bucket: 0 }
+        Fresh { task: Some(InlineTask::new(task)), deadline, generation: 0, bucket: LaneKey::new(0, 0) }
     }
 
     /// The ticket of the entry, once an insert has put it in slot `id`.
@@ -279,7 +279,7 @@ impl Fresh {
 
 impl EntryState<'_> {
     /// Makes the vacant slot's new occupant out of `fresh` (its holder, under the slot lock).
-    pub(crate) fn occupy(&mut self, fresh: &mut Fresh, bucket: u32) {
+    pub(crate) fn occupy(&mut self, fresh: &mut Fresh, bucket: LaneKey) {
         debug_assert!(!self.is_occupied());
         fresh.bucket = bucket;
         self.set_life(self.life().occupy());
@@ -298,8 +298,9 @@ where
 {
     let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task);
     let id = arena.alloc()?;
-    // Its ticket names bucket key 0 (level 0, slot 0): a cancel finds it there or, held, in transit.
-    arena.lock(id).occupy(&mut fresh, 0);
+    // Its ticket names bucket key 0 (level 0, slot 0), lane 0: a cancel finds it there or, held, in
+    // transit.
+    arena.lock(id).occupy(&mut fresh, LaneKey::new(0, 0));
     fresh.ticket(id)
 }
 
