@@ -1,7 +1,8 @@
 //! A stage cascaded ahead of its round (and in chunks) racing a cancel and a schedule.
 //!
-//! Under loom a stage of two entries is "big" (`EARLY_STAGE_LEN` is 1) and a chunk is one entry
-//! (`CASCADE_CHUNK` is 1), so two tasks take the paths that a million take in production.
+//! Under loom a lane's stage of two entries is "big" (`EARLY_LANE_LEN` is 1) and a chunk is one entry
+//! (`CASCADE_CHUNK` is 1), so two tasks take the paths that a million take in production. (The
+//! main thread schedules them: they share its lane of the bucket.)
 
 use std::time::Duration;
 

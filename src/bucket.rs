@@ -1,20 +1,48 @@
 //! `TimerTaskList`: a bucket, one slot of one wheel level.
 //!
 //! A bucket holds the entries whose deadlines fall in its slot's current round, in lists with O(1)
-//! unlink (each entry knows its stage and index, see `entry/`; removal leaves a hole, see `Slots`).
-//! It has its own lock, so schedules into different buckets never contend, and an atomic
-//! **expiration**: the tick at which the driver must next visit the bucket.
+//! unlink (each entry knows its lane, stage and index, see `entry/`; removal leaves a hole, see
+//! `Slots`). It has its own locks, one per lane (below), so schedules into different buckets never
+//! contend, and an atomic **expiration**: the tick at which the driver must next visit the bucket.
+//!
+//! ## Lanes
+//!
+//! A bucket has [`LANES`] **lanes**, each with its own lock and its own stages (lists and minima),
+//! alone on its cache lines (`#[repr(align(128))]`); a thread adds to the lane of its
+//! `thread_index` (round robin, as the counter stripes), so two threads scheduling into the same
+//! buckets (SPEC W3: the ~117 level-1 buckets of a 10–70 s spread) write different lines instead of
+//! bouncing one lock, one list tail and one set of minima between them. Only the expiration is
+//! shared, and an add only reads it unless it lowers it.
+//!
+//! * An **add** takes its lane's lock (then the slot's), inserts, and lowers the expiration under
+//!   it, as with one lock; but two lanes' adds may lower it at once, so a lowering is one atomic
+//!   `fetch_min` (after a plain load, so the common add writes nothing shared): exactly the adds
+//!   that lowered it queue the bucket, and none raises it back.
+//! * A **cancel** takes the lock of the lane its ticket names (the one the entry was added to), and
+//!   if the entry has moved, that of the lane its location names (`location.rs`, `entry::cancel`):
+//!   one lane lock at a time.
+//! * A **visit** and the shutdown **flush** take every lane's lock, in lane order, do what they do
+//!   over every lane, and set the new expiration while still holding them all: an add in any lane
+//!   then either came before (and is visited or counted in the new expiration) or comes after (and
+//!   sees the new expiration). Only they raise the expiration.
+//!
+//! Every stage decision below (`visit_at`, the early threshold, the chunk) is made per lane's stage:
+//! an add sees only its lane. The early threshold is split between the lanes
+//! ([`EARLY_LANE_LEN`] = 256 / `LANES`), so that a stage still holds at most 256 entries at its round
+//! and a bucket flushed at its round at most `4 · 256`; one thread's stage thus goes early past 128
+//! entries. The pacing and the minimum chunk ([`CASCADE_CHUNK`]) apply to each lane's stage: a visit
+//! of a bucket whose lanes are all big takes a chunk from each.
 //!
 //! ## Stages
 //!
-//! A bucket above level 0 keeps its entries in **stages** by where their deadlines fall in the round
-//! (see `wheel.rs`); each stage knows its round start, the tick from which it may be cascaded
+//! A bucket above level 0 keeps its entries (in each lane) in **stages** by where their deadlines
+//! fall in the round (see `wheel.rs`); each stage knows its round start, the tick from which it may be cascaded
 //! (`opens`) and the first tick of its range (`due`), each the minimum over the entries added since
 //! the stage was last empty (not recomputed on removal: at worst a visit comes early). A level-0
 //! bucket has one stage. A stage is to be visited at its round start (Kafka's flush time) while it
-//! holds at most [`EARLY_STAGE_LEN`] entries, and from `opens` while it holds more ([`Stage::visit_at`]):
+//! holds at most [`EARLY_LANE_LEN`] entries, and from `opens` while it holds more ([`Stage::visit_at`]):
 //! a stage cascaded down to that size waits for the round with the rest.
-//! The expiration is the earliest `visit_at` of the stages (lower after removals: a visit then finds
+//! The expiration is the earliest `visit_at` of the stages of every lane (lower after removals: a visit then finds
 //! nothing to do and sets the right one). A **visit** at cursor `c` cascades every stage with
 //! `visit_at <= c`; a big one only in part while its `due` is more than a tick ahead: a chunk paced
 //! to finish in half the ticks left (twice the even rate, at least [`CASCADE_CHUNK`] entries), in
@@ -25,7 +53,8 @@
 //! **Why a stage only grows big before it opens.** Placement puts an entry in the finest level whose
 //! window holds it, so relative to the adder's base the entry's stage has not opened yet (`opens >
 //! base`; `wheel.rs` unit tests). A stage therefore crosses the threshold before the driver may visit
-//! it, and once open it only shrinks: that is what bounds a round-time flush to `4 · 256` entries. The
+//! it, and once open it only shrinks: that is what bounds a round-time flush to `4 · 256` entries
+//! (`4 · LANES · EARLY_LANE_LEN`). The
 //! one exception is a scheduler whose view of time is ahead of the driver's cursor, or behind it: it
 //! may add to an open stage, or put two rounds in one stage; the minima then make the stage visited
 //! early, which re-adds each entry through the wheel to where it belongs (a later round comes back to
@@ -49,7 +78,7 @@
 //! popped it, or the adder that lowered it is about to push it). A popped bucket is visited if it is
 //! due at the cursor (`expiration <= c`), whatever the popped key: also when an adder lowered it
 //! between the pop and the visit, so the entries due now are not left for the next advance. The
-//! visit sets the new expiration under the lock (the earliest `visit_at` left, or `c + 1` for an
+//! visit sets the new expiration under every lane's lock (the earliest `visit_at` left, or `c + 1` for an
 //! unfinished chunk, or none), always after the cursor, and the driver queues it. A popped bucket
 //! that is not due is a stale entry (a visit raised the expiration since) and nothing is done. Only
 //! the visit raises the expiration, and it queues what it sets, so stale entries are bounded by
@@ -57,7 +86,8 @@
 //!
 //! ## Locking
 //!
-//! The bucket lock is taken before any slot lock (see `entry/`). No callback ever runs under it.
+//! A lane lock is taken before any slot lock (see `entry/`); several lane locks only by a visit or
+//! a flush, every lane in lane order. No callback ever runs under them.
 
 use std::fmt;
 

@@ -16,10 +16,10 @@
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned.
 //!
-//! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket lock** it inserts
-//! with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every level
-//! not yet created (so no scheduler can use a bucket the drain will not see) and locks and flushes
-//! every bucket. Each bucket lock orders the two: either the drain locks the bucket after the insert
+//! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
+//! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every
+//! level not yet created (so no scheduler can use a bucket the drain will not see) and locks and
+//! flushes every bucket (all its lanes). Each lane lock orders the two: either the drain locks the bucket after the insert
 //! (and reports the entry unfired), or the scheduler locks it after the drain and sees the flag (its
 //! call returns `ScheduleError::ShutDown`). No task vanishes, and the schedule path needs no fence.
 

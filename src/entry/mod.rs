@@ -20,34 +20,36 @@
 //! From allocation to release, exactly one party **holds** the slot: the scheduler until the entry
 //! is inserted, then its bucket's list, then (after a visit takes it out) the driver's transit and
 //! due buffers, then possibly an executor's channel, or the shutdown drain. Holding passes only
-//! under the bucket lock and the slot lock (insert, remove, visit) or with the buffer that carries
+//! under the bucket lane's lock and the slot lock (insert, remove, visit) or with the buffer that carries
 //! the index. The holder that finds the entry no longer `Pending` (after its own claim, or a
 //! cancel's) **releases** the slot ([`EntryState::release`]: the generation goes up, the closure is
 //! gone) and returns it to the arena. A cancel becomes the holder when it takes the entry out of its
 //! bucket itself; when the entry is in transit the driver holds it and releases it when it re-adds
 //! or fires it.
 //!
-//! A [`Ticket`] (what a handle keeps) is an index and a generation, and the key of the bucket the
-//! entry was first added to: every operation started from a ticket checks the generation under the
+//! A [`Ticket`] (what a handle keeps) is an index and a generation, and the bucket and lane the
+//! entry was first added to (`location::LaneKey`; a bucket has a lane per scheduling thread,
+//! `bucket.rs`): every operation started from a ticket checks the generation under the
 //! slot lock, so a ticket whose entry was released does nothing to the slot's next occupant. A
 //! released slot keeps its last status until it is reused, so a handle still learns how its task
 //! ended until then.
 //!
-//! Locking order: **bucket lock, then slot lock**, never the other way round. A cancel starts from
-//! its ticket's bucket: under that bucket's lock and then the slot's it claims the entry and, if the
-//! location still names that bucket, takes it out of the list and releases it there
+//! Locking order: **bucket lane lock, then slot lock**, never the other way round (a visit or the
+//! shutdown flush holds every lane lock of its bucket, taken in lane order). A cancel starts from
+//! its ticket's bucket lane: under that lane's lock and then the slot's it claims the entry and, if
+//! the location still names that lane, takes it out of the list and releases it there
 //! ([`EntryState::claim_cancel`], `TimerTaskList::cancel`). If a cascade moved the entry to another
-//! bucket, the claim reads that bucket's key; the cancel drops both locks, takes that bucket's lock
-//! and re-checks generation and location under both (`TimerTaskList::remove`). It never holds two
-//! bucket locks. If the entry has no location, its holder (the driver's transit or due buffer, an
+//! bucket (or, re-added by another thread, to another lane), the claim reads that lane's key; the
+//! cancel drops both locks, takes that lane's lock and re-checks generation and location under both
+//! (`TimerTaskList::remove`). It never holds two lane locks. If the entry has no location, its holder (the driver's transit or due buffer, an
 //! executor's channel, or the shutdown drain) finds it cancelled and releases it.
 //!
 //! Location invariant: `location == Some(l)` if and only if the bucket keyed `l.bucket()` holds this
-//! entry in stage `l.stage()` at index `l.index()` (`location.rs`); it only changes while that
-//! bucket's lock is held. A `None` location with
-//! status `Pending` means the entry is in transit (taken out by a visit, not yet re-added or fired);
-//! the re-add checks the status under both locks and reports a cancelled entry instead of inserting
-//! it, and the firing claim finds it cancelled and only releases the slot.
+//! entry in lane `l.lane()`, stage `l.stage()`, at index `l.index()` (`location.rs`); it only
+//! changes while that lane's lock is held. A `None` location with status `Pending` means the entry
+//! is in transit (taken out by a visit, not yet re-added or fired); the re-add checks the status
+//! under both locks and reports a cancelled entry instead of inserting it, and the firing claim
+//! finds it cancelled and only releases the slot.
 
 use std::num::NonZeroU32;
 use std::panic::{self, AssertUnwindSafe};
