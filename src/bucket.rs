@@ -9,10 +9,13 @@
 //!
 //! A bucket has [`LANES`] **lanes**, each with its own lock and its own stages (lists and minima),
 //! alone on its cache lines (`#[repr(align(128))]`); a thread adds to the lane of its
-//! `thread_index` (round robin, as the counter stripes), so two threads scheduling into the same
-//! buckets (SPEC W3: the ~117 level-1 buckets of a 10–70 s spread) write different lines instead of
-//! bouncing one lock, one list tail and one set of minima between them. Only the expiration is
-//! shared, and an add only reads it unless it lowers it.
+//! `thread_index` modulo [`LANES`] (round robin, as the counter stripes), so two threads scheduling
+//! into the same buckets (SPEC W3: the ~117 level-1 buckets of a 10–70 s spread) write different
+//! lines instead of bouncing one lock, one list tail and one set of minima between them, when their
+//! indices differ in parity (threads that share a lane are correct, only slower; so are a scheduler
+//! and the driver's cascade re-adds in the same lane). Only the expiration is shared, and an add
+//! only reads it unless it lowers it. The price is memory: a bucket is 1 KiB with its `Arc` (368
+//! bytes with one lock), a level of 512 about 512 KiB.
 //!
 //! * An **add** takes its lane's lock (then the slot's), inserts, and lowers the expiration under
 //!   it, as with one lock; but two lanes' adds may lower it at once, so a lowering is one atomic
@@ -65,7 +68,7 @@
 //! [`set_expiration`](TimerTaskList::set_expiration) reports whether it changed the expiration; only
 //! then is the bucket pushed into the shared `DelayQueue`. An empty bucket has no expiration, so the
 //! first add of a round sets it and queues the bucket, and the rest of that round's adds do nothing
-//! more: a bucket is queued once per stage per wheel cycle, and only non-empty buckets are queued.
+//! more: a bucket is queued once per lane's stage per wheel cycle, and only non-empty buckets are queued.
 //!
 //! Unlike Kafka, the setter only ever *lowers* the expiration. Schedulers do not take a timer-wide
 //! lock (Kafka takes a read lock), so a scheduler working from a slightly stale view of time can add

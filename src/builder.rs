@@ -23,8 +23,8 @@ pub const DEFAULT_WHEEL_SIZE: usize = 512;
 
 /// The largest wheel size accepted: 65 536 slots.
 ///
-/// Each level is allocated whole when first needed (`wheel_size` buckets), so the bound keeps a
-/// level at a few megabytes; Netty's largest useful wheels are far below it.
+/// Each level is allocated whole when first needed (`wheel_size` buckets of 1 KiB), so the bound
+/// keeps a level at 64 MiB; Netty's largest useful wheels are far below it.
 pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 
 /// Where fired tasks run.

@@ -27,7 +27,7 @@ use crate::bucket::LANES;
 use crate::wheel::STAGES;
 
 const KEY_BITS: u32 = 24;
-const LANE_BITS: u32 = 1;
+const LANE_BITS: u32 = LANES.trailing_zeros();
 const STAGE_BITS: u32 = 2;
 const INDEX_BITS: u32 = u64::BITS - KEY_BITS - LANE_BITS - STAGE_BITS;
 

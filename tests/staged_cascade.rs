@@ -136,7 +136,7 @@ fn a_clock_jump_over_chunked_stages_fires_in_deadline_order() {
 }
 
 // Contributed by the review of the staged cascade: the reference model (tests/common/model.rs)
-// driven with bursts big enough to make stages big (> 256 entries), so the early, paced path runs
+// driven with bursts big enough to make stages big (> 128 entries in a lane), so the early, paced path runs
 // under random cancels, clock-only moves (schedulers ahead of the wheel) and small and large advances.
 
 /// Random operations with bursts of 200-1200 deadlines into one narrow band (one stage of one
@@ -200,7 +200,7 @@ fn big_stages_match_the_reference_model() {
     }
 }
 
-/// Far deadlines and big wheels: bursts of > 256 tasks at level 2..3 of a 65536 wheel and at the top
+/// Far deadlines and big wheels: bursts of > 128 tasks at level 2..3 of a 65536 wheel and at the top
 /// levels of tiny wheels, with clock jumps up to the clock's saturation.
 #[test]
 fn far_big_stages_on_big_and_tiny_wheels() {

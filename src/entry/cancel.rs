@@ -81,6 +81,14 @@ impl EntryState<'_> {
     /// caller takes it out of the list).
     pub(crate) fn leave_if_in(&mut self, locked: LaneKey) -> Claimed {
         match self.location {
+            // Seeded bug for the loom suite only (docs/loom.md): the lane is not compared, so a
+            // cancel holding one lane's lock takes the entry out of the other lane's list.
+            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_ignores_lane"))]
+            Some(location) if location.bucket() == locked.bucket() => {
+                self.location = None;
+                self.release();
+                Claimed::Here(location)
+            }
             Some(location) if location.lane_key() == locked => {
                 self.location = None;
                 self.release();

@@ -49,7 +49,7 @@ pub enum Op {
     MoveClock(u64),
     Shutdown,
     /// Schedule `count` tasks with delays spread evenly over `[nanos, nanos + spread)`: enough of
-    /// them make a stage big, so the staged cascade's early and paced path runs (more than 256).
+    /// them make a stage big, so the staged cascade's early and paced path runs (more than 128 in a lane).
     Burst {
         nanos: u64,
         count: u16,
