@@ -221,7 +221,7 @@ fn take_out(stages: &mut [Stage; STAGES as usize], arena: &EntryArena, location:
 /// caller: `entry/`), each with its deadline.
 pub(crate) struct Handoff<'a> {
     /// The entries to re-add through the wheel relative to the cursor (a cascade).
-    pub(crate) taken: &'a mut Vec<(EntryId, Deadline)>,
+    pub(crate) cascade: &'a mut Vec<(EntryId, Deadline)>,
     /// The entries due at the cursor, to fire (the re-add would only find them due).
     pub(crate) due: &'a mut Vec<(EntryId, Deadline)>,
 }
@@ -391,7 +391,7 @@ impl TimerTaskList {
     /// expiration, which the caller must queue. A bucket not due at the cursor was a stale queue
     /// entry (see the module docs): [`Popped::Stale`], nothing changes.
     pub(crate) fn visit_into(&self, arena: &EntryArena, cursor: u64, out: Handoff<'_>) -> Popped {
-        let Handoff { taken, due } = out;
+        let Handoff { cascade, due } = out;
         let mut lanes = self.lock_all();
         if self.expiration.load(Ordering::Acquire) > cursor {
             return Popped::Stale;
@@ -415,14 +415,13 @@ impl TimerTaskList {
                 Err(_) => CASCADE_CHUNK.min(live),
             };
             // Room for all in both: neither grows under the slot locks.
-            taken.reserve(take);
+            cascade.reserve(take);
             due.reserve(take);
-            stage.slots.take_front(take, arena, |entry, state| {
-                let deadline = state.leave_for_transit();
+            stage.slots.take_front(take, arena, |entry, deadline| {
                 if deadline.tick() <= cursor {
                     due.push((entry, deadline));
                 } else {
-                    taken.push((entry, deadline));
+                    cascade.push((entry, deadline));
                 }
             });
             stage.reset_if_empty();
@@ -448,7 +447,7 @@ impl TimerTaskList {
     fn visit(&self, arena: &EntryArena, cursor: u64) -> Visit {
         let mut entries = Vec::new();
         let mut due = Vec::new();
-        let requeue = match self.visit_into(arena, cursor, Handoff { taken: &mut entries, due: &mut due }) {
+        let requeue = match self.visit_into(arena, cursor, Handoff { cascade: &mut entries, due: &mut due }) {
             Popped::Visited { requeue } => requeue,
             Popped::Stale => None,
         };
@@ -464,9 +463,7 @@ impl TimerTaskList {
         for stage in lanes.iter_mut().flat_map(|stages| stages.iter_mut()) {
             let live = stage.slots.live();
             entries.reserve(live);
-            stage
-                .slots
-                .take_front(live, arena, |entry, state| entries.push((entry, state.leave_for_transit())));
+            stage.slots.take_front(live, arena, |entry, deadline| entries.push((entry, deadline)));
             stage.reset_if_empty();
         }
         self.expiration.store(NO_EXPIRATION, Ordering::Release);
@@ -545,7 +542,7 @@ mod tests {
         let visit = bucket.visit(arena, 10);
         assert_eq!((visit.entries.len(), visit.requeue), (4, None));
         assert_eq!(
-            bucket.visit_into(arena, 10, Handoff { taken: &mut Vec::new(), due: &mut Vec::new() }),
+            bucket.visit_into(arena, 10, Handoff { cascade: &mut Vec::new(), due: &mut Vec::new() }),
             Popped::Stale,
             "the entry left at 10"
         );
@@ -561,12 +558,12 @@ mod tests {
         let bucket = Arc::new(TimerTaskList::new(1, 0));
         let es: Vec<Ticket> = (0..12).map(|i| new_entry(arena, 100 + i % 4, || {}).unwrap()).collect();
         add_all(arena, &bucket, &es, stage(0, 100, 100, 100));
-        let (mut taken, mut due) = (Vec::new(), Vec::new());
-        let popped = bucket.visit_into(arena, 101, Handoff { taken: &mut taken, due: &mut due });
+        let (mut cascade, mut due) = (Vec::new(), Vec::new());
+        let popped = bucket.visit_into(arena, 101, Handoff { cascade: &mut cascade, due: &mut due });
         assert_eq!(popped, Popped::Visited { requeue: None });
         let ticks = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(_, d)| d.tick()).collect::<Vec<_>>();
         assert_eq!(ticks(&due), [100, 101, 100, 101, 100, 101], "due at 101, in list order");
-        assert_eq!(ticks(&taken), [102, 103, 102, 103, 102, 103], "to cascade");
+        assert_eq!(ticks(&cascade), [102, 103, 102, 103, 102, 103], "to cascade");
         let ids = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(id, _)| *id).collect::<Vec<_>>();
         let expected = |r: std::ops::Range<u64>| {
             let deadline = |i: usize| 100 + i as u64 % 4;
@@ -576,7 +573,7 @@ mod tests {
                 .map(|(_, e)| e.id)
                 .collect::<Vec<_>>()
         };
-        assert_eq!((ids(&due), ids(&taken)), (expected(100..102), expected(102..104)));
+        assert_eq!((ids(&due), ids(&cascade)), (expected(100..102), expected(102..104)));
         assert!(es.iter().all(|e| location(arena, e).is_none()), "both kinds are in transit");
     }
 

@@ -8,7 +8,8 @@
 
 use crate::arena::{prefetch_ahead, EntryArena};
 use crate::chunk_deque::ChunkDeque;
-use crate::entry::{EntryId, EntryState};
+use crate::deadline::Deadline;
+use crate::entry::EntryId;
 use crate::location::INDEX_LIMIT;
 
 /// Below this many slots a list is never compacted or shrunk.
@@ -90,13 +91,13 @@ impl Slots {
         removed
     }
 
-    /// Takes the first `n` live entries (in insertion order) out of the list, handing each to
-    /// `each` with its slot locked: the caller holds them from now on (`entry/`) and must clear
-    /// their location under that lock.
+    /// Takes the first `n` live entries (in insertion order) out of the list into transit (no
+    /// location, cleared under each slot's lock), handing each to `each` with its deadline: the
+    /// caller holds them from now on (`entry/`).
     #[inline(always)]
     pub(crate) fn take_front<F>(&mut self, n: usize, arena: &EntryArena, mut each: F)
     where
-        F: FnMut(EntryId, &mut EntryState<'_>),
+        F: FnMut(EntryId, Deadline),
     {
         // The slots lie far apart: each is a cache miss, started `ahead` entries early.
         let ahead = prefetch_ahead(n);
@@ -111,7 +112,7 @@ impl Slots {
             taken.entries.scan_ahead(ahead, |slot, ahead| {
                 prefetch(ahead);
                 if let Some(entry) = slot {
-                    each(entry, &mut arena.lock(entry));
+                    each(entry, arena.lock(entry).leave_for_transit());
                 }
                 true
             });
@@ -125,7 +126,7 @@ impl Slots {
             }
             prefetch(ahead);
             if let Some(entry) = slot {
-                each(entry, &mut arena.lock(entry));
+                each(entry, arena.lock(entry).leave_for_transit());
                 moved += 1;
             }
             true

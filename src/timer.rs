@@ -402,11 +402,11 @@ impl Shared {
         let _advancing = Advancing::enter(self.id());
         let now_tick = self.ticks.floor(self.clock.now_nanos());
         let mut flushed = false;
-        let Scratch { taken, due, spare } = &mut *serial;
+        let Scratch { cascade, due, spare } = &mut *serial;
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
-            match bucket.visit_into(&self.arena, cursor, Handoff { taken, due }) {
+            match bucket.visit_into(&self.arena, cursor, Handoff { cascade, due }) {
                 Popped::Stale => continue,
                 Popped::Visited { requeue } => {
                     flushed = true;
@@ -415,9 +415,9 @@ impl Shared {
                     }
                 }
             }
-            let visited = taken.len() + due.len();
+            let visited = cascade.len() + due.len();
             // The entries due at the cursor went straight to `due`; the rest cascade.
-            for held in taken.drain(..) {
+            for held in cascade.drain(..) {
                 match self.wheel.add(&self.arena, held, cursor, None, None) {
                     // Not met: the visit handed the entries due at the cursor to `due` already.
                     // Kept rather than `unreachable!`: firing is right for a due entry anyway.
@@ -546,8 +546,8 @@ impl Shared {
 /// each large allocation: `malloc_consolidate` took about 9% of the driver's time in SPEC W4.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// Entries a bucket visit took out, with their deadlines, to re-add (held: `entry/`).
-    taken: Vec<(EntryId, Deadline)>,
+    /// Entries a bucket visit took out to cascade, with their deadlines, to re-add (held: `entry/`).
+    cascade: Vec<(EntryId, Deadline)>,
     /// Entries found due, with their deadlines, to fire in deadline order (held).
     due: Vec<(EntryId, Deadline)>,
     /// The buffer `deadline::sort_batch` sorts `due` through (it swaps the two).
@@ -559,7 +559,7 @@ impl Scratch {
     const KEEP: usize = 1 << 14;
 
     fn trim(&mut self) {
-        for buffer in [&mut self.taken, &mut self.due, &mut self.spare] {
+        for buffer in [&mut self.cascade, &mut self.due, &mut self.spare] {
             if buffer.capacity() > Self::KEEP {
                 buffer.shrink_to(Self::KEEP);
             }

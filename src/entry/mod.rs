@@ -226,8 +226,8 @@ impl EntryState<'_> {
         self.set_life(self.life().vacate());
     }
 
-    /// A visit takes the entry out of its bucket into transit (no location): the visitor holds it
-    /// from now on and re-adds or fires it by its deadline, which this returns.
+    /// A visit takes the entry out of its bucket into transit (no location; `Slots::take_front`):
+    /// the visitor holds it from now on and re-adds or fires it by its deadline, which this returns.
     #[inline(always)]
     pub(crate) fn leave_for_transit(&mut self) -> Deadline {
         self.location = None;
