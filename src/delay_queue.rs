@@ -20,7 +20,7 @@
 //!
 //! A popped entry may be stale: a lowering of its bucket's expiration queued the bucket again at an
 //! earlier tick, and a visit since has moved the expiration on. The bucket's visit recognises it
-//! (the bucket is not due at the cursor) and does nothing (`bucket.rs`).
+//! (the bucket is not due at the cursor) and does nothing (`bucket/`).
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;

@@ -13,7 +13,7 @@
 //! [ key + 1 (24)   | lane | stage  | index in the lane's stage (37 bits)  ]
 //! ```
 //!
-//! A bucket has [`LANES`] lanes, each with its own lock and its own stages (`bucket.rs`); the lane
+//! A bucket has [`LANES`] lanes, each with its own lock and its own stages (`bucket/`); the lane
 //! bit was taken from the index. A [`LaneKey`] names one lane of one bucket in 32 bits: it is what
 //! a cancel locks, and what a ticket carries (`entry/`).
 //!

@@ -8,7 +8,7 @@
 //!   then due, so the next `advance_clock` fires it (tasks never run inside `schedule`).
 //! * **advance_clock** (serialised by `advance_lock`): pop every due bucket in expiration order; for
 //!   each, move the cursor to its expiration, visit it (take out what is due there: a level-0
-//!   bucket's entries, or the stages of a coarser bucket that may cascade now, see `bucket.rs`),
+//!   bucket's entries, or the stages of a coarser bucket that may cascade now, see `bucket/`),
 //!   queue it again if the visit says so; the entries due at the cursor go straight to the batch to
 //!   fire, and every other entry taken is re-added relative to the cursor: it lands in a finer level
 //!   (cascade). Fired tasks of one bucket run after

@@ -34,7 +34,7 @@
 //! entries waits for its round, as in Kafka (so a lightly loaded timer cascades exactly when Kafka's
 //! would); a big one is visited from `opens` on, in chunks, one per tick, while its range (`due`) is
 //! still ahead of the cursor, so firing due buckets never waits behind a cascade. Level 0 has one
-//! stage, visited and fired when its round starts. See `bucket.rs` for the visit.
+//! stage, visited and fired when its round starts. See `bucket/` for the visit.
 //!
 //! Worked example, wheel 512, tick 1 ms, base 0, deadline 700: level 1 (512-tick slots), slot 1,
 //! round 512, stage `(700 - 512) / 128 = 1` (ticks 640..767), open from `512 - 512 + 2·128 = 256`:

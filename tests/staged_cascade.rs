@@ -5,7 +5,7 @@
 //! Wheel 64, tick 1 ms: level 1 has 64-tick slots split into 4 stages of 16 ticks. The round
 //! [64, 128) has stage 0 = ticks 64..79 (open from tick 16: `64 - 64 + 1·16`) and stage 2 = ticks
 //! 96..111 (open from tick 48). A stage is big past 128 entries in one of its bucket's 2 lanes (one
-//! thread's adds go to one lane: `bucket.rs`).
+//! thread's adds go to one lane: `bucket/`).
 
 mod common;
 
@@ -83,7 +83,7 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     assert_eq!(timer.stats().queued_buckets, 0);
 }
 
-/// The threshold is per lane of a bucket (`bucket.rs`): a thread's adds go to its lane, whose stage
+/// The threshold is per lane of a bucket (`bucket/`): a thread's adds go to its lane, whose stage
 /// is big past 128 entries (256 over the bucket's 2 lanes), so one thread's stage goes early past 128.
 #[test]
 fn a_stage_goes_early_only_past_128_entries_of_one_thread() {
