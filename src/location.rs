@@ -9,13 +9,14 @@
 //! location is 8 bytes, `Option<Location>` too:
 //!
 //! ```text
-//!  63            40   39   38   37 36                                  0
-//! [ key + 1 (24)   | lane | stage  | index in the lane's stage (37 bits)  ]
+//!  63                      39   38   37 36                                  0
+//! [ lane key + 1 (25 bits)    | stage  | index in the lane's stage (37 bits)  ]
 //! ```
 //!
 //! A bucket has [`LANES`] lanes, each with its own lock and its own stages (`bucket/`); the lane
-//! bit was taken from the index. A [`LaneKey`] names one lane of one bucket in 32 bits: it is what
-//! a cancel locks, and what a ticket carries (`entry/`).
+//! bit was taken from the index. A [`LaneKey`] (`lane << 24 | key`) names one lane of one bucket in
+//! 32 bits: it is what a cancel locks, what a ticket carries (`entry/`), and, plus one (never zero),
+//! the location's top field.
 //!
 //! Indices are absolute and only grow while a stage is never emptied (`slots.rs`); a list whose
 //! next index would pass [`INDEX_LIMIT`] renumbers its entries from zero first
@@ -78,27 +79,26 @@ pub(crate) struct Location(NonZeroU64);
 
 impl Location {
     pub(crate) fn new(lane: LaneKey, stage: usize, index: u64) -> Location {
-        debug_assert!(index < INDEX_LIMIT);
-        let word = (u64::from(lane.bucket()) + 1) << (LANE_BITS + STAGE_BITS + INDEX_BITS)
-            | (lane.lane() as u64) << (STAGE_BITS + INDEX_BITS)
-            | (stage as u64) << INDEX_BITS
-            | index;
-        Location(NonZeroU64::new(word).expect("the key field is never zero"))
-    }
-
-    /// The key of the bucket holding the entry.
-    pub(crate) fn bucket(self) -> u32 {
-        ((self.0.get() >> (LANE_BITS + STAGE_BITS + INDEX_BITS)) - 1) as u32
-    }
-
-    /// The lane of that bucket holding the entry.
-    pub(crate) fn lane(self) -> usize {
-        ((self.0.get() >> (STAGE_BITS + INDEX_BITS)) & ((1 << LANE_BITS) - 1)) as usize
+        debug_assert!(index < INDEX_LIMIT && u64::from(lane.0) + 1 < 1 << (KEY_BITS + LANE_BITS));
+        let word =
+            (u64::from(lane.0) + 1) << (STAGE_BITS + INDEX_BITS) | (stage as u64) << INDEX_BITS | index;
+        Location(NonZeroU64::new(word).expect("the lane key field is never zero"))
     }
 
     /// The bucket and lane holding the entry.
     pub(crate) fn lane_key(self) -> LaneKey {
-        LaneKey::new(self.bucket(), self.lane())
+        LaneKey(((self.0.get() >> (STAGE_BITS + INDEX_BITS)) - 1) as u32)
+    }
+
+    /// The key of the bucket holding the entry.
+    pub(crate) fn bucket(self) -> u32 {
+        self.lane_key().bucket()
+    }
+
+    /// The lane of that bucket holding the entry.
+    #[cfg(test)]
+    pub(crate) fn lane(self) -> usize {
+        self.lane_key().lane()
     }
 
     pub(crate) fn stage(self) -> usize {
@@ -111,7 +111,9 @@ impl Location {
 
     /// The same bucket, lane and stage at another index (compaction, renumbering).
     pub(crate) fn at(self, index: u64) -> Location {
-        Location::new(self.lane_key(), self.stage(), index)
+        debug_assert!(index < INDEX_LIMIT);
+        let word = self.0.get() & !((1 << INDEX_BITS) - 1) | index;
+        Location(NonZeroU64::new(word).expect("the lane key field is never zero"))
     }
 }
 
