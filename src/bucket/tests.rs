@@ -218,16 +218,12 @@ fn each_thread_adds_to_its_lane_and_a_visit_takes_every_lane() {
     cancel_out(arena, &bucket, &there[0]);
     // One more in a lane makes that lane's stage big: it opens at 25, alone.
     let queued = on_other_lane(|| add_all(arena, &bucket, &there[EARLY_LANE_LEN..], stage(0, 100, 25, 100)));
-    let lanes: Vec<_> = there[EARLY_LANE_LEN..].iter().map(lane_of).collect();
-    if lanes[0] == lane_of(&there[1]) {
-        assert_eq!(queued, [None, Some(25)], "big once it holds more than EARLY_LANE_LEN");
-        let visit = bucket.visit(arena, 99);
-        assert_eq!(visit.entries.len(), EARLY_LANE_LEN + 1, "only the big lane's stage");
-        assert_eq!(visit.requeue, Some(100), "the small lane waits for the round");
-    } else {
-        // The two threads happened to get different lanes: the new one is small.
-        assert!(queued.iter().all(Option::is_none));
-    }
+    // With two lanes, "the other lane" is the same one both times.
+    assert_eq!(lane_of(&there[EARLY_LANE_LEN]), lane_of(&there[1]), "both batches in the other lane");
+    assert_eq!(queued, [None, Some(25)], "big once it holds more than EARLY_LANE_LEN");
+    let visit = bucket.visit(arena, 99);
+    assert_eq!(visit.entries.len(), EARLY_LANE_LEN + 1, "only the big lane's stage");
+    assert_eq!(visit.requeue, Some(100), "the small lane waits for the round");
     let rest = bucket.visit(arena, 100);
     assert_eq!(rest.requeue, None);
     assert!(here.iter().chain(&there).all(|e| location(arena, e).is_none()), "every lane emptied");
