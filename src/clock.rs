@@ -50,8 +50,9 @@ pub struct ManualClock {
 #[derive(Default)]
 struct ManualInner {
     nanos: AtomicU64,
-    /// Called after every advance (driver threads waiting on this clock).
-    listeners: Mutex<Vec<Listener>>,
+    /// Called after every advance (driver threads waiting on this clock), each with the id that
+    /// [`ManualClock::remove_listener`] takes; and the next id.
+    listeners: Mutex<(Vec<(u64, Listener)>, u64)>,
 }
 
 type Listener = Box<dyn Fn() -> bool + Send + Sync>;
@@ -98,14 +99,32 @@ impl ManualClock {
     }
 
     /// Registers a callback run after every advance; it returns `false` once it is no longer
-    /// needed (its timer is gone) and is then dropped. (Unused under loom: no driver in models.)
+    /// needed (its timer is gone) and is then dropped. Returns its id, for
+    /// [`remove_listener`](ManualClock::remove_listener). (Unused under loom: no driver in models.)
     #[cfg_attr(delaywheel_loom, allow(dead_code))]
-    pub(crate) fn on_advance(&self, listener: Listener) {
-        self.inner.listeners.lock().push(listener);
+    pub(crate) fn on_advance(&self, listener: Listener) -> u64 {
+        let mut listeners = self.inner.listeners.lock();
+        let id = listeners.1;
+        listeners.1 += 1;
+        listeners.0.push((id, listener));
+        id
+    }
+
+    /// Drops the listener `id` at once (its driver stopped), so that a clock that never moves does
+    /// not collect the listeners of timers long gone.
+    #[cfg_attr(delaywheel_loom, allow(dead_code))]
+    pub(crate) fn remove_listener(&self, id: u64) {
+        self.inner.listeners.lock().0.retain(|&(other, _)| other != id);
+    }
+
+    /// Listeners registered and not yet removed (for tests).
+    #[cfg(test)]
+    pub(crate) fn listeners(&self) -> usize {
+        self.inner.listeners.lock().0.len()
     }
 
     fn notify(&self) {
-        self.inner.listeners.lock().retain(|listener| listener());
+        self.inner.listeners.lock().0.retain(|(_, listener)| listener());
     }
 }
 
@@ -150,13 +169,17 @@ pub(crate) struct TickLength {
     nanos: u64,
     /// Ranks deadlines within a tick (`deadline.rs`).
     ranker: Ranker,
+    /// The last deadline tick: the last tick the clock can reach (its reading saturates at
+    /// `u64::MAX` nanoseconds, so a later tick would never begin), or [`MAX_DEADLINE_TICK`].
+    last: u64,
 }
 
 impl TickLength {
     /// `None` if `tick` is below 1 µs or above `u64::MAX` nanoseconds.
     pub(crate) fn new(tick: Duration) -> Option<Self> {
         let nanos = u64::try_from(tick.as_nanos()).ok()?;
-        (nanos >= 1_000).then(|| TickLength { nanos, ranker: Ranker::new(nanos) })
+        let last = (u64::MAX / nanos.max(1)).min(MAX_DEADLINE_TICK);
+        (nanos >= 1_000).then(|| TickLength { nanos, ranker: Ranker::new(nanos), last })
     }
 
     pub(crate) fn as_duration(self) -> Duration {
@@ -175,13 +198,25 @@ impl TickLength {
         // With `x = nanos + n - 1`: the tick is `x / n`, and `x % n` is how far the deadline lies
         // into the interval `(tick - 1, tick]` (less one), which the rank needs.
         let x = nanos + u128::from(self.nanos - 1);
-        let tick = u64::try_from(x / u128::from(self.nanos)).ok()?;
+        let tick = u64::try_from(x / u128::from(self.nanos)).ok().filter(|&tick| tick <= self.last)?;
         Deadline::new(tick, self.ranker.rank((x % u128::from(self.nanos)) as u64))
+    }
+
+    /// The deadline of a task due at `now_nanos` itself: a deadline equal to now has passed, so it
+    /// is filed at the current tick (`floor`), which the next advance reaches whatever the time
+    /// within the tick, on the boundary rank (after the tick's other tasks).
+    #[inline]
+    pub(crate) fn passed(self, now_nanos: u64) -> Deadline {
+        // `floor(u64::MAX / nanos)` is at most `last`: always a deadline tick.
+        Deadline::new(self.floor(now_nanos), Deadline::ON_BOUNDARY).unwrap_or_default()
     }
 
     /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
     #[inline]
     pub(crate) fn deadline(self, now_nanos: u64, delay: Duration) -> Option<Deadline> {
+        if delay.is_zero() {
+            return Some(self.passed(now_nanos));
+        }
         // Fast path: `ceil`'s arithmetic in u64 (a u128 division costs several times more), taken
         // whenever its `x` fits.
         let x = delay
@@ -191,7 +226,10 @@ impl TickLength {
             .and_then(|delay| now_nanos.checked_add(delay))
             .and_then(|deadline| deadline.checked_add(self.nanos - 1));
         match x {
-            Some(x) => Deadline::new(x / self.nanos, self.ranker.rank(x % self.nanos)),
+            Some(x) if x / self.nanos <= self.last => {
+                Deadline::new(x / self.nanos, self.ranker.rank(x % self.nanos))
+            }
+            Some(_) => None,
             None => self.ceil(u128::from(now_nanos) + delay.as_nanos()),
         }
     }
@@ -201,9 +239,10 @@ impl TickLength {
         u128::from(tick) * u128::from(self.nanos)
     }
 
-    /// The longest delay that still has a deadline tick when scheduled at `now_nanos`.
+    /// The longest delay that still has a deadline tick when scheduled at `now_nanos`: one whose
+    /// tick the clock can reach (see `last`).
     pub(crate) fn max_delay(self, now_nanos: u64) -> Duration {
-        nanos_to_duration(self.start_nanos(MAX_DEADLINE_TICK).saturating_sub(u128::from(now_nanos)))
+        nanos_to_duration(self.start_nanos(self.last).saturating_sub(u128::from(now_nanos)))
     }
 }
 

@@ -24,8 +24,11 @@
 //! wake-up time: on Linux the driver lowers its thread's timer slack to a thousandth of a tick for
 //! that, see [`TimerBuilder::precise_wakeups`]). The tasks due at one tick fire in the order of their deadlines (to a 256th of a
 //! tick), except that at the first tick of a coarser level's round, the tasks due then that were
-//! filed in that level fire after the others. Deadlines as far as 2^56 - 1 ticks (2.28 million years of 1 ms ticks) are served by further
-//! levels; beyond that [`Timer::try_schedule`] returns [`ScheduleError::DelayTooLong`].
+//! filed in that level fire after the others. Tasks with equal deadlines keep their scheduling order
+//! within a batch (FIFO). A zero delay runs at the next advance, also when scheduled mid-tick.
+//! Deadlines as far as 2^56 - 1 ticks (2.28 million years of 1 ms ticks) are served by further
+//! levels, as long as the clock can reach their tick; beyond that [`Timer::try_schedule`] returns
+//! [`ScheduleError::DelayTooLong`] (see [`Timer::max_delay`]).
 //!
 //! ## Cancellation
 //!
@@ -139,6 +142,8 @@ mod delay_queue;
 mod driver;
 mod entry;
 mod error;
+#[cfg(test)]
+mod fault_tests;
 mod global;
 mod handle;
 // A module with `unsafe` code (see "Unsafe code" above): a closure stored in a slot.
@@ -165,6 +170,7 @@ mod timer;
 mod timer_slack;
 mod trace;
 mod unfired;
+mod unwind;
 mod wheel;
 
 pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};

@@ -359,15 +359,26 @@ pub(crate) fn fire(
     claimed(deadline.tick());
     match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
         Ok(()) => Fire::Ran,
-        Err(_) => Fire::Panicked,
+        // The payload is user code too: its drop may panic again (`unwind.rs`).
+        Err(payload) => {
+            crate::unwind::drop_payload(payload);
+            Fire::Panicked
+        }
     }
 }
 
 /// The holder's abandonment (shutdown, a closed executor): claims the entry as abandoned; if this
-/// call won, counts it out; releases the slot (returned to the arena as `ret` says) and drops the
-/// closure. `true` iff this call claimed it.
+/// call won, counts it out; releases the slot (returned to the arena as `ret` says) and then drops
+/// the closure, last, catching a panic of its drop (counted as a panicked task: nobody else could
+/// take it). `true` iff this call claimed it.
 pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return), stripe: &Stripe) -> bool {
-    claim_abandoned(arena, id, stripe, ret).is_some()
+    let Some((task, _)) = claim_abandoned(arena, id, stripe, ret) else {
+        return false;
+    };
+    if crate::unwind::drop_caught(task) {
+        stripe.panicked();
+    }
+    true
 }
 
 /// [`abandon`], handing back the closure, boxed, and the deadline.
