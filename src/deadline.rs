@@ -33,9 +33,10 @@
 //! runs (`docs/benchmarks.md`, "Session 5").
 //!
 //! The price is range: ticks go up to [`MAX_DEADLINE_TICK`] = 2^56 - 1 instead of 2^64 - 2, which is
-//! still 2284 years with the smallest tick (1 µs) and 2.3 million years with 1 ms. `Duration::MAX`
-//! fits only with ticks longer than 256 s; beyond the range, `try_schedule` refuses with
-//! `ScheduleError::DelayTooLong`, as before.
+//! still 2284 years with the smallest tick (1 µs). The clock's reading ends sooner, at `u64::MAX`
+//! nanoseconds (584 years): a deadline tick is also at most the last tick that begins by then
+//! (`clock.rs`), since a later one would never be reached. Beyond either bound `try_schedule`
+//! refuses with `ScheduleError::DelayTooLong`.
 
 /// Bits of a deadline word that hold the rank.
 const RANK_BITS: u32 = 8;

@@ -26,8 +26,8 @@
 //! tick), except that at the first tick of a coarser level's round, the tasks due then that were
 //! filed in that level fire after the others. Tasks with equal deadlines keep their scheduling order
 //! within a batch (FIFO). A zero delay runs at the next advance, also when scheduled mid-tick.
-//! Deadlines as far as 2^56 - 1 ticks (2.28 million years of 1 ms ticks) are served by further
-//! levels, as long as the clock can reach their tick; beyond that [`Timer::try_schedule`] returns
+//! Deadlines as far as the clock reaches (its reading ends at `u64::MAX` nanoseconds, 584 years)
+//! are served by further levels, up to 2^56 - 1 ticks; beyond that [`Timer::try_schedule`] returns
 //! [`ScheduleError::DelayTooLong`] (see [`Timer::max_delay`]).
 //!
 //! ## Cancellation
