@@ -26,7 +26,7 @@ fn cancelling_tasks_whose_closures_panic_on_drop_reuses_their_slots() {
     }
     assert_eq!(timer.len(), 0);
     let high_water = timer.shared().arena().high_water();
-    assert!(high_water <= 2 * crate::arena::PAGE as u64, "{high_water} slots for one pending task");
+    assert!(high_water <= 2 * crate::entry::arena::PAGE as u64, "{high_water} slots for one pending task");
 }
 
 #[test]
