@@ -37,7 +37,10 @@ impl Shared {
         let Store { arena, wheel } = &self.store;
         let mut flushed = false;
         let Scratch { cascade, due, spare } = &mut *serial;
-        while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
+        // One round of the queue: what is scheduled meanwhile and already due waits for the next
+        // advance (`delay_queue.rs`, "Rounds"), so an advance does bounded work.
+        let round = self.queue.round();
+        while let Some((expiration, bucket)) = self.queue.poll_due(now_tick, round) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
             match bucket.visit_into(arena, cursor, Handoff { cascade, due }) {
@@ -45,7 +48,7 @@ impl Shared {
                 Popped::Visited { requeue } => {
                     flushed = true;
                     if let Some(next) = requeue {
-                        self.queue.offer(next, Arc::clone(&bucket));
+                        self.queue.offer_within(next, Arc::clone(&bucket));
                     }
                 }
             }
@@ -57,7 +60,7 @@ impl Shared {
                     // Kept rather than `unreachable!`: firing is right for a due entry anyway.
                     Readded::Due(entry) => due.push((entry, held.1)),
                     Readded::Inserted(Inserted::Queue(expiration, bucket)) => {
-                        self.queue.offer(expiration, bucket)
+                        self.queue.offer_within(expiration, bucket)
                     }
                     Readded::Inserted(Inserted::Done) => {}
                     // Cancelled in transit: the cancel left the slot to us, its holder.
@@ -69,6 +72,7 @@ impl Shared {
                 self.fire(due, spare);
             }
         }
+        self.queue.end_round();
         serial.trim();
         if now_tick > self.current_tick.load(Ordering::Relaxed) {
             self.current_tick.store(now_tick, Ordering::Release);

@@ -206,8 +206,14 @@ impl Timer {
     /// bucket was flushed.
     ///
     /// With the system clock it first waits up to `timeout` for a bucket to become due (returning
-    /// early when one does). A manual clock never waits: advance it first. A timer with a driver
-    /// thread calls this itself; calling it as well is allowed.
+    /// early when one does, or when another thread, such as the driver, takes a due bucket first:
+    /// this call then returns once that thread's advance is done). A manual clock never waits:
+    /// advance it first. A timer with a driver thread calls this itself; calling it as well is
+    /// allowed.
+    ///
+    /// One call does bounded work: tasks scheduled while it runs (by its own tasks, or by other
+    /// threads) that are already due run at the next advance, not in this one, so a task that
+    /// reschedules itself with a zero delay runs once per advance.
     ///
     /// Called from inside one of this timer's tasks running on the thread that advances the clock
     /// (the driver, or the caller of `advance_clock`), it returns `false` at once: that thread is
