@@ -266,3 +266,87 @@ fn advance_clock_returns_once_the_driver_flushed_the_bucket_it_waited_for() {
         rx.recv_timeout(Duration::from_secs(20)).expect("advance_clock returned after the flush");
     }
 }
+
+#[test]
+fn shutdown_from_inside_a_task_returns_the_rest_of_its_batch() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let timer = Arc::new(timer);
+    let counter = Counter::default();
+    let returned = Arc::new(AtomicUsize::new(0));
+    for i in 0..10 {
+        if i == 3 {
+            let (weak, returned) = (Arc::downgrade(&timer), Arc::clone(&returned));
+            timer.schedule(ms(1), move || {
+                let unfired = weak.upgrade().unwrap().shutdown();
+                returned.store(unfired.len(), Ordering::SeqCst);
+            });
+        } else {
+            timer.schedule(ms(1), counter.task());
+        }
+    }
+    timer.schedule(ms(50), counter.task());
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    let stats = timer.stats();
+    let returned = returned.load(Ordering::SeqCst);
+    assert_eq!(counter.get() as u64 + 1, stats.fired, "the shutting-down task fired too");
+    assert_eq!(stats.fired + stats.cancelled + returned as u64, stats.scheduled, "{stats:?}");
+    assert_eq!(returned, 10 - stats.fired as usize + 1, "the batch's rest and the later task");
+    assert_eq!(timer.len(), 0);
+}
+
+#[test]
+fn two_timers_shutting_each_other_down_from_their_tasks_do_not_deadlock() {
+    let (a, b) = (Arc::new(Timer::new()), Arc::new(Timer::new()));
+    let (tx, rx) = mpsc::channel();
+    // Both tasks are running, each on its own timer's driver, before either shuts the other down.
+    let both_running = Arc::new(std::sync::Barrier::new(2));
+    for (me, other) in [(&a, &b), (&b, &a)] {
+        let (other, tx, barrier) = (Arc::downgrade(other), tx.clone(), Arc::clone(&both_running));
+        me.schedule(ms(5), move || {
+            barrier.wait();
+            if let Some(other) = other.upgrade() {
+                other.shutdown();
+            }
+            tx.send(()).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        rx.recv_timeout(Duration::from_secs(20)).expect("both tasks returned");
+    }
+    drop((a, b));
+}
+
+#[test]
+fn drop_does_not_wait_for_a_task_that_never_returns_and_shutdown_timeout_is_bounded() {
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Arc::new(std::sync::Mutex::new(release_rx));
+    let clock = ManualClock::new();
+    for bounded in [false, true] {
+        let timer = Timer::builder().tick(ms(1)).clock(clock.clone()).build();
+        let (started, release) = (started_tx.clone(), Arc::clone(&release_rx));
+        timer.schedule(ms(1), move || {
+            started.send(()).unwrap();
+            let _ = release.lock().unwrap().recv(); // blocks until the test ends it
+        });
+        let later = Counter::default();
+        timer.schedule(ms(1), later.task());
+        timer.schedule(ms(100), later.task());
+        clock.advance(ms(1));
+        started_rx.recv_timeout(Duration::from_secs(20)).expect("the driver runs the blocking task");
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let returned = if bounded { timer.shutdown_timeout(ms(50)).len() } else { 0 };
+            drop(timer);
+            done_tx.send(returned).unwrap();
+        });
+        let returned =
+            done_rx.recv_timeout(Duration::from_secs(20)).expect("drop and shutdown_timeout return");
+        if bounded {
+            assert_eq!(returned, 2, "the batch's other task and the later one, unstarted");
+        }
+        release_tx.send(()).unwrap();
+        assert_eq!(later.get(), 0, "nothing starts after the drop");
+    }
+}

@@ -90,6 +90,38 @@ impl Shared {
     /// in deadline order; otherwise drops them.
     pub(super) fn drain(&self, report: bool) -> Vec<UnfiredTask> {
         let mut unfired = Vec::new();
+        self.drain_buckets(report, &mut unfired);
+        self.unfired(unfired)
+    }
+
+    /// The drain when the advance in progress cannot be waited for (called from one of its tasks,
+    /// from another timer's thread, or by a drop or a timed shutdown that gave up waiting): the
+    /// bucket drain, then a scan of the arena that claims every entry still pending as abandoned,
+    /// wherever it is held (the rest of the batch being fired, a visit's transit, an executor's
+    /// channel, a bucket re-added to after its flush). The holders only release what they then
+    /// find claimed (`entry/`), so each entry is fired by the advance or claimed here, exactly once,
+    /// and none is left out of the accounting. A task the advance claimed before the scan reached
+    /// it may still be running, or about to run, when this returns.
+    pub(super) fn drain_detached(&self, report: bool) -> Vec<UnfiredTask> {
+        let mut unfired = Vec::new();
+        self.drain_buckets(report, &mut unfired);
+        let stripe = self.counters.local();
+        let arena = &self.store.arena;
+        for index in 0..arena.high_water() as usize {
+            let Some((task, deadline)) = entry::abandon_held_elsewhere(arena, index) else {
+                continue;
+            };
+            stripe.left();
+            if report {
+                unfired.push((deadline, task.into_box()));
+            } else if crate::unwind::drop_caught(task) {
+                stripe.panicked();
+            }
+        }
+        self.unfired(unfired)
+    }
+
+    fn drain_buckets(&self, report: bool, unfired: &mut Vec<(Deadline, entry::Task)>) {
         let stripe = self.counters.local();
         let Store { arena, wheel } = &self.store;
         for bucket in wheel.close_levels() {
@@ -101,6 +133,9 @@ impl Shared {
                 }
             }
         }
+    }
+
+    fn unfired(&self, mut unfired: Vec<(Deadline, entry::Task)>) -> Vec<UnfiredTask> {
         // In deadline order to a 256th of a tick, each reported at its tick (when it would have run).
         unfired.sort_by_key(|&(deadline, _)| deadline);
         let at = |deadline: Deadline| nanos_to_duration(self.time.ticks.start_nanos(deadline.tick()));
