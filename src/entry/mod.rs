@@ -57,7 +57,8 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::deadline::Deadline;
 
 pub(crate) mod arena;
-pub(crate) mod claim;
+mod claim;
+pub(crate) mod faults;
 // A module with `unsafe` code (see the crate's "Unsafe code"): a closure stored in a slot.
 #[allow(unsafe_code)]
 mod inline_task;
