@@ -9,8 +9,9 @@ use crate::wheel::bucket::Removed;
 use crate::wheel::TimerTaskList;
 
 /// Cancels the pending entry `ticket` names in `stripe`'s timer: `true` iff this call did it, and
-/// then counted it out on `stripe`. The closure is dropped here, outside the locks, and the entry
-/// leaves its bucket at once.
+/// then counted it out on `stripe`. The closure is dropped here, outside the locks and after the
+/// entry left its bucket and its slot was returned (so a panic of that drop, which leaves this call,
+/// loses nothing).
 ///
 /// The claim is made under the lock of the bucket lane the entry was first added to (the ticket's),
 /// then the slot's, in the lock order: when the entry is still there (the common case: most
@@ -30,7 +31,6 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
         return false;
     };
     stripe.cancelled();
-    drop(task);
     match claimed {
         // Taken out and released under the locks: the slot is ours to return.
         Claimed::Here(_) => arena.free(ticket.id),
@@ -39,6 +39,9 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
         Claimed::Elsewhere(lane) => leave_bucket(stripe.context(), ticket, lane),
         Claimed::InTransit => {}
     }
+    // Last, once the slot and the counters are settled: a closure whose drop panics unwinds out of
+    // this call (the caller's own value, dropped on its thread) and leaks nothing.
+    drop(task);
     true
 }
 

@@ -41,13 +41,17 @@ pub(crate) fn fire_one<C>(
 }
 
 /// Abandons the held entry `held` (shutdown, a closed executor): if this call claimed it, counts it
-/// out on `stripe`; the closure is dropped. `true` iff this call claimed it.
+/// out on `stripe`, then drops the closure, last, catching a panic of its drop (counted as a
+/// panicked task: no caller could take it). `true` iff this call claimed it.
 pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &Stripe<C>) -> bool {
-    let claimed = entry::abandon(arena, held);
-    if claimed {
-        stripe.left();
+    let Some(task) = entry::abandon(arena, held) else {
+        return false;
+    };
+    stripe.left();
+    if crate::unwind::drop_caught(task) {
+        stripe.panicked();
     }
-    claimed
+    true
 }
 
 /// [`abandon`], handing back the closure, boxed, and the deadline.
