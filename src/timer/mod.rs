@@ -44,6 +44,7 @@ pub(crate) mod advancing;
 mod cancel;
 pub(crate) mod counters;
 pub(crate) mod error;
+mod faults;
 pub(crate) mod fire;
 pub(crate) mod handle;
 pub(crate) mod position;
