@@ -268,34 +268,6 @@ fn advance_clock_returns_once_the_driver_flushed_the_bucket_it_waited_for() {
 }
 
 #[test]
-fn shutdown_from_inside_a_task_returns_the_rest_of_its_batch() {
-    let (clock, timer) = manual_timer(ms(1), 8);
-    let timer = Arc::new(timer);
-    let counter = Counter::default();
-    let returned = Arc::new(AtomicUsize::new(0));
-    for i in 0..10 {
-        if i == 3 {
-            let (weak, returned) = (Arc::downgrade(&timer), Arc::clone(&returned));
-            timer.schedule(ms(1), move || {
-                let unfired = weak.upgrade().unwrap().shutdown();
-                returned.store(unfired.len(), Ordering::SeqCst);
-            });
-        } else {
-            timer.schedule(ms(1), counter.task());
-        }
-    }
-    timer.schedule(ms(50), counter.task());
-    clock.advance(ms(1));
-    timer.advance_clock(Duration::ZERO);
-    let stats = timer.stats();
-    let returned = returned.load(Ordering::SeqCst);
-    assert_eq!(counter.get() as u64 + 1, stats.fired, "the shutting-down task fired too");
-    assert_eq!(stats.fired + stats.cancelled + returned as u64, stats.scheduled, "{stats:?}");
-    assert_eq!(returned, 10 - stats.fired as usize + 1, "the batch's rest and the later task");
-    assert_eq!(timer.len(), 0);
-}
-
-#[test]
 fn two_timers_shutting_each_other_down_from_their_tasks_do_not_deadlock() {
     let (a, b) = (Arc::new(Timer::new()), Arc::new(Timer::new()));
     let (tx, rx) = mpsc::channel();

@@ -94,8 +94,7 @@ impl Shared {
         self.unfired(unfired)
     }
 
-    /// The drain when the advance in progress cannot be waited for (called from one of its tasks,
-    /// from another timer's thread, or by a drop or a timed shutdown that gave up waiting): the
+    /// The drain when the advance in progress cannot be waited for (called from a timer's thread, or by a drop or a timed shutdown that gave up waiting): the
     /// bucket drain, then a scan of the arena that claims every entry still pending as abandoned,
     /// wherever it is held (the rest of the batch being fired, a visit's transit, an executor's
     /// channel, a bucket re-added to after its flush). The holders only release what they then

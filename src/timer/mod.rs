@@ -13,8 +13,8 @@
 //! * **advance_clock** (serialised by `advance_lock`): see `advance.rs`.
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned. When
-//!   the advance in progress cannot be waited for (the call comes from one of its tasks, from any
-//!   timer's driver or executor thread, from a drop while the driver is inside a task, or from
+//!   the advance in progress cannot be waited for (the call comes from any timer's driver or
+//!   executor thread, from a drop while the driver is inside a task, or from
 //!   `shutdown_timeout` after its wait), the drain runs without `advance_lock` and then scans the
 //!   arena, claiming every entry still pending wherever it is held; its holder only releases it
 //!   (`advance.rs`, `drain_detached`). Each entry is claimed once, under its slot lock, by the
@@ -298,8 +298,8 @@ impl Timer {
     /// an empty list.
     ///
     /// Called from inside one of this timer's tasks, it does not wait for the thread running that
-    /// very task; the tasks of the same batch not yet run are returned with the others (fired +
-    /// cancelled + returned = scheduled). Called from any timer's driver or executor thread, or
+    /// very task; the tasks fired in the same batch but not yet run are dropped unrun (counted out
+    /// of `len()`, not returned). Called from any timer's driver or executor thread, or
     /// from inside any timer's task, it waits for no driver (two timers shutting each other down
     /// from their tasks would otherwise wait for each other): it returns at once, like
     /// [`shutdown_timeout`](Timer::shutdown_timeout) with a zero timeout. If several threads call
@@ -348,7 +348,10 @@ impl Timer {
         // Drop only discards: boxing and sorting the closures would be wasted work.
         let report = !dropping;
         let unfired = if inside_task {
-            shared.drain_detached(report)
+            // This thread holds `advance_lock` (below, in the advance running this task); the rest
+            // of the batch stays with that advance, which drops it unrun (`abandon_batch`).
+            shared.abandon_batch.store(true, Ordering::Release);
+            shared.drain(report)
         } else if wait_fully {
             shared.drain_locked(report)
         } else {
