@@ -4,6 +4,14 @@
 //! the system clock (`std::time::Instant`, origin = when the timer was built) or a [`ManualClock`]
 //! that only moves when told to (tests and simulations: nothing then depends on wall time).
 //!
+//! ## Instants
+//!
+//! Both kinds of clock have a **base** [`Instant`]: the system clock's origin, or the instant taken
+//! when the `ManualClock` was created. A reading `r` is the instant `base + r`, and an instant `i`
+//! is the reading `i - base`, or zero for an instant before the base (such an instant has passed).
+//! So `Timer::now`, `Timer::schedule_at` and `TimerHandle::deadline` agree on both kinds of clock;
+//! on a manual clock the instants only name its readings, and wall time still plays no part.
+//!
 //! ## Time in ticks
 //!
 //! The wheels count in whole ticks. Two conversions, rounded in opposite directions, give the
@@ -25,7 +33,9 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// A clock that moves only when told to, for deterministic tests and simulations.
 ///
-/// It starts at zero. Clones share the same time, so a test keeps one clone and hands another to
+/// It starts at zero, which is the [`Instant`] taken when it was created (its base: a timer on this
+/// clock reports [`Timer::now`](crate::Timer::now) as the base plus the reading). Clones share the
+/// same time and the same base, so a test keeps one clone and hands another to
 /// [`TimerBuilder::clock`](crate::TimerBuilder::clock). Time never goes backwards: see
 /// [`advance_to`](ManualClock::advance_to).
 ///
@@ -42,16 +52,25 @@ use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 /// clock.advance(Duration::from_millis(5));
 /// assert_eq!(other.now(), Duration::from_millis(5));
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ManualClock {
     inner: Arc<ManualInner>,
 }
 
-#[derive(Default)]
 struct ManualInner {
+    /// The instant that reading zero stands for (see the module docs).
+    base: Instant,
     nanos: AtomicU64,
     /// Called after every advance (driver threads waiting on this clock).
     listeners: Mutex<Vec<Listener>>,
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        let inner =
+            ManualInner { base: Instant::now(), nanos: AtomicU64::new(0), listeners: Mutex::new(Vec::new()) };
+        ManualClock { inner: Arc::new(inner) }
+    }
 }
 
 type Listener = Box<dyn Fn() -> bool + Send + Sync>;
@@ -142,6 +161,46 @@ impl ClockSource {
     pub(crate) fn is_manual(&self) -> bool {
         matches!(self, ClockSource::Manual(_))
     }
+
+    /// The instant that reading zero stands for (see the module docs).
+    fn base(&self) -> Instant {
+        match self {
+            ClockSource::System { origin } => *origin,
+            ClockSource::Manual(clock) => clock.inner.base,
+        }
+    }
+
+    /// The instant of the reading `nanos`; `None` past what `Instant` represents (only for
+    /// readings hundreds of billions of years away).
+    pub(crate) fn instant_at(&self, nanos: u128) -> Option<Instant> {
+        self.base().checked_add(nanos_to_duration(nanos))
+    }
+
+    /// The reading at `instant` in nanoseconds: zero for an instant before the base, whatever its
+    /// distance (it has passed).
+    pub(crate) fn nanos_at(&self, instant: Instant) -> u128 {
+        instant.saturating_duration_since(self.base()).as_nanos()
+    }
+
+    /// The instant of the clock's current reading.
+    pub(crate) fn now_instant(&self) -> Instant {
+        let now = self.now_nanos();
+        // A reading is at most `u64::MAX` ns past the base: about 584 years, within `Instant`'s
+        // range wherever the base is (its range is that of an `i64` of seconds, or more).
+        self.instant_at(u128::from(now)).unwrap_or_else(|| self.base())
+    }
+
+    /// The deadline of `at` on this clock (ticks of `ticks`), read now: the first tick boundary at
+    /// or after it, or the current tick for an instant already passed (also one before the base:
+    /// [`TickLength::passed`]); `None` beyond the last representable tick.
+    pub(crate) fn deadline_at(&self, ticks: TickLength, at: Instant) -> Option<Deadline> {
+        ticks.deadline_at(self.now_nanos(), self.nanos_at(at))
+    }
+
+    /// The instant at which tick `tick` begins, `None` past what `Instant` represents.
+    pub(crate) fn tick_instant(&self, ticks: TickLength, tick: u64) -> Option<Instant> {
+        self.instant_at(ticks.start_nanos(tick))
+    }
 }
 
 /// The tick length, and conversions between nanoseconds and ticks.
@@ -179,9 +238,13 @@ impl TickLength {
         Deadline::new(tick, self.ranker.rank((x % u128::from(self.nanos)) as u64))
     }
 
-    /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
+    /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable. A zero
+    /// delay has passed: see [`passed`](TickLength::passed).
     #[inline]
     pub(crate) fn deadline(self, now_nanos: u64, delay: Duration) -> Option<Deadline> {
+        if delay.is_zero() {
+            return Some(self.passed(now_nanos, u128::from(now_nanos)));
+        }
         // Fast path: `ceil`'s arithmetic in u64 (a u128 division costs several times more), taken
         // whenever its `x` fits.
         let x = delay
@@ -193,6 +256,27 @@ impl TickLength {
         match x {
             Some(x) => Deadline::new(x / self.nanos, self.ranker.rank(x % self.nanos)),
             None => self.ceil(u128::from(now_nanos) + delay.as_nanos()),
+        }
+    }
+
+    /// The deadline of clock time `at_nanos`, read at `now_nanos`: [`ceil`](TickLength::ceil), or
+    /// for a time already passed ([`passed`](TickLength::passed)) due at the current tick.
+    pub(crate) fn deadline_at(self, now_nanos: u64, at_nanos: u128) -> Option<Deadline> {
+        if at_nanos <= u128::from(now_nanos) {
+            return Some(self.passed(now_nanos, at_nanos));
+        }
+        self.ceil(at_nanos)
+    }
+
+    /// The deadline of clock time `at_nanos`, at or before `now_nanos` (a deadline equal to now has
+    /// passed): its tick rounded up, but not past the current tick, so that the next advance fires
+    /// it also when it is scheduled mid-tick (rounded up it would wait for the next boundary). A
+    /// time that rounds up past now ranks last in the current tick.
+    pub(crate) fn passed(self, now_nanos: u64, at_nanos: u128) -> Deadline {
+        let current = self.floor(now_nanos);
+        match self.ceil(at_nanos) {
+            Some(deadline) if deadline.tick() <= current => deadline,
+            _ => Deadline::new(current, Deadline::ON_BOUNDARY).expect("the current tick is a deadline tick"),
         }
     }
 
@@ -256,7 +340,8 @@ mod tests {
     fn deadline_tick_never_before_deadline_and_ranked_within_it() {
         let t = TickLength::new(Duration::from_micros(7)).unwrap();
         for now in [0u64, 1, 6_999, 7_000, 123_456_789] {
-            for delay in [0u64, 1, 3_500, 6_999, 7_000, 7_001, 1_000_000] {
+            // (A zero delay has passed: `a_passed_deadline_is_due_at_the_current_tick`.)
+            for delay in [1u64, 3_500, 6_999, 7_000, 7_001, 1_000_000] {
                 let d = t.deadline(now, Duration::from_nanos(delay)).unwrap();
                 let deadline = u128::from(now) + u128::from(delay);
                 assert!(t.start_nanos(d.tick()) >= deadline, "tick starts before the deadline");
@@ -293,7 +378,7 @@ mod tests {
             for &delay in &delays {
                 assert_eq!(
                     t.deadline(now, delay),
-                    t.ceil(u128::from(now) + delay.as_nanos()),
+                    t.deadline_at(now, u128::from(now) + delay.as_nanos()),
                     "now {now} delay {delay:?}"
                 );
             }
@@ -334,11 +419,12 @@ mod tests {
                 0 => u64::MAX - next() % (1 << 40),
                 _ => wide(&mut next),
             };
+            // Not zero: a zero delay has passed (`a_passed_deadline_is_due_at_the_current_tick`).
             let delay = match next() % 4 {
-                0 => Duration::from_nanos(wide(&mut next)),
+                0 => Duration::from_nanos(wide(&mut next).max(1)),
                 1 => Duration::new(wide(&mut next), (next() % 1_000_000_000) as u32),
                 2 => Duration::MAX - Duration::from_nanos(wide(&mut next)),
-                _ => Duration::from_nanos(next() % (1 << 20)),
+                _ => Duration::from_nanos(next() % (1 << 20) + 1),
             };
             let t = TickLength::new(Duration::from_nanos(n)).unwrap();
             let at = u128::from(now) + delay.as_nanos();
@@ -370,6 +456,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_passed_deadline_is_due_at_the_current_tick() {
+        let t = TickLength::new(ms(10)).unwrap();
+        let tick = |d: Option<Deadline>| d.map(Deadline::tick);
+        // Mid-tick (37 ms, current tick 3): now itself, a zero delay, an earlier time in this tick
+        // and one long ago are all due at tick 3 or before, never at 4.
+        assert_eq!(tick(t.deadline(37_000_000, Duration::ZERO)), Some(3));
+        assert_eq!(tick(t.deadline_at(37_000_000, 37_000_000)), Some(3));
+        assert_eq!(tick(t.deadline_at(37_000_000, 31_000_000)), Some(3));
+        assert_eq!(tick(t.deadline_at(37_000_000, 30_000_000)), Some(3));
+        assert_eq!(tick(t.deadline_at(37_000_000, 29_000_000)), Some(3));
+        assert_eq!(tick(t.deadline_at(37_000_000, 0)), Some(0));
+        // Ranked last in the current tick when rounded down to it; FIFO among equals.
+        assert_eq!(t.deadline(37_000_000, Duration::ZERO).map(Deadline::rank), Some(Deadline::ON_BOUNDARY));
+        // On a boundary a zero delay is the boundary, as a ceiling gives.
+        assert_eq!(t.deadline(40_000_000, Duration::ZERO), t.ceil(40_000_000));
+        // Not passed yet: the ceiling, mid-tick too.
+        assert_eq!(tick(t.deadline(37_000_000, Duration::from_nanos(1))), Some(4));
+        assert_eq!(tick(t.deadline_at(37_000_000, 37_000_001)), Some(4));
+        assert_eq!(tick(t.deadline(u64::MAX, Duration::ZERO)), Some(u64::MAX / 10_000_000));
     }
 
     #[test]

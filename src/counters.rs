@@ -59,8 +59,39 @@
 //! `len()` reads it. Only the unbounded default avoids the shared line.
 
 use crate::arena::EntryArena;
-use crate::sync::{thread_index, Arc, AtomicU64, AtomicUsize, Ordering};
+use crate::clock::{ClockSource, TickLength};
+use crate::delay_queue::DelayQueue;
+use crate::sync::{thread_index, Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::wheel::TimingWheel;
+
+/// What a handle reaches of its timer through the stripe it keeps: the entry arena and the wheel
+/// (for `cancel`), and what a reset needs to re-add its entry as a schedule adds one (`reset.rs`):
+/// the clock and tick, the delay queue and the shutdown flag. Not the timer nor its threads: a
+/// handle outliving its timer keeps these alive, and finds its task abandoned.
+#[derive(Clone, Debug)]
+pub(crate) struct Reach {
+    pub(crate) arena: Arc<EntryArena>,
+    pub(crate) wheel: Arc<TimingWheel>,
+    pub(crate) queue: Arc<DelayQueue>,
+    pub(crate) shut_down: Arc<AtomicBool>,
+    pub(crate) clock: ClockSource,
+    pub(crate) ticks: TickLength,
+}
+
+impl Reach {
+    /// The reach of a timer of `wheel` and `arena` on a manual clock with 1 ms ticks (unit tests).
+    #[cfg(test)]
+    pub(crate) fn for_test(arena: &Arc<EntryArena>, wheel: &Arc<TimingWheel>) -> Reach {
+        Reach {
+            arena: Arc::clone(arena),
+            wheel: Arc::clone(wheel),
+            queue: Arc::new(DelayQueue::new()),
+            shut_down: Arc::new(AtomicBool::new(false)),
+            clock: ClockSource::Manual(crate::clock::ManualClock::new()),
+            ticks: TickLength::new(std::time::Duration::from_millis(1)).expect("1 ms is a valid tick"),
+        }
+    }
+}
 
 /// A timer's counters: its stripes, and the shared gauge of a bounded timer.
 #[derive(Debug)]
@@ -79,6 +110,16 @@ struct Bound {
     pending: AtomicUsize,
 }
 
+/// The monotonic totals of a timer's counters ([`Counters::snapshot`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Totals {
+    pub(crate) scheduled: u64,
+    pub(crate) fired: u64,
+    pub(crate) cancelled: u64,
+    pub(crate) panicked: u64,
+    pub(crate) rearmed: u64,
+}
+
 /// One stripe of a timer's counters (see the module docs). Aligned so that no two stripes, and
 /// nothing else, share a cache line (128 bytes: adjacent-line prefetching pairs lines).
 #[derive(Debug)]
@@ -90,12 +131,13 @@ pub(crate) struct Stripe {
     left: AtomicU64,
     fired: AtomicU64,
     panicked: AtomicU64,
+    /// Resets that moved a pending task (`reset.rs`).
+    rearmed: AtomicU64,
     bound: Option<Arc<Bound>>,
-    /// The timer's entry arena and wheel: a handle keeps the stripe its `cancel()` counts on, and
-    /// reaches its entry and that entry's bucket through it, so one reference count per handle
-    /// (`handle.rs`).
-    arena: Arc<EntryArena>,
-    wheel: Arc<TimingWheel>,
+    /// The timer's entry arena, wheel, and what a reset needs: a handle keeps the stripe its
+    /// `cancel()` counts on, and reaches its entry and that entry's bucket through it, so one
+    /// reference count per handle (`handle.rs`).
+    reach: Reach,
 }
 
 /// How many stripes a timer gets: enough that the threads of a busy process rarely share one, few
@@ -115,7 +157,7 @@ pub(crate) fn stripe_count() -> usize {
 
 impl Counters {
     /// Counters for a timer holding at most `max_pending` tasks (`usize::MAX`: unbounded).
-    pub(crate) fn new(max_pending: usize, (arena, wheel): (&Arc<EntryArena>, &Arc<TimingWheel>)) -> Counters {
+    pub(crate) fn new(max_pending: usize, reach: &Reach) -> Counters {
         let bound = (max_pending != usize::MAX)
             .then(|| Arc::new(Bound { max: max_pending, pending: AtomicUsize::new(0) }));
         let count = stripe_count();
@@ -127,9 +169,9 @@ impl Counters {
                     left: AtomicU64::new(0),
                     fired: AtomicU64::new(0),
                     panicked: AtomicU64::new(0),
+                    rearmed: AtomicU64::new(0),
                     bound: bound.clone(),
-                    arena: Arc::clone(arena),
-                    wheel: Arc::clone(wheel),
+                    reach: reach.clone(),
                 })
             })
             .collect();
@@ -167,14 +209,15 @@ impl Counters {
         self.stripes.iter().fold(0u64, |sum, stripe| sum.wrapping_add(counter(stripe).load(order)))
     }
 
-    /// `(scheduled, fired, cancelled, panicked)` totals, each summed over the stripes.
-    pub(crate) fn snapshot(&self) -> (u64, u64, u64, u64) {
-        (
-            self.sum(|s| &s.scheduled, Ordering::Relaxed),
-            self.sum(|s| &s.fired, Ordering::Relaxed),
-            self.sum(|s| &s.cancelled, Ordering::Relaxed),
-            self.sum(|s| &s.panicked, Ordering::Relaxed),
-        )
+    /// The totals, each summed over the stripes.
+    pub(crate) fn snapshot(&self) -> Totals {
+        Totals {
+            scheduled: self.sum(|s| &s.scheduled, Ordering::Relaxed),
+            fired: self.sum(|s| &s.fired, Ordering::Relaxed),
+            cancelled: self.sum(|s| &s.cancelled, Ordering::Relaxed),
+            panicked: self.sum(|s| &s.panicked, Ordering::Relaxed),
+            rearmed: self.sum(|s| &s.rearmed, Ordering::Relaxed),
+        }
     }
 }
 
@@ -182,13 +225,25 @@ impl Stripe {
     /// The arena of the timer this stripe counts for.
     #[inline]
     pub(crate) fn arena(&self) -> &EntryArena {
-        &self.arena
+        &self.reach.arena
     }
 
     /// The wheel of the timer this stripe counts for.
     #[inline]
     pub(crate) fn wheel(&self) -> &TimingWheel {
-        &self.wheel
+        &self.reach.wheel
+    }
+
+    /// What a handle reaches of the timer this stripe counts for.
+    #[inline]
+    pub(crate) fn reach(&self) -> &Reach {
+        &self.reach
+    }
+
+    /// Counts a reset that moved a pending task.
+    #[inline]
+    pub(crate) fn rearmed(&self) {
+        self.rearmed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts one more pending task, before its entry becomes visible; `false` (and nothing

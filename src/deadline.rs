@@ -51,7 +51,6 @@ pub(crate) struct Deadline(u64);
 
 impl Deadline {
     /// The rank of a deadline that is a tick boundary (the last moment of its interval).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) const ON_BOUNDARY: u8 = u8::MAX;
 
     /// `None` if `tick` is beyond [`MAX_DEADLINE_TICK`].

@@ -103,6 +103,12 @@ impl DelayQueue {
         self.state.lock().heap.len()
     }
 
+    /// The earliest queued expiration, if any (a stale entry's included: never later than the
+    /// earliest live one).
+    pub(crate) fn head(&self) -> Option<u64> {
+        self.state.lock().heap.peek().map(|Reverse(head)| head.expiration)
+    }
+
     /// Blocks until the head bucket is due, `timeout` (if any) passes, or the queue is closed.
     /// Returns `true` if a bucket is due. On a manual clock a bucket can only become due when the
     /// clock advances, which wakes this wait (see `ManualClock::on_advance`).
@@ -156,6 +162,12 @@ impl DelayQueue {
         state.closed = true;
         state.heap.clear();
         self.changed.notify_all();
+    }
+}
+
+impl std::fmt::Debug for DelayQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DelayQueue").field("len", &self.len()).finish_non_exhaustive()
     }
 }
 

@@ -141,6 +141,7 @@ mod entry;
 mod error;
 mod global;
 mod handle;
+mod instants;
 // A module with `unsafe` code (see "Unsafe code" above): a closure stored in a slot.
 #[allow(unsafe_code)]
 mod inline_task;
@@ -148,6 +149,7 @@ mod location;
 mod position;
 pub mod purgatory;
 mod repeating;
+mod reset;
 #[cfg(feature = "async")]
 mod sleep;
 // A module with `unsafe` code (see "Unsafe code" above): the arena slots' lock.

@@ -31,7 +31,7 @@ use crate::arena::{prefetch_ahead, EntryArena};
 use crate::bucket::{Handoff, Popped};
 use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
-use crate::counters::Counters;
+use crate::counters::{Counters, Reach};
 use crate::deadline::{self, Deadline};
 use crate::delay_queue::DelayQueue;
 use crate::driver::{Driver, Executor};
@@ -88,9 +88,10 @@ pub(crate) struct Shared {
     wheel: Arc<TimingWheel>,
     /// Where the entries live (`arena.rs`); shared with the handles.
     arena: Arc<EntryArena>,
-    queue: DelayQueue,
+    /// Shared with the counter stripes, like the shutdown flag: a reset re-adds through them.
+    queue: Arc<DelayQueue>,
     counters: Arc<Counters>,
-    shut_down: AtomicBool,
+    shut_down: Arc<AtomicBool>,
     /// Set by a `shutdown()` called from inside one of this timer's tasks: the rest of the batch
     /// being fired must not run after that call returned.
     abandon_batch: AtomicBool,
@@ -122,9 +123,16 @@ impl Timer {
     }
 
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
-        let arena = Arc::new(EntryArena::new());
-        let wheel = Arc::new(TimingWheel::new(config.wheel_size));
-        let counters = Arc::new(Counters::new(config.max_pending, (&arena, &wheel)));
+        let reach = Reach {
+            arena: Arc::new(EntryArena::new()),
+            wheel: Arc::new(TimingWheel::new(config.wheel_size)),
+            queue: Arc::new(DelayQueue::new()),
+            shut_down: Arc::new(AtomicBool::new(false)),
+            clock: config.clock.clone(),
+            ticks: config.ticks,
+        };
+        let counters = Arc::new(Counters::new(config.max_pending, &reach));
+        let Reach { arena, wheel, queue, shut_down, .. } = reach;
         let lateness = Arc::new(Lateness::new());
         let executor = match config.execution {
             TaskExecution::OnDriver => None,
@@ -140,9 +148,9 @@ impl Timer {
             clock: config.clock,
             wheel,
             arena,
-            queue: DelayQueue::new(),
+            queue,
             counters,
-            shut_down: AtomicBool::new(false),
+            shut_down,
             abandon_batch: AtomicBool::new(false),
             advance_lock: Mutex::new(Scratch::default()),
             current_tick: AtomicU64::new(0),
@@ -254,13 +262,14 @@ impl Timer {
     /// `lateness` written when a run of values in one histogram bin ends, or the batch: a task sees its own batch
     /// counted only after the batch.
     pub fn stats(&self) -> TimerStats {
-        let (scheduled, fired, cancelled, panicked) = self.shared.counters.snapshot();
+        let totals = self.shared.counters.snapshot();
         TimerStats {
             pending: self.len(),
-            scheduled,
-            fired,
-            cancelled,
-            panicked,
+            scheduled: totals.scheduled,
+            fired: totals.fired,
+            cancelled: totals.cancelled,
+            panicked: totals.panicked,
+            rearmed: totals.rearmed,
             queued_buckets: self.shared.queue.len(),
             levels_in_use: self.shared.wheel.levels_in_use(),
             lateness: self.shared.lateness.summary(),
@@ -356,6 +365,20 @@ impl Shared {
             .ticks
             .deadline(now, delay)
             .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: self.ticks.max_delay(now) })?;
+        self.insert_new(now, deadline, task)
+    }
+
+    /// The rest of a schedule, once the deadline is known: counts the task in, takes a slot and
+    /// inserts it relative to the tick of `now`.
+    pub(crate) fn insert_new<F>(
+        &self,
+        now: u64,
+        deadline: Deadline,
+        task: F,
+    ) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
         // Counted in before the entry becomes visible, on this thread's stripe (`counters.rs`).
         let stripe = self.counters.local();
         if !stripe.try_schedule() {
@@ -368,7 +391,7 @@ impl Shared {
             return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
         };
         // The insert occupies the slot it publishes: one slot lock (`entry/`).
-        let (refuse, base) = (Some(&self.shut_down), self.ticks.floor(now));
+        let (refuse, base) = (Some(&*self.shut_down), self.ticks.floor(now));
         let outcome = match self.wheel.add(arena, (id, deadline), base, refuse, Some(&mut fresh)) {
             AddOutcome::Due(id) => self.wheel.add_due(arena, (id, deadline), refuse, Some(&mut fresh)),
             other => other,
@@ -384,7 +407,9 @@ impl Shared {
                 drop(fresh);
                 return Err(ScheduleError::ShutDown);
             }
-            AddOutcome::Due(_) | AddOutcome::NotPending => unreachable!("a new entry is pending"),
+            AddOutcome::Due(_) | AddOutcome::NotPending | AddOutcome::Moved(_) => {
+                unreachable!("a new entry is pending, at its own deadline")
+            }
         }
         let ticket = fresh.ticket(id).expect("an inserted entry occupies its slot");
         Ok(TimerHandle::new(Arc::clone(stripe), ticket))
@@ -416,17 +441,16 @@ impl Shared {
                 }
             }
             let visited = cascade.len() + due.len();
-            // The entries due at the cursor went straight to `due`; the rest cascade.
+            // The entries due at the cursor went straight to `due`; the rest cascade, by the
+            // deadline in their slots (a reset may have moved one in transit: `entry/`).
             for held in cascade.drain(..) {
-                match self.wheel.add(&self.arena, held, cursor, None, None) {
-                    // Not met: the visit handed the entries due at the cursor to `due` already.
-                    // Kept rather than `unreachable!`: firing is right for a due entry anyway.
-                    AddOutcome::Due(entry) => due.push((entry, held.1)),
+                match self.wheel.readd(&self.arena, held, cursor, None) {
                     AddOutcome::Queue(expiration, bucket) => self.queue.offer(expiration, bucket),
                     AddOutcome::Done => {}
                     // Cancelled in transit: the cancel left the slot to us, its holder.
                     AddOutcome::NotPending => entry::discard(&self.arena, held.0),
                     AddOutcome::ShutDown => unreachable!("re-adds ignore the shutdown flag"),
+                    AddOutcome::Due(_) | AddOutcome::Moved(_) => unreachable!("a re-add places every entry"),
                 }
             }
             crate::trace::flushed(bucket.id(), expiration, cursor, visited, due.len());
@@ -527,6 +551,11 @@ impl Shared {
 
     pub(crate) fn ticks(&self) -> TickLength {
         self.ticks
+    }
+
+    /// The driver's cursor (see [`Timer::current_time`]).
+    pub(crate) fn current_tick(&self) -> u64 {
+        self.current_tick.load(Ordering::Acquire)
     }
 }
 

@@ -255,6 +255,8 @@ pub(crate) enum AddOutcome {
     Done,
     /// Not inserted: the entry is no longer pending (cancelled in transit).
     NotPending,
+    /// Not inserted: a reset moved the held entry to this deadline (see `TimerTaskList::add`).
+    Moved(Deadline),
     /// Not inserted: the timer is shutting down (only when the caller passed the flag).
     ShutDown,
 }
@@ -307,7 +309,32 @@ impl TimingWheel {
         match self.table.place(base, deadline.tick()) {
             Placement::Due => AddOutcome::Due(entry),
             Placement::Slot { level, slot, stage } => {
-                self.insert(arena, entry, (level, slot, stage), shut_down, fresh)
+                self.insert(arena, (entry, deadline), (level, slot, stage), shut_down, fresh)
+            }
+        }
+    }
+
+    /// Re-adds an entry its caller holds (a visit's cascade, a reset) relative to `base`, by the
+    /// deadline in its slot: placed by `deadline`, and placed again if a reset wrote another one
+    /// meanwhile ([`AddOutcome::Moved`]). One due at `base` goes to the level-0 bucket of its
+    /// deadline, as a schedule's does: that bucket is due, so the advance running (or the next) visits
+    /// it and fires the entry from there, marked due (`entry/`, "Re-arming"). Never
+    /// [`AddOutcome::Due`] nor [`AddOutcome::Moved`].
+    pub(crate) fn readd(
+        &self,
+        arena: &EntryArena,
+        (entry, mut deadline): (EntryId, Deadline),
+        base: u64,
+        shut_down: Option<&AtomicBool>,
+    ) -> AddOutcome {
+        loop {
+            let outcome = match self.add(arena, (entry, deadline), base, shut_down, None) {
+                AddOutcome::Due(entry) => self.add_due(arena, (entry, deadline), shut_down, None),
+                other => other,
+            };
+            match outcome {
+                AddOutcome::Moved(moved) => deadline = moved,
+                other => return other,
             }
         }
     }
@@ -324,13 +351,13 @@ impl TimingWheel {
     ) -> AddOutcome {
         let tick = deadline.tick();
         let slot = (tick % self.wheel_size) as usize;
-        self.insert(arena, entry, (0, slot, StagePlan::level0(tick)), shut_down, fresh)
+        self.insert(arena, (entry, deadline), (0, slot, StagePlan::level0(tick)), shut_down, fresh)
     }
 
     fn insert(
         &self,
         arena: &EntryArena,
-        entry: EntryId,
+        entry: (EntryId, Deadline),
         (level, slot, stage): (usize, usize, StagePlan),
         shut_down: Option<&AtomicBool>,
         fresh: Option<&mut Fresh>,
@@ -342,6 +369,7 @@ impl TimingWheel {
             Added::Inserted { queue: Some(at) } => AddOutcome::Queue(at, Arc::clone(bucket)),
             Added::Inserted { queue: None } => AddOutcome::Done,
             Added::NotPending => AddOutcome::NotPending,
+            Added::Moved(deadline) => AddOutcome::Moved(deadline),
             Added::ShutDown => AddOutcome::ShutDown,
         }
     }

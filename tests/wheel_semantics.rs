@@ -197,7 +197,7 @@ fn clock_jump_fires_everything_due_in_deadline_order() {
 
 /// Never early, at most one tick late, `len()` exact: random ticks, wheel sizes, deadlines, and
 /// clock steps from sub-tick to multi-level jumps. After every step, the set of fired tasks is
-/// exactly the set whose deadline tick has begun.
+/// exactly the set whose deadline tick has begun (for a zero delay: the tick it was scheduled in).
 #[test]
 fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
     let mut rng = SplitMix(2026);
@@ -209,6 +209,7 @@ fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
         let log = FireLog::default();
         let mut deadlines = Vec::new(); // (id, deadline as clock time)
         let mut fired = vec![false; 0];
+        let mut due_at = Vec::new(); // the tick boundary each task is due at
         for step in 0..150 {
             // Schedule a few, with delays from zero to many levels away.
             for _ in 0..rng.range(0, 4) {
@@ -216,6 +217,13 @@ fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
                 let delay = Duration::from_nanos(rng.range(0, 50) * scale);
                 let id = deadlines.len();
                 deadlines.push(clock.now() + delay);
+                // A zero delay has passed: due at the current tick, also mid-tick.
+                let floor = clock.now().as_nanos() / tick.as_nanos() * tick.as_nanos();
+                due_at.push(if delay.is_zero() {
+                    Duration::from_nanos(floor as u64)
+                } else {
+                    ceil_to_tick(clock.now() + delay, tick)
+                });
                 fired.push(false);
                 let _ = timer.schedule(delay, log.task(id, &clock));
             }
@@ -228,7 +236,7 @@ fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
                 assert!(at >= deadlines[id], "round {round} step {step}: task {id} early");
             }
             for (id, deadline) in deadlines.iter().enumerate() {
-                let due = ceil_to_tick(*deadline, tick) <= now;
+                let due = due_at[id] <= now;
                 assert_eq!(
                     fired[id], due,
                     "round {round} step {step}: tick {tick:?} wheel {wheel_size}: task {id} deadline {deadline:?} now {now:?}"

@@ -29,6 +29,11 @@ fn at(tick: u64) -> StagePlan {
     StagePlan::level0(tick)
 }
 
+/// A held entry as a re-add passes it: its slot and the deadline it is placed by (its own).
+fn held(arena: &EntryArena, e: &Ticket) -> (crate::entry::EntryId, crate::deadline::Deadline) {
+    (e.id, arena.lock(e.id).deadline)
+}
+
 fn stage(index: usize, round: u64, opens: u64, due: u64) -> StagePlan {
     StagePlan { index, round, opens, due }
 }
@@ -40,7 +45,7 @@ fn add_all(
     plan: StagePlan,
 ) -> Vec<Option<u64>> {
     es.iter()
-        .map(|e| match TimerTaskList::add(bucket, arena, e.id, plan, None, None) {
+        .map(|e| match TimerTaskList::add(bucket, arena, held(arena, e), plan, None, None) {
             Added::Inserted { queue } => queue,
             other => panic!("{other:?}"),
         })
@@ -148,7 +153,7 @@ fn removal_in_any_order_keeps_every_location_exact() {
     let es = entries(arena, 1_000);
     for e in &es {
         assert!(matches!(
-            TimerTaskList::add(&bucket, arena, e.id, at(5), None, None),
+            TimerTaskList::add(&bucket, arena, held(arena, e), at(5), None, None),
             Added::Inserted { .. }
         ));
     }
@@ -247,8 +252,11 @@ fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let bucket = Arc::new(TimerTaskList::new(0, 0));
     let es = entries(arena, 2);
     let flag = AtomicBool::new(true);
-    assert_eq!(TimerTaskList::add(&bucket, arena, es[0].id, at(5), Some(&flag), None), Added::ShutDown);
+    assert_eq!(
+        TimerTaskList::add(&bucket, arena, held(arena, &es[0]), at(5), Some(&flag), None),
+        Added::ShutDown
+    );
     assert!(arena.lock(es[1].id).claim_for_test(Status::Cancelled));
-    assert_eq!(TimerTaskList::add(&bucket, arena, es[1].id, at(5), None, None), Added::NotPending);
+    assert_eq!(TimerTaskList::add(&bucket, arena, held(arena, &es[1]), at(5), None, None), Added::NotPending);
     assert!(bucket.flush(arena).is_empty());
 }

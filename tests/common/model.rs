@@ -2,10 +2,11 @@
 //! the fuzz target (`fuzz/fuzz_targets/timer_ops.rs`), so both check the timer the same way.
 //!
 //! Operations: schedule (any delay: zero, sub-tick, many levels away, far future), cancel (of any
-//! handle, including fired, cancelled and refused ones), advance of the manual clock (zero, sub-tick,
+//! handle, including fired, cancelled and refused ones), reset (re-arm in place, by a delay or an
+//! instant, of any handle), advance of the manual clock (zero, sub-tick,
 //! multi-level jumps) followed by `advance_clock`, and shutdown. The model is a plain list of
 //! deadlines: after every step, exactly the tasks whose deadline tick has begun have fired, each once,
-//! none early; `cancel()` returns what the model says; `len()` is exact.
+//! none early; `cancel()` and `reset()` return what the model says; `len()` is exact.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,6 +19,16 @@ fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
     // Exact, also past the clock's u64 nanoseconds (such a deadline is never reached; it must not
     // wrap to an early one).
     Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32)
+}
+
+/// The tick boundary at which a task given `delay` at `now` becomes due: the first one at or after
+/// its deadline, or for a zero delay (a deadline already passed) the current tick, also mid-tick.
+fn due_tick(now: Duration, delay: Duration, tick: Duration) -> Duration {
+    if delay.is_zero() {
+        let nanos = now.as_nanos() / tick.as_nanos() * tick.as_nanos();
+        return Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32);
+    }
+    ceil_to_tick(now.saturating_add(delay), tick)
 }
 
 macro_rules! ensure {
@@ -43,6 +54,9 @@ pub enum Op {
     Schedule(Option<u64>),
     /// Cancel the handle with this index (modulo the number of handles).
     Cancel(usize),
+    /// Reset the handle with this index (modulo the number of handles) to this delay (`None`:
+    /// `Duration::MAX`), by `reset` for an even index, by `reset_at(now + delay)` for an odd one.
+    Reset(usize, Option<u64>),
     /// Advance the clock by this many nanoseconds, then `advance_clock`.
     Advance(u64),
     /// Move the clock only: later schedules then work from a time the wheel has not reached.
@@ -68,6 +82,8 @@ enum Expect {
 
 struct Task {
     deadline: Duration,
+    /// The tick boundary it becomes due at ([`due_tick`]).
+    due: Duration,
     expect: Expect,
     handle: Option<TimerHandle>,
 }
@@ -87,20 +103,22 @@ fn schedule_one(
     let (log, c) = (Arc::clone(fired), clock.clone());
     let result = timer.try_schedule(delay, move || log.lock().unwrap().push((id, c.now())));
     let deadline = clock.now().checked_add(delay);
+    let gone = Task { deadline: Duration::ZERO, due: Duration::ZERO, expect: Expect::Gone, handle: None };
     match result {
         Ok(handle) => {
             ensure!(!shut_down, "step {step}: accepted after shutdown");
             let deadline = deadline.expect("an accepted deadline is representable");
-            tasks.push(Task { deadline, expect: Expect::Pending, handle: Some(handle) });
+            let due = due_tick(clock.now(), delay, timer.tick());
+            tasks.push(Task { deadline, due, expect: Expect::Pending, handle: Some(handle) });
         }
         Err(ScheduleError::ShutDown) => {
             ensure!(shut_down, "step {step}: refused as shut down while running");
-            tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
+            tasks.push(gone);
         }
         Err(ScheduleError::DelayTooLong { max, .. }) => {
             ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
             ensure!(delay > Duration::from_secs(100 * 365 * 86_400), "step {step}: refused a short delay");
-            tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
+            tasks.push(gone);
         }
         Err(e) => return Err(format!("step {step}: unexpected error {e}")),
     }
@@ -136,6 +154,28 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                     task.expect = Expect::Cancelled;
                 }
             }
+            Op::Reset(i, nanos) => {
+                if tasks.is_empty() {
+                    continue;
+                }
+                let n = tasks.len();
+                let task = &mut tasks[i % n];
+                let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
+                let in_range = delay <= timer.max_delay();
+                let moved = task.handle.as_ref().is_some_and(|h| match timer.now().checked_add(delay) {
+                    Some(at) if i % 2 == 1 => h.reset_at(at),
+                    _ => h.reset(delay),
+                });
+                ensure_eq!(moved, task.expect == Expect::Pending && in_range, "step {}: reset result", step);
+                if moved {
+                    task.deadline = clock.now() + delay;
+                    task.due = due_tick(clock.now(), delay, tick);
+                    // As a reading of the clock: the instant minus the clock's base instant.
+                    let base = timer.now() - clock.now();
+                    let when = task.handle.as_ref().and_then(TimerHandle::deadline).map(|at| at - base);
+                    ensure_eq!(when, Some(task.due), "step {}: deadline after reset", step);
+                }
+            }
             Op::MoveClock(nanos) => clock.advance(Duration::from_nanos(nanos)),
             Op::Advance(nanos) => {
                 clock.advance(Duration::from_nanos(nanos));
@@ -143,14 +183,12 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 timer.advance_clock(Duration::ZERO);
                 let now = clock.now();
                 // Within one advance, tasks fire in non-decreasing order of their deadline tick.
-                let batch: Vec<Duration> = fired.lock().unwrap()[fired_before..]
-                    .iter()
-                    .map(|&(id, _)| ceil_to_tick(tasks[id].deadline, tick))
-                    .collect();
+                let batch: Vec<Duration> =
+                    fired.lock().unwrap()[fired_before..].iter().map(|&(id, _)| tasks[id].due).collect();
                 ensure!(batch.windows(2).all(|w| w[0] <= w[1]), "step {step}: fired out of order: {batch:?}");
                 if !shut_down {
                     for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
-                        if ceil_to_tick(task.deadline, tick) <= now {
+                        if task.due <= now {
                             task.expect = Expect::Fired;
                         }
                     }
@@ -162,11 +200,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 let mut expected: Vec<Duration> = if shut_down {
                     Vec::new()
                 } else {
-                    tasks
-                        .iter()
-                        .filter(|t| t.expect == Expect::Pending)
-                        .map(|t| ceil_to_tick(t.deadline, tick))
-                        .collect()
+                    tasks.iter().filter(|t| t.expect == Expect::Pending).map(|t| t.due).collect()
                 };
                 expected.sort();
                 let returned: Vec<Duration> = unfired.iter().map(|u| u.deadline()).collect();
