@@ -33,11 +33,9 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::clock::nanos_to_duration;
-use crate::counters::Reach;
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
 use crate::sync::{downgrade, Arc, Mutex, Weak};
-use crate::timer::{Shared, Timer};
+use crate::timer::{Shared, Store};
+use crate::{ScheduleError, Timer, TimerHandle};
 
 /// How a repeating task is re-armed; see [`Timer::schedule_repeating`].
 ///
@@ -140,7 +138,7 @@ impl Timer {
     {
         let shared = self.shared();
         let repeat = repeat.with_period(repeat.period().max(self.tick()));
-        let now = shared.clock().now_nanos();
+        let now = shared.time().clock.now_nanos();
         let ctx = Arc::new(Ctx {
             timer: Some(downgrade(shared)),
             repeat,
@@ -225,7 +223,7 @@ impl<F: FnMut() + Send + 'static> Run<F> {
     /// Schedules the run after run number `run` (this one).
     fn rearm(&mut self, task: F, run: u64) {
         let Some(shared) = self.ctx.timer.as_ref().and_then(Weak::upgrade) else { return };
-        let now = u128::from(shared.clock().now_nanos());
+        let now = u128::from(shared.time().clock.now_nanos());
         let delay = match self.ctx.repeat {
             Repeat::FixedDelay(delay) => delay,
             Repeat::FixedRate(period) => {
@@ -333,7 +331,7 @@ impl RepeatingHandle {
     /// assert_eq!(ping.runs(), 2);
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
-        self.rearm(|reach| u128::from(reach.clock.now_nanos()) + delay.as_nanos())
+        self.rearm(|store| u128::from(store.time.clock.now_nanos()) + delay.as_nanos())
     }
 
     /// Moves the next run to `deadline` on the timer's clock ([`Timer::now`]), earlier or later,
@@ -347,14 +345,14 @@ impl RepeatingHandle {
     /// right now (it runs, and the repetition goes on as before), or if `deadline` is beyond the
     /// timer's range.
     pub fn reset_at(&self, deadline: Instant) -> bool {
-        self.rearm(|reach| reach.clock.nanos_at(deadline))
+        self.rearm(|store| store.time.clock.nanos_at(deadline))
     }
 
     /// Moves the current entry to the clock reading `at` (nanoseconds) returns, under the
     /// repetition's lock, so that a run starting meanwhile sees either the old grid and the old
     /// entry or the new ones. An abandoned closure (the timer shutting down) is dropped after the
     /// lock is released: its drop takes the lock.
-    fn rearm(&self, at: impl FnOnce(&Reach) -> u128) -> bool {
+    fn rearm(&self, at: impl FnOnce(&Store) -> u128) -> bool {
         let mut state = self.ctx.state.lock();
         if state.cancelled || state.ended {
             return false;
@@ -362,7 +360,7 @@ impl RepeatingHandle {
         let Some(current) = state.current.clone() else { return false };
         let Some(reach) = current.reach() else { return false };
         let at = at(reach);
-        let Some(to) = reach.ticks.deadline_at(reach.clock.now_nanos(), at) else { return false };
+        let Some(to) = reach.time.ticks.deadline_at(reach.time.clock.now_nanos(), at) else { return false };
         let (moved, abandoned) = current.reset_to(to);
         if moved {
             state.due_nanos = at;

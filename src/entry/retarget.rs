@@ -5,7 +5,7 @@
 
 use super::{EntryArena, EntryState, Status, Ticket};
 use crate::deadline::Deadline;
-use crate::location::{LaneKey, Location};
+use crate::entry::location::{LaneKey, Location};
 
 /// What a reset found under a lane's lock and the slot's ([`EntryState::retarget`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -28,8 +28,8 @@
 use std::fmt;
 use std::hash::Hash;
 
-use crate::handle::TimerHandle;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::TimerHandle;
 
 /// An operation that waits in a [`Purgatory`](super::Purgatory) until its condition holds or its
 /// timeout passes: Kafka's `DelayedOperation`.
@@ -206,6 +206,18 @@ where
     /// With the lock held: whether the operation is pending and its condition holds now.
     pub(crate) fn try_complete(&self, state: &State) -> bool {
         state.phase == Phase::Pending && self.op.try_complete()
+    }
+
+    /// [`try_complete`](Self::try_complete), catching a panic of the operation's `try_complete`:
+    /// `None` if it panicked (the payload is dropped; the operation stays pending).
+    pub(crate) fn try_complete_caught(&self, state: &State) -> Option<bool> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.try_complete(state))) {
+            Ok(ready) => Some(ready),
+            Err(payload) => {
+                crate::unwind::drop_payload(payload);
+                None
+            }
+        }
     }
 
     /// With the lock held: the one transition out of `Pending`. Returns the timeout, which the caller

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::counters::Stripe;
+use super::{cancel, position, reset, HandleStripe};
 use crate::deadline::Deadline;
 use crate::entry::{self, Status, Task, Ticket};
 use crate::sync::Arc;
@@ -12,7 +12,7 @@ use crate::sync::Arc;
 ///
 /// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
 /// [`cancel`](TimerHandle::cancel) does. A handle names its task by slot and generation in the
-/// timer's entry arena (`arena.rs`), and keeps that arena and the timer's wheel (not the timer, nor
+/// timer's entry arena (`entry/arena.rs`), and keeps that arena and the timer's wheel (not the timer, nor
 /// its threads) alive through the counter stripe (shared with the handles scheduled on the same
 /// thread) its `cancel()` counts on. It keeps
 /// no task alive: once the task has fired or been cancelled, its slot is reused by later tasks, and
@@ -40,7 +40,7 @@ pub struct TimerHandle {
     /// counts it out of `len()` (`counters.rs`), and through which the handle reaches the timer's
     /// entry arena; and the ticket naming the entry there. `None` for the handle `Timer::schedule`
     /// returns when it could not schedule.
-    inner: Option<(Arc<Stripe>, Ticket)>,
+    inner: Option<(Arc<HandleStripe>, Ticket)>,
 }
 
 // A handle is the stripe's `Arc` and a 16-byte ticket, the `Option` in the `Arc`'s niche (loom's
@@ -50,7 +50,7 @@ const _: () = assert!(std::mem::size_of::<TimerHandle>() == 24);
 
 impl TimerHandle {
     #[inline]
-    pub(crate) fn new(stripe: Arc<Stripe>, ticket: Ticket) -> Self {
+    pub(crate) fn new(stripe: Arc<HandleStripe>, ticket: Ticket) -> Self {
         TimerHandle { inner: Some((stripe, ticket)) }
     }
 
@@ -60,7 +60,7 @@ impl TimerHandle {
     }
 
     fn status(&self) -> Option<Status> {
-        self.inner.as_ref().and_then(|(stripe, ticket)| entry::status(stripe.arena(), *ticket))
+        self.inner.as_ref().and_then(|(stripe, ticket)| entry::status(&stripe.context().arena, *ticket))
     }
 
     /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
@@ -68,8 +68,13 @@ impl TimerHandle {
     ///
     /// Returns `false` if the task already ran or started running, was already cancelled, was
     /// abandoned by a shutdown, or was never scheduled.
+    ///
+    /// # Panics
+    ///
+    /// Only if the closure's own `Drop` panics: that panic leaves this call, after the task was
+    /// cancelled and counted and its slot freed (nothing leaks; the cancel happened).
     pub fn cancel(&self) -> bool {
-        self.inner.as_ref().is_some_and(|(stripe, ticket)| entry::cancel(*ticket, stripe))
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| cancel::cancel(*ticket, stripe))
     }
 
     /// Moves the pending task to `delay` from now on the timer's clock, keeping its closure and
@@ -106,8 +111,12 @@ impl TimerHandle {
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
         self.inner.as_ref().is_some_and(|(stripe, ticket)| {
-            let reach = stripe.reach();
-            reach.ticks.deadline(reach.clock.now_nanos(), delay).is_some_and(|to| reset(stripe, *ticket, to))
+            let reach = stripe.context();
+            reach
+                .time
+                .ticks
+                .deadline(reach.time.clock.now_nanos(), delay)
+                .is_some_and(|to| reset_from(stripe, *ticket, to))
         })
     }
 
@@ -132,8 +141,12 @@ impl TimerHandle {
     /// ```
     pub fn reset_at(&self, deadline: Instant) -> bool {
         self.inner.as_ref().is_some_and(|(stripe, ticket)| {
-            let reach = stripe.reach();
-            reach.clock.deadline_at(reach.ticks, deadline).is_some_and(|to| reset(stripe, *ticket, to))
+            let reach = stripe.context();
+            reach
+                .time
+                .clock
+                .deadline_at(reach.time.ticks, deadline)
+                .is_some_and(|to| reset_from(stripe, *ticket, to))
         })
     }
 
@@ -157,9 +170,9 @@ impl TimerHandle {
     /// ```
     pub fn deadline(&self) -> Option<Instant> {
         let (stripe, ticket) = self.inner.as_ref()?;
-        let deadline = entry::deadline(stripe.arena(), *ticket)?;
-        let reach = stripe.reach();
-        reach.clock.tick_instant(reach.ticks, deadline.tick())
+        let deadline = entry::deadline(&stripe.context().arena, *ticket)?;
+        let reach = stripe.context();
+        reach.time.clock.tick_instant(reach.time.ticks, deadline.tick())
     }
 
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
@@ -188,17 +201,15 @@ impl TimerHandle {
     /// **Diagnostic**: a snapshot that the driver may change at any moment (see
     /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in
     /// transit between buckets during a flush.
-    pub fn position(&self) -> Option<crate::WheelPosition> {
-        self.inner
-            .as_ref()
-            .and_then(|(stripe, ticket)| crate::position::of(stripe.arena(), stripe.wheel(), *ticket))
+    pub fn position(&self) -> Option<position::WheelPosition> {
+        self.inner.as_ref().and_then(|(stripe, ticket)| position::of(stripe.context(), *ticket))
     }
 }
 
 impl TimerHandle {
     /// What the handle reaches of its timer (its clock and tick: `counters.rs`); `None` if inert.
-    pub(crate) fn reach(&self) -> Option<&crate::counters::Reach> {
-        self.inner.as_ref().map(|(stripe, _)| stripe.reach())
+    pub(crate) fn reach(&self) -> Option<&super::Store> {
+        self.inner.as_ref().map(|(stripe, _)| stripe.context())
     }
 
     /// [`reset`](TimerHandle::reset) to a deadline already computed, handing back the closure of a
@@ -206,7 +217,7 @@ impl TimerHandle {
     /// no lock (`reset.rs`).
     pub(crate) fn reset_to(&self, to: Deadline) -> (bool, Option<Task>) {
         match &self.inner {
-            Some((stripe, ticket)) => crate::reset::reset(*ticket, stripe, to),
+            Some((stripe, ticket)) => reset::reset(*ticket, stripe, to),
             None => (false, None),
         }
     }
@@ -214,8 +225,8 @@ impl TimerHandle {
 
 /// A reset from a handle's ticket, the abandoned closure (if the timer shut down meanwhile) dropped
 /// after every lock is released.
-fn reset(stripe: &Stripe, ticket: Ticket, to: Deadline) -> bool {
-    let (moved, abandoned): (bool, Option<Task>) = crate::reset::reset(ticket, stripe, to);
+fn reset_from(stripe: &HandleStripe, ticket: Ticket, to: Deadline) -> bool {
+    let (moved, abandoned): (bool, Option<Task>) = reset::reset(ticket, stripe, to);
     drop(abandoned);
     moved
 }

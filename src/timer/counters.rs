@@ -58,45 +58,14 @@
 //! attempt never shows in `len()`, nor makes a concurrent one fail) and counts out on it too, and
 //! `len()` reads it. Only the unbounded default avoids the shared line.
 
-use crate::arena::EntryArena;
-use crate::clock::{ClockSource, TickLength};
-use crate::delay_queue::DelayQueue;
-use crate::sync::{thread_index, Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::wheel::TimingWheel;
+use crate::sync::{stripe_count, thread_index, Arc, AtomicU64, AtomicUsize, Ordering};
 
-/// What a handle reaches of its timer through the stripe it keeps: the entry arena and the wheel
-/// (for `cancel`), and what a reset needs to re-add its entry as a schedule adds one (`reset.rs`):
-/// the clock and tick, the delay queue and the shutdown flag. Not the timer nor its threads: a
-/// handle outliving its timer keeps these alive, and finds its task abandoned.
-#[derive(Clone, Debug)]
-pub(crate) struct Reach {
-    pub(crate) arena: Arc<EntryArena>,
-    pub(crate) wheel: Arc<TimingWheel>,
-    pub(crate) queue: Arc<DelayQueue>,
-    pub(crate) shut_down: Arc<AtomicBool>,
-    pub(crate) clock: ClockSource,
-    pub(crate) ticks: TickLength,
-}
-
-impl Reach {
-    /// The reach of a timer of `wheel` and `arena` on a manual clock with 1 ms ticks (unit tests).
-    #[cfg(test)]
-    pub(crate) fn for_test(arena: &Arc<EntryArena>, wheel: &Arc<TimingWheel>) -> Reach {
-        Reach {
-            arena: Arc::clone(arena),
-            wheel: Arc::clone(wheel),
-            queue: Arc::new(DelayQueue::new()),
-            shut_down: Arc::new(AtomicBool::new(false)),
-            clock: ClockSource::Manual(crate::clock::ManualClock::new()),
-            ticks: TickLength::new(std::time::Duration::from_millis(1)).expect("1 ms is a valid tick"),
-        }
-    }
-}
-
-/// A timer's counters: its stripes, and the shared gauge of a bounded timer.
+/// A timer's counters: its stripes, and the shared gauge of a bounded timer. Each stripe also
+/// carries a context `C` of the timer's (what a handle needs besides the stripe: `handle.rs`), so
+/// that a handle holds one reference count, on its scheduling thread's stripe.
 #[derive(Debug)]
-pub(crate) struct Counters {
-    stripes: Box<[Arc<Stripe>]>,
+pub(crate) struct Counters<C> {
+    stripes: Box<[Arc<Stripe<C>>]>,
     /// `stripes.len() - 1` (a power of two).
     mask: usize,
     /// The shared gauge, with `max_pending` set.
@@ -120,11 +89,12 @@ pub(crate) struct Totals {
     pub(crate) rearmed: u64,
 }
 
-/// One stripe of a timer's counters (see the module docs). Aligned so that no two stripes, and
-/// nothing else, share a cache line (128 bytes: adjacent-line prefetching pairs lines).
+/// One stripe of a timer's counters (see the module docs), with the timer's context `C`. Aligned
+/// so that no two stripes, and nothing else, share a cache line (128 bytes: adjacent-line
+/// prefetching pairs lines).
 #[derive(Debug)]
 #[repr(align(128))]
-pub(crate) struct Stripe {
+pub(crate) struct Stripe<C> {
     scheduled: AtomicU64,
     cancelled: AtomicU64,
     /// Counted out by a fire or an abandonment.
@@ -134,30 +104,13 @@ pub(crate) struct Stripe {
     /// Resets that moved a pending task (`reset.rs`).
     rearmed: AtomicU64,
     bound: Option<Arc<Bound>>,
-    /// The timer's entry arena, wheel, and what a reset needs: a handle keeps the stripe its
-    /// `cancel()` counts on, and reaches its entry and that entry's bucket through it, so one
-    /// reference count per handle (`handle.rs`).
-    reach: Reach,
+    context: C,
 }
 
-/// How many stripes a timer gets: enough that the threads of a busy process rarely share one, few
-/// enough that `len()` stays cheap. Under loom, two (models stay small).
-pub(crate) fn stripe_count() -> usize {
-    #[cfg(delaywheel_loom)]
-    return 2;
-    #[cfg(not(delaywheel_loom))]
-    {
-        static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        *COUNT.get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-            (cores * 4).next_power_of_two().clamp(4, 64)
-        })
-    }
-}
-
-impl Counters {
-    /// Counters for a timer holding at most `max_pending` tasks (`usize::MAX`: unbounded).
-    pub(crate) fn new(max_pending: usize, reach: &Reach) -> Counters {
+impl<C: Clone> Counters<C> {
+    /// Counters for a timer holding at most `max_pending` tasks (`usize::MAX`: unbounded), each
+    /// stripe with a clone of `context`.
+    pub(crate) fn new(max_pending: usize, context: &C) -> Counters<C> {
         let bound = (max_pending != usize::MAX)
             .then(|| Arc::new(Bound { max: max_pending, pending: AtomicUsize::new(0) }));
         let count = stripe_count();
@@ -171,16 +124,18 @@ impl Counters {
                     panicked: AtomicU64::new(0),
                     rearmed: AtomicU64::new(0),
                     bound: bound.clone(),
-                    reach: reach.clone(),
+                    context: context.clone(),
                 })
             })
             .collect();
         Counters { stripes, mask: count - 1, bound }
     }
+}
 
+impl<C> Counters<C> {
     /// The stripe of the calling thread.
     #[inline]
-    pub(crate) fn local(&self) -> &Arc<Stripe> {
+    pub(crate) fn local(&self) -> &Arc<Stripe<C>> {
         &self.stripes[thread_index() & self.mask]
     }
 
@@ -205,7 +160,7 @@ impl Counters {
         usize::try_from(scheduled.wrapping_sub(out)).unwrap_or(usize::MAX)
     }
 
-    fn sum(&self, counter: impl Fn(&Stripe) -> &AtomicU64, order: Ordering) -> u64 {
+    fn sum(&self, counter: impl Fn(&Stripe<C>) -> &AtomicU64, order: Ordering) -> u64 {
         self.stripes.iter().fold(0u64, |sum, stripe| sum.wrapping_add(counter(stripe).load(order)))
     }
 
@@ -221,23 +176,11 @@ impl Counters {
     }
 }
 
-impl Stripe {
-    /// The arena of the timer this stripe counts for.
+impl<C> Stripe<C> {
+    /// The context the timer gave every stripe.
     #[inline]
-    pub(crate) fn arena(&self) -> &EntryArena {
-        &self.reach.arena
-    }
-
-    /// The wheel of the timer this stripe counts for.
-    #[inline]
-    pub(crate) fn wheel(&self) -> &TimingWheel {
-        &self.reach.wheel
-    }
-
-    /// What a handle reaches of the timer this stripe counts for.
-    #[inline]
-    pub(crate) fn reach(&self) -> &Reach {
-        &self.reach
+    pub(crate) fn context(&self) -> &C {
+        &self.context
     }
 
     /// Counts a reset that moved a pending task.

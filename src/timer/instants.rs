@@ -8,10 +8,9 @@
 
 use std::time::Instant;
 
+use super::{Shared, Timer};
 use crate::clock::nanos_to_duration;
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
-use crate::timer::{Shared, Timer};
+use crate::{ScheduleError, TimerHandle};
 
 impl Timer {
     /// The timer's clock, as an [`Instant`]: with the system clock, `Instant::now()`; with a
@@ -32,7 +31,7 @@ impl Timer {
     /// assert_eq!(timer.now() - start, Duration::from_millis(7));
     /// ```
     pub fn now(&self) -> Instant {
-        self.shared().clock().now_instant()
+        self.shared().time().clock.now_instant()
     }
 
     /// Schedules `task` to run once, at `deadline` on the timer's clock ([`now`](Timer::now)).
@@ -122,7 +121,8 @@ impl Timer {
             Some(tick) => tick,
             None => self.shared().current_tick(),
         };
-        self.shared().clock().tick_instant(self.shared().ticks(), tick)
+        let time = self.shared().time();
+        time.clock.tick_instant(time.ticks, tick)
     }
 }
 
@@ -135,11 +135,12 @@ impl Shared {
         if self.is_shut_down() {
             return Err(ScheduleError::ShutDown);
         }
-        let now = self.clock().now_nanos();
-        let at = self.clock().nanos_at(at);
-        let deadline = self.ticks().deadline_at(now, at).ok_or_else(|| ScheduleError::DelayTooLong {
+        let (clock, ticks) = (&self.time.clock, self.time.ticks);
+        let now = clock.now_nanos();
+        let at = clock.nanos_at(at);
+        let deadline = ticks.deadline_at(now, at).ok_or_else(|| ScheduleError::DelayTooLong {
             delay: nanos_to_duration(at - u128::from(now)),
-            max: self.ticks().max_delay(now),
+            max: ticks.max_delay(now),
         })?;
         self.insert_new(now, deadline, task)
     }

@@ -31,10 +31,11 @@
 //! Cost: one lane lock and one slot lock as a cancel, plus the re-add of a schedule (a lane lock,
 //! a slot lock, the queue lock only when the bucket's expiration changes), and no allocation.
 
-use crate::counters::Stripe;
+use super::fire::abandon_take;
+use super::{HandleStripe, Store};
 use crate::deadline::Deadline;
 use crate::entry::{self, Retargeted, Task, Ticket};
-use crate::wheel::AddOutcome;
+use crate::wheel::{Inserted, Readded, TimerTaskList};
 
 #[cfg(doc)]
 use crate::{entry::EntryState, wheel::TimingWheel};
@@ -42,17 +43,16 @@ use crate::{entry::EntryState, wheel::TimingWheel};
 /// Moves the pending entry `ticket` names to `deadline` (see the module docs): `true` iff it was
 /// pending and is now due at `deadline`. A task abandoned because the timer shut down during the
 /// reset comes back for the caller to drop once it holds no lock of its own (its drop may run any
-/// code, a repeating task's takes its repetition's lock).
-pub(crate) fn reset(ticket: Ticket, stripe: &Stripe, deadline: Deadline) -> (bool, Option<Task>) {
-    let reach = stripe.reach();
-    let (arena, wheel) = (&*reach.arena, &*reach.wheel);
+/// code: a repeating task's takes its repetition's lock).
+pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -> (bool, Option<Task>) {
+    let Store { arena, wheel, queue, shut_down, time } = stripe.context();
     let mut lane = ticket.bucket;
     loop {
         // The ticket's bucket exists (its entry was added to it), and so does every bucket a
         // location names; levels are never torn down (`TimingWheel::bucket_by_key`).
         let bucket =
             wheel.bucket_by_key(lane.bucket()).expect("a ticket or location names an existing bucket");
-        match crate::bucket::TimerTaskList::retarget(bucket, arena, ticket, lane.lane(), deadline) {
+        match TimerTaskList::retarget(bucket, arena, ticket, lane.lane(), deadline) {
             Retargeted::Here(_) => break,
             Retargeted::Elsewhere(other) => lane = other,
             Retargeted::Rewritten => {
@@ -63,17 +63,13 @@ pub(crate) fn reset(ticket: Ticket, stripe: &Stripe, deadline: Deadline) -> (boo
         }
     }
     // Held by this call: re-added as a schedule adds, or abandoned if the timer is shutting down.
-    let base = reach.ticks.floor(reach.clock.now_nanos());
-    match wheel.readd(arena, (ticket.id, deadline), base, Some(&reach.shut_down)) {
-        AddOutcome::Queue(expiration, bucket) => reach.queue.offer(expiration, bucket),
-        AddOutcome::Done => {}
+    let base = time.ticks.floor(time.clock.now_nanos());
+    match wheel.readd(arena, (ticket.id, deadline), base, Some(shut_down)) {
+        Readded::Inserted(Inserted::Queue(expiration, bucket)) => queue.offer(expiration, bucket),
+        Readded::Inserted(Inserted::Done) => {}
         // Cancelled while held: the cancel left the slot to this call (`entry/`).
-        AddOutcome::NotPending => entry::discard(arena, ticket.id),
-        AddOutcome::ShutDown => {
-            let task = entry::abandon_take(arena, ticket.id, stripe).map(|(task, _)| task);
-            return (false, task);
-        }
-        AddOutcome::Due(_) | AddOutcome::Moved(_) => unreachable!("a re-add places every entry"),
+        Readded::NotPending => entry::discard(arena, ticket.id),
+        Readded::ShutDown => return (false, abandon_take(arena, ticket.id, stripe).map(|(task, _)| task)),
     }
     stripe.rearmed();
     (true, None)
@@ -82,32 +78,30 @@ pub(crate) fn reset(ticket: Ticket, stripe: &Stripe, deadline: Deadline) -> (boo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arena::EntryArena;
-    use crate::bucket::{Handoff, Popped};
-    use crate::counters::{Counters, Reach};
-    use crate::entry::new_entry;
+    use crate::entry::{new_entry, EntryArena};
     use crate::sync::Arc;
-    use crate::wheel::TimingWheel;
+    use crate::timer::counters::Counters;
+    use crate::wheel::{Handoff, Popped, TimingWheel};
 
     /// A wheel of 4 slots (levels of 1, 4, 16 ticks per slot) with its arena and counters, on a
     /// manual clock at zero.
-    fn parts() -> (Arc<EntryArena>, Arc<TimingWheel>, Counters) {
-        let (arena, wheel) = (Arc::new(EntryArena::unaudited()), Arc::new(TimingWheel::new(4)));
+    fn parts() -> (Arc<EntryArena>, Arc<TimingWheel>, Counters<Store>) {
+        let store = Store::for_test(EntryArena::unaudited(), TimingWheel::new(4));
         // The tickets of held entries name bucket key 0 (`new_entry`): level 0 must exist.
-        assert!(wheel.bucket(0, 0).is_some());
-        let counters = Counters::new(usize::MAX, &Reach::for_test(&arena, &wheel));
-        (arena, wheel, counters)
+        assert!(store.wheel.bucket(0, 0).is_some());
+        let counters = Counters::new(usize::MAX, &store);
+        (Arc::clone(&store.arena), Arc::clone(&store.wheel), counters)
     }
 
     /// A reset that must not hand back a closure (the timer is not shutting down).
-    fn moved(ticket: Ticket, stripe: &Stripe, to: Deadline) -> bool {
+    fn moved(ticket: Ticket, stripe: &HandleStripe, to: Deadline) -> bool {
         let (moved, task) = reset(ticket, stripe, to);
         assert!(task.is_none());
         moved
     }
 
-    fn level_of(arena: &EntryArena, wheel: &TimingWheel, ticket: Ticket) -> Option<(usize, u64)> {
-        crate::position::of(arena, wheel, ticket).map(|p| (p.level, p.deadline_tick))
+    fn level_of(store: &Store, ticket: Ticket) -> Option<(usize, u64)> {
+        crate::timer::position::of(store, ticket).map(|p| (p.level, p.deadline_tick))
     }
 
     #[test]
@@ -116,12 +110,12 @@ mod tests {
         let stripe = counters.local();
         let ticket = new_entry(&arena, 50, || {}).unwrap();
         let held = (ticket.id, Deadline::at_tick(50));
-        assert!(matches!(wheel.readd(&arena, held, 0, None), AddOutcome::Queue(48, _)));
-        assert_eq!(level_of(&arena, &wheel, ticket), Some((2, 50)));
+        assert!(matches!(wheel.readd(&arena, held, 0, None), Readded::Inserted(Inserted::Queue(48, _))));
+        assert_eq!(level_of(stripe.context(), ticket), Some((2, 50)));
         // Not in the bucket its ticket names: found where its location says.
         assert!(moved(ticket, stripe, Deadline::at_tick(5)));
-        assert_eq!(level_of(&arena, &wheel, ticket), Some((1, 5)));
-        assert_eq!(stripe.reach().queue.head(), Some(4), "the level-1 bucket of tick 5 is queued");
+        assert_eq!(level_of(stripe.context(), ticket), Some((1, 5)));
+        assert_eq!(stripe.context().queue.head(), Some(4), "the level-1 bucket of tick 5 is queued");
         assert_eq!(counters.snapshot().rearmed, 1);
     }
 
@@ -130,7 +124,8 @@ mod tests {
         let (arena, wheel, counters) = parts();
         let stripe = counters.local();
         let ticket = new_entry(&arena, 50, || {}).unwrap();
-        let AddOutcome::Queue(48, bucket) = wheel.readd(&arena, (ticket.id, Deadline::at_tick(50)), 0, None)
+        let Readded::Inserted(Inserted::Queue(48, bucket)) =
+            wheel.readd(&arena, (ticket.id, Deadline::at_tick(50)), 0, None)
         else {
             panic!("not queued at 48");
         };
@@ -140,11 +135,11 @@ mod tests {
         assert_eq!((visit, cascade.len(), due.len()), (Popped::Visited { requeue: None }, 1, 0));
         // A reset now writes the deadline; the driver's re-add, placing by the old one, is told.
         assert!(moved(ticket, stripe, Deadline::at_tick(60)));
-        assert_eq!(level_of(&arena, &wheel, ticket), None, "in transit");
-        let AddOutcome::Queue(60, bucket) = wheel.readd(&arena, cascade[0], 48, None) else {
+        assert_eq!(level_of(stripe.context(), ticket), None, "in transit");
+        let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 48, None) else {
             panic!("not placed by the new deadline");
         };
-        assert_eq!(level_of(&arena, &wheel, ticket), Some((1, 60)));
+        assert_eq!(level_of(stripe.context(), ticket), Some((1, 60)));
         // Taken out to fire at 60: due, so a reset changes nothing.
         let visit = bucket.visit_into(&arena, 60, Handoff { cascade: &mut cascade, due: &mut due });
         assert_eq!((visit, due.len()), (Popped::Visited { requeue: None }, 1));
@@ -160,9 +155,9 @@ mod tests {
         let ticket = new_entry(&arena, 50, || {}).unwrap();
         assert!(matches!(
             wheel.readd(&arena, (ticket.id, Deadline::at_tick(50)), 0, None),
-            AddOutcome::Queue(..)
+            Readded::Inserted(_)
         ));
-        stripe.reach().shut_down.store(true, crate::sync::Ordering::SeqCst);
+        stripe.context().shut_down.store(true, crate::sync::Ordering::SeqCst);
         let (moved, task) = reset(ticket, stripe, Deadline::at_tick(3));
         assert!(!moved && task.is_some(), "the closure comes back to be dropped");
         assert_eq!(crate::entry::status(&arena, ticket), Some(crate::entry::Status::Abandoned));
