@@ -130,6 +130,18 @@
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+/// Whether the seeded fault `name` is on: `true` only in a loom build with
+/// `--cfg delaywheel_loom_fault="name"` (`scripts/loom.sh --fault NAME`), a constant `false`
+/// otherwise, so `if fault!("name") { ... }` folds away and the code inside only has to compile.
+/// Each site is one such condition; a fault's alternative body lives in its room's `faults.rs`,
+/// and docs/loom.md lists every fault with the model that catches it. `fault!("a" | "b")` is
+/// whether either is on.
+macro_rules! fault {
+    ($($name:literal)|+) => {
+        cfg!(all(delaywheel_loom, any($(delaywheel_loom_fault = $name),+)))
+    };
+}
+
 mod builder;
 mod clock;
 mod deadline;

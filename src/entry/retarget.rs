@@ -27,18 +27,14 @@ impl EntryState<'_> {
     /// A reset's look at the entry `ticket` names, with the lock of the bucket lane `locked` held:
     /// see [`Retargeted`]. Never claims: the entry stays pending whatever this finds.
     pub(crate) fn retarget(&mut self, ticket: Ticket, locked: LaneKey, deadline: Deadline) -> Retargeted {
-        // Seeded bug for the loom suite only (docs/loom.md): no generation check, so a handle whose
-        // task finished moves whatever task reused its slot.
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "reset_ticket_unchecked")))]
-        if !self.is(ticket) {
+        // Seeded fault `reset_ticket_unchecked` (docs/loom.md): no generation check, so a handle
+        // whose task finished moves whatever task reused its slot.
+        if !self.is(ticket) && !fault!("reset_ticket_unchecked") {
             return Retargeted::Gone;
         }
-        // Seeded bug for the loom suite only (docs/loom.md): the due mark is ignored, so a reset of
-        // an entry the driver is about to fire reports it moved, and it fires before the new deadline.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "reset_ignores_due"))]
-        let due = false;
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "reset_ignores_due")))]
-        let due = self.life().due();
+        // Seeded fault `reset_ignores_due` (docs/loom.md): the due mark is ignored, so a reset of an
+        // entry the driver is about to fire reports it moved, and it fires before the new deadline.
+        let due = self.life().due() && !fault!("reset_ignores_due");
         if self.status() != Status::Pending || due {
             return Retargeted::Gone;
         }

@@ -19,8 +19,9 @@ use crate::wheel::TimerTaskList;
 /// section, one slot lock in all. Otherwise (it cascaded, or a visit holds it) the claim tells where
 /// it is, and it leaves that bucket afterwards ([`leave_bucket`]) or its holder releases it.
 pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
-    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-    return cancel_check_then_act(ticket, stripe);
+    if fault!("cancel_check_then_act") {
+        return super::faults::cancel_check_then_act(ticket, stripe);
+    }
     let Store { arena, wheel, .. } = stripe.context();
     // The key is written by the insert into that bucket (`TimerTaskList::insert_new`), and a level
     // once created is never replaced (`TimingWheel::bucket`, `close_levels`): the bucket exists.
@@ -55,30 +56,6 @@ fn leave_bucket(Store { arena, wheel, .. }: &Store, ticket: Ticket, lane: LaneKe
         Removed::Gone => {}
         Removed::Elsewhere => unreachable!("a claimed entry moved to another bucket"),
     }
-}
-
-/// Seeded bug for the loom suite only (docs/loom.md): the `Pending` check and the transition in two
-/// critical sections, so a firing in between runs the task and this cancel still returns `true`.
-#[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-fn cancel_check_then_act(ticket: Ticket, stripe: &HandleStripe) -> bool {
-    use crate::entry::claim;
-    let Store { arena, wheel, .. } = stripe.context();
-    let Some(lane) = claim::check_pending(arena, ticket) else {
-        return false;
-    };
-    let Ok(task) = claim::cancel_unchecked(arena, ticket) else {
-        // Fired and released meanwhile: the bug reports a cancel anyway.
-        stripe.cancelled();
-        return true;
-    };
-    stripe.cancelled();
-    drop(task);
-    if let Some((bucket, lane)) = lane.and_then(|lane| Some((wheel.bucket_by_key(lane.bucket())?, lane))) {
-        if let Removed::Taken = TimerTaskList::remove(bucket, arena, ticket, lane.lane()) {
-            arena.free(ticket.id);
-        }
-    }
-    true
 }
 
 #[cfg(test)]

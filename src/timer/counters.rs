@@ -2,9 +2,9 @@
 //!
 //! ## Stripes
 //!
-//! Every scheduling thread used to update one shared cache line (a `pending` gauge and the
-//! `scheduled` total) and clone an `Arc` whose count sat on it: two threads scheduling at once spent
-//! their time moving that line between cores. The counters are now **striped**: a timer has a few
+//! One shared cache line for a `pending` gauge and the `scheduled` total (and an `Arc` whose count
+//! sits on it, cloned per handle) would have two threads scheduling at once spend their time moving
+//! that line between cores (SPEC W3). So the counters are **striped**: a timer has a few
 //! [`Stripe`]s, each alone on its cache line(s), and a thread counts on the stripe of its
 //! [`thread_index`] (round robin, so concurrent threads get distinct
 //! stripes until there are more threads than stripes; sharing one is still correct, only slower).
@@ -144,19 +144,27 @@ impl<C> Counters<C> {
         if let Some(bound) = &self.bound {
             return bound.pending.load(Ordering::Relaxed);
         }
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "len_reads_scheduled_first"))]
-        let scheduled = self.sum(|s| &s.scheduled, Ordering::Relaxed);
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "len_relaxed_reads"))]
-        let out = self
-            .sum(|s| &s.cancelled, Ordering::Relaxed)
-            .wrapping_add(self.sum(|s| &s.left, Ordering::Relaxed));
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "len_relaxed_reads")))]
-        let out = self
-            .sum(|s| &s.cancelled, Ordering::Acquire)
-            .wrapping_add(self.sum(|s| &s.left, Ordering::Acquire));
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "len_reads_scheduled_first")))]
-        let scheduled = self.sum(|s| &s.scheduled, Ordering::Relaxed);
-        // Never negative (module docs); a wrapped value would mean a counting bug, and it shows.
+        if fault!("len_reads_scheduled_first" | "len_relaxed_reads") {
+            return super::faults::misread_pending(self);
+        }
+        let out = self.out(Ordering::Acquire);
+        let scheduled = self.scheduled();
+        Self::difference(scheduled, out)
+    }
+
+    /// Σ(`cancelled` + `left`), each stripe loaded with `order`.
+    pub(super) fn out(&self, order: Ordering) -> u64 {
+        self.sum(|s| &s.cancelled, order).wrapping_add(self.sum(|s| &s.left, order))
+    }
+
+    /// Σ`scheduled` (`Relaxed`).
+    pub(super) fn scheduled(&self) -> u64 {
+        self.sum(|s| &s.scheduled, Ordering::Relaxed)
+    }
+
+    /// What is pending given the sums: never negative (module docs); a wrapped value would mean a
+    /// counting bug, and it shows.
+    pub(super) fn difference(scheduled: u64, out: u64) -> usize {
         usize::try_from(scheduled.wrapping_sub(out)).unwrap_or(usize::MAX)
     }
 

@@ -1,7 +1,7 @@
 //! Deadlines as instants: [`Timer::now`], [`Timer::schedule_at`], [`Timer::next_wakeup`].
 //!
 //! The timer's clock counts nanoseconds from its origin; an [`Instant`] is mapped onto that count
-//! through the clock's base instant (`clock.rs`, "Instants"): the system clock's origin, or the
+//! through the clock's base instant (`clock/`, "Instants"): the system clock's origin, or the
 //! instant a `ManualClock` was created. So instants read from [`Timer::now`] and the deadlines
 //! built from them agree on both kinds of clock, and a manual clock stays deterministic (the base
 //! only names its readings). An instant before the base is a deadline already passed.
@@ -127,7 +127,7 @@ impl Timer {
 }
 
 impl Shared {
-    /// [`schedule`](Shared::schedule) at an instant on the timer's clock (`clock.rs`, "Instants").
+    /// [`schedule`](Shared::schedule) at an instant on the timer's clock (`clock/`, "Instants").
     pub(crate) fn schedule_at<F>(&self, at: Instant, task: F) -> Result<TimerHandle, ScheduleError>
     where
         F: FnOnce() + Send + 'static,

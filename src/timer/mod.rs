@@ -38,6 +38,7 @@ mod advancing;
 mod cancel;
 pub(crate) mod counters;
 pub(crate) mod error;
+mod faults;
 pub(crate) mod fire;
 pub(crate) mod handle;
 mod instants;

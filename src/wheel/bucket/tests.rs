@@ -1,7 +1,7 @@
 //! The bucket's unit tests.
 
 use super::*;
-use crate::entry::new_entry;
+use crate::entry::{new_entry, Status};
 use crate::sync::Arc;
 use crate::wheel::slots::MIN_COMPACT;
 
