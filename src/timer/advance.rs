@@ -34,7 +34,7 @@ impl Shared {
         }
         let _advancing = Advancing::enter(self.id());
         let now_tick = self.time.now_tick();
-        let Store { arena, wheel } = &self.store;
+        let Store { arena, wheel, .. } = &self.store;
         let mut flushed = false;
         let Scratch { cascade, due, spare } = &mut *serial;
         // One round of the queue: what is scheduled meanwhile and already due waits for the next
@@ -53,18 +53,17 @@ impl Shared {
                 }
             }
             let visited = cascade.len() + due.len();
-            // The entries due at the cursor went straight to `due`; the rest cascade.
+            // The entries due at the cursor went straight to `due`; the rest cascade, by the
+            // deadline in their slots (a reset may have moved one in transit: `entry/`).
             for held in cascade.drain(..) {
-                match wheel.readd(arena, held, cursor) {
-                    // Not met: the visit handed the entries due at the cursor to `due` already.
-                    // Kept rather than `unreachable!`: firing is right for a due entry anyway.
-                    Readded::Due(entry) => due.push((entry, held.1)),
+                match wheel.readd(arena, held, cursor, None) {
                     Readded::Inserted(Inserted::Queue(expiration, bucket)) => {
                         self.queue.offer_within(expiration, bucket)
                     }
                     Readded::Inserted(Inserted::Done) => {}
                     // Cancelled in transit: the cancel left the slot to us, its holder.
                     Readded::NotPending => entry::discard(arena, held.0),
+                    Readded::ShutDown => unreachable!("the driver's re-adds ignore the shutdown flag"),
                 }
             }
             trace::flushed(bucket.key(), expiration, cursor, visited, due.len());
@@ -122,7 +121,7 @@ impl Shared {
 
     fn drain_buckets(&self, report: bool, unfired: &mut Vec<(Deadline, entry::Task)>) {
         let stripe = self.counters.local();
-        let Store { arena, wheel } = &self.store;
+        let Store { arena, wheel, .. } = &self.store;
         for bucket in wheel.close_levels() {
             for (entry, _) in bucket.flush(arena) {
                 if !report {
