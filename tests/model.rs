@@ -29,6 +29,7 @@ fn delay_strategy() -> impl Strategy<Value = Option<u64>> {
 fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => delay_strategy().prop_map(Op::Schedule),
+        1 => delay_strategy().prop_map(Op::SchedulePanicking),
         3 => any::<usize>().prop_map(Op::Cancel),
         3 => (any::<usize>(), delay_strategy()).prop_map(|(i, nanos)| Op::Reset(i, nanos)),
         4 => prop_oneof![

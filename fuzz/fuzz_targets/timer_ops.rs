@@ -28,7 +28,8 @@ fn op(u: &mut Unstructured<'_>) -> Result<Op> {
     };
     // Shutdown is rare (1 in 256): after it every operation is a refused no-op.
     Ok(match u.int_in_range(0u8..=255)? {
-        0..=95 => Op::Schedule(delay(u)?),
+        0..=87 => Op::Schedule(delay(u)?),
+        88..=95 => Op::SchedulePanicking(delay(u)?),
         96..=143 => Op::Cancel(u.arbitrary()?),
         144..=207 => Op::Advance(nanos(u)?),
         208..=249 => Op::MoveClock(nanos(u)?),

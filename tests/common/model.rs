@@ -48,6 +48,15 @@ macro_rules! ensure_eq {
     }};
 }
 
+/// A panic payload whose `Drop` panics too.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("a panic payload that panics on drop (expected by the model)");
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Op {
     /// Schedule with a delay of `nanos` (`None`: `Duration::MAX`).
@@ -62,6 +71,9 @@ pub enum Op {
     /// Move the clock only: later schedules then work from a time the wheel has not reached.
     MoveClock(u64),
     Shutdown,
+    /// Schedule a task that panics when it runs (after recording its run), with a panic payload
+    /// whose own `Drop` panics: caught and counted, the timer goes on.
+    SchedulePanicking(Option<u64>),
     /// Schedule `count` tasks with delays spread evenly over `[nanos, nanos + spread)`: enough of
     /// them make a stage big, so the staged cascade's early and paced path runs (more than 128 in a lane).
     Burst {
@@ -81,6 +93,8 @@ enum Expect {
 }
 
 struct Task {
+    /// Whether it panics when it runs.
+    panics: bool,
     deadline: Duration,
     /// The tick boundary it becomes due at ([`due_tick`]).
     due: Duration,
@@ -96,20 +110,26 @@ fn schedule_one(
     tasks: &mut Vec<Task>,
     shut_down: bool,
     step: usize,
-    nanos: Option<u64>,
+    (nanos, panics): (Option<u64>, bool),
 ) -> Result<(), String> {
     let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
     let id = tasks.len();
     let (log, c) = (Arc::clone(fired), clock.clone());
-    let result = timer.try_schedule(delay, move || log.lock().unwrap().push((id, c.now())));
+    let result = timer.try_schedule(delay, move || {
+        log.lock().unwrap().push((id, c.now()));
+        if panics {
+            std::panic::panic_any(Bomb);
+        }
+    });
     let deadline = clock.now().checked_add(delay);
-    let gone = Task { deadline: Duration::ZERO, due: Duration::ZERO, expect: Expect::Gone, handle: None };
+    let gone =
+        Task { panics, deadline: Duration::ZERO, due: Duration::ZERO, expect: Expect::Gone, handle: None };
     match result {
         Ok(handle) => {
             ensure!(!shut_down, "step {step}: accepted after shutdown");
             let deadline = deadline.expect("an accepted deadline is representable");
             let due = due_tick(clock.now(), delay, timer.tick());
-            tasks.push(Task { deadline, due, expect: Expect::Pending, handle: Some(handle) });
+            tasks.push(Task { panics, deadline, due, expect: Expect::Pending, handle: Some(handle) });
         }
         Err(ScheduleError::ShutDown) => {
             ensure!(shut_down, "step {step}: refused as shut down while running");
@@ -135,11 +155,16 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
 
     for (step, op) in ops.into_iter().enumerate() {
         match op {
-            Op::Schedule(nanos) => schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, nanos)?,
+            Op::Schedule(nanos) => {
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, false))?
+            }
+            Op::SchedulePanicking(nanos) => {
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, true))?
+            }
             Op::Burst { nanos, count, spread } => {
                 for i in 0..u64::from(count) {
                     let delay = nanos.saturating_add(spread / u64::from(count) * i);
-                    schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, Some(delay))?;
+                    schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (Some(delay), false))?;
                 }
             }
             Op::Cancel(i) => {
@@ -225,6 +250,8 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
         }
         let pending = tasks.iter().filter(|t| t.expect == Expect::Pending).count();
         ensure_eq!(timer.len(), pending, "step {}: len()", step);
+        let panicked = tasks.iter().filter(|t| t.panics && t.expect == Expect::Fired).count() as u64;
+        ensure_eq!(timer.stats().panicked, panicked, "step {}: panicked", step);
     }
     Ok(())
 }
