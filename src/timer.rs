@@ -78,6 +78,9 @@ use crate::wheel::{AddOutcome, TimingWheel};
 pub struct Timer {
     shared: Arc<Shared>,
     driver: Mutex<Option<Driver>>,
+    /// The futures' way back to the timer (`timer_ref.rs`).
+    #[cfg(feature = "async")]
+    refs: crate::timer_ref::TimerRefs,
 }
 
 /// The state shared by the timer, its driver and its executor threads.
@@ -157,7 +160,12 @@ impl Timer {
         } else {
             Some(Driver::start(&shared, config.thread_name, config.precise_wakeups)?)
         };
-        Ok(Timer { shared, driver: Mutex::new(driver) })
+        Ok(Timer {
+            shared,
+            driver: Mutex::new(driver),
+            #[cfg(feature = "async")]
+            refs: crate::timer_ref::TimerRefs::new(),
+        })
     }
 
     /// Schedules `task` to run once, `delay` from now.
@@ -317,6 +325,12 @@ impl Timer {
     /// The shared state, for the crate's add-ons (async futures, repeating tasks).
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// The futures' per-thread references to the shared state (`timer_ref.rs`).
+    #[cfg(feature = "async")]
+    pub(crate) fn refs(&self) -> &crate::timer_ref::TimerRefs {
+        &self.refs
     }
 }
 
