@@ -25,12 +25,11 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::clock::nanos_to_duration;
-use crate::error::ScheduleError;
 use crate::missed_tick::MissedTickBehavior;
 use crate::sleep::{saturating_add, Sleep};
 use crate::sync::Arc;
-use crate::timer::Timer;
 use crate::timer_ref::TimerRef;
+use crate::{ScheduleError, Timer};
 
 impl Timer {
     /// An interval whose first tick is due now and whose ticks are `period` apart, on this timer's
@@ -161,7 +160,7 @@ impl Interval {
             return Poll::Pending;
         };
         let due = self.next;
-        let now = shared.clock().now_instant();
+        let now = shared.time().clock.now_instant();
         let late = now.saturating_duration_since(due).as_nanos();
         let offset = self.missed.next_offset(late, self.period.as_nanos(), self.tolerance.as_nanos());
         self.next = saturating_add(due, nanos_to_duration(offset));
@@ -176,7 +175,7 @@ impl Interval {
             self.die();
             return;
         };
-        let now = shared.clock().now_instant();
+        let now = shared.time().clock.now_instant();
         self.next = saturating_add(now, self.period);
         self.arm(now);
     }

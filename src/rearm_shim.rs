@@ -4,9 +4,8 @@
 use std::time::{Duration, Instant};
 
 use crate::clock::ClockSource;
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
-use crate::timer::{Shared, Timer};
+use crate::timer::Shared;
+use crate::{ScheduleError, Timer, TimerHandle};
 
 fn base() -> Instant {
     static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
@@ -28,14 +27,14 @@ impl Shared {
     where
         F: FnOnce() + Send + 'static,
     {
-        let now = self.clock().now_instant();
+        let now = self.time().clock.now_instant();
         self.schedule(at.saturating_duration_since(now), task)
     }
 }
 
 impl Timer {
     pub fn now(&self) -> Instant {
-        self.shared().clock().now_instant()
+        self.shared().time().clock.now_instant()
     }
 }
 

@@ -33,11 +33,10 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::clock::nanos_to_duration;
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
 use crate::missed_tick::MissedTickBehavior;
 use crate::sync::{downgrade, Arc, Mutex, Weak};
-use crate::timer::{Shared, Timer};
+use crate::timer::Shared;
+use crate::{ScheduleError, Timer, TimerHandle};
 
 /// How a repeating task is re-armed; see [`Timer::schedule_repeating`].
 ///
@@ -149,7 +148,7 @@ impl Timer {
     {
         let shared = self.shared();
         let repeat = repeat.with_period(repeat.period().max(self.tick()));
-        let now = shared.clock().now_nanos();
+        let now = shared.time().clock.now_nanos();
         let ctx = Arc::new(Ctx {
             timer: Some(downgrade(shared)),
             repeat,
@@ -233,7 +232,7 @@ impl<F: FnMut() + Send + 'static> Run<F> {
             Repeat::Every(_, MissedTickBehavior::Delay) => self.ctx.timer.as_ref().and_then(Weak::upgrade),
             _ => None,
         }
-        .map(|shared| u128::from(shared.clock().now_nanos()));
+        .map(|shared| u128::from(shared.time().clock.now_nanos()));
         task(); // a panic unwinds through here: `self` is dropped and ends the repetition
         self.rearm(task, run, started);
     }
@@ -242,7 +241,7 @@ impl<F: FnMut() + Send + 'static> Run<F> {
     /// read (clock nanoseconds).
     fn rearm(&mut self, task: F, run: u64, started: Option<u128>) {
         let Some(shared) = self.ctx.timer.as_ref().and_then(Weak::upgrade) else { return };
-        let now = u128::from(shared.clock().now_nanos());
+        let now = u128::from(shared.time().clock.now_nanos());
         let (period, missed) = match self.ctx.repeat {
             Repeat::FixedDelay(delay) => (delay, None),
             Repeat::FixedRate(period) => (period, Some(MissedTickBehavior::Skip)),
@@ -254,7 +253,7 @@ impl<F: FnMut() + Send + 'static> Run<F> {
                 // The next point on the grid (`missed_tick.rs`), from this run's due time.
                 let mut state = self.ctx.state.lock();
                 let late = started.unwrap_or(now).saturating_sub(state.due_nanos);
-                let tolerance = shared.ticks().as_duration().as_nanos();
+                let tolerance = shared.time().ticks.as_duration().as_nanos();
                 state.due_nanos += missed.next_offset(late, period.as_nanos(), tolerance);
                 nanos_to_duration(state.due_nanos.saturating_sub(now))
             }

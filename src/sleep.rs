@@ -66,11 +66,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
 use crate::sync::{Arc, Mutex};
-use crate::timer::{Shared, Timer};
+use crate::timer::Shared;
 use crate::timer_ref::TimerRef;
+use crate::{ScheduleError, Timer, TimerHandle};
 
 impl Timer {
     /// A future that completes `duration` from now on this timer's clock.
@@ -333,11 +332,11 @@ impl Sleep {
 
     /// A sleep `duration` from now on the timer behind `timer` and `shared`, scheduled at once.
     pub(crate) fn after(timer: Arc<TimerRef>, shared: &Shared, duration: Duration) -> Sleep {
-        let now = shared.clock().now_instant();
+        let now = shared.time().clock.now_instant();
         let armed = match now.checked_add(duration) {
             Some(at) => Slot::arm(shared, at, None),
             None => {
-                let max = shared.ticks().max_delay(shared.clock().now_nanos());
+                let max = shared.time().ticks.max_delay(shared.time().clock.now_nanos());
                 Err(ScheduleError::DelayTooLong { delay: duration, max })
             }
         };
@@ -466,7 +465,7 @@ impl Drop for Sleep {
     fn drop(&mut self) {
         // Forget the waker first, so the cancelled task does not wake a task that dropped us. Only a
         // sleep still waiting needs a cancel: an elapsed or dead one's entry is gone, and a cancel
-        // would take its bucket's lock only to find that out (`entry::cancel`).
+        // would take its bucket's lock only to find that out (`timer/cancel.rs`).
         let waiting = {
             let mut state = self.slot.state.lock();
             state.waker = None;

@@ -35,11 +35,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::error::ScheduleError;
 use crate::sleep::{saturating_add, Sleep};
 use crate::sync::Arc;
-use crate::timer::Timer;
 use crate::timer_ref::TimerRef;
+use crate::{ScheduleError, Timer};
 
 impl Timer {
     /// Runs `future` with a time limit: completes with `Ok(output)` if `future` completes first, or
@@ -181,7 +180,8 @@ impl<F> Timeout<F> {
             Armed::Armed(sleep) => sleep.deadline(),
             Armed::Lazy(_, Limit::At(at)) => *at,
             Armed::Lazy(timer, Limit::After(duration)) => {
-                let now = timer.upgrade().map_or_else(Instant::now, |shared| shared.clock().now_instant());
+                let now =
+                    timer.upgrade().map_or_else(Instant::now, |shared| shared.time().clock.now_instant());
                 saturating_add(now, *duration)
             }
         }

@@ -12,7 +12,7 @@
 //! Cloning one `Weak` for every future would make every thread that creates futures write the same
 //! reference count: a cache line moving between cores at every `timeout(d, ready)`, the cost that a
 //! lazy timeout exists to avoid. So a timer keeps a few `Arc<TimerRef>`s, one per
-//! [`thread_index`] modulo their number (the counters' stripes do the same, `counters.rs`), each
+//! [`thread_index`] modulo their number (the counters' stripes do the same, `timer/counters.rs`), each
 //! on its own cache line, created on the first future; a future clones the one of its thread.
 //! Only a future dropped on another thread than the one it was made on, and the upgrade (in the
 //! slow path, which then schedules anyway), touch a shared line.
@@ -23,7 +23,8 @@
 use std::fmt;
 
 use crate::sync::{downgrade, thread_index, Arc, OnceLock, Weak};
-use crate::timer::{Shared, Timer};
+use crate::timer::Shared;
+use crate::Timer;
 
 /// A weak way back to a timer's shared state, shared by the futures of one thread.
 #[repr(align(128))]
@@ -56,7 +57,7 @@ impl TimerRefs {
         #[cfg(delaywheel_loom)]
         return 1;
         #[cfg(not(delaywheel_loom))]
-        crate::counters::stripe_count()
+        crate::sync::stripe_count()
     }
 }
 

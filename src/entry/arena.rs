@@ -1,0 +1,374 @@
+//! `EntryArena`: where a timer's entries live, densely, in fixed slots addressed by index.
+//!
+//! An entry used to be its own heap allocation (an `Arc` per timer). Scheduling then cost a
+//! `malloc` and every fire or cancel a `free`, on whichever thread got there first, and glibc made
+//! the driver pay for those cross-thread frees in `malloc_consolidate` stalls (docs/benchmarks.md).
+//! Now a timer owns an arena of **slots**, each the entry's [`EntryState`] behind its own small
+//! lock, and an entry is named by its slot index ([`EntryId`], 4 bytes) and the slot's generation.
+//!
+//! ## Storage
+//!
+//! Slots are grouped in pages of [`PAGE`] slots (12 KiB), created on first use and never freed or
+//! moved while the arena lives, so a slot reference stays valid without a lock. The directory is two
+//! levels: segment `s` has `2^s` pages, so the directory of a timer that never grows is a few
+//! hundred bytes, and that of a billion slots about 0.2 % of the slots' own 48 GB. Finding a slot
+//! is two `Acquire` loads (`OnceLock::get`) and some shifts.
+//!
+//! The arena never shrinks: its size is the most entries ever pending (plus the free lists' slack,
+//! below). It lives as long as its timer or any of that timer's handles (a handle reaches its entry
+//! through it, and its bucket through the wheel), so a handle kept after its timer was dropped keeps
+//! the arena's and the wheel's memory; the closures are all gone by then (the shutdown drain
+//! released every slot).
+//!
+//! ## Free slots
+//!
+//! A freed index goes to the back of the free list of the freeing thread's stripe (by
+//! `thread_index`, as the counters); an allocation takes from the front of its own stripe's list,
+//! oldest first. A list down to [`MIN_AGE`] indices first takes a batch ([`BATCH`]) from a shared
+//! pool, or else a whole page of never-used indices, and puts it in front; one that grows past two
+//! batches gives its oldest batch back to the pool.
+//!
+//! Never-used indices come a page at a time so that a page is created by one thread only, and
+//! nobody waits in its `OnceLock`. With fresh batches smaller than a page, two threads scheduling at once kept taking
+//! batches of the same page, and the second waited (parked, in the page's `OnceLock`) while the
+//! first created it: that wait was about a third of SPEC W3's time per insert (two threads, one
+//! timer: 131–141 ns with 64-index batches, 96–100 ns with whole pages; docs/benchmarks.md).
+//!
+//! Slots are thus recycled wherever they were freed (the driver frees what the schedulers
+//! allocated), and schedule-and-cancel forever runs in flat memory: the slots in use never exceed
+//! the most entries ever pending plus, per stripe, a page and [`MIN_AGE`] (about 290 slots, 14 KiB;
+//! every thread that schedules on a timer takes a page of its own at first), plus the bucket the
+//! driver is firing: it returns a fired batch's slots together after the batch
+//! ([`free_all`](EntryArena::free_all), one lock instead of one per task), so a task of that batch
+//! that schedules does not reuse them. A released slot usually waits for many
+//! allocations before it is reused, so a handle can still tell how its task ended for a while
+//! (`TimerHandle::is_fired`); that is no guarantee: a burst of releases on one stripe moves its
+//! oldest indices to the pool, and the pool hands out its latest batch first.
+//!
+//! The free lists only move indices. They sit behind the facade's *unmodelled* locks (see
+//! `sync.rs`): an index does travel through them from the thread that freed a slot to the one that
+//! reuses it, but the slot's state is ordered by the slot's own lock, which is modelled, so the loom
+//! models need not explore the lists. Nothing inside them is a loom operation (a page's slots are
+//! created with `SlotLock::new`, whose loom atomic and cell constructors are not branch points), as an
+//! unmodelled lock requires.
+//!
+//! ## Who frees a slot
+//!
+//! See `entry/`: at every moment one party **holds** an allocated slot (the scheduler, a bucket,
+//! the driver's transit buffers, an executor's channel), and only the holder frees it, after the
+//! entry left `Pending`. A handle holds nothing: it names its entry by index *and generation*, and
+//! freeing bumps the generation, so a handle outliving its entry can never touch the slot's next
+//! occupant.
+
+use std::collections::VecDeque;
+
+use crate::entry::slot_lock::SlotLock;
+use crate::entry::{self, EntryBody, EntryId, EntryState};
+use crate::sync::{thread_index, Ordering, UnmodelledAtomicU64, UnmodelledMutex, UnmodelledOnceLock};
+
+/// Slots per page (a power of two). The loom models use 1 (a page per entry, so entries span
+/// pages): a page is published through an unmodelled once-cell, and a slot's lock word and cell
+/// are loom objects, whose creation loom checks happens-before every access. With one slot per page
+/// (a fresh grab is a page) the thread that creates a slot is the one that takes it first, and every
+/// later user reaches it through modelled synchronisation (a bucket lock, the slot's own lock).
+#[cfg(not(delaywheel_loom))]
+const PAGE_BITS: u32 = 8;
+#[cfg(delaywheel_loom)]
+const PAGE_BITS: u32 = 0;
+
+pub(crate) const PAGE: usize = 1 << PAGE_BITS;
+
+/// How many slots ahead of the one it locks a loop over scattered slots prefetches (a bucket visit,
+/// a fired batch): enough misses in flight to overlap, few enough that the lines are still cached
+/// when their turn comes.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Loops over fewer slots than this do not prefetch: each prefetch costs a slot lookup, which a few
+/// slots do not repay (criterion's `expire` fires ~10 a tick: +10 % with prefetching).
+const PREFETCH_MIN_LEN: usize = 32;
+
+/// How far ahead a loop over `len` scattered slots prefetches: [`PREFETCH_AHEAD`], or, for a short
+/// loop, `usize::MAX` (never: `index.saturating_add(ahead)` is past every list).
+pub(crate) fn prefetch_ahead(len: usize) -> usize {
+    if len >= PREFETCH_MIN_LEN {
+        PREFETCH_AHEAD
+    } else {
+        usize::MAX
+    }
+}
+
+/// Indices moved at once between a stripe's free list and the pool. (Never-used indices are taken
+/// a [`PAGE`] at a time: see the module docs.)
+#[cfg(not(delaywheel_loom))]
+pub(crate) const BATCH: usize = 64;
+#[cfg(delaywheel_loom)]
+pub(crate) const BATCH: usize = 1;
+
+/// A stripe's free list is refilled (in front) once it holds no more than this many indices, so
+/// the slots it freed last usually wait behind older ones (not always: see the module docs on
+/// spills). 0 under loom: the models reuse at once, which is the race `slot_reuse` explores.
+const MIN_AGE: usize = BATCH / 2;
+
+/// Segments in the directory: enough for every `u32` index.
+const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
+
+/// One entry's place: its state behind its own lock (see `entry/`), 48 bytes: the lock's two bits
+/// share a word with the entry's generation and status (`slot_lock/`), the body is the other 40.
+/// (When the lock was parking_lot's, a byte and seven of padding, padding the 56-byte slot to 64 and
+/// aligning it to a cache line measured the same in SPEC W4, within noise, and cost 8 bytes a timer.)
+pub(crate) struct Slot(SlotLock<EntryBody>);
+
+#[cfg(not(delaywheel_loom))]
+const _: () = assert!(std::mem::size_of::<Slot>() == 48);
+
+type Page = Box<[Slot]>;
+
+/// A segment of the directory: its pages, each created on first use.
+type Segment = Box<[UnmodelledOnceLock<Page>]>;
+
+/// The slots of one timer (see the module docs).
+pub(crate) struct EntryArena {
+    /// Segment `s`: `2^s` pages, each created on first use.
+    segments: Box<[UnmodelledOnceLock<Segment>]>,
+    /// The first index never handed out.
+    fresh: UnmodelledAtomicU64,
+    /// Free indices returned by the stripes (see the module docs).
+    pool: UnmodelledMutex<Vec<EntryId>>,
+    /// Per-stripe free lists, each on its own cache lines.
+    stripes: Box<[FreeList]>,
+    mask: usize,
+    /// Whether a debug build checks the holding protocol when the arena is dropped (unit tests of
+    /// buckets and entries leave entries behind on purpose).
+    #[cfg(debug_assertions)]
+    audit_on_drop: bool,
+}
+
+#[repr(align(128))]
+struct FreeList(UnmodelledMutex<VecDeque<EntryId>>);
+
+impl EntryArena {
+    pub(crate) fn new() -> EntryArena {
+        let count = crate::sync::stripe_count();
+        EntryArena {
+            segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
+            fresh: UnmodelledAtomicU64::new(0),
+            pool: UnmodelledMutex::new(Vec::new()),
+            stripes: (0..count).map(|_| FreeList(UnmodelledMutex::new(VecDeque::new()))).collect(),
+            mask: count - 1,
+            #[cfg(debug_assertions)]
+            audit_on_drop: true,
+        }
+    }
+
+    /// An arena that skips the drop-time audit: for unit tests that leave entries in buckets.
+    #[cfg(test)]
+    pub(crate) fn unaudited() -> EntryArena {
+        #[allow(unused_mut)]
+        let mut arena = EntryArena::new();
+        #[cfg(debug_assertions)]
+        {
+            arena.audit_on_drop = false;
+        }
+        arena
+    }
+
+    /// Where slot `index` lives: (segment, page in segment, slot in page).
+    #[inline]
+    fn coordinates(index: usize) -> (usize, usize, usize) {
+        let page = (index >> PAGE_BITS) + 1;
+        let segment = (usize::BITS - 1 - page.leading_zeros()) as usize;
+        (segment, page - (1 << segment), index & (PAGE - 1))
+    }
+
+    /// The slot of `id`, which must have been handed out by [`alloc`](EntryArena::alloc) (its page
+    /// exists from then on).
+    #[inline]
+    fn slot(&self, id: EntryId) -> &Slot {
+        let (segment, page, slot) = Self::coordinates(id.index());
+        let page = self.segments[segment].get().and_then(|pages| pages[page].get());
+        &page.expect("an entry id names a slot that was allocated")[slot]
+    }
+
+    /// Locks the state of `id`'s slot.
+    #[inline]
+    pub(crate) fn lock(&self, id: EntryId) -> EntryState<'_> {
+        self.slot(id).0.lock()
+    }
+
+    /// Starts loading slot `id`'s cache line, to be locked soon (`SlotLock::prefetch`): loops over
+    /// many slots call it [`prefetch_ahead`] slots ahead.
+    #[inline]
+    pub(crate) fn prefetch(&self, id: EntryId) {
+        self.slot(id).0.prefetch();
+    }
+
+    /// A free slot for a new entry: vacant, unlocked, its generation past every earlier occupant's.
+    /// `None` once the never-used indices ran out (`EntryId::MAX_INDEX`, less a page) and neither
+    /// this stripe's list nor the pool has a free one: other stripes may then still hold up to a page
+    /// and [`MIN_AGE`] each. (That is a quarter of a terabyte of slots.)
+    pub(crate) fn alloc(&self) -> Option<EntryId> {
+        let mut free = self.stripes[thread_index() & self.mask].0.lock();
+        if free.len() <= MIN_AGE {
+            self.refill(&mut free);
+        }
+        free.pop_front()
+    }
+
+    /// Puts older free indices in front of a stripe's list: a batch from the pool, or else a page
+    /// of never-used ones (none once those run out).
+    fn refill(&self, free: &mut VecDeque<EntryId>) {
+        {
+            let mut pool = self.pool.lock();
+            let keep = pool.len().saturating_sub(BATCH);
+            if keep < pool.len() {
+                pool.drain(keep..).for_each(|id| free.push_front(id));
+                return;
+            }
+        }
+        let start = self.fresh.fetch_add(PAGE as u64, Ordering::Relaxed);
+        if start + PAGE as u64 > u64::from(EntryId::MAX_INDEX) + 1 {
+            self.fresh.fetch_sub(PAGE as u64, Ordering::Relaxed);
+            return;
+        }
+        let start = start as usize;
+        self.create_page(start);
+        (start..start + PAGE).rev().for_each(|index| free.push_front(EntryId::new(index)));
+    }
+
+    /// Returns a slot whose occupant was released (`EntryState::release`): only its holder calls
+    /// this, once per allocation. (A cancel's path: one `push_back`, not [`free_all`]'s iterator.)
+    ///
+    /// [`free_all`]: EntryArena::free_all
+    #[inline]
+    pub(crate) fn free(&self, id: EntryId) {
+        // Checked before the free list is locked (see `free_all`).
+        #[cfg(debug_assertions)]
+        assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}");
+        self.return_to_stripe(|free| free.push_back(id));
+    }
+
+    /// [`free`](EntryArena::free) for several released slots with one lock of the free list (the
+    /// driver returns a fired batch so: `entry::Return::ByCaller`).
+    pub(crate) fn free_all(&self, ids: impl Iterator<Item = EntryId>) {
+        // Checked before the free list is locked: a slot lock is a loom operation, which must not
+        // happen inside an unmodelled lock (`sync.rs`).
+        #[cfg(debug_assertions)]
+        let ids: Vec<EntryId> = ids
+            .inspect(|&id| assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}"))
+            .collect();
+        self.return_to_stripe(|free| free.extend(ids));
+    }
+
+    /// Appends to this thread's stripe's free list with `append`, then gives its oldest batches
+    /// to the pool while it holds more than two (see the module docs).
+    #[inline]
+    fn return_to_stripe(&self, append: impl FnOnce(&mut VecDeque<EntryId>)) {
+        let mut free = self.stripes[thread_index() & self.mask].0.lock();
+        append(&mut free);
+        if free.len() > 2 * BATCH {
+            self.spill(&mut free);
+        }
+    }
+
+    /// Gives a stripe's oldest indices back to the pool, a batch at a time, until it holds at
+    /// most two batches. The batches are copied as slices (the deque's front run, then its wrapped
+    /// part): per index, a copy rather than an iterator step (moving them one by one was 35 of a
+    /// cancel's 393 instructions, amortised).
+    #[cold]
+    fn spill(&self, free: &mut VecDeque<EntryId>) {
+        let mut pool = self.pool.lock();
+        while free.len() > 2 * BATCH {
+            let (front, back) = free.as_slices();
+            let from_front = front.len().min(BATCH);
+            pool.extend_from_slice(&front[..from_front]);
+            pool.extend_from_slice(&back[..BATCH - from_front]);
+            free.drain(..BATCH);
+        }
+    }
+
+    /// Creates the page holding `index` (and its segment's directory) if it does not exist yet.
+    fn create_page(&self, index: usize) {
+        let (segment, page, _) = Self::coordinates(index);
+        let pages = self.segments[segment]
+            .get_or_init(|| (0..1usize << segment).map(|_| UnmodelledOnceLock::new()).collect());
+        pages[page].get_or_init(|| (0..PAGE).map(|_| Slot(entry::vacant_slot())).collect());
+    }
+
+    /// Slots handed out so far, free or not: the arena's high-water mark (tests).
+    #[cfg(test)]
+    pub(crate) fn high_water(&self) -> u64 {
+        self.fresh.load(Ordering::Relaxed)
+    }
+}
+
+/// In debug builds (and so in the loom models), a dropped arena checks the holding protocol of
+/// `entry/` end to end: every slot is vacant (each entry was released) and every index handed out
+/// is on exactly one free list (each release returned its slot once).
+#[cfg(debug_assertions)]
+impl Drop for EntryArena {
+    fn drop(&mut self) {
+        if std::thread::panicking() || !self.audit_on_drop {
+            return;
+        }
+        let fresh = self.fresh.load(Ordering::Relaxed) as usize;
+        let mut seen = vec![false; fresh];
+        let mut listed: Vec<EntryId> = self.pool.lock().clone();
+        self.stripes.iter().for_each(|list| listed.extend(list.0.lock().iter()));
+        for id in listed {
+            assert!(!std::mem::replace(&mut seen[id.index()], true), "slot {id:?} freed twice");
+        }
+        for (index, listed) in seen.into_iter().enumerate() {
+            let id = EntryId::new(index);
+            assert!(!self.lock(id).is_occupied(), "slot {id:?} never released");
+            assert!(listed, "slot {id:?} released but never returned to a free list");
+        }
+    }
+}
+
+impl std::fmt::Debug for EntryArena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryArena")
+            .field("fresh", &self.fresh.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coordinates_cover_every_index_once_in_order() {
+        assert_eq!(EntryArena::coordinates(0), (0, 0, 0));
+        assert_eq!(EntryArena::coordinates(PAGE - 1), (0, 0, PAGE - 1));
+        assert_eq!(EntryArena::coordinates(PAGE), (1, 0, 0));
+        assert_eq!(EntryArena::coordinates(3 * PAGE), (2, 0, 0));
+        assert_eq!(EntryArena::coordinates(7 * PAGE - 1), (2, 3, PAGE - 1));
+        let (segment, page, slot) = EntryArena::coordinates(EntryId::MAX_INDEX as usize);
+        assert!(segment < SEGMENTS && page < 1 << segment && slot < PAGE);
+    }
+
+    #[test]
+    fn freed_slots_are_reused_and_memory_stays_flat() {
+        let arena = EntryArena::new();
+        for _ in 0..100_000 {
+            let ids: Vec<EntryId> = (0..10).map(|_| arena.alloc().unwrap()).collect();
+            for id in ids {
+                arena.free(id);
+            }
+        }
+        assert!(arena.high_water() <= PAGE as u64, "high water {}", arena.high_water());
+    }
+
+    #[test]
+    fn slots_freed_on_one_thread_are_reused_by_another() {
+        let arena = std::sync::Arc::new(EntryArena::new());
+        for _ in 0..200 {
+            let ids: Vec<EntryId> = (0..1_000).map(|_| arena.alloc().unwrap()).collect();
+            let freer = std::sync::Arc::clone(&arena);
+            std::thread::spawn(move || ids.into_iter().for_each(|id| freer.free(id))).join().unwrap();
+        }
+        // Each round's frees go to another stripe and come back through the pool.
+        assert!(arena.high_water() < 3_000 + 64 * 2 * BATCH as u64, "high water {}", arena.high_water());
+    }
+}

@@ -1,0 +1,50 @@
+//! [`WheelPosition`]: where a pending task sits in the wheel, for diagnostics and teaching.
+
+use super::Store;
+use crate::entry::{Status, Ticket};
+
+/// Where a pending task currently sits in the hierarchy: which level, which slot (bucket), and
+/// when that bucket expires. Returned by [`TimerHandle::position`](crate::TimerHandle::position).
+///
+/// **Diagnostic only.** It is a snapshot read under the entry's slot lock; the entry moves whenever its
+/// bucket is flushed (cascading to a finer level, or firing), so by the time you look at it, it may
+/// be out of date. Ticks count from the timer clock's origin: multiply by
+/// [`Timer::tick`](crate::Timer::tick) for a time.
+///
+/// Level `k` has [`Timer::wheel_size`](crate::Timer::wheel_size) slots of `wheel_size^k` ticks
+/// each; see `docs/design.md` ("How a task cascades") for a worked example, and the
+/// `cascade_tour` example, which prints these positions as a clock advances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct WheelPosition {
+    /// The wheel level: 0 is the finest (one tick per slot); each level above is an overflow wheel
+    /// `wheel_size` times coarser.
+    pub level: usize,
+    /// The slot (bucket) within that level, `0..wheel_size`.
+    pub slot: usize,
+    /// The tick at which the driver next visits that bucket: the start of the task's round in the
+    /// slot (never after its deadline), or earlier when one of the bucket's stages is big enough to
+    /// be cascaded ahead of its round (see `docs/design.md`). When its stage is visited the task
+    /// cascades to a finer level, or fires if its deadline has come.
+    pub expiration_tick: u64,
+    /// The task's deadline, rounded up to a tick: when it will fire.
+    pub deadline_tick: u64,
+}
+
+/// The position of `entry`, if it is pending and in a bucket (not in transit during a flush).
+pub(crate) fn of(Store { arena, wheel }: &Store, ticket: Ticket) -> Option<WheelPosition> {
+    let state = arena.lock(ticket.id);
+    if state.generation() != ticket.generation || state.status() != Status::Pending {
+        return None;
+    }
+    let key = state.location?.bucket();
+    let bucket = wheel.bucket_by_key(key)?;
+    Some(WheelPosition {
+        level: key.level(),
+        slot: key.slot(),
+        // Not after the entry's stage is due: a visit re-sets it only to what is left, and only
+        // lowers it otherwise.
+        expiration_tick: bucket.expiration(),
+        deadline_tick: state.deadline.tick(),
+    })
+}

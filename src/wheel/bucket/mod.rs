@@ -1,0 +1,505 @@
+//! `TimerTaskList`: a bucket, one slot of one wheel level.
+//!
+//! A bucket holds the entries whose deadlines fall in its slot's current round, in lists with O(1)
+//! unlink (each entry knows its lane, stage and index, see `entry/`; removal leaves a hole, see
+//! `Slots`). It has its own locks, one per lane (below), so schedules into different buckets never
+//! contend, and an atomic **expiration**: the tick at which the driver must next visit the bucket.
+//!
+//! ## Lanes
+//!
+//! A bucket has [`LANES`] **lanes**, each with its own lock and its own stages (lists and minima),
+//! alone on its cache lines (`#[repr(align(128))]`); a thread adds to the lane of its
+//! `thread_index` modulo [`LANES`] (round robin, as the counter stripes), so two threads scheduling
+//! into the same buckets (SPEC W3: the ~117 level-1 buckets of a 10–70 s spread) write different
+//! lines instead of bouncing one lock, one list tail and one set of minima between them, when their
+//! indices differ in parity (threads that share a lane are correct, only slower; so are a scheduler
+//! and the driver's cascade re-adds in the same lane). Only the expiration is shared, and an add
+//! only reads it unless it lowers it. The price is memory: a bucket is 1 KiB with its `Arc` (368
+//! bytes with one lock), a level of 512 about 512 KiB.
+//!
+//! * An **add** takes its lane's lock (then the slot's), inserts, and lowers the expiration under
+//!   it, as with one lock; but two lanes' adds may lower it at once, so a lowering is one atomic
+//!   `fetch_min` (after a plain load, so the common add writes nothing shared): exactly the adds
+//!   that lowered it queue the bucket, and none raises it back.
+//! * A **cancel** takes the lock of the lane its ticket names (the one the entry was added to), and
+//!   if the entry has moved, that of the lane its location names (`entry/location.rs`, `timer/cancel.rs`):
+//!   one lane lock at a time.
+//! * A **visit** and the shutdown **flush** take every lane's lock, in lane order, do what they do
+//!   over every lane, and set the new expiration while still holding them all: an add in any lane
+//!   then either came before (and is visited or counted in the new expiration) or comes after (and
+//!   sees the new expiration). Only they raise the expiration.
+//!
+//! Every stage decision below (`visit_at`, the early threshold, the chunk) is made per lane's stage:
+//! an add sees only its lane. The early threshold is split between the lanes
+//! ([`EARLY_LANE_LEN`] = 256 / `LANES`), so that a stage still holds at most 256 entries at its round
+//! and a bucket flushed at its round at most `4 · 256`; one thread's stage thus goes early past 128
+//! entries. The pacing and the minimum chunk ([`CASCADE_CHUNK`]) apply to each lane's stage: a visit
+//! of a bucket whose lanes are all big takes a chunk from each.
+//!
+//! ## Stages
+//!
+//! A bucket above level 0 keeps its entries (in each lane) in **stages** by where their deadlines
+//! fall in the round (see `wheel/place.rs`); each stage knows its round start, the tick from which it may be cascaded
+//! (`opens`) and the first tick of its range (`due`), each the minimum over the entries added since
+//! the stage was last empty (not recomputed on removal: at worst a visit comes early). A level-0
+//! bucket has one stage. A stage is to be visited at its round start (Kafka's flush time) while it
+//! holds at most [`EARLY_LANE_LEN`] entries, and from `opens` while it holds more ([`Stage::visit_at`]):
+//! a stage cascaded down to that size waits for the round with the rest.
+//! The expiration is the earliest `visit_at` of the stages of every lane (lower after removals: a visit then finds
+//! nothing to do and sets the right one). A **visit** at cursor `c` cascades every stage with
+//! `visit_at <= c`; a big one only in part while its `due` is more than a tick ahead: a chunk paced
+//! to finish in half the ticks left (twice the even rate, at least [`CASCADE_CHUNK`] entries), in
+//! which case the bucket asks to be visited again at `c + 1`, after the buckets due then. Pacing, not
+//! a fixed chunk, is what keeps firing punctual: the cascade work of a rotation is spread over the
+//! rotation instead of being done as fast as the driver can.
+//!
+//! **Why a stage only grows big before it opens.** Placement puts an entry in the finest level whose
+//! window holds it, so relative to the adder's base the entry's stage has not opened yet (`opens >
+//! base`; `wheel/place.rs` unit tests). A stage therefore crosses the threshold before the driver may visit
+//! it, and once open it only shrinks: that is what bounds a round-time flush to `4 · 256` entries
+//! (`4 · LANES · EARLY_LANE_LEN`). The
+//! one exception is a scheduler whose view of time is ahead of the driver's cursor, or behind it: it
+//! may add to an open stage, or put two rounds in one stage; the minima then make the stage visited
+//! early, which re-adds each entry through the wheel to where it belongs (a later round comes back to
+//! this bucket with its own, later ticks).
+//!
+//! ## The delay-queue trick
+//!
+//! [`set_expiration`](TimerTaskList::set_expiration) reports whether it changed the expiration; only
+//! then is the bucket pushed into the shared `DelayQueue`. An empty bucket has no expiration, so the
+//! first add of a round sets it and queues the bucket, and the rest of that round's adds do nothing
+//! more: a bucket is queued once per lane's stage per wheel cycle, and only non-empty buckets are queued.
+//!
+//! Unlike Kafka, the setter only ever *lowers* the expiration. Schedulers do not take a timer-wide
+//! lock (Kafka takes a read lock), so a scheduler working from a slightly stale view of time can add
+//! an entry of an earlier round to a bucket that already holds a later one; lowering re-queues the
+//! bucket at the earlier time, and the visit then re-adds the stage's entries through the wheel,
+//! which puts each where it belongs. Raising it could strand the earlier entry for a whole rotation.
+//!
+//! **Stale queue entries.** Lowering leaves the bucket's older, later queue entry behind. The
+//! invariant: while the expiration is `x`, the queue holds the bucket at `x` (or the driver has just
+//! popped it, or the adder that lowered it is about to push it). A popped bucket is visited if it is
+//! due at the cursor (`expiration <= c`), whatever the popped key: also when an adder lowered it
+//! between the pop and the visit, so the entries due now are not left for the next advance. The
+//! visit sets the new expiration under every lane's lock (the earliest `visit_at` left, or `c + 1` for an
+//! unfinished chunk, or none), always after the cursor, and the driver queues it. A popped bucket
+//! that is not due is a stale entry (a visit raised the expiration since) and nothing is done. Only
+//! the visit raises the expiration, and it queues what it sets, so stale entries are bounded by
+//! lowerings and die out.
+//!
+//! ## Locking
+//!
+//! A lane lock is taken before any slot lock (see `entry/`); several lane locks only by a visit or
+//! a flush, every lane in lane order. No callback ever runs under them.
+
+use std::fmt;
+
+use super::place::{StagePlan, STAGES};
+use super::slots::Slots;
+use super::ShutDown;
+use crate::deadline::Deadline;
+use crate::entry::location::{BucketKey, LaneKey, Location, MAX_LANES};
+use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, Status, Ticket};
+use crate::sync::{thread_index, AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
+
+/// "No expiration": the bucket is empty (or just flushed) and not queued.
+pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
+
+/// Lanes per bucket (see the module docs): a power of two, at most a location holds
+/// ([`MAX_LANES`]). Two under loom too, so that the models' scheduler and driver threads use
+/// different lanes.
+pub(crate) const LANES: usize = 2;
+
+const _: () = assert!(LANES.is_power_of_two() && LANES <= MAX_LANES);
+
+/// The fewest entries a visit cascades from a lane's stage whose range is still more than a tick
+/// ahead (a visit costs a queue pop and push: not worth it for fewer). The loom models use 1, so
+/// that a few entries make a chunked cascade.
+#[cfg(not(delaywheel_loom))]
+pub(crate) const CASCADE_CHUNK: usize = 256;
+#[cfg(delaywheel_loom)]
+pub(crate) const CASCADE_CHUNK: usize = 1;
+
+/// A lane's stage holding more entries than this is cascaded ahead of its round (see the module
+/// docs): then a stage holds at most `LANES · EARLY_LANE_LEN` (256) entries at its round, and a
+/// bucket flushed at its round at most `STAGES · 256` (1024). The loom models use 1, so that two
+/// entries in one lane's stage take the early path.
+#[cfg(not(delaywheel_loom))]
+pub(crate) const EARLY_LANE_LEN: usize = 256 / LANES;
+#[cfg(delaywheel_loom)]
+pub(crate) const EARLY_LANE_LEN: usize = 1;
+
+/// A bucket of timer entries sharing one wheel slot (Kafka's `TimerTaskList`).
+pub(crate) struct TimerTaskList {
+    /// Its level and slot: how entries' locations name it, and the delay queue's tie-break.
+    key: BucketKey,
+    /// Shared by the lanes: read by every add, written by an add that lowers it and by a visit.
+    expiration: AtomicU64,
+    /// Each on cache lines of its own (see the module docs).
+    lanes: [Lane; LANES],
+}
+
+/// One lane of a bucket: its own lock over its own stages, alone on its cache lines (128 bytes:
+/// adjacent-line prefetching pairs 64-byte lines).
+#[repr(align(128))]
+struct Lane {
+    /// Inline, so that a schedule touches no other block than the list it appends to; a level-0
+    /// bucket uses only the first.
+    stages: Mutex<[Stage; STAGES as usize]>,
+}
+
+/// The lane of the calling thread (the same round robin as the counter stripes, `timer/counters.rs`).
+#[inline]
+fn local_lane() -> usize {
+    thread_index() & (LANES - 1)
+}
+
+/// One stage of a bucket lane: its entries and its cascade window (see the module docs). The ticks
+/// are minima over the entries added since the stage was last empty, `NO_EXPIRATION` when empty.
+struct Stage {
+    slots: Slots,
+    round: u64,
+    opens: u64,
+    due: u64,
+}
+
+impl Stage {
+    fn new() -> Self {
+        Stage { slots: Slots::default(), round: NO_EXPIRATION, opens: NO_EXPIRATION, due: NO_EXPIRATION }
+    }
+
+    /// When the stage is to be visited: at its round while small, from `opens` once big.
+    fn visit_at(&self) -> u64 {
+        if self.slots.live() > EARLY_LANE_LEN {
+            self.opens
+        } else {
+            self.round
+        }
+    }
+
+    fn reset_if_empty(&mut self) {
+        if self.slots.live() == 0 {
+            *self = Stage { slots: std::mem::take(&mut self.slots), ..Stage::new() };
+        }
+    }
+}
+
+/// What [`TimerTaskList::remove`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Removed {
+    /// The entry was here: taken out and its slot released (the caller returns it to the arena).
+    Taken,
+    /// The entry is in transit (its holder releases it), or was already released.
+    Gone,
+    /// The entry is in another bucket lane.
+    Elsewhere,
+}
+
+/// Takes `entry`, which just left this bucket lane ([`Claimed::Here`]), out of its stage's list at
+/// `location` (the lane's lock held as `stages`).
+fn take_out(stages: &mut [Stage; STAGES as usize], arena: &EntryArena, location: Location, entry: EntryId) {
+    let stage = &mut stages[location.stage()];
+    let removed = stage.slots.take(arena, location.index());
+    stage.reset_if_empty();
+    debug_assert_eq!(removed, Some(entry), "location out of date");
+}
+
+/// Where a visit puts the entries it takes out of a bucket, in transit (no location, held by the
+/// caller: `entry/`), each with its deadline.
+pub(crate) struct Handoff<'a> {
+    /// The entries to re-add through the wheel relative to the cursor (a cascade).
+    pub(crate) cascade: &'a mut Vec<(EntryId, Deadline)>,
+    /// The entries due at the cursor, to fire (the re-add would only find them due).
+    pub(crate) due: &'a mut Vec<(EntryId, Deadline)>,
+}
+
+/// What a popped queue entry turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Popped {
+    /// The bucket's live entry: it was visited; with `Some(tick)` the caller queues it there.
+    Visited { requeue: Option<u64> },
+    /// An older entry left behind by a lowering: nothing was done.
+    Stale,
+}
+
+/// What a visit took out, and when the bucket must be visited next (unit tests).
+#[cfg(test)]
+#[derive(Debug, Default)]
+struct Visit {
+    /// Every entry taken out, due or to cascade (in transit: no location).
+    entries: Vec<EntryId>,
+    /// The new expiration, at which the caller must queue the bucket (`None`: nothing left).
+    requeue: Option<u64>,
+}
+
+impl TimerTaskList {
+    pub(crate) fn new(level: usize, slot: usize) -> Self {
+        TimerTaskList {
+            key: BucketKey::new(level, slot),
+            expiration: AtomicU64::new(NO_EXPIRATION),
+            lanes: std::array::from_fn(|_| Lane {
+                stages: Mutex::new(std::array::from_fn(|_| Stage::new())),
+            }),
+        }
+    }
+
+    /// The bucket's level and slot.
+    pub(crate) fn key(&self) -> BucketKey {
+        self.key
+    }
+
+    /// The tick at which this bucket is next to be visited, or [`NO_EXPIRATION`].
+    pub(crate) fn expiration(&self) -> u64 {
+        self.expiration.load(Ordering::Acquire)
+    }
+
+    /// Lowers the expiration to `tick` (see the module docs); `true` iff it changed, in which case
+    /// the caller must queue the bucket at `tick`. Called with a lane's lock held.
+    fn set_expiration(&self, tick: u64) -> bool {
+        let current = self.expiration.load(Ordering::Acquire);
+        // Seeded bug for the loom suite only (docs/loom.md): only an empty bucket's expiration is set,
+        // so an earlier round added by a scheduler with a stale view of time waits for the later one.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "expiration_never_lowered"))]
+        let tick = if current == NO_EXPIRATION { tick } else { current };
+        if tick >= current {
+            // The common case, a read only: the line stays shared between the lanes' adders.
+            return false;
+        }
+        // An add in another lane may be lowering it at the same time: one atomic step, so that
+        // exactly the adds that lowered it queue the bucket, and none raises it back. (Only a visit
+        // raises it, holding every lane's lock.)
+        // Seeded bug for the loom suite only (docs/loom.md): a store, as when one bucket lock
+        // serialised the adds: two lanes' adds both see it higher, both store and both queue the
+        // bucket, and the later store may raise it back over the earlier, lower one.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "lowering_not_atomic"))]
+        {
+            self.expiration.store(tick, Ordering::Release);
+            return true;
+        }
+        self.expiration.fetch_min(tick, Ordering::AcqRel) > tick
+    }
+
+    /// Every lane's lock, in lane order (a visit, the shutdown flush: see the module docs).
+    fn lock_all(&self) -> [MutexGuard<'_, [Stage; STAGES as usize]>; LANES] {
+        std::array::from_fn(|lane| self.lanes[lane].stages.lock())
+    }
+
+    /// Inserts a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`'s
+    /// contents in the same critical section that sets its location (`entry/`), in the calling
+    /// thread's lane, in the stage `plan` names (see [`add_with`](TimerTaskList::add_with)). With
+    /// `Ok(Some(tick))` the caller must queue the bucket at `tick`.
+    ///
+    /// The flag `shut_down` is read under the lane lock and the entry is refused if it is set: the
+    /// shutdown drain sets the flag before it locks every bucket, so an entry is either refused
+    /// here or found by the drain (see `timer/`).
+    #[inline]
+    pub(crate) fn insert_new(
+        this: &Self,
+        arena: &EntryArena,
+        (entry, fresh): (EntryId, &mut Fresh),
+        plan: StagePlan,
+        shut_down: &AtomicBool,
+    ) -> Result<Option<u64>, ShutDown> {
+        // Seeded bug for the loom suite only (docs/loom.md): the flag read before the lock, so the
+        // drain can flush this bucket between the read and the insert.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock"))]
+        let read_first = match shut_down.load(Ordering::Acquire) {
+            true => return Err(ShutDown),
+            false => true,
+        };
+        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock")))]
+        let read_first = false;
+        let refused = || !read_first && shut_down.load(Ordering::Acquire);
+        let added = this.add_with(arena, entry, plan, refused, |state, lane| {
+            state.occupy(fresh, lane);
+            true
+        });
+        added.ok_or(ShutDown)
+    }
+
+    /// Re-adds a held, occupied entry (a cascade), as [`insert_new`](TimerTaskList::insert_new)
+    /// without the flag: `None` if the entry is no longer pending (cancelled in transit), else
+    /// whether to queue the bucket.
+    #[inline]
+    pub(crate) fn readd(
+        this: &Self,
+        arena: &EntryArena,
+        entry: EntryId,
+        plan: StagePlan,
+    ) -> Option<Option<u64>> {
+        this.add_with(arena, entry, plan, || false, |state, _| state.status() == Status::Pending)
+    }
+
+    /// What both adds do: under the calling thread's lane lock, unless `refused()`, and then under
+    /// the slot lock, if `enter` admits the entry, inserts it in the stage `plan` names, lowering
+    /// that stage's ticks to the plan's and the bucket's expiration to the stage's `visit_at`.
+    /// `None` if refused or not admitted; else `Some(tick)` if the caller must queue the bucket at
+    /// `tick`.
+    #[inline(always)]
+    fn add_with(
+        &self,
+        arena: &EntryArena,
+        entry: EntryId,
+        plan: StagePlan,
+        refused: impl FnOnce() -> bool,
+        enter: impl FnOnce(&mut EntryState<'_>, LaneKey) -> bool,
+    ) -> Option<Option<u64>> {
+        let lane = local_lane();
+        let mut stages = self.lanes[lane].stages.lock();
+        if refused() {
+            return None;
+        }
+        let stage = &mut stages[plan.index];
+        let index = stage.slots.next_index(arena);
+        {
+            let lane = LaneKey::new(self.key, lane);
+            let mut state = arena.lock(entry);
+            if !enter(&mut state, lane) {
+                return None;
+            }
+            debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
+            state.location = Some(Location::new(lane, plan.index, index));
+        }
+        stage.slots.push(entry);
+        stage.round = stage.round.min(plan.round);
+        stage.opens = stage.opens.min(plan.opens);
+        stage.due = stage.due.min(plan.due);
+        let visit_at = stage.visit_at();
+        Some(self.set_expiration(visit_at).then_some(visit_at))
+    }
+
+    /// Takes the entry `ticket` names out of lane `lane` of this bucket if it is there, and
+    /// releases its slot: the caller then returns it to the arena. Only for an entry the caller
+    /// claimed (a cancel): it is no longer pending, as a release requires (`entry/`).
+    pub(crate) fn remove(this: &Self, arena: &EntryArena, ticket: Ticket, lane: usize) -> Removed {
+        let mut stages = this.lanes[lane].stages.lock();
+        let claimed = {
+            let mut state = arena.lock(ticket.id);
+            if state.generation() != ticket.generation {
+                return Removed::Gone;
+            }
+            state.leave_if_in(LaneKey::new(this.key, lane))
+        };
+        match claimed {
+            Claimed::Here(location) => {
+                take_out(&mut stages, arena, location, ticket.id);
+                Removed::Taken
+            }
+            Claimed::Elsewhere(_) => Removed::Elsewhere,
+            Claimed::InTransit => Removed::Gone,
+        }
+    }
+
+    /// A cancel, with this bucket being the one the entry was first added to (see
+    /// `timer/cancel.rs`): under the lock of the ticket's lane of this bucket and then the slot's,
+    /// claims the entry `ticket` names ([`EntryState::claim_cancel`]) and, if it is still in that
+    /// lane, takes it out of the list. `None` if the ticket no longer names a pending entry.
+    #[inline]
+    pub(crate) fn cancel(this: &Self, arena: &EntryArena, ticket: Ticket) -> Option<(InlineTask, Claimed)> {
+        debug_assert_eq!(ticket.bucket.bucket(), this.key);
+        let mut stages = this.lanes[ticket.bucket.lane()].stages.lock();
+        let (task, claimed) = arena.lock(ticket.id).claim_cancel(ticket, ticket.bucket)?;
+        if let Claimed::Here(location) = claimed {
+            take_out(&mut stages, arena, location, ticket.id);
+        }
+        Some((task, claimed))
+    }
+
+    /// The driver's visit of a bucket it popped, with the cursor at `cursor` (at or after the popped
+    /// key): under every lane's lock, takes out every lane's stage whose window has opened (a chunk
+    /// of a big one, see the module docs), into `out` (see [`Handoff`]), and sets the next
+    /// expiration, which the caller must queue. A bucket not due at the cursor was a stale queue
+    /// entry (see the module docs): [`Popped::Stale`], nothing changes.
+    pub(crate) fn visit_into(&self, arena: &EntryArena, cursor: u64, out: Handoff<'_>) -> Popped {
+        let Handoff { cascade, due } = out;
+        let mut lanes = self.lock_all();
+        if self.expiration.load(Ordering::Acquire) > cursor {
+            return Popped::Stale;
+        }
+        let mut next = NO_EXPIRATION;
+        for stage in lanes.iter_mut().flat_map(|stages| stages.iter_mut()) {
+            if stage.slots.live() == 0 {
+                continue;
+            }
+            if stage.visit_at() > cursor {
+                next = next.min(stage.visit_at());
+                continue;
+            }
+            let live = stage.slots.live();
+            // Ticks left to cascade before the cursor reaches the stage's range (the visit at
+            // `cursor + 1` must still come before the finer buckets due at `due`).
+            let slack = stage.due.saturating_sub(cursor).saturating_sub(1);
+            let take = match usize::try_from(slack) {
+                Ok(0) => live,
+                Ok(slack) => (2 * live).div_ceil(slack).max(CASCADE_CHUNK).min(live),
+                Err(_) => CASCADE_CHUNK.min(live),
+            };
+            // Room for all in both: neither grows under the slot locks.
+            cascade.reserve(take);
+            due.reserve(take);
+            stage.slots.take_front(take, arena, |entry, deadline| {
+                if deadline.tick() <= cursor {
+                    due.push((entry, deadline));
+                } else {
+                    cascade.push((entry, deadline));
+                }
+            });
+            stage.reset_if_empty();
+            // Seeded bug for the loom suite only (docs/loom.md): the rest of a chunked stage is
+            // not re-queued, so it waits for a later add to lower the expiration, or forever.
+            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "chunk_not_requeued"))]
+            continue;
+            if stage.slots.live() > 0 {
+                // Big still: the next chunk a tick later; small again: its round (if not passed).
+                next = next.min(stage.visit_at().max(cursor + 1));
+            }
+        }
+        // Seeded bug for the loom suite only (docs/loom.md): the reset leaves the critical section,
+        // so an add in between sees the old expiration, does not queue the bucket, and is stranded.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "flush_resets_after_unlock"))]
+        drop(lanes);
+        self.expiration.store(next, Ordering::Release);
+        Popped::Visited { requeue: (next != NO_EXPIRATION).then_some(next) }
+    }
+
+    /// [`visit_into`](TimerTaskList::visit_into) into a new vector, for the unit tests.
+    #[cfg(test)]
+    fn visit(&self, arena: &EntryArena, cursor: u64) -> Visit {
+        let mut entries = Vec::new();
+        let mut due = Vec::new();
+        let requeue = match self.visit_into(arena, cursor, Handoff { cascade: &mut entries, due: &mut due }) {
+            Popped::Visited { requeue } => requeue,
+            Popped::Stale => None,
+        };
+        // Both kinds, due or not (the unit tests look at what left the bucket).
+        Visit { entries: entries.into_iter().chain(due).map(|(entry, _)| entry).collect(), requeue }
+    }
+
+    /// Empties the bucket and resets its expiration under every lane's lock, for the shutdown
+    /// drain: the caller holds what it returns.
+    pub(crate) fn flush(&self, arena: &EntryArena) -> Vec<(EntryId, Deadline)> {
+        let mut lanes = self.lock_all();
+        let mut entries = Vec::new();
+        for stage in lanes.iter_mut().flat_map(|stages| stages.iter_mut()) {
+            let live = stage.slots.live();
+            entries.reserve(live);
+            stage.slots.take_front(live, arena, |entry, deadline| entries.push((entry, deadline)));
+            stage.reset_if_empty();
+        }
+        self.expiration.store(NO_EXPIRATION, Ordering::Release);
+        entries
+    }
+}
+
+impl fmt::Debug for TimerTaskList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerTaskList")
+            .field("level", &self.key.level())
+            .field("slot", &self.key.slot())
+            .field("expiration", &self.expiration())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,260 @@
+//! The bucket's unit tests.
+
+use super::*;
+use crate::entry::new_entry;
+use crate::sync::Arc;
+use crate::wheel::slots::MIN_COMPACT;
+
+fn entries(arena: &EntryArena, n: usize) -> Vec<Ticket> {
+    (0..n).map(|_| new_entry(arena, 5, || {}).unwrap()).collect()
+}
+
+fn location(arena: &EntryArena, entry: &Ticket) -> Option<(usize, u64)> {
+    arena.lock(entry.id).location.map(|location| (location.stage(), location.index()))
+}
+
+/// What a cancel does: claims the entry, takes it out of `bucket`, releases its slot.
+fn cancel_out(arena: &EntryArena, bucket: &Arc<TimerTaskList>, entry: &Ticket) {
+    assert!(arena.lock(entry.id).claim_for_test(Status::Cancelled));
+    let lane = arena.lock(entry.id).location.expect("in a bucket").lane();
+    assert_eq!(TimerTaskList::remove(bucket, arena, *entry, lane), Removed::Taken);
+    arena.free(entry.id);
+}
+
+fn same_entry(a: &EntryId, b: &Ticket) -> bool {
+    *a == b.id
+}
+
+fn at(tick: u64) -> StagePlan {
+    StagePlan::level0(tick)
+}
+
+fn stage(index: usize, round: u64, opens: u64, due: u64) -> StagePlan {
+    StagePlan { index, round, opens, due }
+}
+
+fn add_all(
+    arena: &EntryArena,
+    bucket: &Arc<TimerTaskList>,
+    es: &[Ticket],
+    plan: StagePlan,
+) -> Vec<Option<u64>> {
+    es.iter()
+        .map(|e| TimerTaskList::readd(bucket, arena, e.id, plan).expect("a pending entry is inserted"))
+        .collect()
+}
+
+#[test]
+fn expiration_is_set_once_per_round_and_only_lowered() {
+    let arena = &EntryArena::unaudited();
+    let bucket = Arc::new(TimerTaskList::new(0, 0));
+    let es = entries(arena, 4);
+    assert_eq!(add_all(arena, &bucket, &es[..2], at(10)), [Some(10), None], "queued once");
+    assert_eq!(add_all(arena, &bucket, &es[2..3], at(14)), [None]);
+    assert_eq!(bucket.expiration(), 10, "never raised");
+    assert_eq!(add_all(arena, &bucket, &es[3..], at(6)), [Some(6)], "lowered, and re-queued");
+    let visit = bucket.visit(arena, 10);
+    assert_eq!((visit.entries.len(), visit.requeue), (4, None));
+    assert_eq!(
+        bucket.visit_into(arena, 10, Handoff { cascade: &mut Vec::new(), due: &mut Vec::new() }),
+        Popped::Stale,
+        "the entry left at 10"
+    );
+    assert_eq!(bucket.expiration(), NO_EXPIRATION);
+    assert!(es.iter().all(|e| location(arena, e).is_none()), "visited entries are in transit");
+    assert_eq!(add_all(arena, &bucket, &es[..1], at(30)), [Some(30)]);
+}
+
+#[test]
+fn a_visit_hands_over_the_entries_due_at_the_cursor_apart_from_those_to_cascade() {
+    let arena = &EntryArena::unaudited();
+    // A level-1 bucket whose round starts at 100: one stage, deadlines 100 to 103 in turn.
+    let bucket = Arc::new(TimerTaskList::new(1, 0));
+    let es: Vec<Ticket> = (0..12).map(|i| new_entry(arena, 100 + i % 4, || {}).unwrap()).collect();
+    add_all(arena, &bucket, &es, stage(0, 100, 100, 100));
+    let (mut cascade, mut due) = (Vec::new(), Vec::new());
+    let popped = bucket.visit_into(arena, 101, Handoff { cascade: &mut cascade, due: &mut due });
+    assert_eq!(popped, Popped::Visited { requeue: None });
+    let ticks = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(_, d)| d.tick()).collect::<Vec<_>>();
+    assert_eq!(ticks(&due), [100, 101, 100, 101, 100, 101], "due at 101, in list order");
+    assert_eq!(ticks(&cascade), [102, 103, 102, 103, 102, 103], "to cascade");
+    let ids = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+    let expected = |r: std::ops::Range<u64>| {
+        let deadline = |i: usize| 100 + i as u64 % 4;
+        es.iter()
+            .enumerate()
+            .filter(|&(i, _)| r.contains(&deadline(i)))
+            .map(|(_, e)| e.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!((ids(&due), ids(&cascade)), (expected(100..102), expected(102..104)));
+    assert!(es.iter().all(|e| location(arena, e).is_none()), "both kinds are in transit");
+}
+
+#[test]
+fn small_stages_wait_for_their_round_big_ones_open_early() {
+    let arena = &EntryArena::unaudited();
+    // Level-1 bucket of 4 stages, round 100 (slots of 100 ticks): stage j covers 100+25j.., opens
+    // at 25(j+1).
+    let bucket = Arc::new(TimerTaskList::new(1, 0));
+    let small = entries(arena, 2);
+    assert_eq!(add_all(arena, &bucket, &small[..1], stage(3, 100, 100, 175)), [Some(100)]);
+    assert_eq!(add_all(arena, &bucket, &small[1..], stage(1, 100, 50, 125)), [None], "small: at its round");
+    let big = entries(arena, EARLY_LANE_LEN + 1);
+    let queued = add_all(arena, &bucket, &big, stage(0, 100, 25, 100));
+    assert_eq!(queued.iter().flatten().collect::<Vec<_>>(), [&25], "the entry that makes it big");
+    assert_eq!(location(arena, &big[0]), Some((0, 0)));
+    let visit = bucket.visit(arena, 99); // a tick before its range: the whole stage
+    assert_eq!(visit.entries.len(), EARLY_LANE_LEN + 1, "only the big stage");
+    assert!(visit.entries.iter().zip(&big).all(|(a, b)| same_entry(a, b)), "insertion order");
+    assert_eq!(visit.requeue, Some(100), "the small stages wait for the round");
+    let visit = bucket.visit(arena, 100);
+    assert_eq!((visit.entries.len(), visit.requeue), (2, None));
+    // A stage emptied by removal leaves the expiration low; the visit then finds nothing.
+    assert_eq!(add_all(arena, &bucket, &small[..1], stage(1, 300, 250, 325)), [Some(300)]);
+    assert_eq!(add_all(arena, &bucket, &small[1..], stage(2, 200, 150, 250)), [Some(200)]);
+    cancel_out(arena, &bucket, &small[1]);
+    let visit = bucket.visit(arena, 200);
+    assert_eq!((visit.entries.len(), visit.requeue), (0, Some(300)));
+}
+
+#[test]
+fn a_big_stage_with_time_to_spare_cascades_in_paced_chunks() {
+    let arena = &EntryArena::unaudited();
+    let bucket = Arc::new(TimerTaskList::new(1, 0));
+    let es = entries(arena, 3_000);
+    add_all(arena, &bucket, &es, stage(0, 1_000, 10, 1_000));
+    // 989 ticks to spare: twice the even pace is 7 a tick, so the minimum chunk.
+    let visit = bucket.visit(arena, 10);
+    assert_eq!((visit.entries.len(), visit.requeue), (CASCADE_CHUNK, Some(11)));
+    assert!(visit.entries.iter().zip(&es).all(|(a, b)| same_entry(a, b)), "insertion order");
+    // Close to its range the pace rises: 2744 left, 9 ticks to spare: ceil(2 * 2744 / 9).
+    let visit = bucket.visit(arena, 990);
+    assert_eq!((visit.entries.len(), visit.requeue), (610, Some(991)));
+    let visit = bucket.visit(arena, 995); // 2134 left, 4 ticks: 1067
+    assert_eq!((visit.entries.len(), visit.requeue), (1_067, Some(996)));
+    let visit = bucket.visit(arena, 999);
+    assert_eq!((visit.entries.len(), visit.requeue), (1_067, None), "no tick to spare: the rest");
+    assert!(es.iter().all(|e| location(arena, e).is_none()));
+}
+
+#[test]
+fn removal_in_any_order_keeps_every_location_exact() {
+    let arena = &EntryArena::unaudited();
+    let bucket = Arc::new(TimerTaskList::new(0, 0));
+    let es = entries(arena, 1_000);
+    for e in &es {
+        assert!(TimerTaskList::readd(&bucket, arena, e.id, at(5)).is_some());
+    }
+    // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
+    let mut order: Vec<usize> = (0..300).collect();
+    order.extend((700..1_000).rev());
+    order.extend((300..700).filter(|i| i % 3 != 0));
+    for (step, &i) in order.iter().enumerate() {
+        cancel_out(arena, &bucket, &es[i]);
+        assert!(location(arena, &es[i]).is_none());
+        if step % 97 == 0 {
+            let stages = bucket.lanes[local_lane()].stages.lock();
+            let slots = &stages[0].slots;
+            for e in &es {
+                if let Some((_, index)) = location(arena, e) {
+                    let held = slots.get(index).expect("hole at a location");
+                    assert!(same_entry(&held, e), "location names another entry");
+                }
+            }
+            assert_eq!(slots.live(), es.iter().filter(|e| location(arena, e).is_some()).count());
+        }
+    }
+    let left: Vec<usize> = (300..700).filter(|i| i % 3 == 0).collect();
+    {
+        let stages = bucket.lanes[local_lane()].stages.lock();
+        assert_eq!(stages[0].slots.live(), left.len());
+        assert!(stages[0].slots.span() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
+    }
+    assert_eq!(bucket.flush(arena).len(), left.len());
+}
+
+/// Runs `f` on a thread whose lane is not the calling thread's.
+fn on_other_lane<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let mine = local_lane();
+    let mut f = Some(f);
+    loop {
+        let done = std::thread::scope(|scope| {
+            scope
+                .spawn(|| match local_lane() != mine {
+                    true => Some(f.take().expect("run once")()),
+                    false => None,
+                })
+                .join()
+                .unwrap()
+        });
+        if let Some(done) = done {
+            return done;
+        }
+    }
+}
+
+#[test]
+fn each_thread_adds_to_its_lane_and_a_visit_takes_every_lane() {
+    let arena = &EntryArena::unaudited();
+    let bucket = Arc::new(TimerTaskList::new(1, 0));
+    // Stage 0 (round 100, open from 25): just small in each lane, though not in sum.
+    let here = entries(arena, EARLY_LANE_LEN);
+    let there = entries(arena, EARLY_LANE_LEN + 2);
+    assert_eq!(add_all(arena, &bucket, &here, stage(0, 100, 25, 100))[0], Some(100));
+    let queued = on_other_lane(|| add_all(arena, &bucket, &there[..EARLY_LANE_LEN], stage(0, 100, 25, 100)));
+    assert!(queued.iter().all(Option::is_none), "the round is queued already");
+    let lane_of = |e: &Ticket| arena.lock(e.id).location.map(|location| location.lane());
+    assert_eq!(lane_of(&here[0]), Some(local_lane()));
+    assert_ne!(lane_of(&there[0]), lane_of(&here[0]));
+    assert_eq!(bucket.expiration(), 100, "each lane's stage is small: visited at its round");
+    // A cancel takes its entry out of the lane it is in, whichever thread cancels.
+    cancel_out(arena, &bucket, &there[0]);
+    // One more in a lane makes that lane's stage big: it opens at 25, alone.
+    let queued = on_other_lane(|| add_all(arena, &bucket, &there[EARLY_LANE_LEN..], stage(0, 100, 25, 100)));
+    // With two lanes, "the other lane" is the same one both times.
+    assert_eq!(lane_of(&there[EARLY_LANE_LEN]), lane_of(&there[1]), "both batches in the other lane");
+    assert_eq!(queued, [None, Some(25)], "big once it holds more than EARLY_LANE_LEN");
+    let visit = bucket.visit(arena, 99);
+    assert_eq!(visit.entries.len(), EARLY_LANE_LEN + 1, "only the big lane's stage");
+    assert_eq!(visit.requeue, Some(100), "the small lane waits for the round");
+    let rest = bucket.visit(arena, 100);
+    assert_eq!(rest.requeue, None);
+    assert!(here.iter().chain(&there).all(|e| location(arena, e).is_none()), "every lane emptied");
+    // A flush empties every lane too.
+    add_all(arena, &bucket, &here[..1], stage(1, 600, 300, 620));
+    on_other_lane(|| add_all(arena, &bucket, &here[1..2], stage(3, 600, 500, 650)));
+    assert_eq!(bucket.flush(arena).len(), 2);
+    assert_eq!(bucket.expiration(), NO_EXPIRATION);
+}
+
+#[test]
+fn a_bucket_is_a_few_cache_lines_per_lane() {
+    // The header on its own 128 bytes, then each lane's lock and 4 stages (328 bytes).
+    assert_eq!(std::mem::size_of::<TimerTaskList>(), 128 + LANES * 384);
+    assert_eq!(std::mem::size_of::<Mutex<[Stage; 4]>>(), 328);
+}
+
+#[test]
+fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
+    let arena = &EntryArena::unaudited();
+    let bucket = Arc::new(TimerTaskList::new(0, 0));
+    let flag = AtomicBool::new(true);
+    let mut fresh = Fresh::new(Deadline::at_tick(5), || {});
+    let id = arena.alloc().unwrap();
+    let refused = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag);
+    assert_eq!(refused, Err(ShutDown));
+    assert_eq!(fresh.ticket(id), None, "the task stays with the scheduler, the slot vacant");
+    assert!(!arena.lock(id).is_occupied());
+    flag.store(false, Ordering::Relaxed);
+    let inserted = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag);
+    assert_eq!(inserted, Ok(Some(5)), "the first add queues the bucket");
+    let ticket = fresh.ticket(id).expect("occupied by the insert");
+    assert_eq!(ticket.bucket, LaneKey::new(bucket.key(), local_lane()));
+    assert_eq!(location(arena, &ticket), Some((0, 0)));
+    let es = entries(arena, 1);
+    assert!(arena.lock(es[0].id).claim_for_test(Status::Cancelled));
+    assert_eq!(TimerTaskList::readd(&bucket, arena, es[0].id, at(5)), None, "a cancelled entry stays out");
+    let flushed: Vec<_> = bucket.flush(arena).into_iter().map(|(entry, _)| entry).collect();
+    assert_eq!(flushed, [id]);
+}
