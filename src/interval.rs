@@ -28,7 +28,7 @@ use crate::clock::nanos_to_duration;
 use crate::missed_tick::MissedTickBehavior;
 use crate::sleep::{saturating_add, Sleep};
 use crate::sync::Arc;
-use crate::timer_ref::TimerRef;
+use crate::timer::refs::TimerRef;
 use crate::{ScheduleError, Timer};
 
 impl Timer {

@@ -153,8 +153,6 @@ mod test_rng;
 #[cfg(feature = "async")]
 mod timeout;
 mod timer;
-#[cfg(feature = "async")]
-mod timer_ref;
 mod wheel;
 
 pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};

@@ -18,7 +18,7 @@
 //!
 //! The futures **do not borrow the timer**: they are `'static`, `Send`, `Sync` and `Unpin`, so
 //! they can be spawned freely. A sleep holds its slot, its task's [`TimerHandle`] and a weak way
-//! back to the timer (`timer_ref.rs`) for [`Sleep::reset`]; it never keeps the timer alive.
+//! back to the timer (`timer/refs.rs`) for [`Sleep::reset`]; it never keeps the timer alive.
 //!
 //! ## Refusal and shutdown: a sleep never panics
 //!
@@ -67,8 +67,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::sync::{Arc, Mutex};
+use crate::timer::refs::TimerRef;
 use crate::timer::Shared;
-use crate::timer_ref::TimerRef;
 use crate::{ScheduleError, Timer, TimerHandle};
 
 impl Timer {

@@ -5,7 +5,7 @@
 //! Most timeouts in a server wrap a future that is ready at once (the data is already buffered, the
 //! lock is free). [`Timer::timeout`] and [`Timer::timeout_at`] therefore do not touch the wheel when
 //! they are created: the `Timeout` holds the inner future, the limit (a duration or an instant) and
-//! a weak way back to the timer (`timer_ref.rs`, one uncontended reference count). Its first poll
+//! a weak way back to the timer (`timer/refs.rs`, one uncontended reference count). Its first poll
 //! polls the inner future; if that is ready, the output is returned and the timer was never
 //! involved (no clock read, no entry, no cancel). Only a poll that finds the inner future pending
 //! **arms** the limit: it schedules a [`Sleep`] and polls it (which stores the waker), and from then
@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use crate::sleep::{saturating_add, Sleep};
 use crate::sync::Arc;
-use crate::timer_ref::TimerRef;
+use crate::timer::refs::TimerRef;
 use crate::{ScheduleError, Timer};
 
 impl Timer {

@@ -41,6 +41,8 @@ pub(crate) mod error;
 pub(crate) mod fire;
 pub(crate) mod handle;
 pub(crate) mod position;
+#[cfg(feature = "async")]
+pub(crate) mod refs;
 mod schedule;
 pub(crate) mod stats;
 mod trace;
@@ -88,9 +90,9 @@ use unfired::UnfiredTask;
 pub struct Timer {
     shared: Arc<Shared>,
     driver: Mutex<Option<Driver>>,
-    /// The futures' way back to the timer (`timer_ref.rs`).
+    /// The futures' way back to the timer (`refs.rs`).
     #[cfg(feature = "async")]
-    refs: crate::timer_ref::TimerRefs,
+    refs: refs::TimerRefs,
 }
 
 /// The state shared by the timer, its driver and its executor threads.
@@ -167,7 +169,7 @@ impl Timer {
             shared,
             driver: Mutex::new(driver),
             #[cfg(feature = "async")]
-            refs: crate::timer_ref::TimerRefs::new(),
+            refs: refs::TimerRefs::new(),
         })
     }
 
@@ -330,9 +332,9 @@ impl Timer {
         &self.shared
     }
 
-    /// The futures' per-thread references to the shared state (`timer_ref.rs`).
+    /// The futures' per-thread references to the shared state (`refs.rs`).
     #[cfg(feature = "async")]
-    pub(crate) fn refs(&self) -> &crate::timer_ref::TimerRefs {
+    pub(crate) fn refs(&self) -> &refs::TimerRefs {
         &self.refs
     }
 }

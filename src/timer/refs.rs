@@ -12,7 +12,7 @@
 //! Cloning one `Weak` for every future would make every thread that creates futures write the same
 //! reference count: a cache line moving between cores at every `timeout(d, ready)`, the cost that a
 //! lazy timeout exists to avoid. So a timer keeps a few `Arc<TimerRef>`s, one per
-//! [`thread_index`] modulo their number (the counters' stripes do the same, `timer/counters.rs`), each
+//! [`thread_index`] modulo their number (the counters' stripes do the same, `counters.rs`), each
 //! on its own cache line, created on the first future; a future clones the one of its thread.
 //! Only a future dropped on another thread than the one it was made on, and the upgrade (in the
 //! slow path, which then schedules anyway), touch a shared line.
@@ -22,9 +22,8 @@
 
 use std::fmt;
 
+use super::{Shared, Timer};
 use crate::sync::{downgrade, thread_index, Arc, OnceLock, Weak};
-use crate::timer::Shared;
-use crate::Timer;
 
 /// A weak way back to a timer's shared state, shared by the futures of one thread.
 #[repr(align(128))]
