@@ -113,7 +113,7 @@ impl Timer {
     /// let timer = Timer::builder().clock(ManualClock::new()).manual().max_pending(1).build();
     /// let armed = timer.try_timeout(Duration::from_millis(5), async { 1 }).unwrap();
     /// assert_eq!(timer.len(), 1);
-    /// let refused = timer.try_timeout(Duration::from_millis(5), async { 2 });
+    /// let refused = timer.try_timeout(Duration::from_millis(5), std::future::ready(2));
     /// assert_eq!(refused.unwrap_err(), ScheduleError::TooManyPending { max: 1 });
     /// drop(armed);
     /// assert!(timer.is_empty());
