@@ -417,14 +417,13 @@ impl Sleep {
         // it is running now, completes the old slot, which nobody polls (module docs: "Reset").
         let waker = self.slot.state.lock().waker.take();
         self.handle.cancel();
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "sleep_reset_reuses_slot")))]
-        let slot = Slot::new();
-        // Seeded bug for the loom suite only (docs/loom.md): the old slot is reused for the new
-        // task, so the old task, firing late, completes the re-armed sleep before its new deadline.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "sleep_reset_reuses_slot"))]
-        let slot = {
+        let slot = if fault!("sleep_reset_reuses_slot") {
+            // Seeded bug for the loom suite only (docs/loom.md): the old slot is reused for the new
+            // task, so the old task, firing late, completes the re-armed sleep before its deadline.
             self.slot.state.lock().phase = Phase::Waiting;
             Arc::clone(&self.slot)
+        } else {
+            Slot::new()
         };
         let armed = match self.timer.upgrade() {
             Some(shared) => Slot::arm_in(slot, &shared, deadline, waker),
