@@ -19,7 +19,9 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use delaywheel::{Timer, TimerHandle};
-use rand::{Rng, SeedableRng};
+
+mod support;
+use support::SplitMix;
 
 const TICK: Duration = Duration::from_millis(1);
 
@@ -59,12 +61,12 @@ struct Message {
 
 fn main() {
     let (queue, consumer) = DelayedQueue::new();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    let mut rng = SplitMix(42);
     let start = Instant::now();
 
     let mut recalled = Vec::new();
     for id in 0..30 {
-        let delay = Duration::from_millis(rng.gen_range(0..2_000));
+        let delay = Duration::from_millis(rng.below(2_000));
         let handle = queue.send(Message { id, visible_at: Instant::now() + delay }, delay);
         println!("sent     #{id:<2} visible in {delay:>8.3?}");
         if id % 10 == 3 {
