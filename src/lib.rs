@@ -205,5 +205,3 @@ pub mod loom_internals {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-#[cfg(feature = "async")]
-mod rearm_shim;
