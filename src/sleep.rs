@@ -484,8 +484,8 @@ impl fmt::Debug for Sleep {
             Phase::Dead(_) => "dead",
         };
         f.debug_struct("Sleep")
-            .field("deadline", &self.deadline)
             .field("state", &phase)
+            .field("deadline", &self.deadline)
             .field("handle", &self.handle)
             .finish()
     }
