@@ -20,6 +20,8 @@ mod overflow_level;
 mod purgatory;
 mod schedule_vs_flush;
 mod shutdown;
+#[cfg(feature = "async")]
+mod sleep;
 mod slot_lock;
 mod slot_reuse;
 mod stale_time;
