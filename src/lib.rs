@@ -147,6 +147,7 @@ mod inline_task;
 mod location;
 mod position;
 pub mod purgatory;
+pub mod queue;
 mod repeating;
 #[cfg(feature = "async")]
 mod sleep;
