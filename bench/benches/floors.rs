@@ -3,7 +3,7 @@
 //! a per-insert target sits against them (issue: performance, "why the limit is where it is").
 //!
 //! ```sh
-//! cargo bench --bench floors
+//! cargo bench -p delaywheel-bench --bench floors
 //! ```
 //!
 //! Each primitive is what the schedule path does once per timer with the current design: read the

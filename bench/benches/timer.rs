@@ -9,9 +9,9 @@
 //! | `expire` | a fresh timer holding 10 000 due in [1, 1000) ms; move the clock 1000 ms and fire all | per expiry |
 //!
 //! ```sh
-//! cargo bench --bench timer
-//! cargo bench --bench timer -- --warm-up-time 1 --measurement-time 3   # quicker
-//! cargo bench --bench timer -- expire/                                 # one group
+//! cargo bench -p delaywheel-bench --bench timer
+//! cargo bench -p delaywheel-bench --bench timer -- --warm-up-time 1 --measurement-time 3  # quicker
+//! cargo bench -p delaywheel-bench --bench timer -- expire/                                # one group
 //! ```
 //!
 //! Every timer is driven by hand on a virtual clock (`benches/spec/manual.rs`, shared with

@@ -4,9 +4,9 @@
 //! pop grows with log(pending).
 //!
 //! ```sh
-//! cargo bench --bench scaling                      # 10^4, 10^5, 10^6 pending (quick)
-//! SCALING_MAX_EXP=7 cargo bench --bench scaling    # up to 10^7 (about 2 GB resident at 10^7)
-//! scripts/plot_scaling.sh                          # up to 10^7, then docs/scaling.svg from the CSV
+//! cargo bench -p delaywheel-bench --bench scaling                    # 10^4, 10^5, 10^6 pending (quick)
+//! SCALING_MAX_EXP=7 cargo bench -p delaywheel-bench --bench scaling  # up to 10^7 (about 2 GB resident at 10^7)
+//! bench/scripts/plot_scaling.sh                                      # up to 10^7, then docs/scaling.svg from the CSV
 //! ```
 //!
 //! Environment:

@@ -8,8 +8,8 @@
 //! | `queue_expire` | a fresh queue holding 10 000 due in [1, 1000) ms; move the clock 1000 ms, take every value | per value |
 //!
 //! ```sh
-//! cargo bench --bench queue
-//! cargo bench --bench queue -- --warm-up-time 1 --measurement-time 3   # quicker
+//! cargo bench -p delaywheel-bench --bench queue
+//! cargo bench -p delaywheel-bench --bench queue -- --warm-up-time 1 --measurement-time 3   # quicker
 //! ```
 //!
 //! Both run on a virtual clock, driven on the bench's thread:
@@ -154,7 +154,8 @@ fn remove_one<B: Bench>(group: &mut Group<'_>) {
         b.iter_batched(
             || {
                 let queue = B::new();
-                let keys: Vec<_> = delays.iter().enumerate().map(|(i, &d)| queue.insert(i as u64, d)).collect();
+                let keys: Vec<_> =
+                    delays.iter().enumerate().map(|(i, &d)| queue.insert(i as u64, d)).collect();
                 (queue, keys)
             },
             |(queue, keys)| {

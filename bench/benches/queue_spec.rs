@@ -2,9 +2,9 @@
 //! tokio-util's `DelayQueue`), in one process so that ratios from one run can be compared.
 //!
 //! ```sh
-//! cargo bench --bench queue_spec                          # everything, N = 1,000,000
-//! QSPEC_N=100000 QSPEC_WORKLOADS=Q1,Q2 cargo bench --bench queue_spec
-//! QSPEC_SYSTEMS=delaywheel cargo bench --bench queue_spec
+//! cargo bench -p delaywheel-bench --bench queue_spec                          # everything, N = 1,000,000
+//! QSPEC_N=100000 QSPEC_WORKLOADS=Q1,Q2 cargo bench -p delaywheel-bench --bench queue_spec
+//! QSPEC_SYSTEMS=delaywheel cargo bench -p delaywheel-bench --bench queue_spec
 //! ```
 //!
 //! Environment: `QSPEC_SYSTEMS` (any of `delaywheel`, `tokio`; default both), `QSPEC_N` (values per
@@ -178,10 +178,18 @@ struct Config {
 impl Config {
     fn from_env() -> Self {
         let list = |var: &str, default: &str| -> Vec<String> {
-            std::env::var(var).unwrap_or_else(|_| default.to_string()).split(',').map(str::to_string).collect()
+            std::env::var(var)
+                .unwrap_or_else(|_| default.to_string())
+                .split(',')
+                .map(str::to_string)
+                .collect()
         };
         let n = std::env::var("QSPEC_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-        Config { n, systems: list("QSPEC_SYSTEMS", "delaywheel,tokio"), workloads: list("QSPEC_WORKLOADS", "Q1,Q2,Q3,Q4,Q5") }
+        Config {
+            n,
+            systems: list("QSPEC_SYSTEMS", "delaywheel,tokio"),
+            workloads: list("QSPEC_WORKLOADS", "Q1,Q2,Q3,Q4,Q5"),
+        }
     }
     fn wants(&self, workload: &str) -> bool {
         self.workloads.iter().any(|w| w == workload)

@@ -4,8 +4,8 @@
 //! system, the legend beside the chart.
 //!
 //! ```sh
-//! scripts/plot_scaling.sh                                   # runs the sweep, then this
-//! cargo run --release --example plot_scaling -- target/scaling.csv docs/scaling.svg
+//! bench/scripts/plot_scaling.sh  # runs the sweep, then this
+//! cargo run --release -p delaywheel-bench --example plot_scaling -- target/scaling.csv docs/scaling.svg
 //! ```
 //!
 //! Arguments: the CSV the sweep wrote (default `$SCALING_CSV`, else `target/scaling.csv`) and the
