@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use crate::clock::{ClockSource, ManualClock, TickLength};
-use crate::error::BuildError;
 use crate::timer::Timer;
+use crate::BuildError;
 
 /// The default tick: 1 ms.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);

@@ -21,7 +21,7 @@
 //! deadline falls: 0 just after the previous boundary, 255 on the boundary itself. Comparing two
 //! words compares `(tick, rank)`, so sorting a batch by its words puts it in deadline order to
 //! within 1/256 of a tick (3.9 µs with a 1 ms tick). The driver sorts each batch it fires
-//! (`timer.rs`); everything else (placement, cascades, expirations) uses the tick alone.
+//! (`timer/`); everything else (placement, cascades, expirations) uses the tick alone.
 //!
 //! **Batches.** The driver fires the due entries of each bucket it visits as one batch, right after
 //! the visit. A tick's tasks are one batch, except at a tick that also starts a coarser level's

@@ -1,8 +1,10 @@
-//! `DelayQueue`: the non-empty buckets, ordered by expiration, and the driver's wait for the next one.
+//! `DelayQueue`: what is due when, ordered by expiration, and the wait for the next one.
 //!
-//! A binary min-heap of `(expiration, bucket)` behind one lock, plus a condition variable. Only
-//! buckets whose expiration was just set (or lowered) are pushed, so the heap holds about one entry
-//! per non-empty bucket, however many timers there are, and an idle timer has an empty heap.
+//! A binary min-heap of `(expiration, item)` behind one lock, plus a condition variable. It orders
+//! whatever it is given (an [`Identity`] breaks ties between items due at one tick) and reads time
+//! through a [`Timeline`]: it knows no bucket and no clock. The timer queues its buckets here, and
+//! only those whose expiration was just set (or lowered), so the heap holds about one entry per
+//! non-empty bucket, however many timers there are, and an idle timer has an empty heap.
 //!
 //! ## Waiting
 //!
@@ -20,79 +22,94 @@
 //!
 //! A popped entry may be stale: a lowering of its bucket's expiration queued the bucket again at an
 //! earlier tick, and a visit since has moved the expiration on. The bucket's visit recognises it
-//! (the bucket is not due at the cursor) and does nothing (`bucket/`).
+//! (the bucket is not due at the cursor) and does nothing (`wheel/bucket/`).
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
-use crate::bucket::TimerTaskList;
-use crate::clock::{ClockSource, TickLength};
-use crate::sync::{Arc, Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 
-/// A bucket queued at an expiration tick.
-struct Queued {
-    expiration: u64,
-    bucket: Arc<TimerTaskList>,
+/// What breaks ties between items due at the same tick: a stable identity, so that their order
+/// does not depend on when they were queued.
+pub(crate) trait Identity {
+    /// The item's identity; items due at one tick pop in its order.
+    fn identity(&self) -> u64;
 }
 
-impl Queued {
+/// Time as the queue needs it: the current tick, and how long until a tick begins.
+pub(crate) trait Timeline {
+    /// The current tick.
+    fn now_tick(&self) -> u64;
+    /// Real time until `tick` begins; `None` if only a wake-up tells (a manual clock).
+    fn until(&self, tick: u64) -> Option<Duration>;
+}
+
+/// An item queued at an expiration tick.
+struct Queued<T> {
+    expiration: u64,
+    item: T,
+}
+
+impl<T: Identity> Queued<T> {
     fn key(&self) -> (u64, u64) {
-        (self.expiration, self.bucket.id())
+        (self.expiration, self.item.identity())
     }
 }
 
-impl PartialEq for Queued {
+impl<T: Identity> PartialEq for Queued<T> {
     fn eq(&self, other: &Self) -> bool {
         self.key() == other.key()
     }
 }
-impl Eq for Queued {}
-impl PartialOrd for Queued {
+impl<T: Identity> Eq for Queued<T> {}
+impl<T: Identity> PartialOrd for Queued<T> {
     fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Queued {
+impl<T: Identity> Ord for Queued<T> {
     fn cmp(&self, other: &Self) -> CmpOrdering {
         self.key().cmp(&other.key())
     }
 }
 
-#[derive(Default)]
-struct QueueState {
-    heap: BinaryHeap<Reverse<Queued>>,
+struct QueueState<T> {
+    heap: BinaryHeap<Reverse<Queued<T>>>,
     closed: bool,
 }
 
-/// The shared delay queue of buckets (Kafka's `DelayQueue<TimerTaskList>`).
-pub(crate) struct DelayQueue {
-    state: Mutex<QueueState>,
+/// A delay queue (Kafka's `DelayQueue`, of `TimerTaskList`s there and in the timer).
+pub(crate) struct DelayQueue<T> {
+    state: Mutex<QueueState<T>>,
     changed: Condvar,
 }
 
-impl DelayQueue {
+impl<T: Identity> DelayQueue<T> {
     pub(crate) fn new() -> Self {
-        DelayQueue { state: Mutex::new(QueueState::default()), changed: Condvar::new() }
+        DelayQueue {
+            state: Mutex::new(QueueState { heap: BinaryHeap::new(), closed: false }),
+            changed: Condvar::new(),
+        }
     }
 
-    /// Queues `bucket` at `expiration`; wakes the waiter if it is now the earliest.
-    pub(crate) fn offer(&self, expiration: u64, bucket: Arc<TimerTaskList>) {
+    /// Queues `item` at `expiration`; wakes the waiter if it is now the earliest.
+    pub(crate) fn offer(&self, expiration: u64, item: T) {
         let mut state = self.state.lock();
         let earliest = state.heap.peek().map_or(true, |Reverse(head)| expiration < head.expiration);
-        state.heap.push(Reverse(Queued { expiration, bucket }));
+        state.heap.push(Reverse(Queued { expiration, item }));
         if earliest {
             self.changed.notify_all();
         }
     }
 
-    /// Pops the earliest bucket if it is due at `now_tick`; never waits.
-    pub(crate) fn poll_due(&self, now_tick: u64) -> Option<(u64, Arc<TimerTaskList>)> {
+    /// Pops the earliest item if it is due at `now_tick`; never waits.
+    pub(crate) fn poll_due(&self, now_tick: u64) -> Option<(u64, T)> {
         let mut state = self.state.lock();
         match state.heap.peek() {
             Some(Reverse(head)) if head.expiration <= now_tick => {
-                let Reverse(Queued { expiration, bucket }) = state.heap.pop()?;
-                Some((expiration, bucket))
+                let Reverse(Queued { expiration, item }) = state.heap.pop()?;
+                Some((expiration, item))
             }
             _ => None,
         }
@@ -103,29 +120,22 @@ impl DelayQueue {
         self.state.lock().heap.len()
     }
 
-    /// Blocks until the head bucket is due, `timeout` (if any) passes, or the queue is closed.
-    /// Returns `true` if a bucket is due. On a manual clock a bucket can only become due when the
-    /// clock advances, which wakes this wait (see `ManualClock::on_advance`).
-    pub(crate) fn wait_due(&self, clock: &ClockSource, ticks: TickLength, timeout: Option<Duration>) -> bool {
+    /// Blocks until the head item is due on `time`, `timeout` (if any) passes, or the queue is
+    /// closed. Returns `true` if an item is due. On a manual clock an item can only become due when
+    /// the clock advances, which wakes this wait (see `ManualClock::on_advance`).
+    pub(crate) fn wait_due(&self, time: &impl Timeline, timeout: Option<Duration>) -> bool {
         let give_up = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut state = self.state.lock();
         loop {
             if state.closed {
                 return false;
             }
-            let now = clock.now_nanos();
             let head = state.heap.peek().map(|Reverse(head)| head.expiration);
-            if head.is_some_and(|expiration| expiration <= ticks.floor(now)) {
+            if head.is_some_and(|expiration| expiration <= time.now_tick()) {
                 return true;
             }
             // How long until the head is due, in real time (unknown on a manual clock).
-            let until_head = match (head, clock.is_manual()) {
-                (Some(expiration), false) => {
-                    let nanos = ticks.start_nanos(expiration).saturating_sub(u128::from(now));
-                    Some(Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
-                }
-                _ => None,
-            };
+            let until_head = head.and_then(|expiration| time.until(expiration));
             let until_give_up = match give_up {
                 Some(at) => match at.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => Some(left),
@@ -162,66 +172,93 @@ impl DelayQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use crate::sync::{Arc, AtomicU64, Ordering};
+    use std::time::Instant;
 
-    fn bucket(slot: usize) -> Arc<TimerTaskList> {
-        Arc::new(TimerTaskList::new(0, slot))
+    impl Identity for u64 {
+        fn identity(&self) -> u64 {
+            *self
+        }
+    }
+
+    /// Ticks of a millisecond since the start, on the real clock.
+    struct Millis(Instant);
+
+    impl Timeline for Millis {
+        fn now_tick(&self) -> u64 {
+            self.0.elapsed().as_millis() as u64
+        }
+        fn until(&self, tick: u64) -> Option<Duration> {
+            Some((self.0 + Duration::from_millis(tick)).saturating_duration_since(Instant::now()))
+        }
+    }
+
+    /// A clock that moves only when told to (no real time until a tick).
+    struct Manual(AtomicU64);
+
+    impl Timeline for Manual {
+        fn now_tick(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+        fn until(&self, _: u64) -> Option<Duration> {
+            None
+        }
     }
 
     #[test]
-    fn polls_in_expiration_order_and_only_when_due() {
+    fn polls_in_expiration_order_then_identity_and_only_when_due() {
         let q = DelayQueue::new();
-        q.offer(30, bucket(3));
-        q.offer(10, bucket(1));
-        q.offer(20, bucket(2));
-        assert_eq!(q.len(), 3);
+        q.offer(30, 3);
+        q.offer(10, 7);
+        q.offer(20, 2);
+        q.offer(10, 1);
+        assert_eq!(q.len(), 4);
         assert!(q.poll_due(9).is_none());
-        let order: Vec<u64> = std::iter::from_fn(|| q.poll_due(25).map(|(e, _)| e)).collect();
-        assert_eq!(order, vec![10, 20]);
-        assert_eq!(q.poll_due(u64::MAX).map(|(e, _)| e), Some(30));
+        let order: Vec<_> = std::iter::from_fn(|| q.poll_due(25)).collect();
+        assert_eq!(order, [(10, 1), (10, 7), (20, 2)]);
+        assert_eq!(q.poll_due(u64::MAX), Some((30, 3)));
         assert!(q.poll_due(u64::MAX).is_none());
     }
 
     #[test]
-    fn manual_clock_wait_with_timeout_returns() {
+    fn a_manual_wait_with_timeout_returns_and_sees_the_clock_move() {
         let q = DelayQueue::new();
-        let clock = ClockSource::Manual(ManualClock::new());
-        let ticks = TickLength::new(Duration::from_millis(1)).unwrap();
-        q.offer(5, bucket(0));
-        assert!(!q.wait_due(&clock, ticks, Some(Duration::from_millis(5))));
-        if let ClockSource::Manual(c) = &clock {
-            c.advance(Duration::from_millis(5));
-        }
-        assert!(q.wait_due(&clock, ticks, Some(Duration::from_millis(5))));
+        let time = Manual(AtomicU64::new(0));
+        q.offer(5, 0);
+        let start = Instant::now();
+        assert!(!q.wait_due(&time, Some(Duration::from_millis(5))), "not due: gives up");
+        assert!(start.elapsed() >= Duration::from_millis(5), "after the timeout, not before");
+        time.0.store(5, Ordering::Relaxed);
+        assert!(q.wait_due(&time, Some(Duration::from_secs(60))), "due at tick 5: at once");
+        assert_eq!(q.poll_due(time.now_tick()), Some((5, 0)));
     }
 
     #[test]
-    fn earlier_offer_wakes_a_system_clock_waiter() {
+    fn earlier_offer_wakes_a_real_time_waiter() {
         let q = Arc::new(DelayQueue::new());
-        let clock = ClockSource::system();
-        let ticks = TickLength::new(Duration::from_millis(1)).unwrap();
-        q.offer(3_600_000, bucket(0)); // an hour away
+        let time = Arc::new(Millis(Instant::now()));
+        q.offer(3_600_000, 0); // an hour away
         let waiter = {
-            let (q, clock) = (Arc::clone(&q), clock.clone());
-            std::thread::spawn(move || q.wait_due(&clock, ticks, None))
+            let (q, time) = (Arc::clone(&q), Arc::clone(&time));
+            std::thread::spawn(move || q.wait_due(&*time, None))
         };
         std::thread::sleep(Duration::from_millis(50));
-        q.offer(0, bucket(1)); // due now: the waiter must not sleep for an hour
+        q.offer(0, 1); // due now: the waiter must not sleep for an hour
         assert!(waiter.join().unwrap());
+        assert_eq!(q.poll_due(time.now_tick()), Some((0, 1)));
     }
 
     #[test]
-    fn close_releases_waiters() {
+    fn close_releases_waiters_and_empties_the_queue() {
         let q = Arc::new(DelayQueue::new());
+        q.offer(3_600_000, 0);
         let waiter = {
             let q = Arc::clone(&q);
-            std::thread::spawn(move || {
-                let ticks = TickLength::new(Duration::from_millis(1)).unwrap();
-                q.wait_due(&ClockSource::system(), ticks, None)
-            })
+            std::thread::spawn(move || q.wait_due(&Millis(Instant::now()), None))
         };
         std::thread::sleep(Duration::from_millis(20));
         q.close();
         assert!(!waiter.join().unwrap());
+        assert_eq!(q.len(), 0);
     }
 }

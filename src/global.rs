@@ -5,7 +5,7 @@
 // build their own manual timers). The timer inside uses the facade as every timer does.
 use std::sync::OnceLock;
 
-use crate::timer::Timer;
+use crate::Timer;
 
 static GLOBAL: OnceLock<Timer> = OnceLock::new();
 

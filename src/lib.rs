@@ -127,16 +127,16 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except three private modules: `inline_task`, which stores
+//! The crate denies `unsafe_code` everywhere except three private modules: `entry::inline_task`, which stores
 //! a task's closure type-erased in a fixed 24 bytes (inline when it captures at most two words) so
-//! that entries can live densely in slots, and `slot_lock`, the slots' lock, whose state lives in two
+//! that entries can live densely in slots, and `entry::slot_lock`, the slots' lock, whose state lives in two
 //! spare bits of the entry's generation word (an `UnsafeCell` behind a guard, parking through
 //! `parking_lot_core`), so that a slot is 48 bytes, and which also offers a prefetch of a slot's
 //! cache line (`_mm_prefetch`, for loops over many slots). Every `unsafe` block there carries a `// SAFETY:`
 //! comment (enforced by `clippy::undocumented_unsafe_blocks`), the module docs give the whole
 //! argument, and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s
 //! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. The third,
-//! `timer_slack`, is two `prctl` calls (Linux, Android): the driver thread asks the kernel to wake it
+//! `driver::timer_slack`, is two `prctl` calls (Linux, Android): the driver thread asks the kernel to wake it
 //! within a thousandth of a tick instead of the default 50 µs (never raising its slack); Miri, which
 //! has no `prctl` on Linux, skips it.
 //!
@@ -146,71 +146,48 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// Three modules may use `unsafe`, `inline_task`, `slot_lock` and `timer_slack` (see "Unsafe code"
-// above); everything else is safe Rust.
+// Three modules may use `unsafe`, `entry::inline_task`, `entry::slot_lock` and
+// `driver::timer_slack` (see "Unsafe code" above); everything else is safe Rust.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod advancing;
-mod arena;
-mod bucket;
 mod builder;
-mod chunk_deque;
 mod clock;
-mod counters;
 mod deadline;
 mod delay_queue;
 mod driver;
 mod entry;
-mod error;
 mod global;
-mod handle;
-// A module with `unsafe` code (see "Unsafe code" above): a closure stored in a slot.
-#[allow(unsafe_code)]
-mod inline_task;
-mod location;
-mod position;
 pub mod purgatory;
 pub mod queue;
 mod repeating;
 #[cfg(feature = "async")]
 mod sleep;
-// A module with `unsafe` code (see "Unsafe code" above): the arena slots' lock.
-#[allow(unsafe_code)]
-mod slot_lock;
-mod slots;
-mod stats;
 mod sync;
 #[cfg(test)]
 mod test_rng;
 mod timer;
-// A module with `unsafe` code (see "Unsafe code" above): the driver thread's timer slack.
-#[allow(unsafe_code)]
-#[cfg(not(delaywheel_loom))]
-mod timer_slack;
-mod trace;
-mod unfired;
 mod wheel;
 
 pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};
 pub use clock::ManualClock;
-pub use error::{BuildError, ScheduleError};
 pub use global::{global, GLOBAL_THREAD_NAME};
-pub use handle::TimerHandle;
-pub use position::WheelPosition;
 pub use repeating::{Repeat, RepeatingHandle};
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use sleep::{Elapsed, Sleep, Timeout};
-pub use stats::{LatenessSummary, TimerStats};
+pub use timer::error::{BuildError, ScheduleError};
+pub use timer::handle::TimerHandle;
+pub use timer::position::WheelPosition;
+pub use timer::stats::{LatenessSummary, TimerStats};
+pub use timer::unfired::UnfiredTask;
 pub use timer::Timer;
-pub use unfired::UnfiredTask;
 
 /// The slot lock, for its own loom model (`loom_tests/slot_lock.rs`): only in loom builds.
 #[cfg(delaywheel_loom)]
 #[doc(hidden)]
 pub mod loom_internals {
-    pub use crate::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
+    pub use crate::entry::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 }
 
 /// The README's code blocks run as doctests, so the README stays true.

@@ -33,10 +33,9 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::clock::nanos_to_duration;
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
 use crate::sync::{downgrade, Arc, Mutex, Weak};
-use crate::timer::{Shared, Timer};
+use crate::timer::Shared;
+use crate::{ScheduleError, Timer, TimerHandle};
 
 /// How a repeating task is re-armed; see [`Timer::schedule_repeating`].
 ///
@@ -139,7 +138,7 @@ impl Timer {
     {
         let shared = self.shared();
         let repeat = repeat.with_period(repeat.period().max(self.tick()));
-        let now = shared.clock().now_nanos();
+        let now = shared.time().clock.now_nanos();
         let ctx = Arc::new(Ctx {
             timer: Some(downgrade(shared)),
             repeat,
@@ -224,7 +223,7 @@ impl<F: FnMut() + Send + 'static> Run<F> {
     /// Schedules the run after run number `run` (this one).
     fn rearm(&mut self, task: F, run: u64) {
         let Some(shared) = self.ctx.timer.as_ref().and_then(Weak::upgrade) else { return };
-        let now = u128::from(shared.clock().now_nanos());
+        let now = u128::from(shared.time().clock.now_nanos());
         let delay = match self.ctx.repeat {
             Repeat::FixedDelay(delay) => delay,
             Repeat::FixedRate(period) => {

@@ -43,10 +43,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
 use crate::sync::{Arc, Mutex};
-use crate::timer::Timer;
+use crate::ScheduleError;
+use crate::Timer;
+use crate::TimerHandle;
 
 impl Timer {
     /// A future that completes `duration` from now on this timer's clock.
@@ -266,7 +266,7 @@ impl Drop for Sleep {
     fn drop(&mut self) {
         // Forget the waker first, so the cancelled task does not wake a task that dropped us. Only a
         // sleep still waiting needs a cancel: an elapsed or abandoned one's entry is gone, and a
-        // cancel would take its bucket's lock only to find that out (`entry::cancel`).
+        // cancel would take its bucket's lock only to find that out (`timer/cancel.rs`).
         let waiting = match &mut *self.slot.state.lock() {
             State::Waiting(waker) => {
                 *waker = None;

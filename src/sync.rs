@@ -9,7 +9,7 @@
 //!
 //! The API is `parking_lot`'s shape (`lock()` returns the guard, no poisoning) in both builds.
 //!
-//! One exception: the arena slots' lock (`slot_lock/`) takes its atomics from here, but picks its
+//! One exception: the arena slots' lock (`entry/slot_lock/`) takes its atomics from here, but picks its
 //! `UnsafeCell` (std's or loom's) and its parking (parking_lot_core, or a loom model of it) itself,
 //! since both need `unsafe`, which this module does not allow.
 //!
@@ -44,7 +44,7 @@ mod imp {
     }
 
     /// A small number for the calling thread, handed out round robin on first use: threads
-    /// started one after the other get consecutive numbers (striped counters, `counters.rs`).
+    /// started one after the other get consecutive numbers (striped counters, `timer/counters.rs`).
     #[inline]
     pub(crate) fn thread_index() -> usize {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -197,7 +197,7 @@ mod imp {
 pub(crate) use imp::*;
 
 // **Unmodelled** primitives: the same in both builds, invisible to loom. Only for the entry arena's
-// free lists, fresh-index counter and page directory (`arena.rs`). Slot indices do travel through
+// free lists, fresh-index counter and page directory (`entry/arena.rs`). Slot indices do travel through
 // them, from the thread that released a slot to the one that reuses it, but the state of every slot
 // is ordered by the slot's own lock, which is modelled; so the models need not explore the lists.
 // The rule that makes hiding them sound: **no loom operation inside an unmodelled lock or once-cell
@@ -206,3 +206,19 @@ pub(crate) use imp::*;
 pub(crate) use parking_lot::Mutex as UnmodelledMutex;
 pub(crate) use std::sync::atomic::AtomicU64 as UnmodelledAtomicU64;
 pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;
+
+/// How many stripes a per-thread structure gets (the timer's counters, the arena's free lists),
+/// indexed by [`thread_index`] modulo this: enough that the threads of a busy process rarely share
+/// one, few enough that summing them stays cheap. Under loom, two (models stay small).
+pub(crate) fn stripe_count() -> usize {
+    #[cfg(delaywheel_loom)]
+    return 2;
+    #[cfg(not(delaywheel_loom))]
+    {
+        static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *COUNT.get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+            (cores * 4).next_power_of_two().clamp(4, 64)
+        })
+    }
+}

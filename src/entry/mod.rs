@@ -6,9 +6,9 @@
 //! Its [`EntryState`] sits behind the slot's **one small lock**: the generation, the status, the
 //! location (which bucket, at which stage and index), the deadline, and the task's closure. The
 //! status leaves `Pending` at most once, under that lock, and **the same critical section takes the
-//! closure out** (the claim: [`fire`], [`cancel`], [`abandon`]); whoever won it runs, drops or hands
-//! back the closure after releasing the lock, and counts the entry out of `len()` on its own counter
-//! stripe (`counters.rs`), so:
+//! closure out** (the claim: [`fire`], a cancel's [`EntryState::claim_cancel`], [`abandon`]); whoever
+//! won it runs, drops or hands back the closure after releasing the lock, and the timer counts the
+//! entry out of `len()` on the winner's counter stripe (`timer/counters.rs`), so:
 //!
 //! * **exactly once**: of "the task runs" and "a `cancel()` returns true", exactly one happens, even
 //!   when cancel races the flush or the firing: both are decided by the one `Pending → _` transition,
@@ -29,7 +29,7 @@
 //!
 //! A [`Ticket`] (what a handle keeps) is an index and a generation, and the bucket and lane the
 //! entry was first added to (`location::LaneKey`; a bucket has two lanes, chosen by the scheduling thread's index parity,
-//! `bucket/`): every operation started from a ticket checks the generation under the
+//! `wheel/bucket/`): every operation started from a ticket checks the generation under the
 //! slot lock, so a ticket whose entry was released does nothing to the slot's next occupant. A
 //! released slot keeps its last status until it is reused, so a handle still learns how its task
 //! ended until then.
@@ -38,7 +38,7 @@
 //! shutdown flush holds every lane lock of its bucket, taken in lane order). A cancel starts from
 //! its ticket's bucket lane: under that lane's lock and then the slot's it claims the entry and, if
 //! the location still names that lane, takes it out of the list and releases it there
-//! ([`EntryState::claim_cancel`], `TimerTaskList::cancel`). If a cascade moved the entry to another
+//! ([`EntryState::claim_cancel`], `TimerTaskList::cancel`, `timer/cancel.rs`). If a cascade moved the entry to another
 //! bucket (or, re-added by another thread, to another lane), the claim reads that lane's key; the
 //! cancel drops both locks, takes that lane's lock and re-checks generation and location under both
 //! (`TimerTaskList::remove`). It never holds two lane locks. If the entry has no location, its holder (the driver's transit or due buffer, an
@@ -54,15 +54,23 @@
 use std::num::NonZeroU32;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::arena::EntryArena;
-use crate::counters::Stripe;
 use crate::deadline::Deadline;
-use crate::inline_task::InlineTask;
-use crate::location::{LaneKey, Location};
-use crate::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 
-mod cancel;
-pub(crate) use cancel::{cancel, Claimed};
+pub(crate) mod arena;
+pub(crate) mod claim;
+// A module with `unsafe` code (see the crate's "Unsafe code"): a closure stored in a slot.
+#[allow(unsafe_code)]
+mod inline_task;
+pub(crate) mod location;
+// A module with `unsafe` code (see the crate's "Unsafe code"): the arena slots' lock.
+#[allow(unsafe_code)]
+pub(crate) mod slot_lock;
+
+pub(crate) use arena::EntryArena;
+pub(crate) use claim::Claimed;
+pub(crate) use inline_task::InlineTask;
+use location::{LaneKey, Location};
+use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -87,7 +95,7 @@ impl EntryId {
 }
 
 /// An entry as a handle names it: its slot and the slot's generation when it was scheduled, and the
-/// bucket and lane it was first added to (where a cancel looks first: see [`cancel`]). The lane key
+/// bucket and lane it was first added to (where a cancel looks first: `timer/cancel.rs`). The lane key
 /// fills what was padding: a ticket is 16 bytes either way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ticket {
@@ -270,7 +278,17 @@ impl Fresh {
     where
         F: FnOnce() + Send + 'static,
     {
-        Fresh { task: Some(InlineTask::new(task)), deadline, generation: 0, bucket: LaneKey::new(0, 0) }
+        Fresh {
+            task: Some(InlineTask::new(task)),
+            deadline,
+            generation: 0,
+            bucket: LaneKey::new(location::BucketKey::new(0, 0), 0),
+        }
+    }
+
+    /// The new entry's deadline.
+    pub(crate) fn deadline(&self) -> Deadline {
+        self.deadline
     }
 
     /// The ticket of the entry, once an insert has put it in slot `id`.
@@ -302,7 +320,7 @@ where
     let id = arena.alloc()?;
     // Its ticket names bucket key 0 (level 0, slot 0), lane 0: a cancel finds it there or, held, in
     // transit.
-    arena.lock(id).occupy(&mut fresh, LaneKey::new(0, 0));
+    arena.lock(id).occupy(&mut fresh, LaneKey::new(location::BucketKey::new(0, 0), 0));
     fresh.ticket(id)
 }
 
@@ -342,20 +360,15 @@ fn claim_and_release(
     claimed
 }
 
-/// The holder's firing: claims the entry; if this call won, counts it out, calls `claimed` with
-/// the deadline's tick (no lock held), then runs the closure on this thread, catching a panic. The slot is
-/// released either way, and returned to the arena as `ret` says.
-pub(crate) fn fire(
-    arena: &EntryArena,
-    (id, ret): (EntryId, Return),
-    stripe: &Stripe,
-    claimed: &mut dyn FnMut(u64),
-) -> Fire {
+/// The holder's firing: claims the entry; if this call won, calls `claimed` with the deadline's
+/// tick (no lock held: the caller counts the entry out there), then runs the closure on this
+/// thread, catching a panic. The slot is released either way, and returned to the arena as `ret`
+/// says.
+pub(crate) fn fire(arena: &EntryArena, (id, ret): (EntryId, Return), claimed: &mut dyn FnMut(u64)) -> Fire {
     let (task, deadline) = claim_and_release(arena, id, Status::Fired, ret);
     let Some(task) = task else {
         return Fire::Lost;
     };
-    stripe.left();
     claimed(deadline.tick());
     match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
         Ok(()) => Fire::Ran,
@@ -363,31 +376,18 @@ pub(crate) fn fire(
     }
 }
 
-/// The holder's abandonment (shutdown, a closed executor): claims the entry as abandoned; if this
-/// call won, counts it out; releases the slot (returned to the arena as `ret` says) and drops the
-/// closure. `true` iff this call claimed it.
-pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return), stripe: &Stripe) -> bool {
-    claim_abandoned(arena, id, stripe, ret).is_some()
+/// The holder's abandonment (shutdown, a closed executor): claims the entry as abandoned, releases
+/// the slot (returned to the arena as `ret` says) and drops the closure. `true` iff this call
+/// claimed it (the caller then counts it out).
+pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return)) -> bool {
+    // Dropping the closure needs no box: only a closure handed back is boxed.
+    claim_and_release(arena, id, Status::Abandoned, ret).0.is_some()
 }
 
 /// [`abandon`], handing back the closure, boxed, and the deadline.
-pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId, stripe: &Stripe) -> Option<(Task, Deadline)> {
-    let (task, deadline) = claim_abandoned(arena, id, stripe, Return::Now)?;
-    Some((task.into_box(), deadline))
-}
-
-/// What [`abandon`] and [`abandon_take`] share: the claim, and the count-out if it won. (Dropping
-/// the closure needs no box: only a closure handed back is boxed.)
-fn claim_abandoned(
-    arena: &EntryArena,
-    id: EntryId,
-    stripe: &Stripe,
-    ret: Return,
-) -> Option<(InlineTask, Deadline)> {
-    let (task, deadline) = claim_and_release(arena, id, Status::Abandoned, ret);
-    let task = task?;
-    stripe.left();
-    Some((task, deadline))
+pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId) -> Option<(Task, Deadline)> {
+    let (task, deadline) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
+    Some((task?.into_box(), deadline))
 }
 
 /// The status of the entry `ticket` names, while the slot is not reused: `None` once a later task
@@ -403,12 +403,11 @@ pub(crate) fn status(arena: &EntryArena, ticket: Ticket) -> Option<Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::Arc;
 
     #[test]
     fn a_slot_is_small() {
         // Life and lock 8, location 8, deadline 8, closure 24 (two words inline).
-        assert_eq!(std::mem::size_of::<crate::arena::Slot>(), 48);
+        assert_eq!(std::mem::size_of::<arena::Slot>(), 48);
     }
 
     #[test]
@@ -418,37 +417,5 @@ mod tests {
             assert_eq!(life.status(), status);
             assert_eq!((life.generation(), life.occupied()), (7, true), "{status:?}");
         }
-    }
-
-    #[test]
-    fn a_stale_ticket_does_nothing_to_the_next_occupant() {
-        let wheel = Arc::new(crate::wheel::TimingWheel::new(4));
-        // The tickets of held entries name bucket key 0 (`new_entry`), where a cancel looks first.
-        assert!(wheel.bucket(0, 0).is_some());
-        let counters =
-            crate::counters::Counters::new(usize::MAX, (&Arc::new(EntryArena::unaudited()), &wheel));
-        let stripe = counters.local();
-        let arena = stripe.arena();
-        let first = new_entry(arena, 5, || {}).unwrap();
-        assert_eq!(fire(arena, (first.id, Return::Now), stripe, &mut |_| {}), Fire::Ran);
-        assert_eq!(status(arena, first), Some(Status::Fired), "kept until reuse");
-        // Freed slots wait behind older ones (`arena.rs`): schedule until the slot comes back.
-        let mut others = 0;
-        let second = loop {
-            let entry = new_entry(arena, 6, || {}).unwrap();
-            if entry.id == first.id {
-                break entry;
-            }
-            assert_eq!(status(arena, first), Some(Status::Fired), "kept while not reused");
-            assert_eq!(fire(arena, (entry.id, Return::Now), stripe, &mut |_| {}), Fire::Ran);
-            others += 1;
-            assert!(others < 1_000, "the freed slot is never reused");
-        };
-        assert!(others >= crate::arena::BATCH / 2, "reused after {others} other schedules");
-        assert!(!cancel(first, stripe), "the old ticket cannot cancel the new task");
-        assert_eq!(status(arena, first), None);
-        assert_eq!(status(arena, second), Some(Status::Pending));
-        assert!(cancel(second, stripe));
-        assert_eq!(status(arena, second), Some(Status::Cancelled));
     }
 }

@@ -80,9 +80,9 @@ use std::time::Duration;
 
 pub use operation::DelayedOperation;
 
-use crate::error::ScheduleError;
 use crate::sync::{Arc, AtomicU64, AtomicUsize, Ordering};
-use crate::timer::Timer;
+use crate::ScheduleError;
+use crate::Timer;
 use operation::{Operation, Phase, Timeout, Watch, Watches, UNWATCHED};
 use watchers::Watchers;
 

@@ -28,8 +28,8 @@
 use std::fmt;
 use std::hash::Hash;
 
-use crate::handle::TimerHandle;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::TimerHandle;
 
 /// An operation that waits in a [`Purgatory`](super::Purgatory) until its condition holds or its
 /// timeout passes: Kafka's `DelayedOperation`.

@@ -1,35 +1,37 @@
 //! `Location`: where an entry sits, in one word: its bucket's key, its lane, its stage and its
 //! index there.
 //!
-//! An entry's slot records its location (`entry/`) so that a cancel finds it in O(1). It used to
-//! be the bucket's `Arc` plus a 64-bit stage-and-index word: 16 bytes, and a reference-count
-//! increment on every insert and a decrement on every removal or cascade, on a line every thread
-//! inserting into that bucket shares. Now the bucket is named by its **key** (`level << 16 | slot`,
-//! see [`bucket_key`]), which the wheel resolves (`TimingWheel::bucket_by_key`), and the whole
-//! location is 8 bytes, `Option<Location>` too:
+//! An entry's slot records its location (`entry/`) so that a cancel finds it in O(1). The bucket
+//! is named by its **key** ([`BucketKey`]: `level << 16 | slot`, the one identity of a bucket),
+//! which the wheel resolves (`TimingWheel::bucket_by_key`): no reference count to move on insert,
+//! removal or cascade, on a line every thread inserting into that bucket would share. The entry
+//! never resolves it itself. The whole location is 8 bytes, `Option<Location>` too:
 //!
 //! ```text
 //!  63                      39   38   37 36                                  0
 //! [ lane key + 1 (25 bits)    | stage  | index in the lane's stage (37 bits)  ]
 //! ```
 //!
-//! A bucket has [`LANES`] lanes, each with its own lock and its own stages (`bucket/`); the lane
-//! bit was taken from the index. A [`LaneKey`] (`lane << 24 | key`) names one lane of one bucket in
-//! 32 bits: it is what a cancel locks, what a ticket carries (`entry/`), and, plus one (never zero),
-//! the location's top field.
+//! A bucket has lanes, each with its own lock and its own stages (`wheel/bucket/`), at most
+//! [`MAX_LANES`]; a bucket above level 0 has stages, at most [`MAX_STAGES`] (`wheel/place.rs`).
+//! A [`LaneKey`] (`lane << 24 | key`) names one lane of one bucket in 32 bits: it is what a cancel
+//! locks, what a ticket carries (`entry/`), and, plus one (never zero), the location's top field.
 //!
-//! Indices are absolute and only grow while a stage is never emptied (`slots.rs`); a list whose
+//! Indices are absolute and only grow while a stage is never emptied (`wheel/slots.rs`); a list whose
 //! next index would pass [`INDEX_LIMIT`] renumbers its entries from zero first
 //! (`Slots::next_index`).
 
 use std::num::NonZeroU64;
 
-use crate::bucket::LANES;
-use crate::wheel::STAGES;
-
 const KEY_BITS: u32 = 24;
-const LANE_BITS: u32 = LANES.trailing_zeros();
+const LANE_BITS: u32 = 1;
 const STAGE_BITS: u32 = 2;
+
+/// The most lanes a bucket may have: what a location's lane field holds.
+pub(crate) const MAX_LANES: usize = 1 << LANE_BITS;
+
+/// The most stages a bucket may have: what a location's stage field holds.
+pub(crate) const MAX_STAGES: u64 = 1 << STAGE_BITS;
 const INDEX_BITS: u32 = u64::BITS - KEY_BITS - LANE_BITS - STAGE_BITS;
 
 /// One past the largest index a location holds. Unit tests use a small limit, so that renumbering
@@ -39,33 +41,46 @@ pub(crate) const INDEX_LIMIT: u64 = 1 << INDEX_BITS;
 #[cfg(test)]
 pub(crate) const INDEX_LIMIT: u64 = 1 << 16;
 
-const _: () = assert!(STAGES <= 1 << STAGE_BITS);
-const _: () = assert!(LANES <= 1 << LANE_BITS);
+/// A bucket's identity: its level and slot, `level << 16 | slot` (`MAX_WHEEL_SIZE` is `2^16`, at
+/// most 64 levels: 22 bits). Ordered by level, then slot (the delay queue's tie-break).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct BucketKey(u32);
 
-/// A bucket's key: its level and slot (`MAX_WHEEL_SIZE` is `2^16`, at most 64 levels).
-pub(crate) fn bucket_key(level: usize, slot: usize) -> u32 {
-    debug_assert!(level < 64 && slot < 1 << 16);
-    ((level as u32) << 16) | slot as u32
+impl BucketKey {
+    pub(crate) fn new(level: usize, slot: usize) -> BucketKey {
+        debug_assert!(level < 64 && slot < 1 << 16);
+        BucketKey(((level as u32) << 16) | slot as u32)
+    }
+
+    pub(crate) fn level(self) -> usize {
+        (self.0 >> 16) as usize
+    }
+
+    pub(crate) fn slot(self) -> usize {
+        (self.0 & 0xffff) as usize
+    }
 }
 
-/// The level and slot of a bucket key.
-pub(crate) fn level_and_slot(key: u32) -> (usize, usize) {
-    ((key >> 16) as usize, (key & 0xffff) as usize)
+impl From<BucketKey> for u64 {
+    /// The key as a number: ordered as the keys are.
+    fn from(key: BucketKey) -> u64 {
+        u64::from(key.0)
+    }
 }
 
-/// One lane of one bucket: `lane << KEY_BITS | key` (a bucket key needs 22 bits: [`bucket_key`]).
+/// One lane of one bucket: `lane << KEY_BITS | key` (a bucket key needs 22 bits: [`BucketKey`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LaneKey(u32);
 
 impl LaneKey {
-    pub(crate) fn new(bucket: u32, lane: usize) -> LaneKey {
-        debug_assert!(u64::from(bucket) + 1 < 1 << KEY_BITS && lane < LANES);
-        LaneKey(bucket | (lane as u32) << KEY_BITS)
+    pub(crate) fn new(bucket: BucketKey, lane: usize) -> LaneKey {
+        debug_assert!(u64::from(bucket.0) + 1 < 1 << KEY_BITS && lane < MAX_LANES);
+        LaneKey(bucket.0 | (lane as u32) << KEY_BITS)
     }
 
     /// The bucket's key.
-    pub(crate) fn bucket(self) -> u32 {
-        self.0 & ((1 << KEY_BITS) - 1)
+    pub(crate) fn bucket(self) -> BucketKey {
+        BucketKey(self.0 & ((1 << KEY_BITS) - 1))
     }
 
     pub(crate) fn lane(self) -> usize {
@@ -91,7 +106,7 @@ impl Location {
     }
 
     /// The key of the bucket holding the entry.
-    pub(crate) fn bucket(self) -> u32 {
+    pub(crate) fn bucket(self) -> BucketKey {
         self.lane_key().bucket()
     }
 
@@ -124,8 +139,9 @@ mod tests {
     #[test]
     fn fields_round_trip_and_none_costs_nothing() {
         assert_eq!(std::mem::size_of::<Option<Location>>(), 8);
-        let key = bucket_key(63, (1 << 16) - 1);
-        for lane in 0..LANES {
+        let key = BucketKey::new(63, (1 << 16) - 1);
+        assert_eq!((key.level(), key.slot()), (63, (1 << 16) - 1));
+        for lane in 0..MAX_LANES {
             let lane_key = LaneKey::new(key, lane);
             assert_eq!((lane_key.bucket(), lane_key.lane()), (key, lane));
             for (stage, index) in [(0, 0), (3, INDEX_LIMIT - 1), (2, 12345 % INDEX_LIMIT)] {
@@ -138,6 +154,7 @@ mod tests {
                 assert_eq!(location.at(7).lane_key(), lane_key);
             }
         }
-        assert_eq!(level_and_slot(bucket_key(5, 511)), (5, 511));
+        assert_eq!((BucketKey::new(5, 511).level(), BucketKey::new(5, 511).slot()), (5, 511));
+        assert!(BucketKey::new(1, 0) > BucketKey::new(0, 65_535), "ordered by level first");
     }
 }

@@ -1,8 +1,7 @@
 //! [`WheelPosition`]: where a pending task sits in the wheel, for diagnostics and teaching.
 
-use crate::arena::EntryArena;
+use super::Store;
 use crate::entry::{Status, Ticket};
-use crate::wheel::TimingWheel;
 
 /// Where a pending task currently sits in the hierarchy: which level, which slot (bucket), and
 /// when that bucket expires. Returned by [`TimerHandle::position`](crate::TimerHandle::position).
@@ -33,16 +32,16 @@ pub struct WheelPosition {
 }
 
 /// The position of `entry`, if it is pending and in a bucket (not in transit during a flush).
-pub(crate) fn of(arena: &EntryArena, wheel: &TimingWheel, ticket: Ticket) -> Option<WheelPosition> {
+pub(crate) fn of(Store { arena, wheel }: &Store, ticket: Ticket) -> Option<WheelPosition> {
     let state = arena.lock(ticket.id);
     if state.generation() != ticket.generation || state.status() != Status::Pending {
         return None;
     }
-    let bucket = wheel.bucket_by_key(state.location?.bucket())?;
-    let id = bucket.id();
+    let key = state.location?.bucket();
+    let bucket = wheel.bucket_by_key(key)?;
     Some(WheelPosition {
-        level: (id >> 32) as usize,
-        slot: (id & u64::from(u32::MAX)) as usize,
+        level: key.level(),
+        slot: key.slot(),
         // Not after the entry's stage is due: a visit re-sets it only to what is left, and only
         // lowers it otherwise.
         expiration_tick: bucket.expiration(),

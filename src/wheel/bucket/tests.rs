@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::entry::new_entry;
-use crate::slots::MIN_COMPACT;
 use crate::sync::Arc;
+use crate::wheel::slots::MIN_COMPACT;
 
 fn entries(arena: &EntryArena, n: usize) -> Vec<Ticket> {
     (0..n).map(|_| new_entry(arena, 5, || {}).unwrap()).collect()
@@ -40,10 +40,7 @@ fn add_all(
     plan: StagePlan,
 ) -> Vec<Option<u64>> {
     es.iter()
-        .map(|e| match TimerTaskList::add(bucket, arena, e.id, plan, None, None) {
-            Added::Inserted { queue } => queue,
-            other => panic!("{other:?}"),
-        })
+        .map(|e| TimerTaskList::readd(bucket, arena, e.id, plan).expect("a pending entry is inserted"))
         .collect()
 }
 
@@ -147,10 +144,7 @@ fn removal_in_any_order_keeps_every_location_exact() {
     let bucket = Arc::new(TimerTaskList::new(0, 0));
     let es = entries(arena, 1_000);
     for e in &es {
-        assert!(matches!(
-            TimerTaskList::add(&bucket, arena, e.id, at(5), None, None),
-            Added::Inserted { .. }
-        ));
+        assert!(TimerTaskList::readd(&bucket, arena, e.id, at(5)).is_some());
     }
     // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
     let mut order: Vec<usize> = (0..300).collect();
@@ -245,10 +239,22 @@ fn a_bucket_is_a_few_cache_lines_per_lane() {
 fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let arena = &EntryArena::unaudited();
     let bucket = Arc::new(TimerTaskList::new(0, 0));
-    let es = entries(arena, 2);
     let flag = AtomicBool::new(true);
-    assert_eq!(TimerTaskList::add(&bucket, arena, es[0].id, at(5), Some(&flag), None), Added::ShutDown);
-    assert!(arena.lock(es[1].id).claim_for_test(Status::Cancelled));
-    assert_eq!(TimerTaskList::add(&bucket, arena, es[1].id, at(5), None, None), Added::NotPending);
-    assert!(bucket.flush(arena).is_empty());
+    let mut fresh = Fresh::new(Deadline::at_tick(5), || {});
+    let id = arena.alloc().unwrap();
+    let refused = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag);
+    assert_eq!(refused, Err(ShutDown));
+    assert_eq!(fresh.ticket(id), None, "the task stays with the scheduler, the slot vacant");
+    assert!(!arena.lock(id).is_occupied());
+    flag.store(false, Ordering::Relaxed);
+    let inserted = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag);
+    assert_eq!(inserted, Ok(Some(5)), "the first add queues the bucket");
+    let ticket = fresh.ticket(id).expect("occupied by the insert");
+    assert_eq!(ticket.bucket, LaneKey::new(bucket.key(), local_lane()));
+    assert_eq!(location(arena, &ticket), Some((0, 0)));
+    let es = entries(arena, 1);
+    assert!(arena.lock(es[0].id).claim_for_test(Status::Cancelled));
+    assert_eq!(TimerTaskList::readd(&bucket, arena, es[0].id, at(5)), None, "a cancelled entry stays out");
+    let flushed: Vec<_> = bucket.flush(arena).into_iter().map(|(entry, _)| entry).collect();
+    assert_eq!(flushed, [id]);
 }

@@ -62,8 +62,8 @@
 
 use std::collections::VecDeque;
 
+use crate::entry::slot_lock::SlotLock;
 use crate::entry::{self, EntryBody, EntryId, EntryState};
-use crate::slot_lock::SlotLock;
 use crate::sync::{thread_index, Ordering, UnmodelledAtomicU64, UnmodelledMutex, UnmodelledOnceLock};
 
 /// Slots per page (a power of two). The loom models use 1 (a page per entry, so entries span
@@ -148,7 +148,7 @@ struct FreeList(UnmodelledMutex<VecDeque<EntryId>>);
 
 impl EntryArena {
     pub(crate) fn new() -> EntryArena {
-        let count = crate::counters::stripe_count();
+        let count = crate::sync::stripe_count();
         EntryArena {
             segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
             fresh: UnmodelledAtomicU64::new(0),

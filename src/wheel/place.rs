@@ -1,11 +1,5 @@
-//! `TimingWheel`: the hierarchy of levels, and where a deadline goes in it.
-//!
-//! Level 0 has `wheel_size` slots of one tick each. Level `k` has `wheel_size` slots of
-//! `wheel_size^k` ticks: it is the **overflow wheel** of level `k - 1`, covering `wheel_size` times
-//! its span. Levels are created lazily, exactly once (a `OnceLock` each), the first time a deadline
-//! needs them, and are never torn down. The top level is the first whose span no longer fits in a
-//! `u64` of ticks; it covers every deadline up to `MAX_DEADLINE_TICK`, so any deadline that has a
-//! tick has a place.
+//! Placement: where a deadline goes in the wheel relative to a base tick, and in which stage of
+//! its bucket. Pure arithmetic: no bucket, lock or clock.
 //!
 //! ## Where a deadline goes (`place`)
 //!
@@ -15,7 +9,7 @@
 //! the deadline's round in that slot, `(deadline / wheel_size^k) * wheel_size^k`, which is never after
 //! the deadline. A deadline at or before the base is **due**.
 //!
-//! Worked example, tick 10 ms and 60 slots (the seeds' three-level wheel: 600 ms / 36 s / 36 min), base
+//! Worked example, tick 10 ms and 60 slots (a tick-driven three-level wheel: 600 ms / 36 s / 36 min), base
 //! 0: a task at 500 ms (tick 50) goes to level 0, slot 50, expiring at tick 50; one at 5 s (tick 500)
 //! goes to level 1 (slots of 60 ticks), slot 8, expiring at tick 480. When that bucket expires at
 //! 4.8 s it is flushed and the entry re-added with base 480: now 20 ticks away, it lands in level 0,
@@ -44,16 +38,8 @@
 //! a schedule may touch. Sixteen cost W1 about 40 ns per insert (tails spill out of the L1 cache),
 //! four about 15; chunking, not the stage count, is what bounds a tick's work.
 //!
-//! The wheel itself holds no clock: the timer passes the base. Schedulers pass the current tick;
-//! the driver passes the expiration of the bucket it is flushing, so entries cascade in deadline order.
 
-use std::fmt;
-
-use crate::arena::EntryArena;
-use crate::bucket::{Added, TimerTaskList};
-use crate::deadline::Deadline;
-use crate::entry::{EntryId, Fresh};
-use crate::sync::{Arc, AtomicBool, OnceLock};
+use crate::entry::location::MAX_STAGES;
 
 /// Where a deadline belongs relative to a base tick.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,7 +137,7 @@ pub(crate) fn place(wheel_size: u64, base: u64, deadline: u64) -> Placement {
 /// For a power-of-two wheel size (the default) every division is a mask; otherwise the loop divides
 /// by each level's precomputed slot length. Either way the result is the reference `place`'s (the
 /// unit tests compare the two).
-struct LevelTable {
+pub(crate) struct LevelTable {
     wheel_size: u64,
     /// Stages per bucket above level 0: `min(STAGES, wheel_size)`.
     stages: u64,
@@ -164,7 +150,7 @@ struct LevelTable {
 }
 
 impl LevelTable {
-    fn new(wheel_size: u64) -> Self {
+    pub(crate) fn new(wheel_size: u64) -> Self {
         let levels = max_levels(wheel_size);
         let slot_ticks: Box<[u64]> = (0..levels).map(|l| slot_ticks(wheel_size, l).unwrap()).collect();
         let spans = slot_ticks.iter().map(|t| t.checked_mul(wheel_size)).collect();
@@ -172,7 +158,7 @@ impl LevelTable {
         LevelTable { wheel_size, stages: wheel_size.min(STAGES), shift, slot_ticks, spans }
     }
 
-    fn place(&self, base: u64, deadline: u64) -> Placement {
+    pub(crate) fn place(&self, base: u64, deadline: u64) -> Placement {
         if deadline <= base {
             return Placement::Due;
         }
@@ -232,153 +218,7 @@ impl LevelTable {
     }
 }
 
-/// One level: `wheel_size` buckets, or none once closed by shutdown before it was ever needed.
-struct Level {
-    buckets: Box<[Arc<TimerTaskList>]>,
-}
-
-/// The hierarchy of levels (Kafka's `TimingWheel` and its chain of overflow wheels).
-pub(crate) struct TimingWheel {
-    wheel_size: u64,
-    table: LevelTable,
-    levels: Box<[OnceLock<Level>]>,
-}
-
-/// What [`TimingWheel::add`] did with an entry.
-#[derive(Debug)]
-pub(crate) enum AddOutcome {
-    /// The entry is due relative to the base; the caller fires it.
-    Due(EntryId),
-    /// Inserted into a bucket that must now be queued at this expiration.
-    Queue(u64, Arc<TimerTaskList>),
-    /// Inserted into a bucket that is already queued early enough. Nothing more to do.
-    Done,
-    /// Not inserted: the entry is no longer pending (cancelled in transit).
-    NotPending,
-    /// Not inserted: the timer is shutting down (only when the caller passed the flag).
-    ShutDown,
-}
-
-impl TimingWheel {
-    pub(crate) fn new(wheel_size: u64) -> Self {
-        debug_assert!(wheel_size >= 2);
-        let levels = (0..max_levels(wheel_size)).map(|_| OnceLock::new()).collect();
-        TimingWheel { wheel_size, table: LevelTable::new(wheel_size), levels }
-    }
-
-    pub(crate) fn wheel_size(&self) -> u64 {
-        self.wheel_size
-    }
-
-    /// Number of levels created so far.
-    pub(crate) fn levels_in_use(&self) -> usize {
-        self.levels.iter().filter(|level| level.get().is_some_and(|l| !l.buckets.is_empty())).count()
-    }
-
-    /// The bucket at `level`/`slot`, creating the level on first use (exactly once). `None` if the
-    /// level was closed by [`close_levels`](TimingWheel::close_levels) before it was ever used.
-    pub(crate) fn bucket(&self, level: usize, slot: usize) -> Option<&Arc<TimerTaskList>> {
-        let level_buckets = self.levels[level].get_or_init(|| Level {
-            buckets: (0..self.wheel_size as usize)
-                .map(|slot| Arc::new(TimerTaskList::new(level, slot)))
-                .collect(),
-        });
-        level_buckets.buckets.get(slot)
-    }
-
-    /// The bucket an entry's location names (`location.rs`); `None` only for a key no bucket has.
-    pub(crate) fn bucket_by_key(&self, key: u32) -> Option<&Arc<TimerTaskList>> {
-        let (level, slot) = crate::location::level_and_slot(key);
-        self.levels.get(level)?.get()?.buckets.get(slot)
-    }
-
-    /// Adds an entry relative to `base` (see the module docs). With `shut_down`, refuses the entry
-    /// once the flag is set (see `TimerTaskList::add`). `deadline` is the entry's deadline
-    /// (`deadline.rs`; placed by its tick), which its holder knows. With `fresh`, the insert also occupies the slot (see
-    /// `TimerTaskList::add`); a due entry is not inserted here.
-    pub(crate) fn add(
-        &self,
-        arena: &EntryArena,
-        (entry, deadline): (EntryId, Deadline),
-        base: u64,
-        shut_down: Option<&AtomicBool>,
-        fresh: Option<&mut Fresh>,
-    ) -> AddOutcome {
-        match self.table.place(base, deadline.tick()) {
-            Placement::Due => AddOutcome::Due(entry),
-            Placement::Slot { level, slot, stage } => {
-                self.insert(arena, entry, (level, slot, stage), shut_down, fresh)
-            }
-        }
-    }
-
-    /// Adds an entry that is already due to the level-0 bucket of its deadline, so that the next
-    /// advance of the clock flushes and fires it (used when scheduling: tasks never run inside
-    /// `schedule`).
-    pub(crate) fn add_due(
-        &self,
-        arena: &EntryArena,
-        (entry, deadline): (EntryId, Deadline),
-        shut_down: Option<&AtomicBool>,
-        fresh: Option<&mut Fresh>,
-    ) -> AddOutcome {
-        let tick = deadline.tick();
-        let slot = (tick % self.wheel_size) as usize;
-        self.insert(arena, entry, (0, slot, StagePlan::level0(tick)), shut_down, fresh)
-    }
-
-    fn insert(
-        &self,
-        arena: &EntryArena,
-        entry: EntryId,
-        (level, slot, stage): (usize, usize, StagePlan),
-        shut_down: Option<&AtomicBool>,
-        fresh: Option<&mut Fresh>,
-    ) -> AddOutcome {
-        let Some(bucket) = self.bucket(level, slot) else {
-            return AddOutcome::ShutDown; // the level was closed by shutdown
-        };
-        match TimerTaskList::add(bucket, arena, entry, stage, shut_down, fresh) {
-            Added::Inserted { queue: Some(at) } => AddOutcome::Queue(at, Arc::clone(bucket)),
-            Added::Inserted { queue: None } => AddOutcome::Done,
-            Added::NotPending => AddOutcome::NotPending,
-            Added::ShutDown => AddOutcome::ShutDown,
-        }
-    }
-
-    /// For shutdown: closes every level not yet created (so none can be created any more) and
-    /// returns every bucket of the levels that exist. Together with the flag checked under each
-    /// bucket lock, this guarantees no scheduler inserts where the drain does not look.
-    #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "drain_skips_uncreated_levels")))]
-    pub(crate) fn close_levels(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
-        self.levels
-            .iter()
-            .map(|level| level.get_or_init(|| Level { buckets: Box::new([]) }))
-            .flat_map(|level| level.buckets.iter())
-    }
-
-    /// Seeded bug for the loom suite only (docs/loom.md): the drain looks at the levels that exist
-    /// and closes none, so a level created meanwhile holds entries the drain never sees.
-    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "drain_skips_uncreated_levels"))]
-    pub(crate) fn close_levels(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
-        self.levels.iter().filter_map(|level| level.get()).flat_map(|level| level.buckets.iter())
-    }
-
-    /// Every bucket of every level created so far.
-    #[cfg(test)]
-    pub(crate) fn buckets(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
-        self.levels.iter().filter_map(|level| level.get()).flat_map(|level| level.buckets.iter())
-    }
-}
-
-impl fmt::Debug for TimingWheel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TimingWheel")
-            .field("wheel_size", &self.wheel_size)
-            .field("levels_in_use", &self.levels_in_use())
-            .finish()
-    }
-}
+const _: () = assert!(STAGES <= MAX_STAGES, "a location holds the stage");
 
 #[cfg(test)]
 mod tests {
@@ -410,7 +250,7 @@ mod tests {
     }
 
     #[test]
-    fn seeds_three_level_example() {
+    fn the_three_level_example_of_the_module_docs() {
         // tick 10 ms, 60 slots: level spans 600 ms / 36 s / 36 min.
         assert_eq!(slot(place(60, 0, 50)), Some((0, 50, 50)));
         assert_eq!(slot(place(60, 0, 500)), Some((1, 8, 480)));
@@ -539,24 +379,5 @@ mod tests {
             }
             Placement::Due => panic!("far deadline cannot be due"),
         }
-    }
-
-    #[test]
-    fn overflow_levels_are_created_lazily_once_and_reused() {
-        let wheel = TimingWheel::new(3);
-        assert_eq!(wheel.levels_in_use(), 0);
-        let a = Arc::clone(wheel.bucket(0, 1).unwrap());
-        assert_eq!(wheel.levels_in_use(), 1);
-        let b = Arc::clone(wheel.bucket(2, 2).unwrap());
-        assert_eq!(wheel.levels_in_use(), 2, "level 1 is not needed, so not created");
-        assert!(Arc::ptr_eq(&a, wheel.bucket(0, 1).unwrap()));
-        assert!(Arc::ptr_eq(&b, wheel.bucket(2, 2).unwrap()));
-        assert_eq!(wheel.levels_in_use(), 2);
-        assert_eq!(wheel.buckets().count(), 6);
-        // Shutdown closes the levels never created: they can no longer be created.
-        assert_eq!(wheel.close_levels().count(), 6);
-        assert!(wheel.bucket(1, 0).is_none());
-        assert!(wheel.bucket(2, 2).is_some());
-        assert_eq!(wheel.levels_in_use(), 2);
     }
 }

@@ -58,14 +58,14 @@
 //! attempt never shows in `len()`, nor makes a concurrent one fail) and counts out on it too, and
 //! `len()` reads it. Only the unbounded default avoids the shared line.
 
-use crate::arena::EntryArena;
-use crate::sync::{thread_index, Arc, AtomicU64, AtomicUsize, Ordering};
-use crate::wheel::TimingWheel;
+use crate::sync::{stripe_count, thread_index, Arc, AtomicU64, AtomicUsize, Ordering};
 
-/// A timer's counters: its stripes, and the shared gauge of a bounded timer.
+/// A timer's counters: its stripes, and the shared gauge of a bounded timer. Each stripe also
+/// carries a context `C` of the timer's (what a handle needs besides the stripe: `handle.rs`), so
+/// that a handle holds one reference count, on its scheduling thread's stripe.
 #[derive(Debug)]
-pub(crate) struct Counters {
-    stripes: Box<[Arc<Stripe>]>,
+pub(crate) struct Counters<C> {
+    stripes: Box<[Arc<Stripe<C>>]>,
     /// `stripes.len() - 1` (a power of two).
     mask: usize,
     /// The shared gauge, with `max_pending` set.
@@ -79,11 +79,12 @@ struct Bound {
     pending: AtomicUsize,
 }
 
-/// One stripe of a timer's counters (see the module docs). Aligned so that no two stripes, and
-/// nothing else, share a cache line (128 bytes: adjacent-line prefetching pairs lines).
+/// One stripe of a timer's counters (see the module docs), with the timer's context `C`. Aligned
+/// so that no two stripes, and nothing else, share a cache line (128 bytes: adjacent-line
+/// prefetching pairs lines).
 #[derive(Debug)]
 #[repr(align(128))]
-pub(crate) struct Stripe {
+pub(crate) struct Stripe<C> {
     scheduled: AtomicU64,
     cancelled: AtomicU64,
     /// Counted out by a fire or an abandonment.
@@ -91,31 +92,13 @@ pub(crate) struct Stripe {
     fired: AtomicU64,
     panicked: AtomicU64,
     bound: Option<Arc<Bound>>,
-    /// The timer's entry arena and wheel: a handle keeps the stripe its `cancel()` counts on, and
-    /// reaches its entry and that entry's bucket through it, so one reference count per handle
-    /// (`handle.rs`).
-    arena: Arc<EntryArena>,
-    wheel: Arc<TimingWheel>,
+    context: C,
 }
 
-/// How many stripes a timer gets: enough that the threads of a busy process rarely share one, few
-/// enough that `len()` stays cheap. Under loom, two (models stay small).
-pub(crate) fn stripe_count() -> usize {
-    #[cfg(delaywheel_loom)]
-    return 2;
-    #[cfg(not(delaywheel_loom))]
-    {
-        static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        *COUNT.get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-            (cores * 4).next_power_of_two().clamp(4, 64)
-        })
-    }
-}
-
-impl Counters {
-    /// Counters for a timer holding at most `max_pending` tasks (`usize::MAX`: unbounded).
-    pub(crate) fn new(max_pending: usize, (arena, wheel): (&Arc<EntryArena>, &Arc<TimingWheel>)) -> Counters {
+impl<C: Clone> Counters<C> {
+    /// Counters for a timer holding at most `max_pending` tasks (`usize::MAX`: unbounded), each
+    /// stripe with a clone of `context`.
+    pub(crate) fn new(max_pending: usize, context: &C) -> Counters<C> {
         let bound = (max_pending != usize::MAX)
             .then(|| Arc::new(Bound { max: max_pending, pending: AtomicUsize::new(0) }));
         let count = stripe_count();
@@ -128,17 +111,18 @@ impl Counters {
                     fired: AtomicU64::new(0),
                     panicked: AtomicU64::new(0),
                     bound: bound.clone(),
-                    arena: Arc::clone(arena),
-                    wheel: Arc::clone(wheel),
+                    context: context.clone(),
                 })
             })
             .collect();
         Counters { stripes, mask: count - 1, bound }
     }
+}
 
+impl<C> Counters<C> {
     /// The stripe of the calling thread.
     #[inline]
-    pub(crate) fn local(&self) -> &Arc<Stripe> {
+    pub(crate) fn local(&self) -> &Arc<Stripe<C>> {
         &self.stripes[thread_index() & self.mask]
     }
 
@@ -163,7 +147,7 @@ impl Counters {
         usize::try_from(scheduled.wrapping_sub(out)).unwrap_or(usize::MAX)
     }
 
-    fn sum(&self, counter: impl Fn(&Stripe) -> &AtomicU64, order: Ordering) -> u64 {
+    fn sum(&self, counter: impl Fn(&Stripe<C>) -> &AtomicU64, order: Ordering) -> u64 {
         self.stripes.iter().fold(0u64, |sum, stripe| sum.wrapping_add(counter(stripe).load(order)))
     }
 
@@ -178,17 +162,11 @@ impl Counters {
     }
 }
 
-impl Stripe {
-    /// The arena of the timer this stripe counts for.
+impl<C> Stripe<C> {
+    /// The context the timer gave every stripe.
     #[inline]
-    pub(crate) fn arena(&self) -> &EntryArena {
-        &self.arena
-    }
-
-    /// The wheel of the timer this stripe counts for.
-    #[inline]
-    pub(crate) fn wheel(&self) -> &TimingWheel {
-        &self.wheel
+    pub(crate) fn context(&self) -> &C {
+        &self.context
     }
 
     /// Counts one more pending task, before its entry becomes visible; `false` (and nothing

@@ -22,7 +22,7 @@
 //!   `fetch_min` (after a plain load, so the common add writes nothing shared): exactly the adds
 //!   that lowered it queue the bucket, and none raises it back.
 //! * A **cancel** takes the lock of the lane its ticket names (the one the entry was added to), and
-//!   if the entry has moved, that of the lane its location names (`location.rs`, `entry::cancel`):
+//!   if the entry has moved, that of the lane its location names (`entry/location.rs`, `timer/cancel.rs`):
 //!   one lane lock at a time.
 //! * A **visit** and the shutdown **flush** take every lane's lock, in lane order, do what they do
 //!   over every lane, and set the new expiration while still holding them all: an add in any lane
@@ -39,7 +39,7 @@
 //! ## Stages
 //!
 //! A bucket above level 0 keeps its entries (in each lane) in **stages** by where their deadlines
-//! fall in the round (see `wheel.rs`); each stage knows its round start, the tick from which it may be cascaded
+//! fall in the round (see `wheel/place.rs`); each stage knows its round start, the tick from which it may be cascaded
 //! (`opens`) and the first tick of its range (`due`), each the minimum over the entries added since
 //! the stage was last empty (not recomputed on removal: at worst a visit comes early). A level-0
 //! bucket has one stage. A stage is to be visited at its round start (Kafka's flush time) while it
@@ -55,7 +55,7 @@
 //!
 //! **Why a stage only grows big before it opens.** Placement puts an entry in the finest level whose
 //! window holds it, so relative to the adder's base the entry's stage has not opened yet (`opens >
-//! base`; `wheel.rs` unit tests). A stage therefore crosses the threshold before the driver may visit
+//! base`; `wheel/place.rs` unit tests). A stage therefore crosses the threshold before the driver may visit
 //! it, and once open it only shrinks: that is what bounds a round-time flush to `4 · 256` entries
 //! (`4 · LANES · EARLY_LANE_LEN`). The
 //! one exception is a scheduler whose view of time is ahead of the driver's cursor, or behind it: it
@@ -94,23 +94,23 @@
 
 use std::fmt;
 
-use crate::arena::EntryArena;
+use super::place::{StagePlan, STAGES};
+use super::slots::Slots;
+use super::ShutDown;
 use crate::deadline::Deadline;
-use crate::entry::{Claimed, EntryId, Fresh, Status, Ticket};
-use crate::inline_task::InlineTask;
-use crate::location::{bucket_key, LaneKey, Location};
-use crate::slots::Slots;
+use crate::entry::location::{BucketKey, LaneKey, Location, MAX_LANES};
+use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, Status, Ticket};
 use crate::sync::{thread_index, AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
-use crate::wheel::{StagePlan, STAGES};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
 
-/// Lanes per bucket (see the module docs): a power of two, at most `location::LANE_BITS` allows.
-/// Two under loom too, so that the models' scheduler and driver threads use different lanes.
+/// Lanes per bucket (see the module docs): a power of two, at most a location holds
+/// ([`MAX_LANES`]). Two under loom too, so that the models' scheduler and driver threads use
+/// different lanes.
 pub(crate) const LANES: usize = 2;
 
-const _: () = assert!(LANES.is_power_of_two());
+const _: () = assert!(LANES.is_power_of_two() && LANES <= MAX_LANES);
 
 /// The fewest entries a visit cascades from a lane's stage whose range is still more than a tick
 /// ahead (a visit costs a queue pop and push: not worth it for fewer). The loom models use 1, so
@@ -131,10 +131,8 @@ pub(crate) const EARLY_LANE_LEN: usize = 1;
 
 /// A bucket of timer entries sharing one wheel slot (Kafka's `TimerTaskList`).
 pub(crate) struct TimerTaskList {
-    /// `level << 32 | slot`: a stable identity, used to break ties in the delay queue.
-    id: u64,
-    /// The same identity as entries' locations name it (`location::bucket_key`).
-    key: u32,
+    /// Its level and slot: how entries' locations name it, and the delay queue's tie-break.
+    key: BucketKey,
     /// Shared by the lanes: read by every add, written by an add that lowers it and by a visit.
     expiration: AtomicU64,
     /// Each on cache lines of its own (see the module docs).
@@ -150,7 +148,7 @@ struct Lane {
     stages: Mutex<[Stage; STAGES as usize]>,
 }
 
-/// The lane of the calling thread (the same round robin as the counter stripes, `counters.rs`).
+/// The lane of the calling thread (the same round robin as the counter stripes, `timer/counters.rs`).
 #[inline]
 fn local_lane() -> usize {
     thread_index() & (LANES - 1)
@@ -184,17 +182,6 @@ impl Stage {
             *self = Stage { slots: std::mem::take(&mut self.slots), ..Stage::new() };
         }
     }
-}
-
-/// What became of an entry handed to [`TimerTaskList::add`].
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Added {
-    /// Inserted; with `Some(tick)`, the caller must push the bucket into the delay queue at `tick`.
-    Inserted { queue: Option<u64> },
-    /// Not inserted: the entry was no longer pending (cancelled while in transit).
-    NotPending,
-    /// Not inserted: the timer is shutting down (only checked when scheduling).
-    ShutDown,
 }
 
 /// What [`TimerTaskList::remove`] found.
@@ -248,8 +235,7 @@ struct Visit {
 impl TimerTaskList {
     pub(crate) fn new(level: usize, slot: usize) -> Self {
         TimerTaskList {
-            id: ((level as u64) << 32) | slot as u64,
-            key: bucket_key(level, slot),
+            key: BucketKey::new(level, slot),
             expiration: AtomicU64::new(NO_EXPIRATION),
             lanes: std::array::from_fn(|_| Lane {
                 stages: Mutex::new(std::array::from_fn(|_| Stage::new())),
@@ -257,8 +243,9 @@ impl TimerTaskList {
         }
     }
 
-    pub(crate) fn id(&self) -> u64 {
-        self.id
+    /// The bucket's level and slot.
+    pub(crate) fn key(&self) -> BucketKey {
+        self.key
     }
 
     /// The tick at which this bucket is next to be visited, or [`NO_EXPIRATION`].
@@ -297,45 +284,78 @@ impl TimerTaskList {
         std::array::from_fn(|lane| self.lanes[lane].stages.lock())
     }
 
-    /// Inserts a pending entry into the calling thread's lane, in the stage `plan` names, lowering
-    /// that stage's ticks to the plan's and the bucket's expiration to the stage's `visit_at`.
+    /// Inserts a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`'s
+    /// contents in the same critical section that sets its location (`entry/`), in the calling
+    /// thread's lane, in the stage `plan` names (see [`add_with`](TimerTaskList::add_with)). With
+    /// `Ok(Some(tick))` the caller must queue the bucket at `tick`.
     ///
-    /// With `shut_down`, the flag is read under the lane lock and the entry is refused if it is
-    /// set: the shutdown drain sets the flag before it locks every bucket, so an entry is either
-    /// refused here or found by the drain (see `timer.rs`).
-    ///
-    /// With `fresh`, `entry` is a vacant slot its scheduler holds, and this insert occupies it with
-    /// `fresh`'s contents in the same critical section (`entry/`); otherwise `entry` is a held,
-    /// occupied slot (a re-add).
-    pub(crate) fn add(
+    /// The flag `shut_down` is read under the lane lock and the entry is refused if it is set: the
+    /// shutdown drain sets the flag before it locks every bucket, so an entry is either refused
+    /// here or found by the drain (see `timer/`).
+    #[inline]
+    pub(crate) fn insert_new(
+        this: &Self,
+        arena: &EntryArena,
+        (entry, fresh): (EntryId, &mut Fresh),
+        plan: StagePlan,
+        shut_down: &AtomicBool,
+    ) -> Result<Option<u64>, ShutDown> {
+        // Seeded bug for the loom suite only (docs/loom.md): the flag read before the lock, so the
+        // drain can flush this bucket between the read and the insert.
+        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock"))]
+        let read_first = match shut_down.load(Ordering::Acquire) {
+            true => return Err(ShutDown),
+            false => true,
+        };
+        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock")))]
+        let read_first = false;
+        let refused = || !read_first && shut_down.load(Ordering::Acquire);
+        let added = this.add_with(arena, entry, plan, refused, |state, lane| {
+            state.occupy(fresh, lane);
+            true
+        });
+        added.ok_or(ShutDown)
+    }
+
+    /// Re-adds a held, occupied entry (a cascade), as [`insert_new`](TimerTaskList::insert_new)
+    /// without the flag: `None` if the entry is no longer pending (cancelled in transit), else
+    /// whether to queue the bucket.
+    #[inline]
+    pub(crate) fn readd(
         this: &Self,
         arena: &EntryArena,
         entry: EntryId,
         plan: StagePlan,
-        shut_down: Option<&AtomicBool>,
-        fresh: Option<&mut Fresh>,
-    ) -> Added {
-        // Seeded bug for the loom suite only (docs/loom.md): the flag read before the lock, so the
-        // drain can flush this bucket between the read and the insert.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock"))]
-        let shut_down = match shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
-            true => return Added::ShutDown,
-            false => None::<&AtomicBool>,
-        };
+    ) -> Option<Option<u64>> {
+        this.add_with(arena, entry, plan, || false, |state, _| state.status() == Status::Pending)
+    }
+
+    /// What both adds do: under the calling thread's lane lock, unless `refused()`, and then under
+    /// the slot lock, if `enter` admits the entry, inserts it in the stage `plan` names, lowering
+    /// that stage's ticks to the plan's and the bucket's expiration to the stage's `visit_at`.
+    /// `None` if refused or not admitted; else `Some(tick)` if the caller must queue the bucket at
+    /// `tick`.
+    #[inline(always)]
+    fn add_with(
+        &self,
+        arena: &EntryArena,
+        entry: EntryId,
+        plan: StagePlan,
+        refused: impl FnOnce() -> bool,
+        enter: impl FnOnce(&mut EntryState<'_>, LaneKey) -> bool,
+    ) -> Option<Option<u64>> {
         let lane = local_lane();
-        let mut stages = this.lanes[lane].stages.lock();
-        if shut_down.is_some_and(|flag| flag.load(Ordering::Acquire)) {
-            return Added::ShutDown;
+        let mut stages = self.lanes[lane].stages.lock();
+        if refused() {
+            return None;
         }
         let stage = &mut stages[plan.index];
         let index = stage.slots.next_index(arena);
         {
-            let lane = LaneKey::new(this.key, lane);
+            let lane = LaneKey::new(self.key, lane);
             let mut state = arena.lock(entry);
-            match fresh {
-                Some(fresh) => state.occupy(fresh, lane),
-                None if state.status() != Status::Pending => return Added::NotPending,
-                None => {}
+            if !enter(&mut state, lane) {
+                return None;
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
             state.location = Some(Location::new(lane, plan.index, index));
@@ -345,7 +365,7 @@ impl TimerTaskList {
         stage.opens = stage.opens.min(plan.opens);
         stage.due = stage.due.min(plan.due);
         let visit_at = stage.visit_at();
-        Added::Inserted { queue: this.set_expiration(visit_at).then_some(visit_at) }
+        Some(self.set_expiration(visit_at).then_some(visit_at))
     }
 
     /// Takes the entry `ticket` names out of lane `lane` of this bucket if it is there, and
@@ -371,7 +391,7 @@ impl TimerTaskList {
     }
 
     /// A cancel, with this bucket being the one the entry was first added to (see
-    /// `entry::cancel`): under the lock of the ticket's lane of this bucket and then the slot's,
+    /// `timer/cancel.rs`): under the lock of the ticket's lane of this bucket and then the slot's,
     /// claims the entry `ticket` names ([`EntryState::claim_cancel`]) and, if it is still in that
     /// lane, takes it out of the list. `None` if the ticket no longer names a pending entry.
     #[inline]
@@ -474,8 +494,8 @@ impl TimerTaskList {
 impl fmt::Debug for TimerTaskList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimerTaskList")
-            .field("level", &(self.id >> 32))
-            .field("slot", &(self.id & u64::from(u32::MAX)))
+            .field("level", &self.key.level())
+            .field("slot", &self.key.slot())
             .field("expiration", &self.expiration())
             .finish()
     }

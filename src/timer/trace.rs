@@ -6,10 +6,12 @@
 //! are emitted after the flush, with no lock held. Without the feature these functions are empty
 //! and inlined away.
 
+use crate::entry::location::BucketKey;
+
 /// A bucket was flushed at `cursor`: `entries` entries came out, `due` of them are about to fire.
 #[cfg(feature = "tracing")]
-pub(crate) fn flushed(bucket_id: u64, expiration: u64, cursor: u64, entries: usize, due: usize) {
-    let (level, slot) = (bucket_id >> 32, bucket_id & u64::from(u32::MAX));
+pub(crate) fn flushed(bucket: BucketKey, expiration: u64, cursor: u64, entries: usize, due: usize) {
+    let (level, slot) = (bucket.level(), bucket.slot());
     tracing::trace!(target: "delaywheel", level, slot, expiration, cursor, entries, due, "flush");
     if level > 0 && entries > due {
         tracing::trace!(
@@ -25,4 +27,4 @@ pub(crate) fn flushed(bucket_id: u64, expiration: u64, cursor: u64, entries: usi
 /// Without the `tracing` feature: nothing.
 #[cfg(not(feature = "tracing"))]
 #[inline(always)]
-pub(crate) fn flushed(_bucket_id: u64, _expiration: u64, _cursor: u64, _entries: usize, _due: usize) {}
+pub(crate) fn flushed(_bucket: BucketKey, _expiration: u64, _cursor: u64, _entries: usize, _due: usize) {}

@@ -2,15 +2,15 @@
 //!
 //! The entries of a stage live in a deque of `Option` slots (a [`ChunkDeque`]: a big list grows in
 //! 1 KiB chunks, not by doubling); each entry records its absolute index
-//! (in its location, with its bucket, lane and stage: `location.rs`), so a cancel finds its slot at
+//! (in its location, with its bucket, lane and stage: `entry/location.rs`), so a cancel finds its slot at
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
 //! owning bucket lane's lock held; slot locks are taken inside (lane, then slot: `entry/`).
 
-use crate::arena::{prefetch_ahead, EntryArena};
-use crate::chunk_deque::ChunkDeque;
+use super::chunk_deque::ChunkDeque;
 use crate::deadline::Deadline;
-use crate::entry::EntryId;
-use crate::location::INDEX_LIMIT;
+use crate::entry::arena::prefetch_ahead;
+use crate::entry::location::INDEX_LIMIT;
+use crate::entry::{EntryArena, EntryId};
 
 /// Below this many slots a list is never compacted or shrunk.
 pub(crate) const MIN_COMPACT: usize = 32;
@@ -190,13 +190,13 @@ impl Slots {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::entry::location::{BucketKey, LaneKey, Location};
     use crate::entry::{new_entry, Ticket};
-    use crate::location::{bucket_key, LaneKey, Location};
 
-    /// What `TimerTaskList::add` does for a list: an index, then the location, then the push.
+    /// What `TimerTaskList::add_with` does for a list: an index, then the location, then the push.
     fn add(slots: &mut Slots, arena: &EntryArena, entry: Ticket) {
         let index = slots.next_index(arena);
-        arena.lock(entry.id).location = Some(Location::new(LaneKey::new(bucket_key(1, 2), 1), 3, index));
+        arena.lock(entry.id).location = Some(Location::new(LaneKey::new(BucketKey::new(1, 2), 1), 3, index));
         slots.push(entry.id);
     }
 
@@ -232,7 +232,7 @@ mod tests {
         assert!(renumbered >= 2, "renumbered {renumbered} times");
         for &entry in &window {
             let location = arena.lock(entry.id).location.unwrap();
-            assert_eq!((location.bucket(), location.lane(), location.stage()), (bucket_key(1, 2), 1, 3));
+            assert_eq!((location.bucket(), location.lane(), location.stage()), (BucketKey::new(1, 2), 1, 3));
         }
         assert_eq!(slots.live(), window.len());
     }

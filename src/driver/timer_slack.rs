@@ -22,7 +22,7 @@
 //! Linux), this does nothing.
 //!
 //! The `unsafe` blocks are the two `prctl` calls (see their SAFETY comments); the crate otherwise
-//! allows `unsafe` only in `inline_task` and `slot_lock` (`lib.rs`, `docs/design.md`).
+//! allows `unsafe` only in `entry::inline_task` and `entry::slot_lock` (`lib.rs`, `docs/design.md`).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

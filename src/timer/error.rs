@@ -14,7 +14,7 @@ pub enum BuildError {
     TickTooLong(Duration),
     /// The wheel has fewer than 2 slots.
     WheelSizeTooSmall(usize),
-    /// The wheel has more than [`MAX_WHEEL_SIZE`](crate::MAX_WHEEL_SIZE) slots.
+    /// The wheel has more than [`MAX_WHEEL_SIZE`](crate::builder::MAX_WHEEL_SIZE) slots.
     WheelSizeTooLarge(usize),
     /// [`TaskExecution::Threads(0)`](crate::TaskExecution::Threads): tasks would never run.
     NoExecutorThreads,
@@ -35,7 +35,7 @@ impl fmt::Display for BuildError {
                 write!(f, "timer wheel size must be at least 2, got {size}")
             }
             BuildError::WheelSizeTooLarge(size) => {
-                write!(f, "timer wheel size must be at most {}, got {size}", crate::MAX_WHEEL_SIZE)
+                write!(f, "timer wheel size must be at most {}, got {size}", crate::builder::MAX_WHEEL_SIZE)
             }
             BuildError::NoExecutorThreads => {
                 write!(f, "TaskExecution::Threads needs at least one thread, got 0")

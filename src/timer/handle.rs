@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::counters::Stripe;
+use super::{cancel, position, HandleStripe};
 use crate::entry::{self, Status, Ticket};
 use crate::sync::Arc;
 
@@ -10,7 +10,7 @@ use crate::sync::Arc;
 ///
 /// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
 /// [`cancel`](TimerHandle::cancel) does. A handle names its task by slot and generation in the
-/// timer's entry arena (`arena.rs`), and keeps that arena and the timer's wheel (not the timer, nor
+/// timer's entry arena (`entry/arena.rs`), and keeps that arena and the timer's wheel (not the timer, nor
 /// its threads) alive through the counter stripe (shared with the handles scheduled on the same
 /// thread) its `cancel()` counts on. It keeps
 /// no task alive: once the task has fired or been cancelled, its slot is reused by later tasks, and
@@ -27,7 +27,7 @@ pub struct TimerHandle {
     /// counts it out of `len()` (`counters.rs`), and through which the handle reaches the timer's
     /// entry arena; and the ticket naming the entry there. `None` for the handle `Timer::schedule`
     /// returns when it could not schedule.
-    inner: Option<(Arc<Stripe>, Ticket)>,
+    inner: Option<(Arc<HandleStripe>, Ticket)>,
 }
 
 // A handle is the stripe's `Arc` and a 16-byte ticket, the `Option` in the `Arc`'s niche (loom's
@@ -37,7 +37,7 @@ const _: () = assert!(std::mem::size_of::<TimerHandle>() == 24);
 
 impl TimerHandle {
     #[inline]
-    pub(crate) fn new(stripe: Arc<Stripe>, ticket: Ticket) -> Self {
+    pub(crate) fn new(stripe: Arc<HandleStripe>, ticket: Ticket) -> Self {
         TimerHandle { inner: Some((stripe, ticket)) }
     }
 
@@ -47,7 +47,7 @@ impl TimerHandle {
     }
 
     fn status(&self) -> Option<Status> {
-        self.inner.as_ref().and_then(|(stripe, ticket)| entry::status(stripe.arena(), *ticket))
+        self.inner.as_ref().and_then(|(stripe, ticket)| entry::status(&stripe.context().arena, *ticket))
     }
 
     /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
@@ -56,7 +56,7 @@ impl TimerHandle {
     /// Returns `false` if the task already ran or started running, was already cancelled, was
     /// abandoned by a shutdown, or was never scheduled.
     pub fn cancel(&self) -> bool {
-        self.inner.as_ref().is_some_and(|(stripe, ticket)| entry::cancel(*ticket, stripe))
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| cancel::cancel(*ticket, stripe))
     }
 
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
@@ -85,10 +85,8 @@ impl TimerHandle {
     /// **Diagnostic**: a snapshot that the driver may change at any moment (see
     /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in
     /// transit between buckets during a flush.
-    pub fn position(&self) -> Option<crate::WheelPosition> {
-        self.inner
-            .as_ref()
-            .and_then(|(stripe, ticket)| crate::position::of(stripe.arena(), stripe.wheel(), *ticket))
+    pub fn position(&self) -> Option<position::WheelPosition> {
+        self.inner.as_ref().and_then(|(stripe, ticket)| position::of(stripe.context(), *ticket))
     }
 }
 

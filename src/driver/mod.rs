@@ -1,0 +1,87 @@
+//! The threads a timer may own: the driver that advances the clock, and executor threads that run
+//! fired tasks.
+//!
+//! ## Driver
+//!
+//! One thread loops: wait in the delay queue until the earliest bucket is due (or an earlier one is
+//! added, or the manual clock moves, or the queue is closed), then `advance`. With nothing queued it
+//! waits without a timeout: an idle timer uses no CPU. Shutdown closes the queue, which wakes it for
+//! good; the thread then exits after the task it is running, if any.
+//!
+//! ## Executor
+//!
+//! With `TaskExecution::Threads(n)`, `advance` sends due entries down a channel to `n` threads. An
+//! entry is claimed (`Pending → Fired`) on the executor thread just before it runs, so a `cancel()`
+//! that arrives while it waits in the channel still wins. Closing drops the sender: on `shutdown()`
+//! the threads run what is already queued (it was due) and are joined, except the thread calling
+//! shutdown from inside a task, which cannot join itself; on drop they are not joined (drop must
+//! not wait for slow tasks) and discard what is still queued, so no task starts after the drop.
+//!
+//! These are real OS threads, started with `std::thread::Builder` so they can be named; they are not
+//! part of the loom models, which drive a manual timer from model threads instead.
+
+use std::thread::{Builder, JoinHandle};
+
+use crate::sync::Arc;
+use crate::timer::Shared;
+
+mod executor;
+// A module with `unsafe` code (see the crate's "Unsafe code"): the driver thread's timer slack.
+#[allow(unsafe_code)]
+#[cfg(not(delaywheel_loom))]
+mod timer_slack;
+
+pub(crate) use executor::Executor;
+
+/// The driver thread of a timer.
+pub(crate) struct Driver {
+    thread: JoinHandle<()>,
+}
+
+impl Driver {
+    pub(crate) fn start(
+        shared: &Arc<Shared>,
+        name: String,
+        // (No timer slack under loom: its models run no driver thread.)
+        #[cfg_attr(delaywheel_loom, allow(unused_variables))] precise_wakeups: bool,
+    ) -> std::io::Result<Driver> {
+        #[cfg(not(delaywheel_loom))]
+        if let crate::clock::ClockSource::Manual(clock) = &shared.time().clock {
+            // A driver on a manual clock sleeps until the clock moves: wake it on every advance.
+            let weak = Arc::downgrade(shared);
+            clock.on_advance(Box::new(move || match weak.upgrade() {
+                Some(shared) => {
+                    shared.queue().wake();
+                    true
+                }
+                None => false,
+            }));
+        }
+        let shared = Arc::clone(shared);
+        let thread = Builder::new().name(name).spawn(move || {
+            // Woken within a thousandth of a tick, not the kernel's default 50 µs (`timer_slack.rs`).
+            #[cfg(not(delaywheel_loom))]
+            if precise_wakeups && !shared.time().clock.is_manual() {
+                timer_slack::lower_for_this_thread(shared.time().ticks);
+            }
+            while !shared.is_shut_down() {
+                shared.queue().wait_due(shared.time(), None);
+                shared.advance();
+            }
+        })?;
+        Ok(Driver { thread })
+    }
+
+    /// Waits for the thread to exit (after the queue was closed).
+    pub(crate) fn join(self) {
+        // A panic on the driver would be a bug in this crate (task panics are caught): surface it.
+        if let Err(panic) = self.thread.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    /// Lets the thread exit on its own (used when the driver itself asks for the shutdown).
+    pub(crate) fn detach(self) {
+        drop(self.thread);
+    }
+}

@@ -1,0 +1,120 @@
+//! Cancelling a task from its handle's ticket: the claim under the lock of the bucket lane the
+//! entry was first added to, and the way out of the bucket lane it is in (the lock order and the
+//! claim are the entry's, `entry/`).
+
+use super::{HandleStripe, Store};
+use crate::entry::location::LaneKey;
+use crate::entry::{Claimed, Ticket};
+use crate::wheel::bucket::Removed;
+use crate::wheel::TimerTaskList;
+
+/// Cancels the pending entry `ticket` names in `stripe`'s timer: `true` iff this call did it, and
+/// then counted it out on `stripe`. The closure is dropped here, outside the locks, and the entry
+/// leaves its bucket at once.
+///
+/// The claim is made under the lock of the bucket lane the entry was first added to (the ticket's),
+/// then the slot's, in the lock order: when the entry is still there (the common case: most
+/// timeouts are cancelled before their first cascade), it leaves the list in the same critical
+/// section, one slot lock in all. Otherwise (it cascaded, or a visit holds it) the claim tells where
+/// it is, and it leaves that bucket afterwards ([`leave_bucket`]) or its holder releases it.
+pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
+    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
+    return cancel_check_then_act(ticket, stripe);
+    let Store { arena, wheel } = stripe.context();
+    // The key is written by the insert into that bucket (`TimerTaskList::insert_new`), and a level
+    // once created is never replaced (`TimingWheel::bucket`, `close_levels`): the bucket exists.
+    let first = wheel.bucket_by_key(ticket.bucket.bucket());
+    let first = first.expect("a ticket names the bucket its entry was added to");
+    let Some((task, claimed)) = TimerTaskList::cancel(first, arena, ticket) else {
+        return false;
+    };
+    stripe.cancelled();
+    drop(task);
+    match claimed {
+        // Taken out and released under the locks: the slot is ours to return.
+        Claimed::Here(_) => arena.free(ticket.id),
+        // The bucket lane that held it at the claim: after the claim the entry can only leave it (a
+        // visit), never move to another (a re-add refuses it), so this is the one lookup.
+        Claimed::Elsewhere(lane) => leave_bucket(stripe.context(), ticket, lane),
+        Claimed::InTransit => {}
+    }
+    true
+}
+
+/// Takes a cancelled entry out of the bucket lane `lane`, if it is still there, and then releases
+/// it.
+fn leave_bucket(Store { arena, wheel }: &Store, ticket: Ticket, lane: LaneKey) {
+    let bucket = wheel.bucket_by_key(lane.bucket()).expect("a location names an existing bucket");
+    match TimerTaskList::remove(bucket, arena, ticket, lane.lane()) {
+        // Released under the locks: the slot is ours to return.
+        Removed::Taken => arena.free(ticket.id),
+        // In transit (its holder releases it), or already released.
+        Removed::Gone => {}
+        Removed::Elsewhere => unreachable!("a claimed entry moved to another bucket"),
+    }
+}
+
+/// Seeded bug for the loom suite only (docs/loom.md): the `Pending` check and the transition in two
+/// critical sections, so a firing in between runs the task and this cancel still returns `true`.
+#[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
+fn cancel_check_then_act(ticket: Ticket, stripe: &HandleStripe) -> bool {
+    use crate::entry::claim;
+    let Store { arena, wheel } = stripe.context();
+    let Some(lane) = claim::check_pending(arena, ticket) else {
+        return false;
+    };
+    let Ok(task) = claim::cancel_unchecked(arena, ticket) else {
+        // Fired and released meanwhile: the bug reports a cancel anyway.
+        stripe.cancelled();
+        return true;
+    };
+    stripe.cancelled();
+    drop(task);
+    if let Some((bucket, lane)) = lane.and_then(|lane| Some((wheel.bucket_by_key(lane.bucket())?, lane))) {
+        if let Removed::Taken = TimerTaskList::remove(bucket, arena, ticket, lane.lane()) {
+            arena.free(ticket.id);
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::{new_entry, status, EntryArena, Fire, Return, Status};
+    use crate::sync::Arc;
+    use crate::timer::counters::Counters;
+    use crate::timer::fire::fire_one;
+    use crate::wheel::TimingWheel;
+
+    #[test]
+    fn a_stale_ticket_does_nothing_to_the_next_occupant() {
+        let store = Store { arena: Arc::new(EntryArena::unaudited()), wheel: Arc::new(TimingWheel::new(4)) };
+        // The tickets of held entries name bucket key 0 (`new_entry`), where a cancel looks first.
+        assert!(store.wheel.bucket(0, 0).is_some());
+        let counters = Counters::new(usize::MAX, &store);
+        let stripe = counters.local();
+        let arena = &*store.arena;
+        let first = new_entry(arena, 5, || {}).unwrap();
+        assert_eq!(fire_one(arena, (first.id, Return::Now), stripe, &mut |_| {}), Fire::Ran);
+        assert_eq!(status(arena, first), Some(Status::Fired), "kept until reuse");
+        // Freed slots wait behind older ones (`entry/arena.rs`): schedule until the slot comes back.
+        let mut others = 0;
+        let second = loop {
+            let entry = new_entry(arena, 6, || {}).unwrap();
+            if entry.id == first.id {
+                break entry;
+            }
+            assert_eq!(status(arena, first), Some(Status::Fired), "kept while not reused");
+            assert_eq!(fire_one(arena, (entry.id, Return::Now), stripe, &mut |_| {}), Fire::Ran);
+            others += 1;
+            assert!(others < 1_000, "the freed slot is never reused");
+        };
+        assert!(others >= crate::entry::arena::BATCH / 2, "reused after {others} other schedules");
+        assert!(!cancel(first, stripe), "the old ticket cannot cancel the new task");
+        assert_eq!(status(arena, first), None);
+        assert_eq!(status(arena, second), Some(Status::Pending));
+        assert!(cancel(second, stripe));
+        assert_eq!(status(arena, second), Some(Status::Cancelled));
+    }
+}

@@ -1,0 +1,102 @@
+//! Firing: the one place that claims a due entry, counts it out and runs it, for the thread that
+//! advances the clock (a batch per bucket) and for the executor threads (one at a time); and the
+//! abandonment that shutdown and a closed executor use.
+//!
+//! The claim is the entry's (`entry/`: `Pending → Fired` or `Abandoned`, exactly once); its winner
+//! counts the entry out of `len()` on the calling thread's stripe (`counters.rs`) before the task
+//! runs, so a task that reads `len()` no longer counts itself.
+
+use super::counters::Stripe;
+use super::{Shared, Store};
+use crate::deadline::{self, Deadline};
+use crate::entry::arena::prefetch_ahead;
+use crate::entry::{self, EntryArena, EntryId, Fire, Return, Task};
+use crate::sync::Ordering;
+
+/// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe`, calls
+/// `claimed` with its deadline's tick, and runs it, counting a panic. The slot is released either
+/// way, and returned to the arena as `held` says.
+#[inline]
+pub(crate) fn fire_one<C>(
+    arena: &EntryArena,
+    held: (EntryId, Return),
+    stripe: &Stripe<C>,
+    claimed: &mut dyn FnMut(u64),
+) -> Fire {
+    let fire = entry::fire(arena, held, &mut |deadline_tick| {
+        stripe.left();
+        claimed(deadline_tick);
+    });
+    match fire {
+        Fire::Panicked => stripe.panicked(),
+        Fire::Ran => {}
+        Fire::Lost => {
+            // Seeded bug for the loom suite only (docs/loom.md): a firing that lost the race still
+            // counts the entry out of `len()`, which its winner already did (netty#14959).
+            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "fire_decrements_unclaimed"))]
+            stripe.left();
+        }
+    }
+    fire
+}
+
+/// Abandons the held entry `held` (shutdown, a closed executor): if this call claimed it, counts it
+/// out on `stripe`; the closure is dropped. `true` iff this call claimed it.
+pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &Stripe<C>) -> bool {
+    let claimed = entry::abandon(arena, held);
+    if claimed {
+        stripe.left();
+    }
+    claimed
+}
+
+/// [`abandon`], handing back the closure, boxed, and the deadline.
+pub(crate) fn abandon_take<C>(
+    arena: &EntryArena,
+    id: EntryId,
+    stripe: &Stripe<C>,
+) -> Option<(Task, Deadline)> {
+    let taken = entry::abandon_take(arena, id);
+    if taken.is_some() {
+        stripe.left();
+    }
+    taken
+}
+
+impl Shared {
+    /// Runs (or hands to the executor) every entry in `due`, in deadline order, and empties it.
+    pub(super) fn fire(&self, due: &mut Vec<(EntryId, Deadline)>, spare: &mut Vec<(EntryId, Deadline)>) {
+        // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
+        // rounding made least late.
+        deadline::sort_batch(due, spare);
+        if let Some(executor) = &self.executor {
+            executor.submit(due.drain(..).map(|(entry, _)| entry));
+            return;
+        }
+        let Store { arena, .. } = &self.store;
+        let mut lateness = self.lateness.batch(self.time.ticks);
+        let stripe = self.counters.local();
+        let mut fired = 0;
+        // Every entry of the batch is released in the loop and returned to the arena after it,
+        // with one lock of the free list (`Return::ByCaller`).
+        let ahead = prefetch_ahead(due.len());
+        for (k, &(entry, _)) in due.iter().enumerate() {
+            // In deadline order the slots are scattered: start each miss a few tasks early.
+            if let Some(&(ahead, _)) = due.get(k.saturating_add(ahead)) {
+                arena.prefetch(ahead);
+            }
+            let held = (entry, Return::ByCaller);
+            if self.abandon_batch.load(Ordering::Acquire) {
+                // `shutdown()` was called by a task of this batch: the rest stays unrun.
+                abandon(arena, held, stripe);
+                continue;
+            }
+            let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.time.clock.now_nanos());
+            if fire_one(arena, held, stripe, claimed) != Fire::Lost {
+                fired += 1;
+            }
+        }
+        arena.free_all(due.drain(..).map(|(entry, _)| entry));
+        stripe.fired(fired);
+    }
+}

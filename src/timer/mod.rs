@@ -1,0 +1,412 @@
+//! `Timer`: the facade, and the state its operations share.
+//!
+//! The room's parts: scheduling (`schedule.rs`), advancing the clock and the shutdown drain
+//! (`advance.rs`), firing, one for the driver and the executors (`fire.rs`), cancelling
+//! (`cancel.rs`), the striped counters (`counters.rs`), the handle (`handle.rs`) and its
+//! diagnostic position (`position.rs`), and the public values it hands out (errors, stats,
+//! unfired tasks). This file joins the wheel, the delay queue and the clock (as Kafka's
+//! `SystemTimer` does) and starts the threads (`driver/`).
+//!
+//! ## Protocol
+//!
+//! * **schedule** (any thread, no timer-wide lock): see `schedule.rs`.
+//! * **advance_clock** (serialised by `advance_lock`): see `advance.rs`.
+//! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
+//!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned.
+//!
+//! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
+//! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every
+//! level not yet created (so no scheduler can use a bucket the drain will not see) and locks and
+//! flushes every bucket (all its lanes). Each lane lock orders the two: either the drain locks the
+//! bucket after the insert (and reports the entry unfired), or the scheduler locks it after the
+//! drain and sees the flag (its call returns `ScheduleError::ShutDown`). No task vanishes, and the
+//! schedule path needs no fence.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::builder::{Config, TaskExecution, TimerBuilder};
+use crate::clock::{nanos_to_duration, ClockSource, TickLength};
+use crate::delay_queue::{DelayQueue, Identity, Timeline};
+use crate::driver::{Driver, Executor};
+use crate::entry::EntryArena;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::wheel::{TimerTaskList, TimingWheel};
+
+mod advance;
+mod advancing;
+mod cancel;
+pub(crate) mod counters;
+pub(crate) mod error;
+pub(crate) mod fire;
+pub(crate) mod handle;
+pub(crate) mod position;
+mod schedule;
+pub(crate) mod stats;
+mod trace;
+pub(crate) mod unfired;
+
+use advance::Scratch;
+use counters::{Counters, Stripe};
+use error::ScheduleError;
+use handle::TimerHandle;
+use stats::{Lateness, TimerStats};
+use unfired::UnfiredTask;
+
+/// A hierarchical timing wheel driven by a delay queue of buckets.
+///
+/// Build one with [`Timer::builder`] (or [`Timer::new`] for the defaults). By default it owns a
+/// driver thread that sleeps until the next bucket is due and runs due tasks; with
+/// [`TimerBuilder::manual`] time advances only in [`advance_clock`](Timer::advance_clock).
+///
+/// `Timer` is `Send + Sync`: share it behind an `Arc` to schedule from many threads. Dropping it
+/// stops the driver promptly (after the task it is running, if any) and drops the closures of tasks
+/// that have not fired; with executor threads, tasks queued for them but not started are dropped
+/// too. Use [`shutdown`](Timer::shutdown) to get the unfired tasks back instead.
+///
+/// ```
+/// use delaywheel::{ManualClock, Timer};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let timer = Timer::builder().clock(clock.clone()).manual().build();
+/// let fired = Arc::new(AtomicUsize::new(0));
+/// let f = Arc::clone(&fired);
+/// let handle = timer.schedule(Duration::from_millis(5), move || {
+///     f.fetch_add(1, Ordering::SeqCst);
+/// });
+/// clock.advance(Duration::from_millis(4));
+/// timer.advance_clock(Duration::ZERO);
+/// assert_eq!(fired.load(Ordering::SeqCst), 0); // never early
+/// clock.advance(Duration::from_millis(1));
+/// assert!(timer.advance_clock(Duration::ZERO));
+/// assert_eq!(fired.load(Ordering::SeqCst), 1);
+/// assert!(!handle.cancel()); // it already ran
+/// ```
+pub struct Timer {
+    shared: Arc<Shared>,
+    driver: Mutex<Option<Driver>>,
+}
+
+/// The state shared by the timer, its driver and its executor threads.
+pub(crate) struct Shared {
+    time: Time,
+    /// The entries and the wheel; shared with the handles (through the counter stripes).
+    store: Store,
+    queue: DelayQueue<Arc<TimerTaskList>>,
+    counters: Arc<Counters<Store>>,
+    shut_down: AtomicBool,
+    /// Set by a `shutdown()` called from inside one of this timer's tasks: the rest of the batch
+    /// being fired must not run after that call returned.
+    abandon_batch: AtomicBool,
+    /// Serialises advancing and the final drain; never taken on the schedule path.
+    advance_lock: Mutex<Scratch>,
+    /// The driver's cursor: the expiration of the last flushed bucket, or the last advanced-to tick.
+    current_tick: AtomicU64,
+    executor: Option<Executor>,
+    /// See `TimerBuilder::max_pending`.
+    max_pending: usize,
+    /// Firing lateness, recorded as tasks start (see `stats.rs`); shared with executor threads.
+    lateness: Arc<Lateness>,
+}
+
+impl Timer {
+    /// A builder with the defaults: 1 ms tick, [`DEFAULT_WHEEL_SIZE`](crate::DEFAULT_WHEEL_SIZE)
+    /// slots, system clock, a driver thread, tasks run on the driver.
+    pub fn builder() -> TimerBuilder {
+        TimerBuilder::default()
+    }
+
+    /// A timer with the default configuration and its driver thread running.
+    ///
+    /// # Panics
+    ///
+    /// If the driver thread cannot be started.
+    pub fn new() -> Timer {
+        Timer::builder().build()
+    }
+
+    pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
+        let arena = Arc::new(EntryArena::new());
+        let wheel = Arc::new(TimingWheel::new(config.wheel_size));
+        let store = Store { arena, wheel };
+        let counters = Arc::new(Counters::new(config.max_pending, &store));
+        let lateness = Arc::new(Lateness::new());
+        let time = Time { clock: config.clock, ticks: config.ticks };
+        let executor = match config.execution {
+            TaskExecution::OnDriver => None,
+            TaskExecution::Threads(n) => {
+                Some(Executor::start(n, &config.thread_name, (&counters, &store.arena), (&lateness, &time))?)
+            }
+        };
+        let shared = Arc::new(Shared {
+            time,
+            store,
+            queue: DelayQueue::new(),
+            counters,
+            shut_down: AtomicBool::new(false),
+            abandon_batch: AtomicBool::new(false),
+            advance_lock: Mutex::new(Scratch::default()),
+            current_tick: AtomicU64::new(0),
+            executor,
+            max_pending: config.max_pending,
+            lateness,
+        });
+        shared.current_tick.store(shared.time.now_tick(), Ordering::Relaxed);
+        let driver = if config.manual {
+            None
+        } else {
+            Some(Driver::start(&shared, config.thread_name, config.precise_wakeups)?)
+        };
+        Ok(Timer { shared, driver: Mutex::new(driver) })
+    }
+
+    /// Schedules `task` to run once, `delay` from now.
+    ///
+    /// It runs at the first tick boundary at or after `now + delay`: never early, at most one tick
+    /// late (plus the time the driver needs to wake). A zero or already-passed delay runs at the
+    /// next advance of the clock, never inside this call.
+    ///
+    /// This never panics. When the task cannot be scheduled (the timer is shut down, it holds its
+    /// [`max_pending`](TimerBuilder::max_pending) tasks, or the delay is beyond
+    /// [`max_delay`](Timer::max_delay): e.g. `Duration::MAX`) the task is dropped unrun and the
+    /// returned handle is inert (`cancel()` returns `false`, `is_pending()` is `false`). A task that
+    /// can never fire is thus treated like one that never fires. Use
+    /// [`try_schedule`](Timer::try_schedule) to learn why.
+    pub fn schedule<F>(&self, delay: Duration, task: F) -> TimerHandle
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.try_schedule(delay, task).unwrap_or_else(|_| TimerHandle::refused())
+    }
+
+    /// Schedules `task` to run once, `delay` from now; see [`schedule`](Timer::schedule).
+    ///
+    /// # Errors
+    ///
+    /// * [`ScheduleError::ShutDown`] after [`shutdown`](Timer::shutdown) (or drop) has begun;
+    /// * [`ScheduleError::TooManyPending`] when [`TimerBuilder::max_pending`] tasks are pending;
+    /// * [`ScheduleError::DelayTooLong`] if the deadline is beyond the last representable tick.
+    ///
+    /// The task is dropped unrun in both cases.
+    pub fn try_schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.shared.schedule(delay, task)
+    }
+
+    /// Advances the timer to the clock's current time: flushes every due bucket, cascading entries
+    /// to finer levels and running (or handing to the executor) every due task. Returns whether any
+    /// bucket was flushed.
+    ///
+    /// With the system clock it first waits up to `timeout` for a bucket to become due (returning
+    /// early when one does). A manual clock never waits: advance it first. A timer with a driver
+    /// thread calls this itself; calling it as well is allowed.
+    ///
+    /// Called from inside one of this timer's tasks running on the thread that advances the clock
+    /// (the driver, or the caller of `advance_clock`), it returns `false` at once: that thread is
+    /// already advancing the clock. From a task on an executor thread it behaves as from any thread.
+    pub fn advance_clock(&self, timeout: Duration) -> bool {
+        if !timeout.is_zero() && !self.shared.time.clock.is_manual() && !self.shared.advancing_here() {
+            self.shared.queue.wait_due(&self.shared.time, Some(timeout));
+        }
+        self.shared.advance()
+    }
+
+    /// The number of tasks pending: scheduled, and not yet fired, cancelled or abandoned.
+    pub fn len(&self) -> usize {
+        self.shared.counters.pending()
+    }
+
+    /// Whether no task is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The longest delay [`try_schedule`](Timer::try_schedule) accepts right now.
+    pub fn max_delay(&self) -> Duration {
+        self.shared.time.ticks.max_delay(self.shared.time.clock.now_nanos())
+    }
+
+    /// The tick length.
+    pub fn tick(&self) -> Duration {
+        self.shared.time.ticks.as_duration()
+    }
+
+    /// Slots per level.
+    pub fn wheel_size(&self) -> usize {
+        self.shared.store.wheel.wheel_size() as usize
+    }
+
+    /// The wheel's cursor, as time since the clock's origin: the start of the last tick the timer
+    /// has advanced to. It moves in whole ticks, only inside `advance_clock`.
+    pub fn current_time(&self) -> Duration {
+        let tick = self.shared.current_tick.load(Ordering::Acquire);
+        nanos_to_duration(self.shared.time.ticks.start_nanos(tick))
+    }
+
+    /// A snapshot of the timer's counters (monotonic totals since it started), gauges (pending
+    /// tasks, queued buckets, levels) and firing-lateness summary.
+    ///
+    /// The fields are read one after the other without stopping the timer, so under concurrent
+    /// use they need not add up exactly (e.g. `scheduled` may already count a task that `pending`
+    /// does not yet). On the driver, `fired` is counted per batch (one flushed bucket) and
+    /// `lateness` written when a run of values in one histogram bin ends, or the batch: a task sees its own batch
+    /// counted only after the batch.
+    pub fn stats(&self) -> TimerStats {
+        let (scheduled, fired, cancelled, panicked) = self.shared.counters.snapshot();
+        TimerStats {
+            pending: self.len(),
+            scheduled,
+            fired,
+            cancelled,
+            panicked,
+            queued_buckets: self.shared.queue.len(),
+            levels_in_use: self.shared.store.wheel.levels_in_use(),
+            lateness: self.shared.lateness.summary(),
+        }
+    }
+
+    /// Stops the timer and hands back every task that had not fired, in deadline order.
+    ///
+    /// Blocks until the driver thread has exited (it finishes the task it is running, if any) and,
+    /// with [`TaskExecution::Threads`], until the executor threads have run the tasks already handed
+    /// to them (those were due before the shutdown). When this returns, no task of this timer runs
+    /// any more, and `try_schedule` fails with [`ScheduleError::ShutDown`]. Calling it again returns
+    /// an empty list.
+    ///
+    /// Called from inside one of this timer's tasks, it does not wait for the thread running that
+    /// very task. On the driver, the tasks fired in the same batch but not yet run are dropped unrun.
+    /// If several threads call it at once, each returns once the driver has stopped; the unfired
+    /// tasks go to whichever call drained them first.
+    pub fn shutdown(&self) -> Vec<UnfiredTask> {
+        self.stop(false)
+    }
+
+    /// Shutdown (`dropping == false`) or drop: drop does not wait for executor threads, which then
+    /// discard what is still queued for them.
+    fn stop(&self, dropping: bool) -> Vec<UnfiredTask> {
+        let shared = &self.shared;
+        shared.shut_down.store(true, Ordering::SeqCst);
+        shared.queue.close();
+        let inside_task = shared.advancing_here();
+        if inside_task {
+            shared.abandon_batch.store(true, Ordering::Release);
+        }
+        // Take the driver out first: the lock must not be held while joining (a task may be calling
+        // shutdown concurrently and would wait on it).
+        let driver = self.driver.lock().take();
+        if let Some(driver) = driver {
+            if inside_task {
+                driver.detach();
+            } else {
+                driver.join();
+            }
+        }
+        // Drop only discards: boxing and sorting the closures would be wasted work.
+        let report = !dropping;
+        let unfired = if inside_task { shared.drain(report) } else { shared.drain_locked(report) };
+        if let Some(executor) = &shared.executor {
+            executor.close(!dropping && !inside_task, dropping);
+        }
+        unfired
+    }
+}
+
+impl Timer {
+    /// The shared state, for the crate's add-ons (async futures, repeating tasks).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer::new()
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        drop(self.stop(true));
+    }
+}
+
+impl fmt::Debug for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timer")
+            .field("tick", &self.tick())
+            .field("wheel_size", &self.wheel_size())
+            .field("manual_clock", &self.shared.time.clock.is_manual())
+            .field("pending", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn queue(&self) -> &DelayQueue<Arc<TimerTaskList>> {
+        &self.queue
+    }
+
+    pub(crate) fn time(&self) -> &Time {
+        &self.time
+    }
+
+    fn id(&self) -> usize {
+        self as *const Shared as usize
+    }
+
+    /// Whether this thread is inside this timer's `advance` (running one of its tasks).
+    fn advancing_here(&self) -> bool {
+        advancing::is_advancing(self.id())
+    }
+}
+
+/// A timer's entries and wheel: what a handle reaches its task through. Every counter stripe
+/// carries a copy (`counters.rs`), so that a handle holds one reference count, on its scheduling
+/// thread's stripe, not on a line every thread shares.
+#[derive(Clone, Debug)]
+pub(crate) struct Store {
+    /// Where the entries live (`entry/arena.rs`).
+    pub(crate) arena: Arc<EntryArena>,
+    pub(crate) wheel: Arc<TimingWheel>,
+}
+
+/// The counter stripe a handle keeps: its `cancel()` counts there, and it reaches the timer's
+/// [`Store`] through it.
+pub(crate) type HandleStripe = Stripe<Store>;
+
+/// The timer's clock and tick length: time in ticks, for the delay queue and the threads.
+#[derive(Clone, Debug)]
+pub(crate) struct Time {
+    pub(crate) clock: ClockSource,
+    pub(crate) ticks: TickLength,
+}
+
+impl Timeline for Time {
+    fn now_tick(&self) -> u64 {
+        self.ticks.floor(self.clock.now_nanos())
+    }
+
+    fn until(&self, tick: u64) -> Option<std::time::Duration> {
+        if self.clock.is_manual() {
+            return None;
+        }
+        let nanos = self.ticks.start_nanos(tick).saturating_sub(u128::from(self.clock.now_nanos()));
+        Some(std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+    }
+}
+
+/// Buckets due at one tick are visited in the order of their level and slot.
+impl Identity for Arc<TimerTaskList> {
+    fn identity(&self) -> u64 {
+        u64::from(self.key())
+    }
+}

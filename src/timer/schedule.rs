@@ -1,0 +1,58 @@
+//! Scheduling: a new entry into the wheel, counted in first, and its handle's context.
+//!
+//! A schedule (any thread, no timer-wide lock) reads the clock, computes the deadline tick, counts
+//! the entry in on the calling thread's counter stripe (`counters.rs`), and adds it to the wheel
+//! relative to the *current tick*; it queues the bucket if its expiration changed. A task already
+//! due goes to the level-0 bucket of its deadline, which is then due, so the next advance fires it
+//! (tasks never run inside `schedule`). The insert reads the shutdown flag under the bucket lane's
+//! lock (see the parent module's docs on the race with shutdown).
+
+use std::time::Duration;
+
+use super::{Shared, Store};
+use crate::entry::{EntryId, Fresh};
+use crate::sync::Arc;
+use crate::wheel::{Inserted, ShutDown};
+use crate::{ScheduleError, TimerHandle};
+
+impl Shared {
+    pub(crate) fn schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        if self.is_shut_down() {
+            return Err(ScheduleError::ShutDown);
+        }
+        let (clock, ticks) = (&self.time.clock, self.time.ticks);
+        let now = clock.now_nanos();
+        let deadline = ticks
+            .deadline(now, delay)
+            .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: ticks.max_delay(now) })?;
+        // Counted in before the entry becomes visible, on this thread's stripe (`counters.rs`).
+        let stripe = self.counters.local();
+        if !stripe.try_schedule() {
+            return Err(ScheduleError::TooManyPending { max: self.max_pending });
+        }
+        let Store { arena, wheel } = &self.store;
+        let mut fresh = Fresh::new(deadline, task);
+        let Some(id) = arena.alloc() else {
+            stripe.unschedule();
+            return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
+        };
+        // The insert occupies the slot it publishes: one slot lock (`entry/`).
+        match wheel.schedule(arena, (id, &mut fresh), ticks.floor(now), &self.shut_down) {
+            Ok(Inserted::Queue(expiration, bucket)) => self.queue.offer(expiration, bucket),
+            Ok(Inserted::Done) => {}
+            Err(ShutDown) => {
+                // Never occupied, never seen by anyone else: uncount it, give the vacant slot
+                // back, drop the closure (still in `fresh`).
+                arena.free(id);
+                stripe.unschedule();
+                drop(fresh);
+                return Err(ScheduleError::ShutDown);
+            }
+        }
+        let ticket = fresh.ticket(id).expect("an inserted entry occupies its slot");
+        Ok(TimerHandle::new(Arc::clone(stripe), ticket))
+    }
+}

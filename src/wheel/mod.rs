@@ -1,0 +1,208 @@
+//! `TimingWheel`: the hierarchy of levels of buckets, and the way into them.
+//!
+//! Level 0 has `wheel_size` slots of one tick each. Level `k` has `wheel_size` slots of
+//! `wheel_size^k` ticks: it is the **overflow wheel** of level `k - 1`, covering `wheel_size` times
+//! its span. Levels are created lazily, exactly once (a `OnceLock` each), the first time a deadline
+//! needs them, and are never torn down. The top level is the first whose span no longer fits in a
+//! `u64` of ticks; it covers every deadline up to `MAX_DEADLINE_TICK`, so any deadline that has a
+//! tick has a place.
+//!
+//! The room's parts: where a deadline goes (`place.rs`, pure arithmetic), a bucket with its lanes
+//! and stages (`bucket/`), a stage's list (`slots.rs`, over `chunk_deque.rs`), and this file, the
+//! levels. The wheel knows entries (`entry/`: it locks their slots to insert and take them out) and
+//! nothing of the clock, the counters or the threads.
+//!
+//! The wheel itself holds no clock: the timer passes the base. Schedulers pass the current tick;
+//! the driver passes the expiration of the bucket it is flushing, so entries cascade in deadline order.
+
+use std::fmt;
+
+use crate::deadline::Deadline;
+use crate::entry::location::BucketKey;
+use crate::entry::{EntryArena, EntryId, Fresh};
+use crate::sync::{Arc, AtomicBool, OnceLock};
+
+pub(crate) mod bucket;
+mod chunk_deque;
+mod place;
+mod slots;
+
+pub(crate) use bucket::{Handoff, Popped, TimerTaskList};
+use place::{max_levels, LevelTable, Placement, StagePlan};
+
+/// One level: `wheel_size` buckets, or none once closed by shutdown before it was ever needed.
+struct Level {
+    buckets: Box<[Arc<TimerTaskList>]>,
+}
+
+/// The hierarchy of levels (Kafka's `TimingWheel` and its chain of overflow wheels).
+pub(crate) struct TimingWheel {
+    wheel_size: u64,
+    table: LevelTable,
+    levels: Box<[OnceLock<Level>]>,
+}
+
+/// Where an entry went: into a bucket, which the caller must queue at `Queue`'s expiration, or
+/// which is already queued early enough (`Done`).
+#[derive(Debug)]
+pub(crate) enum Inserted {
+    /// Inserted into a bucket that must now be queued at this expiration.
+    Queue(u64, Arc<TimerTaskList>),
+    /// Inserted into a bucket that is already queued early enough. Nothing more to do.
+    Done,
+}
+
+/// Why [`TimingWheel::schedule`] refused a new entry: the timer is shutting down.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct ShutDown;
+
+/// What [`TimingWheel::readd`] did with a held entry.
+#[derive(Debug)]
+pub(crate) enum Readded {
+    /// The entry is due relative to the base; the caller fires it.
+    Due(EntryId),
+    /// Inserted.
+    Inserted(Inserted),
+    /// Not inserted: the entry is no longer pending (cancelled in transit).
+    NotPending,
+}
+
+impl TimingWheel {
+    pub(crate) fn new(wheel_size: u64) -> Self {
+        debug_assert!(wheel_size >= 2);
+        let levels = (0..max_levels(wheel_size)).map(|_| OnceLock::new()).collect();
+        TimingWheel { wheel_size, table: LevelTable::new(wheel_size), levels }
+    }
+
+    pub(crate) fn wheel_size(&self) -> u64 {
+        self.wheel_size
+    }
+
+    /// Number of levels created so far.
+    pub(crate) fn levels_in_use(&self) -> usize {
+        self.levels.iter().filter(|level| level.get().is_some_and(|l| !l.buckets.is_empty())).count()
+    }
+
+    /// The bucket at `level`/`slot`, creating the level on first use (exactly once). `None` if the
+    /// level was closed by [`close_levels`](TimingWheel::close_levels) before it was ever used.
+    pub(crate) fn bucket(&self, level: usize, slot: usize) -> Option<&Arc<TimerTaskList>> {
+        let level_buckets = self.levels[level].get_or_init(|| Level {
+            buckets: (0..self.wheel_size as usize)
+                .map(|slot| Arc::new(TimerTaskList::new(level, slot)))
+                .collect(),
+        });
+        level_buckets.buckets.get(slot)
+    }
+
+    /// The bucket an entry's location names (`entry/location.rs`); `None` only for a key no bucket
+    /// has.
+    pub(crate) fn bucket_by_key(&self, key: BucketKey) -> Option<&Arc<TimerTaskList>> {
+        self.levels.get(key.level())?.get()?.buckets.get(key.slot())
+    }
+
+    /// Adds a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`, in the
+    /// bucket of its deadline relative to `base` (see the module docs), or, if it is already due,
+    /// in the level-0 bucket of its deadline, so that the next advance of the clock flushes and
+    /// fires it (tasks never run inside `schedule`). Refused once `shut_down` is set (see
+    /// `TimerTaskList::insert_new`); `fresh` then keeps the task.
+    pub(crate) fn schedule(
+        &self,
+        arena: &EntryArena,
+        (entry, fresh): (EntryId, &mut Fresh),
+        base: u64,
+        shut_down: &AtomicBool,
+    ) -> Result<Inserted, ShutDown> {
+        let tick = fresh.deadline().tick();
+        let (level, slot, stage) = match self.table.place(base, tick) {
+            Placement::Due => (0, (tick % self.wheel_size) as usize, StagePlan::level0(tick)),
+            Placement::Slot { level, slot, stage } => (level, slot, stage),
+        };
+        // `None`: the level was closed by shutdown.
+        let bucket = self.bucket(level, slot).ok_or(ShutDown)?;
+        let queue = TimerTaskList::insert_new(bucket, arena, (entry, fresh), stage, shut_down)?;
+        Ok(Self::inserted(bucket, queue))
+    }
+
+    /// Re-adds a held entry (a cascade) relative to `base` (see the module docs); `deadline` is the
+    /// entry's (`deadline.rs`; placed by its tick), which its holder knows.
+    pub(crate) fn readd(
+        &self,
+        arena: &EntryArena,
+        (entry, deadline): (EntryId, Deadline),
+        base: u64,
+    ) -> Readded {
+        let Placement::Slot { level, slot, stage } = self.table.place(base, deadline.tick()) else {
+            return Readded::Due(entry);
+        };
+        // Re-adds ignore shutdown: the drain runs under the advance lock, after the re-adds.
+        let bucket = self.bucket(level, slot).expect("re-adds come before the drain closes the levels");
+        match TimerTaskList::readd(bucket, arena, entry, stage) {
+            Some(queue) => Readded::Inserted(Self::inserted(bucket, queue)),
+            None => Readded::NotPending,
+        }
+    }
+
+    fn inserted(bucket: &Arc<TimerTaskList>, queue: Option<u64>) -> Inserted {
+        match queue {
+            Some(at) => Inserted::Queue(at, Arc::clone(bucket)),
+            None => Inserted::Done,
+        }
+    }
+
+    /// For shutdown: closes every level not yet created (so none can be created any more) and
+    /// returns every bucket of the levels that exist. Together with the flag checked under each
+    /// bucket lock, this guarantees no scheduler inserts where the drain does not look.
+    #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "drain_skips_uncreated_levels")))]
+    pub(crate) fn close_levels(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
+        self.levels
+            .iter()
+            .map(|level| level.get_or_init(|| Level { buckets: Box::new([]) }))
+            .flat_map(|level| level.buckets.iter())
+    }
+
+    /// Seeded bug for the loom suite only (docs/loom.md): the drain looks at the levels that exist
+    /// and closes none, so a level created meanwhile holds entries the drain never sees.
+    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "drain_skips_uncreated_levels"))]
+    pub(crate) fn close_levels(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
+        self.levels.iter().filter_map(|level| level.get()).flat_map(|level| level.buckets.iter())
+    }
+
+    /// Every bucket of every level created so far.
+    #[cfg(test)]
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
+        self.levels.iter().filter_map(|level| level.get()).flat_map(|level| level.buckets.iter())
+    }
+}
+
+impl fmt::Debug for TimingWheel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimingWheel")
+            .field("wheel_size", &self.wheel_size)
+            .field("levels_in_use", &self.levels_in_use())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_levels_are_created_lazily_once_and_reused() {
+        let wheel = TimingWheel::new(3);
+        assert_eq!(wheel.levels_in_use(), 0);
+        let a = Arc::clone(wheel.bucket(0, 1).unwrap());
+        assert_eq!(wheel.levels_in_use(), 1);
+        let b = Arc::clone(wheel.bucket(2, 2).unwrap());
+        assert_eq!(wheel.levels_in_use(), 2, "level 1 is not needed, so not created");
+        assert!(Arc::ptr_eq(&a, wheel.bucket(0, 1).unwrap()));
+        assert!(Arc::ptr_eq(&b, wheel.bucket(2, 2).unwrap()));
+        assert_eq!(wheel.levels_in_use(), 2);
+        assert_eq!(wheel.buckets().count(), 6);
+        // Shutdown closes the levels never created: they can no longer be created.
+        assert_eq!(wheel.close_levels().count(), 6);
+        assert!(wheel.bucket(1, 0).is_none());
+        assert!(wheel.bucket(2, 2).is_some());
+        assert_eq!(wheel.levels_in_use(), 2);
+    }
+}
