@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::Instant;
 
 use super::Key;
-use crate::error::ScheduleError;
+use crate::ScheduleError;
 
 /// A value whose deadline has passed, taken from a [`DelayQueue`](super::DelayQueue), with the key
 /// it was inserted under and its deadline.

@@ -62,9 +62,9 @@ use std::time::{Duration, Instant};
 pub use expired::{Expired, InsertError};
 pub use slab::Key;
 
-use crate::error::ScheduleError;
 use crate::sync::{Arc, AtomicUsize, Ordering};
-use crate::timer::Timer;
+use crate::ScheduleError;
+use crate::Timer;
 use ready::{count_out, Ready};
 #[allow(unused_imports)]
 use rearm_shim::{HandleAt, TimerAt};

@@ -2,9 +2,9 @@
 #![allow(missing_docs, dead_code)]
 use std::time::Instant;
 
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
-use crate::timer::Timer;
+use crate::ScheduleError;
+use crate::Timer;
+use crate::TimerHandle;
 
 static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 
@@ -19,7 +19,7 @@ pub(crate) trait TimerAt {
 
 impl TimerAt for Timer {
     fn now(&self) -> Instant {
-        *BASE.get_or_init(Instant::now) + std::time::Duration::from_nanos(self.shared().clock().now_nanos())
+        *BASE.get_or_init(Instant::now) + self.current_time()
     }
     fn try_schedule_at<F: FnOnce() + Send + 'static>(
         &self,

@@ -16,9 +16,9 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::error::ScheduleError;
-use crate::handle::TimerHandle;
 use crate::sync::{thread_index, Mutex};
+use crate::ScheduleError;
+use crate::TimerHandle;
 
 /// Shards: a power of two. One under loom, so that the models explore one lock.
 #[cfg(not(delaywheel_loom))]
