@@ -50,8 +50,9 @@ pub struct ManualClock {
 #[derive(Default)]
 struct ManualInner {
     nanos: AtomicU64,
-    /// Called after every advance (driver threads waiting on this clock).
-    listeners: Mutex<Vec<Listener>>,
+    /// Called after every advance (driver threads waiting on this clock), each with the id that
+    /// [`ManualClock::remove_listener`] takes; and the next id.
+    listeners: Mutex<(Vec<(u64, Listener)>, u64)>,
 }
 
 type Listener = Box<dyn Fn() -> bool + Send + Sync>;
@@ -98,14 +99,32 @@ impl ManualClock {
     }
 
     /// Registers a callback run after every advance; it returns `false` once it is no longer
-    /// needed (its timer is gone) and is then dropped. (Unused under loom: no driver in models.)
+    /// needed (its timer is gone) and is then dropped. Returns its id, for
+    /// [`remove_listener`](ManualClock::remove_listener). (Unused under loom: no driver in models.)
     #[cfg_attr(delaywheel_loom, allow(dead_code))]
-    pub(crate) fn on_advance(&self, listener: Listener) {
-        self.inner.listeners.lock().push(listener);
+    pub(crate) fn on_advance(&self, listener: Listener) -> u64 {
+        let mut listeners = self.inner.listeners.lock();
+        let id = listeners.1;
+        listeners.1 += 1;
+        listeners.0.push((id, listener));
+        id
+    }
+
+    /// Drops the listener `id` at once (its driver stopped), so that a clock that never moves does
+    /// not collect the listeners of timers long gone.
+    #[cfg_attr(delaywheel_loom, allow(dead_code))]
+    pub(crate) fn remove_listener(&self, id: u64) {
+        self.inner.listeners.lock().0.retain(|&(other, _)| other != id);
+    }
+
+    /// Listeners registered and not yet removed (for tests).
+    #[cfg(test)]
+    pub(crate) fn listeners(&self) -> usize {
+        self.inner.listeners.lock().0.len()
     }
 
     fn notify(&self) {
-        self.inner.listeners.lock().retain(|listener| listener());
+        self.inner.listeners.lock().0.retain(|(_, listener)| listener());
     }
 }
 
@@ -150,13 +169,17 @@ pub(crate) struct TickLength {
     nanos: u64,
     /// Ranks deadlines within a tick (`deadline.rs`).
     ranker: Ranker,
+    /// The last deadline tick: the last tick the clock can reach (its reading saturates at
+    /// `u64::MAX` nanoseconds, so a later tick would never begin), or [`MAX_DEADLINE_TICK`].
+    last: u64,
 }
 
 impl TickLength {
     /// `None` if `tick` is below 1 µs or above `u64::MAX` nanoseconds.
     pub(crate) fn new(tick: Duration) -> Option<Self> {
         let nanos = u64::try_from(tick.as_nanos()).ok()?;
-        (nanos >= 1_000).then(|| TickLength { nanos, ranker: Ranker::new(nanos) })
+        let last = (u64::MAX / nanos.max(1)).min(MAX_DEADLINE_TICK);
+        (nanos >= 1_000).then(|| TickLength { nanos, ranker: Ranker::new(nanos), last })
     }
 
     pub(crate) fn as_duration(self) -> Duration {
@@ -175,13 +198,25 @@ impl TickLength {
         // With `x = nanos + n - 1`: the tick is `x / n`, and `x % n` is how far the deadline lies
         // into the interval `(tick - 1, tick]` (less one), which the rank needs.
         let x = nanos + u128::from(self.nanos - 1);
-        let tick = u64::try_from(x / u128::from(self.nanos)).ok()?;
+        let tick = u64::try_from(x / u128::from(self.nanos)).ok().filter(|&tick| tick <= self.last)?;
         Deadline::new(tick, self.ranker.rank((x % u128::from(self.nanos)) as u64))
+    }
+
+    /// The deadline of a task due at `now_nanos` itself: a deadline equal to now has passed, so it
+    /// is filed at the current tick (`floor`), which the next advance reaches whatever the time
+    /// within the tick, on the boundary rank (after the tick's other tasks).
+    #[inline]
+    pub(crate) fn passed(self, now_nanos: u64) -> Deadline {
+        // `floor(u64::MAX / nanos)` is at most `last`: always a deadline tick.
+        Deadline::new(self.floor(now_nanos), Deadline::ON_BOUNDARY).unwrap_or_default()
     }
 
     /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
     #[inline]
     pub(crate) fn deadline(self, now_nanos: u64, delay: Duration) -> Option<Deadline> {
+        if delay.is_zero() {
+            return Some(self.passed(now_nanos));
+        }
         // Fast path: `ceil`'s arithmetic in u64 (a u128 division costs several times more), taken
         // whenever its `x` fits.
         let x = delay
@@ -191,7 +226,10 @@ impl TickLength {
             .and_then(|delay| now_nanos.checked_add(delay))
             .and_then(|deadline| deadline.checked_add(self.nanos - 1));
         match x {
-            Some(x) => Deadline::new(x / self.nanos, self.ranker.rank(x % self.nanos)),
+            Some(x) if x / self.nanos <= self.last => {
+                Deadline::new(x / self.nanos, self.ranker.rank(x % self.nanos))
+            }
+            Some(_) => None,
             None => self.ceil(u128::from(now_nanos) + delay.as_nanos()),
         }
     }
@@ -201,9 +239,10 @@ impl TickLength {
         u128::from(tick) * u128::from(self.nanos)
     }
 
-    /// The longest delay that still has a deadline tick when scheduled at `now_nanos`.
+    /// The longest delay that still has a deadline tick when scheduled at `now_nanos`: one whose
+    /// tick the clock can reach (see `last`).
     pub(crate) fn max_delay(self, now_nanos: u64) -> Duration {
-        nanos_to_duration(self.start_nanos(MAX_DEADLINE_TICK).saturating_sub(u128::from(now_nanos)))
+        nanos_to_duration(self.start_nanos(self.last).saturating_sub(u128::from(now_nanos)))
     }
 }
 
@@ -256,7 +295,10 @@ mod tests {
     fn deadline_tick_never_before_deadline_and_ranked_within_it() {
         let t = TickLength::new(Duration::from_micros(7)).unwrap();
         for now in [0u64, 1, 6_999, 7_000, 123_456_789] {
-            for delay in [0u64, 1, 3_500, 6_999, 7_000, 7_001, 1_000_000] {
+            // A zero delay has passed: filed at the current tick (`passed`).
+            assert_eq!(t.deadline(now, Duration::ZERO), Some(t.passed(now)));
+            assert_eq!(t.passed(now), Deadline::new(now / 7_000, Deadline::ON_BOUNDARY).unwrap());
+            for delay in [1u64, 3_500, 6_999, 7_000, 7_001, 1_000_000] {
                 let d = t.deadline(now, Duration::from_nanos(delay)).unwrap();
                 let deadline = u128::from(now) + u128::from(delay);
                 assert!(t.start_nanos(d.tick()) >= deadline, "tick starts before the deadline");
@@ -290,7 +332,7 @@ mod tests {
             Duration::MAX,
         ];
         for now in [0u64, 1, 1_002_999, u64::MAX / 2, u64::MAX - 1, u64::MAX] {
-            for &delay in &delays {
+            for &delay in delays.iter().filter(|d| !d.is_zero()) {
                 assert_eq!(
                     t.deadline(now, delay),
                     t.ceil(u128::from(now) + delay.as_nanos()),
@@ -318,9 +360,11 @@ mod tests {
             64 => next(),
             bits => next() & ((1u64 << bits) - 1),
         };
+        // The last tick the clock (saturating at `u64::MAX` ns) reaches, within the word's range.
         let reference = |n: u64, d: u128| {
+            let last = (u64::MAX / n).min(MAX_DEADLINE_TICK);
             let (n, x) = (u128::from(n), d + u128::from(n) - 1);
-            let tick = u64::try_from(x / n).ok().filter(|&t| t <= MAX_DEADLINE_TICK)?;
+            let tick = u64::try_from(x / n).ok().filter(|&t| t <= last)?;
             Some((tick, x % n * 256 / n))
         };
         for i in 0..300_000u64 {
@@ -341,6 +385,7 @@ mod tests {
                 _ => Duration::from_nanos(next() % (1 << 20)),
             };
             let t = TickLength::new(Duration::from_nanos(n)).unwrap();
+            let delay = delay.max(Duration::from_nanos(1)); // zero has passed: `passed`
             let at = u128::from(now) + delay.as_nanos();
             let got = t.deadline(now, delay);
             assert_eq!(got, t.ceil(at), "fast and slow paths: tick {n} now {now} delay {delay:?}");
@@ -364,6 +409,10 @@ mod tests {
             if i % 16 == 0 {
                 let max = t.max_delay(now);
                 assert!(t.deadline(now, max).is_some(), "max_delay refused: tick {n} now {now}");
+                assert!(
+                    t.deadline(now, max).is_some_and(|d| t.start_nanos(d.tick()) <= u128::from(u64::MAX)),
+                    "max_delay's tick is out of the clock's reach: tick {n} now {now}"
+                );
                 match max.checked_add(Duration::from_nanos(1)) {
                     Some(more) => assert_eq!(t.deadline(now, more), None, "max_delay {max:?} is not the max"),
                     None => assert_eq!(max, Duration::MAX),
@@ -377,19 +426,26 @@ mod tests {
         let t = TickLength::new(ms(1)).unwrap();
         assert_eq!(t.deadline(0, Duration::MAX), None);
         let max = t.max_delay(5);
-        assert_eq!(t.deadline(5, max).map(Deadline::tick), Some(MAX_DEADLINE_TICK));
-        assert_eq!(t.deadline(5, max + Duration::from_millis(1)), None);
+        // The clock saturates at u64::MAX ns: its last tick is the last deadline tick.
+        assert_eq!(t.deadline(5, max).map(Deadline::tick), Some(u64::MAX / 1_000_000));
+        assert_eq!(t.deadline(5, max + Duration::from_nanos(1)), None);
+        // In the clock's last partial tick only a zero delay is left.
+        assert_eq!(t.max_delay(u64::MAX - 1), Duration::ZERO);
+        assert_eq!(t.deadline(u64::MAX - 1, Duration::from_micros(1)), None);
+        assert_eq!(t.deadline(u64::MAX, Duration::ZERO).map(Deadline::tick), Some(u64::MAX / 1_000_000));
     }
 
     #[test]
-    fn long_ticks_serve_every_delay_and_say_so() {
-        // 2^56 - 1 ticks of 257 s reach past `Duration::MAX` (just under 2^64 s); of 256 s, not.
+    fn long_ticks_reach_as_far_as_the_clock_and_say_so() {
+        // 2^56 - 1 ticks of 257 s would pass `Duration::MAX`, but the clock ends at u64::MAX ns
+        // (584 years): the last tick that begins by then is the last deadline tick.
         let t = TickLength::new(Duration::from_secs(257)).unwrap();
-        assert_eq!(t.max_delay(0), Duration::MAX);
-        assert!(t.deadline(0, Duration::MAX).is_some());
-        let t = TickLength::new(Duration::from_secs(256)).unwrap();
-        assert!(t.max_delay(0) < Duration::MAX);
+        let last = u64::MAX / 257_000_000_000;
+        assert_eq!(t.max_delay(0), Duration::from_secs(last * 257));
+        assert!(t.deadline(0, t.max_delay(0)).is_some());
         assert_eq!(t.deadline(0, Duration::MAX), None);
+        let t = TickLength::new(Duration::from_nanos(u64::MAX)).unwrap();
+        assert_eq!(t.max_delay(0), Duration::from_nanos(u64::MAX), "one tick, the whole clock");
         assert_eq!(nanos_to_duration(u128::from(u64::MAX) * 10), Duration::from_nanos(u64::MAX) * 10);
         assert_eq!(nanos_to_duration(u128::MAX), Duration::MAX);
     }

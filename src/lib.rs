@@ -24,8 +24,11 @@
 //! wake-up time: on Linux the driver lowers its thread's timer slack to a thousandth of a tick for
 //! that, see [`TimerBuilder::precise_wakeups`]). The tasks due at one tick fire in the order of their deadlines (to a 256th of a
 //! tick), except that at the first tick of a coarser level's round, the tasks due then that were
-//! filed in that level fire after the others. Deadlines as far as 2^56 - 1 ticks (2.28 million years of 1 ms ticks) are served by further
-//! levels; beyond that [`Timer::try_schedule`] returns [`ScheduleError::DelayTooLong`].
+//! filed in that level fire after the others. Tasks with equal deadlines keep their scheduling order
+//! within a batch (FIFO). A zero delay runs at the next advance, also when scheduled mid-tick.
+//! Deadlines as far as the clock reaches (its reading ends at `u64::MAX` nanoseconds, 584 years)
+//! are served by further levels, up to 2^56 - 1 ticks; beyond that [`Timer::try_schedule`] returns
+//! [`ScheduleError::DelayTooLong`] (see [`Timer::max_delay`]).
 //!
 //! ## Cancellation
 //!
@@ -151,12 +154,26 @@
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+/// Whether the seeded fault `name` is on: `true` only in a loom build with
+/// `--cfg delaywheel_loom_fault="name"` (`scripts/loom.sh --fault NAME`), a constant `false`
+/// otherwise, so `if fault!("name") { ... }` folds away and the code inside only has to compile.
+/// Each site is one such condition; a fault's alternative body lives in its room's `faults.rs`,
+/// and docs/loom.md lists every fault with the model that catches it. `fault!("a" | "b")` is
+/// whether either is on.
+macro_rules! fault {
+    ($($name:literal)|+) => {
+        cfg!(all(delaywheel_loom, any($(delaywheel_loom_fault = $name),+)))
+    };
+}
+
 mod builder;
 mod clock;
 mod deadline;
 mod delay_queue;
 mod driver;
 mod entry;
+#[cfg(test)]
+mod fault_tests;
 mod global;
 pub mod purgatory;
 pub mod queue;
@@ -167,6 +184,7 @@ mod sync;
 #[cfg(test)]
 mod test_rng;
 mod timer;
+mod unwind;
 mod wheel;
 
 pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};

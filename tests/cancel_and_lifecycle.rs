@@ -194,13 +194,14 @@ fn far_future_deadlines_are_refused_clearly_or_served() {
     assert!(!h.cancel());
     assert!(timer.is_empty());
 
-    // The longest accepted delay (2^56 - 1 ticks: 2.28 million years of 1 ms) is served (by the
-    // 56th level of a 2-slot wheel) and cancellable.
+    // The longest accepted delay (to the clock's last tick: its reading ends at u64::MAX ns, 584
+    // years) is served (by a far level of a 2-slot wheel) and cancellable.
     let max = timer.max_delay();
-    assert!(max > Duration::from_secs(2_000_000 * 365 * 86_400), "{max:?}");
+    assert!(max > Duration::from_secs(584 * 365 * 86_400), "{max:?}");
+    assert!(max < Duration::from_nanos(u64::MAX), "{max:?}");
     let h = timer.try_schedule(max, || unreachable!()).expect("max_delay is accepted");
     assert_eq!(timer.stats().levels_in_use, 1, "only the top level is needed");
-    assert!(timer.try_schedule(max + ms(1), || {}).is_err());
+    assert!(timer.try_schedule(max + Duration::from_nanos(1), || {}).is_err());
     clock.advance(Duration::from_secs(86_400 * 365 * 100));
     timer.advance_clock(Duration::ZERO);
     assert!(h.is_pending());
@@ -367,26 +368,27 @@ fn more_invalid_configurations_are_clear_errors_not_panics() {
 #[test]
 fn long_ticks_report_the_range_honestly() {
     // A deadline's tick has 56 bits (the rest ranks it within the tick): with 1.5 s ticks that is
-    // about 3.4 billion years, far past the 584 years of nanoseconds in a `u64`, and `max_delay`
-    // says exactly where it ends (on a manual clock, so that it does not move in between).
+    // about 3.4 billion years, but the clock's reading ends at u64::MAX ns (584 years), and a tick
+    // it never reaches would never fire: `max_delay` says exactly where the reachable range ends
+    // (on a manual clock, so that it does not move in between).
     let timer =
         Timer::builder().tick(Duration::from_millis(1_500)).clock(ManualClock::new()).manual().build();
     let max = timer.max_delay();
-    assert!(max > Duration::from_secs(1 << 56), "{max:?}");
+    let last_tick = u64::MAX / 1_500_000_000;
+    assert_eq!(max, Duration::from_nanos(last_tick * 1_500_000_000), "{max:?}");
     let h = timer.try_schedule(max, || {}).expect("max_delay is accepted");
     assert!(h.cancel());
     let err = timer.try_schedule(max + Duration::from_millis(1_500), || {}).unwrap_err();
     assert!(matches!(err, ScheduleError::DelayTooLong { max: m, .. } if m == max), "{err}");
     let unfired = {
-        let _ = timer.schedule(Duration::from_secs(1 << 50), || {});
+        let _ = timer.schedule(max, || {});
         timer.shutdown()
     };
-    assert!(unfired[0].deadline() >= Duration::from_secs(1 << 50), "no 584-year cap");
-    // With ticks longer than 256 s, every `Duration` fits.
+    assert_eq!(unfired[0].deadline(), max, "the clock's last tick");
+    // However long the ticks, `Duration::MAX` is past the clock's end.
     let timer = Timer::builder().tick(Duration::from_secs(257)).manual().build();
-    assert_eq!(timer.max_delay(), Duration::MAX);
-    let h = timer.try_schedule(Duration::MAX, || {}).expect("every delay fits with 257 s ticks");
-    assert!(h.cancel());
+    assert!(timer.max_delay() < Duration::from_nanos(u64::MAX));
+    assert!(timer.try_schedule(Duration::MAX, || {}).is_err());
 }
 
 #[test]

@@ -208,6 +208,7 @@ fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
         clock.advance(Duration::from_nanos(rng.range(0, 1_000_000_000)));
         let log = FireLog::default();
         let mut deadlines = Vec::new(); // (id, deadline as clock time)
+        let mut zero = Vec::new(); // scheduled with a zero delay: due at the next advance
         let mut fired = vec![false; 0];
         for step in 0..150 {
             // Schedule a few, with delays from zero to many levels away.
@@ -216,6 +217,7 @@ fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
                 let delay = Duration::from_nanos(rng.range(0, 50) * scale);
                 let id = deadlines.len();
                 deadlines.push(clock.now() + delay);
+                zero.push(delay.is_zero());
                 fired.push(false);
                 let _ = timer.schedule(delay, log.task(id, &clock));
             }
@@ -228,7 +230,7 @@ fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
                 assert!(at >= deadlines[id], "round {round} step {step}: task {id} early");
             }
             for (id, deadline) in deadlines.iter().enumerate() {
-                let due = ceil_to_tick(*deadline, tick) <= now;
+                let due = zero[id] || ceil_to_tick(*deadline, tick) <= now;
                 assert_eq!(
                     fired[id], due,
                     "round {round} step {step}: tick {tick:?} wheel {wheel_size}: task {id} deadline {deadline:?} now {now:?}"

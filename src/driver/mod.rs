@@ -36,6 +36,10 @@ pub(crate) use executor::Executor;
 /// The driver thread of a timer.
 pub(crate) struct Driver {
     thread: JoinHandle<()>,
+    /// On a manual clock: the clock and the id of the listener that wakes this driver, removed
+    /// when the driver stops (a clock that never moves would otherwise keep it).
+    #[cfg_attr(delaywheel_loom, allow(dead_code))]
+    listener: Option<(crate::clock::ManualClock, u64)>,
 }
 
 impl Driver {
@@ -45,17 +49,20 @@ impl Driver {
         // (No timer slack under loom: its models run no driver thread.)
         #[cfg_attr(delaywheel_loom, allow(unused_variables))] precise_wakeups: bool,
     ) -> std::io::Result<Driver> {
+        #[cfg_attr(delaywheel_loom, allow(unused_mut))]
+        let mut listener = None;
         #[cfg(not(delaywheel_loom))]
         if let crate::clock::ClockSource::Manual(clock) = &shared.time().clock {
             // A driver on a manual clock sleeps until the clock moves: wake it on every advance.
             let weak = Arc::downgrade(shared);
-            clock.on_advance(Box::new(move || match weak.upgrade() {
+            let id = clock.on_advance(Box::new(move || match weak.upgrade() {
                 Some(shared) => {
                     shared.queue().wake();
                     true
                 }
                 None => false,
             }));
+            listener = Some((clock.clone(), id));
         }
         let shared = Arc::clone(shared);
         let thread = Builder::new().name(name).spawn(move || {
@@ -69,11 +76,19 @@ impl Driver {
                 shared.advance();
             }
         })?;
-        Ok(Driver { thread })
+        Ok(Driver { thread, listener })
+    }
+
+    /// The driver is stopping: nothing needs to wake it any more.
+    fn unlisten(&mut self) {
+        if let Some((clock, id)) = self.listener.take() {
+            clock.remove_listener(id);
+        }
     }
 
     /// Waits for the thread to exit (after the queue was closed).
-    pub(crate) fn join(self) {
+    pub(crate) fn join(mut self) {
+        self.unlisten();
         // A panic on the driver would be a bug in this crate (task panics are caught): surface it.
         if let Err(panic) = self.thread.join() {
             std::panic::resume_unwind(panic);
@@ -81,7 +96,8 @@ impl Driver {
     }
 
     /// Lets the thread exit on its own (used when the driver itself asks for the shutdown).
-    pub(crate) fn detach(self) {
+    pub(crate) fn detach(mut self) {
+        self.unlisten();
         drop(self.thread);
     }
 }

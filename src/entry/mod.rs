@@ -57,7 +57,8 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::deadline::Deadline;
 
 pub(crate) mod arena;
-pub(crate) mod claim;
+mod claim;
+pub(crate) mod faults;
 // A module with `unsafe` code (see the crate's "Unsafe code"): a closure stored in a slot.
 #[allow(unsafe_code)]
 mod inline_task;
@@ -372,16 +373,20 @@ pub(crate) fn fire(arena: &EntryArena, (id, ret): (EntryId, Return), claimed: &m
     claimed(deadline.tick());
     match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
         Ok(()) => Fire::Ran,
-        Err(_) => Fire::Panicked,
+        // The payload is user code too: its drop may panic again (`unwind.rs`).
+        Err(payload) => {
+            crate::unwind::drop_payload(payload);
+            Fire::Panicked
+        }
     }
 }
 
-/// The holder's abandonment (shutdown, a closed executor): claims the entry as abandoned, releases
-/// the slot (returned to the arena as `ret` says) and drops the closure. `true` iff this call
-/// claimed it (the caller then counts it out).
-pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return)) -> bool {
+/// The holder's abandonment (shutdown, a closed executor): claims the entry as abandoned and
+/// releases the slot (returned to the arena as `ret` says). Hands back the closure iff this call
+/// claimed it: the caller counts the entry out, then drops it (last: its drop may panic).
+pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return)) -> Option<InlineTask> {
     // Dropping the closure needs no box: only a closure handed back is boxed.
-    claim_and_release(arena, id, Status::Abandoned, ret).0.is_some()
+    claim_and_release(arena, id, Status::Abandoned, ret).0
 }
 
 /// [`abandon`], handing back the closure, boxed, and the deadline.

@@ -159,6 +159,8 @@ pub struct Purgatory<K, T: ?Sized> {
     /// Registered operations whose timeout was beyond the timer's range (the others are counted by
     /// the timer itself).
     untimed: AtomicUsize,
+    /// `try_complete` calls of `check_and_complete` that panicked (see [`Purgatory::panicked`]).
+    panicked: AtomicU64,
 }
 
 impl<K, T> Purgatory<K, T>
@@ -197,6 +199,7 @@ where
             timer,
             inner: Arc::new(Inner { watchers: Watchers::new(shards), expired: AtomicU64::new(0) }),
             untimed: AtomicUsize::new(0),
+            panicked: AtomicU64::new(0),
         }
     }
 
@@ -281,6 +284,11 @@ where
     /// Call it when something `key` stands for changed. Each operation is tried under its own lock;
     /// if another thread holds it (trying the same operation), this call waits for it rather than
     /// skip, so no trigger is lost. No watcher lock is held while trying.
+    ///
+    /// A `try_complete` that panics is caught and counted ([`panicked`](Self::panicked)), and the
+    /// check goes on with the rest of the list: one faulty operation does not block its keys. The
+    /// operation that panicked stays pending and watched, until a later try completes it, its
+    /// timeout expires it, or it is cancelled.
     pub fn check_and_complete(&self, key: &K) -> usize {
         let (first, rest) = self.inner.watchers.snapshot(key);
         let mut completed = 0;
@@ -289,8 +297,13 @@ where
                 continue;
             }
             let mut state = operation.lock();
-            if !operation.try_complete(&state) {
-                continue;
+            match operation.try_complete_caught(&state) {
+                Some(true) => {}
+                Some(false) => continue,
+                None => {
+                    self.panicked.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
             }
             let timeout = operation.decide(&mut state, Phase::Completed);
             drop(state);
@@ -322,6 +335,12 @@ where
     /// Kafka's expiration meter counts; it is incremented just before `on_complete` runs).
     pub fn expired(&self) -> u64 {
         self.inner.expired.load(Ordering::Relaxed)
+    }
+
+    /// Calls of `try_complete` made by [`check_and_complete`](Self::check_and_complete) that
+    /// panicked (caught; a monotonic total).
+    pub fn panicked(&self) -> u64 {
+        self.panicked.load(Ordering::Relaxed)
     }
 
     /// Cancels every pending operation watched under `key` and returns them (each once), for the

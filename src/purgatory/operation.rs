@@ -208,6 +208,18 @@ where
         state.phase == Phase::Pending && self.op.try_complete()
     }
 
+    /// [`try_complete`](Self::try_complete), catching a panic of the operation's `try_complete`:
+    /// `None` if it panicked (the payload is dropped; the operation stays pending).
+    pub(crate) fn try_complete_caught(&self, state: &State) -> Option<bool> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.try_complete(state))) {
+            Ok(ready) => Some(ready),
+            Err(payload) => {
+                crate::unwind::drop_payload(payload);
+                None
+            }
+        }
+    }
+
     /// With the lock held: the one transition out of `Pending`. Returns the timeout, which the caller
     /// disarms after releasing the lock.
     pub(crate) fn decide(&self, state: &mut State, to: Phase) -> Timeout {

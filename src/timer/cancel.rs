@@ -9,8 +9,9 @@ use crate::wheel::bucket::Removed;
 use crate::wheel::TimerTaskList;
 
 /// Cancels the pending entry `ticket` names in `stripe`'s timer: `true` iff this call did it, and
-/// then counted it out on `stripe`. The closure is dropped here, outside the locks, and the entry
-/// leaves its bucket at once.
+/// then counted it out on `stripe`. The closure is dropped here, outside the locks and after the
+/// entry left its bucket and its slot was returned (so a panic of that drop, which leaves this call,
+/// loses nothing).
 ///
 /// The claim is made under the lock of the bucket lane the entry was first added to (the ticket's),
 /// then the slot's, in the lock order: when the entry is still there (the common case: most
@@ -18,8 +19,9 @@ use crate::wheel::TimerTaskList;
 /// section, one slot lock in all. Otherwise (it cascaded, or a visit holds it) the claim tells where
 /// it is, and it leaves that bucket afterwards ([`leave_bucket`]) or its holder releases it.
 pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
-    #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-    return cancel_check_then_act(ticket, stripe);
+    if fault!("cancel_check_then_act") {
+        return super::faults::cancel_check_then_act(ticket, stripe);
+    }
     let Store { arena, wheel } = stripe.context();
     // The key is written by the insert into that bucket (`TimerTaskList::insert_new`), and a level
     // once created is never replaced (`TimingWheel::bucket`, `close_levels`): the bucket exists.
@@ -29,7 +31,6 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
         return false;
     };
     stripe.cancelled();
-    drop(task);
     match claimed {
         // Taken out and released under the locks: the slot is ours to return.
         Claimed::Here(_) => arena.free(ticket.id),
@@ -38,6 +39,9 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
         Claimed::Elsewhere(lane) => leave_bucket(stripe.context(), ticket, lane),
         Claimed::InTransit => {}
     }
+    // Last, once the slot and the counters are settled: a closure whose drop panics unwinds out of
+    // this call (the caller's own value, dropped on its thread) and leaks nothing.
+    drop(task);
     true
 }
 
@@ -52,30 +56,6 @@ fn leave_bucket(Store { arena, wheel }: &Store, ticket: Ticket, lane: LaneKey) {
         Removed::Gone => {}
         Removed::Elsewhere => unreachable!("a claimed entry moved to another bucket"),
     }
-}
-
-/// Seeded bug for the loom suite only (docs/loom.md): the `Pending` check and the transition in two
-/// critical sections, so a firing in between runs the task and this cancel still returns `true`.
-#[cfg(all(delaywheel_loom, delaywheel_loom_fault = "cancel_check_then_act"))]
-fn cancel_check_then_act(ticket: Ticket, stripe: &HandleStripe) -> bool {
-    use crate::entry::claim;
-    let Store { arena, wheel } = stripe.context();
-    let Some(lane) = claim::check_pending(arena, ticket) else {
-        return false;
-    };
-    let Ok(task) = claim::cancel_unchecked(arena, ticket) else {
-        // Fired and released meanwhile: the bug reports a cancel anyway.
-        stripe.cancelled();
-        return true;
-    };
-    stripe.cancelled();
-    drop(task);
-    if let Some((bucket, lane)) = lane.and_then(|lane| Some((wheel.bucket_by_key(lane.bucket())?, lane))) {
-        if let Removed::Taken = TimerTaskList::remove(bucket, arena, ticket, lane.lane()) {
-            arena.free(ticket.id);
-        }
-    }
-    true
 }
 
 #[cfg(test)]

@@ -131,19 +131,27 @@ impl<C> Counters<C> {
         if let Some(bound) = &self.bound {
             return bound.pending.load(Ordering::Relaxed);
         }
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "len_reads_scheduled_first"))]
-        let scheduled = self.sum(|s| &s.scheduled, Ordering::Relaxed);
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "len_relaxed_reads"))]
-        let out = self
-            .sum(|s| &s.cancelled, Ordering::Relaxed)
-            .wrapping_add(self.sum(|s| &s.left, Ordering::Relaxed));
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "len_relaxed_reads")))]
-        let out = self
-            .sum(|s| &s.cancelled, Ordering::Acquire)
-            .wrapping_add(self.sum(|s| &s.left, Ordering::Acquire));
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "len_reads_scheduled_first")))]
-        let scheduled = self.sum(|s| &s.scheduled, Ordering::Relaxed);
-        // Never negative (module docs); a wrapped value would mean a counting bug, and it shows.
+        if fault!("len_reads_scheduled_first" | "len_relaxed_reads") {
+            return super::faults::misread_pending(self);
+        }
+        let out = self.out(Ordering::Acquire);
+        let scheduled = self.scheduled();
+        Self::difference(scheduled, out)
+    }
+
+    /// Σ(`cancelled` + `left`), each stripe loaded with `order`.
+    pub(super) fn out(&self, order: Ordering) -> u64 {
+        self.sum(|s| &s.cancelled, order).wrapping_add(self.sum(|s| &s.left, order))
+    }
+
+    /// Σ`scheduled` (`Relaxed`).
+    pub(super) fn scheduled(&self) -> u64 {
+        self.sum(|s| &s.scheduled, Ordering::Relaxed)
+    }
+
+    /// What is pending given the sums: never negative (module docs); a wrapped value would mean a
+    /// counting bug, and it shows.
+    pub(super) fn difference(scheduled: u64, out: u64) -> usize {
         usize::try_from(scheduled.wrapping_sub(out)).unwrap_or(usize::MAX)
     }
 

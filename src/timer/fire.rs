@@ -30,24 +30,28 @@ pub(crate) fn fire_one<C>(
     match fire {
         Fire::Panicked => stripe.panicked(),
         Fire::Ran => {}
+        // The seeded fault `fire_decrements_unclaimed` (`faults.rs`) counts a lost entry out too.
         Fire::Lost => {
-            // Seeded bug for the loom suite only (docs/loom.md): a firing that lost the race still
-            // counts the entry out of `len()`, which its winner already did (netty#14959).
-            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "fire_decrements_unclaimed"))]
-            stripe.left();
+            if fault!("fire_decrements_unclaimed") {
+                stripe.left();
+            }
         }
     }
     fire
 }
 
 /// Abandons the held entry `held` (shutdown, a closed executor): if this call claimed it, counts it
-/// out on `stripe`; the closure is dropped. `true` iff this call claimed it.
+/// out on `stripe`, then drops the closure, last, catching a panic of its drop (counted as a
+/// panicked task: no caller could take it). `true` iff this call claimed it.
 pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &Stripe<C>) -> bool {
-    let claimed = entry::abandon(arena, held);
-    if claimed {
-        stripe.left();
+    let Some(task) = entry::abandon(arena, held) else {
+        return false;
+    };
+    stripe.left();
+    if crate::unwind::drop_caught(task) {
+        stripe.panicked();
     }
-    claimed
+    true
 }
 
 /// [`abandon`], handing back the closure, boxed, and the deadline.

@@ -55,6 +55,11 @@ impl TimerHandle {
     ///
     /// Returns `false` if the task already ran or started running, was already cancelled, was
     /// abandoned by a shutdown, or was never scheduled.
+    ///
+    /// # Panics
+    ///
+    /// Only if the closure's own `Drop` panics: that panic leaves this call, after the task was
+    /// cancelled and counted and its slot freed (nothing leaks; the cancel happened).
     pub fn cancel(&self) -> bool {
         self.inner.as_ref().is_some_and(|(stripe, ticket)| cancel::cancel(*ticket, stripe))
     }

@@ -38,6 +38,7 @@ mod advancing;
 mod cancel;
 pub(crate) mod counters;
 pub(crate) mod error;
+mod faults;
 pub(crate) mod fire;
 pub(crate) mod handle;
 pub(crate) mod position;
@@ -166,8 +167,9 @@ impl Timer {
     /// Schedules `task` to run once, `delay` from now.
     ///
     /// It runs at the first tick boundary at or after `now + delay`: never early, at most one tick
-    /// late (plus the time the driver needs to wake). A zero or already-passed delay runs at the
-    /// next advance of the clock, never inside this call.
+    /// late (plus the time the driver needs to wake). A zero delay (a deadline equal to now, which
+    /// has passed) runs at the next advance of the clock, also when scheduled mid-tick; never inside
+    /// this call.
     ///
     /// This never panics. When the task cannot be scheduled (the timer is shut down, it holds its
     /// [`max_pending`](TimerBuilder::max_pending) tasks, or the delay is beyond
@@ -188,7 +190,9 @@ impl Timer {
     ///
     /// * [`ScheduleError::ShutDown`] after [`shutdown`](Timer::shutdown) (or drop) has begun;
     /// * [`ScheduleError::TooManyPending`] when [`TimerBuilder::max_pending`] tasks are pending;
-    /// * [`ScheduleError::DelayTooLong`] if the deadline is beyond the last representable tick.
+    /// * [`ScheduleError::DelayTooLong`] if the delay is beyond [`max_delay`](Timer::max_delay): the
+    ///   deadline's tick is past the last representable tick or past the last tick the clock can
+    ///   reach (its reading saturates at `u64::MAX` nanoseconds).
     ///
     /// The task is dropped unrun in both cases.
     pub fn try_schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
@@ -353,6 +357,12 @@ impl Shared {
 
     pub(crate) fn queue(&self) -> &DelayQueue<Arc<TimerTaskList>> {
         &self.queue
+    }
+
+    /// The arena, for the crate's unit tests (`fault_tests.rs`).
+    #[cfg(test)]
+    pub(crate) fn arena(&self) -> &EntryArena {
+        &self.store.arena
     }
 
     pub(crate) fn time(&self) -> &Time {

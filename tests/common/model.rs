@@ -68,6 +68,9 @@ enum Expect {
 
 struct Task {
     deadline: Duration,
+    /// The tick boundary it is due at: the first at or after its deadline, or, for a zero delay
+    /// (a deadline equal to now, which has passed), the current tick's, so the next advance runs it.
+    due: Duration,
     expect: Expect,
     handle: Option<TimerHandle>,
 }
@@ -91,16 +94,32 @@ fn schedule_one(
         Ok(handle) => {
             ensure!(!shut_down, "step {step}: accepted after shutdown");
             let deadline = deadline.expect("an accepted deadline is representable");
-            tasks.push(Task { deadline, expect: Expect::Pending, handle: Some(handle) });
+            let due = if delay.is_zero() {
+                let tick_nanos = timer.tick().as_nanos();
+                Duration::from_nanos((deadline.as_nanos() / tick_nanos * tick_nanos) as u64)
+            } else {
+                ceil_to_tick(deadline, timer.tick())
+            };
+            tasks.push(Task { deadline, due, expect: Expect::Pending, handle: Some(handle) });
         }
         Err(ScheduleError::ShutDown) => {
             ensure!(shut_down, "step {step}: refused as shut down while running");
-            tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
+            tasks.push(Task {
+                deadline: Duration::ZERO,
+                due: Duration::ZERO,
+                expect: Expect::Gone,
+                handle: None,
+            });
         }
         Err(ScheduleError::DelayTooLong { max, .. }) => {
             ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
             ensure!(delay > Duration::from_secs(100 * 365 * 86_400), "step {step}: refused a short delay");
-            tasks.push(Task { deadline: Duration::ZERO, expect: Expect::Gone, handle: None });
+            tasks.push(Task {
+                deadline: Duration::ZERO,
+                due: Duration::ZERO,
+                expect: Expect::Gone,
+                handle: None,
+            });
         }
         Err(e) => return Err(format!("step {step}: unexpected error {e}")),
     }
@@ -143,14 +162,12 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 timer.advance_clock(Duration::ZERO);
                 let now = clock.now();
                 // Within one advance, tasks fire in non-decreasing order of their deadline tick.
-                let batch: Vec<Duration> = fired.lock().unwrap()[fired_before..]
-                    .iter()
-                    .map(|&(id, _)| ceil_to_tick(tasks[id].deadline, tick))
-                    .collect();
+                let batch: Vec<Duration> =
+                    fired.lock().unwrap()[fired_before..].iter().map(|&(id, _)| tasks[id].due).collect();
                 ensure!(batch.windows(2).all(|w| w[0] <= w[1]), "step {step}: fired out of order: {batch:?}");
                 if !shut_down {
                     for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
-                        if ceil_to_tick(task.deadline, tick) <= now {
+                        if task.due <= now {
                             task.expect = Expect::Fired;
                         }
                     }
@@ -162,11 +179,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 let mut expected: Vec<Duration> = if shut_down {
                     Vec::new()
                 } else {
-                    tasks
-                        .iter()
-                        .filter(|t| t.expect == Expect::Pending)
-                        .map(|t| ceil_to_tick(t.deadline, tick))
-                        .collect()
+                    tasks.iter().filter(|t| t.expect == Expect::Pending).map(|t| t.due).collect()
                 };
                 expected.sort();
                 let returned: Vec<Duration> = unfired.iter().map(|u| u.deadline()).collect();

@@ -266,12 +266,9 @@ struct Held<'a> {
     bits: u64,
 }
 
-/// Seeded bug for the loom suite only (docs/loom.md): the unlock is `Relaxed`, so the next locker
-/// does not see the body as the last one left it.
-#[cfg(all(delaywheel_loom, delaywheel_loom_fault = "slot_unlock_relaxed"))]
-const UNLOCK: Ordering = Ordering::Relaxed;
-#[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "slot_unlock_relaxed")))]
-const UNLOCK: Ordering = Ordering::Release;
+/// The unlock's ordering: `Release`, so the next locker sees the body as the owner left it.
+/// (The seeded fault `slot_unlock_relaxed`, docs/loom.md, makes it `Relaxed`.)
+const UNLOCK: Ordering = if fault!("slot_unlock_relaxed") { Ordering::Relaxed } else { Ordering::Release };
 
 impl Drop for Held<'_> {
     #[inline]
@@ -288,10 +285,9 @@ impl Drop for Held<'_> {
 fn unlock_slow(word: &AtomicU64, queue: &parking::Queue, bits: u64) {
     debug_assert_eq!(word.load(Ordering::Relaxed) & LOCK_BITS, LOCK_BITS);
     let write_back = |more_parked: bool| {
-        // Seeded bug for the loom suite only (docs/loom.md): `PARKED` dropped although threads are
-        // still parked, so the next unlock takes the fast path and wakes nobody.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "slot_unlock_drops_parked"))]
-        let more_parked = more_parked && false;
+        // The seeded fault `slot_unlock_drops_parked` (docs/loom.md) drops `PARKED` although
+        // threads are still parked, so the next unlock takes the fast path and wakes nobody.
+        let more_parked = more_parked && !fault!("slot_unlock_drops_parked");
         // A swap, though a store would do (the word is `LOCKED | PARKED` and others' writes leave it
         // so): loom's modification order is partial, and would let a later read-modify-write read a
         // waiter's no-op `fetch_or` as if it came after a store that did not see it (loom#254,

@@ -96,7 +96,7 @@ use std::fmt;
 
 use super::place::{StagePlan, STAGES};
 use super::slots::Slots;
-use super::ShutDown;
+use super::{faults, ShutDown};
 use crate::deadline::Deadline;
 use crate::entry::location::{BucketKey, LaneKey, Location, MAX_LANES};
 use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, Status, Ticket};
@@ -257,24 +257,15 @@ impl TimerTaskList {
     /// the caller must queue the bucket at `tick`. Called with a lane's lock held.
     fn set_expiration(&self, tick: u64) -> bool {
         let current = self.expiration.load(Ordering::Acquire);
-        // Seeded bug for the loom suite only (docs/loom.md): only an empty bucket's expiration is set,
-        // so an earlier round added by a scheduler with a stale view of time waits for the later one.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "expiration_never_lowered"))]
-        let tick = if current == NO_EXPIRATION { tick } else { current };
-        if tick >= current {
+        if tick >= current || faults::never_lowered(current) {
             // The common case, a read only: the line stays shared between the lanes' adders.
             return false;
         }
         // An add in another lane may be lowering it at the same time: one atomic step, so that
         // exactly the adds that lowered it queue the bucket, and none raises it back. (Only a visit
         // raises it, holding every lane's lock.)
-        // Seeded bug for the loom suite only (docs/loom.md): a store, as when one bucket lock
-        // serialised the adds: two lanes' adds both see it higher, both store and both queue the
-        // bucket, and the later store may raise it back over the earlier, lower one.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "lowering_not_atomic"))]
-        {
-            self.expiration.store(tick, Ordering::Release);
-            return true;
+        if fault!("lowering_not_atomic") {
+            return faults::lower_by_store(&self.expiration, tick);
         }
         self.expiration.fetch_min(tick, Ordering::AcqRel) > tick
     }
@@ -300,16 +291,10 @@ impl TimerTaskList {
         plan: StagePlan,
         shut_down: &AtomicBool,
     ) -> Result<Option<u64>, ShutDown> {
-        // Seeded bug for the loom suite only (docs/loom.md): the flag read before the lock, so the
-        // drain can flush this bucket between the read and the insert.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock"))]
-        let read_first = match shut_down.load(Ordering::Acquire) {
-            true => return Err(ShutDown),
-            false => true,
-        };
-        #[cfg(not(all(delaywheel_loom, delaywheel_loom_fault = "shutdown_flag_read_before_lock")))]
-        let read_first = false;
-        let refused = || !read_first && shut_down.load(Ordering::Acquire);
+        if fault!("shutdown_flag_read_before_lock") {
+            return faults::insert_reading_the_flag_first(this, arena, (entry, fresh), plan, shut_down);
+        }
+        let refused = || shut_down.load(Ordering::Acquire);
         let added = this.add_with(arena, entry, plan, refused, |state, lane| {
             state.occupy(fresh, lane);
             true
@@ -336,7 +321,7 @@ impl TimerTaskList {
     /// `None` if refused or not admitted; else `Some(tick)` if the caller must queue the bucket at
     /// `tick`.
     #[inline(always)]
-    fn add_with(
+    pub(in crate::wheel) fn add_with(
         &self,
         arena: &EntryArena,
         entry: EntryId,
@@ -445,19 +430,16 @@ impl TimerTaskList {
                 }
             });
             stage.reset_if_empty();
-            // Seeded bug for the loom suite only (docs/loom.md): the rest of a chunked stage is
-            // not re-queued, so it waits for a later add to lower the expiration, or forever.
-            #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "chunk_not_requeued"))]
-            continue;
-            if stage.slots.live() > 0 {
+            // (The seeded fault `chunk_not_requeued` leaves the rest of a chunked stage unqueued.)
+            if stage.slots.live() > 0 && !fault!("chunk_not_requeued") {
                 // Big still: the next chunk a tick later; small again: its round (if not passed).
                 next = next.min(stage.visit_at().max(cursor + 1));
             }
         }
-        // Seeded bug for the loom suite only (docs/loom.md): the reset leaves the critical section,
-        // so an add in between sees the old expiration, does not queue the bucket, and is stranded.
-        #[cfg(all(delaywheel_loom, delaywheel_loom_fault = "flush_resets_after_unlock"))]
-        drop(lanes);
+        // Still under every lane's lock (the seeded fault `flush_resets_after_unlock` unlocks first).
+        if fault!("flush_resets_after_unlock") {
+            drop(lanes);
+        }
         self.expiration.store(next, Ordering::Release);
         Popped::Visited { requeue: (next != NO_EXPIRATION).then_some(next) }
     }

@@ -1,0 +1,61 @@
+//! Seeded faults of this room, for the loom suite only (docs/loom.md): the alternative bodies that
+//! a `fault!("name")` site switches to. Outside a fault build every site folds to the correct
+//! code, and these only have to compile.
+//!
+//! * `expiration_never_lowered` ([`never_lowered`]): only an empty bucket's expiration is set, so
+//!   an earlier round added by a scheduler with a stale view of time waits for the later one.
+//! * `lowering_not_atomic` ([`lower_by_store`]): a store, as when one bucket lock serialised the
+//!   adds: two lanes' adds both see it higher, both store and both queue the bucket, and the later
+//!   store may raise it back over the earlier, lower one.
+//! * `shutdown_flag_read_before_lock` ([`insert_reading_the_flag_first`]): the drain can flush the
+//!   bucket between the read and the insert.
+//! * `chunk_not_requeued` (`bucket/`): the rest of a chunked stage is not re-queued, so it waits
+//!   for a later add to lower the expiration, or forever.
+//! * `flush_resets_after_unlock` (`bucket/`): the visit's reset leaves the critical section, so an
+//!   add in between sees the old expiration, does not queue the bucket, and is stranded.
+//! * `drain_skips_uncreated_levels` (`mod.rs`): the drain looks at the levels that exist and closes
+//!   none, so a level created meanwhile holds entries the drain never sees.
+
+use super::bucket::{TimerTaskList, NO_EXPIRATION};
+use super::place::StagePlan;
+use super::ShutDown;
+use crate::entry::{EntryArena, EntryId, Fresh};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+
+/// `expiration_never_lowered`: whether to keep `current` although the add's tick is lower (`false`
+/// unless the fault is on).
+#[inline(always)]
+pub(super) fn never_lowered(current: u64) -> bool {
+    fault!("expiration_never_lowered") && current != NO_EXPIRATION
+}
+
+/// `lowering_not_atomic`: lowers `expiration` to `tick` with a store.
+pub(super) fn lower_by_store(expiration: &AtomicU64, tick: u64) -> bool {
+    expiration.store(tick, Ordering::Release);
+    true
+}
+
+/// `shutdown_flag_read_before_lock`: `TimerTaskList::insert_new` with the flag read before the
+/// lane lock, and not under it.
+pub(super) fn insert_reading_the_flag_first(
+    bucket: &TimerTaskList,
+    arena: &EntryArena,
+    (entry, fresh): (EntryId, &mut Fresh),
+    plan: StagePlan,
+    shut_down: &AtomicBool,
+) -> Result<Option<u64>, ShutDown> {
+    if shut_down.load(Ordering::Acquire) {
+        return Err(ShutDown);
+    }
+    let added = bucket.add_with(
+        arena,
+        entry,
+        plan,
+        || false,
+        |state, lane| {
+            state.occupy(fresh, lane);
+            true
+        },
+    );
+    added.ok_or(ShutDown)
+}

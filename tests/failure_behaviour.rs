@@ -1,0 +1,222 @@
+//! Faults in user code and at the edges of the clock: what the timer does with a task that panics
+//! (also while its panic payload or its closure is dropped), with zero delays, ties, a clock near
+//! its end, and a purgatory operation whose `try_complete` panics. Manual clocks throughout.
+
+mod common;
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use common::{manual_timer, ms, Counter, FireLog};
+use delaywheel::purgatory::{DelayedOperation, Purgatory};
+use delaywheel::{ManualClock, ScheduleError, TaskExecution, Timer};
+
+/// Panics when dropped: as a panic payload, or captured by a closure.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("dropping a Bomb panics (expected by this test)");
+    }
+}
+
+/// A closure that runs fine but whose captures panic when it is dropped unrun.
+fn closure_with_bomb() -> impl FnOnce() + Send + 'static {
+    let bomb = Bomb;
+    move || std::mem::forget(bomb)
+}
+
+#[test]
+fn a_panic_payload_whose_drop_panics_is_caught_and_counted_on_the_advancing_thread() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let counter = Counter::default();
+    timer.schedule(ms(1), || panic::panic_any(Bomb));
+    timer.schedule(ms(2), counter.task());
+    clock.advance(ms(1));
+    assert!(timer.advance_clock(Duration::ZERO), "the panic stays inside the advance");
+    assert_eq!(timer.stats().panicked, 1);
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(counter.get(), 1, "later tasks still run");
+    drop(timer);
+}
+
+#[test]
+fn a_panic_payload_whose_drop_panics_does_not_end_an_executor_thread() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .tick(ms(1))
+        .clock(clock.clone())
+        .execution(TaskExecution::Threads(1))
+        .manual()
+        .build();
+    let (tx, rx) = mpsc::channel();
+    timer.schedule(ms(1), || panic::panic_any(Bomb));
+    timer.schedule(ms(2), move || tx.send(()).unwrap());
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    rx.recv_timeout(Duration::from_secs(10)).expect("the one executor thread survived the payload");
+    assert_eq!(timer.stats().panicked, 1);
+    assert!(timer.shutdown().is_empty());
+}
+
+#[test]
+fn cancelling_a_task_whose_closure_panics_on_drop_cancels_it_and_the_panic_leaves_cancel() {
+    let (clock, timer) = manual_timer(ms(1), 4);
+    for round in 0..2_000u64 {
+        // Near ones cancelled in their first bucket, far ones after a cascade moved them.
+        let delay = if round % 2 == 0 { ms(2) } else { ms(30) };
+        let handle = timer.schedule(delay, closure_with_bomb());
+        if round % 2 == 1 {
+            clock.advance(ms(16));
+            timer.advance_clock(Duration::ZERO);
+        }
+        let result = panic::catch_unwind(AssertUnwindSafe(|| handle.cancel()));
+        assert!(result.is_err(), "the closure's own panic reaches the caller");
+        assert!(handle.is_cancelled(), "round {round}");
+        assert!(!handle.cancel());
+    }
+    let stats = timer.stats();
+    assert_eq!((stats.cancelled, stats.pending, timer.len()), (2_000, 0, 0));
+    clock.advance(ms(100));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(timer.stats().fired, 0);
+    drop(timer); // in debug builds the arena checks that every slot came back
+}
+
+#[test]
+fn closures_that_panic_on_drop_are_dropped_by_the_timers_drop_without_panicking_it() {
+    let (clock, timer) = manual_timer(ms(1), 4);
+    let counter = Counter::default();
+    for i in 0..20 {
+        timer.schedule(ms(5 + i), closure_with_bomb());
+    }
+    timer.schedule(ms(1), counter.task());
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(counter.get(), 1);
+    drop(timer); // drops the twenty unfired closures: each drop panics and is caught
+}
+
+#[test]
+fn a_zero_delay_scheduled_mid_tick_runs_at_the_next_advance() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let log = FireLog::default();
+    clock.advance(Duration::from_micros(7_500));
+    timer.advance_clock(Duration::ZERO);
+    timer.schedule(Duration::ZERO, log.task(0, &clock));
+    clock.advance(Duration::from_micros(1));
+    assert!(timer.advance_clock(Duration::ZERO));
+    assert_eq!(log.runs(), vec![(0, Duration::from_micros(7_501))]);
+    // Even with the clock not moved at all.
+    timer.schedule(Duration::ZERO, log.task(1, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.ids(), vec![0, 1]);
+}
+
+#[test]
+fn tasks_due_at_the_same_instant_fire_in_scheduling_order() {
+    for count in [6usize, 40, 200] {
+        let (clock, timer) = manual_timer(ms(1), 20);
+        let log = FireLog::default();
+        for i in 0..count {
+            let delay = if i % 2 == 0 { Duration::from_micros(4_500) } else { ms(5) };
+            timer.schedule(delay, log.task(i, &clock));
+        }
+        clock.advance(ms(5));
+        timer.advance_clock(Duration::ZERO);
+        let (early, late): (Vec<usize>, Vec<usize>) = log.ids().into_iter().partition(|i| i % 2 == 0);
+        let expected = |parity| (0..count).filter(move |i| i % 2 == parity).collect::<Vec<_>>();
+        assert_eq!(early, expected(0), "{count} tasks, the 4.5 ms group");
+        assert_eq!(late, expected(1), "{count} tasks, the 5 ms group");
+        assert_eq!(&log.ids()[..count / 2], &expected(0)[..], "earlier deadlines first");
+    }
+}
+
+#[test]
+fn deadlines_past_the_clocks_last_reachable_tick_are_refused_and_max_delay_says_so() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    clock.advance(Duration::from_nanos(u64::MAX - 3_000_000));
+    timer.advance_clock(Duration::ZERO);
+    let max = timer.max_delay();
+    assert!(max < ms(3), "the clock's last tick begins within 3 ms: {max:?}");
+    let log = FireLog::default();
+    let last = timer.try_schedule(max, log.task(0, &clock)).expect("max_delay is accepted");
+    let refused = timer.try_schedule(max + Duration::from_nanos(1), log.task(1, &clock));
+    assert!(matches!(refused, Err(ScheduleError::DelayTooLong { .. })), "{refused:?}");
+    clock.advance(Duration::MAX); // saturates at the clock's end
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.ids(), vec![0]);
+    assert!(last.is_fired());
+    // In the last partial tick: only "now" itself is left.
+    assert_eq!(timer.max_delay(), Duration::ZERO);
+    let refused = timer.try_schedule(Duration::from_micros(1), || {});
+    assert!(matches!(refused, Err(ScheduleError::DelayTooLong { .. })), "{refused:?}");
+    timer.schedule(Duration::ZERO, log.task(2, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.ids(), vec![0, 2]);
+    assert!(timer.shutdown().is_empty());
+}
+
+/// A purgatory operation: waiting, ready, or poisoned (its `try_complete` panics).
+struct Op {
+    mode: AtomicUsize,
+    completed: AtomicUsize,
+    expired: AtomicBool,
+}
+
+const WAITING: usize = 0;
+const READY: usize = 1;
+const POISONED: usize = 2;
+
+impl Op {
+    fn new() -> Arc<Op> {
+        Arc::new(Op {
+            mode: AtomicUsize::new(WAITING),
+            completed: AtomicUsize::new(0),
+            expired: AtomicBool::new(false),
+        })
+    }
+}
+
+impl DelayedOperation for Op {
+    fn try_complete(&self) -> bool {
+        match self.mode.load(Ordering::SeqCst) {
+            POISONED => panic!("a poisoned operation (expected by this test)"),
+            mode => mode == READY,
+        }
+    }
+    fn on_complete(&self) {
+        self.completed.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_expiration(&self) {
+        self.expired.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_panicking_try_complete_is_counted_and_does_not_block_its_key() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let purgatory: Purgatory<u64, Op> = Purgatory::with_timer(timer);
+    let (poisoned, ready) = (Op::new(), Op::new());
+    assert!(!purgatory.try_complete_else_watch(Arc::clone(&poisoned), ms(10), [7]));
+    assert!(!purgatory.try_complete_else_watch(Arc::clone(&ready), ms(10), [7]));
+    poisoned.mode.store(POISONED, Ordering::SeqCst);
+    ready.mode.store(READY, Ordering::SeqCst);
+    assert_eq!(purgatory.check_and_complete(&7), 1, "the check went past the panicking operation");
+    assert_eq!(ready.completed.load(Ordering::SeqCst), 1);
+    assert_eq!(purgatory.panicked(), 1);
+    assert_eq!((purgatory.delayed(), purgatory.watched()), (1, 1), "the poisoned one stays watched");
+    assert_eq!(purgatory.check_and_complete(&7), 0);
+    assert_eq!(purgatory.panicked(), 2);
+    // It still expires on time.
+    clock.advance(ms(10));
+    purgatory.advance_clock(Duration::ZERO);
+    assert!(poisoned.expired.load(Ordering::SeqCst));
+    assert_eq!(poisoned.completed.load(Ordering::SeqCst), 1);
+    assert_eq!((purgatory.delayed(), purgatory.watched()), (0, 0));
+}
