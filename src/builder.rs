@@ -15,10 +15,9 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// half a second never cascade, heartbeats of seconds to minutes cascade once, and far deadlines
 /// spread over many buckets (less lock contention between scheduling threads). A level costs 512
 /// buckets of 1 KiB (two lanes each, on cache lines of their own: about 512 KiB), created only when
-/// first needed. Measured by instruction counts
-/// (deterministic on this shared machine) on 100 000 timers over 1 s, schedule to fire: 4096 slots
-/// 1 227, 512 slots 1 366, 256 slots 1 447, 64 slots 1 521, 20 slots (Kafka) 1 721, 8 slots 1 976
-/// instructions per timer. See `docs/design.md`.
+/// first needed. Instructions per timer (callgrind) for 100 000 timers over 1 s, schedule to
+/// fire: 4096 slots 1 227, 512 slots 1 366, 256 slots 1 447, 64 slots 1 521, 20 slots (Kafka's)
+/// 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
 
 /// The largest wheel size accepted: 65 536 slots.

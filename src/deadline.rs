@@ -30,7 +30,7 @@
 //! level-0 one, each batch in deadline order but not the two merged. Merging them (firing only once
 //! no other bucket is due at the cursor) was measured: it makes the level-0 batch also wait for the
 //! paced cascade chunks due at the same tick, SPEC W4 p99 1.14–1.17 → 1.18–1.55 ms in alternating
-//! runs (`docs/benchmarks.md`, "Session 5").
+//! runs (`bench/benches/spec.rs`, `docs/benchmarks.md`).
 //!
 //! The price is range: ticks go up to [`MAX_DEADLINE_TICK`] = 2^56 - 1 instead of 2^64 - 2, which is
 //! still 2284 years with the smallest tick (1 µs). The clock's reading ends sooner, at `u64::MAX`

@@ -10,10 +10,9 @@
 //! the application's own `prctl`) that is already finer stays, and a coarse tick (50 ms and more)
 //! leaves the default alone.
 //!
-//! SPEC W4 (1M timers over 1 s), alternating pairs against the default slack: six pairs at 1 µs,
-//! lateness p50 0.75–0.81 vs 0.81–0.86 ms (lower in all six), p99 lower in four; five earlier pairs
-//! at 1 ns gave p50 lower in all five and p99 1.14–1.19 vs 1.20–1.31 ms (`docs/benchmarks.md`,
-//! "Session 6").
+//! What it buys is measured by SPEC W4 (1M timers over 1 s, `bench/benches/spec.rs`), run in
+//! alternating pairs against the default slack: lateness p50 0.75–0.81 vs 0.81–0.86 ms, lower in
+//! each of six pairs, p99 lower in four (`docs/benchmarks.md`).
 //!
 //! Only the driver's thread is changed (the setting is per thread), but what runs on that thread
 //! has it too: the tasks run on the driver (the default [`TaskExecution`](crate::TaskExecution)),

@@ -1,10 +1,10 @@
 //! `EntryArena`: where a timer's entries live, densely, in fixed slots addressed by index.
 //!
-//! An entry used to be its own heap allocation (an `Arc` per timer). Scheduling then cost a
-//! `malloc` and every fire or cancel a `free`, on whichever thread got there first, and glibc made
-//! the driver pay for those cross-thread frees in `malloc_consolidate` stalls (docs/benchmarks.md).
-//! Now a timer owns an arena of **slots**, each the entry's [`EntryState`] behind its own small
-//! lock, and an entry is named by its slot index ([`EntryId`], 4 bytes) and the slot's generation.
+//! A timer owns an arena of **slots**, each an entry's [`EntryState`] behind its own small lock,
+//! and an entry is named by its slot index ([`EntryId`], 4 bytes) and the slot's generation. No
+//! entry is a heap allocation of its own: that would cost a `malloc` per schedule and a `free` per
+//! fire or cancel, on whichever thread gets there first, and glibc makes the driver pay for such
+//! cross-thread frees in `malloc_consolidate` stalls (SPEC W4, docs/benchmarks.md).
 //!
 //! ## Storage
 //!
@@ -114,8 +114,8 @@ const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
 
 /// One entry's place: its state behind its own lock (see `entry/`), 48 bytes: the lock's two bits
 /// share a word with the entry's generation and status (`slot_lock/`), the body is the other 40.
-/// (When the lock was parking_lot's, a byte and seven of padding, padding the 56-byte slot to 64 and
-/// aligning it to a cache line measured the same in SPEC W4, within noise, and cost 8 bytes a timer.)
+/// Not padded to a cache line: a 64-byte aligned slot measures the same in SPEC W4, within noise,
+/// and costs bytes per timer.
 pub(crate) struct Slot(SlotLock<EntryBody>);
 
 #[cfg(not(delaywheel_loom))]

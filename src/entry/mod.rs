@@ -406,21 +406,4 @@ pub(crate) fn status(arena: &EntryArena, ticket: Ticket) -> Option<Status> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_slot_is_small() {
-        // Life and lock 8, location 8, deadline 8, closure 24 (two words inline).
-        assert_eq!(std::mem::size_of::<arena::Slot>(), 48);
-    }
-
-    #[test]
-    fn every_status_round_trips_through_the_packed_word() {
-        for status in Status::ALL {
-            let life = Life(7 << Life::GENERATION_SHIFT | Life::OCCUPIED).with_status(status);
-            assert_eq!(life.status(), status);
-            assert_eq!((life.generation(), life.occupied()), (7, true), "{status:?}");
-        }
-    }
-}
+mod tests;

@@ -104,9 +104,10 @@ impl Shared {
     }
 }
 
-/// Vectors reused by every advance, kept under `advance_lock`. A fresh vector per visit was one
-/// large allocation per tick, and glibc consolidates every freed small chunk (the fired entries) on
-/// each large allocation: `malloc_consolidate` took about 9% of the driver's time in SPEC W4.
+/// Vectors reused by every advance, kept under `advance_lock`. A fresh vector per visit would be
+/// one large allocation per tick, and glibc consolidates every freed small chunk (the fired
+/// entries) on each large allocation: `malloc_consolidate` takes about 9% of the driver's time in
+/// SPEC W4 that way.
 #[derive(Default)]
 pub(super) struct Scratch {
     /// Entries a bucket visit took out to cascade, with their deadlines, to re-add (held: `entry/`).

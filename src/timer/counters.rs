@@ -2,9 +2,9 @@
 //!
 //! ## Stripes
 //!
-//! Every scheduling thread used to update one shared cache line (a `pending` gauge and the
-//! `scheduled` total) and clone an `Arc` whose count sat on it: two threads scheduling at once spent
-//! their time moving that line between cores. The counters are now **striped**: a timer has a few
+//! One shared cache line for a `pending` gauge and the `scheduled` total (and an `Arc` whose count
+//! sits on it, cloned per handle) would have two threads scheduling at once spend their time moving
+//! that line between cores (SPEC W3). So the counters are **striped**: a timer has a few
 //! [`Stripe`]s, each alone on its cache line(s), and a thread counts on the stripe of its
 //! [`thread_index`] (round robin, so concurrent threads get distinct
 //! stripes until there are more threads than stripes; sharing one is still correct, only slower).

@@ -178,7 +178,7 @@ impl Batch<'_> {
 /// Whether two lateness values fall in one bin no coarser than the histogram's (within 1 / 256 of
 /// the value, or equal below 512 ns): recording either counts the same, as far as the summary's
 /// two significant digits can tell. (The driver reads the clock per task, so a tick's tasks rarely
-/// have equal values; per-value records took a lock per task.)
+/// have equal values; a record per value would take a lock per task.)
 fn same_bucket(a: u64, b: u64) -> bool {
     let shift = (u64::BITS - 1 - (a | b | 1).leading_zeros()).saturating_sub(8);
     a >> shift == b >> shift

@@ -1,0 +1,271 @@
+//! A type-erased `FnOnce() + Send + 'static` in three words, stored inline when it fits in two.
+//!
+//! The timer's slot arena keeps one task per slot in a fixed size. A `Box<dyn FnOnce() + Send>`
+//! would fit (two words) but costs one allocation per timer, however small the closure: glibc's
+//! 32-byte minimum chunk and a malloc/free pair per schedule, freed on another thread than the one
+//! that allocated it. Most timer closures capture an `Arc` or a reference and perhaps an id, so
+//! [`InlineTask`] stores closures of up to two words in the slot itself and boxes only the rest.
+//! Two words, not one: SPEC W4's task captures two; boxed, it costs the driver a cache miss on the
+//! box and glibc's cross-thread frees (W4 CPU 1000-1150 ms with one word inline, 580-620 ms with
+//! two, p99 lateness 18 → 1.4 ms: `bench/benches/spec.rs`).
+//!
+//! # Representation
+//!
+//! ```text
+//! InlineTask { vtable: &'static VTable, data: MaybeUninit<[usize; 2]> }   24 bytes, align 8 (64-bit)
+//!              │                        └─ inline: the closure `F` itself, in the data's first
+//!              │                                   size_of::<F>() bytes (any of 0..=16)
+//!              │                           boxed:  the `*mut F` from `Box::into_raw(Box::new(f))`
+//!              └─ one static `VTable` per closure type `F`: call, drop and into_box for that `F`,
+//!                 and whether it is stored inline
+//! ```
+//!
+//! * **Inline** iff `size_of::<F>() <= INLINE_BYTES` (two `usize`s, 16 bytes on 64-bit targets) and
+//!   `align_of::<F>() <= align_of::<usize>()`. Zero-sized closures are inline. The choice is an
+//!   associated `const` per `F` ([`is_inline`]), so each `new`/`run`/`drop` compiles to one branch.
+//! * **Boxed** otherwise (bigger captures, or an over-aligned capture such as a
+//!   `#[repr(align(16))]` value): `Box<F>` is allocated once in [`InlineTask::new`] and its thin
+//!   pointer kept in the word. [`InlineTask::into_box`] hands that same allocation back, re-typed as
+//!   `Box<dyn FnOnce() + Send>`; an inline closure is boxed only then.
+//! * The vtable is a `&'static` reference, never null, so `Option<InlineTask>` uses its niche and is
+//!   also 24 bytes. Each `&Erased::<F>::VTABLE` is a constant promoted to a `'static`; the same `F`
+//!   may get more than one copy across codegen units, which is harmless (nothing compares vtables).
+//!
+//! # Safety argument
+//!
+//! * **Ownership.** An `InlineTask` owns exactly one `F`: inline in `data`, or in the heap
+//!   allocation `data` points to. `data` is written once, in `new`, and never changed; the vtable
+//!   stored beside it is the one for that same `F`, so every vtable function is only ever given a
+//!   word that holds (or points to) a live `F` of its own type. The `F` leaves the task exactly once:
+//!   `run` and `into_box` copy `vtable` and `data` out and `mem::forget(self)` before touching the
+//!   closure, so `Drop` cannot also see it; `Drop` is the only other consumer. A closure that panics
+//!   in `run` was moved out already: its captures are dropped by unwinding, once, and a boxed
+//!   closure's allocation was freed when it was moved out of its box, before the call.
+//! * **Alignment and size.** The "word" is a `MaybeUninit<[usize; 2]>`, so it is `usize`-aligned
+//!   wherever it lives (inside the task or copied to a vtable function's argument), and only types
+//!   with `size_of <= INLINE_BYTES` and `align_of <= align_of::<usize>()` are cast to it: the
+//!   `*mut F`/`*const F` casts of its address are aligned and in bounds. A boxed closure's word
+//!   holds a `*mut F` in its first `usize`, a thin pointer (F is `Sized`) of `usize` size and
+//!   alignment (asserted at compile time below).
+//! * **Bytes and provenance.** `MaybeUninit` copies every byte as it is, initialised or not, with
+//!   any pointer provenance it carries, so an inline closure that captures a reference or an `Arc`
+//!   reads back a valid pointer, and a closure smaller than the word leaves the rest uninitialised
+//!   without ever having those bytes read as a `usize`. The box pointer is written as a pointer (not
+//!   cast to an integer), for the same reason.
+//! * **Threads.** `new` accepts only `F: Send`, so moving the owner of an `F` to another thread is
+//!   sound: `InlineTask` is `Send` through its `PhantomData<Box<dyn FnOnce() + Send>>` marker, which
+//!   also makes it not `Sync` (see [`InlineTask`] for why that is the choice).
+//!
+//! Every `unsafe` block and function below says which of these it relies on (`// SAFETY:`, checked
+//! present by `clippy::undocumented_unsafe_blocks`). The module's tests run under AddressSanitizer
+//! (`scripts/asan.sh`), valgrind (`scripts/valgrind.sh`) and Miri
+//! (`cargo +nightly miri test --lib inline_task`, where the component is installed).
+//!
+//! Prior art: crossbeam-epoch's `Deferred` (a `FnOnce()` inline in three words, boxed otherwise).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::{self, MaybeUninit};
+
+/// The storage "word": two `usize`s, uninitialised outside the closure's own bytes.
+type Word = MaybeUninit<[usize; 2]>;
+
+/// The largest closure, in bytes, stored inline (16 on 64-bit targets); its alignment must also be
+/// at most `align_of::<usize>()`.
+pub(crate) const INLINE_BYTES: usize = mem::size_of::<Word>();
+
+/// The largest alignment a closure may have to be stored inline.
+const INLINE_ALIGN: usize = mem::align_of::<Word>();
+
+// A boxed closure's word holds its `*mut F`: a thin pointer must fit the word exactly.
+const _: () = assert!(mem::size_of::<*mut ()>() <= INLINE_BYTES);
+const _: () = assert!(mem::align_of::<*mut ()>() <= INLINE_ALIGN);
+
+/// Whether a closure of type `F` is stored inline (`true`) or boxed by [`InlineTask::new`].
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) const fn is_inline<F: FnOnce() + Send + 'static>() -> bool {
+    Erased::<F>::INLINE
+}
+
+/// A type-erased `FnOnce() + Send + 'static`, run at most once, in 24 bytes (see the module docs).
+///
+/// `Send`, not `Sync`. `Sync` would be sound today, because no `&self` method reaches the closure
+/// (`Debug` and [`is_inline`](Self::is_inline) read only the vtable), so a shared reference gives
+/// another thread nothing of the closure's, which is only `Send`. It is left off because nothing
+/// needs it (a slot is reached under its arena's lock) and because it would turn unsound unnoticed
+/// if a method that touches the closure through `&self` were ever added.
+pub(crate) struct InlineTask {
+    /// The functions for this task's closure type; never null, which gives `Option` its niche.
+    vtable: &'static VTable,
+    /// The closure itself (inline) or its `*mut F` (boxed), as `vtable.inline` says.
+    data: Word,
+    /// Owns a `Send` closure: `Send` but not `Sync`, exactly like `Box<dyn FnOnce() + Send>`, and
+    /// dropping an `InlineTask` may drop such a closure.
+    _owns: PhantomData<Box<dyn FnOnce() + Send>>,
+}
+
+/// The operations on one closure type `F`, each taking the word of a task that holds an `F`.
+struct VTable {
+    /// Moves the `F` out and calls it.
+    call: unsafe fn(Word),
+    /// Drops the `F` without calling it.
+    drop: unsafe fn(Word),
+    /// Moves the `F` out into a `Box<dyn FnOnce() + Send>` (reusing its box if it has one).
+    into_box: unsafe fn(Word) -> Box<dyn FnOnce() + Send + 'static>,
+    /// Whether the word holds `F` itself (`true`) or a `*mut F`.
+    inline: bool,
+}
+
+impl InlineTask {
+    /// Stores `f`: in the task's own word if it fits ([`is_inline`]), in a `Box<F>` otherwise.
+    #[inline]
+    pub(crate) fn new<F: FnOnce() + Send + 'static>(f: F) -> InlineTask {
+        let mut data = Word::uninit();
+        if Erased::<F>::INLINE {
+            // SAFETY: `data` is valid for writes of `INLINE_BYTES` bytes at `usize` alignment, and
+            // INLINE means `size_of::<F>() <= INLINE_BYTES` and `align_of::<F>() <= INLINE_ALIGN`,
+            // so the cast pointer is aligned and the write in bounds. The word now owns `f`.
+            unsafe { data.as_mut_ptr().cast::<F>().write(f) };
+        } else {
+            let boxed: *mut F = Box::into_raw(Box::new(f));
+            // SAFETY: a `*mut F` (thin, `F: Sized`) has the size and alignment of `usize` (asserted
+            // at the top of the module), so the write is aligned and in bounds. The word now owns the
+            // box, written as a pointer to keep its provenance.
+            unsafe { data.as_mut_ptr().cast::<*mut F>().write(boxed) };
+        }
+        InlineTask { vtable: &Erased::<F>::VTABLE, data, _owns: PhantomData }
+    }
+
+    /// Whether this task's closure is stored inline (`false`: it is boxed).
+    #[inline]
+    pub(crate) fn is_inline(&self) -> bool {
+        self.vtable.inline
+    }
+
+    /// Calls the closure, once. A panic in it propagates to the caller; the closure's captures are
+    /// then dropped once, by the unwinding, and nothing is left for this task's `Drop`.
+    #[inline]
+    pub(crate) fn run(self) {
+        let (vtable, data) = (self.vtable, self.data);
+        // The closure now belongs to `data` alone: `Drop` must not see it again.
+        mem::forget(self);
+        // SAFETY: `vtable` is the vtable `new` stored with `data` for the same `F`, `data` still holds
+        // that `F` (written once in `new`, never consumed: every consumer takes `self` by value and
+        // forgets or is the drop), and the `F` is consumed only here since `self` was forgotten.
+        unsafe { (vtable.call)(data) }
+    }
+
+    /// Gives the closure back as a box, for tasks handed back unrun (at shutdown). A boxed closure
+    /// returns its own allocation; an inline one is boxed now.
+    #[inline]
+    pub(crate) fn into_box(self) -> Box<dyn FnOnce() + Send + 'static> {
+        let (vtable, data) = (self.vtable, self.data);
+        mem::forget(self);
+        // SAFETY: as in `run`: the matching vtable, a word that still holds its `F`, consumed once.
+        unsafe { (vtable.into_box)(data) }
+    }
+}
+
+impl Drop for InlineTask {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `run` and `into_box` forget the task, so a task being dropped still owns its `F`;
+        // `self.vtable` matches it, and the word is not used again (the task is being dropped).
+        unsafe { (self.vtable.drop)(self.data) }
+    }
+}
+
+impl fmt::Debug for InlineTask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.is_inline() { "InlineTask(inline)" } else { "InlineTask(boxed)" })
+    }
+}
+
+/// The per-closure-type parts: the inline decision and the vtable.
+struct Erased<F>(PhantomData<F>);
+
+impl<F: FnOnce() + Send + 'static> Erased<F> {
+    /// `F` fits the word: it goes inline.
+    const INLINE: bool = mem::size_of::<F>() <= INLINE_BYTES && mem::align_of::<F>() <= INLINE_ALIGN;
+
+    /// Only fn pointers and a `bool`: no interior mutability and no `Drop`, so `&Self::VTABLE` is
+    /// promoted to a `&'static`.
+    const VTABLE: VTable =
+        VTable { call: Self::call, drop: Self::drop, into_box: Self::into_box, inline: Self::INLINE };
+
+    /// Moves the `F` out of `data` (and frees its box, if boxed).
+    ///
+    /// # Safety
+    ///
+    /// `data` is the word of a task made by `InlineTask::new::<F>`, whose `F` has not been consumed,
+    /// and it is not used again after this (the `F` now belongs to the caller).
+    #[inline]
+    unsafe fn take(data: Word) -> F {
+        if Self::INLINE {
+            // SAFETY: INLINE: `new` wrote an `F` at the start of the word; the word is `usize`-aligned
+            // and `F` fits it in size and alignment. The caller guarantees that `F` is still live and
+            // that nobody reads it again, so this read moves it out.
+            unsafe { data.as_ptr().cast::<F>().read() }
+        } else {
+            // SAFETY: forwarded from this function's own contract; moving `F` out of the box frees
+            // the allocation.
+            *unsafe { Self::unbox(data) }
+        }
+    }
+
+    /// Takes back the box of a boxed (not `INLINE`) closure.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::take`], and `F` is not `INLINE`.
+    #[inline]
+    unsafe fn unbox(data: Word) -> Box<F> {
+        debug_assert!(!Self::INLINE);
+        // SAFETY: boxed: `new` wrote the `*mut F` from `Box::into_raw` at the start of the (aligned)
+        // word. The caller guarantees that box is still owned by this word and never used again, so
+        // `Box::from_raw` takes it back exactly once.
+        unsafe { Box::from_raw(data.as_ptr().cast::<*mut F>().read()) }
+    }
+
+    /// # Safety
+    ///
+    /// As [`Self::take`].
+    unsafe fn call(data: Word) {
+        // SAFETY: forwarded from this function's own contract.
+        let f = unsafe { Self::take(data) };
+        f();
+    }
+
+    /// # Safety
+    ///
+    /// As [`Self::take`].
+    unsafe fn drop(data: Word) {
+        if Self::INLINE {
+            // SAFETY: forwarded from this function's own contract.
+            drop(unsafe { Self::take(data) });
+        } else {
+            // SAFETY: forwarded from this function's own contract; dropping the box drops `F` in
+            // place and frees it.
+            drop(unsafe { Self::unbox(data) });
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As [`Self::take`].
+    unsafe fn into_box(data: Word) -> Box<dyn FnOnce() + Send + 'static> {
+        if Self::INLINE {
+            // SAFETY: forwarded from this function's own contract.
+            Box::new(unsafe { Self::take(data) })
+        } else {
+            // SAFETY: forwarded from this function's own contract: the box is re-typed, unmoved.
+            unsafe { Self::unbox(data) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
