@@ -164,8 +164,7 @@ impl<T> Slab<T> {
         let shard = &mut *guard;
         let free = shard.free;
         let slot = shard.slots.get_mut(key.index())?;
-        #[cfg(not(delaywheel_loom_fault = "queue_take_ignores_generation"))]
-        if slot.generation != key.generation {
+        if slot.generation != key.generation && !fault!("queue_take_ignores_generation") {
             return None;
         }
         let pending = slot.pending.take()?;
