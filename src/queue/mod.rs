@@ -250,7 +250,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     pub fn reset_at(&self, key: &Key, deadline: Instant) -> bool {
         let reset = self.inner.slab.with(*key, |pending| {
             let moved = pending.handle.reset_at(deadline);
-            if moved {
+            if moved || fault!("queue_reset_records_unmoved") {
                 pending.deadline = deadline;
             }
             moved
