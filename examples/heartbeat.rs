@@ -24,7 +24,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use delaywheel::{Repeat, RepeatingHandle, TimerHandle};
-use rand::{Rng, SeedableRng};
+
+mod support;
+use support::SplitMix;
 
 const CONNECTIONS: usize = 2_000;
 const SESSION_TIMEOUT: Duration = Duration::from_millis(300);
@@ -66,7 +68,7 @@ impl Connection {
 fn main() {
     let timer = delaywheel::global();
     let epoch = Instant::now();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut rng = SplitMix(7);
 
     let mut clients = Vec::with_capacity(CONNECTIONS);
     for id in 0..CONNECTIONS {
@@ -80,11 +82,11 @@ fn main() {
         });
         conn.heartbeat(); // connecting counts as the first heartbeat
                           // One client in four dies somewhere in the first two seconds.
-        let dies_at = (rng.gen_range(0..4) == 0).then(|| Duration::from_millis(rng.gen_range(0..2_000)));
+        let dies_at = (rng.below(4) == 0).then(|| Duration::from_millis(rng.below(2_000)));
         // The client's heartbeat loop: a repeating task, which cancels itself when the client dies.
         let me: Arc<OnceLock<RepeatingHandle>> = Arc::default();
         let (conn2, me2) = (Arc::clone(&conn), Arc::clone(&me));
-        let phase = Duration::from_micros(rng.gen_range(0..100_000)); // spread the heartbeats
+        let phase = Duration::from_micros(rng.below(100_000)); // spread the heartbeats
         let handle = timer.schedule_repeating(phase, Repeat::FixedRate(HEARTBEAT_INTERVAL), move || {
             if dies_at.is_some_and(|at| epoch.elapsed() >= at) {
                 me2.get().map(RepeatingHandle::cancel);

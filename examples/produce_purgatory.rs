@@ -23,45 +23,55 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use delaywheel::purgatory::{DelayedOperation, Purgatory};
 use delaywheel::Timer;
 use hdrhistogram::Histogram;
-use indicatif::{ProgressBar, ProgressStyle};
 
 mod support;
+use support::flags::Flags;
+use support::progress::Progress;
 use support::{mib, proc_status_bytes, process_cpu, Calendar, Latencies, SplitMix};
 
-#[derive(Parser, Debug)]
-#[command(about = "Produce requests waiting in a delaywheel purgatory for replica acknowledgements")]
+#[derive(Debug)]
 struct Args {
-    /// Target request arrival rate, per second.
-    #[arg(long, default_value_t = 100_000.0)]
     rate: f64,
-    /// How long requests keep arriving, in seconds.
-    #[arg(long, default_value_t = 5.0)]
     duration: f64,
-    /// The request timeout, in milliseconds.
-    #[arg(long, default_value_t = 200)]
     timeout_ms: u64,
-    /// Follower replicas that must acknowledge each request.
-    #[arg(long, default_value_t = 2)]
     replicas: u32,
-    /// Partitions (the purgatory's keys).
-    #[arg(long, default_value_t = 1_000)]
     partitions: u64,
-    /// Median delay of a replica's acknowledgement, in milliseconds.
-    #[arg(long, default_value_t = 20.0)]
     median_ms: f64,
-    /// 75th percentile of a replica's acknowledgement delay, in milliseconds.
-    #[arg(long, default_value_t = 60.0)]
     p75_ms: f64,
-    /// Timer tick, in microseconds.
-    #[arg(long, default_value_t = 1_000)]
     tick_us: u64,
-    /// Do not draw the progress bar.
-    #[arg(long)]
     no_progress: bool,
+}
+
+impl Args {
+    fn parse() -> Args {
+        let mut f = Flags::from_env(
+            "Produce requests waiting in a delaywheel purgatory for replica acknowledgements",
+        );
+        let args = Args {
+            rate: f.value("rate", 100_000.0, "Target request arrival rate, per second."),
+            duration: f.value("duration", 5.0, "How long requests keep arriving, in seconds."),
+            timeout_ms: f.value("timeout-ms", 200, "The request timeout, in milliseconds."),
+            replicas: f.value("replicas", 2, "Follower replicas that must acknowledge each request."),
+            partitions: f.value("partitions", 1_000, "Partitions (the purgatory's keys)."),
+            median_ms: f.value(
+                "median-ms",
+                20.0,
+                "Median delay of a replica's acknowledgement, in milliseconds.",
+            ),
+            p75_ms: f.value(
+                "p75-ms",
+                60.0,
+                "75th percentile of a replica's acknowledgement delay, in milliseconds.",
+            ),
+            tick_us: f.value("tick-us", 1_000, "Timer tick, in microseconds."),
+            no_progress: f.switch("no-progress", "Do not draw the progress bar."),
+        };
+        f.finish();
+        args
+    }
 }
 
 /// What the broker observed, shared by every request of the run.
@@ -233,28 +243,27 @@ fn main() {
             .unwrap()
     };
 
-    let bar = if args.no_progress { ProgressBar::hidden() } else { ProgressBar::new(total) };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} requests {msg}")
-            .unwrap(),
-    );
+    let bar = Progress::new(total, args.no_progress);
     let mut peak_delayed = 0;
     while !clients.is_finished() {
         let delayed = purgatory.delayed();
         peak_delayed = peak_delayed.max(delayed);
-        bar.set_position(arrived.load(Ordering::Relaxed));
-        bar.set_message(format!("waiting {delayed}, watched partitions {}", purgatory.watched_keys()));
+        let watched = purgatory.watched_keys();
+        bar.show(
+            arrived.load(Ordering::Relaxed),
+            &format!("waiting {delayed}, watched partitions {watched}"),
+        );
         thread::sleep(Duration::from_millis(50));
     }
     let arrival_secs = broker.start.elapsed().as_secs_f64();
     clients.join().unwrap();
-    bar.set_message("draining");
+    bar.show(total, "draining");
     replicas.join().unwrap();
     let give_up = Instant::now() + timeout * 4 + Duration::from_secs(5);
     while purgatory.delayed() > 0 && Instant::now() < give_up {
         thread::sleep(Duration::from_millis(5));
     }
-    bar.finish_and_clear();
+    bar.finish();
     let cpu = process_cpu() - cpu_start;
     let wall = broker.start.elapsed();
 

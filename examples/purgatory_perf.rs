@@ -25,16 +25,16 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, ValueEnum};
 use crossbeam_channel::{Receiver, Sender};
 use delaywheel::purgatory::{DelayedOperation, Purgatory};
 use delaywheel::Timer;
 use hdrhistogram::Histogram;
 
 mod support;
+use support::flags::Flags;
 use support::{mib, proc_status_bytes, process_cpu, thread_cpu, Calendar, Latencies, SplitMix};
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug)]
 enum Mix {
     /// Median 20 ms, p75 60 ms, timeout 200 ms.
     Low,
@@ -42,47 +42,74 @@ enum Mix {
     High,
 }
 
-#[derive(Parser, Debug)]
-#[command(about = "Purgatory throughput (Kafka TestPurgatoryPerformance shape)")]
+impl std::str::FromStr for Mix {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Mix, ()> {
+        match s {
+            "low" => Ok(Mix::Low),
+            "high" => Ok(Mix::High),
+            _ => Err(()),
+        }
+    }
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mix::Low => "low",
+            Mix::High => "high",
+        })
+    }
+}
+
+#[derive(Debug)]
 struct Args {
-    /// Latency/timeout mix.
-    #[arg(long, value_enum, default_value_t = Mix::Low)]
     mix: Mix,
-    /// Target request rates to run, one after the other, comma-separated (requests per second).
-    #[arg(long, value_delimiter = ',', default_value = "250000,500000,1000000")]
     rates: Vec<f64>,
-    /// Seconds of arrivals per rate.
-    #[arg(long, default_value_t = 5.0)]
     duration: f64,
-    /// Override the mix's median latency (ms).
-    #[arg(long)]
     pct50_ms: Option<f64>,
-    /// Override the mix's 75th percentile latency (ms).
-    #[arg(long)]
     pct75_ms: Option<f64>,
-    /// Override the mix's timeout (ms).
-    #[arg(long)]
     timeout_ms: Option<u64>,
-    /// Shared keys per request, on top of its own key.
-    #[arg(long, default_value_t = 2)]
     shared_keys: usize,
-    /// Number of distinct shared keys.
-    #[arg(long, default_value_t = 100)]
     key_space: u64,
-    /// Timer tick (µs).
-    #[arg(long, default_value_t = 1_000)]
     tick_us: u64,
-    /// Slots per wheel level (default: the crate's).
-    #[arg(long)]
     wheel_size: Option<usize>,
-    /// Instead of the rate runs: on one thread, register this many requests and complete each one
-    /// `--window` registrations later through a check of its own key (no timeouts fire): the cost
-    /// of the purgatory and timer without cross-core traffic.
-    #[arg(long)]
     single_thread: Option<u64>,
-    /// Live requests in the single-thread run.
-    #[arg(long, default_value_t = 20_000)]
     window: usize,
+}
+
+impl Args {
+    fn parse() -> Args {
+        let mut f = Flags::from_env("Purgatory throughput (Kafka TestPurgatoryPerformance shape)");
+        let args = Args {
+            mix: f.value(
+                "mix",
+                Mix::Low,
+                "Latency/timeout mix: low (median 20 ms, p75 60 ms, timeout 200 ms) or high (200, 400, 1000 ms).",
+            ),
+            rates: f.list(
+                "rates",
+                "250000,500000,1000000",
+                "Target request rates to run, one after the other (requests per second).",
+            ),
+            duration: f.value("duration", 5.0, "Seconds of arrivals per rate."),
+            pct50_ms: f.option("pct50-ms", "Override the mix's median latency (ms)."),
+            pct75_ms: f.option("pct75-ms", "Override the mix's 75th percentile latency (ms)."),
+            timeout_ms: f.option("timeout-ms", "Override the mix's timeout (ms)."),
+            shared_keys: f.value("shared-keys", 2, "Shared keys per request, on top of its own key."),
+            key_space: f.value("key-space", 100, "Number of distinct shared keys."),
+            tick_us: f.value("tick-us", 1_000, "Timer tick (µs)."),
+            wheel_size: f.option("wheel-size", "Slots per wheel level (default: the crate's)."),
+            single_thread: f.option(
+                "single-thread",
+                "Instead of the rate runs: on one thread, register this many requests and complete each one \
+                 --window registrations later through a check of its own key (no timeouts fire).",
+            ),
+            window: f.value("window", 20_000, "Live requests in the single-thread run."),
+        };
+        f.finish();
+        args
+    }
 }
 
 /// Per-run counters and histograms, leaked so operations reach them without a shared refcount.

@@ -23,46 +23,53 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use delaywheel::{TaskExecution, Timer, TimerHandle};
 use hdrhistogram::Histogram;
-use indicatif::{ProgressBar, ProgressStyle};
-use rand::SeedableRng;
-use rand_distr::Distribution;
 
 mod support;
-use support::{log_normal, mib, proc_status_bytes, process_cpu};
+use support::flags::Flags;
+use support::progress::Progress;
+use support::{log_normal, mib, proc_status_bytes, process_cpu, SplitMix};
 
-#[derive(Parser, Debug)]
-#[command(about = "Simulate request timeouts on a delaywheel timer (Kafka purgatory benchmark shape)")]
+#[derive(Debug)]
 struct Args {
-    /// Target request arrival rate, per second.
-    #[arg(long, default_value_t = 100_000.0)]
     rate: f64,
-    /// How long requests keep arriving, in seconds.
-    #[arg(long, default_value_t = 5.0)]
     duration: f64,
-    /// The timeout each request arms, in milliseconds.
-    #[arg(long, default_value_t = 200)]
     timeout_ms: u64,
-    /// Median service time (completion delay), in milliseconds.
-    #[arg(long, default_value_t = 20.0)]
     median_ms: f64,
-    /// 75th percentile of the service time, in milliseconds (sets the log-normal spread).
-    #[arg(long, default_value_t = 60.0)]
     p75_ms: f64,
-    /// Timer tick, in microseconds.
-    #[arg(long, default_value_t = 1_000)]
     tick_us: u64,
-    /// Slots per wheel level (default: the crate's default).
-    #[arg(long)]
     wheel_size: Option<usize>,
-    /// Run timeouts on this many executor threads instead of on the driver.
-    #[arg(long)]
     executor_threads: Option<usize>,
-    /// Do not draw the progress bar.
-    #[arg(long)]
     no_progress: bool,
+}
+
+impl Args {
+    fn parse() -> Args {
+        let mut f = Flags::from_env(
+            "Simulate request timeouts on a delaywheel timer (Kafka purgatory benchmark shape)",
+        );
+        let args = Args {
+            rate: f.value("rate", 100_000.0, "Target request arrival rate, per second."),
+            duration: f.value("duration", 5.0, "How long requests keep arriving, in seconds."),
+            timeout_ms: f.value("timeout-ms", 200, "The timeout each request arms, in milliseconds."),
+            median_ms: f.value("median-ms", 20.0, "Median service time (completion delay), in milliseconds."),
+            p75_ms: f.value(
+                "p75-ms",
+                60.0,
+                "75th percentile of the service time, in milliseconds (sets the log-normal spread).",
+            ),
+            tick_us: f.value("tick-us", 1_000, "Timer tick, in microseconds."),
+            wheel_size: f.option("wheel-size", "Slots per wheel level (default: the crate's default)."),
+            executor_threads: f.option(
+                "executor-threads",
+                "Run timeouts on this many executor threads instead of on the driver.",
+            ),
+            no_progress: f.switch("no-progress", "Do not draw the progress bar."),
+        };
+        f.finish();
+        args
+    }
 }
 
 /// Requests waiting for their simulated completion, earliest first.
@@ -153,7 +160,7 @@ fn main() {
         );
         let rate = args.rate;
         thread::spawn(move || {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+            let mut rng = SplitMix(42);
             let mut batch = Vec::with_capacity(1024);
             let mut sent = 0u64;
             while sent < total {
@@ -186,25 +193,20 @@ fn main() {
         })
     };
 
-    let bar = if args.no_progress { ProgressBar::hidden() } else { ProgressBar::new(total) };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} requests {msg}")
-            .unwrap(),
-    );
+    let bar = Progress::new(total, args.no_progress);
     while !generator.is_finished() {
-        bar.set_position(outcome.arrived.load(Ordering::Relaxed));
-        bar.set_message(format!("pending timeouts {}", timer.len()));
+        bar.show(outcome.arrived.load(Ordering::Relaxed), &format!("pending timeouts {}", timer.len()));
         thread::sleep(Duration::from_millis(50));
     }
     let arrival_secs = start.elapsed().as_secs_f64();
     generator.join().unwrap();
-    bar.set_message("draining");
+    bar.show(total, "draining");
     completer.join().unwrap();
     let give_up = Instant::now() + timeout * 4 + Duration::from_secs(5);
     while !timer.is_empty() && Instant::now() < give_up {
         thread::sleep(Duration::from_millis(5));
     }
-    bar.finish_and_clear();
+    bar.finish();
     let cpu = process_cpu() - cpu_start;
     let wall = start.elapsed();
 

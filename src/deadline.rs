@@ -1,7 +1,7 @@
 //! `Deadline`: a task's deadline as the wheel keeps it: its tick, and its rank within that tick.
 //!
 //! The wheel places and fires by tick: a task is due at the first tick boundary at or after its
-//! deadline (`clock.rs`), so the tasks whose deadlines fall in one tick interval become a batch,
+//! deadline (`clock/`), so the tasks whose deadlines fall in one tick interval become a batch,
 //! fired when the driver reaches the boundary (one batch per bucket visited: normally the tick's
 //! level-0 bucket; see "Batches" below). The driver spends a few hundred nanoseconds
 //! per task, so a batch of a thousand takes a few hundred microseconds, and the order matters: the
@@ -35,7 +35,7 @@
 //! The price is range: ticks go up to [`MAX_DEADLINE_TICK`] = 2^56 - 1 instead of 2^64 - 2, which is
 //! still 2284 years with the smallest tick (1 µs). The clock's reading ends sooner, at `u64::MAX`
 //! nanoseconds (584 years): a deadline tick is also at most the last tick that begins by then
-//! (`clock.rs`), since a later one would never be reached. Beyond either bound `try_schedule`
+//! (`clock/`), since a later one would never be reached. Beyond either bound `try_schedule`
 //! refuses with `ScheduleError::DelayTooLong`.
 
 /// Bits of a deadline word that hold the rank.

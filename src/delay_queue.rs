@@ -120,6 +120,12 @@ impl<T: Identity> DelayQueue<T> {
         self.state.lock().heap.len()
     }
 
+    /// The earliest queued expiration, if any (a stale entry's included: never later than the
+    /// earliest live one).
+    pub(crate) fn head(&self) -> Option<u64> {
+        self.state.lock().heap.peek().map(|Reverse(head)| head.expiration)
+    }
+
     /// Blocks until the head item is due on `time`, `timeout` (if any) passes, or the queue is
     /// closed. Returns `true` if an item is due. On a manual clock an item can only become due when
     /// the clock advances, which wakes this wait (see `ManualClock::on_advance`).
@@ -166,6 +172,12 @@ impl<T: Identity> DelayQueue<T> {
         state.closed = true;
         state.heap.clear();
         self.changed.notify_all();
+    }
+}
+
+impl<T: Identity> std::fmt::Debug for DelayQueue<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DelayQueue").field("len", &self.len()).finish_non_exhaustive()
     }
 }
 

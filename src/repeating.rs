@@ -30,11 +30,11 @@
 //! closure is dropped), as in Java's `ScheduledExecutorService`.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::clock::nanos_to_duration;
 use crate::sync::{downgrade, Arc, Mutex, Weak};
-use crate::timer::Shared;
+use crate::timer::{Shared, Store};
 use crate::{ScheduleError, Timer, TimerHandle};
 
 /// How a repeating task is re-armed; see [`Timer::schedule_repeating`].
@@ -303,6 +303,71 @@ impl RepeatingHandle {
             handle.cancel();
         }
         true
+    }
+
+    /// Moves the next run to `delay` from now on the timer's clock; see
+    /// [`reset_at`](RepeatingHandle::reset_at).
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Repeat, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    /// let ping = timer.schedule_repeating(
+    ///     Duration::from_millis(10),
+    ///     Repeat::FixedRate(Duration::from_millis(10)),
+    ///     || {},
+    /// );
+    /// assert!(ping.reset(Duration::from_millis(25))); // the next run at 25 ms, then 35, 45, …
+    /// clock.advance(Duration::from_millis(24));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert_eq!(ping.runs(), 0);
+    /// clock.advance(Duration::from_millis(1));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert_eq!(ping.runs(), 1);
+    /// clock.advance(Duration::from_millis(10));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert_eq!(ping.runs(), 2);
+    /// ```
+    pub fn reset(&self, delay: Duration) -> bool {
+        self.rearm(|store| u128::from(store.time.clock.now_nanos()) + delay.as_nanos())
+    }
+
+    /// Moves the next run to `deadline` on the timer's clock ([`Timer::now`]), earlier or later,
+    /// as [`TimerHandle::reset_at`] moves a one-shot task: it runs then, never before, and the
+    /// repetition goes on from there ([`Repeat::FixedRate`]: its grid restarts at `deadline`;
+    /// [`Repeat::FixedDelay`]: each next run `period` after the previous returned, as always).
+    /// A deadline already passed runs at the next advance.
+    ///
+    /// Returns `true` iff the next run was pending and is now due at `deadline`. Returns `false`
+    /// and changes nothing if the repetition was cancelled or ended, if the next run is being fired
+    /// right now (it runs, and the repetition goes on as before), or if `deadline` is beyond the
+    /// timer's range.
+    pub fn reset_at(&self, deadline: Instant) -> bool {
+        self.rearm(|store| store.time.clock.nanos_at(deadline))
+    }
+
+    /// Moves the current entry to the clock reading `at` (nanoseconds) returns, under the
+    /// repetition's lock, so that a run starting meanwhile sees either the old grid and the old
+    /// entry or the new ones. An abandoned closure (the timer shutting down) is dropped after the
+    /// lock is released: its drop takes the lock.
+    fn rearm(&self, at: impl FnOnce(&Store) -> u128) -> bool {
+        let mut state = self.ctx.state.lock();
+        if state.cancelled || state.ended {
+            return false;
+        }
+        let Some(current) = state.current.clone() else { return false };
+        let Some(reach) = current.reach() else { return false };
+        let at = at(reach);
+        let Some(to) = reach.time.ticks.deadline_at(reach.time.clock.now_nanos(), at) else { return false };
+        let (moved, abandoned) = current.reset_to(to);
+        if moved {
+            state.due_nanos = at;
+        }
+        drop(state);
+        drop(abandoned);
+        moved
     }
 
     /// Whether runs may still begin: neither cancelled nor ended.

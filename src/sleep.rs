@@ -80,15 +80,13 @@ impl Timer {
 
     /// A future that completes at `deadline`.
     ///
-    /// The timer's clock counts time since its own origin, so an [`Instant`] is converted by its
-    /// distance from the present: this is exactly `self.sleep(deadline - Instant::now())`
-    /// (zero if `deadline` has passed). On the system clock that is the same instant: the future
-    /// never completes before `deadline`. On a [`ManualClock`](crate::ManualClock), which has no
-    /// relation to real time, the future completes once the manual clock has moved by that
-    /// distance from its reading at this call. Otherwise as [`sleep`](Timer::sleep), including
-    /// `# Panics` and `# Cancellation`.
+    /// `deadline` is read on the timer's own clock, [`Timer::now`]: `Instant::now()` on the system
+    /// clock, and on a [`ManualClock`](crate::ManualClock) the instant it was created plus its
+    /// reading, so the future completes once the manual clock reaches `deadline`. A deadline
+    /// already passed completes at the next advance. Otherwise as [`sleep`](Timer::sleep),
+    /// including `# Panics` and `# Cancellation`.
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        self.sleep(deadline.saturating_duration_since(Instant::now()))
+        self.sleep(deadline.saturating_duration_since(self.now()))
     }
 
     /// Runs `future` with a time limit: completes with `Ok(output)` if `future` completes within

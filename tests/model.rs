@@ -1,10 +1,11 @@
 //! Property tests: random operation sequences checked step by step against a reference model.
 //!
 //! The operation language: schedule (any delay: zero, sub-tick, many levels away, far future),
-//! cancel (of any handle, including fired, cancelled and refused ones), advance of the manual clock
+//! cancel (of any handle, including fired, cancelled and refused ones), reset (re-arm in place, by
+//! delay or instant), advance of the manual clock
 //! (zero, sub-tick, multi-level jumps) followed by `advance_clock`, and shutdown. The model is a plain
 //! list of deadlines: after every step, exactly the tasks whose deadline tick has begun have fired,
-//! each once, none early; `cancel()` returns what the model says; `len()` is exact.
+//! each once, none early; `cancel()` and `reset()` return what the model says; `len()` is exact.
 //!
 //! `cargo test` runs at least 100 000 operations in total (256 cases of 300–500 operations, a
 //! shutdown at most once and only in the last fifth, so nearly all run on a live timer); set
@@ -29,6 +30,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => delay_strategy().prop_map(Op::Schedule),
         3 => any::<usize>().prop_map(Op::Cancel),
+        3 => (any::<usize>(), delay_strategy()).prop_map(|(i, nanos)| Op::Reset(i, nanos)),
         4 => prop_oneof![
             Just(0u64),
             0u64..2_000,

@@ -314,3 +314,69 @@ fn two_producers_two_consumers_and_a_clock_thread_see_each_value_exactly_once() 
     assert_eq!(seen.len() as u64, 2 * PER_PRODUCER, "a value was lost");
     assert!(queue.is_empty());
 }
+
+#[test]
+fn deadlines_are_instants_on_the_timer_clock() {
+    let (clock, queue) = manual_queue();
+    clock.advance(ms(7) + Duration::from_micros(250)); // mid-tick
+    let now = queue.timer().now();
+    let key = queue.insert('a', ms(3));
+    assert_eq!(queue.deadline(&key), Some(now + ms(3)), "now + delay at full precision");
+    let at = queue.insert_at('b', now + ms(2));
+    assert_eq!(queue.deadline(&at), Some(now + ms(2)));
+    advance(&clock, &queue, ms(2)); // 9.25 ms: b (due 9.25) fires at the 10 ms tick, not yet
+    assert!(queue.try_recv().is_none());
+    advance(&clock, &queue, Duration::from_micros(750)); // 10 ms
+    let b = queue.try_recv().unwrap();
+    assert_eq!((b.into_inner(), queue.timer().now() - now), ('b', ms(2) + Duration::from_micros(750)));
+    advance(&clock, &queue, ms(1)); // 11 ms: a is due at 10.25, fires at 11
+    let a = queue.try_recv().unwrap();
+    assert_eq!((a.key(), a.deadline()), (key, now + ms(3)));
+}
+
+#[test]
+fn a_deadline_already_passed_expires_at_the_next_advance() {
+    let (clock, queue) = manual_queue();
+    clock.advance(ms(20));
+    let past = queue.timer().now() - ms(5);
+    let key = queue.insert_at("late", past);
+    let zero = queue.insert("now", Duration::ZERO);
+    assert!(queue.try_recv().is_none(), "never inside insert");
+    queue.advance_clock(Duration::ZERO);
+    let first = queue.try_recv().unwrap();
+    assert_eq!((first.key(), first.deadline()), (key, past));
+    assert_eq!(queue.try_recv().map(|e| e.key()), Some(zero));
+}
+
+#[test]
+fn reset_moves_a_pending_value_and_keeps_its_key() {
+    let (clock, queue) = manual_queue();
+    let start = queue.timer().now();
+    let sooner = queue.insert("sooner", ms(50));
+    let later = queue.insert("later", ms(5));
+    assert!(queue.reset(&sooner, ms(3)));
+    assert!(queue.reset_at(&later, start + ms(8)));
+    assert_eq!(queue.deadline(&sooner), Some(start + ms(3)));
+    assert_eq!(queue.deadline(&later), Some(start + ms(8)));
+    advance(&clock, &queue, ms(3));
+    let e = queue.try_recv().unwrap();
+    assert_eq!((e.key(), e.deadline(), e.into_inner()), (sooner, start + ms(3), "sooner"));
+    advance(&clock, &queue, ms(2)); // 5 ms: the old deadline of `later` passes, nothing comes
+    assert!(queue.try_recv().is_none());
+    advance(&clock, &queue, ms(3));
+    let e = queue.try_recv().unwrap();
+    assert_eq!((e.key(), e.deadline()), (later, start + ms(8)));
+    assert!(!queue.reset(&later, ms(1)), "expired: nothing to move");
+    assert!(queue.is_empty() && queue.timer().is_empty());
+}
+
+#[test]
+fn a_refused_reset_changes_nothing() {
+    let (clock, queue) = manual_queue();
+    let key = queue.insert(1, ms(4));
+    let deadline = queue.deadline(&key);
+    assert!(!queue.reset(&key, Duration::MAX), "beyond the timer's range");
+    assert_eq!(queue.deadline(&key), deadline);
+    advance(&clock, &queue, ms(4));
+    assert_eq!(queue.try_recv().map(|e| e.into_inner()), Some(1));
+}

@@ -197,7 +197,7 @@ fn clock_jump_fires_everything_due_in_deadline_order() {
 
 /// Never early, at most one tick late, `len()` exact: random ticks, wheel sizes, deadlines, and
 /// clock steps from sub-tick to multi-level jumps. After every step, the set of fired tasks is
-/// exactly the set whose deadline tick has begun.
+/// exactly the set whose deadline tick has begun (for a zero delay: the tick it was scheduled in).
 #[test]
 fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
     let mut rng = SplitMix(2026);

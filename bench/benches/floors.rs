@@ -1,6 +1,6 @@
-//! The floor under one schedule: what the primitives a schedule cannot avoid cost on this machine,
+//! The floor under one schedule: what the primitives a schedule cannot avoid cost on the host,
 //! measured in the same run as `delaywheel`'s own schedule, so that docs/benchmarks.md can say where
-//! a per-insert target sits against them (issue: performance, "why the limit is where it is").
+//! a per-insert target sits against them ("Design decisions and what they cost").
 //!
 //! ```sh
 //! cargo bench -p delaywheel-bench --bench floors

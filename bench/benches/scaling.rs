@@ -1,4 +1,4 @@
-//! Scaling sweep (issue 5, item 2): the cost of one schedule and of one expiry as the number of
+//! Scaling sweep: the cost of one schedule and of one expiry as the number of
 //! pending timers grows from 10^4 to 10^7, for delaywheel and the `BinaryHeap` peer of
 //! `benches/spec.rs` (and, on request, the other peers). A timing wheel should stay flat; a heap's
 //! pop grows with log(pending).

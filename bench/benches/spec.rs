@@ -13,8 +13,8 @@
 //! * `SPEC_N`: timers per workload (default 1,000,000; W3 gives each of its 2 threads N/2).
 //! * `SPEC_WORKLOADS`: any of `W1`…`W6` (W2 needs W1 and runs it too); default all.
 //! * `SPEC_W5_MS`: W5's idle window (default the SPEC's 5000 ms).
-//! * `SPEC_WHEEL_SIZE`: delaywheel's wheel size instead of its default (experiments only; runs of
-//!   record use the default, as the SPEC says).
+//! * `SPEC_WHEEL_SIZE`: delaywheel's wheel size instead of its default (for comparing sizes;
+//!   the figures in docs/benchmarks.md use the default, as the SPEC says).
 //!
 //! stdout carries exactly the SPEC lines; comments (`# …`: caller-side times of asynchronous peers,
 //! checks, ratios) go to stderr.

@@ -10,7 +10,7 @@
 //!
 //! Arguments: the CSV the sweep wrote (default `$SCALING_CSV`, else `target/scaling.csv`) and the
 //! SVG to write (default `docs/scaling.svg`); a third, optional, is a note printed under the title
-//! (the script passes the machine, commit and load). The CSV is
+//! (the script passes the CPU, commit, date and load). The CSV is
 //! `system,operation,pending,median_ns,lower_ns,upper_ns`, one line per point.
 
 use std::collections::BTreeMap;

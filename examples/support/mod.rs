@@ -1,11 +1,11 @@
-//! Helpers shared by the purgatory examples: latency samples, a calendar of due events, and the
-//! process's CPU time and memory.
+//! Helpers shared by the examples: command-line flags, a progress line, a small PRNG and
+//! log-normal latencies, a calendar of due events, and the process's CPU time and memory.
 #![allow(dead_code)]
 
 use std::time::Duration;
 
-use rand::SeedableRng;
-use rand_distr::{Distribution, LogNormal};
+pub mod flags;
+pub mod progress;
 
 /// The z-score of the 75th percentile of a standard normal distribution.
 const Z75: f64 = 0.674_489_750_196_081_7;
@@ -15,10 +15,27 @@ const Z75: f64 = 0.674_489_750_196_081_7;
 /// # Panics
 ///
 /// Unless `0 < median_ms < p75_ms`.
-pub fn log_normal(median_ms: f64, p75_ms: f64) -> LogNormal<f64> {
+pub fn log_normal(median_ms: f64, p75_ms: f64) -> LogNormal {
     assert!(0.0 < median_ms && median_ms < p75_ms, "need 0 < median < p75");
     let mu = median_ms.ln();
-    LogNormal::new(mu, (p75_ms.ln() - mu) / Z75).expect("valid log-normal parameters")
+    LogNormal { mu, sigma: (p75_ms.ln() - mu) / Z75 }
+}
+
+/// A log-normal distribution: `exp(mu + sigma * z)` for a standard normal `z`.
+#[derive(Clone, Copy, Debug)]
+pub struct LogNormal {
+    mu: f64,
+    sigma: f64,
+}
+
+impl LogNormal {
+    /// One sample (a standard normal by the Box-Muller transform).
+    pub fn sample(&self, rng: &mut SplitMix) -> f64 {
+        let u1 = 1.0 - rng.unit(); // in (0, 1], so its logarithm is finite
+        let u2 = rng.unit();
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        (self.mu + self.sigma * z).exp()
+    }
 }
 
 /// Pre-drawn log-normal latencies given by their median and 75th percentile (as Kafka's
@@ -35,8 +52,8 @@ impl Latencies {
     /// Unless `0 < median_ms < p75_ms`.
     pub fn new(median_ms: f64, p75_ms: f64, seed: u64) -> Self {
         let dist = log_normal(median_ms, p75_ms);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let nanos = (0..1 << 16).map(|_| (dist.sample(&mut rng) * 1e6).min(1e15) as u64).collect();
+        let mut draw = SplitMix(seed ^ 0x5EED);
+        let nanos = (0..1 << 16).map(|_| (dist.sample(&mut draw) * 1e6).min(1e15) as u64).collect();
         Latencies { nanos, rng: SplitMix(seed) }
     }
 
@@ -56,6 +73,16 @@ impl SplitMix {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`), by a multiply-shift of the next output.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// A number in `[0, 1)` with 53 random bits.
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 }
 

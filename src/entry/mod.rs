@@ -44,6 +44,30 @@
 //! (`TimerTaskList::remove`). It never holds two lane locks. If the entry has no location, its holder (the driver's transit or due buffer, an
 //! executor's channel, or the shutdown drain) finds it cancelled and releases it.
 //!
+//! ## Re-arming
+//!
+//! A reset moves a pending entry to a new deadline without claiming it (`reset.rs`): the status
+//! stays `Pending` and the closure stays in the slot. Under a lane's lock and the slot's it finds
+//! the entry ([`EntryState::retarget`]):
+//!
+//! * in that lane: it takes the entry out of the list and writes the new deadline, in the same
+//!   critical section; it now **holds** the entry, as a visit holds one in transit, and re-adds it
+//!   through the wheel like a cascade (a cancel meanwhile finds it in transit and leaves it to the
+//!   resetter, whose re-add reports it not pending and releases it);
+//! * in another lane: it retries there (the entry may move again: the loop ends when it is found);
+//! * in transit to a re-add (no location, not due): it writes the new deadline, and the holder's
+//!   re-add places the entry by the deadline in the slot: the insert compares it, under both locks,
+//!   with the one it was placed by, and refuses a moved entry, which is placed again;
+//! * **due** (a visit took it out to fire it: the driver's due batch or an executor's channel,
+//!   marked by [`Life::DUE`] in the same critical section that cleared its location): the reset
+//!   returns `false` and changes nothing. So an entry's deadline never changes once it is due, and
+//!   the firing claim needs no second look.
+//!
+//! A reset therefore returns `true` exactly when it moved a pending entry, which then fires by the
+//! new deadline (never before it), and never touches a claimed one: the claim stays the one
+//! transition out of `Pending`, and exactly-once is unchanged. Like every operation from a ticket,
+//! it checks the generation first (loom model `reset_with_stale_ticket`).
+//!
 //! Location invariant: `location == Some(l)` if and only if the bucket keyed `l.bucket()` holds this
 //! entry in lane `l.lane()`, stage `l.stage()`, at index `l.index()` (`location.rs`); it only
 //! changes while that lane's lock is held. A `None` location with status `Pending` means the entry
@@ -63,6 +87,7 @@ pub(crate) mod faults;
 #[allow(unsafe_code)]
 mod inline_task;
 pub(crate) mod location;
+mod retarget;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena slots' lock.
 #[allow(unsafe_code)]
 pub(crate) mod slot_lock;
@@ -71,6 +96,7 @@ pub(crate) use arena::EntryArena;
 pub(crate) use claim::Claimed;
 pub(crate) use inline_task::InlineTask;
 use location::{LaneKey, Location};
+pub(crate) use retarget::{deadline, Retargeted};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 
 /// A task's closure, boxed: what shutdown hands back.
@@ -147,21 +173,30 @@ pub(crate) fn vacant_slot() -> SlotLock<EntryBody> {
 }
 
 /// A slot's generation (bumped by every release: a ticket of an earlier occupant no longer
-/// matches), whether it has an occupant (allocated, not yet released), and the occupant's status
-/// (after a release, the last occupant's final status): `generation << 8 | occupied << 2 | status`.
+/// matches), whether it has an occupant (allocated, not yet released), whether a visit took the
+/// pending occupant out to fire it (`due`: see "Re-arming" in the module docs), and the occupant's
+/// status (after a release, the last occupant's final status):
+/// `generation << 8 | due << 5 | occupied << 2 | status`.
 /// 56 bits of generation last 2^56 reuses of one slot: over 200 years at ten million a second.
 /// Bits 3 and 4 are the slot lock's (`slot_lock::LOCK_BITS`), the word being shared with it.
 #[derive(Clone, Copy, Debug)]
 struct Life(u64);
 
 // Life's bits leave the lock's alone.
-const _: () =
-    assert!((Life::OCCUPIED | Life::STATUS) & LOCK_BITS == 0 && LOCK_BITS >> Life::GENERATION_SHIFT == 0);
+const _: () = assert!(
+    (Life::OCCUPIED | Life::STATUS | Life::DUE) & LOCK_BITS == 0 && LOCK_BITS >> Life::GENERATION_SHIFT == 0
+);
 
 impl Life {
     const OCCUPIED: u64 = 1 << 2;
     const STATUS: u64 = 0b11;
+    /// Taken out of its bucket to fire: in the driver's due batch or an executor's channel.
+    const DUE: u64 = 1 << 5;
     const GENERATION_SHIFT: u32 = 8;
+
+    fn due(self) -> bool {
+        self.0 & Self::DUE != 0
+    }
 
     fn generation(self) -> u64 {
         self.0 >> Self::GENERATION_SHIFT
@@ -184,7 +219,7 @@ impl Life {
         Life(self.0 | Self::OCCUPIED).with_status(Status::Pending)
     }
 
-    /// Vacant, next generation, status kept.
+    /// Vacant, next generation, status kept (and no longer due).
     fn vacate(self) -> Life {
         Life((self.0 & Self::STATUS).wrapping_add((self.generation() + 1) << Self::GENERATION_SHIFT))
     }
@@ -236,10 +271,14 @@ impl EntryState<'_> {
     }
 
     /// A visit takes the entry out of its bucket into transit (no location; `Slots::take_front`):
-    /// the visitor holds it from now on and re-adds or fires it by its deadline, which this returns.
+    /// the visitor holds it from now on and re-adds it, or fires it if its deadline is due at
+    /// `cursor`, which marks it due here (a reset then leaves it alone). Returns the deadline.
     #[inline(always)]
-    pub(crate) fn leave_for_transit(&mut self) -> Deadline {
+    pub(crate) fn leave_for_transit(&mut self, cursor: u64) -> Deadline {
         self.location = None;
+        if self.deadline.tick() <= cursor {
+            self.set_life(Life(self.life().0 | Life::DUE));
+        }
         self.deadline
     }
 

@@ -51,7 +51,6 @@
 
 mod expired;
 mod ready;
-mod rearm_shim;
 mod slab;
 #[cfg(feature = "async")]
 mod stream;
@@ -66,8 +65,6 @@ use crate::sync::{Arc, AtomicUsize, Ordering};
 use crate::ScheduleError;
 use crate::Timer;
 use ready::{count_out, Ready};
-#[allow(unused_imports)]
-use rearm_shim::{HandleAt, TimerAt};
 use slab::Slab;
 
 /// Values held until their deadline, then handed out in deadline order, exactly once each.

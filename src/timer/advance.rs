@@ -34,7 +34,7 @@ impl Shared {
         }
         let _advancing = Advancing::enter(self.id());
         let now_tick = self.time.now_tick();
-        let Store { arena, wheel } = &self.store;
+        let Store { arena, wheel, .. } = &self.store;
         let mut flushed = false;
         let Scratch { cascade, due, spare } = &mut *serial;
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
@@ -50,18 +50,17 @@ impl Shared {
                 }
             }
             let visited = cascade.len() + due.len();
-            // The entries due at the cursor went straight to `due`; the rest cascade.
+            // The entries due at the cursor went straight to `due`; the rest cascade, by the
+            // deadline in their slots (a reset may have moved one in transit: `entry/`).
             for held in cascade.drain(..) {
-                match wheel.readd(arena, held, cursor) {
-                    // Not met: the visit handed the entries due at the cursor to `due` already.
-                    // Kept rather than `unreachable!`: firing is right for a due entry anyway.
-                    Readded::Due(entry) => due.push((entry, held.1)),
+                match wheel.readd(arena, held, cursor, None) {
                     Readded::Inserted(Inserted::Queue(expiration, bucket)) => {
                         self.queue.offer(expiration, bucket)
                     }
                     Readded::Inserted(Inserted::Done) => {}
                     // Cancelled in transit: the cancel left the slot to us, its holder.
                     Readded::NotPending => entry::discard(arena, held.0),
+                    Readded::ShutDown => unreachable!("the driver's re-adds ignore the shutdown flag"),
                 }
             }
             trace::flushed(bucket.key(), expiration, cursor, visited, due.len());
@@ -87,7 +86,7 @@ impl Shared {
     pub(super) fn drain(&self, report: bool) -> Vec<UnfiredTask> {
         let mut unfired = Vec::new();
         let stripe = self.counters.local();
-        let Store { arena, wheel } = &self.store;
+        let Store { arena, wheel, .. } = &self.store;
         for bucket in wheel.close_levels() {
             for (entry, _) in bucket.flush(arena) {
                 if !report {

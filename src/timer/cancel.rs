@@ -22,7 +22,7 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
     if fault!("cancel_check_then_act") {
         return super::faults::cancel_check_then_act(ticket, stripe);
     }
-    let Store { arena, wheel } = stripe.context();
+    let Store { arena, wheel, .. } = stripe.context();
     // The key is written by the insert into that bucket (`TimerTaskList::insert_new`), and a level
     // once created is never replaced (`TimingWheel::bucket`, `close_levels`): the bucket exists.
     let first = wheel.bucket_by_key(ticket.bucket.bucket());
@@ -47,7 +47,7 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
 
 /// Takes a cancelled entry out of the bucket lane `lane`, if it is still there, and then releases
 /// it.
-fn leave_bucket(Store { arena, wheel }: &Store, ticket: Ticket, lane: LaneKey) {
+fn leave_bucket(Store { arena, wheel, .. }: &Store, ticket: Ticket, lane: LaneKey) {
     let bucket = wheel.bucket_by_key(lane.bucket()).expect("a location names an existing bucket");
     match TimerTaskList::remove(bucket, arena, ticket, lane.lane()) {
         // Released under the locks: the slot is ours to return.
@@ -62,14 +62,13 @@ fn leave_bucket(Store { arena, wheel }: &Store, ticket: Ticket, lane: LaneKey) {
 mod tests {
     use super::*;
     use crate::entry::{new_entry, status, EntryArena, Fire, Return, Status};
-    use crate::sync::Arc;
     use crate::timer::counters::Counters;
     use crate::timer::fire::fire_one;
     use crate::wheel::TimingWheel;
 
     #[test]
     fn a_stale_ticket_does_nothing_to_the_next_occupant() {
-        let store = Store { arena: Arc::new(EntryArena::unaudited()), wheel: Arc::new(TimingWheel::new(4)) };
+        let store = Store::for_test(EntryArena::unaudited(), TimingWheel::new(4));
         // The tickets of held entries name bucket key 0 (`new_entry`), where a cancel looks first.
         assert!(store.wheel.bucket(0, 0).is_some());
         let counters = Counters::new(usize::MAX, &store);

@@ -79,6 +79,16 @@ struct Bound {
     pending: AtomicUsize,
 }
 
+/// The monotonic totals of a timer's counters ([`Counters::snapshot`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Totals {
+    pub(crate) scheduled: u64,
+    pub(crate) fired: u64,
+    pub(crate) cancelled: u64,
+    pub(crate) panicked: u64,
+    pub(crate) rearmed: u64,
+}
+
 /// One stripe of a timer's counters (see the module docs), with the timer's context `C`. Aligned
 /// so that no two stripes, and nothing else, share a cache line (128 bytes: adjacent-line
 /// prefetching pairs lines).
@@ -91,6 +101,8 @@ pub(crate) struct Stripe<C> {
     left: AtomicU64,
     fired: AtomicU64,
     panicked: AtomicU64,
+    /// Resets that moved a pending task (`reset.rs`).
+    rearmed: AtomicU64,
     bound: Option<Arc<Bound>>,
     context: C,
 }
@@ -110,6 +122,7 @@ impl<C: Clone> Counters<C> {
                     left: AtomicU64::new(0),
                     fired: AtomicU64::new(0),
                     panicked: AtomicU64::new(0),
+                    rearmed: AtomicU64::new(0),
                     bound: bound.clone(),
                     context: context.clone(),
                 })
@@ -159,14 +172,15 @@ impl<C> Counters<C> {
         self.stripes.iter().fold(0u64, |sum, stripe| sum.wrapping_add(counter(stripe).load(order)))
     }
 
-    /// `(scheduled, fired, cancelled, panicked)` totals, each summed over the stripes.
-    pub(crate) fn snapshot(&self) -> (u64, u64, u64, u64) {
-        (
-            self.sum(|s| &s.scheduled, Ordering::Relaxed),
-            self.sum(|s| &s.fired, Ordering::Relaxed),
-            self.sum(|s| &s.cancelled, Ordering::Relaxed),
-            self.sum(|s| &s.panicked, Ordering::Relaxed),
-        )
+    /// The totals, each summed over the stripes.
+    pub(crate) fn snapshot(&self) -> Totals {
+        Totals {
+            scheduled: self.sum(|s| &s.scheduled, Ordering::Relaxed),
+            fired: self.sum(|s| &s.fired, Ordering::Relaxed),
+            cancelled: self.sum(|s| &s.cancelled, Ordering::Relaxed),
+            panicked: self.sum(|s| &s.panicked, Ordering::Relaxed),
+            rearmed: self.sum(|s| &s.rearmed, Ordering::Relaxed),
+        }
     }
 }
 
@@ -175,6 +189,12 @@ impl<C> Stripe<C> {
     #[inline]
     pub(crate) fn context(&self) -> &C {
         &self.context
+    }
+
+    /// Counts a reset that moved a pending task.
+    #[inline]
+    pub(crate) fn rearmed(&self) {
+        self.rearmed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts one more pending task, before its entry becomes visible; `false` (and nothing

@@ -22,7 +22,7 @@ use crate::wheel::TimerTaskList;
 /// `cancel_check_then_act`: `cancel.rs`'s cancel with the `Pending` check and the transition in two
 /// critical sections.
 pub(super) fn cancel_check_then_act(ticket: Ticket, stripe: &HandleStripe) -> bool {
-    let Store { arena, wheel } = stripe.context();
+    let Store { arena, wheel, .. } = stripe.context();
     let Some(lane) = entry_faults::check_pending(arena, ticket) else {
         return false;
     };

@@ -1,12 +1,14 @@
 //! `TimerHandle`: the caller's side of a scheduled task.
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
-use super::{cancel, position, HandleStripe};
-use crate::entry::{self, Status, Ticket};
+use super::{cancel, position, reset, HandleStripe};
+use crate::deadline::Deadline;
+use crate::entry::{self, Status, Task, Ticket};
 use crate::sync::Arc;
 
-/// A scheduled task, as seen by whoever scheduled it: the way to cancel it.
+/// A scheduled task, as seen by whoever scheduled it: the way to cancel it or move it.
 ///
 /// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
 /// [`cancel`](TimerHandle::cancel) does. A handle names its task by slot and generation in the
@@ -21,6 +23,17 @@ use crate::sync::Arc;
 /// For every task, exactly one of these happens: it runs once, or one `cancel()` call returns
 /// `true` (or the timer shuts down first, and then neither). This holds when `cancel` races the
 /// bucket being flushed, the task being fired, or other `cancel` calls.
+///
+/// # Re-arming
+///
+/// [`reset`](TimerHandle::reset) and [`reset_at`](TimerHandle::reset_at) move a pending task to a
+/// new deadline, earlier or later, keeping its closure and this handle: the idle or session
+/// timeout re-armed on every message, with no new allocation and no stale expiry to guard against.
+/// A reset returns `true` iff the task was still pending and is now due at the new deadline; it
+/// then runs once, never before that deadline (and at most one tick after it). It returns `false`,
+/// changing nothing, once the task fired, is firing (taken out by the advance that runs it), was
+/// cancelled or abandoned. A reset racing the firing or a `cancel` keeps exactly-once: the task
+/// runs at most once, and a `cancel` that returns `true` still means it never runs.
 #[derive(Clone)]
 pub struct TimerHandle {
     /// The counter stripe of the thread that scheduled the task, on which a winning `cancel()`
@@ -64,6 +77,104 @@ impl TimerHandle {
         self.inner.as_ref().is_some_and(|(stripe, ticket)| cancel::cancel(*ticket, stripe))
     }
 
+    /// Moves the pending task to `delay` from now on the timer's clock, keeping its closure and
+    /// this handle. Returns `true` iff the task was pending and is now due then: it runs once, at
+    /// the first tick boundary at or after `now + delay` (a zero delay: at the next advance), never
+    /// before. Returns `false` and changes nothing if the task already fired or is being fired,
+    /// was cancelled or abandoned, the handle is inert, or `now + delay` is beyond the timer's
+    /// range ([`Timer::max_delay`](crate::Timer::max_delay)). Earlier or later than the old
+    /// deadline alike; O(1), no allocation.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    /// let expired = Arc::new(AtomicU32::new(0));
+    /// let e = Arc::clone(&expired);
+    /// let idle = timer.schedule(Duration::from_millis(100), move || {
+    ///     e.fetch_add(1, Ordering::SeqCst);
+    /// });
+    /// for _ in 0..5 {
+    ///     clock.advance(Duration::from_millis(60)); // a message every 60 ms
+    ///     timer.advance_clock(Duration::ZERO);
+    ///     assert!(idle.reset(Duration::from_millis(100))); // re-armed: still idle-free
+    /// }
+    /// assert_eq!(expired.load(Ordering::SeqCst), 0);
+    /// clock.advance(Duration::from_millis(100)); // silence
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert_eq!(expired.load(Ordering::SeqCst), 1);
+    /// assert!(!idle.reset(Duration::from_millis(100))); // it fired: nothing to move
+    /// ```
+    pub fn reset(&self, delay: Duration) -> bool {
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| {
+            let reach = stripe.context();
+            reach
+                .time
+                .ticks
+                .deadline(reach.time.clock.now_nanos(), delay)
+                .is_some_and(|to| reset_from(stripe, *ticket, to))
+        })
+    }
+
+    /// Moves the pending task to `deadline` on the timer's clock
+    /// ([`Timer::now`](crate::Timer::now)); see [`reset`](TimerHandle::reset). A deadline already
+    /// passed (also one before the clock's origin) runs at the next advance. Returns `false` and
+    /// changes nothing for a deadline beyond the timer's range, and in the cases `reset` does.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    /// let handle = timer.schedule(Duration::from_secs(60), || {});
+    /// let sooner = timer.now() + Duration::from_millis(20);
+    /// assert!(handle.reset_at(sooner));
+    /// assert_eq!(handle.deadline(), Some(sooner));
+    /// clock.advance(Duration::from_millis(20));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert!(handle.is_fired());
+    /// ```
+    pub fn reset_at(&self, deadline: Instant) -> bool {
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| {
+            let reach = stripe.context();
+            reach
+                .time
+                .clock
+                .deadline_at(reach.time.ticks, deadline)
+                .is_some_and(|to| reset_from(stripe, *ticket, to))
+        })
+    }
+
+    /// When the pending task is due, on the timer's clock ([`Timer::now`](crate::Timer::now)): its
+    /// deadline rounded up to the timer's tick, the instant it fires at (the deadline itself when
+    /// that is a tick boundary). `None` once it is no longer pending (fired, cancelled or
+    /// abandoned), for an inert handle, and for a deadline past what `Instant` represents (only
+    /// with ticks of minutes and deadlines millions of years away).
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(10)).clock(clock.clone()).manual().build();
+    /// let start = timer.now();
+    /// let handle = timer.schedule(Duration::from_millis(25), || {});
+    /// assert_eq!(handle.deadline(), Some(start + Duration::from_millis(30))); // rounded up to a tick
+    /// assert!(handle.cancel());
+    /// assert_eq!(handle.deadline(), None);
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
+        let (stripe, ticket) = self.inner.as_ref()?;
+        let deadline = entry::deadline(&stripe.context().arena, *ticket)?;
+        let reach = stripe.context();
+        reach.time.clock.tick_instant(reach.time.ticks, deadline.tick())
+    }
+
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
     pub fn is_pending(&self) -> bool {
         self.status() == Some(Status::Pending)
@@ -93,6 +204,31 @@ impl TimerHandle {
     pub fn position(&self) -> Option<position::WheelPosition> {
         self.inner.as_ref().and_then(|(stripe, ticket)| position::of(stripe.context(), *ticket))
     }
+}
+
+impl TimerHandle {
+    /// What the handle reaches of its timer (its clock and tick: `counters.rs`); `None` if inert.
+    pub(crate) fn reach(&self) -> Option<&super::Store> {
+        self.inner.as_ref().map(|(stripe, _)| stripe.context())
+    }
+
+    /// [`reset`](TimerHandle::reset) to a deadline already computed, handing back the closure of a
+    /// task abandoned because the timer shut down meanwhile, for the caller to drop once it holds
+    /// no lock (`reset.rs`).
+    pub(crate) fn reset_to(&self, to: Deadline) -> (bool, Option<Task>) {
+        match &self.inner {
+            Some((stripe, ticket)) => reset::reset(*ticket, stripe, to),
+            None => (false, None),
+        }
+    }
+}
+
+/// A reset from a handle's ticket, the abandoned closure (if the timer shut down meanwhile) dropped
+/// after every lock is released.
+fn reset_from(stripe: &HandleStripe, ticket: Ticket, to: Deadline) -> bool {
+    let (moved, abandoned): (bool, Option<Task>) = reset::reset(ticket, stripe, to);
+    drop(abandoned);
+    moved
 }
 
 impl fmt::Debug for TimerHandle {

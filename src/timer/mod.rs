@@ -41,7 +41,9 @@ pub(crate) mod error;
 mod faults;
 pub(crate) mod fire;
 pub(crate) mod handle;
+mod instants;
 pub(crate) mod position;
+mod reset;
 mod schedule;
 pub(crate) mod stats;
 mod trace;
@@ -96,9 +98,10 @@ pub(crate) struct Shared {
     time: Time,
     /// The entries and the wheel; shared with the handles (through the counter stripes).
     store: Store,
-    queue: DelayQueue<Arc<TimerTaskList>>,
+    /// Shared with the store, like the shutdown flag: a reset re-adds through them (`reset.rs`).
+    queue: Arc<BucketQueue>,
     counters: Arc<Counters<Store>>,
-    shut_down: AtomicBool,
+    shut_down: Arc<AtomicBool>,
     /// Set by a `shutdown()` called from inside one of this timer's tasks: the rest of the batch
     /// being fired must not run after that call returned.
     abandon_batch: AtomicBool,
@@ -132,10 +135,17 @@ impl Timer {
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
         let arena = Arc::new(EntryArena::new());
         let wheel = Arc::new(TimingWheel::new(config.wheel_size));
-        let store = Store { arena, wheel };
+        let time = Time { clock: config.clock, ticks: config.ticks };
+        let (queue, shut_down) = (Arc::new(DelayQueue::new()), Arc::new(AtomicBool::new(false)));
+        let store = Store {
+            arena,
+            wheel,
+            queue: Arc::clone(&queue),
+            shut_down: Arc::clone(&shut_down),
+            time: time.clone(),
+        };
         let counters = Arc::new(Counters::new(config.max_pending, &store));
         let lateness = Arc::new(Lateness::new());
-        let time = Time { clock: config.clock, ticks: config.ticks };
         let executor = match config.execution {
             TaskExecution::OnDriver => None,
             TaskExecution::Threads(n) => {
@@ -145,9 +155,9 @@ impl Timer {
         let shared = Arc::new(Shared {
             time,
             store,
-            queue: DelayQueue::new(),
+            queue,
             counters,
-            shut_down: AtomicBool::new(false),
+            shut_down,
             abandon_batch: AtomicBool::new(false),
             advance_lock: Mutex::new(Scratch::default()),
             current_tick: AtomicU64::new(0),
@@ -261,13 +271,14 @@ impl Timer {
     /// `lateness` written when a run of values in one histogram bin ends, or the batch: a task sees its own batch
     /// counted only after the batch.
     pub fn stats(&self) -> TimerStats {
-        let (scheduled, fired, cancelled, panicked) = self.shared.counters.snapshot();
+        let totals = self.shared.counters.snapshot();
         TimerStats {
             pending: self.len(),
-            scheduled,
-            fired,
-            cancelled,
-            panicked,
+            scheduled: totals.scheduled,
+            fired: totals.fired,
+            cancelled: totals.cancelled,
+            panicked: totals.panicked,
+            rearmed: totals.rearmed,
             queued_buckets: self.shared.queue.len(),
             levels_in_use: self.shared.store.wheel.levels_in_use(),
             lateness: self.shared.lateness.summary(),
@@ -355,8 +366,13 @@ impl Shared {
         self.shut_down.load(Ordering::Acquire)
     }
 
-    pub(crate) fn queue(&self) -> &DelayQueue<Arc<TimerTaskList>> {
+    pub(crate) fn queue(&self) -> &BucketQueue {
         &self.queue
+    }
+
+    /// The driver's cursor (see [`Timer::current_time`]).
+    pub(crate) fn current_tick(&self) -> u64 {
+        self.current_tick.load(Ordering::Acquire)
     }
 
     /// The arena, for the crate's unit tests (`fault_tests.rs`).
@@ -379,15 +395,40 @@ impl Shared {
     }
 }
 
-/// A timer's entries and wheel: what a handle reaches its task through. Every counter stripe
-/// carries a copy (`counters.rs`), so that a handle holds one reference count, on its scheduling
-/// thread's stripe, not on a line every thread shares.
+/// A timer's entries and wheel, and what a reset needs to re-add an entry as a schedule adds one
+/// (`reset.rs`: the clock and tick, the delay queue, the shutdown flag): what a handle reaches its
+/// task through. Every counter stripe carries a copy (`counters.rs`), so that a handle holds one
+/// reference count, on its scheduling thread's stripe, not on a line every thread shares. Not the
+/// timer nor its threads: a handle outliving its timer keeps these alive, and finds its task
+/// abandoned.
 #[derive(Clone, Debug)]
 pub(crate) struct Store {
     /// Where the entries live (`entry/arena.rs`).
     pub(crate) arena: Arc<EntryArena>,
     pub(crate) wheel: Arc<TimingWheel>,
+    pub(crate) queue: Arc<BucketQueue>,
+    pub(crate) shut_down: Arc<AtomicBool>,
+    pub(crate) time: Time,
 }
+
+impl Store {
+    /// The store of a timer of `arena` and `wheel` on a manual clock at zero with 1 ms ticks, not
+    /// shut down, with a queue of its own (unit tests).
+    #[cfg(test)]
+    pub(crate) fn for_test(arena: EntryArena, wheel: TimingWheel) -> Store {
+        let ticks = TickLength::new(Duration::from_millis(1)).expect("1 ms is a valid tick");
+        Store {
+            arena: Arc::new(arena),
+            wheel: Arc::new(wheel),
+            queue: Arc::new(DelayQueue::new()),
+            shut_down: Arc::new(AtomicBool::new(false)),
+            time: Time { clock: ClockSource::Manual(crate::clock::ManualClock::new()), ticks },
+        }
+    }
+}
+
+/// The delay queue of a timer's buckets.
+pub(crate) type BucketQueue = DelayQueue<Arc<TimerTaskList>>;
 
 /// The counter stripe a handle keeps: its `cancel()` counts there, and it reaches the timer's
 /// [`Store`] through it.

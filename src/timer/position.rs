@@ -32,7 +32,7 @@ pub struct WheelPosition {
 }
 
 /// The position of `entry`, if it is pending and in a bucket (not in transit during a flush).
-pub(crate) fn of(Store { arena, wheel }: &Store, ticket: Ticket) -> Option<WheelPosition> {
+pub(crate) fn of(Store { arena, wheel, .. }: &Store, ticket: Ticket) -> Option<WheelPosition> {
     let state = arena.lock(ticket.id);
     if state.generation() != ticket.generation || state.status() != Status::Pending {
         return None;

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use super::{Shared, Store};
+use crate::deadline::Deadline;
 use crate::entry::{EntryId, Fresh};
 use crate::sync::Arc;
 use crate::wheel::{Inserted, ShutDown};
@@ -28,12 +29,27 @@ impl Shared {
         let deadline = ticks
             .deadline(now, delay)
             .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: ticks.max_delay(now) })?;
+        self.insert_new(now, deadline, task)
+    }
+
+    /// The rest of a schedule, once the deadline is known (also `instants.rs`): counts the task
+    /// in, takes a slot and inserts it relative to the tick of `now`.
+    pub(crate) fn insert_new<F>(
+        &self,
+        now: u64,
+        deadline: Deadline,
+        task: F,
+    ) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let ticks = self.time.ticks;
         // Counted in before the entry becomes visible, on this thread's stripe (`counters.rs`).
         let stripe = self.counters.local();
         if !stripe.try_schedule() {
             return Err(ScheduleError::TooManyPending { max: self.max_pending });
         }
-        let Store { arena, wheel } = &self.store;
+        let Store { arena, wheel, .. } = &self.store;
         let mut fresh = Fresh::new(deadline, task);
         let Some(id) = arena.alloc() else {
             stripe.unschedule();

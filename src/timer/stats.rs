@@ -47,6 +47,9 @@ pub struct TimerStats {
     pub cancelled: u64,
     /// Tasks that panicked while running (the panic was caught; the timer went on).
     pub panicked: u64,
+    /// Re-arms: resets ([`TimerHandle::reset`](crate::TimerHandle::reset),
+    /// [`reset_at`](crate::TimerHandle::reset_at)) that returned `true`.
+    pub rearmed: u64,
     /// Entries in the delay queue (about the number of non-empty buckets).
     pub queued_buckets: usize,
     /// Levels of the wheel created so far.

@@ -28,6 +28,7 @@ mod faults;
 mod place;
 mod slots;
 
+use bucket::Refused;
 pub(crate) use bucket::{Handoff, Popped, TimerTaskList};
 use place::{max_levels, LevelTable, Placement, StagePlan};
 
@@ -60,12 +61,12 @@ pub(crate) struct ShutDown;
 /// What [`TimingWheel::readd`] did with a held entry.
 #[derive(Debug)]
 pub(crate) enum Readded {
-    /// The entry is due relative to the base; the caller fires it.
-    Due(EntryId),
     /// Inserted.
     Inserted(Inserted),
-    /// Not inserted: the entry is no longer pending (cancelled in transit).
+    /// Not inserted: the entry is no longer pending (cancelled while held).
     NotPending,
+    /// Not inserted: the timer is shutting down (only with the flag: a reset's re-add).
+    ShutDown,
 }
 
 impl TimingWheel {
@@ -113,33 +114,47 @@ impl TimingWheel {
         base: u64,
         shut_down: &AtomicBool,
     ) -> Result<Inserted, ShutDown> {
-        let tick = fresh.deadline().tick();
-        let (level, slot, stage) = match self.table.place(base, tick) {
-            Placement::Due => (0, (tick % self.wheel_size) as usize, StagePlan::level0(tick)),
-            Placement::Slot { level, slot, stage } => (level, slot, stage),
-        };
+        let (level, slot, stage) = self.place(base, fresh.deadline().tick());
         // `None`: the level was closed by shutdown.
         let bucket = self.bucket(level, slot).ok_or(ShutDown)?;
         let queue = TimerTaskList::insert_new(bucket, arena, (entry, fresh), stage, shut_down)?;
         Ok(Self::inserted(bucket, queue))
     }
 
-    /// Re-adds a held entry (a cascade) relative to `base` (see the module docs); `deadline` is the
-    /// entry's (`deadline.rs`; placed by its tick), which its holder knows.
+    /// Where an entry due at `tick` goes relative to `base`: its bucket, or if it is already due,
+    /// the level-0 bucket of its tick, which is then due, so that the advance running (or the next)
+    /// visits it and fires the entry from there.
+    fn place(&self, base: u64, tick: u64) -> (usize, usize, StagePlan) {
+        match self.table.place(base, tick) {
+            Placement::Due => (0, (tick % self.wheel_size) as usize, StagePlan::level0(tick)),
+            Placement::Slot { level, slot, stage } => (level, slot, stage),
+        }
+    }
+
+    /// Re-adds an entry its caller holds (a visit's cascade, a reset: `entry/`) relative to `base`,
+    /// by the deadline in its slot: placed by `deadline`, and placed again if a reset wrote another
+    /// one meanwhile (`TimerTaskList::readd`). One due at `base` goes to the level-0 bucket of its
+    /// deadline, as a schedule's does ([`place`](TimingWheel::place)): it is fired from there,
+    /// marked due by the visit (`entry/`, "Re-arming"). With `shut_down` (a reset's re-add) it is
+    /// refused once the flag is set, as a schedule is; without it (the driver's cascade, which
+    /// runs before the drain closes the levels) never.
     pub(crate) fn readd(
         &self,
         arena: &EntryArena,
-        (entry, deadline): (EntryId, Deadline),
+        (entry, mut deadline): (EntryId, Deadline),
         base: u64,
+        shut_down: Option<&AtomicBool>,
     ) -> Readded {
-        let Placement::Slot { level, slot, stage } = self.table.place(base, deadline.tick()) else {
-            return Readded::Due(entry);
-        };
-        // Re-adds ignore shutdown: the drain runs under the advance lock, after the re-adds.
-        let bucket = self.bucket(level, slot).expect("re-adds come before the drain closes the levels");
-        match TimerTaskList::readd(bucket, arena, entry, stage) {
-            Some(queue) => Readded::Inserted(Self::inserted(bucket, queue)),
-            None => Readded::NotPending,
+        loop {
+            let (level, slot, stage) = self.place(base, deadline.tick());
+            // `None`: the level was closed by shutdown, which only a reset can meet.
+            let Some(bucket) = self.bucket(level, slot) else { return Readded::ShutDown };
+            match TimerTaskList::readd(bucket, arena, (entry, deadline), stage, shut_down) {
+                Ok(queue) => return Readded::Inserted(Self::inserted(bucket, queue)),
+                Err(Refused::NotPending) => return Readded::NotPending,
+                Err(Refused::ShutDown) => return Readded::ShutDown,
+                Err(Refused::Moved(moved)) => deadline = moved,
+            }
         }
     }
 

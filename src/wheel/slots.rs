@@ -92,10 +92,10 @@ impl Slots {
     }
 
     /// Takes the first `n` live entries (in insertion order) out of the list into transit (no
-    /// location, cleared under each slot's lock), handing each to `each` with its deadline: the
-    /// caller holds them from now on (`entry/`).
+    /// location, cleared under each slot's lock; those due at `cursor` marked due there), handing
+    /// each to `each` with its deadline: the caller holds them from now on (`entry/`).
     #[inline(always)]
-    pub(crate) fn take_front<F>(&mut self, n: usize, arena: &EntryArena, mut each: F)
+    pub(crate) fn take_front<F>(&mut self, n: usize, arena: &EntryArena, cursor: u64, mut each: F)
     where
         F: FnMut(EntryId, Deadline),
     {
@@ -112,7 +112,7 @@ impl Slots {
             taken.entries.scan_ahead(ahead, |slot, ahead| {
                 prefetch(ahead);
                 if let Some(entry) = slot {
-                    each(entry, arena.lock(entry).leave_for_transit());
+                    each(entry, arena.lock(entry).leave_for_transit(cursor));
                 }
                 true
             });
@@ -126,7 +126,7 @@ impl Slots {
             }
             prefetch(ahead);
             if let Some(entry) = slot {
-                each(entry, arena.lock(entry).leave_for_transit());
+                each(entry, arena.lock(entry).leave_for_transit(cursor));
                 moved += 1;
             }
             true

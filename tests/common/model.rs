@@ -2,10 +2,11 @@
 //! the fuzz target (`fuzz/fuzz_targets/timer_ops.rs`), so both check the timer the same way.
 //!
 //! Operations: schedule (any delay: zero, sub-tick, many levels away, far future), cancel (of any
-//! handle, including fired, cancelled and refused ones), advance of the manual clock (zero, sub-tick,
+//! handle, including fired, cancelled and refused ones), reset (re-arm in place, by a delay or an
+//! instant, of any handle), advance of the manual clock (zero, sub-tick,
 //! multi-level jumps) followed by `advance_clock`, and shutdown. The model is a plain list of
 //! deadlines: after every step, exactly the tasks whose deadline tick has begun have fired, each once,
-//! none early; `cancel()` returns what the model says; `len()` is exact.
+//! none early; `cancel()` and `reset()` return what the model says; `len()` is exact.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,6 +19,16 @@ fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
     // Exact, also past the clock's u64 nanoseconds (such a deadline is never reached; it must not
     // wrap to an early one).
     Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32)
+}
+
+/// The tick boundary at which a task given `delay` at `now` becomes due: the first one at or after
+/// its deadline, or for a zero delay (a deadline already passed) the current tick, also mid-tick.
+fn due_tick(now: Duration, delay: Duration, tick: Duration) -> Duration {
+    if delay.is_zero() {
+        let nanos = now.as_nanos() / tick.as_nanos() * tick.as_nanos();
+        return Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32);
+    }
+    ceil_to_tick(now.saturating_add(delay), tick)
 }
 
 macro_rules! ensure {
@@ -43,6 +54,9 @@ pub enum Op {
     Schedule(Option<u64>),
     /// Cancel the handle with this index (modulo the number of handles).
     Cancel(usize),
+    /// Reset the handle with this index (modulo the number of handles) to this delay (`None`:
+    /// `Duration::MAX`), by `reset` for an even index, by `reset_at(now + delay)` for an odd one.
+    Reset(usize, Option<u64>),
     /// Advance the clock by this many nanoseconds, then `advance_clock`.
     Advance(u64),
     /// Move the clock only: later schedules then work from a time the wheel has not reached.
@@ -68,8 +82,7 @@ enum Expect {
 
 struct Task {
     deadline: Duration,
-    /// The tick boundary it is due at: the first at or after its deadline, or, for a zero delay
-    /// (a deadline equal to now, which has passed), the current tick's, so the next advance runs it.
+    /// The tick boundary it becomes due at ([`due_tick`]).
     due: Duration,
     expect: Expect,
     handle: Option<TimerHandle>,
@@ -90,36 +103,22 @@ fn schedule_one(
     let (log, c) = (Arc::clone(fired), clock.clone());
     let result = timer.try_schedule(delay, move || log.lock().unwrap().push((id, c.now())));
     let deadline = clock.now().checked_add(delay);
+    let gone = Task { deadline: Duration::ZERO, due: Duration::ZERO, expect: Expect::Gone, handle: None };
     match result {
         Ok(handle) => {
             ensure!(!shut_down, "step {step}: accepted after shutdown");
             let deadline = deadline.expect("an accepted deadline is representable");
-            let due = if delay.is_zero() {
-                let tick_nanos = timer.tick().as_nanos();
-                Duration::from_nanos((deadline.as_nanos() / tick_nanos * tick_nanos) as u64)
-            } else {
-                ceil_to_tick(deadline, timer.tick())
-            };
+            let due = due_tick(clock.now(), delay, timer.tick());
             tasks.push(Task { deadline, due, expect: Expect::Pending, handle: Some(handle) });
         }
         Err(ScheduleError::ShutDown) => {
             ensure!(shut_down, "step {step}: refused as shut down while running");
-            tasks.push(Task {
-                deadline: Duration::ZERO,
-                due: Duration::ZERO,
-                expect: Expect::Gone,
-                handle: None,
-            });
+            tasks.push(gone);
         }
         Err(ScheduleError::DelayTooLong { max, .. }) => {
             ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
             ensure!(delay > Duration::from_secs(100 * 365 * 86_400), "step {step}: refused a short delay");
-            tasks.push(Task {
-                deadline: Duration::ZERO,
-                due: Duration::ZERO,
-                expect: Expect::Gone,
-                handle: None,
-            });
+            tasks.push(gone);
         }
         Err(e) => return Err(format!("step {step}: unexpected error {e}")),
     }
@@ -153,6 +152,28 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 ensure_eq!(cancelled, task.expect == Expect::Pending, "step {}: cancel result", step);
                 if cancelled {
                     task.expect = Expect::Cancelled;
+                }
+            }
+            Op::Reset(i, nanos) => {
+                if tasks.is_empty() {
+                    continue;
+                }
+                let n = tasks.len();
+                let task = &mut tasks[i % n];
+                let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
+                let in_range = delay <= timer.max_delay();
+                let moved = task.handle.as_ref().is_some_and(|h| match timer.now().checked_add(delay) {
+                    Some(at) if i % 2 == 1 => h.reset_at(at),
+                    _ => h.reset(delay),
+                });
+                ensure_eq!(moved, task.expect == Expect::Pending && in_range, "step {}: reset result", step);
+                if moved {
+                    task.deadline = clock.now() + delay;
+                    task.due = due_tick(clock.now(), delay, tick);
+                    // As a reading of the clock: the instant minus the clock's base instant.
+                    let base = timer.now() - clock.now();
+                    let when = task.handle.as_ref().and_then(TimerHandle::deadline).map(|at| at - base);
+                    ensure_eq!(when, Some(task.due), "step {}: deadline after reset", step);
                 }
             }
             Op::MoveClock(nanos) => clock.advance(Duration::from_nanos(nanos)),

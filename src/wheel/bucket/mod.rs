@@ -99,7 +99,7 @@ use super::slots::Slots;
 use super::{faults, ShutDown};
 use crate::deadline::Deadline;
 use crate::entry::location::{BucketKey, LaneKey, Location, MAX_LANES};
-use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, Status, Ticket};
+use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, Ticket};
 use crate::sync::{thread_index, AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
@@ -302,19 +302,6 @@ impl TimerTaskList {
         added.ok_or(ShutDown)
     }
 
-    /// Re-adds a held, occupied entry (a cascade), as [`insert_new`](TimerTaskList::insert_new)
-    /// without the flag: `None` if the entry is no longer pending (cancelled in transit), else
-    /// whether to queue the bucket.
-    #[inline]
-    pub(crate) fn readd(
-        this: &Self,
-        arena: &EntryArena,
-        entry: EntryId,
-        plan: StagePlan,
-    ) -> Option<Option<u64>> {
-        this.add_with(arena, entry, plan, || false, |state, _| state.status() == Status::Pending)
-    }
-
     /// What both adds do: under the calling thread's lane lock, unless `refused()`, and then under
     /// the slot lock, if `enter` admits the entry, inserts it in the stage `plan` names, lowering
     /// that stage's ticks to the plan's and the bucket's expiration to the stage's `visit_at`.
@@ -422,7 +409,7 @@ impl TimerTaskList {
             // Room for all in both: neither grows under the slot locks.
             cascade.reserve(take);
             due.reserve(take);
-            stage.slots.take_front(take, arena, |entry, deadline| {
+            stage.slots.take_front(take, arena, cursor, |entry, deadline| {
                 if deadline.tick() <= cursor {
                     due.push((entry, deadline));
                 } else {
@@ -465,7 +452,8 @@ impl TimerTaskList {
         for stage in lanes.iter_mut().flat_map(|stages| stages.iter_mut()) {
             let live = stage.slots.live();
             entries.reserve(live);
-            stage.slots.take_front(live, arena, |entry, deadline| entries.push((entry, deadline)));
+            // Every entry counts as due: the drain abandons them all, and a reset leaves them be.
+            stage.slots.take_front(live, arena, u64::MAX, |entry, deadline| entries.push((entry, deadline)));
             stage.reset_if_empty();
         }
         self.expiration.store(NO_EXPIRATION, Ordering::Release);
@@ -482,6 +470,9 @@ impl fmt::Debug for TimerTaskList {
             .finish()
     }
 }
+
+mod held;
+pub(crate) use held::Refused;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! The bucket's unit tests.
 
 use super::*;
-use crate::entry::new_entry;
+use crate::entry::{new_entry, Status};
 use crate::sync::Arc;
 use crate::wheel::slots::MIN_COMPACT;
 
@@ -29,6 +29,11 @@ fn at(tick: u64) -> StagePlan {
     StagePlan::level0(tick)
 }
 
+/// A held entry as a re-add passes it: its slot and the deadline it is placed by (its own).
+fn held(arena: &EntryArena, e: &Ticket) -> (crate::entry::EntryId, crate::deadline::Deadline) {
+    (e.id, arena.lock(e.id).deadline)
+}
+
 fn stage(index: usize, round: u64, opens: u64, due: u64) -> StagePlan {
     StagePlan { index, round, opens, due }
 }
@@ -40,7 +45,10 @@ fn add_all(
     plan: StagePlan,
 ) -> Vec<Option<u64>> {
     es.iter()
-        .map(|e| TimerTaskList::readd(bucket, arena, e.id, plan).expect("a pending entry is inserted"))
+        .map(|e| {
+            TimerTaskList::readd(bucket, arena, held(arena, e), plan, None)
+                .expect("a pending entry is inserted")
+        })
         .collect()
 }
 
@@ -144,7 +152,7 @@ fn removal_in_any_order_keeps_every_location_exact() {
     let bucket = Arc::new(TimerTaskList::new(0, 0));
     let es = entries(arena, 1_000);
     for e in &es {
-        assert!(TimerTaskList::readd(&bucket, arena, e.id, at(5)).is_some());
+        assert!(TimerTaskList::readd(&bucket, arena, held(arena, e), at(5), None).is_ok());
     }
     // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
     let mut order: Vec<usize> = (0..300).collect();
@@ -254,7 +262,22 @@ fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     assert_eq!(location(arena, &ticket), Some((0, 0)));
     let es = entries(arena, 1);
     assert!(arena.lock(es[0].id).claim_for_test(Status::Cancelled));
-    assert_eq!(TimerTaskList::readd(&bucket, arena, es[0].id, at(5)), None, "a cancelled entry stays out");
+    assert_eq!(
+        TimerTaskList::readd(&bucket, arena, held(arena, &es[0]), at(5), None),
+        Err(Refused::NotPending),
+        "a cancelled entry stays out"
+    );
+    // A reset wrote another deadline into a held entry: refused, to be placed again.
+    let es = entries(arena, 1);
+    let placed_by = Deadline::at_tick(4);
+    assert_ne!(held(arena, &es[0]).1, placed_by);
+    let moved = TimerTaskList::readd(&bucket, arena, (es[0].id, placed_by), at(5), None);
+    assert_eq!(moved, Err(Refused::Moved(held(arena, &es[0]).1)));
+    // With the flag (a reset's re-add), refused once shutting down.
+    flag.store(true, Ordering::Relaxed);
+    let refused = TimerTaskList::readd(&bucket, arena, held(arena, &es[0]), at(5), Some(&flag));
+    assert_eq!(refused, Err(Refused::ShutDown));
+    assert!(arena.lock(es[0].id).claim_for_test(Status::Cancelled));
     let flushed: Vec<_> = bucket.flush(arena).into_iter().map(|(entry, _)| entry).collect();
     assert_eq!(flushed, [id]);
 }

@@ -1,0 +1,147 @@
+//! Deadlines as instants: [`Timer::now`], [`Timer::schedule_at`], [`Timer::next_wakeup`].
+//!
+//! The timer's clock counts nanoseconds from its origin; an [`Instant`] is mapped onto that count
+//! through the clock's base instant (`clock/`, "Instants"): the system clock's origin, or the
+//! instant a `ManualClock` was created. So instants read from [`Timer::now`] and the deadlines
+//! built from them agree on both kinds of clock, and a manual clock stays deterministic (the base
+//! only names its readings). An instant before the base is a deadline already passed.
+
+use std::time::Instant;
+
+use super::{Shared, Timer};
+use crate::clock::nanos_to_duration;
+use crate::{ScheduleError, TimerHandle};
+
+impl Timer {
+    /// The timer's clock, as an [`Instant`]: with the system clock, `Instant::now()`; with a
+    /// [`ManualClock`](crate::ManualClock), the instant it was created plus its reading. Deadlines
+    /// given as instants ([`schedule_at`](Timer::schedule_at),
+    /// [`TimerHandle::reset_at`](crate::TimerHandle::reset_at)) and read back as instants
+    /// ([`TimerHandle::deadline`](crate::TimerHandle::deadline), [`next_wakeup`](Timer::next_wakeup))
+    /// are on this clock.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().clock(clock.clone()).manual().build();
+    /// let start = timer.now();
+    /// clock.advance(Duration::from_millis(7));
+    /// assert_eq!(timer.now() - start, Duration::from_millis(7));
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.shared().time().clock.now_instant()
+    }
+
+    /// Schedules `task` to run once, at `deadline` on the timer's clock ([`now`](Timer::now)).
+    ///
+    /// It runs at the first tick boundary at or after `deadline`: never early, at most one tick
+    /// late (plus the time the driver needs to wake). A deadline already passed (also one before the
+    /// clock's origin, however far) runs at the next advance of the clock, never inside this call.
+    ///
+    /// Like [`schedule`](Timer::schedule) this never panics: when the task cannot be scheduled
+    /// (shut down, [`max_pending`](crate::TimerBuilder::max_pending) reached, or `deadline` beyond the
+    /// last representable tick, more than `now() + max_delay()` away) the task is dropped unrun
+    /// and the returned handle is inert. Use [`try_schedule_at`](Timer::try_schedule_at) to learn why.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    /// let ran = Arc::new(AtomicBool::new(false));
+    /// let r = Arc::clone(&ran);
+    /// let at = timer.now() + Duration::from_millis(30);
+    /// let handle = timer.schedule_at(at, move || r.store(true, Ordering::SeqCst));
+    /// assert_eq!(handle.deadline(), Some(at));
+    /// clock.advance(Duration::from_millis(29));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert!(!ran.load(Ordering::SeqCst)); // never early
+    /// clock.advance(Duration::from_millis(1));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert!(ran.load(Ordering::SeqCst));
+    /// ```
+    pub fn schedule_at<F>(&self, deadline: Instant, task: F) -> TimerHandle
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.try_schedule_at(deadline, task).unwrap_or_else(|_| TimerHandle::refused())
+    }
+
+    /// Schedules `task` to run once, at `deadline` on the timer's clock; see
+    /// [`schedule_at`](Timer::schedule_at).
+    ///
+    /// # Errors
+    ///
+    /// As [`try_schedule`](Timer::try_schedule): [`ScheduleError::ShutDown`],
+    /// [`ScheduleError::TooManyPending`], and [`ScheduleError::DelayTooLong`] for a deadline beyond
+    /// the last representable tick (its `delay` is the deadline's distance from now). A deadline in
+    /// the past is not an error: it runs at the next advance. The task is dropped unrun on error.
+    pub fn try_schedule_at<F>(&self, deadline: Instant, task: F) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.shared().schedule_at(deadline, task)
+    }
+
+    /// The next instant at which [`advance_clock`](Timer::advance_clock) has work: the tick at
+    /// which the earliest queued bucket is due, on the timer's clock ([`now`](Timer::now)).
+    ///
+    /// `None` when no task is pending. Otherwise never later than the tick the earliest pending
+    /// task is due at; it may be earlier (a bucket emptied by cancels, or a coarse bucket that
+    /// cascades its tasks before they are due), and it may be in the past (work is due now). A
+    /// simulation on a [`ManualClock`](crate::ManualClock) can jump the clock straight to it. A
+    /// snapshot: a concurrent schedule, cancel or advance may change it at once. While an advance
+    /// has taken every pending task out of the wheel (or they wait for an executor thread), it is
+    /// the wheel's cursor ([`current_time`](Timer::current_time)).
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    /// assert_eq!(timer.next_wakeup(), None);
+    /// let at = timer.now() + Duration::from_millis(40);
+    /// timer.schedule_at(at, || {});
+    /// let next = timer.next_wakeup().unwrap();
+    /// assert!(next <= at);
+    /// clock.advance(next - timer.now());
+    /// timer.advance_clock(Duration::ZERO);
+    /// ```
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        if self.is_empty() {
+            return None;
+        }
+        let tick = match self.shared().queue().head() {
+            Some(tick) => tick,
+            None => self.shared().current_tick(),
+        };
+        let time = self.shared().time();
+        time.clock.tick_instant(time.ticks, tick)
+    }
+}
+
+impl Shared {
+    /// [`schedule`](Shared::schedule) at an instant on the timer's clock (`clock/`, "Instants").
+    pub(crate) fn schedule_at<F>(&self, at: Instant, task: F) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        if self.is_shut_down() {
+            return Err(ScheduleError::ShutDown);
+        }
+        let (clock, ticks) = (&self.time.clock, self.time.ticks);
+        let now = clock.now_nanos();
+        let at = clock.nanos_at(at);
+        let deadline = ticks.deadline_at(now, at).ok_or_else(|| ScheduleError::DelayTooLong {
+            delay: nanos_to_duration(at - u128::from(now)),
+            max: ticks.max_delay(now),
+        })?;
+        self.insert_new(now, deadline, task)
+    }
+}
