@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use delaywheel::queue::DelayQueue;
 use delaywheel::Timer;
-use rand::{Rng, SeedableRng};
+
+mod support;
+use support::SplitMix;
 
 #[derive(Debug)]
 struct Message {
@@ -35,10 +37,10 @@ fn main() {
 
     let recalled = thread::scope(|s| {
         let producer = s.spawn(|| {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+            let mut rng = SplitMix(42);
             let mut recalled = Vec::new();
             for id in 0..30 {
-                let delay = Duration::from_millis(rng.gen_range(0..2_000));
+                let delay = Duration::from_millis(rng.below(2_000));
                 let key = queue.insert(Message { id, body: format!("message {id}") }, delay);
                 println!("sent     #{id:<2} visible in {delay:>8.3?}");
                 if id % 10 == 3 {
