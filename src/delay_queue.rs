@@ -18,7 +18,21 @@
 //! ([`offer`](DelayQueue::offer) notifies only then), when a manual clock advances, and on close.
 //! The waiter reads the clock and the head under the queue lock and every waker notifies under the
 //! same lock, so no wake-up is lost. With an empty heap it waits without a timeout: an idle timer
-//! burns no CPU and never ticks through empty slots.
+//! burns no CPU and never ticks through empty slots. It also returns when **another thread popped**
+//! a due item meanwhile (every pop notifies the waiters, if any): a caller waiting for the head it
+//! saw (`advance_clock(timeout)` beside a driver thread) then stops waiting for it, since whoever
+//! popped it is flushing it.
+//!
+//! ## Rounds: bounded work per advance
+//!
+//! An advance pops everything due in one **round**: [`round`](DelayQueue::round) marks its start,
+//! [`poll_due`](DelayQueue::poll_due) pops only items offered before that mark (by
+//! [`offer`](DelayQueue::offer)) or by the round itself ([`offer_within`](DelayQueue::offer_within):
+//! the advance's re-queues and cascades, always later than the cursor they are offered at), and
+//! sets aside the due items offered since (a task scheduling zero delays, another thread
+//! scheduling while the advance runs); [`end_round`](DelayQueue::end_round) puts them back, due, so
+//! the next advance takes them. So one advance does bounded work, even under a chain of zero
+//! delays that would otherwise never let it return.
 //!
 //! A popped entry may be stale: a lowering of its bucket's expiration queued the bucket again at an
 //! earlier tick, and a visit since has moved the expiration on. The bucket's visit recognises it
@@ -45,9 +59,10 @@ pub(crate) trait Timeline {
     fn until(&self, tick: u64) -> Option<Duration>;
 }
 
-/// An item queued at an expiration tick.
+/// An item queued at an expiration tick, with the number of its offer (0 for a round's own).
 struct Queued<T> {
     expiration: u64,
+    offer: u64,
     item: T,
 }
 
@@ -77,6 +92,13 @@ impl<T: Identity> Ord for Queued<T> {
 struct QueueState<T> {
     heap: BinaryHeap<Reverse<Queued<T>>>,
     closed: bool,
+    /// Offers made so far by [`DelayQueue::offer`]: the number of the latest.
+    offers: u64,
+    /// Due items set aside by the current round (offered after its start).
+    deferred: Vec<Queued<T>>,
+    /// Items popped so far, and threads in `wait_due` (only they need a pop's notification).
+    pops: u64,
+    waiters: usize,
 }
 
 /// A delay queue (Kafka's `DelayQueue`, of `TimerTaskList`s there and in the timer).
@@ -88,30 +110,75 @@ pub(crate) struct DelayQueue<T> {
 impl<T: Identity> DelayQueue<T> {
     pub(crate) fn new() -> Self {
         DelayQueue {
-            state: Mutex::new(QueueState { heap: BinaryHeap::new(), closed: false }),
+            state: Mutex::new(QueueState {
+                heap: BinaryHeap::new(),
+                closed: false,
+                offers: 0,
+                deferred: Vec::new(),
+                pops: 0,
+                waiters: 0,
+            }),
             changed: Condvar::new(),
         }
     }
 
-    /// Queues `item` at `expiration`; wakes the waiter if it is now the earliest.
+    /// Queues `item` at `expiration`; wakes the waiter if it is now the earliest. A round already
+    /// under way leaves it to the next one if it is due ([`round`](DelayQueue::round)).
     pub(crate) fn offer(&self, expiration: u64, item: T) {
         let mut state = self.state.lock();
-        let earliest = state.heap.peek().map_or(true, |Reverse(head)| expiration < head.expiration);
-        state.heap.push(Reverse(Queued { expiration, item }));
+        state.offers += 1;
+        let offer = state.offers;
+        self.push(&mut state, Queued { expiration, offer, item });
+    }
+
+    /// Queues `item` at `expiration` from inside the current round (its own re-queues), which may
+    /// pop it.
+    pub(crate) fn offer_within(&self, expiration: u64, item: T) {
+        let mut state = self.state.lock();
+        self.push(&mut state, Queued { expiration, offer: 0, item });
+    }
+
+    fn push(&self, state: &mut QueueState<T>, queued: Queued<T>) {
+        let earliest = state.heap.peek().map_or(true, |Reverse(head)| queued.expiration < head.expiration);
+        state.heap.push(Reverse(queued));
         if earliest {
             self.changed.notify_all();
         }
     }
 
-    /// Pops the earliest item if it is due at `now_tick`; never waits.
-    pub(crate) fn poll_due(&self, now_tick: u64) -> Option<(u64, T)> {
+    /// Starts a round: the mark that [`poll_due`](DelayQueue::poll_due) takes.
+    pub(crate) fn round(&self) -> u64 {
+        self.state.lock().offers
+    }
+
+    /// Pops the earliest item if it is due at `now_tick`; never waits. Due items offered after the
+    /// round `round` began are set aside until [`end_round`](DelayQueue::end_round).
+    pub(crate) fn poll_due(&self, now_tick: u64, round: u64) -> Option<(u64, T)> {
         let mut state = self.state.lock();
-        match state.heap.peek() {
-            Some(Reverse(head)) if head.expiration <= now_tick => {
-                let Reverse(Queued { expiration, item }) = state.heap.pop()?;
-                Some((expiration, item))
+        loop {
+            match state.heap.peek() {
+                Some(Reverse(head)) if head.expiration <= now_tick => {
+                    let Reverse(queued) = state.heap.pop()?;
+                    if queued.offer > round {
+                        state.deferred.push(queued);
+                        continue;
+                    }
+                    state.pops += 1;
+                    if state.waiters > 0 {
+                        self.changed.notify_all();
+                    }
+                    return Some((queued.expiration, queued.item));
+                }
+                _ => return None,
             }
-            _ => None,
+        }
+    }
+
+    /// Ends a round: the items it set aside are queued again (due: the next round takes them).
+    pub(crate) fn end_round(&self) {
+        let mut state = self.state.lock();
+        while let Some(queued) = state.deferred.pop() {
+            self.push(&mut state, queued);
         }
     }
 
@@ -132,9 +199,27 @@ impl<T: Identity> DelayQueue<T> {
     pub(crate) fn wait_due(&self, time: &impl Timeline, timeout: Option<Duration>) -> bool {
         let give_up = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut state = self.state.lock();
+        let pops = state.pops;
+        state.waiters += 1;
+        let due = self.wait_locked(&mut state, time, give_up, pops);
+        state.waiters -= 1;
+        due
+    }
+
+    fn wait_locked(
+        &self,
+        state: &mut crate::sync::MutexGuard<'_, QueueState<T>>,
+        time: &impl Timeline,
+        give_up: Option<Instant>,
+        pops: u64,
+    ) -> bool {
         loop {
             if state.closed {
                 return false;
+            }
+            if state.pops != pops {
+                // Another thread took a due item: it is flushing what this wait was for.
+                return true;
             }
             let head = state.heap.peek().map(|Reverse(head)| head.expiration);
             if head.is_some_and(|expiration| expiration <= time.now_tick()) {
@@ -151,9 +236,9 @@ impl<T: Identity> DelayQueue<T> {
             };
             match until_head.into_iter().chain(until_give_up).min() {
                 Some(wait) => {
-                    self.changed.wait_for(&mut state, wait);
+                    self.changed.wait_for(state, wait);
                 }
-                None => self.changed.wait(&mut state),
+                None => self.changed.wait(state),
             }
         }
     }
@@ -171,6 +256,7 @@ impl<T: Identity> DelayQueue<T> {
         let mut state = self.state.lock();
         state.closed = true;
         state.heap.clear();
+        state.deferred.clear();
         self.changed.notify_all();
     }
 }
@@ -225,11 +311,48 @@ mod tests {
         q.offer(20, 2);
         q.offer(10, 1);
         assert_eq!(q.len(), 4);
-        assert!(q.poll_due(9).is_none());
-        let order: Vec<_> = std::iter::from_fn(|| q.poll_due(25)).collect();
+        assert!(q.poll_due(9, u64::MAX).is_none());
+        let order: Vec<_> = std::iter::from_fn(|| q.poll_due(25, u64::MAX)).collect();
         assert_eq!(order, [(10, 1), (10, 7), (20, 2)]);
-        assert_eq!(q.poll_due(u64::MAX), Some((30, 3)));
-        assert!(q.poll_due(u64::MAX).is_none());
+        assert_eq!(q.poll_due(u64::MAX, u64::MAX), Some((30, 3)));
+        assert!(q.poll_due(u64::MAX, u64::MAX).is_none());
+    }
+
+    #[test]
+    fn a_round_leaves_what_was_offered_during_it_to_the_next_round() {
+        let q = DelayQueue::new();
+        q.offer(5, 1);
+        let round = q.round();
+        q.offer(4, 2); // offered while the round runs, and due
+        q.offer_within(5, 3); // the round's own re-queue
+        assert_eq!(q.poll_due(5, round), Some((5, 1)));
+        assert_eq!(q.poll_due(5, round), Some((5, 3)));
+        assert_eq!(q.poll_due(5, round), None, "set aside for the next round");
+        q.end_round();
+        assert_eq!(q.len(), 1);
+        let round = q.round();
+        assert_eq!(q.poll_due(5, round), Some((4, 2)));
+        q.end_round();
+        assert_eq!(q.len(), 0);
+    }
+
+    #[test]
+    fn a_wait_ends_when_another_thread_pops_the_due_head() {
+        let q = Arc::new(DelayQueue::new());
+        let time = Arc::new(Manual(AtomicU64::new(0)));
+        q.offer(1, 0);
+        let waiter = {
+            let (q, time) = (Arc::clone(&q), Arc::clone(&time));
+            std::thread::spawn(move || q.wait_due(&*time, None))
+        };
+        // Once the waiter sleeps (it counts itself under the lock it waits with), the manual clock
+        // moves without waking it (no listener here), and another thread pops.
+        while q.state.lock().waiters == 0 {
+            std::thread::yield_now();
+        }
+        time.0.store(1, Ordering::Relaxed);
+        assert_eq!(q.poll_due(1, u64::MAX), Some((1, 0)));
+        assert!(waiter.join().unwrap(), "the pop ended the wait");
     }
 
     #[test]
@@ -242,7 +365,7 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_millis(5), "after the timeout, not before");
         time.0.store(5, Ordering::Relaxed);
         assert!(q.wait_due(&time, Some(Duration::from_secs(60))), "due at tick 5: at once");
-        assert_eq!(q.poll_due(time.now_tick()), Some((5, 0)));
+        assert_eq!(q.poll_due(time.now_tick(), u64::MAX), Some((5, 0)));
     }
 
     #[test]
@@ -257,7 +380,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         q.offer(0, 1); // due now: the waiter must not sleep for an hour
         assert!(waiter.join().unwrap());
-        assert_eq!(q.poll_due(time.now_tick()), Some((0, 1)));
+        assert_eq!(q.poll_due(time.now_tick(), u64::MAX), Some((0, 1)));
     }
 
     #[test]

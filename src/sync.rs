@@ -97,6 +97,11 @@ mod imp {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().expect("loom mutex poisoned")
         }
+
+        /// `parking_lot`'s `try_lock`: `None` if the lock is held.
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok()
+        }
     }
 
     /// Notify-only condition variable: models never block on a clock (see the module docs).

@@ -220,3 +220,105 @@ fn a_panicking_try_complete_is_counted_and_does_not_block_its_key() {
     assert_eq!(poisoned.completed.load(Ordering::SeqCst), 1);
     assert_eq!((purgatory.delayed(), purgatory.watched()), (0, 0));
 }
+
+/// One link of an endless chain of zero delays: counts itself and schedules the next.
+fn link(timer: std::sync::Weak<Timer>, runs: Arc<AtomicUsize>) {
+    runs.fetch_add(1, Ordering::SeqCst);
+    if let Some(t) = timer.upgrade() {
+        let next = (Arc::downgrade(&t), Arc::clone(&runs));
+        t.schedule(Duration::ZERO, move || link(next.0, next.1));
+    }
+}
+
+#[test]
+fn a_chain_of_zero_delays_runs_one_link_per_advance() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let timer = Arc::new(timer);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let first = (Arc::downgrade(&timer), Arc::clone(&runs));
+    timer.schedule(Duration::ZERO, move || link(first.0, first.1));
+    for advance in 1..=5 {
+        assert!(timer.advance_clock(Duration::ZERO), "advance {advance} flushed the next link");
+        assert_eq!(runs.load(Ordering::SeqCst), advance, "bounded: one link per advance");
+        assert_eq!(timer.len(), 1, "the next link waits for the next advance");
+    }
+    clock.advance(Duration::from_micros(300)); // mid-tick, too
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(runs.load(Ordering::SeqCst), 6);
+    assert_eq!(timer.shutdown().len(), 1);
+}
+
+#[test]
+fn advance_clock_returns_once_the_driver_flushed_the_bucket_it_waited_for() {
+    let timer = Arc::new(Timer::new());
+    let (tx, rx) = mpsc::channel();
+    for timeout in [Duration::from_secs(30), Duration::MAX] {
+        let (fired_tx, fired_rx) = mpsc::channel();
+        timer.schedule(ms(200), move || fired_tx.send(()).unwrap());
+        let (timer, tx) = (Arc::clone(&timer), tx.clone());
+        std::thread::spawn(move || {
+            timer.advance_clock(timeout);
+            tx.send(()).unwrap();
+        });
+        fired_rx.recv_timeout(Duration::from_secs(20)).expect("the task fired");
+        // Whichever thread flushed it, the wait ends: well before the timeout, which it would
+        // otherwise sit out (30 s, or for ever).
+        rx.recv_timeout(Duration::from_secs(20)).expect("advance_clock returned after the flush");
+    }
+}
+
+#[test]
+fn two_timers_shutting_each_other_down_from_their_tasks_do_not_deadlock() {
+    let (a, b) = (Arc::new(Timer::new()), Arc::new(Timer::new()));
+    let (tx, rx) = mpsc::channel();
+    // Both tasks are running, each on its own timer's driver, before either shuts the other down.
+    let both_running = Arc::new(std::sync::Barrier::new(2));
+    for (me, other) in [(&a, &b), (&b, &a)] {
+        let (other, tx, barrier) = (Arc::downgrade(other), tx.clone(), Arc::clone(&both_running));
+        me.schedule(ms(5), move || {
+            barrier.wait();
+            if let Some(other) = other.upgrade() {
+                other.shutdown();
+            }
+            tx.send(()).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        rx.recv_timeout(Duration::from_secs(20)).expect("both tasks returned");
+    }
+    drop((a, b));
+}
+
+#[test]
+fn drop_does_not_wait_for_a_task_that_never_returns_and_shutdown_timeout_is_bounded() {
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Arc::new(std::sync::Mutex::new(release_rx));
+    let clock = ManualClock::new();
+    for bounded in [false, true] {
+        let timer = Timer::builder().tick(ms(1)).clock(clock.clone()).build();
+        let (started, release) = (started_tx.clone(), Arc::clone(&release_rx));
+        timer.schedule(ms(1), move || {
+            started.send(()).unwrap();
+            let _ = release.lock().unwrap().recv(); // blocks until the test ends it
+        });
+        let later = Counter::default();
+        timer.schedule(ms(1), later.task());
+        timer.schedule(ms(100), later.task());
+        clock.advance(ms(1));
+        started_rx.recv_timeout(Duration::from_secs(20)).expect("the driver runs the blocking task");
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let returned = if bounded { timer.shutdown_timeout(ms(50)).len() } else { 0 };
+            drop(timer);
+            done_tx.send(returned).unwrap();
+        });
+        let returned =
+            done_rx.recv_timeout(Duration::from_secs(20)).expect("drop and shutdown_timeout return");
+        if bounded {
+            assert_eq!(returned, 2, "the batch's other task and the later one, unstarted");
+        }
+        release_tx.send(()).unwrap();
+        assert_eq!(later.get(), 0, "nothing starts after the drop");
+    }
+}

@@ -38,6 +38,7 @@ impl Executor {
                 let arena = Arc::clone(arena);
                 let (lateness, Time { clock, ticks }) = (Arc::clone(lateness), time.clone());
                 Builder::new().name(format!("{name}-exec-{i}")).spawn(move || {
+                    crate::timer::advancing::mark_timer_thread();
                     let stripe = counters.local();
                     for entry in receiver {
                         if discard.load(Ordering::Acquire) {

@@ -33,6 +33,9 @@ mod timer_slack;
 
 pub(crate) use executor::Executor;
 
+/// How often [`Driver::join_within`] looks whether the thread has exited.
+const MAX_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// The driver thread of a timer.
 pub(crate) struct Driver {
     thread: JoinHandle<()>,
@@ -66,6 +69,7 @@ impl Driver {
         }
         let shared = Arc::clone(shared);
         let thread = Builder::new().name(name).spawn(move || {
+            crate::timer::advancing::mark_timer_thread();
             // Woken within a thousandth of a tick, not the kernel's default 50 µs (`timer_slack.rs`).
             #[cfg(not(delaywheel_loom))]
             if precise_wakeups && !shared.time().clock.is_manual() {
@@ -93,6 +97,24 @@ impl Driver {
         if let Err(panic) = self.thread.join() {
             std::panic::resume_unwind(panic);
         }
+    }
+
+    /// Waits up to `limit` for the thread to exit (after the queue was closed): `true` if it did
+    /// (joined), `false` if not (then detached: it exits on its own once its task returns).
+    pub(crate) fn join_within(self, limit: std::time::Duration) -> bool {
+        let give_up = std::time::Instant::now().checked_add(limit);
+        while !self.thread.is_finished() {
+            let left = give_up.map(|at| at.saturating_duration_since(std::time::Instant::now()));
+            match left {
+                Some(left) if left.is_zero() => {
+                    self.detach();
+                    return false;
+                }
+                left => std::thread::sleep(left.map_or(MAX_POLL, |left| left.min(MAX_POLL))),
+            }
+        }
+        self.join();
+        true
     }
 
     /// Lets the thread exit on its own (used when the driver itself asks for the shutdown).

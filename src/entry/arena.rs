@@ -294,8 +294,15 @@ impl EntryArena {
         pages[page].get_or_init(|| (0..PAGE).map(|_| Slot(entry::vacant_slot())).collect());
     }
 
-    /// Slots handed out so far, free or not: the arena's high-water mark (tests).
-    #[cfg(test)]
+    /// Locks the state of the slot at `index`, if its page exists (any index below
+    /// [`high_water`](EntryArena::high_water) once its page is created): for the shutdown scan.
+    pub(crate) fn lock_index(&self, index: usize) -> Option<EntryState<'_>> {
+        let (segment, page, slot) = Self::coordinates(index);
+        let page = self.segments.get(segment)?.get().and_then(|pages| pages[page].get())?;
+        Some(page[slot].0.lock())
+    }
+
+    /// Slots handed out so far, free or not: the arena's high-water mark.
     pub(crate) fn high_water(&self) -> u64 {
         self.fresh.load(Ordering::Relaxed)
     }

@@ -428,6 +428,19 @@ pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return)) -> Optio
     claim_and_release(arena, id, Status::Abandoned, ret).0
 }
 
+/// Claims the entry in the slot at `index` as abandoned if it is pending, **without** releasing
+/// it: it is held by someone else (a bucket, a visit's transit, a batch being fired, an executor's
+/// channel), who releases it on finding it no longer pending. For the shutdown scan that cannot
+/// wait for those holders. Hands back the closure and the deadline iff this call claimed it.
+pub(crate) fn abandon_held_elsewhere(arena: &EntryArena, index: usize) -> Option<(InlineTask, Deadline)> {
+    let mut state = arena.lock_index(index)?;
+    if !state.is_occupied() {
+        return None;
+    }
+    let task = state.claim(Status::Abandoned)?;
+    Some((task, state.deadline))
+}
+
 /// [`abandon`], handing back the closure, boxed, and the deadline.
 pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId) -> Option<(Task, Deadline)> {
     let (task, deadline) = claim_and_release(arena, id, Status::Abandoned, Return::Now);

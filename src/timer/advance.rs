@@ -37,7 +37,10 @@ impl Shared {
         let Store { arena, wheel, .. } = &self.store;
         let mut flushed = false;
         let Scratch { cascade, due, spare } = &mut *serial;
-        while let Some((expiration, bucket)) = self.queue.poll_due(now_tick) {
+        // One round of the queue: what is scheduled meanwhile and already due waits for the next
+        // advance (`delay_queue.rs`, "Rounds"), so an advance does bounded work.
+        let round = self.queue.round();
+        while let Some((expiration, bucket)) = self.queue.poll_due(now_tick, round) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
             match bucket.visit_into(arena, cursor, Handoff { cascade, due }) {
@@ -45,7 +48,7 @@ impl Shared {
                 Popped::Visited { requeue } => {
                     flushed = true;
                     if let Some(next) = requeue {
-                        self.queue.offer(next, Arc::clone(&bucket));
+                        self.queue.offer_within(next, Arc::clone(&bucket));
                     }
                 }
             }
@@ -55,7 +58,7 @@ impl Shared {
             for held in cascade.drain(..) {
                 match wheel.readd(arena, held, cursor, None) {
                     Readded::Inserted(Inserted::Queue(expiration, bucket)) => {
-                        self.queue.offer(expiration, bucket)
+                        self.queue.offer_within(expiration, bucket)
                     }
                     Readded::Inserted(Inserted::Done) => {}
                     // Cancelled in transit: the cancel left the slot to us, its holder.
@@ -68,6 +71,7 @@ impl Shared {
                 self.fire(due, spare);
             }
         }
+        self.queue.end_round();
         serial.trim();
         if now_tick > self.current_tick.load(Ordering::Relaxed) {
             self.current_tick.store(now_tick, Ordering::Release);
@@ -85,6 +89,37 @@ impl Shared {
     /// in deadline order; otherwise drops them.
     pub(super) fn drain(&self, report: bool) -> Vec<UnfiredTask> {
         let mut unfired = Vec::new();
+        self.drain_buckets(report, &mut unfired);
+        self.unfired(unfired)
+    }
+
+    /// The drain when the advance in progress cannot be waited for (called from a timer's thread, or by a drop or a timed shutdown that gave up waiting): the
+    /// bucket drain, then a scan of the arena that claims every entry still pending as abandoned,
+    /// wherever it is held (the rest of the batch being fired, a visit's transit, an executor's
+    /// channel, a bucket re-added to after its flush). The holders only release what they then
+    /// find claimed (`entry/`), so each entry is fired by the advance or claimed here, exactly once,
+    /// and none is left out of the accounting. A task the advance claimed before the scan reached
+    /// it may still be running, or about to run, when this returns.
+    pub(super) fn drain_detached(&self, report: bool) -> Vec<UnfiredTask> {
+        let mut unfired = Vec::new();
+        self.drain_buckets(report, &mut unfired);
+        let stripe = self.counters.local();
+        let arena = &self.store.arena;
+        for index in 0..arena.high_water() as usize {
+            let Some((task, deadline)) = entry::abandon_held_elsewhere(arena, index) else {
+                continue;
+            };
+            stripe.left();
+            if report {
+                unfired.push((deadline, task.into_box()));
+            } else if crate::unwind::drop_caught(task) {
+                stripe.panicked();
+            }
+        }
+        self.unfired(unfired)
+    }
+
+    fn drain_buckets(&self, report: bool, unfired: &mut Vec<(Deadline, entry::Task)>) {
         let stripe = self.counters.local();
         let Store { arena, wheel, .. } = &self.store;
         for bucket in wheel.close_levels() {
@@ -96,6 +131,9 @@ impl Shared {
                 }
             }
         }
+    }
+
+    fn unfired(&self, mut unfired: Vec<(Deadline, entry::Task)>) -> Vec<UnfiredTask> {
         // In deadline order to a 256th of a tick, each reported at its tick (when it would have run).
         unfired.sort_by_key(|&(deadline, _)| deadline);
         let at = |deadline: Deadline| nanos_to_duration(self.time.ticks.start_nanos(deadline.tick()));

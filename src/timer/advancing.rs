@@ -16,6 +16,23 @@ crate::sync::thread_local! {
     static ADVANCING: Cell<usize> = const { Cell::new(0) };
 }
 
+crate::sync::thread_local! {
+    /// Whether this thread is a driver or executor thread of some timer.
+    static TIMER_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread, for its whole life, as a timer's driver or executor thread.
+pub(crate) fn mark_timer_thread() {
+    TIMER_THREAD.with(|t| t.set(true));
+}
+
+/// Whether this thread is any timer's driver or executor thread, or inside any timer's advance:
+/// a shutdown or drop called here must not wait for another timer's driver, which may be waiting
+/// for this thread (two timers shutting each other down from their tasks).
+pub(crate) fn on_timer_thread() -> bool {
+    TIMER_THREAD.with(Cell::get) || ADVANCING.with(Cell::get) != 0
+}
+
 /// Whether this thread is inside the advance of the timer identified by `timer`.
 pub(crate) fn is_advancing(timer: usize) -> bool {
     ADVANCING.with(Cell::get) == timer

@@ -12,7 +12,13 @@
 //! * **schedule** (any thread, no timer-wide lock): see `schedule.rs`.
 //! * **advance_clock** (serialised by `advance_lock`): see `advance.rs`.
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
-//!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned.
+//!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned. When
+//!   the advance in progress cannot be waited for (the call comes from any timer's driver or
+//!   executor thread, from a drop while the driver is inside a task, or from
+//!   `shutdown_timeout` after its wait), the drain runs without `advance_lock` and then scans the
+//!   arena, claiming every entry still pending wherever it is held; its holder only releases it
+//!   (`advance.rs`, `drain_detached`). Each entry is claimed once, under its slot lock, by the
+//!   firing or by the drain: nothing is lost from the accounting.
 //!
 //! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
 //! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every
@@ -34,7 +40,7 @@ use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::{TimerTaskList, TimingWheel};
 
 mod advance;
-mod advancing;
+pub(crate) mod advancing;
 mod cancel;
 pub(crate) mod counters;
 pub(crate) mod error;
@@ -63,9 +69,12 @@ use unfired::UnfiredTask;
 /// [`TimerBuilder::manual`] time advances only in [`advance_clock`](Timer::advance_clock).
 ///
 /// `Timer` is `Send + Sync`: share it behind an `Arc` to schedule from many threads. Dropping it
-/// stops the driver promptly (after the task it is running, if any) and drops the closures of tasks
-/// that have not fired; with executor threads, tasks queued for them but not started are dropped
-/// too. Use [`shutdown`](Timer::shutdown) to get the unfired tasks back instead.
+/// stops the driver and drops the closures of tasks that have not started; with executor threads,
+/// tasks queued for them but not started are dropped too. Drop never waits for a task: a driver
+/// inside one is told to stop and exits on its own once that task returns (no other task of the
+/// timer starts after the drop), a driver that is not is joined. Use [`shutdown`](Timer::shutdown)
+/// to get the unfired tasks back instead, or [`shutdown_timeout`](Timer::shutdown_timeout) for a
+/// bounded wait.
 ///
 /// ```
 /// use delaywheel::{ManualClock, Timer};
@@ -217,8 +226,14 @@ impl Timer {
     /// bucket was flushed.
     ///
     /// With the system clock it first waits up to `timeout` for a bucket to become due (returning
-    /// early when one does). A manual clock never waits: advance it first. A timer with a driver
-    /// thread calls this itself; calling it as well is allowed.
+    /// early when one does, or when another thread, such as the driver, takes a due bucket first:
+    /// this call then returns once that thread's advance is done). A manual clock never waits:
+    /// advance it first. A timer with a driver thread calls this itself; calling it as well is
+    /// allowed.
+    ///
+    /// One call does bounded work: tasks scheduled while it runs (by its own tasks, or by other
+    /// threads) that are already due run at the next advance, not in this one, so a task that
+    /// reschedules itself with a zero delay runs once per advance.
     ///
     /// Called from inside one of this timer's tasks running on the thread that advances the clock
     /// (the driver, or the caller of `advance_clock`), it returns `false` at once: that thread is
@@ -294,38 +309,75 @@ impl Timer {
     /// an empty list.
     ///
     /// Called from inside one of this timer's tasks, it does not wait for the thread running that
-    /// very task. On the driver, the tasks fired in the same batch but not yet run are dropped unrun.
-    /// If several threads call it at once, each returns once the driver has stopped; the unfired
-    /// tasks go to whichever call drained them first.
+    /// very task; the tasks fired in the same batch but not yet run are dropped unrun (counted out
+    /// of `len()`, not returned). Called from any timer's driver or executor thread, or
+    /// from inside any timer's task, it waits for no driver (two timers shutting each other down
+    /// from their tasks would otherwise wait for each other): it returns at once, like
+    /// [`shutdown_timeout`](Timer::shutdown_timeout) with a zero timeout. If several threads call
+    /// it at once, each returns once the driver has stopped; the unfired tasks go to whichever
+    /// call drained them first.
     pub fn shutdown(&self) -> Vec<UnfiredTask> {
-        self.stop(false)
+        self.stop(false, None)
     }
 
-    /// Shutdown (`dropping == false`) or drop: drop does not wait for executor threads, which then
-    /// discard what is still queued for them.
-    fn stop(&self, dropping: bool) -> Vec<UnfiredTask> {
+    /// [`shutdown`](Timer::shutdown) with a bounded wait: waits up to `timeout` for the driver
+    /// thread to finish the task it is running, then returns every task that has not started,
+    /// whether or not the driver finished (a task that never returns cannot block this call).
+    ///
+    /// Executor threads are not waited for: tasks handed to them and not yet started are returned
+    /// too. When this returns, no task of this timer starts any more, except one that the driver
+    /// or an executor had already claimed (it may be just starting); tasks already running may
+    /// still be running. Every task is accounted for: fired + cancelled + returned = scheduled.
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Vec<UnfiredTask> {
+        self.stop(false, Some(timeout))
+    }
+
+    /// Shutdown (`dropping == false`, waiting up to `wait`, `None` for as long as it takes) or drop.
+    /// Drop joins only a driver that is not advancing (it is then about to exit); one inside a
+    /// task is told to stop and left to exit on its own, and executor threads discard what is
+    /// still queued for them.
+    fn stop(&self, dropping: bool, wait: Option<Duration>) -> Vec<UnfiredTask> {
         let shared = &self.shared;
         shared.shut_down.store(true, Ordering::SeqCst);
         shared.queue.close();
         let inside_task = shared.advancing_here();
-        if inside_task {
-            shared.abandon_batch.store(true, Ordering::Release);
-        }
+        // From a timer's own thread, the driver may be waiting for this very thread.
+        let may_wait = !inside_task && !advancing::on_timer_thread();
+        let wait_fully = may_wait && !dropping && wait.is_none();
         // Take the driver out first: the lock must not be held while joining (a task may be calling
         // shutdown concurrently and would wait on it).
         let driver = self.driver.lock().take();
         if let Some(driver) = driver {
-            if inside_task {
-                driver.detach();
-            } else {
-                driver.join();
+            match wait {
+                _ if wait_fully => driver.join(),
+                Some(limit) if may_wait && !dropping => drop(driver.join_within(limit)),
+                // Not advancing (its `advance` sees `shut_down` under the lock): about to exit.
+                _ if !inside_task && shared.advance_lock.try_lock().is_some() => driver.join(),
+                _ => driver.detach(),
             }
         }
         // Drop only discards: boxing and sorting the closures would be wasted work.
         let report = !dropping;
-        let unfired = if inside_task { shared.drain(report) } else { shared.drain_locked(report) };
+        let unfired = if inside_task {
+            // This thread holds `advance_lock` (below, in the advance running this task); the rest
+            // of the batch stays with that advance, which drops it unrun (`abandon_batch`).
+            shared.abandon_batch.store(true, Ordering::Release);
+            shared.drain(report)
+        } else if wait_fully {
+            shared.drain_locked(report)
+        } else {
+            let serial = shared.advance_lock.try_lock();
+            // Without joined executors, their queues are scanned too (unless dropped: they discard).
+            if serial.is_some() && (dropping || shared.executor.is_none()) {
+                shared.drain(report)
+            } else {
+                shared.drain_detached(report)
+            }
+        };
+        // Whatever the advance in progress still holds of its batch was claimed above.
+        shared.abandon_batch.store(true, Ordering::Release);
         if let Some(executor) = &shared.executor {
-            executor.close(!dropping && !inside_task, dropping);
+            executor.close(wait_fully, dropping);
         }
         unfired
     }
@@ -346,7 +398,7 @@ impl Default for Timer {
 
 impl Drop for Timer {
     fn drop(&mut self) {
-        drop(self.stop(true));
+        drop(self.stop(true, None));
     }
 }
 
