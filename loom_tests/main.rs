@@ -21,6 +21,8 @@ mod purgatory;
 mod reset;
 mod schedule_vs_flush;
 mod shutdown;
+#[cfg(feature = "async")]
+mod sleep;
 mod slot_lock;
 mod slot_reuse;
 mod stale_time;

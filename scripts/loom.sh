@@ -46,7 +46,7 @@ export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
 if [[ -z "$fault" ]]; then
     export CARGO_TARGET_DIR="${LOOM_TARGET_DIR:-target/loom}"
     echo "loom: LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS}, target dir ${CARGO_TARGET_DIR}"
-    exec cargo test --release --test loom -- "$@"
+    exec cargo test --release --features async --test loom -- "$@"
 fi
 
 export CARGO_TARGET_DIR="${LOOM_TARGET_DIR:-target/loom-fault}"
@@ -54,7 +54,7 @@ export RUSTC_WRAPPER="$PWD/scripts/loom.sh"
 export DELAYWHEEL_LOOM_FAULT_WRAPPER="$fault"
 cargo clean --release -p delaywheel --quiet
 echo "loom: seeded fault '${fault}', LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS}: a model must fail"
-if cargo test --release --test loom -- "$@"; then
+if cargo test --release --features async --test loom -- "$@"; then
     echo "loom: no model caught fault '${fault}'" >&2
     exit 1
 fi

@@ -75,13 +75,19 @@
 //!
 //! ## Beyond one-shot tasks
 //!
-//! * **Repeating work**: [`Timer::schedule_repeating`] with [`Repeat::FixedDelay`] or
-//!   [`Repeat::FixedRate`], stopped by one [`RepeatingHandle`] that stays valid across re-arms.
+//! * **Repeating work**: [`Timer::schedule_repeating`] with [`Repeat::FixedDelay`],
+//!   [`Repeat::FixedRate`] or [`Repeat::Every`] (a period and a [`MissedTickBehavior`]: `Burst`,
+//!   `Delay` or `Skip`, tokio's meanings), stopped by one [`RepeatingHandle`] that stays valid
+//!   across re-arms.
 //! * **One timer per process**: [`global()`] lazily starts a shared timer, so libraries need not
 //!   start a driver thread each.
-//! * **Async** (feature `async`): `Timer::sleep`, `Timer::sleep_until` and `Timer::timeout`
-//!   return runtime-agnostic futures (`Sleep`, `Timeout`) that work under tokio, async-std/smol or
-//!   any executor, and cancel their timer task when dropped.
+//! * **Async** (feature `async`): `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at` and
+//!   `interval` return runtime-agnostic futures (`Sleep`, `Timeout`) and an `Interval` (also a
+//!   `Stream` of ticks) that work under tokio, async-std/smol or any executor and cancel their timer
+//!   task when dropped. `Sleep::reset` re-arms a sleep in place (an idle timeout per message);
+//!   a `Timeout` whose future is ready at its first poll never touches the wheel; the `try_` forms
+//!   return the timer's refusal, and nothing panics when polled (a sleep whose timer shut down
+//!   stays pending).
 //! * **Observability**: [`Timer::stats`] returns totals, gauges and a firing-lateness summary
 //!   ([`LatenessSummary`]); [`TimerHandle::position`] shows where a task sits in the wheel
 //!   (diagnostic); the `tracing` feature emits trace-level events for bucket flushes and cascades.
@@ -117,7 +123,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `async` | off | `Timer::sleep`, `Timer::sleep_until`, `Timer::timeout` and their futures (dependency: `pin-project-lite`) |
+//! | `async` | off | `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at`, `interval`, their `try_` forms and their futures (dependencies: `pin-project-lite`, `futures-core`) |
 //! | `tracing` | off | trace-level `tracing` events (target `delaywheel`) for every bucket flush and cascade |
 //!
 //! ## Purgatory
@@ -142,7 +148,7 @@
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
-//! `cascade_tour`).
+//! `cascade_tour`, and with the `async` feature `tokio_server`).
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
@@ -172,6 +178,9 @@ mod entry;
 #[cfg(test)]
 mod fault_tests;
 mod global;
+#[cfg(feature = "async")]
+mod interval;
+mod missed_tick;
 pub mod purgatory;
 mod repeating;
 #[cfg(feature = "async")]
@@ -179,6 +188,8 @@ mod sleep;
 mod sync;
 #[cfg(test)]
 mod test_rng;
+#[cfg(feature = "async")]
+mod timeout;
 mod timer;
 mod unwind;
 mod wheel;
@@ -186,10 +197,17 @@ mod wheel;
 pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};
 pub use clock::ManualClock;
 pub use global::{global, GLOBAL_THREAD_NAME};
+#[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+pub use interval::Interval;
+pub use missed_tick::MissedTickBehavior;
 pub use repeating::{Repeat, RepeatingHandle};
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
-pub use sleep::{Elapsed, Sleep, Timeout};
+pub use sleep::Sleep;
+#[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+pub use timeout::{Elapsed, Timeout};
 pub use timer::error::{BuildError, ScheduleError};
 pub use timer::handle::TimerHandle;
 pub use timer::position::WheelPosition;

@@ -33,6 +33,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::clock::nanos_to_duration;
+use crate::missed_tick::MissedTickBehavior;
 use crate::sync::{downgrade, Arc, Mutex, Weak};
 use crate::timer::{Shared, Store};
 use crate::{ScheduleError, Timer, TimerHandle};
@@ -51,14 +52,22 @@ pub enum Repeat {
     /// Runs are due at `start + initial_delay + k × period` on the timer's clock (Java's
     /// `scheduleAtFixedRate`): the rate does not drift. If a run ends after the next one was due
     /// (a slow task, a stalled driver), the missed runs are **skipped**, not run in a burst: the
-    /// next run is the first one on that grid still in the future.
+    /// next run is the first one on that grid still in the future. The same as
+    /// `Every(period, MissedTickBehavior::Skip)`.
     FixedRate(Duration),
+    /// Runs are due at `start + initial_delay + k × period` on the timer's clock, and the
+    /// [`MissedTickBehavior`] says what happens when a run ends after the next one was due, with
+    /// the meanings it has for an `Interval`: `Burst` runs the missed runs back to back (each is due
+    /// at once when the previous one returns), `Delay` starts a new grid one period after the late
+    /// run began (a run that begins within one timer tick of its due time is on time, whatever it
+    /// takes), `Skip` runs next at the first grid point still ahead when the late run returns.
+    Every(Duration, MissedTickBehavior),
 }
 
 impl Repeat {
     fn period(self) -> Duration {
         match self {
-            Repeat::FixedDelay(period) | Repeat::FixedRate(period) => period,
+            Repeat::FixedDelay(period) | Repeat::FixedRate(period) | Repeat::Every(period, _) => period,
         }
     }
 
@@ -66,6 +75,7 @@ impl Repeat {
         match self {
             Repeat::FixedDelay(_) => Repeat::FixedDelay(period),
             Repeat::FixedRate(_) => Repeat::FixedRate(period),
+            Repeat::Every(_, missed) => Repeat::Every(period, missed),
         }
     }
 }
@@ -181,7 +191,7 @@ struct State {
     ended: bool,
     /// Runs begun.
     runs: u64,
-    /// `FixedRate`: when the current run was due on the grid, in clock nanoseconds.
+    /// `FixedRate` and `Every`: when the current run was due on the grid, in clock nanoseconds.
     due_nanos: u128,
 }
 
@@ -216,23 +226,36 @@ impl<F: FnMut() + Send + 'static> Run<F> {
             state.runs
         };
         let Some(mut task) = self.task.take() else { return };
+        // `Delay` measures a run's lateness when it begins (as an `Interval` does when a tick is
+        // taken), so that the time the task takes does not count as lateness.
+        let started = match self.ctx.repeat {
+            Repeat::Every(_, MissedTickBehavior::Delay) => self.ctx.timer.as_ref().and_then(Weak::upgrade),
+            _ => None,
+        }
+        .map(|shared| u128::from(shared.time().clock.now_nanos()));
         task(); // a panic unwinds through here: `self` is dropped and ends the repetition
-        self.rearm(task, run);
+        self.rearm(task, run, started);
     }
 
-    /// Schedules the run after run number `run` (this one).
-    fn rearm(&mut self, task: F, run: u64) {
+    /// Schedules the run after run number `run` (this one), which began at `started` if that was
+    /// read (clock nanoseconds).
+    fn rearm(&mut self, task: F, run: u64, started: Option<u128>) {
         let Some(shared) = self.ctx.timer.as_ref().and_then(Weak::upgrade) else { return };
         let now = u128::from(shared.time().clock.now_nanos());
-        let delay = match self.ctx.repeat {
-            Repeat::FixedDelay(delay) => delay,
-            Repeat::FixedRate(period) => {
+        let (period, missed) = match self.ctx.repeat {
+            Repeat::FixedDelay(delay) => (delay, None),
+            Repeat::FixedRate(period) => (period, Some(MissedTickBehavior::Skip)),
+            Repeat::Every(period, missed) => (period, Some(missed)),
+        };
+        let delay = match missed {
+            None => period,
+            Some(missed) => {
+                // The next point on the grid (`missed_tick.rs`), from this run's due time.
                 let mut state = self.ctx.state.lock();
-                let period = period.as_nanos();
-                // The first grid point after now (skipping any missed while this run was late).
-                let missed = now.saturating_sub(state.due_nanos) / period;
-                state.due_nanos += (missed + 1) * period;
-                nanos_to_duration(state.due_nanos - now)
+                let late = started.unwrap_or(now).saturating_sub(state.due_nanos);
+                let tolerance = shared.time().ticks.as_duration().as_nanos();
+                state.due_nanos += missed.next_offset(late, period.as_nanos(), tolerance);
+                nanos_to_duration(state.due_nanos.saturating_sub(now))
             }
         };
         let next = Run { ctx: Arc::clone(&self.ctx), task: Some(task), handed_over: false };

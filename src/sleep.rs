@@ -1,65 +1,86 @@
-//! The `async` feature: [`Sleep`] and [`Timeout`], runtime-agnostic futures on a [`Timer`].
+//! The `async` feature's [`Sleep`]: a runtime-agnostic future that completes at a deadline on a
+//! [`Timer`]. [`Timeout`](crate::Timeout) (`timeout.rs`) and [`Interval`](crate::Interval)
+//! (`interval.rs`) are built on it.
 //!
-//! ## How they work
+//! ## How it works
 //!
-//! Creating a future schedules one ordinary task on the timer, **at once** (so the deadline is
-//! `now + duration` at creation, as with `tokio::time::sleep`). The future and the task share a
-//! small slot behind a lock: the future's state and the last [`Waker`] it was polled with. Every
-//! poll stores the current waker (replacing it unless [`Waker::will_wake`] says it is the same),
-//! so a future that moves between tasks or executors wakes the right one. When the timer fires the
-//! task, it marks the slot elapsed and wakes the stored waker, on the timer's driver thread (or
-//! executor thread). Nothing here depends on an executor: the futures work under tokio,
-//! async-std/smol, `futures::executor` or a hand-written poll loop.
+//! Creating a sleep schedules one ordinary task on the timer, **at once**, at the deadline
+//! `timer.now() + duration` (or the instant given), at the full precision of the timer's clock. The
+//! future and the task share a small slot behind a lock: a phase (waiting, elapsed, dead) and the
+//! last [`Waker`] the future was polled with. Every poll stores the current waker (replacing it
+//! unless [`Waker::will_wake`] says it is the same), so a future that moves between tasks or
+//! executors wakes the right one. When the timer fires the task, it marks the slot elapsed and
+//! wakes the stored waker, outside the lock, on the timer's driver thread (or executor thread).
+//! Nothing here depends on an executor: the futures work under tokio, async-std/smol,
+//! `futures::executor` or a hand-written poll loop.
 //!
 //! ## Ownership
 //!
-//! The futures **do not borrow the timer**: they are `'static`, `Send` and `Sync` (a [`Timeout`]
-//! is `Send` when its inner future is), so they can be spawned freely. They hold only their
-//! entry. The timer must therefore stay alive (and not be shut down) until they complete; if it
-//! shuts down first, the wake-up task is abandoned, the future is woken, and polling it panics
-//! (as tokio's do when their runtime's timer is gone). The wake-up happens when the abandoned task
-//! is dropped: at once when the timer is dropped, but after [`Timer::shutdown`] only once the
-//! returned list of unfired tasks is dropped (or its tasks run), so drop that list rather than keep
-//! it. [`crate::global`] never shuts down.
+//! The futures **do not borrow the timer**: they are `'static`, `Send`, `Sync` and `Unpin`, so
+//! they can be spawned freely. A sleep holds its slot, its task's [`TimerHandle`] and a weak way
+//! back to the timer (`timer/refs.rs`) for [`Sleep::reset`]; it never keeps the timer alive.
+//!
+//! ## Refusal and shutdown: a sleep never panics
+//!
+//! A sleep whose task the timer refused, or abandoned unrun because the timer shut down (or was
+//! dropped) before the deadline, is **dead**: it never completes, since its deadline never comes on
+//! that timer, and polling it returns `Pending`, never panics. It is never early either: nothing
+//! completes it before its deadline. [`Sleep::error`] says why it is dead
+//! ([`ScheduleError::ShutDown`], [`ScheduleError::TooManyPending`], [`ScheduleError::DelayTooLong`]),
+//! and [`Timer::try_sleep`] returns the refusal as an error instead of a dead sleep.
+//!
+//! So a server that shuts down in order (stops its tasks, then its timer) never sees a panic from a
+//! plain `.await`; a task still awaiting a sleep when its timer shuts down simply stays pending, and
+//! is dropped with its runtime (or by whatever `select!` it waits in). When the timer abandons the
+//! task, the stored waker is woken once, so that a task polling by hand can notice `error()`. That
+//! wake-up happens when the abandoned task is dropped: at once when the timer is dropped, but after
+//! [`Timer::shutdown`] only once the returned list of unfired tasks is dropped.
+//!
+//! ## Reset
+//!
+//! [`Sleep::reset`] first moves the pending task in place ([`TimerHandle::reset_at`]: same entry,
+//! same slot, no allocation). If the task is no longer pending (it fired, is firing, was abandoned
+//! or never scheduled), the sleep takes a **new slot** and schedules a new task for it, carrying the
+//! stored waker over. The old task may still be running (a fire racing the reset): it completes the
+//! old slot, which nobody polls any more, and so cannot complete the re-armed sleep before its new
+//! deadline (loom model `sleep::reset_racing_fire`, seeded fault `sleep_reset_reuses_slot`).
 //!
 //! ## Cancellation
 //!
-//! Dropping a [`Sleep`] or a [`Timeout`] before it completes **cancels** its timer task (O(1), the
-//! entry leaves its bucket at once and [`Timer::len`] drops); nothing runs and nothing is woken
-//! later. This is what makes `select!`-style races and timeouts cheap: the loser is dropped.
+//! Dropping a [`Sleep`] before it completes **cancels** its timer task (O(1), the entry leaves its
+//! bucket at once and [`Timer::len`] drops); nothing runs and nothing is woken later. This is what
+//! makes `select!`-style races and timeouts cheap: the loser is dropped.
 //!
 //! ## Time
 //!
-//! The timer's rules apply: a sleep completes at the first tick boundary at or after its
-//! deadline on the timer's clock — never early, at most one tick late (plus the driver's wake-up
-//! and the executor's scheduling). On a [`ManualClock`](crate::ManualClock) it completes only when
-//! the clock has been advanced past the deadline and the timer advanced
-//! ([`Timer::advance_clock`], or the driver thread of a non-manual timer).
+//! The timer's rules apply: a sleep completes at the first tick boundary at or after its deadline
+//! on the timer's clock, never early, at most one tick late (plus the driver's wake-up and the
+//! executor's scheduling); a deadline already passed completes by the next advance. On a
+//! [`ManualClock`](crate::ManualClock) it completes only when the clock has been advanced past the
+//! deadline and the timer advanced ([`Timer::advance_clock`], or the driver thread of a
+//! non-manual timer).
 
-use std::error::Error;
 use std::fmt;
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::sync::{Arc, Mutex};
-use crate::ScheduleError;
-use crate::Timer;
-use crate::TimerHandle;
+use crate::timer::refs::TimerRef;
+use crate::timer::Shared;
+use crate::{ScheduleError, Timer, TimerHandle};
 
 impl Timer {
     /// A future that completes `duration` from now on this timer's clock.
     ///
-    /// The wake-up is scheduled at once (the deadline counts from this call, not from the first
-    /// poll). A `duration` beyond [`Timer::max_delay`] (e.g. `Duration::MAX`) gives a future that
-    /// never completes. See [`Sleep`] for the details.
-    ///
-    /// # Panics
-    ///
-    /// This call does not panic. Polling the returned future panics if the timer refused the
-    /// wake-up (it was shut down, or held its [`max_pending`](crate::TimerBuilder::max_pending)
-    /// tasks) or shut down before the deadline.
+    /// The wake-up is scheduled at once: the deadline is [`now()`](Timer::now) `+ duration` at this
+    /// call, not at the first poll. It never completes before that deadline, and completes at the
+    /// first tick boundary at or after it (by the next advance if it has passed). This never panics,
+    /// and neither does polling: if the timer refuses the wake-up (it is shut down, holds its
+    /// [`max_pending`](crate::TimerBuilder::max_pending) tasks, or `duration` is beyond
+    /// [`max_delay`](Timer::max_delay), e.g. `Duration::MAX`), the sleep never completes and
+    /// [`Sleep::error`] says why. Use [`try_sleep`](Timer::try_sleep) to get that error at once.
     ///
     /// # Cancellation
     ///
@@ -72,86 +93,157 @@ impl Timer {
     /// let timer = Timer::new();
     /// let start = Instant::now();
     /// futures::executor::block_on(timer.sleep(Duration::from_millis(20)));
-    /// assert!(start.elapsed() >= Duration::from_millis(20));
+    /// assert!(start.elapsed() >= Duration::from_millis(20)); // never early
     /// ```
     pub fn sleep(&self, duration: Duration) -> Sleep {
-        Sleep::new(self, duration)
+        Sleep::after(self.local_ref(), self.shared(), duration)
     }
 
-    /// A future that completes at `deadline`.
+    /// A future that completes `duration` from now, or the reason the timer refused it.
     ///
-    /// `deadline` is read on the timer's own clock, [`Timer::now`]: `Instant::now()` on the system
-    /// clock, and on a [`ManualClock`](crate::ManualClock) the instant it was created plus its
-    /// reading, so the future completes once the manual clock reaches `deadline`. A deadline
-    /// already passed completes at the next advance. Otherwise as [`sleep`](Timer::sleep),
-    /// including `# Panics` and `# Cancellation`.
-    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        self.sleep(deadline.saturating_duration_since(self.now()))
-    }
-
-    /// Runs `future` with a time limit: completes with `Ok(output)` if `future` completes within
-    /// `duration`, or with `Err(Elapsed)` once `duration` has passed on this timer's clock.
+    /// As [`sleep`](Timer::sleep), with the wake-up registered at once.
     ///
-    /// The inner future is polled first, so if it is ready at the same poll that the deadline is
-    /// reached, its output wins.
+    /// # Errors
     ///
-    /// # Panics
-    ///
-    /// As for [`sleep`](Timer::sleep): polling panics if the timer refused the wake-up or shut down
-    /// before the deadline (unless the inner future completes first).
-    ///
-    /// # Cancellation
-    ///
-    /// Dropping the `Timeout` drops the inner future and cancels the timer task. When it completes
-    /// with `Ok`, the timer task is cancelled as the `Timeout` is dropped.
+    /// The errors of [`try_schedule`](Timer::try_schedule): [`ScheduleError::ShutDown`],
+    /// [`ScheduleError::TooManyPending`], [`ScheduleError::DelayTooLong`].
     ///
     /// ```
-    /// use delaywheel::Timer;
+    /// use delaywheel::{ManualClock, ScheduleError, Timer};
     /// use std::time::Duration;
     ///
-    /// let timer = Timer::new();
-    /// let never = std::future::pending::<()>();
-    /// let result = futures::executor::block_on(timer.timeout(Duration::from_millis(10), never));
-    /// assert!(result.is_err());
-    /// let ready = futures::executor::block_on(timer.timeout(Duration::from_secs(10), async { 7 }));
-    /// assert_eq!(ready, Ok(7));
+    /// let timer = Timer::builder().clock(ManualClock::new()).manual().build();
+    /// assert!(timer.try_sleep(Duration::from_millis(5)).is_ok());
+    /// assert!(matches!(timer.try_sleep(Duration::MAX), Err(ScheduleError::DelayTooLong { .. })));
+    /// timer.shutdown();
+    /// assert_eq!(timer.try_sleep(Duration::from_millis(5)).unwrap_err(), ScheduleError::ShutDown);
     /// ```
-    pub fn timeout<F: IntoFuture>(&self, duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-        Timeout { future: future.into_future(), sleep: self.sleep(duration) }
+    pub fn try_sleep(&self, duration: Duration) -> Result<Sleep, ScheduleError> {
+        self.sleep(duration).into_result()
+    }
+
+    /// A future that completes at `deadline` on this timer's clock.
+    ///
+    /// `deadline` is read on the timer's own clock, the mapping of [`now()`](Timer::now): on the
+    /// system clock it is the same instant as for `std`, on a [`ManualClock`](crate::ManualClock)
+    /// its base instant plus a reading. A deadline already passed (or before the clock's origin)
+    /// completes by the next advance. Otherwise as [`sleep`](Timer::sleep): never early, never a
+    /// panic, dropping it cancels the wake-up.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().clock(clock.clone()).manual().build();
+    /// let sleep = timer.sleep_until(timer.now() + Duration::from_millis(5));
+    /// clock.advance(Duration::from_millis(5));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert!(sleep.is_elapsed());
+    /// ```
+    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
+        let result = Slot::arm(self.shared(), deadline, None);
+        Sleep::from_arming(self.local_ref(), deadline, result)
+    }
+
+    /// A future that completes at `deadline`, or the reason the timer refused it; as
+    /// [`sleep_until`](Timer::sleep_until) and [`try_sleep`](Timer::try_sleep).
+    ///
+    /// # Errors
+    ///
+    /// As [`try_sleep`](Timer::try_sleep).
+    pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError> {
+        self.sleep_until(deadline).into_result()
     }
 }
 
-/// The state shared by a future and its timer task.
+/// `at + by`, or the farthest instant a halving search finds (thousands of years ahead: a deadline
+/// that never comes) when `Instant` cannot represent the sum.
+pub(crate) fn saturating_add(at: Instant, by: Duration) -> Instant {
+    let mut by = by;
+    loop {
+        if let Some(sum) = at.checked_add(by) {
+            return sum;
+        }
+        by /= 2;
+    }
+}
+
+/// Where a sleep's slot is in its life.
 #[derive(Debug)]
-enum State {
-    /// The deadline has not passed; the waker of the last poll, if any.
-    Waiting(Option<Waker>),
+enum Phase {
+    /// The deadline has not passed.
+    Waiting,
     /// The timer task ran.
     Elapsed,
-    /// The timer refused the task; polling panics with this error.
-    Refused(ScheduleError),
-    /// The timer task was dropped unrun: the timer shut down (or the future cancelled it).
-    Abandoned,
+    /// The sleep never completes: its task was refused, or abandoned by a shutdown.
+    Dead(ScheduleError),
+}
+
+/// The state a future shares with its timer task.
+#[derive(Debug)]
+struct SlotState {
+    phase: Phase,
+    /// The waker of the last poll.
+    waker: Option<Waker>,
 }
 
 #[derive(Debug)]
 struct Slot {
-    state: Mutex<State>,
+    state: Mutex<SlotState>,
 }
 
 impl Slot {
-    /// Leaves `Waiting` for `to` and wakes the stored waker (outside the lock); no-op otherwise.
-    fn finish(&self, to: State) {
+    fn new() -> Arc<Slot> {
+        Arc::new(Slot { state: Mutex::new(SlotState { phase: Phase::Waiting, waker: None }) })
+    }
+
+    fn dead(err: ScheduleError) -> Arc<Slot> {
+        Arc::new(Slot { state: Mutex::new(SlotState { phase: Phase::Dead(err), waker: None }) })
+    }
+
+    /// A new slot, its task scheduled at `at`, and `waker` stored in it; see [`Slot::arm_in`].
+    fn arm(
+        shared: &Shared,
+        at: Instant,
+        waker: Option<Waker>,
+    ) -> Result<(Arc<Slot>, TimerHandle), ScheduleError> {
+        Slot::arm_in(Slot::new(), shared, at, waker)
+    }
+
+    /// `slot` (waiting, with no waker), its task scheduled at `at`, and `waker` stored in it (woken
+    /// at once if the task already fired). The waker is stored only once the schedule succeeded,
+    /// so a refused task, dropped inside the schedule, wakes nobody.
+    fn arm_in(
+        slot: Arc<Slot>,
+        shared: &Shared,
+        at: Instant,
+        waker: Option<Waker>,
+    ) -> Result<(Arc<Slot>, TimerHandle), ScheduleError> {
+        let notify = Notify(Arc::clone(&slot));
+        let handle = shared.schedule_at(at, move || notify.fire())?;
+        if let Some(waker) = waker {
+            let mut state = slot.state.lock();
+            if let Phase::Waiting = state.phase {
+                state.waker = Some(waker);
+            } else {
+                drop(state);
+                waker.wake();
+            }
+        }
+        Ok((slot, handle))
+    }
+
+    /// Leaves `Waiting` for `to` and wakes the stored waker (outside the lock), which stays stored
+    /// for a later reset; no-op if no longer waiting.
+    fn finish(&self, to: Phase) {
         let waker = {
             let mut state = self.state.lock();
-            match &mut *state {
-                State::Waiting(waker) => {
-                    let waker = waker.take();
-                    *state = to;
-                    waker
-                }
-                _ => None,
+            if !matches!(state.phase, Phase::Waiting) {
+                return;
             }
+            state.phase = to;
+            state.waker.clone()
         };
         if let Some(waker) = waker {
             waker.wake();
@@ -159,40 +251,43 @@ impl Slot {
     }
 }
 
-/// What the timer task owns: fires the slot when run, abandons it when dropped unrun.
+/// What the timer task owns: completes the slot when run, kills it when dropped unrun (abandoned by
+/// a shutdown, or cancelled by the sleep itself).
 struct Notify(Arc<Slot>);
 
 impl Notify {
     fn fire(self) {
-        self.0.finish(State::Elapsed);
+        self.0.finish(Phase::Elapsed);
     }
 }
 
 impl Drop for Notify {
     fn drop(&mut self) {
-        // After `fire` the state is `Elapsed` and this does nothing.
-        self.0.finish(State::Abandoned);
+        // After `fire` the phase is `Elapsed` and this does nothing.
+        self.0.finish(Phase::Dead(ScheduleError::ShutDown));
     }
 }
 
-/// A future that completes at a deadline on a [`Timer`]; created by [`Timer::sleep`] and
-/// [`Timer::sleep_until`]. Needs the `async` feature.
+/// A future that completes at a deadline on a [`Timer`]; created by [`Timer::sleep`],
+/// [`Timer::sleep_until`] and their `try_` forms. Needs the `async` feature.
 ///
-/// It is `'static`, `Send`, `Sync` and `Unpin`: it holds its timer entry, not the timer.
+/// It is `'static`, `Send`, `Sync` and `Unpin`: it holds its timer entry and a weak reference to
+/// the timer, not the timer.
 ///
-/// # Panics
-///
-/// Polling panics if the timer refused to schedule the wake-up ([`ScheduleError::ShutDown`] or
-/// [`ScheduleError::TooManyPending`]) or shut down before the deadline, as tokio's `Sleep` does
-/// when its runtime's timer is gone. (A deadline beyond the timer's range is not an error: that
-/// future simply never completes.)
+/// * **Never early**: it completes only once the timer fired its task, at the first tick boundary
+///   at or after [`deadline`](Sleep::deadline) on the timer's clock (at most one tick late).
+/// * **Exactly once**: one task per deadline; after a [`reset`](Sleep::reset) only the new deadline
+///   counts. A completed `Sleep` keeps returning `Ready(())` until it is reset.
+/// * **Never a panic**: a sleep the timer refused, or whose timer shut down before its deadline,
+///   never completes; [`error`](Sleep::error) says why (see the module docs of `sleep.rs`:
+///   "Refusal and shutdown").
 ///
 /// # Cancellation
 ///
 /// Dropping a `Sleep` that has not completed cancels its timer task: it leaves the wheel at once,
-/// and its waker is not called afterwards — except when the task was already firing at the moment
+/// and its waker is not called afterwards, except when the task was already firing at the moment
 /// of the drop, which can then wake the last waker once (a spurious wake-up, harmless to
-/// executors). A completed `Sleep` keeps returning `Ready(())`.
+/// executors).
 ///
 /// ```
 /// use delaywheel::{ManualClock, Timer};
@@ -214,29 +309,137 @@ impl Drop for Notify {
 pub struct Sleep {
     slot: Arc<Slot>,
     handle: TimerHandle,
+    /// The deadline asked for, at full precision.
+    deadline: Instant,
+    timer: Arc<TimerRef>,
 }
 
 impl Sleep {
-    fn new(timer: &Timer, duration: Duration) -> Sleep {
-        let slot = Arc::new(Slot { state: Mutex::new(State::Waiting(None)) });
-        let notify = Notify(Arc::clone(&slot));
-        match timer.try_schedule(duration, move || notify.fire()) {
-            Ok(handle) => Sleep { slot, handle },
-            Err(err) => {
-                // The refused task (and its `Notify`) is gone; nobody else sees the slot yet.
-                *slot.state.lock() = match err {
-                    // Beyond the last representable tick: that deadline never comes.
-                    ScheduleError::DelayTooLong { .. } => State::Waiting(None),
-                    err => State::Refused(err),
-                };
-                Sleep { slot, handle: TimerHandle::refused() }
+    /// A sleep for `deadline`, from the outcome of arming it.
+    fn from_arming(
+        timer: Arc<TimerRef>,
+        deadline: Instant,
+        armed: Result<(Arc<Slot>, TimerHandle), ScheduleError>,
+    ) -> Sleep {
+        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));
+        Sleep { slot, handle, deadline, timer }
+    }
+
+    /// A sleep at `deadline` that never completes, dead of `err` (nothing is scheduled).
+    pub(crate) fn dead(timer: Arc<TimerRef>, deadline: Instant, err: ScheduleError) -> Sleep {
+        Sleep::from_arming(timer, deadline, Err(err))
+    }
+
+    /// A sleep `duration` from now on the timer behind `timer` and `shared`, scheduled at once.
+    pub(crate) fn after(timer: Arc<TimerRef>, shared: &Shared, duration: Duration) -> Sleep {
+        let now = shared.time().clock.now_instant();
+        let armed = match now.checked_add(duration) {
+            Some(at) => Slot::arm(shared, at, None),
+            None => {
+                let max = shared.time().ticks.max_delay(shared.time().clock.now_nanos());
+                Err(ScheduleError::DelayTooLong { delay: duration, max })
             }
+        };
+        Sleep::from_arming(timer, saturating_add(now, duration), armed)
+    }
+
+    /// A sleep at `deadline` on the timer behind `timer` and `shared`, scheduled at once.
+    pub(crate) fn at(timer: Arc<TimerRef>, shared: &Shared, deadline: Instant) -> Sleep {
+        let armed = Slot::arm(shared, deadline, None);
+        Sleep::from_arming(timer, deadline, armed)
+    }
+
+    /// `Ok(self)`, or the error that killed it.
+    pub(crate) fn into_result(self) -> Result<Sleep, ScheduleError> {
+        match self.error() {
+            None => Ok(self),
+            Some(err) => Err(err),
         }
     }
 
-    /// Whether the deadline has passed (the timer fired the wake-up).
+    /// The instant this sleep completes at (or after, by at most a tick): the deadline it was made
+    /// with or last [`reset`](Sleep::reset) to, at full precision, on the timer's clock.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the deadline has passed: the timer fired the wake-up. After a
+    /// [`reset`](Sleep::reset), whether the new deadline has.
     pub fn is_elapsed(&self) -> bool {
-        matches!(*self.slot.state.lock(), State::Elapsed)
+        matches!(self.slot.state.lock().phase, Phase::Elapsed)
+    }
+
+    /// Why this sleep will never complete, if it will not: the timer refused its wake-up
+    /// ([`ScheduleError::TooManyPending`], [`ScheduleError::DelayTooLong`],
+    /// [`ScheduleError::ShutDown`]) or shut down before the deadline ([`ScheduleError::ShutDown`]).
+    /// `None` while it waits and once it has completed. A [`reset`](Sleep::reset) that the timer
+    /// accepts revives a dead sleep.
+    pub fn error(&self) -> Option<ScheduleError> {
+        match &self.slot.state.lock().phase {
+            Phase::Dead(err) => Some(err.clone()),
+            Phase::Waiting | Phase::Elapsed => None,
+        }
+    }
+
+    /// Re-arms this sleep for `deadline`, whether it is still waiting or has completed (as tokio's
+    /// `Sleep::reset`): it then completes at `deadline` (never before, at most a tick after; by the
+    /// next advance if `deadline` has passed), and only then, even if the old deadline comes first.
+    ///
+    /// A waiting sleep is moved in place ([`TimerHandle::reset_at`]: no allocation); a completed or
+    /// dead one schedules a new wake-up. The waker of the last poll is kept. This never panics: if
+    /// the timer refuses the new wake-up, the sleep is dead and [`error`](Sleep::error) says why
+    /// (see [`try_reset`](Sleep::try_reset)).
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().clock(clock.clone()).manual().build();
+    /// let ms = Duration::from_millis;
+    /// let mut idle = timer.sleep(ms(10));
+    /// clock.advance(ms(8));
+    /// idle.reset(timer.now() + ms(10)); // a message arrived: due at 18 ms now
+    /// clock.advance(ms(9));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert!(!idle.is_elapsed()); // 17 ms: the old deadline passed, the new one has not
+    /// clock.advance(ms(1));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert!(idle.is_elapsed());
+    /// assert_eq!(timer.len(), 0);
+    /// ```
+    pub fn reset(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+        if self.handle.reset_at(deadline) {
+            return;
+        }
+        // Not pending any more (or refused the new deadline): a new slot and task. The old task, if
+        // it is running now, completes the old slot, which nobody polls (module docs: "Reset").
+        let waker = self.slot.state.lock().waker.take();
+        self.handle.cancel();
+        let slot = if fault!("sleep_reset_reuses_slot") {
+            // Seeded bug for the loom suite only (docs/loom.md): the old slot is reused for the new
+            // task, so the old task, firing late, completes the re-armed sleep before its deadline.
+            self.slot.state.lock().phase = Phase::Waiting;
+            Arc::clone(&self.slot)
+        } else {
+            Slot::new()
+        };
+        let armed = match self.timer.upgrade() {
+            Some(shared) => Slot::arm_in(slot, &shared, deadline, waker),
+            None => Err(ScheduleError::ShutDown),
+        };
+        (self.slot, self.handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));
+    }
+
+    /// As [`reset`](Sleep::reset), returning the timer's refusal of the new wake-up.
+    ///
+    /// # Errors
+    ///
+    /// As [`Timer::try_sleep`]; the sleep is then dead (it never completes).
+    pub fn try_reset(&mut self, deadline: Instant) -> Result<(), ScheduleError> {
+        self.reset(deadline);
+        self.error().map_or(Ok(()), Err)
     }
 }
 
@@ -245,32 +448,27 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.slot.state.lock();
-        match &mut *state {
-            State::Elapsed => Poll::Ready(()),
-            State::Waiting(waker) => {
-                match waker {
-                    Some(waker) if waker.will_wake(cx.waker()) => {}
-                    _ => *waker = Some(cx.waker().clone()),
-                }
-                Poll::Pending
-            }
-            State::Refused(err) => panic!("delaywheel: the timer refused this sleep: {err}"),
-            State::Abandoned => panic!("delaywheel: the timer shut down before this sleep's deadline"),
+        if let Phase::Elapsed = state.phase {
+            return Poll::Ready(());
         }
+        // Waiting, or dead: keep the waker (a reset carries it to a new task).
+        match &state.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            _ => state.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
         // Forget the waker first, so the cancelled task does not wake a task that dropped us. Only a
-        // sleep still waiting needs a cancel: an elapsed or abandoned one's entry is gone, and a
-        // cancel would take its bucket's lock only to find that out (`timer/cancel.rs`).
-        let waiting = match &mut *self.slot.state.lock() {
-            State::Waiting(waker) => {
-                *waker = None;
-                true
-            }
-            _ => false,
+        // sleep still waiting needs a cancel: an elapsed or dead one's entry is gone, and a cancel
+        // would take its bucket's lock only to find that out (`timer/cancel.rs`).
+        let waiting = {
+            let mut state = self.slot.state.lock();
+            state.waker = None;
+            matches!(state.phase, Phase::Waiting)
         };
         if waiting {
             self.handle.cancel();
@@ -280,84 +478,15 @@ impl Drop for Sleep {
 
 impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &*self.slot.state.lock() {
-            State::Waiting(_) => "waiting",
-            State::Elapsed => "elapsed",
-            State::Refused(_) => "refused",
-            State::Abandoned => "abandoned",
+        let phase = match &self.slot.state.lock().phase {
+            Phase::Waiting => "waiting",
+            Phase::Elapsed => "elapsed",
+            Phase::Dead(_) => "dead",
         };
-        f.debug_struct("Sleep").field("state", &state).field("handle", &self.handle).finish()
+        f.debug_struct("Sleep")
+            .field("state", &phase)
+            .field("deadline", &self.deadline)
+            .field("handle", &self.handle)
+            .finish()
     }
 }
-
-pin_project_lite::pin_project! {
-    /// A future with a time limit; created by [`Timer::timeout`]. Needs the `async` feature.
-    ///
-    /// Completes with `Ok(output)` if the inner future completes first, `Err(Elapsed)` once the
-    /// limit has passed. `Send`/`Sync` when the inner future is.
-    ///
-    /// # Panics
-    ///
-    /// As [`Sleep`]: polling panics if the timer refused the wake-up or shut down before the
-    /// deadline, unless the inner future completes first.
-    ///
-    /// # Cancellation
-    ///
-    /// Dropping it drops the inner future and cancels the timer task.
-    #[must_use = "futures do nothing unless polled; dropping a Timeout cancels its timer task"]
-    pub struct Timeout<F> {
-        #[pin]
-        future: F,
-        sleep: Sleep,
-    }
-}
-
-impl<F> Timeout<F> {
-    /// The inner future.
-    pub fn get_ref(&self) -> &F {
-        &self.future
-    }
-
-    /// The inner future, mutably.
-    pub fn get_mut(&mut self) -> &mut F {
-        &mut self.future
-    }
-
-    /// The inner future; the time limit is dropped (its timer task cancelled).
-    pub fn into_inner(self) -> F {
-        self.future
-    }
-}
-
-impl<F: Future> Future for Timeout<F> {
-    type Output = Result<F::Output, Elapsed>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Poll::Ready(output) = this.future.poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        match Pin::new(this.sleep).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl<F: fmt::Debug> fmt::Debug for Timeout<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Timeout").field("future", &self.future).field("sleep", &self.sleep).finish()
-    }
-}
-
-/// The error of a [`Timeout`] whose time limit passed first. Needs the `async` feature.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Elapsed(());
-
-impl fmt::Display for Elapsed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("deadline has elapsed")
-    }
-}
-
-impl Error for Elapsed {}

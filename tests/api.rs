@@ -102,12 +102,20 @@ fn debug_output_shows_the_state_that_matters() {
     #[cfg(feature = "async")]
     {
         let timer = Timer::builder().clock(clock).manual().build();
-        let sleep = format!("{:?}", timer.sleep(Duration::from_millis(1)));
-        assert!(sleep.starts_with("Sleep { state: \"waiting\", handle: TimerHandle { slot: "), "{sleep}");
-        assert!(sleep.ends_with(", status: Some(Pending) } }"), "{sleep}");
-        let timeout = format!("{:?}", timer.timeout(Duration::from_millis(1), std::future::ready(1)));
+        let sleep = timer.sleep(Duration::from_millis(1));
+        let text = format!("{sleep:?}");
+        assert!(text.starts_with("Sleep { state: \"waiting\", deadline: "), "{text}");
         assert!(
-            timeout.starts_with("Timeout { future: Ready(Some(1)), sleep: Sleep { state: \"waiting\""),
+            text.contains(&format!("deadline: {:?}, handle: TimerHandle {{ slot: ", sleep.deadline())),
+            "{text}"
+        );
+        assert!(text.ends_with(", status: Some(Pending) } }"), "{text}");
+        let timeout = format!("{:?}", timer.timeout(Duration::from_millis(1), std::future::ready(1)));
+        assert_eq!(timeout, "Timeout { future: Ready(Some(1)), limit: Lazy(TimerRef, After(1ms)) }");
+        let armed = timer.try_timeout(Duration::from_millis(1), std::future::ready(1)).unwrap();
+        let timeout = format!("{armed:?}");
+        assert!(
+            timeout.starts_with("Timeout { future: Ready(Some(1)), limit: Armed(Sleep { state: \"waiting\""),
             "{timeout}"
         );
     }

@@ -1,11 +1,11 @@
-//! The `async` feature: `Timer::sleep`, `sleep_until` and `timeout`, polled by hand on a manual
-//! clock (deterministic), under tokio (both runtime flavours) and under `futures::executor`.
+//! The `async` feature's `Sleep` (`Timer::sleep`, `sleep_until`, their `try_` forms, `reset`),
+//! polled by hand on a manual clock (exact instants), under tokio (both runtime flavours) and under
+//! `futures::executor`. Refusal and shutdown: a dead sleep, never a panic.
 #![cfg(feature = "async")]
 
 mod common;
 
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use common::{manual_timer, ms};
-use delaywheel::{Elapsed, ScheduleError, Timer};
+use delaywheel::{ScheduleError, Sleep, Timer};
 
 /// A waker that counts its wake-ups.
 #[derive(Default)]
@@ -103,70 +103,13 @@ fn dropping_a_sleep_cancels_its_task_and_never_wakes() {
 }
 
 #[test]
-fn timeout_elapses_or_yields_the_output() {
+fn sleep_until_reads_the_instant_on_the_timers_clock() {
     let (clock, timer) = manual_timer(ms(1), 8);
     let (counter, waker) = CountingWaker::new();
-
-    let mut never = pin!(timer.timeout(ms(10), std::future::pending::<u32>()));
-    assert!(poll(never.as_mut(), &waker).is_pending());
-    advance(&clock, &timer, ms(9));
-    assert!(poll(never.as_mut(), &waker).is_pending());
-    advance(&clock, &timer, ms(1));
-    assert_eq!(counter.count(), 1);
-    assert_eq!(poll(never.as_mut(), &waker), Poll::Ready(Err(elapsed())));
-
-    let mut ready = Box::pin(timer.timeout(ms(10), async { 7 }));
-    assert_eq!(poll(ready.as_mut(), &waker), Poll::Ready(Ok(7)));
-    assert_eq!(timer.len(), 1, "its task is cancelled only when the Timeout is dropped");
-    drop(ready);
-    assert_eq!(timer.len(), 0);
-}
-
-/// An `Elapsed` value, obtained the only public way.
-fn elapsed() -> Elapsed {
-    let (clock, timer) = manual_timer(ms(1), 8);
-    let mut t = pin!(timer.timeout(ms(1), std::future::pending::<()>()));
-    advance(&clock, &timer, ms(1));
-    match poll(t.as_mut(), &CountingWaker::new().1) {
-        Poll::Ready(Err(e)) => e,
-        other => panic!("{other:?}"),
-    }
-}
-
-#[test]
-fn timeout_prefers_an_inner_future_ready_at_the_deadline() {
-    let (clock, timer) = manual_timer(ms(1), 8);
-    let (_c, waker) = CountingWaker::new();
-    let gate = timer.sleep(ms(5));
-    let mut raced = pin!(timer.timeout(ms(5), gate));
-    assert!(poll(raced.as_mut(), &waker).is_pending());
-    advance(&clock, &timer, ms(5));
-    assert_eq!(poll(raced.as_mut(), &waker), Poll::Ready(Ok(())));
-    assert_eq!(elapsed().to_string(), "deadline has elapsed");
-}
-
-#[test]
-fn timeout_gives_access_to_the_inner_future() {
-    let (_clock, timer) = manual_timer(ms(1), 8);
-    let mut t = timer.timeout(ms(5), std::future::ready(3));
-    let inner: &std::future::Ready<i32> = t.get_ref();
-    assert!(format!("{inner:?}").starts_with("Ready"));
-    let inner: &mut std::future::Ready<i32> = t.get_mut();
-    assert!(format!("{inner:?}").starts_with("Ready"));
-    assert_eq!(timer.len(), 1);
-    let inner = t.into_inner();
-    assert_eq!(timer.len(), 0, "into_inner drops the time limit");
-    assert_eq!(futures::executor::block_on(inner), 3);
-}
-
-#[test]
-fn sleep_until_reads_an_instant_on_the_timers_clock() {
-    let (clock, timer) = manual_timer(ms(1), 8);
-    let (counter, waker) = CountingWaker::new();
-    // Wall time passing does not move a manual clock's instants.
-    let deadline = timer.now() + ms(5);
-    std::thread::sleep(ms(2));
-    let mut sleep = pin!(timer.sleep_until(deadline));
+    std::thread::sleep(ms(20)); // wall time plays no part on a manual clock
+    let at = timer.now() + ms(5);
+    let mut sleep = pin!(timer.sleep_until(at));
+    assert_eq!(sleep.deadline(), at);
     assert!(poll(sleep.as_mut(), &waker).is_pending());
     advance(&clock, &timer, ms(4));
     assert_eq!(counter.count(), 0);
@@ -191,49 +134,182 @@ fn a_sleep_beyond_the_timers_range_never_completes() {
     assert_eq!(counter.count(), 0);
 }
 
-fn panic_message(result: std::thread::Result<()>) -> String {
-    let payload = result.expect_err("polling should panic");
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
+const _: () = {
+    const fn assert_traits<T: Unpin + Send + Sync + 'static>() {}
+    assert_traits::<Sleep>();
+};
+
+#[test]
+fn deadlines_are_instants_on_the_timers_clock_at_full_precision() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    clock.advance(Duration::from_micros(2_500));
+    let now = timer.now();
+    let sleep = timer.sleep(Duration::from_micros(1_700));
+    assert_eq!(sleep.deadline(), now + Duration::from_micros(1_700));
+    // Due at 4.2 ms: fires at the 5 ms tick boundary, never at 4 ms.
+    advance(&clock, &timer, Duration::from_micros(1_500));
+    assert!(!sleep.is_elapsed(), "early at {:?}", clock.now());
+    advance(&clock, &timer, Duration::from_micros(1_000));
+    assert!(sleep.is_elapsed());
 }
 
 #[test]
-fn shutdown_before_the_deadline_wakes_the_sleep_and_polling_panics() {
-    let (_clock, timer) = manual_timer(ms(1), 8);
+fn reset_moves_a_waiting_sleep_in_place_later_or_earlier() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let (counter, waker) = CountingWaker::new();
+    let mut sleep = pin!(timer.sleep(ms(10)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    let later = timer.now() + ms(25);
+    sleep.as_mut().reset(later);
+    assert_eq!(sleep.deadline(), later);
+    assert_eq!((timer.len(), timer.stats().scheduled), (1, 1), "the same task, moved");
+    for _ in 0..24 {
+        advance(&clock, &timer, ms(1));
+    }
+    assert_eq!(counter.count(), 0, "woken before the new deadline");
+    advance(&clock, &timer, ms(1));
+    assert_eq!(counter.count(), 1);
+    assert_eq!(poll(sleep.as_mut(), &waker), Poll::Ready(()));
+
+    let mut sleep = pin!(timer.sleep(ms(30)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    sleep.as_mut().reset(timer.now() + ms(5));
+    advance(&clock, &timer, ms(4));
+    assert!(!sleep.is_elapsed());
+    advance(&clock, &timer, ms(1));
+    assert_eq!(counter.count(), 2, "the waker of the last poll is kept");
+    assert!(sleep.is_elapsed());
+    assert!(timer.is_empty());
+    assert_eq!(timer.stats().fired, 2);
+}
+
+#[test]
+fn reset_rearms_an_elapsed_sleep() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let (counter, waker) = CountingWaker::new();
+    let mut sleep = pin!(timer.sleep(ms(3)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    advance(&clock, &timer, ms(3));
+    assert_eq!(poll(sleep.as_mut(), &waker), Poll::Ready(()));
+    sleep.as_mut().reset(timer.now() + ms(7));
+    assert!(!sleep.is_elapsed());
+    assert_eq!(timer.len(), 1);
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    for _ in 0..6 {
+        advance(&clock, &timer, ms(1));
+    }
+    assert_eq!(counter.count(), 1, "only the first deadline so far");
+    advance(&clock, &timer, ms(1));
+    assert_eq!(counter.count(), 2);
+    assert_eq!(poll(sleep.as_mut(), &waker), Poll::Ready(()));
+    // Reset to a deadline already passed: completes by the next advance.
+    sleep.as_mut().reset(timer.now() - ms(100));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(poll(sleep.as_mut(), &waker), Poll::Ready(()));
+}
+
+#[test]
+fn reset_without_a_poll_in_between_keeps_the_waker_for_the_new_task() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let (counter, waker) = CountingWaker::new();
+    let mut sleep = Box::pin(timer.sleep(ms(2)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    advance(&clock, &timer, ms(2));
+    assert_eq!(counter.count(), 1);
+    sleep.as_mut().reset(timer.now() + ms(2)); // elapsed: a new task, same waker
+    advance(&clock, &timer, ms(2));
+    assert_eq!(counter.count(), 2);
+    drop(sleep);
+    assert!(timer.is_empty());
+}
+
+#[test]
+fn dropping_a_reset_sleep_cancels_its_current_task() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let mut sleep = timer.sleep(ms(2));
+    advance(&clock, &timer, ms(2));
+    sleep.reset(timer.now() + ms(50));
+    assert_eq!(timer.len(), 1);
+    drop(sleep);
+    assert_eq!(timer.len(), 0);
+    advance(&clock, &timer, ms(100));
+    assert_eq!(timer.stats().fired, 1);
+}
+
+#[test]
+fn shutdown_before_the_deadline_wakes_the_sleep_once_and_it_stays_pending() {
+    let (clock, timer) = manual_timer(ms(1), 8);
     let (counter, waker) = CountingWaker::new();
     let mut sleep = Box::pin(timer.sleep(ms(5)));
     assert!(poll(sleep.as_mut(), &waker).is_pending());
     let unfired = timer.shutdown();
     assert_eq!(unfired.len(), 1);
+    assert_eq!(counter.count(), 0, "the unfired task still holds the sleep");
     drop(unfired); // dropping the unrun task abandons the sleep
     assert_eq!(counter.count(), 1, "woken so that its task notices");
-    let message = panic_message(catch_unwind(AssertUnwindSafe(|| {
-        let _ = poll(sleep.as_mut(), &waker);
-    })));
-    assert!(message.contains("shut down"), "{message}");
+    assert_eq!(sleep.error(), Some(ScheduleError::ShutDown));
+    assert!(poll(sleep.as_mut(), &waker).is_pending(), "never a panic, never early");
+    clock.advance(ms(10));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    assert!(!sleep.is_elapsed());
+    // A reset cannot revive it: the timer refuses.
+    let deadline = timer.now() + ms(1);
+    assert_eq!(sleep.try_reset(deadline), Err(ScheduleError::ShutDown));
+    assert_eq!(sleep.deadline(), deadline);
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    assert_eq!(counter.count(), 1);
 }
 
 #[test]
-fn a_refused_sleep_panics_when_polled_with_the_reason() {
+fn dropping_the_timer_wakes_a_pending_sleep_which_stays_pending() {
+    let (_clock, timer) = manual_timer(ms(1), 8);
+    let (counter, waker) = CountingWaker::new();
+    let mut sleep = Box::pin(timer.sleep(ms(5)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    drop(timer);
+    assert_eq!(counter.count(), 1);
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    assert_eq!(sleep.error(), Some(ScheduleError::ShutDown));
+    sleep.as_mut().reset(Instant::now()); // the timer is gone: still no panic
+    assert_eq!(sleep.error(), Some(ScheduleError::ShutDown));
+}
+
+#[test]
+fn refusals_are_errors_from_try_sleep_and_dead_sleeps_from_sleep() {
     let clock = delaywheel::ManualClock::new();
-    let timer = Timer::builder().clock(clock).manual().max_pending(1).build();
-    let _held = timer.sleep(ms(5));
+    let timer = Timer::builder().clock(clock.clone()).manual().max_pending(1).build();
+    let held = timer.try_sleep(ms(5)).expect("room for one");
+    assert_eq!(timer.try_sleep(ms(5)).unwrap_err(), ScheduleError::TooManyPending { max: 1 });
+    assert_eq!(timer.try_sleep_until(timer.now()).unwrap_err(), ScheduleError::TooManyPending { max: 1 });
     let mut refused = Box::pin(timer.sleep(ms(5)));
-    let message = panic_message(catch_unwind(AssertUnwindSafe(|| {
-        let _ = poll(refused.as_mut(), &CountingWaker::new().1);
-    })));
-    assert!(message.contains(&ScheduleError::TooManyPending { max: 1 }.to_string()), "{message}");
+    assert_eq!(refused.error(), Some(ScheduleError::TooManyPending { max: 1 }));
+    assert!(poll(refused.as_mut(), &CountingWaker::new().1).is_pending(), "never a panic");
+    assert_eq!(timer.len(), 1);
+    // Room again: a reset revives the dead sleep, at exactly its new deadline.
+    drop(held);
+    let at = timer.now() + ms(2);
+    assert_eq!(refused.try_reset(at), Ok(()));
+    assert_eq!(refused.error(), None);
+    advance(&clock, &timer, ms(1));
+    assert!(!refused.is_elapsed());
+    advance(&clock, &timer, ms(1));
+    assert!(refused.is_elapsed());
+
+    match timer.try_sleep(Duration::MAX) {
+        Err(ScheduleError::DelayTooLong { delay, .. }) => assert_eq!(delay, Duration::MAX),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(timer.sleep(Duration::MAX).error(), Some(ScheduleError::DelayTooLong { .. })));
+    let far = timer.now() + Duration::from_secs(1 << 62);
+    assert!(matches!(timer.try_sleep_until(far), Err(ScheduleError::DelayTooLong { .. })));
 
     let shut = Timer::builder().manual().build();
     shut.shutdown();
+    assert_eq!(shut.try_sleep(ms(5)).unwrap_err(), ScheduleError::ShutDown);
     let mut refused = Box::pin(shut.sleep(ms(5)));
-    let message = panic_message(catch_unwind(AssertUnwindSafe(|| {
-        let _ = poll(refused.as_mut(), &CountingWaker::new().1);
-    })));
-    assert!(message.contains("shut down"), "{message}");
+    assert!(poll(refused.as_mut(), &CountingWaker::new().1).is_pending());
+    assert_eq!(refused.error(), Some(ScheduleError::ShutDown));
 }
 
 #[test]
@@ -248,8 +324,6 @@ fn futures_executor_block_on() {
     futures::executor::block_on(futures::future::join_all(sleeps));
     assert!(start.elapsed() >= ms(20));
 
-    let result = futures::executor::block_on(timer.timeout(ms(10), std::future::pending::<()>()));
-    assert!(result.is_err());
     assert!(timer.is_empty());
 }
 

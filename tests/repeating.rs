@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::{manual_timer, ms};
-use delaywheel::{ManualClock, Repeat, RepeatingHandle, Timer};
+use delaywheel::{ManualClock, MissedTickBehavior, Repeat, RepeatingHandle, Timer};
 
 /// Records the manual clock's time at every run.
 #[derive(Clone, Default)]
@@ -71,6 +71,47 @@ fn fixed_rate_skips_missed_runs_instead_of_bursting() {
     step_to(&clock, &timer, ms(60));
     assert_eq!(runs.get(), times(&[35, 40, 50, 60]), "back on the grid");
     assert_eq!(handle.runs(), 4);
+}
+
+/// A repetition every 10 ms from 10 ms whose driver stalls from 0 to 35 ms, then is stepped to 62 ms:
+/// the run times.
+fn stalled_every(missed: MissedTickBehavior) -> Vec<Duration> {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let runs = Runs::default();
+    let handle = timer.schedule_repeating(ms(10), Repeat::Every(ms(10), missed), runs.task(&clock, ms(0)));
+    clock.advance(ms(35)); // the runs due at 10, 20 and 30 ms are all late
+    timer.advance_clock(Duration::ZERO);
+    step_to(&clock, &timer, ms(62));
+    assert!(handle.cancel());
+    assert!(timer.is_empty());
+    runs.get()
+}
+
+#[test]
+fn every_with_burst_runs_the_missed_runs_back_to_back_then_keeps_the_grid() {
+    // 10 ran at 35; 20 and 30 were due already and ran at once, then 40, 50, 60.
+    assert_eq!(stalled_every(MissedTickBehavior::Burst), times(&[35, 35, 35, 40, 50, 60]));
+}
+
+#[test]
+fn every_with_delay_starts_a_new_grid_after_the_late_run() {
+    assert_eq!(stalled_every(MissedTickBehavior::Delay), times(&[35, 45, 55]));
+}
+
+#[test]
+fn every_with_skip_is_fixed_rate() {
+    assert_eq!(stalled_every(MissedTickBehavior::Skip), times(&[35, 40, 50, 60]));
+}
+
+#[test]
+fn every_on_time_keeps_its_grid_whatever_the_behaviour() {
+    for missed in [MissedTickBehavior::Burst, MissedTickBehavior::Delay, MissedTickBehavior::Skip] {
+        let (clock, timer) = manual_timer(ms(1), 4);
+        let runs = Runs::default();
+        let _h = timer.schedule_repeating(ms(10), Repeat::Every(ms(10), missed), runs.task(&clock, ms(3)));
+        step_to(&clock, &timer, ms(45));
+        assert_eq!(runs.get(), times(&[10, 20, 30, 40]), "{missed:?}: a 3 ms task does not drift the grid");
+    }
 }
 
 #[test]

@@ -49,6 +49,8 @@ pub(crate) mod fire;
 pub(crate) mod handle;
 mod instants;
 pub(crate) mod position;
+#[cfg(feature = "async")]
+pub(crate) mod refs;
 mod reset;
 mod schedule;
 pub(crate) mod stats;
@@ -100,6 +102,9 @@ use unfired::UnfiredTask;
 pub struct Timer {
     shared: Arc<Shared>,
     driver: Mutex<Option<Driver>>,
+    /// The futures' way back to the timer (`refs.rs`).
+    #[cfg(feature = "async")]
+    refs: refs::TimerRefs,
 }
 
 /// The state shared by the timer, its driver and its executor threads.
@@ -180,7 +185,12 @@ impl Timer {
         } else {
             Some(Driver::start(&shared, config.thread_name, config.precise_wakeups)?)
         };
-        Ok(Timer { shared, driver: Mutex::new(driver) })
+        Ok(Timer {
+            shared,
+            driver: Mutex::new(driver),
+            #[cfg(feature = "async")]
+            refs: refs::TimerRefs::new(),
+        })
     }
 
     /// Schedules `task` to run once, `delay` from now.
@@ -387,6 +397,12 @@ impl Timer {
     /// The shared state, for the crate's add-ons (async futures, repeating tasks).
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// The futures' per-thread references to the shared state (`refs.rs`).
+    #[cfg(feature = "async")]
+    pub(crate) fn refs(&self) -> &refs::TimerRefs {
+        &self.refs
     }
 }
 

@@ -1,0 +1,30 @@
+//! The `async` feature's `Sleep::reset` racing the firing of the sleep's task.
+
+use std::time::Duration;
+
+use crate::support::{manual_timer, spawn_advance, ticks};
+
+/// A sleep due at tick 1 is reset to tick 3 while an advance at tick 1 fires its task. Whether the
+/// reset moves the pending task in place or finds it fired (or firing) and schedules a new one, the
+/// sleep is not complete after both (its new deadline has not come), completes at tick 3, and
+/// leaves nothing pending.
+#[test]
+fn reset_racing_fire() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let mut sleep = timer.sleep(ticks(1));
+        clock.advance(ticks(1));
+        let advance = spawn_advance(&timer);
+        sleep.reset(timer.now() + ticks(2));
+        advance.join().unwrap();
+        assert!(!sleep.is_elapsed(), "a reset sleep completed before its new deadline");
+        clock.advance(ticks(1));
+        timer.advance_clock(Duration::ZERO);
+        assert!(!sleep.is_elapsed(), "completed a tick before its new deadline");
+        clock.advance(ticks(1));
+        timer.advance_clock(Duration::ZERO);
+        assert!(sleep.is_elapsed(), "the reset sleep never completed");
+        drop(sleep);
+        assert!(timer.is_empty());
+    });
+}

@@ -1,0 +1,228 @@
+//! The `async` feature's [`Interval`]: ticks at a fixed period, on a [`Sleep`].
+//!
+//! ## State
+//!
+//! An interval knows the instant its next tick is due (`next`), and holds a [`Sleep`] armed at
+//! `next` only while `next` is ahead of the timer's clock: a tick already due (the first tick of
+//! [`Timer::interval`], the missed ticks of a `Burst`) is delivered at the next poll without the
+//! wheel. Taking a tick due at `due` at the clock reading `now` moves `next` to
+//! `due + offset`, the offset of its [`MissedTickBehavior`] (`missed_tick.rs`), and re-arms the
+//! sleep there ([`Sleep::reset`]), before the poll returns `Ready(due)`.
+//!
+//! Taking a tick happens inside one `poll_tick` call, with `&mut self`: a `tick()` future dropped
+//! before it completes has taken nothing, so `tick()` is cancel-safe (as tokio's).
+//!
+//! ## Time
+//!
+//! Every tick obeys the sleep's rules: never before its due time on the timer's clock, at most a
+//! tick after when the interval is polled in time. The instant returned is the due time, not the
+//! time of the poll. Once the timer has shut down (or is gone), an interval yields no more ticks:
+//! `poll_tick` returns `Pending` for good (never a panic), as a dead [`Sleep`] does.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::clock::nanos_to_duration;
+use crate::missed_tick::MissedTickBehavior;
+use crate::sleep::{saturating_add, Sleep};
+use crate::sync::Arc;
+use crate::timer::refs::TimerRef;
+use crate::{ScheduleError, Timer};
+
+impl Timer {
+    /// An interval whose first tick is due now and whose ticks are `period` apart, on this timer's
+    /// clock; see [`Interval`]. The first [`tick`](Interval::tick) completes at once.
+    ///
+    /// A `period` shorter than the timer's tick (including zero) is raised to one tick: the timer
+    /// cannot tick more often (tokio panics on a zero period; this does not).
+    ///
+    /// ```
+    /// use delaywheel::Timer;
+    /// use std::time::Duration;
+    ///
+    /// let timer = Timer::new();
+    /// futures::executor::block_on(async {
+    ///     let mut interval = timer.interval(Duration::from_millis(10));
+    ///     let first = interval.tick().await; // at once
+    ///     let second = interval.tick().await;
+    ///     assert_eq!(second - first, Duration::from_millis(10));
+    /// });
+    /// ```
+    pub fn interval(&self, period: Duration) -> Interval {
+        self.interval_at(self.now(), period)
+    }
+
+    /// An interval whose first tick is due at `start` (on this timer's clock, the mapping of
+    /// [`now()`](Timer::now)) and whose ticks are `period` apart; see [`Interval`]. A `start`
+    /// already passed is due at once.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::task::{Context, Poll};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().clock(clock.clone()).manual().build();
+    /// let ms = Duration::from_millis;
+    /// let start = timer.now() + ms(5);
+    /// let mut interval = timer.interval_at(start, ms(10));
+    /// let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    /// assert!(interval.poll_tick(&mut cx).is_pending());
+    /// clock.advance(ms(5));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start));
+    /// clock.advance(ms(10));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(start + ms(10)));
+    /// ```
+    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+        let period = period.max(self.tick());
+        let mut interval = Interval {
+            timer: self.local_ref(),
+            next: start,
+            sleep: None,
+            period,
+            missed: MissedTickBehavior::default(),
+            tolerance: self.tick(),
+        };
+        interval.arm(self.now());
+        interval
+    }
+}
+
+/// Ticks at a fixed period on a [`Timer`]; created by [`Timer::interval`] and
+/// [`Timer::interval_at`]. Needs the `async` feature.
+///
+/// Each [`tick`](Interval::tick) completes once per period and returns the instant that tick was
+/// due; what happens after a late tick is its [`MissedTickBehavior`] (`Burst` by default: missed
+/// ticks are delivered back to back, and the original grid kept).
+///
+/// * **Never early**: a tick completes only once its due time has passed on the timer's clock.
+/// * **Exactly once**: each due instant is returned once (with `Skip`, missed ones never).
+/// * **Cancel-safe**: dropping a `tick()` future before it completes loses no tick.
+/// * **Never a panic**: after its timer shuts down, it yields no more ticks.
+///
+/// It is a [`Stream`](futures_core::Stream) of those instants too (never ending). It is `'static`,
+/// `Send`, `Sync` and `Unpin`, and holds a weak reference to the timer.
+///
+/// # Cancellation
+///
+/// Dropping an `Interval` cancels its pending timer task.
+///
+/// ```
+/// use delaywheel::{MissedTickBehavior, Timer};
+/// use std::time::Duration;
+///
+/// let timer = Timer::new();
+/// futures::executor::block_on(async {
+///     let mut heartbeat = timer.interval(Duration::from_millis(5));
+///     heartbeat.set_missed_tick_behavior(MissedTickBehavior::Skip);
+///     for _ in 0..3 {
+///         heartbeat.tick().await; // at 0, 5 and 10 ms
+///     }
+/// });
+/// ```
+#[derive(Debug)]
+pub struct Interval {
+    timer: Arc<TimerRef>,
+    /// When the next tick is due.
+    next: Instant,
+    /// Armed at `next` while `next` is ahead of the clock; `None` when it is due already.
+    sleep: Option<Sleep>,
+    period: Duration,
+    missed: MissedTickBehavior,
+    /// The timer's tick: a tick this late is not missed (`missed_tick.rs`).
+    tolerance: Duration,
+}
+
+impl Interval {
+    /// Completes when the next tick is due, with the instant it was due at.
+    ///
+    /// Cancel-safe: if the returned future is dropped before it completes, no tick is lost.
+    pub async fn tick(&mut self) -> Instant {
+        std::future::poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// Polls for the next tick: `Ready(due)` with the instant it was due at, or `Pending` (with
+    /// `cx`'s waker stored, to be woken when it is due).
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        if let Some(sleep) = &mut self.sleep {
+            if Pin::new(&mut *sleep).poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+        let Some(shared) = self.timer.upgrade().filter(|shared| !shared.is_shut_down()) else {
+            self.die();
+            return Poll::Pending;
+        };
+        let due = self.next;
+        let now = shared.time().clock.now_instant();
+        let late = now.saturating_duration_since(due).as_nanos();
+        let offset = self.missed.next_offset(late, self.period.as_nanos(), self.tolerance.as_nanos());
+        self.next = saturating_add(due, nanos_to_duration(offset));
+        self.arm(now);
+        Poll::Ready(due)
+    }
+
+    /// Restarts the interval: the next tick is due one period from now (as tokio's
+    /// `Interval::reset`), whatever was due before.
+    pub fn reset(&mut self) {
+        let Some(shared) = self.timer.upgrade() else {
+            self.die();
+            return;
+        };
+        let now = shared.time().clock.now_instant();
+        self.next = saturating_add(now, self.period);
+        self.arm(now);
+    }
+
+    /// What the interval does after a late tick; `Burst` unless set.
+    pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
+        self.missed
+    }
+
+    /// Sets what the interval does after a late tick, from the next tick taken on.
+    pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
+        self.missed = behavior;
+    }
+
+    /// The period between ticks (at least the timer's tick).
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Arms the sleep at `next` if that is after `now`; leaves no sleep if it is due already.
+    fn arm(&mut self, now: Instant) {
+        if self.next <= now {
+            self.sleep = None;
+            return;
+        }
+        match &mut self.sleep {
+            Some(sleep) => sleep.reset(self.next),
+            None => {
+                self.sleep = Some(match self.timer.upgrade() {
+                    Some(shared) => Sleep::at(Arc::clone(&self.timer), &shared, self.next),
+                    None => Sleep::dead(Arc::clone(&self.timer), self.next, ScheduleError::ShutDown),
+                });
+            }
+        }
+    }
+
+    /// The timer is gone or shut down: no more ticks.
+    fn die(&mut self) {
+        let timer = Arc::clone(&self.timer);
+        self.sleep = Some(Sleep::dead(timer, self.next, ScheduleError::ShutDown));
+    }
+}
+
+impl futures_core::Stream for Interval {
+    type Item = Instant;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        self.get_mut().poll_tick(cx).map(Some)
+    }
+}
