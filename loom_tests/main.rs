@@ -18,6 +18,7 @@ mod early_cascade;
 mod len;
 mod overflow_level;
 mod purgatory;
+mod queue;
 mod reset;
 mod schedule_vs_flush;
 mod shutdown;

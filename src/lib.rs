@@ -123,8 +123,32 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `async` | off | `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at`, `interval`, their `try_` forms and their futures (dependencies: `pin-project-lite`, `futures-core`) |
+//! | `async` | off | `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at`, `interval`, their `try_` forms and their futures (dependencies: `pin-project-lite`, `futures-core`); `DelayQueue::poll_expired`, `next_expired` and its `Stream` |
 //! | `tracing` | off | trace-level `tracing` events (target `delaywheel`) for every bucket flush and cascade |
+//!
+//! ## Delay queue of values
+//!
+//! [`queue::DelayQueue`] holds values and hands each back once its deadline has passed (delayed
+//! messages, retry back-off, TTLs): tokio-util's `DelayQueue` without tokio and without `&mut self`.
+//! Producers and consumers share it by reference; [`remove`](queue::DelayQueue::remove) hands a
+//! value back if it has not expired; expired values wait for a consumer.
+//!
+//! ```
+//! use delaywheel::queue::DelayQueue;
+//! use delaywheel::{ManualClock, Timer};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new();
+//! let queue = DelayQueue::with_timer(Timer::builder().clock(clock.clone()).manual().build());
+//! let order = queue.insert("order 1: send reminder", Duration::from_secs(60));
+//! let paid = queue.insert("order 2: send reminder", Duration::from_secs(60));
+//! assert_eq!(queue.remove(&paid), Some("order 2: send reminder")); // paid in time: recalled
+//! clock.advance(Duration::from_secs(60));
+//! queue.advance_clock(Duration::ZERO);
+//! let due = queue.try_recv().unwrap();
+//! assert_eq!((due.key(), due.into_inner()), (order, "order 1: send reminder"));
+//! assert!(queue.is_empty());
+//! ```
 //!
 //! ## Purgatory
 //!
@@ -148,7 +172,7 @@
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
-//! `cascade_tour`, and with the `async` feature `tokio_server`).
+//! `retry_backoff`, `cascade_tour`, and with the `async` feature `tokio_server`).
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
@@ -182,6 +206,7 @@ mod global;
 mod interval;
 mod missed_tick;
 pub mod purgatory;
+pub mod queue;
 mod repeating;
 #[cfg(feature = "async")]
 mod sleep;

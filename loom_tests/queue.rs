@@ -1,0 +1,88 @@
+//! The delay queue of values (`delaywheel::queue`): a `remove`, and a `reset`, racing the expiry of
+//! the same value.
+//!
+//! A manual timer of wheel size 2 on a `ManualClock`, one value due now, two threads: one advances
+//! the timer (the value's task takes it to the ready list), the other removes the value and inserts
+//! a second one, due later, into the slot the first one left (under loom the slab has one shard, so
+//! the insert reuses that slot), or re-arms it. Values are plain integers: what the models check is
+//! where each ends up, and when.
+
+use std::time::Duration;
+
+use delaywheel::queue::DelayQueue;
+use delaywheel::{ManualClock, Timer};
+use loom::sync::Arc;
+
+use crate::support::{ticks, TICK};
+
+/// A queue on a manual timer (wheel size 2) on a fresh clock, shareable between model threads.
+fn manual_queue() -> (ManualClock, Arc<DelayQueue<u8>>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(TICK).wheel_size(2).clock(clock.clone()).manual().build();
+    (clock, Arc::new(DelayQueue::with_timer(timer)))
+}
+
+/// Exactly one of "`remove` returned the value" and "a consumer took it" happens, whichever of the
+/// remove and the task reaches the slot first; and the task of the removed value (which may already
+/// be running when its cancel comes) never takes the later value that reused its slot: that one
+/// stays pending, never early, and `len()` counts exactly it.
+#[test]
+fn remove_racing_expiry_then_reuse() {
+    loom::model(|| {
+        let (clock, queue) = manual_queue();
+        let first = queue.insert(1, ticks(1));
+        clock.advance(ticks(1));
+
+        let advancer = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || queue.advance_clock(Duration::ZERO))
+        };
+        let removed = queue.remove(&first);
+        let second = queue.insert(2, ticks(5));
+        advancer.join().unwrap();
+
+        let expired: Vec<u8> = std::iter::from_fn(|| queue.try_recv()).map(|e| e.into_inner()).collect();
+        match removed {
+            Some(value) => assert_eq!(
+                (value, expired.as_slice()),
+                (1, &[][..]),
+                "expired after its remove, or the later value taken early"
+            ),
+            None => assert_eq!(expired, [1], "neither removed nor expired, or expired with the later value"),
+        }
+        assert_eq!(queue.len(), 1, "the later value alone is left");
+        assert_eq!(queue.remove(&second), Some(2), "the later value was taken early");
+    });
+}
+
+/// A reset racing the expiry of the same value: either the reset moved it (it returned `true`: the
+/// value comes out only at the new deadline, carrying it) or the value expired at its first
+/// deadline and the reset returned `false`, changing nothing. Never both, never neither.
+#[test]
+fn reset_racing_expiry() {
+    loom::model(|| {
+        let (clock, queue) = manual_queue();
+        let start = queue.timer().now();
+        let key = queue.insert(1, ticks(1));
+        clock.advance(ticks(1));
+
+        let advancer = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || queue.advance_clock(Duration::ZERO))
+        };
+        let moved = queue.reset_at(&key, start + ticks(3));
+        advancer.join().unwrap();
+
+        let first = queue.try_recv();
+        if moved {
+            assert!(first.is_none(), "moved, yet expired at its old deadline");
+            clock.advance(ticks(2));
+            queue.advance_clock(Duration::ZERO);
+        }
+        let expired = first.or_else(|| queue.try_recv()).expect("the value came out");
+        let now = queue.timer().now();
+        assert!(expired.deadline() <= now, "came out before the deadline it carries");
+        assert_eq!(expired.deadline(), if moved { start + ticks(3) } else { start + ticks(1) });
+        assert!(queue.is_empty());
+    });
+}

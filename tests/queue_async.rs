@@ -1,0 +1,143 @@
+//! The `async` side of `delaywheel::queue::DelayQueue`: `poll_expired` by hand on a manual clock,
+//! `next_expired` and the `Stream` under `futures::executor` and tokio.
+#![cfg(feature = "async")]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
+use std::time::Duration;
+
+use common::{manual_timer, ms};
+use delaywheel::queue::DelayQueue;
+use delaywheel::ManualClock;
+use futures::StreamExt;
+
+/// A waker that counts its wake-ups.
+#[derive(Default)]
+struct CountingWaker(AtomicUsize);
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting_waker() -> (Arc<CountingWaker>, Waker) {
+    let counter = Arc::new(CountingWaker::default());
+    (Arc::clone(&counter), Waker::from(counter))
+}
+
+fn manual_queue<T: Send + 'static>() -> (ManualClock, DelayQueue<T>) {
+    let (clock, timer) = manual_timer(Duration::from_millis(1), 8);
+    (clock, DelayQueue::with_timer(timer))
+}
+
+fn advance<T: Send + 'static>(clock: &ManualClock, queue: &DelayQueue<T>, by: Duration) {
+    clock.advance(by);
+    queue.advance_clock(Duration::ZERO);
+}
+
+fn assert_stream<S: futures::Stream + Unpin + Send>(_: &S) {}
+
+#[test]
+fn poll_expired_is_ready_none_when_empty_and_wakes_each_waiting_task_on_expiry() {
+    let (clock, queue) = manual_queue();
+    let (first, first_waker) = counting_waker();
+    let (second, second_waker) = counting_waker();
+    let mut cx1 = Context::from_waker(&first_waker);
+    let mut cx2 = Context::from_waker(&second_waker);
+    assert!(matches!(queue.poll_expired(&mut cx1), Poll::Ready(None)), "nothing pending");
+
+    queue.insert("a", ms(3));
+    assert!(queue.poll_expired(&mut cx1).is_pending());
+    assert!(queue.poll_expired(&mut cx1).is_pending(), "polled again: registered once");
+    assert!(queue.poll_expired(&mut cx2).is_pending());
+    advance(&clock, &queue, ms(2));
+    assert_eq!(first.0.load(Ordering::SeqCst), 0, "nothing expired yet");
+    advance(&clock, &queue, ms(1));
+    assert_eq!((first.0.load(Ordering::SeqCst), second.0.load(Ordering::SeqCst)), (1, 1));
+
+    match queue.poll_expired(&mut cx2) {
+        Poll::Ready(Some(expired)) => assert_eq!(expired.into_inner(), "a"),
+        other => panic!("expected the value, got {other:?}"),
+    }
+    assert!(matches!(queue.poll_expired(&mut cx1), Poll::Ready(None)), "taken by the other task");
+}
+
+#[test]
+fn waiting_tasks_are_woken_when_the_last_pending_value_is_removed() {
+    let (_clock, queue) = manual_queue();
+    let key = queue.insert(1u8, ms(5));
+    let (woken, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    assert!(queue.poll_expired(&mut cx).is_pending());
+    assert_eq!(queue.remove(&key), Some(1));
+    assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+    assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
+}
+
+#[test]
+fn the_stream_yields_in_deadline_order_and_ends_when_empty() {
+    let (clock, queue) = manual_queue();
+    assert_stream(&queue);
+    assert_stream(&&queue);
+    for (value, delay) in [(3, 30), (1, 10), (2, 20)] {
+        queue.insert(value, ms(delay));
+    }
+    advance(&clock, &queue, ms(30));
+    let values: Vec<i32> = futures::executor::block_on((&queue).map(|e| e.into_inner()).collect());
+    assert_eq!(values, vec![1, 2, 3]);
+    let mut queue = queue;
+    assert!(futures::executor::block_on(queue.next()).is_none());
+}
+
+#[test]
+fn next_expired_waits_for_a_clock_advanced_by_another_thread() {
+    let (clock, queue) = manual_queue();
+    queue.insert("later", ms(50));
+    queue.insert("sooner", ms(20));
+    thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..50 {
+                thread::sleep(Duration::from_micros(200));
+                advance(&clock, &queue, ms(1));
+            }
+        });
+        let got = futures::executor::block_on(async {
+            let a = queue.next_expired().await.unwrap();
+            let b = queue.next_expired().await.unwrap();
+            [a.into_inner(), b.into_inner()]
+        });
+        assert_eq!(got, ["sooner", "later"]);
+    });
+    assert!(futures::executor::block_on(queue.next_expired()).is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_tasks_under_tokio_share_the_queue_and_see_each_value_once() {
+    let queue = Arc::new(DelayQueue::new());
+    for i in 0..200u32 {
+        queue.insert(i, ms(u64::from(i % 7)));
+    }
+    let consumers: Vec<_> = (0..3)
+        .map(|_| {
+            let queue = Arc::clone(&queue);
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                while let Some(expired) = queue.next_expired().await {
+                    got.push(expired.into_inner());
+                }
+                got
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for consumer in consumers {
+        all.extend(consumer.await.unwrap());
+    }
+    all.sort_unstable();
+    assert_eq!(all, (0..200).collect::<Vec<_>>());
+}
