@@ -6,8 +6,11 @@
 //! ```
 //!
 //! A server tracks 2 000 connections, each with a **session timeout** of 300 ms (Kafka's
-//! `session.timeout.ms`, scaled down). Every heartbeat cancels the pending timeout and arms a new
-//! one: the typical re-arm workload, where nearly every timer is cancelled before it fires.
+//! `session.timeout.ms`, scaled down). Every heartbeat re-arms the pending timeout in place
+//! ([`TimerHandle::reset`]: same task, same handle, no allocation): the typical re-arm workload,
+//! where nearly every timeout is moved before it fires. A reset that returns `false` means the
+//! timeout already fired (or is firing): the heartbeat came too late, and the session stays timed
+//! out, so no expiry is ever stale.
 //! Each client sends a heartbeat every 100 ms, as a [`Repeat::FixedRate`] task on the same timer.
 //! One client in four "dies" at a random moment during the run: its heartbeat task cancels itself
 //! from inside (`RepeatingHandle::cancel`), and 300 ms after its last heartbeat its session times
@@ -20,7 +23,7 @@
 //! statistics, including its firing lateness.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use delaywheel::{Repeat, RepeatingHandle, TimerHandle};
@@ -36,8 +39,8 @@ const RUN_FOR: Duration = Duration::from_secs(3);
 /// The server's view of one connection.
 struct Connection {
     id: usize,
-    /// The pending session timeout; replaced on every heartbeat.
-    session: Mutex<Option<TimerHandle>>,
+    /// The session timeout, armed once at connection and re-armed by every heartbeat.
+    session: OnceLock<TimerHandle>,
     /// Nanoseconds since `epoch` of the last heartbeat.
     last_heartbeat: AtomicU64,
     timed_out: AtomicBool,
@@ -47,15 +50,26 @@ struct Connection {
 }
 
 impl Connection {
-    /// A heartbeat arrived: cancel the pending timeout, arm a fresh one.
-    fn heartbeat(self: &Arc<Self>) {
+    /// The connection opened: arm its session timeout.
+    fn connect(self: &Arc<Self>) {
         self.last_heartbeat.store(self.epoch.elapsed().as_nanos() as u64, Ordering::Release);
         let conn = Arc::clone(self);
-        let mut session = self.session.lock().unwrap();
-        if let Some(old) = session.take() {
-            old.cancel();
+        let session = delaywheel::global().schedule(SESSION_TIMEOUT, move || conn.expire());
+        self.session.set(session).expect("connected once");
+    }
+
+    /// A heartbeat arrived: move the session timeout to `SESSION_TIMEOUT` from now. `false` if it
+    /// already fired or is firing: the heartbeat is too late and the session stays timed out.
+    fn heartbeat(&self) -> bool {
+        let session = self.session.get().expect("connected");
+        // Recorded before the reset: a timeout that fires after it is never less than
+        // `SESSION_TIMEOUT` after the heartbeat it measures from.
+        let previous = self.last_heartbeat.swap(self.epoch.elapsed().as_nanos() as u64, Ordering::AcqRel);
+        let moved = session.reset(SESSION_TIMEOUT);
+        if !moved {
+            self.last_heartbeat.store(previous, Ordering::Release);
         }
-        *session = Some(delaywheel::global().schedule(SESSION_TIMEOUT, move || conn.expire()));
+        moved
     }
 
     /// The session timeout fired: no heartbeat for `SESSION_TIMEOUT`.
@@ -74,14 +88,14 @@ fn main() {
     for id in 0..CONNECTIONS {
         let conn = Arc::new(Connection {
             id,
-            session: Mutex::new(None),
+            session: OnceLock::new(),
             last_heartbeat: AtomicU64::new(0),
             timed_out: AtomicBool::new(false),
             detected_at: AtomicU64::new(0),
             epoch,
         });
-        conn.heartbeat(); // connecting counts as the first heartbeat
-                          // One client in four dies somewhere in the first two seconds.
+        conn.connect(); // connecting arms the session timeout
+                        // One client in four dies somewhere in the first two seconds.
         let dies_at = (rng.below(4) == 0).then(|| Duration::from_millis(rng.below(2_000)));
         // The client's heartbeat loop: a repeating task, which cancels itself when the client dies.
         let me: Arc<OnceLock<RepeatingHandle>> = Arc::default();
@@ -108,7 +122,6 @@ fn main() {
     let mut detection = Vec::new();
     for (conn, dies_at, handle) in &clients {
         handle.cancel();
-        let session = conn.session.lock().unwrap().take();
         let timed_out = conn.timed_out.load(Ordering::Acquire);
         match (dies_at, timed_out) {
             (None, false) => alive += 1,
@@ -123,7 +136,7 @@ fn main() {
                 eprintln!("connection {}: died {dies_at:?}, timed out {timed_out}", conn.id);
             }
         }
-        if let Some(session) = session {
+        if let Some(session) = conn.session.get() {
             session.cancel();
         }
     }
@@ -144,8 +157,9 @@ fn main() {
     }
     let stats = timer.stats();
     println!(
-        "timer: {} scheduled, {} cancelled (re-armed), {} fired, {} pending; firing lateness p50 {:?}, p99 {:?}, max {:?}",
+        "timer: {} scheduled, {} re-armed, {} cancelled, {} fired, {} pending; firing lateness p50 {:?}, p99 {:?}, max {:?}",
         stats.scheduled,
+        stats.rearmed,
         stats.cancelled,
         stats.fired,
         stats.pending,

@@ -19,6 +19,7 @@ mod len;
 mod overflow_level;
 mod purgatory;
 mod queue;
+mod reset;
 mod schedule_vs_flush;
 mod shutdown;
 #[cfg(feature = "async")]

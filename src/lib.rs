@@ -52,6 +52,27 @@
 //! assert!(!handle.cancel());
 //! ```
 //!
+//! ## Re-arming and absolute deadlines
+//!
+//! An idle or session timeout is re-armed on every message: [`TimerHandle::reset`] (or
+//! [`reset_at`](TimerHandle::reset_at)) moves the pending task, earlier or later, keeping its
+//! closure and handle; `true` iff it was pending and is now due then, and never before. Deadlines
+//! can be instants on the timer's clock: [`Timer::now`], [`Timer::schedule_at`],
+//! [`TimerHandle::deadline`], and [`Timer::next_wakeup`] for a simulation that jumps straight to
+//! the next work.
+//!
+//! ```
+//! use delaywheel::{ManualClock, Timer};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new();
+//! let timer = Timer::builder().clock(clock.clone()).manual().build();
+//! let idle = timer.schedule(Duration::from_secs(30), || println!("idle: closing"));
+//! clock.advance(Duration::from_secs(20)); // a message arrives
+//! assert!(idle.reset(Duration::from_secs(30))); // due 30 s from now, not 10
+//! assert_eq!(idle.deadline(), Some(timer.now() + Duration::from_secs(30)));
+//! ```
+//!
 //! ## Beyond one-shot tasks
 //!
 //! * **Repeating work**: [`Timer::schedule_repeating`] with [`Repeat::FixedDelay`],

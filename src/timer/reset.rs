@@ -67,7 +67,9 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -
     match wheel.readd(arena, (ticket.id, deadline), base, Some(shut_down)) {
         Readded::Inserted(Inserted::Queue(expiration, bucket)) => queue.offer(expiration, bucket),
         Readded::Inserted(Inserted::Done) => {}
-        // Cancelled while held: the cancel left the slot to this call (`entry/`).
+        // Cancelled while held: the cancel left the slot to this call (`entry/`). Seeded fault
+        // `reset_leaks_cancelled` (docs/loom.md): the holder forgets to release it.
+        Readded::NotPending if fault!("reset_leaks_cancelled") => {}
         Readded::NotPending => entry::discard(arena, ticket.id),
         Readded::ShutDown => return (false, abandon_take(arena, ticket.id, stripe).map(|(task, _)| task)),
     }

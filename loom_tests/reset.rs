@@ -1,0 +1,133 @@
+//! `reset()` (re-arm in place) racing the firing, a cascade, a cancel, and a slot reuse.
+
+use std::time::Duration;
+
+use crate::support::{manual_timer, spawn_advance, ticks, Drops, Runs};
+use loom::sync::Arc;
+
+/// Advances the clock `by` and the timer, on the calling thread.
+fn step(clock: &delaywheel::ManualClock, timer: &delaywheel::Timer, by: Duration) {
+    clock.advance(by);
+    timer.advance_clock(Duration::ZERO);
+}
+
+/// The task is due at tick 1 and the advancing thread fires it while `reset()` moves it to tick 4:
+/// either the reset came first (`true`: the task runs once, at tick 4, never before) or the firing
+/// did (`false`: it ran once, at tick 1, and nothing moved).
+#[test]
+fn reset_racing_fire() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let a = Runs::default();
+        let handle = timer.schedule(ticks(1), a.task());
+        clock.advance(ticks(1));
+
+        let advancer = spawn_advance(&timer);
+        let moved = handle.reset(ticks(3));
+        advancer.join().unwrap();
+
+        timer.advance_clock(Duration::ZERO);
+        if moved {
+            assert_eq!(a.count(), 0, "a task a true reset moved to tick 4 ran at tick 1");
+            step(&clock, &timer, ticks(2));
+            assert_eq!(a.count(), 0, "ran before the deadline the reset set");
+            step(&clock, &timer, ticks(1));
+        }
+        assert_eq!(a.count(), 1, "ran {} times, moved: {moved}", a.count());
+        assert!(handle.is_fired() && timer.is_empty());
+        assert_eq!(timer.stats().rearmed, u64::from(moved));
+    });
+}
+
+/// The entry (deadline 7) sits in a level-2 bucket (slots of 4 ticks); at tick 4 the advancing
+/// thread cascades it into level 1 while `reset()` moves it earlier, to tick 5: wherever the reset
+/// finds it (in its coarse bucket, in transit to the re-add, or in the finer bucket), nothing can
+/// fire yet, so the reset returns `true`, and the task runs once at tick 5, not later at 6 or 7 (a
+/// re-add that placed it by its old deadline would put it where tick 6's visit finds it).
+#[test]
+fn reset_racing_cascade() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let a = Runs::default();
+        let handle = timer.schedule(ticks(7), a.task()); // level 2, slot 1, round 4
+        clock.advance(ticks(4));
+
+        let advancer = spawn_advance(&timer);
+        let moved = handle.reset(ticks(1));
+        advancer.join().unwrap();
+
+        assert!(moved, "a pending task that cannot fire yet is moved");
+        assert_eq!(timer.len(), 1);
+        timer.advance_clock(Duration::ZERO);
+        assert_eq!(a.count(), 0, "ran before the deadline the reset set");
+        step(&clock, &timer, ticks(1));
+        assert_eq!(a.count(), 1, "the task moved to tick 5 did not run at tick 5");
+        step(&clock, &timer, ticks(2));
+        assert_eq!(a.count(), 1, "it runs once");
+        assert!(timer.is_empty());
+    });
+}
+
+/// `reset()` and `cancel()` race on a pending task that cannot fire yet: the cancel wins (the reset
+/// never claims), whether the reset moved the task first, holds it in transit meanwhile, or comes
+/// after; the task never runs, its closure is dropped once, and nothing stays pending.
+#[test]
+fn reset_racing_cancel() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let (a, drops) = (Runs::default(), Drops::default());
+        let handle = timer.schedule(ticks(3), drops.guarding(a.task())); // level 1
+        let canceller = {
+            let handle = handle.clone();
+            loom::thread::spawn(move || handle.cancel())
+        };
+        let moved = handle.reset(ticks(1)); // to level 0
+        let cancelled = canceller.join().unwrap();
+
+        assert!(cancelled, "a pending task is cancelled, reset or not");
+        assert!(timer.is_empty());
+        assert_eq!(drops.count(), 1, "the closure is dropped once (moved: {moved})");
+        assert!(!handle.reset(ticks(1)), "a cancelled task cannot be moved");
+        for _ in 0..4 {
+            step(&clock, &timer, ticks(1));
+        }
+        assert_eq!(a.count(), 0, "a cancelled task never runs");
+        assert!(timer.shutdown().is_empty());
+    });
+}
+
+/// A is due; one thread advances (firing A and freeing its slot into that thread's free list) and
+/// then schedules B, which reuses the slot; the main thread resets A meanwhile. The stale handle
+/// never moves B, which fires once at its own tick; A runs once, at tick 1 or, if the reset came
+/// first, at tick 6.
+#[test]
+fn reset_with_stale_ticket() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let (a, b) = (Runs::default(), Runs::default());
+        let handle_a = timer.schedule(ticks(1), a.task());
+        clock.advance(ticks(1));
+
+        let reuser = {
+            let (timer, b_task) = (Arc::clone(&timer), b.task());
+            loom::thread::spawn(move || {
+                timer.advance_clock(Duration::ZERO);
+                timer.schedule(ticks(1), b_task)
+            })
+        };
+        let moved = handle_a.reset(ticks(5));
+        let handle_b = reuser.join().unwrap();
+
+        assert!(handle_b.is_pending());
+        step(&clock, &timer, ticks(1));
+        assert_eq!(b.count(), 1, "a stale handle moved the task that reused its slot");
+        assert_eq!(a.count(), usize::from(!moved), "A ran at tick 1 iff it was not moved");
+        if moved {
+            for _ in 0..4 {
+                step(&clock, &timer, ticks(1));
+            }
+            assert_eq!(a.count(), 1, "A, moved, runs once at tick 6");
+        }
+        assert!(timer.is_empty());
+    });
+}
