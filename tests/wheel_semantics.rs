@@ -242,10 +242,10 @@ fn fires_exactly_the_due_tasks_at_every_step_over_random_configurations() {
     }
 }
 
-/// The seeds' tick-driven configuration (tick 10 ms, 60 slots: 600 ms / 36 s / 36 min) expressed
-/// on this timer, advanced tick by tick as the seeds' driver would: each task fires at its tick.
+/// The tick-driven three-level wheel's configuration (tick 10 ms, 60 slots: 600 ms / 36 s / 36 min) expressed
+/// on this timer, advanced tick by tick as that wheel's driver would: each task fires at its tick.
 #[test]
-fn seeds_three_level_configuration_behaves() {
+fn the_tick_driven_three_level_configuration_behaves() {
     let tick = ms(10);
     let (clock, timer) = manual_timer(tick, 60);
     let log = FireLog::default();
