@@ -236,7 +236,7 @@ pub use timeout::{Elapsed, Timeout};
 pub use timer::error::{BuildError, ScheduleError};
 pub use timer::handle::TimerHandle;
 pub use timer::position::WheelPosition;
-pub use timer::stats::{LatenessSummary, TimerStats};
+pub use timer::stats::{BucketLoad, LatenessSummary, TimerStats};
 pub use timer::unfired::UnfiredTask;
 pub use timer::Timer;
 

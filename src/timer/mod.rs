@@ -62,7 +62,7 @@ use advance::Scratch;
 use counters::Counters;
 use error::ScheduleError;
 use handle::TimerHandle;
-use stats::{Lateness, TimerStats};
+use stats::{BucketLoad, Lateness, TimerStats};
 use unfired::UnfiredTask;
 
 pub(crate) use store::{BucketQueue, HandleStripe, Store, Time};
@@ -291,7 +291,10 @@ impl Timer {
     }
 
     /// A snapshot of the timer's counters (monotonic totals since it started), gauges (pending
-    /// tasks, queued buckets, levels) and firing-lateness summary.
+    /// tasks, queued buckets, levels, tasks per level, the fullest bucket) and firing-lateness
+    /// summary. The per-level counts and the fullest bucket are found by walking every bucket of
+    /// the levels created (each lane's lock taken briefly): O(levels · wheel size), paid here and
+    /// never on the schedule, cancel or fire paths.
     ///
     /// The fields are read one after the other without stopping the timer, so under concurrent
     /// use they need not add up exactly (e.g. `scheduled` may already count a task that `pending`
@@ -300,6 +303,7 @@ impl Timer {
     /// counted only after the batch.
     pub fn stats(&self) -> TimerStats {
         let totals = self.shared.counters.snapshot();
+        let (pending_per_level, fullest) = self.shared.store.wheel.load();
         TimerStats {
             pending: self.len(),
             scheduled: totals.scheduled,
@@ -309,6 +313,8 @@ impl Timer {
             rearmed: totals.rearmed,
             queued_buckets: self.shared.queue.len(),
             levels_in_use: self.shared.store.wheel.levels_in_use(),
+            pending_per_level,
+            fullest_bucket: fullest.map(|(level, slot, entries)| BucketLoad { level, slot, entries }),
             lateness: self.shared.lateness.summary(),
         }
     }

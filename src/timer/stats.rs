@@ -54,8 +54,30 @@ pub struct TimerStats {
     pub queued_buckets: usize,
     /// Levels of the wheel created so far.
     pub levels_in_use: usize,
+    /// Tasks in the buckets of each level now: index 0 is the finest level, up to the highest
+    /// level created (empty before any). Counted by walking the buckets when `stats()` is called
+    /// (each bucket lane's lock taken briefly, nothing kept on the scheduling paths), so it is a
+    /// snapshot: tasks in transit (being cascaded down or fired) are in no level, and the sum may
+    /// differ from `pending` under concurrent use.
+    pub pending_per_level: Vec<usize>,
+    /// The bucket holding the most tasks now (the wheel's slot load balance), `None` when every
+    /// bucket is empty; on a tie, the one at the lowest level, then slot. A snapshot, as
+    /// `pending_per_level`.
+    pub fullest_bucket: Option<BucketLoad>,
     /// How late tasks fired, since the timer started (see [`LatenessSummary`]).
     pub lateness: LatenessSummary,
+}
+
+/// One bucket of the wheel and how many tasks it holds ([`TimerStats::fullest_bucket`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct BucketLoad {
+    /// Its level (0 is the finest: one tick per slot).
+    pub level: usize,
+    /// Its slot within the level, `0..wheel_size`.
+    pub slot: usize,
+    /// Tasks in it when `stats()` walked it.
+    pub entries: usize,
 }
 
 /// A summary of how late a timer fired its tasks, since the timer started; part of
@@ -74,6 +96,8 @@ pub struct TimerStats {
 pub struct LatenessSummary {
     /// Tasks measured: every task started since the timer started.
     pub count: u64,
+    /// Mean lateness, from the histogram (within 1 %, as the quantiles).
+    pub mean: Duration,
     /// Median lateness.
     pub p50: Duration,
     /// 99th percentile.
@@ -120,6 +144,7 @@ impl Lateness {
         let at = |q: f64| Duration::from_nanos(h.value_at_quantile(q).min(recorded.max));
         LatenessSummary {
             count: h.len(),
+            mean: Duration::from_nanos((h.mean() as u64).min(recorded.max)),
             p50: at(0.5),
             p99: at(0.99),
             p999: at(0.999),
@@ -230,6 +255,7 @@ mod tests {
         let within_1pct = |got: Duration, want: Duration| got.abs_diff(want) <= want / 100;
         assert!(within_1pct(s.p50, Duration::from_micros(2_500)), "{s:?}");
         assert!(within_1pct(s.p99, Duration::from_micros(2_500)), "{s:?}");
+        assert!(within_1pct(s.mean, Duration::from_micros(2_000)), "(3 · 2.5 + 0.5) / 4 ms: {s:?}");
     }
 
     #[test]

@@ -178,6 +178,27 @@ impl TimingWheel {
             .flat_map(|level| level.buckets.iter())
     }
 
+    /// The entries in each level's buckets now (index = level, up to the highest level created),
+    /// and the fullest bucket as `(level, slot, entries)` (the first at the lowest level and slot
+    /// on a tie; `None` when every bucket is empty). Walks every bucket, taking each lane lock
+    /// briefly ([`TimerTaskList::len`]): for `Timer::stats` only, a snapshot.
+    pub(crate) fn load(&self) -> (Vec<usize>, Option<(usize, usize, usize)>) {
+        let mut per_level = Vec::new();
+        let mut fullest: Option<(usize, usize, usize)> = None;
+        for (level, buckets) in self.levels.iter().enumerate() {
+            let Some(buckets) = buckets.get().filter(|l| !l.buckets.is_empty()) else { continue };
+            per_level.resize(level + 1, 0);
+            for (slot, bucket) in buckets.buckets.iter().enumerate() {
+                let entries = bucket.len();
+                per_level[level] += entries;
+                if entries > fullest.map_or(0, |(_, _, most)| most) {
+                    fullest = Some((level, slot, entries));
+                }
+            }
+        }
+        (per_level, fullest)
+    }
+
     /// Every bucket of every level created so far.
     #[cfg(test)]
     pub(crate) fn buckets(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {

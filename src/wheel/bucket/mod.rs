@@ -444,6 +444,16 @@ impl TimerTaskList {
         Visit { entries: entries.into_iter().chain(due).map(|(entry, _)| entry).collect(), requeue }
     }
 
+    /// The entries in the bucket now, for `Timer::stats` only (never on a hot path): each lane's
+    /// lock is taken in turn, briefly, so under concurrent use the sum is a snapshot (entries in
+    /// transit, being cascaded or fired, are in no bucket and not counted).
+    pub(crate) fn len(&self) -> usize {
+        self.lanes
+            .iter()
+            .map(|lane| lane.stages.lock().iter().map(|stage| stage.slots.live()).sum::<usize>())
+            .sum()
+    }
+
     /// Empties the bucket and resets its expiration under every lane's lock, for the shutdown
     /// drain: the caller holds what it returns.
     pub(crate) fn flush(&self, arena: &EntryArena) -> Vec<(EntryId, Deadline)> {
