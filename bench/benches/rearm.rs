@@ -99,7 +99,7 @@ fn tokio_delay_queue(n: usize, victims: &[usize]) {
     let poller = Arc::clone(&queue);
     let task = rt.spawn(std::future::poll_fn(move |cx| {
         while let Poll::Ready(Some(expired)) = poller.lock().unwrap().poll_expired(cx) {
-            drop(expired);
+            std::hint::black_box(expired.into_inner());
         }
         Poll::<()>::Pending
     }));
