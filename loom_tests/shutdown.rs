@@ -155,9 +155,8 @@ fn two_shutdowns_racing() {
 }
 
 /// A task shuts its own timer down (from inside `advance_clock`, so the drain runs without the
-/// advance lock) while another thread schedules B for a later tick: B is handed back by that
-/// `shutdown()` call or refused, never lost. (Tasks due in the *same* batch as the shutting-down task
-/// are dropped unrun by design, see `Timer::shutdown`; B is not due then.)
+/// advance lock: the detached drain) while another thread schedules B for a later tick: B is handed
+/// back by that `shutdown()` call or refused, never lost.
 #[test]
 fn shutdown_from_a_task_racing_schedule() {
     loom::model(|| {
@@ -186,5 +185,37 @@ fn shutdown_from_a_task_racing_schedule() {
         }
         assert_eq!(b.count(), usize::from(b_ok), "B: accepted and handed back, or refused");
         assert!(timer.is_empty());
+    });
+}
+
+/// The detached drain (`shutdown_timeout` that finds the advance lock held, as a drop or shutdown
+/// from a driver inside a task does) races an advance that, at tick 2, fires Y and cascades X from
+/// level 1 into level 0. Wherever the drain's flush and arena scan find them (in the level-1 bucket,
+/// in the visit's transit or due batch, or X re-added to a level-0 bucket the flush had already
+/// emptied), Y runs once or is handed back, X (due at tick 3) is handed back, every slot is
+/// released (the arena's audit when the timer is dropped) and nothing stays pending.
+#[test]
+fn detached_drain_racing_a_cascade() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let (x, y) = (Runs::default(), Runs::default());
+        timer.schedule(ticks(3), x.task()); // level 1, slot 1 (round 2); level 0 from tick 2
+        timer.schedule(ticks(2), y.task()); // the same bucket, due at its round
+        clock.advance(ticks(2));
+
+        let advancer = spawn_advance(&timer);
+        let unfired = timer.shutdown_timeout(Duration::ZERO);
+        advancer.join().unwrap();
+
+        let (ran_y, handed_back) = (y.count(), unfired.len());
+        assert_eq!(x.count(), 0, "X was not due");
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!((x.count(), y.count()), (1, 1), "each ran once or was handed back once");
+        assert_eq!(handed_back, 2 - ran_y);
+        assert!(timer.is_empty());
+        let stats = timer.stats();
+        assert_eq!(stats.fired + handed_back as u64, stats.scheduled, "{stats:?}");
     });
 }

@@ -152,9 +152,14 @@ impl<T: Identity> DelayQueue<T> {
     }
 
     /// Pops the earliest item if it is due at `now_tick`; never waits. Due items offered after the
-    /// round `round` began are set aside until [`end_round`](DelayQueue::end_round).
+    /// round `round` began are set aside until [`end_round`](DelayQueue::end_round). Nothing once
+    /// closed.
     pub(crate) fn poll_due(&self, now_tick: u64, round: u64) -> Option<(u64, T)> {
         let mut state = self.state.lock();
+        if state.closed {
+            // Shut down: an advance still running stops at its current bucket.
+            return None;
+        }
         loop {
             match state.heap.peek() {
                 Some(Reverse(head)) if head.expiration <= now_tick => {

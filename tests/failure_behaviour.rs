@@ -267,6 +267,71 @@ fn advance_clock_returns_once_the_driver_flushed_the_bucket_it_waited_for() {
     }
 }
 
+/// How the timer of [`shutdown_inside_a_task`] runs its tasks.
+#[derive(Clone, Copy, Debug)]
+enum Runner {
+    /// A manual timer: the test thread's `advance_clock` runs them.
+    Advance,
+    /// The timer's driver thread.
+    Driver,
+    /// One executor thread, fed by the test thread's `advance_clock`.
+    Executor,
+}
+
+/// Ten tasks due at 1 ms (the fourth shuts the timer down) and one at 50 ms, run by `runner`:
+/// returns their run counter, what the shutdown returned, and the timer's stats once it settled.
+fn shutdown_inside_a_task(runner: Runner) -> (Counter, Vec<delaywheel::UnfiredTask>, delaywheel::TimerStats) {
+    let clock = ManualClock::new();
+    let builder = Timer::builder().tick(ms(1)).wheel_size(8).clock(clock.clone());
+    let timer = Arc::new(match runner {
+        Runner::Advance => builder.manual().build(),
+        Runner::Driver => builder.build(),
+        Runner::Executor => builder.manual().execution(TaskExecution::Threads(1)).build(),
+    });
+    let counter = Counter::default();
+    let (tx, rx) = mpsc::channel();
+    for i in 0..10 {
+        if i == 3 {
+            let (weak, tx, counter) = (Arc::downgrade(&timer), tx.clone(), counter.clone());
+            timer.schedule(ms(1), move || {
+                counter.task()();
+                tx.send(weak.upgrade().unwrap().shutdown()).unwrap();
+            });
+        } else {
+            timer.schedule(ms(1), counter.task());
+        }
+    }
+    timer.schedule(ms(50), counter.task());
+    clock.advance(ms(1));
+    if !matches!(runner, Runner::Driver) {
+        timer.advance_clock(Duration::ZERO);
+    }
+    let returned = rx.recv_timeout(Duration::from_secs(20)).expect("the task shut the timer down");
+    // Settle: a second shutdown waits for the advance still running the batch, if any.
+    assert!(timer.shutdown().is_empty(), "the first call returned everything");
+    let stats = timer.stats();
+    (counter, returned, stats)
+}
+
+#[test]
+fn shutdown_from_inside_a_task_returns_the_rest_of_its_batch() {
+    for runner in [Runner::Advance, Runner::Driver, Runner::Executor] {
+        let (ran, returned, stats) = shutdown_inside_a_task(runner);
+        // Equal deadlines run in scheduling order: tasks 0-3 ran, the fourth shut the timer down.
+        assert_eq!(ran.get(), 4, "{runner:?}: nothing runs after the shutdown");
+        assert_eq!(stats.fired, 4, "{runner:?}: {stats:?}");
+        assert_eq!(returned.len(), 7, "{runner:?}: the batch's six others and the later task");
+        assert_eq!(stats.fired + stats.cancelled + returned.len() as u64, stats.scheduled, "{runner:?}");
+        assert_eq!(stats.pending, 0, "{runner:?}");
+        let deadlines: Vec<Duration> = returned.iter().map(|task| task.deadline()).collect();
+        assert_eq!(deadlines, [vec![ms(1); 6], vec![ms(50)]].concat(), "{runner:?}: in deadline order");
+        for task in returned {
+            task.run();
+        }
+        assert_eq!(ran.get(), 11, "{runner:?}: the returned closures are the unrun ones");
+    }
+}
+
 #[test]
 fn two_timers_shutting_each_other_down_from_their_tasks_do_not_deadlock() {
     let (a, b) = (Arc::new(Timer::new()), Arc::new(Timer::new()));

@@ -146,8 +146,25 @@ pub(crate) struct EntryArena {
 #[repr(align(128))]
 struct FreeList(UnmodelledMutex<VecDeque<EntryId>>);
 
+/// Pages a loom build creates with the arena, on the thread that builds the timer: every model
+/// thread then reaches their slots (loom objects) after their creation, also the shutdown scan
+/// ([`lock_index`](EntryArena::lock_index)), which reads pages it did not take from a free list and
+/// so has no modelled synchronisation with a thread that created one later. More than any model
+/// allocates.
+#[cfg(delaywheel_loom)]
+const LOOM_PAGES: usize = 32;
+
 impl EntryArena {
     pub(crate) fn new() -> EntryArena {
+        let arena = EntryArena::empty();
+        #[cfg(delaywheel_loom)]
+        for index in (0..LOOM_PAGES).map(|page| page * PAGE) {
+            arena.create_page(index);
+        }
+        arena
+    }
+
+    fn empty() -> EntryArena {
         let count = crate::sync::stripe_count();
         EntryArena {
             segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
@@ -296,7 +313,10 @@ impl EntryArena {
 
     /// Locks the state of the slot at `index`, if its page exists (any index below
     /// [`high_water`](EntryArena::high_water) once its page is created): for the shutdown scan.
+    /// (Under loom only the pages created with the arena are scanned: see `LOOM_PAGES`.)
     pub(crate) fn lock_index(&self, index: usize) -> Option<EntryState<'_>> {
+        #[cfg(delaywheel_loom)]
+        assert!(index < LOOM_PAGES * PAGE, "a loom model allocated past the arena's first pages");
         let (segment, page, slot) = Self::coordinates(index);
         let page = self.segments.get(segment)?.get().and_then(|pages| pages[page].get())?;
         Some(page[slot].0.lock())

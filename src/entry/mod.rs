@@ -431,14 +431,26 @@ pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return)) -> Optio
 /// Claims the entry in the slot at `index` as abandoned if it is pending, **without** releasing
 /// it: it is held by someone else (a bucket, a visit's transit, a batch being fired, an executor's
 /// channel), who releases it on finding it no longer pending. For the shutdown scan that cannot
-/// wait for those holders. Hands back the closure and the deadline iff this call claimed it.
-pub(crate) fn abandon_held_elsewhere(arena: &EntryArena, index: usize) -> Option<(InlineTask, Deadline)> {
+/// wait for those holders. Hands back the closure and the deadline iff this call claimed it, and,
+/// if the entry is in a bucket lane (one a visit re-added it to after the drain flushed that
+/// bucket), its ticket: nobody visits that bucket any more, so the caller takes it out of that
+/// lane, as a cancel that found its entry elsewhere does (`timer/cancel.rs`).
+pub(crate) fn abandon_held_elsewhere(
+    arena: &EntryArena,
+    index: usize,
+) -> Option<(InlineTask, Deadline, Option<Ticket>)> {
     let mut state = arena.lock_index(index)?;
     if !state.is_occupied() {
         return None;
     }
     let task = state.claim(Status::Abandoned)?;
-    Some((task, state.deadline))
+    let id = EntryId::new(index);
+    let in_bucket = state.location.map(|location| Ticket {
+        id,
+        bucket: location.lane_key(),
+        generation: state.generation(),
+    });
+    Some((task, state.deadline, in_bucket))
 }
 
 /// [`abandon`], handing back the closure, boxed, and the deadline.

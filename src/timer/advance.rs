@@ -56,14 +56,19 @@ impl Shared {
             // The entries due at the cursor went straight to `due`; the rest cascade, by the
             // deadline in their slots (a reset may have moved one in transit: `entry/`).
             for held in cascade.drain(..) {
-                match wheel.readd(arena, held, cursor, None) {
+                let readded = match wheel.readd(arena, held, cursor, None) {
+                    // A detached drain (`drain_detached`) closed the level it goes to meanwhile.
+                    Readded::ShutDown => wheel.park(&bucket, arena, held),
+                    readded => readded,
+                };
+                match readded {
                     Readded::Inserted(Inserted::Queue(expiration, bucket)) => {
                         self.queue.offer_within(expiration, bucket)
                     }
                     Readded::Inserted(Inserted::Done) => {}
                     // Cancelled in transit: the cancel left the slot to us, its holder.
                     Readded::NotPending => entry::discard(arena, held.0),
-                    Readded::ShutDown => unreachable!("the driver's re-adds ignore the shutdown flag"),
+                    Readded::ShutDown => unreachable!("a park ignores the shutdown flag"),
                 }
             }
             trace::flushed(bucket.key(), expiration, cursor, visited, due.len());
@@ -93,23 +98,35 @@ impl Shared {
         self.unfired(unfired)
     }
 
-    /// The drain when the advance in progress cannot be waited for (called from a timer's thread, or by a drop or a timed shutdown that gave up waiting): the
+    /// The drain when the advance in progress cannot be waited for (called from inside one of its
+    /// tasks, from a timer's thread, or by a drop or a timed shutdown that gave up waiting): the
     /// bucket drain, then a scan of the arena that claims every entry still pending as abandoned,
     /// wherever it is held (the rest of the batch being fired, a visit's transit, an executor's
-    /// channel, a bucket re-added to after its flush). The holders only release what they then
-    /// find claimed (`entry/`), so each entry is fired by the advance or claimed here, exactly once,
-    /// and none is left out of the accounting. A task the advance claimed before the scan reached
-    /// it may still be running, or about to run, when this returns.
+    /// channel, a bucket a visit re-added to after its flush). The holders only release what they
+    /// then find claimed (`entry/`), except a bucket, which no visit reaches any more: the scan
+    /// takes such an entry out of its lane itself, as a cancel does. So each entry is fired by the
+    /// advance or claimed here, exactly once, and none is left out of the accounting. A task the
+    /// advance claimed before the scan reached it may still be running, or about to run, when this
+    /// returns.
+    ///
+    /// No entry becomes pending behind the scan: schedules and resets read `shut_down` (set
+    /// before this runs) under the lane lock they insert with, and a visit's re-add of an entry the
+    /// scan claimed is refused. (loom model `shutdown::detached_drain_racing_a_cascade`.)
     pub(super) fn drain_detached(&self, report: bool) -> Vec<UnfiredTask> {
         let mut unfired = Vec::new();
         self.drain_buckets(report, &mut unfired);
         let stripe = self.counters.local();
         let arena = &self.store.arena;
         for index in 0..arena.high_water() as usize {
-            let Some((task, deadline)) = entry::abandon_held_elsewhere(arena, index) else {
+            let Some((task, deadline, in_bucket)) = entry::abandon_held_elsewhere(arena, index) else {
                 continue;
             };
             stripe.left();
+            // (The seeded fault `drain_scan_leaves_bucketed` leaves it there: its slot is never
+            // released.)
+            if let Some(ticket) = in_bucket.filter(|_| !fault!("drain_scan_leaves_bucketed")) {
+                super::cancel::leave_bucket(&self.store, ticket, ticket.bucket);
+            }
             if report {
                 unfired.push((deadline, task.into_box()));
             } else if crate::unwind::drop_caught(task) {

@@ -45,9 +45,9 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
     true
 }
 
-/// Takes a cancelled entry out of the bucket lane `lane`, if it is still there, and then releases
-/// it.
-fn leave_bucket(Store { arena, wheel, .. }: &Store, ticket: Ticket, lane: LaneKey) {
+/// Takes a claimed entry (cancelled, or abandoned by the shutdown scan) out of the bucket lane
+/// `lane`, if it is still there, and then releases it.
+pub(super) fn leave_bucket(Store { arena, wheel, .. }: &Store, ticket: Ticket, lane: LaneKey) {
     let bucket = wheel.bucket_by_key(lane.bucket()).expect("a location names an existing bucket");
     match TimerTaskList::remove(bucket, arena, ticket, lane.lane()) {
         // Released under the locks: the slot is ours to return.

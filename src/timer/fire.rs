@@ -11,7 +11,6 @@ use super::{Shared, Store};
 use crate::deadline::{self, Deadline};
 use crate::entry::arena::prefetch_ahead;
 use crate::entry::{self, EntryArena, EntryId, Fire, Return, Task};
-use crate::sync::Ordering;
 
 /// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe`, calls
 /// `claimed` with its deadline's tick, and runs it, counting a panic. The slot is released either
@@ -90,11 +89,8 @@ impl Shared {
                 arena.prefetch(ahead);
             }
             let held = (entry, Return::ByCaller);
-            if self.abandon_batch.load(Ordering::Acquire) {
-                // `shutdown()` was called by a task of this batch: the rest stays unrun.
-                abandon(arena, held, stripe);
-                continue;
-            }
+            // (After a shutdown, also one called by a task of this batch, the rest of the batch
+            // was claimed by the drain's scan: the claim below is lost and only releases the slot.)
             let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.time.clock.now_nanos());
             if fire_one(arena, held, stripe, claimed) != Fire::Lost {
                 fired += 1;

@@ -13,8 +13,8 @@
 //! * **advance_clock** (serialised by `advance_lock`): see `advance.rs`.
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned. When
-//!   the advance in progress cannot be waited for (the call comes from any timer's driver or
-//!   executor thread, from a drop while the driver is inside a task, or from
+//!   the advance in progress cannot be waited for (the call comes from one of its tasks, from any
+//!   timer's driver or executor thread, from a drop while the driver is inside a task, or from
 //!   `shutdown_timeout` after its wait), the drain runs without `advance_lock` and then scans the
 //!   arena, claiming every entry still pending wherever it is held; its holder only releases it
 //!   (`advance.rs`, `drain_detached`). Each entry is claimed once, under its slot lock, by the
@@ -119,9 +119,6 @@ pub(crate) struct Shared {
     queue: Arc<BucketQueue>,
     counters: Arc<Counters<Store>>,
     shut_down: Arc<AtomicBool>,
-    /// Set by a `shutdown()` called from inside one of this timer's tasks: the rest of the batch
-    /// being fired must not run after that call returned.
-    abandon_batch: AtomicBool,
     /// Serialises advancing and the final drain; never taken on the schedule path.
     advance_lock: Mutex<Scratch>,
     /// The driver's cursor: the expiration of the last flushed bucket, or the last advanced-to tick.
@@ -175,7 +172,6 @@ impl Timer {
             queue,
             counters,
             shut_down,
-            abandon_batch: AtomicBool::new(false),
             advance_lock: Mutex::new(Scratch::default()),
             current_tick: AtomicU64::new(0),
             executor,
@@ -328,8 +324,9 @@ impl Timer {
     /// an empty list.
     ///
     /// Called from inside one of this timer's tasks, it does not wait for the thread running that
-    /// very task; the tasks fired in the same batch but not yet run are dropped unrun (counted out
-    /// of `len()`, not returned). Called from any timer's driver or executor thread, or
+    /// very task, and the tasks of the same batch that have not started yet (due at the same tick,
+    /// already taken out of the wheel) are returned with every other unfired task: they do not run,
+    /// and fired + cancelled + returned = scheduled. Called from any timer's driver or executor thread, or
     /// from inside any timer's task, it waits for no driver (two timers shutting each other down
     /// from their tasks would otherwise wait for each other): it returns at once, like
     /// [`shutdown_timeout`](Timer::shutdown_timeout) with a zero timeout. If several threads call
@@ -378,10 +375,9 @@ impl Timer {
         // Drop only discards: boxing and sorting the closures would be wasted work.
         let report = !dropping;
         let unfired = if inside_task {
-            // This thread holds `advance_lock` (below, in the advance running this task); the rest
-            // of the batch stays with that advance, which drops it unrun (`abandon_batch`).
-            shared.abandon_batch.store(true, Ordering::Release);
-            shared.drain(report)
+            // This thread holds `advance_lock` (below, in the advance running this task), whose
+            // batch holds the rest of this task's batch: the scan claims it (`drain_detached`).
+            shared.drain_detached(report)
         } else if wait_fully {
             shared.drain_locked(report)
         } else {
@@ -393,8 +389,6 @@ impl Timer {
                 shared.drain_detached(report)
             }
         };
-        // Whatever the advance in progress still holds of its batch was claimed above.
-        shared.abandon_batch.store(true, Ordering::Release);
         if let Some(executor) = &shared.executor {
             executor.close(wait_fully, dropping);
         }

@@ -158,6 +158,28 @@ impl TimingWheel {
         }
     }
 
+    /// Puts a held entry whose re-add found its level closed (a detached shutdown drain closed
+    /// the levels while a visit held it: `timer/advance.rs`) into `bucket`, the one it was taken
+    /// from, and does not queue it: no visit comes any more, and the drain's arena scan, which
+    /// claims every pending entry, takes it out of there (or already claimed it: then it is refused
+    /// here and [`Readded::NotPending`] returned, and the caller releases it).
+    pub(crate) fn park(
+        &self,
+        bucket: &TimerTaskList,
+        arena: &EntryArena,
+        (entry, mut deadline): (EntryId, Deadline),
+    ) -> Readded {
+        loop {
+            let plan = StagePlan::level0(deadline.tick());
+            match TimerTaskList::readd(bucket, arena, (entry, deadline), plan, None) {
+                Ok(_) => return Readded::Inserted(Inserted::Done),
+                Err(Refused::NotPending) => return Readded::NotPending,
+                Err(Refused::ShutDown) => unreachable!("a park ignores the shutdown flag"),
+                Err(Refused::Moved(moved)) => deadline = moved,
+            }
+        }
+    }
+
     fn inserted(bucket: &Arc<TimerTaskList>, queue: Option<u64>) -> Inserted {
         match queue {
             Some(at) => Inserted::Queue(at, Arc::clone(bucket)),
