@@ -23,14 +23,14 @@
 //! within 1/256 of a tick (3.9 µs with a 1 ms tick). The driver sorts each batch it fires
 //! (`timer/`); everything else (placement, cascades, expirations) uses the tick alone.
 //!
-//! **Batches.** The driver fires the due entries of each bucket it visits as one batch, right after
-//! the visit. A tick's tasks are one batch, except at a tick that also starts a coarser level's
-//! round: the entries of that coarser bucket whose deadline is that very tick (placed there because
-//! the tick lay past level 0's window when they were scheduled) fire as a second batch, after the
-//! level-0 one, each batch in deadline order but not the two merged. Merging them (firing only once
-//! no other bucket is due at the cursor) was measured: it makes the level-0 batch also wait for the
-//! paced cascade chunks due at the same tick, SPEC W4 p99 1.14–1.17 → 1.18–1.55 ms in alternating
-//! runs (`bench/benches/spec.rs`, `docs/benchmarks.md`).
+//! **Batches.** The driver fires the due entries of each tick as one batch: those of the tick's
+//! level-0 bucket and of the coarser buckets whose round starts at that tick (entries placed there
+//! because the tick lay past level 0's window when they were scheduled), which the advance visits
+//! just before the level-0 one (`timer/advance.rs`). The paced cascade chunks due at the same tick
+//! (which never hold an entry due then) are visited after the batch fired, so it does not wait for
+//! them: waiting for them cost SPEC W4 p99 1.14–1.17 → 1.18–1.55 ms in alternating runs
+//! (`bench/benches/spec.rs`, `docs/benchmarks.md`). Equal deadlines are put in the order they were
+//! scheduled by the entries' stamps ([`sort_batch`], "Ties").
 //!
 //! The price is range: ticks go up to [`MAX_DEADLINE_TICK`] = 2^56 - 1 instead of 2^64 - 2, which is
 //! still 2284 years with the smallest tick (1 µs). The clock's reading ends sooner, at `u64::MAX`
@@ -115,18 +115,31 @@ impl Ranker {
 /// The smallest batch [`sort_batch`] counting-sorts.
 const COUNTING_SORT_MIN: usize = 64;
 
-/// Sorts `batch` by deadline (`spare` is a buffer the caller keeps, to avoid an allocation per
-/// batch). A batch the driver fires is normally one tick's tasks, which differ only in rank: those
-/// are put in order by counting the 256 ranks (two passes, stable), several times cheaper than a
-/// comparison sort (callgrind, 200k expiries: a comparison sort of each batch added ~118
-/// instructions per expiry to ~550). A batch that spans ticks (a late driver catching up) is
-/// sorted by comparison, and so is one of fewer than [`COUNTING_SORT_MIN`] tasks. Every path is
-/// stable: entries with equal deadlines keep the order they have in `batch` (FIFO for ties).
-pub(crate) fn sort_batch<T: Copy>(batch: &mut Vec<(T, Deadline)>, spare: &mut Vec<(T, Deadline)>) {
+/// Sorts `batch` by deadline, and equal deadlines by `stamp` (see "Ties" below; `spare` is a buffer
+/// the caller keeps, to avoid an allocation per batch). A batch the driver fires is normally one
+/// tick's tasks, which differ only in rank: those are put in order by counting the 256 ranks (two
+/// passes, stable), several times cheaper than a comparison sort (callgrind, 200k expiries: a
+/// comparison sort of each batch added ~118 instructions per expiry to ~550). A batch that spans
+/// ticks (a late driver catching up) is sorted by comparison, and so is one of fewer than
+/// [`COUNTING_SORT_MIN`] tasks.
+///
+/// **Ties.** Tasks due at the same instant fire in the order they were scheduled. The order in
+/// which a visit found them is not that order: a task filed in a coarser level long ago is
+/// cascaded into the tick's bucket after tasks scheduled later straight into it, a big stage
+/// arrives in chunks, and two threads schedule into the two lanes of a bucket. Each entry carries
+/// its **stamp**, the number of its schedule among the timer's (`entry/`: the slot's generation),
+/// and equal deadlines (to the 256th of a tick: a stronger order than the instant alone) are put
+/// in stamp order. After the counting sort that is one pass that compares neighbours and sorts only
+/// the runs found out of order.
+pub(crate) fn sort_batch<T: Copy>(
+    batch: &mut Vec<(T, Deadline)>,
+    spare: &mut Vec<(T, Deadline)>,
+    stamp: impl Fn(&T) -> u64,
+) {
     if batch.len() < COUNTING_SORT_MIN || u32::try_from(batch.len()).is_err() {
         // Too few to repay the pass over the 256 counters (a driver catching up over many ticks
         // fires one small batch per tick), or too many for them: a comparison sort.
-        batch.sort_by_key(|&(_, deadline)| deadline);
+        batch.sort_by_key(|(item, deadline)| (*deadline, stamp(item)));
         return;
     }
     let first = batch[0].1;
@@ -137,7 +150,7 @@ pub(crate) fn sort_batch<T: Copy>(batch: &mut Vec<(T, Deadline)>, spare: &mut Ve
         starts[usize::from(deadline.rank())] += 1;
     }
     if !one_tick {
-        batch.sort_by_key(|&(_, deadline)| deadline);
+        batch.sort_by_key(|(item, deadline)| (*deadline, stamp(item)));
         return;
     }
     let mut next = 0;
@@ -154,6 +167,26 @@ pub(crate) fn sort_batch<T: Copy>(batch: &mut Vec<(T, Deadline)>, spare: &mut Ve
     std::mem::swap(batch, spare);
     // Empty, so that the caller's trimming can give a burst's buffer back (`shrink_to` keeps the length).
     spare.clear();
+    order_ties(batch, stamp);
+}
+
+/// Puts each run of equal deadlines in a batch sorted by deadline into stamp order: one pass,
+/// sorting only a run found out of order (it usually is in order: what one thread scheduled into
+/// one bucket lane).
+fn order_ties<T>(batch: &mut [(T, Deadline)], stamp: impl Fn(&T) -> u64) {
+    let mut run = 0;
+    let mut in_order = true;
+    for i in 1..=batch.len() {
+        if i < batch.len() && batch[i].1 == batch[run].1 {
+            in_order &= stamp(&batch[i - 1].0) <= stamp(&batch[i].0);
+            continue;
+        }
+        if !in_order {
+            batch[run..i].sort_by_key(|(item, _)| stamp(item));
+            in_order = true;
+        }
+        run = i;
+    }
 }
 
 #[cfg(test)]
@@ -173,7 +206,7 @@ mod tests {
     }
 
     #[test]
-    fn batches_sort_stably_whatever_their_size_or_span() {
+    fn batches_sort_by_deadline_then_stamp_whatever_their_size_or_span() {
         let mut rng = crate::test_rng::XorShift::new(0x9E37_79B9_7F4A_7C15);
         let mut next = move || rng.next();
         let mut spare = Vec::new();
@@ -186,9 +219,13 @@ mod tests {
                 .collect();
             let mut expected = batch.clone();
             expected.sort_by_key(|&(_, deadline)| deadline);
-            sort_batch(&mut batch, &mut spare);
+            sort_batch(&mut batch, &mut spare, |&i| i as u64);
             // Every path is stable: equal deadlines keep the batch's order (FIFO for ties).
             assert_eq!(batch, expected, "round {round}");
+            // With stamps against the batch's order, equal deadlines come out in stamp order.
+            let mut reversed: Vec<(usize, Deadline)> = batch.iter().rev().copied().collect();
+            sort_batch(&mut reversed, &mut spare, |&i| i as u64);
+            assert_eq!(reversed, expected, "round {round}, ties in stamp order");
         }
     }
 

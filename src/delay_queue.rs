@@ -26,13 +26,16 @@
 //! ## Rounds: bounded work per advance
 //!
 //! An advance pops everything due in one **round**: [`round`](DelayQueue::round) marks its start,
-//! [`poll_due`](DelayQueue::poll_due) pops only items offered before that mark (by
-//! [`offer`](DelayQueue::offer)) or by the round itself ([`offer_within`](DelayQueue::offer_within):
-//! the advance's re-queues and cascades, always later than the cursor they are offered at), and
-//! sets aside the due items offered since (a task scheduling zero delays, another thread
-//! scheduling while the advance runs); [`end_round`](DelayQueue::end_round) puts them back, due, so
-//! the next advance takes them. So one advance does bounded work, even under a chain of zero
-//! delays that would otherwise never let it return.
+//! and [`poll_due`](DelayQueue::poll_due) sets aside the items offered by
+//! [`offer_next`](DelayQueue::offer_next) since that mark (the advance files there the entries
+//! that were scheduled while it runs, found due in a bucket it visits: a task scheduling zero
+//! delays, another thread scheduling meanwhile); [`end_round`](DelayQueue::end_round) puts them
+//! back, due, so the next advance takes them. Items offered by [`offer`](DelayQueue::offer) (a
+//! schedule) and [`offer_within`](DelayQueue::offer_within) (the advance's re-queues and cascades)
+//! are popped in the round: the bucket a schedule queues may also hold older entries due now
+//! (a cascade may have filed one there after the schedule lowered its expiration), and the visit
+//! takes only those, by their stamps (`timer/advance.rs`). So one advance does bounded work, even
+//! under a chain of zero delays that would otherwise never let it return.
 //!
 //! A popped entry may be stale: a lowering of its bucket's expiration queued the bucket again at an
 //! earlier tick, and a visit since has moved the expiration on. The bucket's visit recognises it
@@ -92,7 +95,7 @@ impl<T: Identity> Ord for Queued<T> {
 struct QueueState<T> {
     heap: BinaryHeap<Reverse<Queued<T>>>,
     closed: bool,
-    /// Offers made so far by [`DelayQueue::offer`]: the number of the latest.
+    /// Offers made so far by [`DelayQueue::offer_next`]: the number of the latest.
     offers: u64,
     /// Due items set aside by the current round (offered after its start).
     deferred: Vec<Queued<T>>,
@@ -122,9 +125,15 @@ impl<T: Identity> DelayQueue<T> {
         }
     }
 
-    /// Queues `item` at `expiration`; wakes the waiter if it is now the earliest. A round already
-    /// under way leaves it to the next one if it is due ([`round`](DelayQueue::round)).
+    /// Queues `item` at `expiration`; wakes the waiter if it is now the earliest.
     pub(crate) fn offer(&self, expiration: u64, item: T) {
+        let mut state = self.state.lock();
+        self.push(&mut state, Queued { expiration, offer: 0, item });
+    }
+
+    /// [`offer`](DelayQueue::offer), but a round already under way leaves it to the next one if it
+    /// is due ([`round`](DelayQueue::round)).
+    pub(crate) fn offer_next(&self, expiration: u64, item: T) {
         let mut state = self.state.lock();
         state.offers += 1;
         let offer = state.offers;
@@ -152,8 +161,8 @@ impl<T: Identity> DelayQueue<T> {
     }
 
     /// Pops the earliest item if it is due at `now_tick`; never waits. Due items offered after the
-    /// round `round` began are set aside until [`end_round`](DelayQueue::end_round). Nothing once
-    /// closed.
+    /// round `round` began by [`offer_next`](DelayQueue::offer_next) are set aside until
+    /// [`end_round`](DelayQueue::end_round). Nothing once closed.
     pub(crate) fn poll_due(&self, now_tick: u64, round: u64) -> Option<(u64, T)> {
         let mut state = self.state.lock();
         if state.closed {
@@ -324,14 +333,16 @@ mod tests {
     }
 
     #[test]
-    fn a_round_leaves_what_was_offered_during_it_to_the_next_round() {
+    fn a_round_leaves_what_was_filed_for_the_next_round_to_it() {
         let q = DelayQueue::new();
         q.offer(5, 1);
         let round = q.round();
-        q.offer(4, 2); // offered while the round runs, and due
+        q.offer_next(4, 2); // filed for the next round while this one runs, and due
+        q.offer(5, 4); // a schedule's offer: taken in this round
         q.offer_within(5, 3); // the round's own re-queue
         assert_eq!(q.poll_due(5, round), Some((5, 1)));
         assert_eq!(q.poll_due(5, round), Some((5, 3)));
+        assert_eq!(q.poll_due(5, round), Some((5, 4)));
         assert_eq!(q.poll_due(5, round), None, "set aside for the next round");
         q.end_round();
         assert_eq!(q.len(), 1);

@@ -45,21 +45,24 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         // Rare, big: one narrow band of deadlines, enough to make a stage big (staged cascade).
         1 => (delay_strategy(), 200u16..600, prop_oneof![Just(0u64), 0u64..50_000_000])
             .prop_map(|(nanos, count, spread)| Op::Burst { nanos: nanos.unwrap_or(u64::MAX), count, spread }),
+        1 => (1u8..20).prop_map(Op::ZeroChain),
     ]
 }
 
-/// A sequence with at most one shutdown, late in it: most operations run on a live timer (a
-/// shutdown among the ordinary operations ended most cases after a dozen steps).
+/// A sequence with at most one shutdown, late in it, called directly or by a task (scheduled
+/// there with a short delay, so it runs at one of the next advances): most operations run on a
+/// live timer (a shutdown among the ordinary operations ended most cases after a dozen steps).
 fn ops_strategy() -> impl Strategy<Value = Vec<Op>> {
-    (proptest::collection::vec(op_strategy(), 300..500), proptest::option::of(0.8f64..1.0)).prop_map(
-        |(mut ops, shutdown_at)| {
-            if let Some(at) = shutdown_at {
-                let at = (ops.len() as f64 * at) as usize;
-                ops.insert(at, Op::Shutdown);
-            }
-            ops
-        },
-    )
+    let shutdown =
+        prop_oneof![Just(Op::Shutdown), (0u64..5_000_000).prop_map(|n| Op::ShutdownInTask(Some(n)))];
+    let at = proptest::option::of((0.8f64..1.0, shutdown));
+    (proptest::collection::vec(op_strategy(), 300..500), at).prop_map(|(mut ops, shutdown_at)| {
+        if let Some((at, shutdown)) = shutdown_at {
+            let at = (ops.len() as f64 * at) as usize;
+            ops.insert(at, shutdown);
+        }
+        ops
+    })
 }
 
 fn cases() -> u32 {

@@ -26,9 +26,12 @@ fn op(u: &mut Unstructured<'_>) -> Result<Op> {
         let scale = [0u64, 2_000, 20_000_000, 2_000_000_000, 10_000_000_000_000][u.choose_index(5)?];
         Ok(if scale == 0 { 0 } else { u.int_in_range(0..=scale)? })
     };
-    // Shutdown is rare (1 in 256): after it every operation is a refused no-op.
+    // Shutdown is rare (1 in 256, and as often from inside a task): after it every operation is
+    // a refused no-op.
     Ok(match u.int_in_range(0u8..=255)? {
-        0..=87 => Op::Schedule(delay(u)?),
+        0..=83 => Op::Schedule(delay(u)?),
+        84 => Op::ShutdownInTask(delay(u)?),
+        85..=87 => Op::ZeroChain(u.int_in_range(1..=30)?),
         88..=95 => Op::SchedulePanicking(delay(u)?),
         96..=143 => Op::Cancel(u.arbitrary()?),
         144..=207 => Op::Advance(nanos(u)?),

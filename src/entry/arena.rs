@@ -132,6 +132,8 @@ pub(crate) struct EntryArena {
     segments: Box<[UnmodelledOnceLock<Segment>]>,
     /// The first index never handed out.
     fresh: UnmodelledAtomicU64,
+    /// The last stamp handed out ([`next_stamp`](EntryArena::next_stamp)).
+    stamps: UnmodelledAtomicU64,
     /// Free indices returned by the stripes (see the module docs).
     pool: UnmodelledMutex<Vec<EntryId>>,
     /// Per-stripe free lists, each on its own cache lines.
@@ -169,6 +171,7 @@ impl EntryArena {
         EntryArena {
             segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
             fresh: UnmodelledAtomicU64::new(0),
+            stamps: UnmodelledAtomicU64::new(0),
             pool: UnmodelledMutex::new(Vec::new()),
             stripes: (0..count).map(|_| FreeList(UnmodelledMutex::new(VecDeque::new()))).collect(),
             mask: count - 1,
@@ -309,6 +312,23 @@ impl EntryArena {
         let pages = self.segments[segment]
             .get_or_init(|| (0..1usize << segment).map(|_| UnmodelledOnceLock::new()).collect());
         pages[page].get_or_init(|| (0..PAGE).map(|_| Slot(entry::vacant_slot())).collect());
+    }
+
+    /// A new entry's stamp: its generation in the slot it will occupy, and the order of its
+    /// schedule among the timer's (`entry/`, `Life`). Stamps start at 1 and only grow, so each
+    /// occupant of a slot has a generation of its own; and a schedule that happens before another
+    /// (on one thread, or ordered by a lock or a channel between threads) draws the smaller stamp
+    /// (one read-modify-write: they are totally ordered, consistently with happens-before), which
+    /// is how equal deadlines fire in scheduling order (`deadline.rs`). The one write every
+    /// schedule makes to a line all schedulers share.
+    #[inline]
+    pub(crate) fn next_stamp(&self) -> u64 {
+        self.stamps.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The last stamp handed out so far (0 before the first).
+    pub(crate) fn stamps_issued(&self) -> u64 {
+        self.stamps.load(Ordering::Relaxed)
     }
 
     /// Locks the state of the slot at `index`, if its page exists (any index below

@@ -166,18 +166,24 @@ pub(crate) struct EntryBody {
 /// and its [`EntryBody`], which the guard derefs to.
 pub(crate) type EntryState<'a> = SlotGuard<'a, EntryBody>;
 
-/// A new vacant slot: generation 0, status `Abandoned` (no occupant ever ran), unlocked.
+/// A new vacant slot: generation 0 (no stamp is 0), status `Abandoned` (no occupant ever ran),
+/// unlocked.
 pub(crate) fn vacant_slot() -> SlotLock<EntryBody> {
     let life = Life(0).with_status(Status::Abandoned);
     SlotLock::new(life.0, EntryBody { location: None, deadline: Deadline::default(), task: None })
 }
 
-/// A slot's generation (bumped by every release: a ticket of an earlier occupant no longer
-/// matches), whether it has an occupant (allocated, not yet released), whether a visit took the
-/// pending occupant out to fire it (`due`: see "Re-arming" in the module docs), and the occupant's
-/// status (after a release, the last occupant's final status):
+/// A slot's generation, whether it has an occupant (allocated, not yet released), whether a visit
+/// took the pending occupant out to fire it (`due`: see "Re-arming" in the module docs), and the
+/// occupant's status (after a release, the last occupant's final status):
 /// `generation << 8 | due << 5 | occupied << 2 | status`.
-/// 56 bits of generation last 2^56 reuses of one slot: over 200 years at ten million a second.
+///
+/// The generation is the occupant's **stamp**: the number of its schedule among all of its timer's
+/// schedules ([`EntryArena::next_stamp`]), set when it occupies the slot and kept when it leaves it.
+/// So a ticket of an earlier occupant never matches a later one (every schedule has its own
+/// stamp), and the stamp is also the scheduling order that breaks ties between equal deadlines
+/// (`deadline.rs`, "Ties"): one number, no room taken in the 48-byte slot. 56 bits of stamps last
+/// 2^56 schedules: over 200 years at ten million a second.
 /// Bits 3 and 4 are the slot lock's (`slot_lock::LOCK_BITS`), the word being shared with it.
 #[derive(Clone, Copy, Debug)]
 struct Life(u64);
@@ -214,14 +220,15 @@ impl Life {
         Life(self.0 & !Self::STATUS | status as u64)
     }
 
-    /// Occupied and pending, same generation.
-    fn occupy(self) -> Life {
-        Life(self.0 | Self::OCCUPIED).with_status(Status::Pending)
+    /// Occupied and pending, by the occupant stamped `stamp`.
+    fn occupy(stamp: u64) -> Life {
+        Life(stamp << Self::GENERATION_SHIFT | Self::OCCUPIED).with_status(Status::Pending)
     }
 
-    /// Vacant, next generation, status kept (and no longer due).
+    /// Vacant, generation and status kept (and no longer due): a ticket of the occupant that left
+    /// still reads how it ended, until the slot is reused.
     fn vacate(self) -> Life {
-        Life((self.0 & Self::STATUS).wrapping_add((self.generation() + 1) << Self::GENERATION_SHIFT))
+        Life(self.0 & (!0 << Self::GENERATION_SHIFT | Self::STATUS))
     }
 }
 
@@ -261,8 +268,9 @@ impl EntryState<'_> {
         self.task.take()
     }
 
-    /// Ends the occupancy (the holder, once the entry is no longer pending): the generation moves
-    /// on, so no ticket names the slot any more; the status stays for handles to read until reuse.
+    /// Ends the occupancy (the holder, once the entry is no longer pending): the slot is vacant,
+    /// so no operation from a ticket finds a pending entry in it; generation and status stay for
+    /// handles to read until reuse, which brings a new generation (a new stamp).
     /// The caller then returns the slot with [`EntryArena::free`].
     pub(crate) fn release(&mut self) {
         debug_assert!(self.is_occupied() && self.status() != Status::Pending && self.location.is_none());
@@ -272,14 +280,16 @@ impl EntryState<'_> {
 
     /// A visit takes the entry out of its bucket into transit (no location; `Slots::take_front`):
     /// the visitor holds it from now on and re-adds it, or fires it if its deadline is due at
-    /// `cursor`, which marks it due here (a reset then leaves it alone). Returns the deadline.
+    /// `cursor` and stamped at most `stamps` (scheduled before the advance began: see
+    /// `TimerTaskList::visit_into`), which marks it due here (a reset then leaves it alone).
+    /// Returns the deadline and the entry's stamp (its scheduling order, see [`Life`]).
     #[inline(always)]
-    pub(crate) fn leave_for_transit(&mut self, cursor: u64) -> Deadline {
+    pub(crate) fn leave_for_transit(&mut self, cursor: u64, stamps: u64) -> (Deadline, u64) {
         self.location = None;
-        if self.deadline.tick() <= cursor {
+        if self.deadline.tick() <= cursor && self.generation() <= stamps {
             self.set_life(Life(self.life().0 | Life::DUE));
         }
-        self.deadline
+        (self.deadline, self.generation())
     }
 
     /// For the bucket tests: `Pending → to`, dropping the closure.
@@ -307,21 +317,22 @@ pub(crate) enum Fire {
 pub(crate) struct Fresh {
     task: Option<InlineTask>,
     deadline: Deadline,
-    /// The slot's generation, read when it was occupied, and the bucket lane that took the entry:
-    /// the new entry's [`Ticket`].
+    /// The new entry's stamp (its generation, see [`Life`]), and the bucket lane that took the
+    /// entry: its [`Ticket`].
     generation: u64,
     bucket: LaneKey,
 }
 
 impl Fresh {
-    pub(crate) fn new<F>(deadline: Deadline, task: F) -> Fresh
+    /// `stamp`: the schedule's [`EntryArena::next_stamp`].
+    pub(crate) fn new<F>(deadline: Deadline, task: F, stamp: u64) -> Fresh
     where
         F: FnOnce() + Send + 'static,
     {
         Fresh {
             task: Some(InlineTask::new(task)),
             deadline,
-            generation: 0,
+            generation: stamp,
             bucket: LaneKey::new(location::BucketKey::new(0, 0), 0),
         }
     }
@@ -341,11 +352,11 @@ impl EntryState<'_> {
     /// Makes the vacant slot's new occupant out of `fresh` (its holder, under the slot lock).
     pub(crate) fn occupy(&mut self, fresh: &mut Fresh, bucket: LaneKey) {
         debug_assert!(!self.is_occupied());
+        debug_assert!(fresh.generation > self.generation(), "stamps only grow");
         fresh.bucket = bucket;
-        self.set_life(self.life().occupy());
+        self.set_life(Life::occupy(fresh.generation));
         self.deadline = fresh.deadline;
         self.task = fresh.task.take();
-        fresh.generation = self.generation();
     }
 }
 
@@ -356,7 +367,7 @@ pub(crate) fn new_entry<F>(arena: &EntryArena, deadline_tick: u64, task: F) -> O
 where
     F: FnOnce() + Send + 'static,
 {
-    let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task);
+    let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task, arena.next_stamp());
     let id = arena.alloc()?;
     // Its ticket names bucket key 0 (level 0, slot 0), lane 0: a cancel finds it there or, held, in
     // transit.
@@ -464,9 +475,7 @@ pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId) -> Option<(Task, Dea
 pub(crate) fn status(arena: &EntryArena, ticket: Ticket) -> Option<Status> {
     let state = arena.lock(ticket.id);
     // Its own occupancy, or the release that ended it, before anyone reused the slot.
-    let current = state.is(ticket);
-    let just_released = state.generation() == ticket.generation + 1 && !state.is_occupied();
-    (current || just_released).then_some(state.status())
+    state.is(ticket).then_some(state.status())
 }
 
 #[cfg(test)]

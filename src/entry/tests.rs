@@ -11,8 +11,11 @@ fn a_slot_is_small() {
 #[test]
 fn every_status_round_trips_through_the_packed_word() {
     for status in Status::ALL {
-        let life = Life(7 << Life::GENERATION_SHIFT | Life::OCCUPIED).with_status(status);
+        let life = Life::occupy(7).with_status(status);
         assert_eq!(life.status(), status);
-        assert_eq!((life.generation(), life.occupied()), (7, true), "{status:?}");
+        assert_eq!((life.generation(), life.occupied(), life.due()), (7, true, false), "{status:?}");
+        let left = Life(life.0 | Life::DUE).vacate();
+        assert_eq!((left.generation(), left.occupied(), left.due()), (7, false, false), "{status:?}");
+        assert_eq!(left.status(), status, "kept for the handles");
     }
 }

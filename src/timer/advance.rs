@@ -17,7 +17,7 @@ use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
 use crate::entry::{self, EntryId, Return};
 use crate::sync::{Arc, Ordering};
-use crate::wheel::{Handoff, Inserted, Popped, Readded};
+use crate::wheel::{Handoff, Inserted, Popped, Readded, TimerTaskList};
 use crate::UnfiredTask;
 
 use super::advancing::Advancing;
@@ -34,44 +34,31 @@ impl Shared {
         }
         let _advancing = Advancing::enter(self.id());
         let now_tick = self.time.now_tick();
-        let Store { arena, wheel, .. } = &self.store;
+        let wheel = &self.store.wheel;
         let mut flushed = false;
         let Scratch { cascade, due, spare } = &mut *serial;
         // One round of the queue: what is scheduled meanwhile and already due waits for the next
         // advance (`delay_queue.rs`, "Rounds"), so an advance does bounded work.
         let round = self.queue.round();
+        // So is such work in a bucket this round visits anyway (it held a later round, say):
+        // entries stamped after this are left for the next advance.
+        let stamps = self.store.arena.stamps_issued();
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick, round) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);
-            match bucket.visit_into(arena, cursor, Handoff { cascade, due }) {
-                Popped::Stale => continue,
-                Popped::Visited { requeue } => {
-                    flushed = true;
-                    if let Some(next) = requeue {
-                        self.queue.offer_within(next, Arc::clone(&bucket));
+            // The tasks due at one tick fire as one batch, so that equal deadlines fire in stamp
+            // order (`deadline.rs`, "Ties"): the coarser buckets whose round starts at this tick
+            // may hold some (filed there while the tick was past level 0's window), so they are
+            // visited first, into the same batch (their own queue entries are then stale).
+            if bucket.key().level() == 0 {
+                for coarse in wheel.round_starts(cursor) {
+                    let due_at = coarse.expiration();
+                    if due_at <= cursor {
+                        flushed |= self.visit(coarse, due_at, cursor, Handoff { cascade, due, stamps });
                     }
                 }
             }
-            let visited = cascade.len() + due.len();
-            // The entries due at the cursor went straight to `due`; the rest cascade, by the
-            // deadline in their slots (a reset may have moved one in transit: `entry/`).
-            for held in cascade.drain(..) {
-                let readded = match wheel.readd(arena, held, cursor, None) {
-                    // A detached drain (`drain_detached`) closed the level it goes to meanwhile.
-                    Readded::ShutDown => wheel.park(&bucket, arena, held),
-                    readded => readded,
-                };
-                match readded {
-                    Readded::Inserted(Inserted::Queue(expiration, bucket)) => {
-                        self.queue.offer_within(expiration, bucket)
-                    }
-                    Readded::Inserted(Inserted::Done) => {}
-                    // Cancelled in transit: the cancel left the slot to us, its holder.
-                    Readded::NotPending => entry::discard(arena, held.0),
-                    Readded::ShutDown => unreachable!("a park ignores the shutdown flag"),
-                }
-            }
-            trace::flushed(bucket.key(), expiration, cursor, visited, due.len());
+            flushed |= self.visit(&bucket, expiration, cursor, Handoff { cascade, due, stamps });
             if !due.is_empty() {
                 self.fire(due, spare);
             }
@@ -82,6 +69,45 @@ impl Shared {
             self.current_tick.store(now_tick, Ordering::Release);
         }
         flushed
+    }
+
+    /// Visits `bucket`, popped at (or found due by) `expiration`, with the cursor at `cursor`:
+    /// queues it again if the visit says so, re-adds what it cascades, and leaves the entries due
+    /// at the cursor in `out.due`, to fire. `false` for a stale queue entry (nothing done).
+    fn visit(&self, bucket: &Arc<TimerTaskList>, expiration: u64, cursor: u64, out: Handoff<'_>) -> bool {
+        let Store { arena, wheel, .. } = &self.store;
+        let Handoff { cascade, due, stamps } = out;
+        let due_before = due.len();
+        match bucket.visit_into(arena, cursor, Handoff { cascade, due, stamps }) {
+            Popped::Stale => return false,
+            Popped::Visited { requeue: Some(next) } => self.queue.offer_within(next, Arc::clone(bucket)),
+            Popped::Visited { requeue: None } => {}
+        }
+        let visited = cascade.len() + due.len() - due_before;
+        // The entries due at the cursor went straight to `due`; the rest cascade, by the
+        // deadline in their slots (a reset may have moved one in transit: `entry/`).
+        for held in cascade.drain(..) {
+            let readded = match wheel.readd(arena, held, cursor, None) {
+                // A detached drain (`drain_detached`) closed the level it goes to meanwhile.
+                Readded::ShutDown => wheel.park(bucket, arena, held),
+                readded => readded,
+            };
+            match readded {
+                // Due, but scheduled during this advance: queued for the next one.
+                Readded::Inserted(Inserted::Queue(expiration, bucket)) if held.1.tick() <= cursor => {
+                    self.queue.offer_next(expiration, bucket)
+                }
+                Readded::Inserted(Inserted::Queue(expiration, bucket)) => {
+                    self.queue.offer_within(expiration, bucket)
+                }
+                Readded::Inserted(Inserted::Done) => {}
+                // Cancelled in transit: the cancel left the slot to us, its holder.
+                Readded::NotPending => entry::discard(arena, held.0),
+                Readded::ShutDown => unreachable!("a park ignores the shutdown flag"),
+            }
+        }
+        trace::flushed(bucket.key(), expiration, cursor, visited, due.len() - due_before);
+        true
     }
 
     /// Drains the wheel once no advance is in progress.
@@ -166,10 +192,10 @@ impl Shared {
 pub(super) struct Scratch {
     /// Entries a bucket visit took out to cascade, with their deadlines, to re-add (held: `entry/`).
     cascade: Vec<(EntryId, Deadline)>,
-    /// Entries found due, with their deadlines, to fire in deadline order (held).
-    due: Vec<(EntryId, Deadline)>,
+    /// Entries found due, with their stamps and deadlines, to fire in deadline order (held).
+    due: Vec<fire::Stamped>,
     /// The buffer `deadline::sort_batch` sorts `due` through (it swaps the two).
-    spare: Vec<(EntryId, Deadline)>,
+    spare: Vec<fire::Stamped>,
 }
 
 impl Scratch {
@@ -177,10 +203,13 @@ impl Scratch {
     const KEEP: usize = 1 << 14;
 
     fn trim(&mut self) {
-        for buffer in [&mut self.cascade, &mut self.due, &mut self.spare] {
-            if buffer.capacity() > Self::KEEP {
-                buffer.shrink_to(Self::KEEP);
+        fn keep<T>(buffer: &mut Vec<T>) {
+            if buffer.capacity() > Scratch::KEEP {
+                buffer.shrink_to(Scratch::KEEP);
             }
         }
+        keep(&mut self.cascade);
+        keep(&mut self.due);
+        keep(&mut self.spare);
     }
 }

@@ -66,14 +66,18 @@ pub(crate) fn abandon_take<C>(
     taken
 }
 
+/// A due entry with its stamp (its scheduling order, `entry/`) and deadline, as a visit hands it
+/// over (`wheel::Handoff`).
+pub(super) type Stamped = ((EntryId, u64), Deadline);
+
 impl Shared {
     /// Runs (or hands to the executor) every entry in `due`, in deadline order, and empties it.
-    pub(super) fn fire(&self, due: &mut Vec<(EntryId, Deadline)>, spare: &mut Vec<(EntryId, Deadline)>) {
+    pub(super) fn fire(&self, due: &mut Vec<Stamped>, spare: &mut Vec<Stamped>) {
         // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
-        // rounding made least late.
-        deadline::sort_batch(due, spare);
+        // rounding made least late; equal deadlines in the order they were scheduled (stamps).
+        deadline::sort_batch(due, spare, |&(_, stamp)| stamp);
         if let Some(executor) = &self.executor {
-            executor.submit(due.drain(..).map(|(entry, _)| entry));
+            executor.submit(due.drain(..).map(|((entry, _), _)| entry));
             return;
         }
         let Store { arena, .. } = &self.store;
@@ -83,9 +87,9 @@ impl Shared {
         // Every entry of the batch is released in the loop and returned to the arena after it,
         // with one lock of the free list (`Return::ByCaller`).
         let ahead = prefetch_ahead(due.len());
-        for (k, &(entry, _)) in due.iter().enumerate() {
+        for (k, &((entry, _), _)) in due.iter().enumerate() {
             // In deadline order the slots are scattered: start each miss a few tasks early.
-            if let Some(&(ahead, _)) = due.get(k.saturating_add(ahead)) {
+            if let Some(&((ahead, _), _)) = due.get(k.saturating_add(ahead)) {
                 arena.prefetch(ahead);
             }
             let held = (entry, Return::ByCaller);
@@ -96,7 +100,7 @@ impl Shared {
                 fired += 1;
             }
         }
-        arena.free_all(due.drain(..).map(|(entry, _)| entry));
+        arena.free_all(due.drain(..).map(|((entry, _), _)| entry));
         stripe.fired(fired);
     }
 }

@@ -133,7 +133,8 @@ mod tests {
         };
         // The visit at 48 takes it into transit to cascade (due at 50).
         let (mut cascade, mut due) = (Vec::new(), Vec::new());
-        let visit = bucket.visit_into(&arena, 48, Handoff { cascade: &mut cascade, due: &mut due });
+        let visit =
+            bucket.visit_into(&arena, 48, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
         assert_eq!((visit, cascade.len(), due.len()), (Popped::Visited { requeue: None }, 1, 0));
         // A reset now writes the deadline; the driver's re-add, placing by the old one, is told.
         assert!(moved(ticket, stripe, Deadline::at_tick(60)));
@@ -143,7 +144,8 @@ mod tests {
         };
         assert_eq!(level_of(stripe.context(), ticket), Some((1, 60)));
         // Taken out to fire at 60: due, so a reset changes nothing.
-        let visit = bucket.visit_into(&arena, 60, Handoff { cascade: &mut cascade, due: &mut due });
+        let visit =
+            bucket.visit_into(&arena, 60, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
         assert_eq!((visit, due.len()), (Popped::Visited { requeue: None }, 1));
         assert!(!moved(ticket, stripe, Deadline::at_tick(99)));
         assert_eq!(crate::entry::deadline(&arena, ticket), Some(Deadline::at_tick(60)));

@@ -50,7 +50,8 @@ impl Shared {
             return Err(ScheduleError::TooManyPending { max: self.max_pending });
         }
         let Store { arena, wheel, .. } = &self.store;
-        let mut fresh = Fresh::new(deadline, task);
+        // Its stamp: the generation it will have, and its place among equal deadlines.
+        let mut fresh = Fresh::new(deadline, task, arena.next_stamp());
         let Some(id) = arena.alloc() else {
             stripe.unschedule();
             return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });

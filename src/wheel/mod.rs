@@ -187,6 +187,13 @@ impl TimingWheel {
         }
     }
 
+    /// The buckets of the levels above 0 created so far whose round starts at `tick` (level `k`'s
+    /// if `tick` is a multiple of its slot length), finest first: at `tick` they may hold entries
+    /// due then, which fire in one batch with the level-0 bucket's (`timer/advance.rs`).
+    pub(crate) fn round_starts(&self, tick: u64) -> impl Iterator<Item = &Arc<TimerTaskList>> {
+        self.table.round_starts(tick).filter_map(|(level, slot)| self.levels[level].get()?.buckets.get(slot))
+    }
+
     /// For shutdown: closes every level not yet created (so none can be created any more) and
     /// returns every bucket of the levels that exist. Together with the flag checked under each
     /// bucket lock, this guarantees no scheduler inserts where the drain does not look.

@@ -158,6 +158,16 @@ impl LevelTable {
         LevelTable { wheel_size, stages: wheel_size.min(STAGES), shift, slot_ticks, spans }
     }
 
+    /// The levels above 0 whose round starts at `tick`, with the slot of that round: while `tick`
+    /// is a multiple of the level's slot length (so of every finer one's), finest first.
+    pub(crate) fn round_starts(&self, tick: u64) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let pow2 = self.shift.is_some();
+        self.slot_ticks.iter().enumerate().skip(1).map_while(move |(level, &ticks)| {
+            let starts = if pow2 { tick & (ticks - 1) == 0 } else { tick % ticks == 0 };
+            starts.then(|| (level, ((tick / ticks) % self.wheel_size) as usize))
+        })
+    }
+
     pub(crate) fn place(&self, base: u64, deadline: u64) -> Placement {
         if deadline <= base {
             return Placement::Due;

@@ -93,11 +93,17 @@ impl Slots {
 
     /// Takes the first `n` live entries (in insertion order) out of the list into transit (no
     /// location, cleared under each slot's lock; those due at `cursor` marked due there), handing
-    /// each to `each` with its deadline: the caller holds them from now on (`entry/`).
+    /// each to `each` with its deadline and stamp: the caller holds them from now on (`entry/`).
+    /// Only entries stamped at most `stamps` are marked due (`EntryState::leave_for_transit`).
     #[inline(always)]
-    pub(crate) fn take_front<F>(&mut self, n: usize, arena: &EntryArena, cursor: u64, mut each: F)
-    where
-        F: FnMut(EntryId, Deadline),
+    pub(crate) fn take_front<F>(
+        &mut self,
+        n: usize,
+        arena: &EntryArena,
+        (cursor, stamps): (u64, u64),
+        mut each: F,
+    ) where
+        F: FnMut(EntryId, (Deadline, u64)),
     {
         // The slots lie far apart: each is a cache miss, started `ahead` entries early.
         let ahead = prefetch_ahead(n);
@@ -112,7 +118,7 @@ impl Slots {
             taken.entries.scan_ahead(ahead, |slot, ahead| {
                 prefetch(ahead);
                 if let Some(entry) = slot {
-                    each(entry, arena.lock(entry).leave_for_transit(cursor));
+                    each(entry, arena.lock(entry).leave_for_transit(cursor, stamps));
                 }
                 true
             });
@@ -126,7 +132,7 @@ impl Slots {
             }
             prefetch(ahead);
             if let Some(entry) = slot {
-                each(entry, arena.lock(entry).leave_for_transit(cursor));
+                each(entry, arena.lock(entry).leave_for_transit(cursor, stamps));
                 moved += 1;
             }
             true

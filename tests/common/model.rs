@@ -4,11 +4,15 @@
 //! Operations: schedule (any delay: zero, sub-tick, many levels away, far future), cancel (of any
 //! handle, including fired, cancelled and refused ones), reset (re-arm in place, by a delay or an
 //! instant, of any handle), advance of the manual clock (zero, sub-tick,
-//! multi-level jumps) followed by `advance_clock`, and shutdown. The model is a plain list of
-//! deadlines: after every step, exactly the tasks whose deadline tick has begun have fired, each once,
-//! none early; `cancel()` and `reset()` return what the model says; `len()` is exact.
+//! multi-level jumps) followed by `advance_clock`, shutdown, a chain of zero delays (a task that
+//! reschedules itself with `Duration::ZERO`), and a task that shuts the timer down. The model is a
+//! plain list of deadlines: after every step, exactly the tasks whose deadline tick has begun have
+//! fired, each once, none early, equal deadlines in scheduling order; each chain ran one link per
+//! advance; `cancel()` and `reset()` return what the model says; `len()` is exact; and the
+//! accounting holds: fired + cancelled + returned by shutdowns + pending = scheduled.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
@@ -81,6 +85,36 @@ pub enum Op {
         count: u16,
         spread: u64,
     },
+    /// Schedule a chain of this many links (at least one), each a task that schedules the next
+    /// with a zero delay: one link runs per advance.
+    ZeroChain(u8),
+    /// Schedule a task (with this delay, as [`Op::Schedule`]) that shuts the timer down when it
+    /// runs: it returns every task that has not started, the rest of its batch included.
+    ShutdownInTask(Option<u64>),
+}
+
+/// A chain of zero delays in the model.
+struct Chain {
+    /// Links run so far (written by the links).
+    runs: Arc<AtomicUsize>,
+    /// Links that ran, as the model expects them.
+    ran: usize,
+    /// Links still to run; the next one is pending while this is above 0 and no shutdown came.
+    left: usize,
+    /// When the pending link became due: the tick of the clock when it was scheduled.
+    due: Duration,
+}
+
+/// The task of a chain's link: records its run, then schedules the next link with a zero delay.
+fn link(timer: Weak<Timer>, runs: Arc<AtomicUsize>, left: usize) -> impl FnOnce() + Send + 'static {
+    move || {
+        runs.fetch_add(1, Ordering::SeqCst);
+        if left > 1 {
+            if let Some(t) = timer.upgrade() {
+                let _ = t.try_schedule(Duration::ZERO, link(timer, runs, left - 1));
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +129,8 @@ enum Expect {
 struct Task {
     /// Whether it panics when it runs.
     panics: bool,
+    /// Whether it shuts the timer down when it runs.
+    shuts_down: bool,
     deadline: Duration,
     /// The tick boundary it becomes due at ([`due_tick`]).
     due: Duration,
@@ -103,33 +139,57 @@ struct Task {
 }
 
 /// Schedules one task (`None`: `Duration::MAX`) and checks `try_schedule`'s answer against the model.
+/// What a task that shuts the timer down got back: the deadlines of the returned tasks.
+type InTask = Arc<Mutex<Option<Vec<Duration>>>>;
+
+#[allow(clippy::too_many_arguments)]
 fn schedule_one(
-    timer: &Timer,
+    timer: &Arc<Timer>,
     clock: &ManualClock,
     fired: &Arc<Mutex<Vec<(usize, Duration)>>>,
     tasks: &mut Vec<Task>,
     shut_down: bool,
     step: usize,
     (nanos, panics): (Option<u64>, bool),
+    in_task: Option<&InTask>,
 ) -> Result<(), String> {
     let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
     let id = tasks.len();
     let (log, c) = (Arc::clone(fired), clock.clone());
+    let shuts_down = in_task.map(|slot| (Arc::downgrade(timer), Arc::clone(slot)));
     let result = timer.try_schedule(delay, move || {
         log.lock().unwrap().push((id, c.now()));
+        if let Some(timer) = shuts_down.as_ref().and_then(|(timer, _)| timer.upgrade()) {
+            let returned = timer.shutdown().iter().map(|task| task.deadline()).collect();
+            *shuts_down.as_ref().unwrap().1.lock().unwrap() = Some(returned);
+        }
         if panics {
             std::panic::panic_any(Bomb);
         }
     });
     let deadline = clock.now().checked_add(delay);
-    let gone =
-        Task { panics, deadline: Duration::ZERO, due: Duration::ZERO, expect: Expect::Gone, handle: None };
+    let shuts_down = in_task.is_some();
+    let gone = Task {
+        panics,
+        shuts_down,
+        deadline: Duration::ZERO,
+        due: Duration::ZERO,
+        expect: Expect::Gone,
+        handle: None,
+    };
     match result {
         Ok(handle) => {
             ensure!(!shut_down, "step {step}: accepted after shutdown");
             let deadline = deadline.expect("an accepted deadline is representable");
             let due = due_tick(clock.now(), delay, timer.tick());
-            tasks.push(Task { panics, deadline, due, expect: Expect::Pending, handle: Some(handle) });
+            tasks.push(Task {
+                panics,
+                shuts_down,
+                deadline,
+                due,
+                expect: Expect::Pending,
+                handle: Some(handle),
+            });
         }
         Err(ScheduleError::ShutDown) => {
             ensure!(shut_down, "step {step}: refused as shut down while running");
@@ -148,23 +208,42 @@ fn schedule_one(
 pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
     let tick = Duration::from_micros(tick_us);
     let clock = ManualClock::new();
-    let timer = Timer::builder().tick(tick).wheel_size(wheel_size).clock(clock.clone()).manual().build();
+    let timer =
+        Arc::new(Timer::builder().tick(tick).wheel_size(wheel_size).clock(clock.clone()).manual().build());
     let fired: Arc<Mutex<Vec<(usize, Duration)>>> = Arc::default();
     let mut tasks: Vec<Task> = Vec::new();
+    let mut chains: Vec<Chain> = Vec::new();
     let mut shut_down = false;
+    let in_task: InTask = Arc::default();
+    // Tasks returned by every shutdown.
+    let mut returned_total = 0u64;
+    let floor = |at: Duration| due_tick(at, Duration::ZERO, tick);
 
     for (step, op) in ops.into_iter().enumerate() {
         match op {
             Op::Schedule(nanos) => {
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, false))?
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, false), None)?
             }
             Op::SchedulePanicking(nanos) => {
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, true))?
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, true), None)?
+            }
+            Op::ShutdownInTask(nanos) => {
+                let slot = Some(&in_task);
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, false), slot)?
+            }
+            Op::ZeroChain(links) => {
+                let (runs, left) = (Arc::new(AtomicUsize::new(0)), usize::from(links.max(1)));
+                let accepted =
+                    timer.try_schedule(Duration::ZERO, link(Arc::downgrade(&timer), Arc::clone(&runs), left));
+                ensure_eq!(accepted.is_ok(), !shut_down, "step {}: chain accepted", step);
+                let left = if shut_down { 0 } else { left };
+                chains.push(Chain { runs, ran: 0, left, due: floor(clock.now()) });
             }
             Op::Burst { nanos, count, spread } => {
                 for i in 0..u64::from(count) {
                     let delay = nanos.saturating_add(spread / u64::from(count) * i);
-                    schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (Some(delay), false))?;
+                    let one = (Some(delay), false);
+                    schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, one, None)?;
                 }
             }
             Op::Cancel(i) => {
@@ -207,16 +286,67 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 let fired_before = fired.lock().unwrap().len();
                 timer.advance_clock(Duration::ZERO);
                 let now = clock.now();
-                // Within one advance, tasks fire in non-decreasing order of their deadline tick.
-                let batch: Vec<Duration> =
-                    fired.lock().unwrap()[fired_before..].iter().map(|&(id, _)| tasks[id].due).collect();
+                // Within one advance, tasks fire in non-decreasing order of their deadline tick,
+                // equal deadlines in scheduling order (task ids are in scheduling order).
+                let ran: Vec<usize> =
+                    fired.lock().unwrap()[fired_before..].iter().map(|&(id, _)| id).collect();
+                let batch: Vec<Duration> = ran.iter().map(|&id| tasks[id].due).collect();
                 ensure!(batch.windows(2).all(|w| w[0] <= w[1]), "step {step}: fired out of order: {batch:?}");
-                if !shut_down {
+                let ties = ran.windows(2).filter(|w| tasks[w[0]].deadline == tasks[w[1]].deadline);
+                ensure!(
+                    ties.clone().all(|w| w[0] < w[1]),
+                    "step {step}: equal deadlines out of order: {ran:?}"
+                );
+                let shutdown_in_task = in_task.lock().unwrap().take();
+                if let Some(returned) = shutdown_in_task {
+                    // A task of this advance shut the timer down: it ran last; everything that
+                    // had not started was returned to it.
+                    ensure!(
+                        ran.last().is_some_and(|&id| tasks[id].shuts_down),
+                        "step {step}: a task ran after the shutdown: {ran:?}"
+                    );
+                    let mut expected = Vec::new();
+                    for &id in &ran {
+                        ensure!(
+                            tasks[id].expect == Expect::Pending && tasks[id].due <= now,
+                            "step {step}: {id}"
+                        );
+                        tasks[id].expect = Expect::Fired;
+                    }
+                    for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
+                        expected.push(task.due);
+                        task.expect = Expect::Gone;
+                    }
+                    for chain in chains.iter_mut().filter(|c| c.left > 0) {
+                        // Its link ran before the shutdown (and scheduled the next), or not.
+                        let runs = chain.runs.load(Ordering::SeqCst);
+                        ensure!(runs == chain.ran || runs == chain.ran + 1, "step {step}: chain ran {runs}");
+                        if runs > chain.ran {
+                            (chain.ran, chain.left, chain.due) = (runs, chain.left - 1, floor(now));
+                        }
+                        if chain.left > 0 {
+                            expected.push(chain.due);
+                        }
+                        chain.left = 0;
+                    }
+                    expected.sort();
+                    ensure_eq!(returned, expected, "step {}: returned by the shutdown inside a task", step);
+                    returned_total += returned.len() as u64;
+                    shut_down = true;
+                } else if !shut_down {
                     for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
                         if task.due <= now {
                             task.expect = Expect::Fired;
                         }
                     }
+                    // One link of each chain per advance: the next one waits for the next advance.
+                    for chain in chains.iter_mut().filter(|c| c.left > 0) {
+                        (chain.ran, chain.left, chain.due) = (chain.ran + 1, chain.left - 1, floor(now));
+                    }
+                }
+                for (i, chain) in chains.iter().enumerate() {
+                    let runs = chain.runs.load(Ordering::SeqCst);
+                    ensure_eq!(runs, chain.ran, "step {}: chain {} links run", step, i);
                 }
             }
             Op::Shutdown => {
@@ -225,14 +355,17 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 let mut expected: Vec<Duration> = if shut_down {
                     Vec::new()
                 } else {
-                    tasks.iter().filter(|t| t.expect == Expect::Pending).map(|t| t.due).collect()
+                    let links = chains.iter().filter(|c| c.left > 0).map(|c| c.due);
+                    tasks.iter().filter(|t| t.expect == Expect::Pending).map(|t| t.due).chain(links).collect()
                 };
                 expected.sort();
                 let returned: Vec<Duration> = unfired.iter().map(|u| u.deadline()).collect();
                 ensure_eq!(returned, expected, "step {}: unfired tasks", step);
+                returned_total += returned.len() as u64;
                 for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
                     task.expect = Expect::Gone;
                 }
+                chains.iter_mut().for_each(|c| c.left = 0);
                 shut_down = true;
             }
         }
@@ -248,10 +381,14 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
             let want = usize::from(task.expect == Expect::Fired);
             ensure_eq!(times_fired[id], want, "step {}: task {} ({:?}) fired count", step, id, task.expect);
         }
-        let pending = tasks.iter().filter(|t| t.expect == Expect::Pending).count();
+        let links = chains.iter().filter(|c| c.left > 0).count();
+        let pending = tasks.iter().filter(|t| t.expect == Expect::Pending).count() + links;
         ensure_eq!(timer.len(), pending, "step {}: len()", step);
+        let stats = timer.stats();
         let panicked = tasks.iter().filter(|t| t.panics && t.expect == Expect::Fired).count() as u64;
-        ensure_eq!(timer.stats().panicked, panicked, "step {}: panicked", step);
+        ensure_eq!(stats.panicked, panicked, "step {}: panicked", step);
+        let accounted = stats.fired + stats.cancelled + returned_total + pending as u64;
+        ensure_eq!(accounted, stats.scheduled, "step {}: fired + cancelled + returned + pending", step);
     }
     Ok(())
 }

@@ -209,8 +209,14 @@ fn take_out(stages: &mut [Stage; STAGES as usize], arena: &EntryArena, location:
 pub(crate) struct Handoff<'a> {
     /// The entries to re-add through the wheel relative to the cursor (a cascade).
     pub(crate) cascade: &'a mut Vec<(EntryId, Deadline)>,
-    /// The entries due at the cursor, to fire (the re-add would only find them due).
-    pub(crate) due: &'a mut Vec<(EntryId, Deadline)>,
+    /// The entries due at the cursor, to fire (the re-add would only find them due), each with its
+    /// stamp, the order of its schedule (`entry/`): the batch fires in deadline order, equal
+    /// deadlines in stamp order.
+    pub(crate) due: &'a mut Vec<((EntryId, u64), Deadline)>,
+    /// The last stamp drawn before the advance began: an entry due at the cursor but stamped
+    /// later was scheduled while this advance runs, and goes to `cascade` instead, to be filed
+    /// for the next advance (one advance does bounded work: `delay_queue.rs`, "Rounds").
+    pub(crate) stamps: u64,
 }
 
 /// What a popped queue entry turned out to be.
@@ -383,7 +389,7 @@ impl TimerTaskList {
     /// expiration, which the caller must queue. A bucket not due at the cursor was a stale queue
     /// entry (see the module docs): [`Popped::Stale`], nothing changes.
     pub(crate) fn visit_into(&self, arena: &EntryArena, cursor: u64, out: Handoff<'_>) -> Popped {
-        let Handoff { cascade, due } = out;
+        let Handoff { cascade, due, stamps } = out;
         let mut lanes = self.lock_all();
         if self.expiration.load(Ordering::Acquire) > cursor {
             return Popped::Stale;
@@ -409,9 +415,9 @@ impl TimerTaskList {
             // Room for all in both: neither grows under the slot locks.
             cascade.reserve(take);
             due.reserve(take);
-            stage.slots.take_front(take, arena, cursor, |entry, deadline| {
-                if deadline.tick() <= cursor {
-                    due.push((entry, deadline));
+            stage.slots.take_front(take, arena, (cursor, stamps), |entry, (deadline, stamp)| {
+                if deadline.tick() <= cursor && stamp <= stamps {
+                    due.push(((entry, stamp), deadline));
                 } else {
                     cascade.push((entry, deadline));
                 }
@@ -436,11 +442,13 @@ impl TimerTaskList {
     fn visit(&self, arena: &EntryArena, cursor: u64) -> Visit {
         let mut entries = Vec::new();
         let mut due = Vec::new();
-        let requeue = match self.visit_into(arena, cursor, Handoff { cascade: &mut entries, due: &mut due }) {
+        let out = Handoff { cascade: &mut entries, due: &mut due, stamps: u64::MAX };
+        let requeue = match self.visit_into(arena, cursor, out) {
             Popped::Visited { requeue } => requeue,
             Popped::Stale => None,
         };
         // Both kinds, due or not (the unit tests look at what left the bucket).
+        let due = due.into_iter().map(|((entry, _), deadline)| (entry, deadline));
         Visit { entries: entries.into_iter().chain(due).map(|(entry, _)| entry).collect(), requeue }
     }
 
@@ -463,7 +471,9 @@ impl TimerTaskList {
             let live = stage.slots.live();
             entries.reserve(live);
             // Every entry counts as due: the drain abandons them all, and a reset leaves them be.
-            stage.slots.take_front(live, arena, u64::MAX, |entry, deadline| entries.push((entry, deadline)));
+            stage.slots.take_front(live, arena, (u64::MAX, u64::MAX), |entry, (deadline, _)| {
+                entries.push((entry, deadline))
+            });
             stage.reset_if_empty();
         }
         self.expiration.store(NO_EXPIRATION, Ordering::Release);

@@ -64,7 +64,11 @@ fn expiration_is_set_once_per_round_and_only_lowered() {
     let visit = bucket.visit(arena, 10);
     assert_eq!((visit.entries.len(), visit.requeue), (4, None));
     assert_eq!(
-        bucket.visit_into(arena, 10, Handoff { cascade: &mut Vec::new(), due: &mut Vec::new() }),
+        bucket.visit_into(
+            arena,
+            10,
+            Handoff { cascade: &mut Vec::new(), due: &mut Vec::new(), stamps: u64::MAX }
+        ),
         Popped::Stale,
         "the entry left at 10"
     );
@@ -81,7 +85,8 @@ fn a_visit_hands_over_the_entries_due_at_the_cursor_apart_from_those_to_cascade(
     let es: Vec<Ticket> = (0..12).map(|i| new_entry(arena, 100 + i % 4, || {}).unwrap()).collect();
     add_all(arena, &bucket, &es, stage(0, 100, 100, 100));
     let (mut cascade, mut due) = (Vec::new(), Vec::new());
-    let popped = bucket.visit_into(arena, 101, Handoff { cascade: &mut cascade, due: &mut due });
+    let popped =
+        bucket.visit_into(arena, 101, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
     assert_eq!(popped, Popped::Visited { requeue: None });
     let ticks = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(_, d)| d.tick()).collect::<Vec<_>>();
     assert_eq!(ticks(&due), [100, 101, 100, 101, 100, 101], "due at 101, in list order");
@@ -248,7 +253,7 @@ fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let arena = &EntryArena::unaudited();
     let bucket = Arc::new(TimerTaskList::new(0, 0));
     let flag = AtomicBool::new(true);
-    let mut fresh = Fresh::new(Deadline::at_tick(5), || {});
+    let mut fresh = Fresh::new(Deadline::at_tick(5), || {}, arena.next_stamp());
     let id = arena.alloc().unwrap();
     let refused = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag);
     assert_eq!(refused, Err(ShutDown));

@@ -1,0 +1,123 @@
+//! Tasks due at the same instant fire in the order they were scheduled (FIFO), whatever path
+//! through the wheel each took: filed long ago in a coarser level and cascaded (also early, in
+//! chunks, from a big stage), filed later straight into level 0, or scheduled from two threads
+//! (both lanes of a bucket). Each test asserts the exact firing order on a manual clock.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{ms, FireLog};
+use delaywheel::{ManualClock, Timer};
+
+/// A manual timer of `wheel_size` slots with a 1 ms tick, and a log of what fired.
+fn timer(wheel_size: usize) -> (ManualClock, Timer, FireLog) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(ms(1)).wheel_size(wheel_size).clock(clock.clone()).manual().build();
+    (clock, timer, FireLog::default())
+}
+
+/// Moves the clock to `at` and advances the timer there (cascading what is due on the way).
+fn advance_to(clock: &ManualClock, timer: &Timer, at: Duration) {
+    assert!(clock.advance_to(at));
+    timer.advance_clock(Duration::ZERO);
+}
+
+/// Schedules tasks `ids` for the instant `deadline` on a new thread, joined before this returns:
+/// successive calls schedule in order, from threads of alternating lane parity.
+fn schedule_on_a_thread(
+    timer: &Timer,
+    clock: &ManualClock,
+    log: &FireLog,
+    ids: std::ops::Range<usize>,
+    deadline: Duration,
+) {
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for id in ids {
+                timer.schedule(deadline - clock.now(), log.task(id, clock));
+            }
+        });
+    });
+}
+
+#[test]
+fn equal_deadlines_filed_in_coarser_levels_and_in_level_0_fire_in_scheduling_order() {
+    // Wheel 8: level 0 spans 8 ticks, level 1 64, level 2 512, level 3 4096. Each deadline is
+    // scheduled from four times: far ahead (level 3), then into level 2, level 1 and level 0. 600
+    // starts a level-1 round and 640 a level-2 one (tasks filed there for that very tick are due at
+    // the round's start); 603 starts none.
+    for (deadline, times) in [(600, [0, 540, 560, 595]), (640, [0, 200, 590, 635]), (603, [0, 300, 560, 598])]
+    {
+        let (clock, timer, log) = timer(8);
+        let deadline = ms(deadline);
+        let mut next = 0;
+        for at in times {
+            advance_to(&clock, &timer, ms(at));
+            for _ in 0..5 {
+                timer.schedule(deadline - clock.now(), log.task(next, &clock));
+                next += 1;
+            }
+        }
+        advance_to(&clock, &timer, deadline - ms(1));
+        assert_eq!(log.count(), 0, "never early");
+        advance_to(&clock, &timer, deadline);
+        assert_eq!(log.ids(), (0..next).collect::<Vec<_>>(), "deadline {deadline:?}");
+        assert!(log.runs().iter().all(|&(_, at)| at == deadline));
+    }
+}
+
+#[test]
+fn equal_deadlines_fire_in_scheduling_order_across_a_big_stage_cascaded_early_in_chunks() {
+    // Wheel 64: at time 0 the deadline (tick 5000) is in level 2, whose stage holds 600 tasks per
+    // thread (two threads, so both lanes, each far past the early threshold of 128): it opens at
+    // tick 1024 and goes into level 1 in chunks of 256 a tick. Tasks scheduled at 2000 go straight
+    // into that level-1 bucket, whose big stage opens at 4944 and goes into level 0 in chunks too,
+    // after the tasks scheduled at 4940 straight into level 0; the last ones come at 4999.
+    let (clock, timer, log) = timer(64);
+    let deadline = ms(5_000);
+    let mut next = 0;
+    let mut batch = |clock: &ManualClock, timer: &Timer, n: usize| {
+        schedule_on_a_thread(timer, clock, &log, next..next + n, deadline);
+        next += n;
+    };
+    batch(&clock, &timer, 600);
+    batch(&clock, &timer, 600);
+    for at in [1_024, 1_025, 2_000] {
+        advance_to(&clock, &timer, ms(at));
+    }
+    batch(&clock, &timer, 300);
+    batch(&clock, &timer, 300);
+    advance_to(&clock, &timer, ms(4_940));
+    batch(&clock, &timer, 50);
+    batch(&clock, &timer, 50);
+    for at in [4_944, 4_945, 4_990] {
+        advance_to(&clock, &timer, ms(at));
+    }
+    batch(&clock, &timer, 20);
+    advance_to(&clock, &timer, ms(4_999));
+    batch(&clock, &timer, 20);
+    assert_eq!(log.count(), 0, "never early");
+    advance_to(&clock, &timer, deadline);
+    let ids = log.ids();
+    assert_eq!(ids.len(), 1_940);
+    if let Some(at) = ids.windows(2).position(|w| w[0] > w[1]) {
+        panic!("out of scheduling order at {at}: {:?}", &ids[at.saturating_sub(3)..(at + 3).min(ids.len())]);
+    }
+    assert_eq!(ids, (0..1_940).collect::<Vec<_>>());
+}
+
+#[test]
+fn equal_deadlines_scheduled_from_two_threads_in_turn_fire_in_scheduling_order() {
+    // Every other thread has the other lane parity: the turns alternate between the two lanes of
+    // the tick's bucket, in level 0 and (scheduled 100 ms ahead on a wheel of 8) in level 2.
+    for ahead in [ms(5), ms(100)] {
+        let (clock, timer, log) = timer(8);
+        let deadline = clock.now() + ahead;
+        for turn in 0..8 {
+            schedule_on_a_thread(&timer, &clock, &log, turn * 10..turn * 10 + 10, deadline);
+        }
+        advance_to(&clock, &timer, deadline);
+        assert_eq!(log.ids(), (0..80).collect::<Vec<_>>(), "{ahead:?} ahead");
+    }
+}
