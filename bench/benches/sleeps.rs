@@ -6,8 +6,8 @@
 //! SLEEPS_N=20000 SLEEPS_ROUNDS=1 cargo bench -p delaywheel-bench --bench sleeps   # quicker
 //! ```
 //!
-//! One round per system: a 2-worker runtime spawns `SLEEPS_N` tasks (default 100,000); each reads
-//! `Instant::now()`, sleeps its delay (whole milliseconds in [0, 1000), splitmix64 seed 42, the same
+//! One round per system: a 2-worker runtime spawns `SLEEPS_N` tasks (default 100,000); each, when
+//! first polled on a worker, reads `Instant::now()`, sleeps its delay (whole milliseconds in [0, 1000), splitmix64 seed 42, the same
 //! for both systems) and records its lateness, the time from that reading plus the delay to the
 //! instant it runs again (the timer's rounding, its driver's wake-up and the runtime's scheduling of
 //! the woken task). A sleep that returns before its delay counts as early (asserted: none).
@@ -18,7 +18,9 @@
 //!
 //! The rounds alternate (`SLEEPS_ROUNDS` each, default 3), each on a fresh runtime and timer. Output,
 //! one line per round: `<system> sleeps n=<n> late_p50_ms=<x> late_p99_ms=<x> late_p999_ms=<x>
-//! late_max_ms=<x> early=<n>`; stderr gets the ratio of the p99s per pair of rounds.
+//! late_max_ms=<x> early=<n>`; stderr gets the ratio of the p99s per pair of rounds, and
+//! delaywheel's own firing lateness (`Timer::stats`: when its driver started each wake-up task), which
+//! tells the timer's part of the lateness from the runtime's (the woken task's scheduling).
 
 #[allow(dead_code)]
 #[path = "spec/measure.rs"]
@@ -43,7 +45,7 @@ fn lateness(start: Instant, delay: Duration) -> Outcome {
 
 fn run<F, Fut>(delays: &[Duration], sleep: F) -> Vec<Outcome>
 where
-    F: Fn(Duration) -> Fut,
+    F: Fn(Duration) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -55,10 +57,10 @@ where
         let tasks: Vec<_> = delays
             .iter()
             .map(|&delay| {
-                let start = Instant::now();
-                let sleeping = sleep(delay);
+                let sleep = sleep.clone();
                 tokio::spawn(async move {
-                    sleeping.await;
+                    let start = Instant::now();
+                    sleep(delay).await;
                     lateness(start, delay)
                 })
             })
@@ -111,6 +113,13 @@ fn main() {
             report("delaywheel", &run(&delays, move |d| timer.sleep(d)))
         };
         assert!(timer.is_empty(), "every sleep fired");
+        let own = timer.stats().lateness;
+        eprintln!(
+            "# delaywheel's own firing lateness (its tasks starting on its driver) p50 / p99 / max ms: {:.3} / {:.3} / {:.3}",
+            own.p50.as_secs_f64() * 1e3,
+            own.p99.as_secs_f64() * 1e3,
+            own.max.as_secs_f64() * 1e3
+        );
         let theirs = report("tokio", &run(&delays, tokio::time::sleep));
         eprintln!("# p99 tokio / delaywheel: {:.2}", theirs / ours);
     }
