@@ -157,7 +157,11 @@ mod tests {
         let stripe = counters.local();
         let visit = |bucket: &TimerTaskList, cursor| {
             let (mut cascade, mut due) = (Vec::new(), Vec::new());
-            let popped = bucket.visit_into(&arena, cursor, Handoff { cascade: &mut cascade, due: &mut due });
+            let popped = bucket.visit_into(
+                &arena,
+                cursor,
+                Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX },
+            );
             assert_eq!(popped, Popped::Visited { requeue: None });
             (cascade, due)
         };
