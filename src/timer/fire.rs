@@ -10,19 +10,20 @@ use super::counters::Stripe;
 use super::{Shared, Store};
 use crate::deadline::{self, Deadline};
 use crate::entry::arena::prefetch_ahead;
-use crate::entry::{self, EntryArena, EntryId, Fire, Return, Task};
+use crate::entry::{self, EntryArena, EntryId, Fire, Freed, Return, Task};
 
 /// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe`, calls
 /// `claimed` with its deadline's tick, and runs it, counting a panic. The slot is released either
-/// way, and returned to the arena as `held` says.
+/// way, and returned to the arena as `held` says; a block its closure was in goes to `freed`.
 #[inline]
 pub(crate) fn fire_one<C>(
     arena: &EntryArena,
     held: (EntryId, Return),
     stripe: &Stripe<C>,
+    freed: &mut Freed,
     claimed: &mut dyn FnMut(u64),
 ) -> Fire {
-    let fire = entry::fire(arena, held, &mut |deadline_tick| {
+    let fire = entry::fire(arena, held, freed, &mut |deadline_tick| {
         stripe.left();
         claimed(deadline_tick);
     });
@@ -72,7 +73,7 @@ pub(super) type Stamped = ((EntryId, u64), Deadline);
 
 impl Shared {
     /// Runs (or hands to the executor) every entry in `due`, in deadline order, and empties it.
-    pub(super) fn fire(&self, due: &mut Vec<Stamped>, spare: &mut Vec<Stamped>) {
+    pub(super) fn fire(&self, due: &mut Vec<Stamped>, spare: &mut Vec<Stamped>, freed: &mut Freed) {
         // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
         // rounding made least late; equal deadlines in the order they were scheduled (stamps).
         deadline::sort_batch(due, spare, |&(_, stamp)| stamp);
@@ -85,7 +86,8 @@ impl Shared {
         let stripe = self.counters.local();
         let mut fired = 0;
         // Every entry of the batch is released in the loop and returned to the arena after it,
-        // with one lock of the free list (`Return::ByCaller`).
+        // with one lock of the free list (`Return::ByCaller`); so are the blocks of closures too
+        // big for their slot (`freed`: one lock per class).
         let ahead = prefetch_ahead(due.len());
         for (k, &((entry, _), _)) in due.iter().enumerate() {
             // In deadline order the slots are scattered: start each miss a few tasks early.
@@ -96,10 +98,11 @@ impl Shared {
             // (After a shutdown, also one called by a task of this batch, the rest of the batch
             // was claimed by the drain's scan: the claim below is lost and only releases the slot.)
             let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.time.clock.now_nanos());
-            if fire_one(arena, held, stripe, claimed) != Fire::Lost {
+            if fire_one(arena, held, stripe, freed, claimed) != Fire::Lost {
                 fired += 1;
             }
         }
+        freed.flush();
         arena.free_all(due.drain(..).map(|((entry, _), _)| entry));
         stripe.fired(fired);
     }

@@ -50,8 +50,13 @@ impl Shared {
             return Err(ScheduleError::TooManyPending { max: self.max_pending });
         }
         let Store { arena, wheel, .. } = &self.store;
-        // Its stamp: the generation it will have, and its place among equal deadlines.
-        let mut fresh = Fresh::new(deadline, task, arena.next_stamp());
+        // A closure too big for the slot takes a block of the arena's task slab; a class that ran
+        // out refuses as a full arena does. The entry's stamp (its generation, and its place among
+        // equal deadlines) is drawn here.
+        let Some(mut fresh) = Fresh::new(deadline, task, arena) else {
+            stripe.unschedule();
+            return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
+        };
         let Some(id) = arena.alloc() else {
             stripe.unschedule();
             return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
