@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use crate::clock::nanos_to_duration;
 use crate::missed_tick::MissedTickBehavior;
 use crate::sync::{downgrade, Arc, Mutex, Weak};
-use crate::timer::{Shared, Store};
+use crate::timer::{Shared, Store, When};
 use crate::{ScheduleError, Timer, TimerHandle};
 
 /// How a repeating task is re-armed; see [`Timer::schedule_repeating`].
@@ -161,7 +161,7 @@ impl Timer {
             }),
         });
         let first = Run { ctx: Arc::clone(&ctx), task: Some(task), handed_over: false };
-        let handle = shared.schedule(initial_delay, move || first.run())?;
+        let handle = shared.schedule(When::After(initial_delay), move || first.run())?;
         // Nobody can cancel before the caller has the handle; the first run may already have
         // fired (executor threads) and re-armed: keep the newer handle then.
         let mut state = ctx.state.lock();
@@ -260,7 +260,7 @@ impl<F: FnMut() + Send + 'static> Run<F> {
         };
         let next = Run { ctx: Arc::clone(&self.ctx), task: Some(task), handed_over: false };
         // No lock is held here: a refused `next` is dropped inside `schedule` and ends the repetition.
-        let Ok(handle) = shared.schedule(delay, move || next.run()) else { return };
+        let Ok(handle) = shared.schedule(When::After(delay), move || next.run()) else { return };
         self.handed_over = true;
         let mut state = self.ctx.state.lock();
         if state.cancelled || state.ended {

@@ -68,7 +68,7 @@ use std::time::{Duration, Instant};
 
 use crate::sync::{Arc, Mutex};
 use crate::timer::refs::TimerRef;
-use crate::timer::Shared;
+use crate::timer::{Shared, When};
 use crate::{ScheduleError, Timer, TimerHandle};
 
 impl Timer {
@@ -221,7 +221,7 @@ impl Slot {
         waker: Option<Waker>,
     ) -> Result<(Arc<Slot>, TimerHandle), ScheduleError> {
         let notify = Notify(Arc::clone(&slot));
-        let handle = shared.schedule_at(at, move || notify.fire())?;
+        let handle = shared.schedule(When::At(at), move || notify.fire())?;
         if let Some(waker) = waker {
             let mut state = slot.state.lock();
             if let Phase::Waiting = state.phase {

@@ -212,13 +212,6 @@ impl ClockSource {
         self.instant_at(u128::from(now)).unwrap_or_else(|| self.base())
     }
 
-    /// The deadline of `at` on this clock (ticks of `ticks`), read now: the first tick boundary at
-    /// or after it, or the current tick for an instant already passed (also one before the base:
-    /// [`TickLength::passed`]); `None` beyond the last representable tick.
-    pub(crate) fn deadline_at(&self, ticks: TickLength, at: Instant) -> Option<Deadline> {
-        ticks.deadline_at(self.now_nanos(), self.nanos_at(at))
-    }
-
     /// The instant at which tick `tick` begins, `None` past what `Instant` represents.
     pub(crate) fn tick_instant(&self, ticks: TickLength, tick: u64) -> Option<Instant> {
         self.instant_at(ticks.start_nanos(tick))

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::{cancel, position, reset, HandleStripe};
+use super::{cancel, position, reset, HandleStripe, When};
 use crate::deadline::Deadline;
 use crate::entry::{self, Status, Task, Ticket};
 use crate::sync::Arc;
@@ -111,12 +111,8 @@ impl TimerHandle {
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
         self.inner.as_ref().is_some_and(|(stripe, ticket)| {
-            let reach = stripe.context();
-            reach
-                .time
-                .ticks
-                .deadline(reach.time.clock.now_nanos(), delay)
-                .is_some_and(|to| reset_from(stripe, *ticket, to))
+            let time = &stripe.context().time;
+            time.deadline(When::After(delay)).is_ok_and(|(_, to)| reset_from(stripe, *ticket, to))
         })
     }
 
@@ -141,12 +137,8 @@ impl TimerHandle {
     /// ```
     pub fn reset_at(&self, deadline: Instant) -> bool {
         self.inner.as_ref().is_some_and(|(stripe, ticket)| {
-            let reach = stripe.context();
-            reach
-                .time
-                .clock
-                .deadline_at(reach.time.ticks, deadline)
-                .is_some_and(|to| reset_from(stripe, *ticket, to))
+            let time = &stripe.context().time;
+            time.deadline(When::At(deadline)).is_ok_and(|(_, to)| reset_from(stripe, *ticket, to))
         })
     }
 

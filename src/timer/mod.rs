@@ -65,7 +65,7 @@ use handle::TimerHandle;
 use stats::{BucketLoad, Lateness, TimerStats};
 use unfired::UnfiredTask;
 
-pub(crate) use store::{BucketQueue, HandleStripe, Store, Time};
+pub(crate) use store::{BucketQueue, HandleStripe, Store, Time, When};
 
 /// A hierarchical timing wheel driven by a delay queue of buckets.
 ///
@@ -231,7 +231,7 @@ impl Timer {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.shared.schedule(delay, task)
+        self.shared.schedule(When::After(delay), task)
     }
 
     /// Advances the timer to the clock's current time: flushes every due bucket, cascading entries
