@@ -315,6 +315,18 @@ impl TickLength {
     }
 }
 
+/// `at + by`, or the farthest instant a halving search finds (thousands of years ahead: a deadline
+/// that never comes) when `Instant` cannot represent the sum.
+pub(crate) fn saturating_add(at: Instant, by: Duration) -> Instant {
+    let mut by = by;
+    loop {
+        if let Some(sum) = at.checked_add(by) {
+            return sum;
+        }
+        by /= 2;
+    }
+}
+
 /// A `Duration` in nanoseconds, saturating at `u64::MAX` (about 584 years).
 #[inline]
 fn duration_nanos(d: Duration) -> u64 {

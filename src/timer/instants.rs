@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use super::{Timer, When};
+use super::Timer;
 use crate::{ScheduleError, TimerHandle};
 
 impl Timer {
@@ -30,7 +30,7 @@ impl Timer {
     /// assert_eq!(timer.now() - start, Duration::from_millis(7));
     /// ```
     pub fn now(&self) -> Instant {
-        self.shared().time().clock.now_instant()
+        self.live().now()
     }
 
     /// Schedules `task` to run once, at `deadline` on the timer's clock ([`now`](Timer::now)).
@@ -84,7 +84,7 @@ impl Timer {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.shared().schedule(When::At(deadline), task)
+        self.live().try_schedule_at(deadline, task)
     }
 
     /// The next instant at which [`advance_clock`](Timer::advance_clock) has work: the tick at
