@@ -5,40 +5,14 @@
 
 mod common;
 
-use std::future::Future;
-use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use common::waker::{poll, CountingWaker};
 use common::{manual_timer, ms};
 use delaywheel::{ScheduleError, Sleep, Timer};
-
-/// A waker that counts its wake-ups.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-impl CountingWaker {
-    fn new() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker::default());
-        let waker = Waker::from(Arc::clone(&counter));
-        (counter, waker)
-    }
-    fn count(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-fn poll<F: Future>(future: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
-    future.poll(&mut Context::from_waker(waker))
-}
 
 fn advance(clock: &delaywheel::ManualClock, timer: &Timer, by: Duration) {
     clock.advance(by);
