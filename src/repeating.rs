@@ -380,7 +380,7 @@ impl RepeatingHandle {
     ///
     /// Returns `true` iff the next run was pending and is now due at `deadline`. Returns `false`
     /// and changes nothing if the repetition was cancelled or ended, if the next run is being fired
-    /// right now (it runs, and the repetition goes on as before), or if `deadline` is beyond the
+    /// right now (it runs, and the repetition goes on unchanged), or if `deadline` is beyond the
     /// timer's range.
     pub fn reset_at(&self, deadline: Instant) -> bool {
         self.rearm(|_| Some(deadline))

@@ -13,8 +13,7 @@
 //!
 //! One iteration batch of `n` operations: the 64 tasks are spawned, each runs `n / 64` timeouts
 //! back to back, and the batch's wall time (spawn to the last join) divided by `n` is the time per
-//! operation: a throughput figure for the two workers together, as in the comparison
-//! (figures go to docs/benchmarks.md, with the machine and versions, once measured on a quiet
+//! operation: a throughput figure for the two workers together (figures go to docs/benchmarks.md, with the machine and versions, once measured on a quiet
 //! machine). delaywheel's timer is a default one (1 ms tick) with its own driver thread, shared by
 //! the 64 tasks as a server shares one; tokio's timer is the runtime's. pingora-timeout's
 //! `fast_timeout` is not a dependency here (it pulls in much of pingora's runtime).

@@ -5,8 +5,8 @@
 //!
 //! A reset keeps the entry, its slot and its closure, and moves it to a new deadline, with the same
 //! locks a cancel takes and in the same order (bucket lane, then slot: `entry/`). It never claims
-//! the entry: the status stays `Pending` throughout, so exactly-once rests on the one claim, as
-//! before, and a reset racing a fire or a cancel cannot make a task run twice or not at all.
+//! the entry: the status stays `Pending` throughout, so exactly-once rests on the one
+//! claim alone, and a reset racing a fire or a cancel cannot make a task run twice or not at all.
 //!
 //! 1. **Find and take.** Starting from the lane its ticket names (where the entry was first added:
 //!    the common case for a timeout re-armed before its first cascade), under that lane's lock and
