@@ -11,7 +11,8 @@
 //! * `SPEC_SYSTEMS`: comma-separated, any of `delaywheel`, `tokio` (`tokio-delayqueue`), `heap`
 //!   (`binaryheap-mutex`), `hhwt` (`hierarchical_hash_wheel_timer`); default all, in that order.
 //! * `SPEC_N`: timers per workload (default 1,000,000; W3 gives each of its 2 threads N/2).
-//! * `SPEC_WORKLOADS`: any of `W1`…`W6` (W2 needs W1 and runs it too); default all.
+//! * `SPEC_WORKLOADS`: any of `W1`…`W6` and `W4s` (W2 needs W1 and runs it too); default all.
+//! * `SPEC_W4S_BYTES`: W4s's captured-state sizes (default the SPEC's `8,32,64,128,256`).
 //! * `SPEC_W5_MS`: W5's idle window (default the SPEC's 5000 ms).
 //! * `SPEC_WHEEL_SIZE`: delaywheel's wheel size instead of its default (for comparing sizes;
 //!   the figures in docs/benchmarks.md use the default, as the SPEC says).
@@ -33,6 +34,9 @@
 //!   until all fired. Lateness = fire time − (time read just before the insert call + delay), into
 //!   an HDR histogram (ns, 3 significant digits); process CPU (`getrusage`, user + sys, all threads)
 //!   from the first insert to the last fire.
+//! * W4s: W4 once per captured-state size (8, 32, 64, 128, 256 bytes), each on a fresh timer; the
+//!   task captures that many bytes and reads them all when it fires (`spec/expire.rs`). stderr
+//!   gives each size's CPU and p99 against the 8-byte run.
 //! * W5: fresh timer, one task due in 60 s, then 5 s of sleep; process CPU over those 5 s.
 //! * W6: fresh timer; inserts N timers (delays in [10000, 70000) ms, handles dropped);
 //!   (RSS after − RSS before) / N, RSS from `/proc/self/statm`, `method=rss`, each reading taken
@@ -72,6 +76,8 @@
 //!   it points to) until the wheel reaches that slot, so right after W2 all N are still held:
 //!   `pending_after` reports scheduled − fired, the held count (the crate exposes no length).
 
+#[path = "spec/expire.rs"]
+mod expire;
 #[allow(dead_code)] // `HeapCore::advance` serves benches/scaling.rs
 #[path = "spec/heap.rs"]
 mod heap;
@@ -86,9 +92,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-
-use measure::{counting_task, delays_ms, now_ns, process_cpu_ms, rss_bytes, Expiry, FIRED};
+use measure::{counting_task, delays_ms, now_ns, process_cpu_ms, rss_bytes, FIRED};
 use systems::{DelayWheel, HeapTimer, Hhwt, System, TokioDelayQueue};
 
 const SYSTEMS: [&str; 4] = [DelayWheel::NAME, TokioDelayQueue::NAME, HeapTimer::NAME, Hhwt::NAME];
@@ -98,6 +102,8 @@ struct Config {
     n: usize,
     workloads: Vec<String>,
     w5: Duration,
+    /// W4s's captured-state sizes, in bytes.
+    w4s: Vec<usize>,
 }
 
 impl Config {
@@ -115,13 +121,19 @@ impl Config {
             .unwrap_or(1_000_000);
         let workloads = match std::env::var("SPEC_WORKLOADS") {
             Ok(list) if !list.trim().is_empty() => list.split(',').map(|w| w.trim().to_uppercase()).collect(),
-            _ => ["W1", "W2", "W3", "W4", "W5", "W6"].map(String::from).to_vec(),
+            _ => ["W1", "W2", "W3", "W4", "W4S", "W5", "W6"].map(String::from).to_vec(),
         };
         let w5 = std::env::var("SPEC_W5_MS")
             .ok()
             .map(|ms| Duration::from_millis(ms.parse().expect("SPEC_W5_MS: milliseconds")))
             .unwrap_or(Duration::from_secs(5));
-        Config { systems, n, workloads, w5 }
+        let w4s = match std::env::var("SPEC_W4S_BYTES") {
+            Ok(list) if !list.trim().is_empty() => {
+                list.split(',').map(|b| b.trim().parse().expect("SPEC_W4S_BYTES: sizes in bytes")).collect()
+            }
+            _ => expire::SIZES.to_vec(),
+        };
+        Config { systems, n, workloads, w5, w4s }
     }
 
     fn runs(&self, workload: &str) -> bool {
@@ -253,61 +265,6 @@ fn w3<S: System>(cfg: &Config, results: &mut Results) {
     }
 }
 
-fn w4<S: System>(cfg: &Config, results: &mut Results) {
-    let delays = delays_ms(0, 1_000, cfg.n);
-    Expiry::arm(cfg.n);
-    let sys = S::start();
-    let mut local = sys.local();
-
-    let cpu_before = process_cpu_ms();
-    let first_insert = now_ns();
-    for (i, &delay) in delays.iter().enumerate() {
-        let inserted = now_ns();
-        let due = inserted + delay * 1_000_000;
-        drop(sys.schedule(&mut local, Duration::from_millis(delay), Expiry::task(i, due)));
-    }
-    let last_fire = Expiry::wait(Duration::from_secs(120));
-    let cpu = process_cpu_ms() - cpu_before;
-    drop(local);
-
-    let mut late = Histogram::<u64>::new(3).expect("histogram");
-    let (mut early, mut missing, mut earliest) = (0usize, 0usize, 0i64);
-    for lateness in Expiry::lateness(cfg.n) {
-        match lateness {
-            None => missing += 1,
-            Some(ns) if ns < 0 => {
-                early += 1;
-                earliest = earliest.min(ns);
-                late.record(0).expect("record");
-            }
-            Some(ns) => late.record(ns as u64).expect("record"),
-        }
-    }
-    let ms = |ns: u64| ns as f64 / 1e6;
-    let wall = match last_fire {
-        Some(last) => ms(last - first_insert),
-        None => f64::NAN,
-    };
-    let (p50, p99, max) = (ms(late.value_at_quantile(0.5)), ms(late.value_at_quantile(0.99)), ms(late.max()));
-    line(format!(
-        "{} W4 expire wall_ms={wall:.1} late_p50_ms={p50:.3} late_p99_ms={p99:.3} late_max_ms={max:.3} cpu_ms={cpu:.1}",
-        S::NAME
-    ));
-    results.extend([("W4 wall ms", wall), ("W4 p50 ms", p50), ("W4 p99 ms", p99)]);
-    results.extend([("W4 max ms", max), ("W4 cpu ms", cpu)]);
-    if missing > 0 {
-        note(format!("{} W4: {missing} of {} tasks had not fired after 120 s", S::NAME, cfg.n));
-    }
-    if early > 0 {
-        note(format!(
-            "{} W4: {early} tasks fired EARLY (earliest {:.3} ms before its deadline; counted as 0 late)",
-            S::NAME,
-            earliest as f64 / 1e6
-        ));
-    }
-    stop(sys);
-}
-
 fn w5<S: System>(cfg: &Config, results: &mut Results) {
     let sys = S::start();
     let mut local = sys.local();
@@ -378,7 +335,10 @@ fn run<S: System>(cfg: &Config) -> Results {
         w3::<S>(cfg, &mut results);
     }
     if cfg.runs("W4") {
-        w4::<S>(cfg, &mut results);
+        expire::w4::<S>(cfg, &mut results);
+    }
+    if cfg.runs("W4S") {
+        expire::w4s::<S>(&cfg.w4s, cfg, &mut results);
     }
     if cfg.runs("W5") {
         w5::<S>(cfg, &mut results);
