@@ -10,6 +10,12 @@
 //! (a `Timer` holds its `LiveTimer`), so each is written once. Nothing else of the timer's state is
 //! reachable through it: the extras stand on the public API, reached weakly.
 //!
+//! The whole seam between `timer/` and the extras: `Timer::live` and the two types here, the
+//! futures' per-thread references (`refs.rs`, `Timer::local_ref`), the inert handle a refused
+//! schedule returns (`TimerHandle::refused`), and `TimerHandle::reset_deferring_drop` (the public
+//! reset, handing back the closure of a task abandoned by a shutdown for the caller to drop after
+//! its own lock: `repeating.rs`).
+//!
 //! This seam is crate-internal. A public weak timer would be a second public timer type with a
 //! contract of its own (what `schedule` on a dropped timer means, what an upgraded one may do), for
 //! needs the crate's own extras already serve; users hold a `Timer` (or an `Arc` of one).
