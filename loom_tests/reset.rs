@@ -1,4 +1,5 @@
-//! `reset()` (re-arm in place) racing the firing, a cascade, a cancel, and a slot reuse.
+//! `reset()` (re-arm in place) racing the firing, a cascade, a cancel, and a slot reuse, to an
+//! earlier deadline (the entry moves) and to a later one (the deadline is rewritten in place).
 
 use std::time::Duration;
 
@@ -57,31 +58,73 @@ fn reset_racing_cascade() {
     });
 }
 
-/// `reset()` and `cancel()` race on a pending task that cannot fire yet: the cancel wins (the reset
-/// never claims), whether the reset moved the task first, holds it in transit meanwhile, or comes
-/// after; the task never runs, its closure is dropped once, and nothing stays pending.
-#[test]
-fn reset_racing_cancel() {
-    loom::model(|| {
+/// `reset()` and `cancel()` race on a pending task that cannot fire yet (due at tick 3, level 1),
+/// the reset moving it to `to`: the cancel wins (the reset never claims), whether the reset moved
+/// the task first (out of its bucket for an earlier tick, in place for a later one), holds it in
+/// transit meanwhile, or comes after; the task never runs, its closure is dropped once, and nothing
+/// stays pending.
+fn reset_racing_cancel_to(to: u32) {
+    loom::model(move || {
         let (clock, timer) = manual_timer(2);
         let (a, drops) = (Runs::default(), Drops::default());
-        let handle = timer.schedule(ticks(3), drops.guarding(a.task())); // level 1
+        let handle = timer.schedule(ticks(3), drops.guarding(a.task()));
         let canceller = {
             let handle = handle.clone();
             loom::thread::spawn(move || handle.cancel())
         };
-        let moved = handle.reset(ticks(1)); // to level 0
+        let moved = handle.reset(ticks(to));
         let cancelled = canceller.join().unwrap();
 
         assert!(cancelled, "a pending task is cancelled, reset or not");
         assert!(timer.is_empty());
         assert_eq!(drops.count(), 1, "the closure is dropped once (moved: {moved})");
         assert!(!handle.reset(ticks(1)), "a cancelled task cannot be moved");
-        for _ in 0..4 {
+        for _ in 0..6 {
             step(&clock, &timer, 1);
         }
         assert_eq!(a.count(), 0, "a cancelled task never runs");
         assert!(timer.shutdown().is_empty());
+    });
+}
+
+/// Earlier (to tick 1, level 0): the reset takes the entry out of its bucket and re-adds it.
+#[test]
+fn reset_racing_cancel() {
+    reset_racing_cancel_to(1);
+}
+
+/// Later (to tick 5): the reset rewrites the deadline in place, under the slot lock alone.
+#[test]
+fn later_reset_racing_cancel() {
+    reset_racing_cancel_to(5);
+}
+
+/// The entry (deadline 5) sits in a level-2 bucket (slots of 4 ticks, round 4); at tick 4 the
+/// advancing thread cascades it into level 0 while `reset()` moves it later, to tick 9, in place:
+/// found in its coarse bucket (whose visit then re-adds it by 9, to level 2 again), in transit (the
+/// re-add places it by 9), or in the level-0 bucket of tick 5 (whose visit then finds it not due and
+/// re-adds it by 9), it runs once, at tick 9: not at 5, not later.
+#[test]
+fn later_reset_racing_cascade() {
+    loom::model(|| {
+        let m = OneTask::new(2, 5, 4); // level 2, slot 1, round 4
+
+        let advancer = spawn_advance(&m.timer);
+        let moved = m.handle.reset(ticks(5));
+        advancer.join().unwrap();
+
+        assert!(moved, "a pending task that cannot fire yet is moved");
+        for tick in 5..9 {
+            m.step(1);
+            assert_eq!(m.runs.count(), 0, "ran at tick {tick}, before the deadline the reset set");
+            assert_eq!(m.timer.len(), 1);
+        }
+        m.step(1);
+        assert_eq!(m.runs.count(), 1, "the task moved to tick 9 did not run at tick 9");
+        m.step(4);
+        assert_eq!(m.runs.count(), 1, "it runs once");
+        assert!(m.timer.is_empty());
+        assert_eq!(m.timer.stats().rearmed, 1);
     });
 }
 

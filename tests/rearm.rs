@@ -195,6 +195,33 @@ fn reset_after_a_cascade_finds_the_task_in_its_new_bucket() {
 }
 
 #[test]
+fn a_later_reset_leaves_the_task_in_its_bucket_whose_visit_moves_it_to_the_new_deadline() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let log = FireLog::default();
+    let h = timer.schedule(ms(10), log.task(1, &clock)); // level 1 (slots of 8 ticks), round 8
+    let before = h.position().unwrap();
+    assert!(h.reset(ms(100)));
+    let after = h.position().unwrap();
+    assert_eq!((after.level, after.slot, after.expiration_tick), (before.level, before.slot, 8), "not moved");
+    assert_eq!(after.deadline_tick, 100);
+    assert_eq!(h.deadline(), Some(timer.now() + ms(100)));
+    assert!(timer.next_wakeup().unwrap() <= timer.now() + ms(100), "never later than the work");
+    // Its bucket comes due at 8 and re-adds it by 100: to level 2 (slots of 64 ticks).
+    step_to(&clock, &timer, ms(8));
+    let moved = h.position().unwrap();
+    assert_eq!((moved.level, moved.deadline_tick), (2, 100));
+    // Re-armed later again and again (an idle timeout): it stays put, and fires once, at the last.
+    for at in 9..=40 {
+        step_to(&clock, &timer, ms(at));
+        assert!(h.reset(ms(100)));
+        assert_eq!(h.position().unwrap().level, 2);
+    }
+    step_to(&clock, &timer, ms(300));
+    assert_eq!(log.runs(), vec![(1, ms(140))]);
+    assert_eq!(timer.stats().rearmed, 33);
+}
+
+#[test]
 fn reset_to_a_passed_deadline_runs_at_the_next_advance_also_mid_tick() {
     let (clock, timer) = manual_timer(ms(10), 8);
     let log = FireLog::default();

@@ -137,7 +137,8 @@ fn a_clock_jump_over_chunked_stages_fires_in_deadline_order() {
 
 // Contributed by the review of the staged cascade: the reference model (tests/common/model.rs)
 // driven with bursts big enough to make stages big (> 128 entries in a lane), so the early, paced path runs
-// under random cancels, clock-only moves (schedulers ahead of the wheel) and small and large advances.
+// under random cancels, re-arms, clock-only moves (schedulers ahead of the wheel) and small and large
+// advances.
 
 /// Random operations with bursts of 200-1200 deadlines into one narrow band (one stage of one
 /// bucket at level 1-3), for a wheel of `wheel` slots and a 1 µs tick.
@@ -146,7 +147,7 @@ fn ops(seed: u64, wheel: u64, n_ops: usize) -> Vec<Op> {
     let tick = 1_000u64; // 1 µs tick, in ns
     let mut ops = Vec::new();
     while ops.len() < n_ops {
-        match rng.next() % 10 {
+        match rng.next() % 12 {
             // A burst into one narrow band: one stage of one bucket at some level.
             0..=3 => {
                 let level = 1 + rng.next() % 3;
@@ -177,7 +178,17 @@ fn ops(seed: u64, wheel: u64, n_ops: usize) -> Vec<Op> {
                     ops.push(Op::Advance(by));
                 }
             }
-            _ => ops.push(Op::MoveClock(rng.next() % (tick * wheel * 3))),
+            9 => ops.push(Op::MoveClock(rng.next() % (tick * wheel * 3))),
+            // Re-arms of random tasks into one band too: later ones stay in their (maybe big, maybe
+            // open) stages with the new deadline written in place, earlier ones move.
+            _ => {
+                let level = 1 + rng.next() % 3;
+                let span = wheel.saturating_pow(level as u32 + 1).min(1 << 40);
+                let base = rng.range(1, span.max(2));
+                for _ in 0..rng.range(1, 400) {
+                    ops.push(Op::Reset(rng.next() as usize, Some(base * tick + rng.next() % (tick * 8))));
+                }
+            }
         }
     }
     // Run everything out.

@@ -3,8 +3,8 @@
 //!
 //! | group | each timed operation | peers |
 //! |---|---|---|
-//! | `timeout_ready` | `timeout(30 s, future ready at once).await` | `delaywheel` (lazy: never touches the wheel), `tokio` |
-//! | `timeout_pending_once` | `timeout(30 s, future pending at its first poll, woken at once).await` | `delaywheel` (armed at the pending poll, cancelled on completion), `tokio` |
+//! | `timeout_ready` | `timeout(30 s, future ready at once).await` | `delaywheel` (lazy: never touches the wheel), `tokio`, `pingora` |
+//! | `timeout_pending_once` | `timeout(30 s, future pending at its first poll, woken at once).await` | `delaywheel` (armed at the pending poll, cancelled on completion), `tokio`, `pingora` |
 //!
 //! ```sh
 //! cargo bench -p delaywheel-bench --bench async_timeout
@@ -15,8 +15,11 @@
 //! back to back, and the batch's wall time (spawn to the last join) divided by `n` is the time per
 //! operation: a throughput figure for the two workers together (figures go to docs/benchmarks.md, with the machine and versions, once measured on a quiet
 //! machine). delaywheel's timer is a default one (1 ms tick) with its own driver thread, shared by
-//! the 64 tasks as a server shares one; tokio's timer is the runtime's. pingora-timeout's
-//! `fast_timeout` is not a dependency here (it pulls in much of pingora's runtime).
+//! the 64 tasks as a server shares one; tokio's timer is the runtime's; `pingora` is
+//! pingora-timeout's `fast_timeout` (Cloudflare's lazy timeout: registered at the first pending
+//! poll, on its own timer thread with 10 ms ticks, timers shared by deadline, a completed timeout
+//! leaving its timer in place until the deadline; it can fire up to a tick early, which the others
+//! never do).
 
 use std::future::Future;
 use std::hint::black_box;
@@ -27,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use delaywheel::Timer;
+use pingora_timeout::fast_timeout::fast_timeout;
 
 const TASKS: u64 = 64;
 const LIMIT: Duration = Duration::from_secs(30);
@@ -114,6 +118,9 @@ fn timeout_ready(c: &mut Criterion) {
             timed(&rt, iters, tokio_task!(tokio::time::timeout(LIMIT, std::future::ready(1))))
         })
     });
+    group.bench_function("pingora", |b| {
+        b.iter_custom(|iters| timed(&rt, iters, tokio_task!(fast_timeout(LIMIT, std::future::ready(1)))))
+    });
     group.finish();
     assert_eq!(timer.stats().scheduled, 0, "a ready future never touches the wheel");
 }
@@ -130,6 +137,9 @@ fn timeout_pending_once(c: &mut Criterion) {
     });
     group.bench_function("tokio", |b| {
         b.iter_custom(|iters| timed(&rt, iters, tokio_task!(tokio::time::timeout(LIMIT, PendingOnce(false)))))
+    });
+    group.bench_function("pingora", |b| {
+        b.iter_custom(|iters| timed(&rt, iters, tokio_task!(fast_timeout(LIMIT, PendingOnce(false)))))
     });
     group.finish();
     assert!(timer.is_empty(), "every armed limit was cancelled");

@@ -6,7 +6,12 @@
 //! ```sh
 //! cargo bench -p delaywheel-bench --bench rearm
 //! REARM_N=20000 REARM_OPS=400000 cargo bench -p delaywheel-bench --bench rearm   # quicker
+//! REARM_SYSTEMS=delaywheel cargo bench -p delaywheel-bench --bench rearm           # some systems
 //! ```
+//!
+//! `REARM_SYSTEMS` takes a comma-separated list of the system names below (default: all); with one
+//! system the process is small enough for `valgrind --tool=callgrind`. stderr gets the ratios of
+//! the run: delaywheel's reset against its own random-order cancel and against tokio-util's reset.
 //!
 //! Systems, each driven as its users drive it (a driver thread, or a runtime):
 //! * `delaywheel`: `Timer::new()` (1 ms tick, its driver thread); `TimerHandle::reset`.
@@ -56,7 +61,7 @@ fn ns_per(elapsed: Duration, ops: usize) -> f64 {
     elapsed.as_nanos() as f64 / ops as f64
 }
 
-fn delaywheel(n: usize, victims: &[usize], in_place: bool) {
+fn delaywheel(n: usize, victims: &[usize], in_place: bool) -> (f64, f64) {
     let name = if in_place { "delaywheel" } else { "delaywheel-cancel-schedule" };
     let timer = Timer::new();
     let mut handles: Vec<TimerHandle> = (0..n)
@@ -79,16 +84,20 @@ fn delaywheel(n: usize, victims: &[usize], in_place: bool) {
     }
     let rearm = start.elapsed();
     let held = timer.len();
-    println!("{name} W8 rearm ns_per_op={:.1} held_after={held}", ns_per(rearm, victims.len()));
+    let rearm = ns_per(rearm, victims.len());
+    println!("{name} W8 rearm ns_per_op={rearm:.1} held_after={held}");
+    let order = shuffled(n);
     let start = Instant::now();
-    for &i in &shuffled(n) {
+    for &i in &order {
         assert!(handles[i].cancel());
     }
-    println!("{name} W8 cancel ns_per_op={:.1}", ns_per(start.elapsed(), n));
+    let cancel = ns_per(start.elapsed(), n);
+    println!("{name} W8 cancel ns_per_op={cancel:.1}");
     assert!(timer.is_empty());
+    (rearm, cancel)
 }
 
-fn tokio_delay_queue(n: usize, victims: &[usize]) {
+fn tokio_delay_queue(n: usize, victims: &[usize]) -> f64 {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().unwrap();
     let _context = rt.enter();
     let queue = Arc::new(Mutex::new(DelayQueue::<u64>::new()));
@@ -107,15 +116,17 @@ fn tokio_delay_queue(n: usize, victims: &[usize]) {
     for &v in victims {
         queue.lock().unwrap().reset(&keys[v], TIMEOUT);
     }
-    let rearm = start.elapsed();
+    let rearm = ns_per(start.elapsed(), victims.len());
     let held = queue.lock().unwrap().len();
-    println!("tokio-delayqueue W8 rearm ns_per_op={:.1} held_after={held}", ns_per(rearm, victims.len()));
+    println!("tokio-delayqueue W8 rearm ns_per_op={rearm:.1} held_after={held}");
+    let order = shuffled(n);
     let start = Instant::now();
-    for &i in &shuffled(n) {
+    for &i in &order {
         queue.lock().unwrap().remove(&keys[i]);
     }
     println!("tokio-delayqueue W8 cancel ns_per_op={:.1}", ns_per(start.elapsed(), n));
     task.abort();
+    rearm
 }
 
 fn main() {
@@ -124,7 +135,17 @@ fn main() {
     let n = env("REARM_N", if quick { 1_000 } else { 100_000 });
     let ops = env("REARM_OPS", if quick { 20_000 } else { 2_000_000 });
     let victims = victims(n, ops);
-    delaywheel(n, &victims, true);
-    delaywheel(n, &victims, false);
-    tokio_delay_queue(n, &victims);
+    let systems = std::env::var("REARM_SYSTEMS").unwrap_or_default();
+    let run = |name: &str| systems.is_empty() || systems.split(',').any(|s| s.trim() == name);
+    let ours = run("delaywheel").then(|| delaywheel(n, &victims, true));
+    if run("delaywheel-cancel-schedule") {
+        delaywheel(n, &victims, false);
+    }
+    let tokio = run("tokio-delayqueue").then(|| tokio_delay_queue(n, &victims));
+    if let Some((reset, cancel)) = ours {
+        eprintln!("# delaywheel reset / its random-order cancel: {:.2}", reset / cancel);
+        if let Some(tokio) = tokio {
+            eprintln!("# tokio-util reset / delaywheel reset: {:.2}", tokio / reset);
+        }
+    }
 }

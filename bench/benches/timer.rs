@@ -7,11 +7,13 @@
 //! | `cancel` | a fresh timer holding those 10 000; cancel all, in insertion order | per cancel |
 //! | `schedule_cancel` | one long-lived timer; schedule one (W1 delays) and cancel it at once, repeated | per pair |
 //! | `expire` | a fresh timer holding 10 000 due in [1, 1000) ms; move the clock 1000 ms and fire all | per expiry |
+//! | `rearm` | one long-lived timer holding 10 000 timeouts of 30 s; re-arm them to 30 s from now in a shuffled round-robin order, 1024 at a time, the clock moved 1 ms (untimed) before each 1024: `reset`, `cancel` (the timed cancel of the same timers, each scheduled again untimed), `cancel_schedule` (a re-arm without `reset`) | per operation |
 //!
 //! ```sh
 //! cargo bench -p delaywheel-bench --bench timer
 //! cargo bench -p delaywheel-bench --bench timer -- --warm-up-time 1 --measurement-time 3  # quicker
 //! cargo bench -p delaywheel-bench --bench timer -- expire/                                # one group
+//! cargo bench -p delaywheel-bench --bench timer -- rearm/                                 # the re-arms
 //! ```
 //!
 //! Every timer is driven by hand on a virtual clock (`benches/spec/manual.rs`, shared with
@@ -244,5 +246,88 @@ fn expire(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, schedule, cancel, schedule_cancel, expire);
+/// What the `rearm` group times on each of its timers.
+#[derive(Clone, Copy)]
+enum Rearm {
+    /// The timer's own re-arm in place.
+    Reset,
+    /// The cancel alone (each timer is scheduled again after the chunk, untimed).
+    Cancel,
+    /// A re-arm without `reset`: cancel, then schedule a new timer.
+    CancelSchedule,
+}
+
+/// `rearm`: 10 000 pending 30 s timeouts on one timer; each timed chunk re-arms (or cancels) 1024 of
+/// them, in a shuffled round-robin order (each is re-armed every ten chunks, so none expires), after
+/// moving the virtual clock 1 ms (untimed): every re-arm is to a later deadline, as an idle timeout's.
+fn rearm_one<S: Manual>(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, op: Rearm) {
+    const TIMEOUT_MS: u64 = 30_000;
+    let name = match op {
+        Rearm::Reset => "reset",
+        Rearm::Cancel => "cancel",
+        Rearm::CancelSchedule => "cancel_schedule",
+    };
+    let _context = S::context();
+    let mut order: Vec<usize> = (0..BATCH).collect();
+    let mut rng = measure::SplitMix64::new(42);
+    for i in (1..BATCH).rev() {
+        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    let mut timer = S::new();
+    let mut handles: Vec<_> = (0..BATCH).map(|_| timer.schedule(TIMEOUT_MS, counting_task())).collect();
+    timer.apply();
+    let mut next = 0;
+    c.bench_function(format!("{}/{name}", S::NAME), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let k = left.min(CHUNK) as usize;
+                timer.advance(1);
+                let chunk: Vec<usize> = (0..k).map(|j| order[(next + j) % BATCH]).collect();
+                next = (next + k) % BATCH;
+                let start = Instant::now();
+                for &v in &chunk {
+                    match op {
+                        Rearm::Reset => {
+                            let moved = timer.reset(&handles[v], TIMEOUT_MS);
+                            assert_eq!(moved, Some(true), "{}: a pending timeout re-arms", S::NAME);
+                        }
+                        Rearm::Cancel => {
+                            black_box(timer.cancel(&handles[v]));
+                        }
+                        Rearm::CancelSchedule => {
+                            black_box(timer.cancel(&handles[v]));
+                            handles[v] = timer.schedule(TIMEOUT_MS, counting_task());
+                        }
+                    }
+                }
+                timer.apply();
+                total += start.elapsed();
+                if let Rearm::Cancel = op {
+                    for &v in &chunk {
+                        handles[v] = timer.schedule(TIMEOUT_MS, counting_task());
+                    }
+                    timer.apply();
+                }
+                left -= k as u64;
+            }
+            total
+        })
+    });
+    assert_eq!(timer.held(), Some(BATCH), "{}: every timeout is still pending", S::NAME);
+}
+
+fn rearm(c: &mut Criterion) {
+    let mut group = c.benchmark_group("rearm");
+    group.throughput(Throughput::Elements(1));
+    for op in [Rearm::Reset, Rearm::Cancel, Rearm::CancelSchedule] {
+        rearm_one::<ManualDelayWheel>(&mut group, op);
+    }
+    rearm_one::<ManualTokio>(&mut group, Rearm::Reset);
+    rearm_one::<ManualTokio>(&mut group, Rearm::Cancel);
+    group.finish();
+}
+
+criterion_group!(benches, schedule, cancel, schedule_cancel, expire, rearm);
 criterion_main!(benches);

@@ -25,9 +25,12 @@ pub struct WheelPosition {
     /// The tick at which the driver next visits that bucket: the start of the task's round in the
     /// slot (never after its deadline), or earlier when one of the bucket's stages is big enough to
     /// be cascaded ahead of its round (see `docs/design.md`). When its stage is visited the task
-    /// cascades to a finer level, or fires if its deadline has come.
+    /// cascades to a finer level, or fires if its deadline has come. A task re-armed to a later
+    /// deadline stays in its bucket ([`TimerHandle::reset`](crate::TimerHandle::reset)), whose
+    /// visit re-adds it by the new deadline, to whichever level that needs.
     pub expiration_tick: u64,
-    /// The task's deadline, rounded up to a tick: when it will fire.
+    /// The task's deadline, rounded up to a tick: when it will fire (after a later re-arm, later
+    /// than `expiration_tick`'s bucket would suggest).
     pub deadline_tick: u64,
 }
 

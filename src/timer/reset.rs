@@ -3,21 +3,29 @@
 //!
 //! ## Protocol
 //!
-//! A reset keeps the entry, its slot and its closure, and moves it to a new deadline, with the same
-//! locks a cancel takes and in the same order (bucket lane, then slot: `entry/`). It never claims
-//! the entry: the status stays `Pending` throughout, so exactly-once rests on the one
-//! claim alone, and a reset racing a fire or a cancel cannot make a task run twice or not at all.
+//! A reset keeps the entry, its slot and its closure, and gives it a new deadline. It never claims
+//! the entry: the status stays `Pending` throughout, so exactly-once rests on the one claim alone,
+//! and a reset racing a fire or a cancel cannot make a task run twice or not at all.
 //!
-//! 1. **Find and take.** Starting from the lane its ticket names (where the entry was first added:
-//!    the common case for a timeout re-armed before its first cascade), under that lane's lock and
-//!    the slot's, check the generation and the status ([`EntryState::retarget`]): if the entry is
-//!    in that lane, it leaves it (location cleared, new deadline written) and the resetter holds it,
-//!    as a visit holds an entry it cascades. If it is in another lane, look there (it may have moved
-//!    again meanwhile: the loop ends when it is found, gone or in transit). If a visit holds it in
-//!    transit to a re-add, write the new deadline and stop: that re-add places it by the deadline
-//!    in the slot. If a visit took it out to fire it (the due mark), or it is no longer the
-//!    ticket's pending entry, change nothing: `false`.
-//! 2. **Re-add** (when the resetter holds it): through the wheel, relative to the current tick of
+//! 1. **Later: rewrite in place.** Under the slot lock alone, check the generation, the status and
+//!    the due mark ([`EntryState::retarget`]). If the entry is in a bucket and the new deadline is
+//!    no earlier (in ticks) than its deadline, write the new deadline and leave the entry where it
+//!    is: `true`, no lane lock, no list touched, nothing queued. Its bucket is visited no later
+//!    than the old deadline needed, and the visit decides by the deadline in the slot, read under
+//!    the slot lock when it takes the entry out: due at the cursor, it fires; otherwise it is
+//!    re-added relative to the cursor by that deadline, as every cascade is (it may land in a
+//!    coarser level than it came from). The same goes for an entry in transit to a cascade's
+//!    re-add, whatever the new deadline: that re-add compares the deadline in the slot, under both
+//!    locks, with the one it placed by, and places a moved entry again. This is the common case of
+//!    an idle timeout re-armed on every message, and costs one slot lock (a cache miss at most).
+//! 2. **Earlier, in a bucket: take it out.** The bucket would be visited too late. Under the lock of
+//!    the lane the location named and the slot's, look again ([`TimerTaskList::retarget`]): if the
+//!    entry is still in that lane (and the deadline still earlier), it leaves it (location cleared,
+//!    new deadline written) and the resetter holds it, as a visit holds an entry it cascades. If it
+//!    moved to another lane meanwhile, look there (the loop ends when it is found, gone, in transit
+//!    or rewritten in place). If a visit took it out to fire it (the due mark), or it is no longer
+//!    the ticket's pending entry, change nothing: `false`.
+//! 3. **Re-add** (when the resetter holds it): through the wheel, relative to the current tick of
 //!    the clock, as a schedule adds ([`TimingWheel::readd`]): an already-passed deadline goes to
 //!    the level-0 bucket of its tick, which the next advance fires; the bucket is queued if its
 //!    expiration went down, and queueing an earlier head wakes a sleeping driver
@@ -28,8 +36,21 @@
 //!    transit and left it to the resetter, whose re-add reports it not pending; the resetter
 //!    releases the slot (`true`: the reset came first, the cancel after it).
 //!
-//! Cost: one lane lock and one slot lock as a cancel, plus the re-add of a schedule (a lane lock,
-//! a slot lock, the queue lock only when the bucket's expiration changes), and no allocation.
+//! A rewrite in place racing shutdown: the drain takes the entry out of its bucket under the slot
+//! lock, marking it due, and then claims it, so the rewrite either comes first (`true`, and the
+//! drain hands back the task with the new deadline) or finds it due or claimed (`false`).
+//!
+//! **Cascades of a re-armed entry.** An entry re-armed later in place is re-added once, by its
+//! latest deadline, when its old bucket comes due, however many times it was re-armed meanwhile;
+//! from there on it cascades as a new schedule would (at most once per level). So the re-adds a
+//! re-armed entry costs the driver are at most one per re-arm, and in the common case (re-armed far
+//! more often than its timeout passes) about one per timeout period, where moving it would cost the
+//! resetter a list unlink and an insert every time. A load that never re-arms (SPEC W4) pays
+//! nothing.
+//!
+//! Cost: in place, one slot lock; moved earlier, the slot lock, a lane lock and the slot lock again
+//! as a cancel, plus the re-add of a schedule (a lane lock, a slot lock, the queue lock only when
+//! the bucket's expiration changes), and no allocation either way.
 
 use super::fire::abandon_take;
 use super::{HandleStripe, Store};
@@ -46,12 +67,21 @@ use crate::{entry::EntryState, wheel::TimingWheel};
 /// code: a repeating task's takes its repetition's lock).
 pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -> (bool, Option<Task>) {
     let Store { arena, wheel, queue, shut_down, time } = stripe.context();
-    let mut lane = ticket.bucket;
+    // 1. Under the slot lock alone: done unless the entry must move earlier.
+    let mut lane = match entry::retarget(arena, ticket, deadline) {
+        Retargeted::Rewritten => {
+            stripe.rearmed();
+            return (true, None);
+        }
+        Retargeted::Gone => return (false, None),
+        Retargeted::Elsewhere(lane) => lane,
+        Retargeted::Here(_) => unreachable!("no lane is locked"),
+    };
+    // 2. Under the lock of the lane the entry is in, and the slot's.
     loop {
-        // The ticket's bucket exists (its entry was added to it), and so does every bucket a
-        // location names; levels are never torn down (`TimingWheel::bucket_by_key`).
-        let bucket =
-            wheel.bucket_by_key(lane.bucket()).expect("a ticket or location names an existing bucket");
+        // Every bucket a location names exists; levels are never torn down
+        // (`TimingWheel::bucket_by_key`).
+        let bucket = wheel.bucket_by_key(lane.bucket()).expect("a location names an existing bucket");
         match TimerTaskList::retarget(bucket, arena, ticket, lane.lane(), deadline) {
             Retargeted::Here(_) => break,
             Retargeted::Elsewhere(other) => lane = other,
@@ -62,7 +92,7 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -
             Retargeted::Gone => return (false, None),
         }
     }
-    // Held by this call: re-added as a schedule adds, or abandoned if the timer is shutting down.
+    // 3. Held by this call: re-added as a schedule adds, or abandoned if the timer is shutting down.
     let base = time.ticks.floor(time.clock.now_nanos());
     match wheel.readd(arena, (ticket.id, deadline), base, Some(shut_down)) {
         Readded::Inserted(Inserted::Queue(expiration, bucket)) => queue.offer(expiration, bucket),
@@ -119,6 +149,49 @@ mod tests {
         assert_eq!(level_of(stripe.context(), ticket), Some((1, 5)));
         assert_eq!(stripe.context().queue.head(), Some(4), "the level-1 bucket of tick 5 is queued");
         assert_eq!(counters.snapshot().rearmed, 1);
+    }
+
+    #[test]
+    fn a_later_reset_leaves_the_entry_in_its_bucket_whose_visit_re_adds_it_by_the_new_deadline() {
+        let (arena, wheel, counters) = parts();
+        let stripe = counters.local();
+        let visit = |bucket: &TimerTaskList, cursor| {
+            let (mut cascade, mut due) = (Vec::new(), Vec::new());
+            let popped = bucket.visit_into(&arena, cursor, Handoff { cascade: &mut cascade, due: &mut due });
+            assert_eq!(popped, Popped::Visited { requeue: None });
+            (cascade, due)
+        };
+        // In a level-2 bucket (slots of 16 ticks) whose round starts at 48.
+        let ticket = new_entry(&arena, 50, || {}).unwrap();
+        let Readded::Inserted(Inserted::Queue(48, bucket)) =
+            wheel.readd(&arena, (ticket.id, Deadline::at_tick(50)), 0, None)
+        else {
+            panic!("not queued at 48");
+        };
+        assert!(moved(ticket, stripe, Deadline::at_tick(60)));
+        assert_eq!(level_of(stripe.context(), ticket), Some((2, 60)), "still in its bucket");
+        assert_eq!(stripe.context().queue.head(), None, "nothing queued: the bucket is due first");
+        // Its visit at 48 finds it not due and re-adds it by 60: level 1, round 60.
+        let (cascade, due) = visit(&bucket, 48);
+        assert_eq!((cascade.as_slice(), due.len()), ([(ticket.id, Deadline::at_tick(60))].as_slice(), 0));
+        let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 48, None) else {
+            panic!("not placed by the new deadline");
+        };
+        assert_eq!(level_of(stripe.context(), ticket), Some((1, 60)));
+        // In a level-0 bucket too: later in place, then not due at its round.
+        let (cascade, due) = visit(&bucket, 60);
+        assert_eq!((cascade.len(), due.len()), (0, 1), "due at 60");
+        let other = new_entry(&arena, 62, || {}).unwrap();
+        let Readded::Inserted(Inserted::Queue(62, bucket)) =
+            wheel.readd(&arena, (other.id, Deadline::at_tick(62)), 60, None)
+        else {
+            panic!("not queued at 62");
+        };
+        assert!(moved(other, stripe, Deadline::at_tick(63)));
+        assert_eq!(level_of(stripe.context(), other), Some((0, 63)));
+        let (cascade, due) = visit(&bucket, 62);
+        assert_eq!((cascade.as_slice(), due.len()), ([(other.id, Deadline::at_tick(63))].as_slice(), 0));
+        assert_eq!(counters.snapshot().rearmed, 2);
     }
 
     #[test]

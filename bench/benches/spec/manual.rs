@@ -57,6 +57,12 @@ pub trait Manual: Sized + 'static {
     /// Cancels; `Some(won)` where the API tells whether the task will not run, `None` where it
     /// does not (hierarchical_hash_wheel_timer: its cancel is a message with no reply).
     fn cancel(&mut self, handle: &Self::Handle) -> Option<bool>;
+    /// Re-arms the pending timer `handle` names to `delay_ms` from the virtual now, in place;
+    /// `None` where the timer has no such operation (then a re-arm is a cancel and a schedule).
+    #[allow(dead_code)] // only benches/timer.rs re-arms
+    fn reset(&mut self, _handle: &Self::Handle, _delay_ms: u64) -> Option<bool> {
+        None
+    }
     /// Moves the virtual clock `ms` forward and runs every task due by then, on this thread.
     fn advance(&mut self, ms: u64);
     /// Drops what lazy cancellation left in the timer, as its own driving would eventually (the
@@ -102,6 +108,10 @@ impl Manual for ManualDelayWheel {
 
     fn cancel(&mut self, handle: &TimerHandle) -> Option<bool> {
         Some(handle.cancel())
+    }
+
+    fn reset(&mut self, handle: &TimerHandle, delay_ms: u64) -> Option<bool> {
+        Some(handle.reset(Duration::from_millis(delay_ms)))
     }
 
     fn advance(&mut self, ms: u64) {
@@ -156,6 +166,13 @@ impl Manual for ManualTokio {
 
     fn cancel(&mut self, handle: &Self::Handle) -> Option<bool> {
         Some(lock_queue(&self.queue).try_remove(handle).is_some())
+    }
+
+    /// `DelayQueue::reset` (it panics on a key that is no longer in the queue: the benches re-arm
+    /// only pending timers).
+    fn reset(&mut self, handle: &Self::Handle, delay_ms: u64) -> Option<bool> {
+        lock_queue(&self.queue).reset(handle, Duration::from_millis(delay_ms));
+        Some(true)
     }
 
     fn advance(&mut self, ms: u64) {

@@ -62,7 +62,7 @@ impl TimerTaskList {
         deadline: Deadline,
     ) -> Retargeted {
         let mut stages = this.lanes[lane].stages.lock();
-        let found = arena.lock(ticket.id).retarget(ticket, LaneKey::new(this.key, lane), deadline);
+        let found = arena.lock(ticket.id).retarget(ticket, Some(LaneKey::new(this.key, lane)), deadline);
         if let Retargeted::Here(location) = found {
             take_out(&mut stages, arena, location, ticket.id);
         }

@@ -41,7 +41,8 @@
 //! A bucket above level 0 keeps its entries (in each lane) in **stages** by where their deadlines
 //! fall in the round (see `wheel/place.rs`); each stage knows its round start, the tick from which it may be cascaded
 //! (`opens`) and the first tick of its range (`due`), each the minimum over the entries added since
-//! the stage was last empty (not recomputed on removal: at worst a visit comes early). A level-0
+//! the stage was last empty (not recomputed on removal, nor when a reset moves an entry's deadline
+//! later in place, `timer/reset.rs`: at worst a visit comes early). A level-0
 //! bucket has one stage. A stage is to be visited at its round start (Kafka's flush time) while it
 //! holds at most [`EARLY_LANE_LEN`] entries, and from `opens` while it holds more ([`Stage::visit_at`]):
 //! a stage cascaded down to that size waits for the round with the rest.
@@ -409,8 +410,13 @@ impl TimerTaskList {
             // Room for all in both: neither grows under the slot locks.
             cascade.reserve(take);
             due.reserve(take);
+            // Due or not by the deadline in each entry's slot, read under its lock as it leaves
+            // (`leave_for_transit`): a reset may have moved it later in place (`timer/reset.rs`).
+            // Seeded fault `visit_fires_level0_by_round` (docs/loom.md): a level-0 bucket's
+            // entries are taken as due at its round, so one re-armed later fires early.
+            let by_round = fault!("visit_fires_level0_by_round") && self.key.level() == 0;
             stage.slots.take_front(take, arena, cursor, |entry, deadline| {
-                if deadline.tick() <= cursor {
+                if deadline.tick() <= cursor || by_round {
                     due.push((entry, deadline));
                 } else {
                     cascade.push((entry, deadline));

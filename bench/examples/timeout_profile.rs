@@ -1,0 +1,62 @@
+//! A small driver for profiling one timeout that is pending once (the `timeout_pending_once` group
+//! of `benches/async_timeout.rs`) under `valgrind --tool=callgrind`, where criterion's own analysis
+//! would drown it: one task on a 2-worker runtime awaits `N` such timeouts in a loop, with
+//! delaywheel's `Timer::timeout` (a default timer with its driver thread) or `tokio::time::timeout`.
+//!
+//! ```sh
+//! cargo build --release -p delaywheel-bench --example timeout_profile
+//! valgrind --tool=callgrind target/release/examples/timeout_profile delaywheel 100000
+//! valgrind --tool=callgrind target/release/examples/timeout_profile tokio 100000
+//! callgrind_annotate --inclusive=yes callgrind.out.<pid>
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// Pending at its first poll (waking its task at once), ready at the second.
+struct PendingOnce(bool);
+impl Future for PendingOnce {
+    type Output = u64;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
+        if self.0 {
+            return Poll::Ready(1);
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+async fn ours(timer: &delaywheel::Timer, n: u64) -> u64 {
+    let mut s = 0;
+    for _ in 0..n {
+        s += timer.timeout(Duration::from_secs(30), PendingOnce(false)).await.unwrap_or(0);
+    }
+    s
+}
+
+async fn theirs(n: u64) -> u64 {
+    let mut s = 0;
+    for _ in 0..n {
+        s += tokio::time::timeout(Duration::from_secs(30), PendingOnce(false)).await.unwrap_or(0);
+    }
+    s
+}
+
+fn main() {
+    let which = std::env::args().nth(1).unwrap_or_else(|| "delaywheel".to_string());
+    let n: u64 = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().unwrap();
+    let timer = std::sync::Arc::new(delaywheel::Timer::new());
+    let t = timer.clone();
+    let s = rt.block_on(async move {
+        if which == "tokio" {
+            tokio::spawn(theirs(n)).await.unwrap()
+        } else {
+            tokio::spawn(async move { ours(&t, n).await }).await.unwrap()
+        }
+    });
+    println!("{s}");
+}
