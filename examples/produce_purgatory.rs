@@ -1,7 +1,8 @@
 //! Produce requests waiting in a purgatory for their replicas' acknowledgements, as a Kafka broker's
 //! produce purgatory holds `acks=all` requests.
 //!
-//! Requests arrive at a target rate, each for one of `--partitions` partitions. A request is answered
+//! Requests arrive at a target rate from `--threads` request threads (the broker's request handlers,
+//! each registering its share of the rate), each for one of `--partitions` partitions. A request is answered
 //! once every follower replica has acknowledged it; each follower answers after a log-normal delay
 //! (median 20 ms, 75th percentile 60 ms by default). The request waits in the purgatory, watched
 //! under its partition, with a timeout (200 ms by default): a replica thread delivers each
@@ -12,11 +13,12 @@
 //! ```text
 //! cargo run --release --example produce_purgatory
 //! cargo run --release --example produce_purgatory -- --rate 300000 --replicas 2 --partitions 5000
+//! cargo run --release --example produce_purgatory -- --threads 4    # 4 request threads, same total rate
 //! ```
 //!
 //! The summary checks the purgatory's promises on every request (answered exactly once; expired ones
 //! answered before their expiration callback; nothing left watched) and reports response times,
-//! how late the timeouts fired, CPU time and memory.
+//! how late the timeouts fired, the achieved rate, CPU time per request and memory.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,6 +44,7 @@ struct Args {
     median_ms: f64,
     p75_ms: f64,
     tick_us: u64,
+    threads: u64,
     no_progress: bool,
 }
 
@@ -67,6 +70,7 @@ impl Args {
                 "75th percentile of a replica's acknowledgement delay, in milliseconds.",
             ),
             tick_us: f.value("tick-us", 1_000, "Timer tick, in microseconds."),
+            threads: f.value("threads", 1, "Request threads registering operations, each at rate / threads."),
             no_progress: f.switch("no-progress", "Do not draw the progress bar."),
         };
         f.finish();
@@ -147,6 +151,7 @@ fn main() {
     let args = Args::parse();
     assert!(args.rate > 0.0 && args.duration > 0.0, "rate and duration must be positive");
     assert!(args.partitions > 0 && args.replicas > 0, "need partitions and replicas");
+    assert!(args.threads > 0, "need at least one request thread");
     let timeout = Duration::from_millis(args.timeout_ms);
     let timer = Timer::builder().tick(Duration::from_micros(args.tick_us)).thread_name("reaper").build();
     let purgatory: Arc<Purgatory<u64, Produce>> = Arc::new(Purgatory::with_timer(timer));
@@ -196,56 +201,62 @@ fn main() {
             .unwrap()
     };
 
-    // The clients: requests arrive at the target rate, each waiting in the purgatory.
-    let clients = {
-        let (purgatory, arrived) = (Arc::clone(&purgatory), Arc::clone(&arrived));
-        let (rate, replicas, partitions) = (args.rate, args.replicas, args.partitions);
-        let mut latencies = Latencies::new(args.median_ms, args.p75_ms, 42);
-        thread::Builder::new()
-            .name("clients".into())
-            .spawn(move || {
-                let mut rng = SplitMix(7);
-                let timeout_ns = timeout.as_nanos() as u64;
-                let mut sent = 0;
-                while sent < total {
-                    let due = ((broker.start.elapsed().as_secs_f64() * rate) as u64).min(total);
-                    if due == sent {
-                        thread::sleep(Duration::from_micros(100));
-                        continue;
-                    }
-                    let mut acks = Vec::with_capacity(((due - sent) * u64::from(replicas)) as usize);
-                    for _ in sent..due {
-                        let now = broker.now_ns();
-                        let request = Arc::new(Produce {
-                            partition: rng.next() % partitions,
-                            required: replicas,
-                            acks: AtomicU32::new(0),
-                            responded: AtomicBool::new(false),
-                            arrived_ns: now,
-                            deadline_ns: now + timeout_ns,
-                            broker,
-                        });
-                        for _ in 0..replicas {
-                            // An acknowledgement after the timeout would find the request answered.
-                            let delay = latencies.next_nanos();
-                            if delay < timeout_ns {
-                                acks.push(((now + delay) / 1_000_000, Arc::clone(&request)));
-                            }
+    // The request threads: each registers its share of the requests at its share of the rate.
+    let clients: Vec<_> = (0..args.threads)
+        .map(|index| {
+            let (purgatory, arrived, acks_tx) =
+                (Arc::clone(&purgatory), Arc::clone(&arrived), acks_tx.clone());
+            let share = total / args.threads + u64::from(index < total % args.threads);
+            let rate = args.rate * share as f64 / total.max(1) as f64;
+            let (replicas, partitions) = (args.replicas, args.partitions);
+            let mut latencies = Latencies::new(args.median_ms, args.p75_ms, 42 + index);
+            thread::Builder::new()
+                .name(format!("requests-{index}"))
+                .spawn(move || {
+                    let mut rng = SplitMix(7 + index);
+                    let timeout_ns = timeout.as_nanos() as u64;
+                    let mut sent = 0;
+                    while sent < share {
+                        let due = ((broker.start.elapsed().as_secs_f64() * rate) as u64).min(share);
+                        if due == sent {
+                            thread::sleep(Duration::from_micros(100));
+                            continue;
                         }
-                        let partition = request.partition;
-                        purgatory.try_complete_else_watch(request, timeout, [partition]);
+                        let mut acks = Vec::with_capacity(((due - sent) * u64::from(replicas)) as usize);
+                        for _ in sent..due {
+                            let now = broker.now_ns();
+                            let request = Arc::new(Produce {
+                                partition: rng.next() % partitions,
+                                required: replicas,
+                                acks: AtomicU32::new(0),
+                                responded: AtomicBool::new(false),
+                                arrived_ns: now,
+                                deadline_ns: now + timeout_ns,
+                                broker,
+                            });
+                            for _ in 0..replicas {
+                                // An acknowledgement after the timeout would find the request answered.
+                                let delay = latencies.next_nanos();
+                                if delay < timeout_ns {
+                                    acks.push(((now + delay) / 1_000_000, Arc::clone(&request)));
+                                }
+                            }
+                            let partition = request.partition;
+                            purgatory.try_complete_else_watch(request, timeout, [partition]);
+                        }
+                        let _ = acks_tx.send(acks);
+                        arrived.fetch_add(due - sent, Ordering::Relaxed);
+                        sent = due;
                     }
-                    let _ = acks_tx.send(acks);
-                    sent = due;
-                    arrived.store(sent, Ordering::Relaxed);
-                }
-            })
-            .unwrap()
-    };
+                })
+                .unwrap()
+        })
+        .collect();
+    drop(acks_tx);
 
     let bar = Progress::new(total, args.no_progress);
     let mut peak_delayed = 0;
-    while !clients.is_finished() {
+    while clients.iter().any(|c| !c.is_finished()) {
         let delayed = purgatory.delayed();
         peak_delayed = peak_delayed.max(delayed);
         let watched = purgatory.watched_keys();
@@ -256,7 +267,7 @@ fn main() {
         thread::sleep(Duration::from_millis(50));
     }
     let arrival_secs = broker.start.elapsed().as_secs_f64();
-    clients.join().unwrap();
+    clients.into_iter().for_each(|c| c.join().unwrap());
     bar.show(total, "draining");
     replicas.join().unwrap();
     let give_up = Instant::now() + timeout * 4 + Duration::from_secs(5);
@@ -275,11 +286,13 @@ fn main() {
     let lateness = broker.expiry_lateness.lock().unwrap();
     let ms = |us: u64| format!("{:.3}", us as f64 / 1_000.0);
     println!(
-        "produce_purgatory: delaywheel {}, tick {:?}, {} partitions, {} follower acks per request",
+        "produce_purgatory: delaywheel {}, tick {:?}, {} partitions, {} follower acks per request, {} request thread{}",
         env!("CARGO_PKG_VERSION"),
         Duration::from_micros(args.tick_us),
         args.partitions,
-        args.replicas
+        args.replicas,
+        args.threads,
+        if args.threads == 1 { "" } else { "s" }
     );
     println!(
         "workload: timeout {} ms, replica ack delay log-normal median {} ms / p75 {} ms",

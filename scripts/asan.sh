@@ -2,7 +2,7 @@
 # Runs the crate's lib unit tests under AddressSanitizer (use-after-free, double free, out-of-bounds,
 # leaks via LeakSanitizer), on the machine's stable toolchain.
 #
-#   scripts/asan.sh                  the `inline_task` and `slot_lock` tests: the two `unsafe` modules
+#   scripts/asan.sh                  the tests of the `unsafe` modules `inline_task`, `task_slab`, `slot_lock`
 #   scripts/asan.sh FILTER [ARGS]    lib tests whose name contains FILTER, e.g. `scripts/asan.sh ''`
 #                                    for the whole lib suite; ARGS go to the test harness
 #
@@ -24,7 +24,7 @@ export CARGO_TARGET_DIR="${ASAN_TARGET_DIR:-target/asan}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1}"
 
 if [[ $# -eq 0 ]]; then
-    set -- inline_task slot_lock
+    set -- inline_task task_slab slot_lock
 fi
 
 echo "asan: target ${target}, target dir ${CARGO_TARGET_DIR}, filter '${1}'"

@@ -9,9 +9,12 @@
 //!
 //! Environment:
 //! * `SPEC_SYSTEMS`: comma-separated, any of `delaywheel`, `tokio` (`tokio-delayqueue`), `heap`
-//!   (`binaryheap-mutex`), `hhwt` (`hierarchical_hash_wheel_timer`); default all, in that order.
+//!   (`binaryheap-mutex`), `hhwt` (`hierarchical_hash_wheel_timer`), `tokio-timer` (tokio's own
+//!   timer: W7 only); default all, in that order. hhwt runs no W7 (its cancel is a message).
 //! * `SPEC_N`: timers per workload (default 1,000,000; W3 gives each of its 2 threads N/2).
-//! * `SPEC_WORKLOADS`: any of `W1`…`W6` and `W4s` (W2 needs W1 and runs it too); default all.
+//! * `SPEC_WORKLOADS`: any of `W1`…`W7` and `W4s` (W2 needs W1 and runs it too); default all. W7
+//!   (threads sharing one timer) is `spec/threads.rs`, with its own variables `SPEC_W7_THREADS`,
+//!   `SPEC_W7_N`.
 //! * `SPEC_W4S_BYTES`: W4s's captured-state sizes (default the SPEC's `8,32,64,128,256`).
 //! * `SPEC_W5_MS`: W5's idle window (default the SPEC's 5000 ms).
 //! * `SPEC_WHEEL_SIZE`: delaywheel's wheel size instead of its default (for comparing sizes;
@@ -85,6 +88,8 @@ mod heap;
 mod measure;
 #[path = "spec/systems.rs"]
 mod systems;
+#[path = "spec/threads.rs"]
+mod threads;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -95,7 +100,8 @@ use std::time::{Duration, Instant};
 use measure::{counting_task, delays_ms, now_ns, process_cpu_ms, rss_bytes, FIRED};
 use systems::{DelayWheel, HeapTimer, Hhwt, System, TokioDelayQueue};
 
-const SYSTEMS: [&str; 4] = [DelayWheel::NAME, TokioDelayQueue::NAME, HeapTimer::NAME, Hhwt::NAME];
+const SYSTEMS: [&str; 5] =
+    [DelayWheel::NAME, TokioDelayQueue::NAME, HeapTimer::NAME, Hhwt::NAME, threads::TOKIO_TIMER];
 
 struct Config {
     systems: Vec<&'static str>,
@@ -104,6 +110,7 @@ struct Config {
     w5: Duration,
     /// W4s's captured-state sizes, in bytes.
     w4s: Vec<usize>,
+    w7: threads::W7,
 }
 
 impl Config {
@@ -121,7 +128,7 @@ impl Config {
             .unwrap_or(1_000_000);
         let workloads = match std::env::var("SPEC_WORKLOADS") {
             Ok(list) if !list.trim().is_empty() => list.split(',').map(|w| w.trim().to_uppercase()).collect(),
-            _ => ["W1", "W2", "W3", "W4", "W4S", "W5", "W6"].map(String::from).to_vec(),
+            _ => ["W1", "W2", "W3", "W4", "W4S", "W5", "W6", "W7"].map(String::from).to_vec(),
         };
         let w5 = std::env::var("SPEC_W5_MS")
             .ok()
@@ -133,7 +140,7 @@ impl Config {
             }
             _ => expire::SIZES.to_vec(),
         };
-        Config { systems, n, workloads, w5, w4s }
+        Config { systems, n, workloads, w5, w4s, w7: threads::W7::from_env(n) }
     }
 
     fn runs(&self, workload: &str) -> bool {
@@ -147,6 +154,7 @@ fn canonical(name: &str) -> Option<&'static str> {
         "tokio" | "tokio-delayqueue" | "tokio-util" => TokioDelayQueue::NAME,
         "heap" | "binaryheap" | "binaryheap-mutex" => HeapTimer::NAME,
         "hhwt" | "hierarchical_hash_wheel_timer" => Hhwt::NAME,
+        "tokio-timer" => threads::TOKIO_TIMER,
         _ => return None,
     })
 }
@@ -346,6 +354,10 @@ fn run<S: System>(cfg: &Config) -> Results {
     if cfg.runs("W6") {
         w6::<S>(cfg, &mut results);
     }
+    // hierarchical_hash_wheel_timer's cancel is a message applied later: no pair to time.
+    if cfg.runs("W7") && S::NAME != Hhwt::NAME {
+        threads::w7::<S>(&cfg.w7, &mut results);
+    }
     results
 }
 
@@ -355,6 +367,11 @@ fn run_named(name: &str, cfg: &Config) -> Results {
         n if n == TokioDelayQueue::NAME => run::<TokioDelayQueue>(cfg),
         n if n == HeapTimer::NAME => run::<HeapTimer>(cfg),
         n if n == Hhwt::NAME => run::<Hhwt>(cfg),
+        // tokio's own timer has no handle to cancel but its `Sleep`: W7 only.
+        n if n == threads::TOKIO_TIMER => match cfg.runs("W7") {
+            true => threads::w7_tokio_timer(&cfg.w7),
+            false => Results::new(),
+        },
         _ => unreachable!("canonical names only"),
     }
 }
@@ -370,7 +387,9 @@ fn print_ratios(all: &[(&'static str, Results)]) {
                 Some(format!("{metric} {:.2}x", value / base))
             })
             .collect();
-        note(format!("ratio {name} / delaywheel: {}", ratios.join(", ")));
+        if !ratios.is_empty() {
+            note(format!("ratio {name} / delaywheel: {}", ratios.join(", ")));
+        }
     }
 }
 

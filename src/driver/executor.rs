@@ -5,7 +5,7 @@ use std::thread::{self as std_thread, Builder, JoinHandle};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::entry::{EntryArena, EntryId, Return};
+use crate::entry::{EntryArena, EntryId, Freed, Return};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::timer::counters::Counters;
 use crate::timer::fire;
@@ -49,7 +49,8 @@ impl Executor {
                             stripe.fired(1);
                             lateness.record_one(ticks, deadline_tick, clock.now_nanos());
                         };
-                        fire::fire_one(&arena, (entry, Return::Now), stripe, claimed);
+                        let freed = &mut Freed::default();
+                        fire::fire_one(&arena, (entry, Return::Now), stripe, freed, claimed);
                     }
                 })
             })

@@ -22,11 +22,11 @@
 //!
 //! ## Free slots
 //!
-//! A freed index goes to the back of the free list of the freeing thread's stripe (by
-//! `thread_index`, as the counters); an allocation takes from the front of its own stripe's list,
-//! oldest first. A list down to [`MIN_AGE`] indices first takes a batch ([`BATCH`]) from a shared
-//! pool, or else a whole page of never-used indices, and puts it in front; one that grows past two
-//! batches gives its oldest batch back to the pool.
+//! Free indices are kept in per-thread lists with a shared pool (`free_lists.rs`, which the task
+//! slab's blocks use too): a freed index goes to the back of the freeing thread's stripe's list; an
+//! allocation takes from the front of its own, oldest first. A list down to `MIN_AGE` indices
+//! first takes a batch (`BATCH`) from the pool, or else a whole page of never-used indices, and
+//! puts it in front; one that grows past two batches gives its oldest batch back to the pool.
 //!
 //! Never-used indices come a page at a time so that a page is created by one thread only, and
 //! nobody waits in its `OnceLock`. With fresh batches smaller than a page, two threads scheduling at once kept taking
@@ -36,7 +36,7 @@
 //!
 //! Slots are thus recycled wherever they were freed (the driver frees what the schedulers
 //! allocated), and schedule-and-cancel forever runs in flat memory: the slots in use never exceed
-//! the most entries ever pending plus, per stripe, a page and [`MIN_AGE`] (about 290 slots, 14 KiB;
+//! the most entries ever pending plus, per stripe, a page and `MIN_AGE` (about 290 slots, 14 KiB;
 //! every thread that schedules on a timer takes a page of its own at first), plus the bucket the
 //! driver is firing: it returns a fired batch's slots together after the batch
 //! ([`free_all`](EntryArena::free_all), one lock instead of one per task), so a task of that batch
@@ -62,9 +62,13 @@
 
 use std::collections::VecDeque;
 
+use crate::entry::free_lists::FreeLists;
+#[cfg(test)]
+pub(crate) use crate::entry::free_lists::BATCH;
 use crate::entry::slot_lock::SlotLock;
+use crate::entry::task_slab::TaskSlab;
 use crate::entry::{self, EntryBody, EntryId, EntryState};
-use crate::sync::{thread_index, Ordering, UnmodelledAtomicU64, UnmodelledMutex, UnmodelledOnceLock};
+use crate::sync::{Ordering, UnmodelledAtomicU64, UnmodelledOnceLock};
 
 /// Slots per page (a power of two). The loom models use 1 (a page per entry, so entries span
 /// pages): a page is published through an unmodelled once-cell, and a slot's lock word and cell
@@ -97,18 +101,6 @@ pub(crate) fn prefetch_ahead(len: usize) -> usize {
     }
 }
 
-/// Indices moved at once between a stripe's free list and the pool. (Never-used indices are taken
-/// a [`PAGE`] at a time: see the module docs.)
-#[cfg(not(delaywheel_loom))]
-pub(crate) const BATCH: usize = 64;
-#[cfg(delaywheel_loom)]
-pub(crate) const BATCH: usize = 1;
-
-/// A stripe's free list is refilled (in front) once it holds no more than this many indices, so
-/// the slots it freed last usually wait behind older ones (not always: see the module docs on
-/// spills). 0 under loom: the models reuse at once, which is the race `slot_reuse` explores.
-const MIN_AGE: usize = BATCH / 2;
-
 /// Segments in the directory: enough for every `u32` index.
 const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
 
@@ -132,29 +124,24 @@ pub(crate) struct EntryArena {
     segments: Box<[UnmodelledOnceLock<Segment>]>,
     /// The first index never handed out.
     fresh: UnmodelledAtomicU64,
-    /// Free indices returned by the stripes (see the module docs).
-    pool: UnmodelledMutex<Vec<EntryId>>,
-    /// Per-stripe free lists, each on its own cache lines.
-    stripes: Box<[FreeList]>,
-    mask: usize,
+    /// Free indices, per thread stripe (see the module docs).
+    free: FreeLists<EntryId>,
+    /// Blocks for the closures too big for a slot (`task_slab.rs`). After `segments`: fields drop
+    /// in order, so the closures left in slots give their blocks back before the slab goes.
+    tasks: TaskSlab,
     /// Whether a debug build checks the holding protocol when the arena is dropped (unit tests of
     /// buckets and entries leave entries behind on purpose).
     #[cfg(debug_assertions)]
     audit_on_drop: bool,
 }
 
-#[repr(align(128))]
-struct FreeList(UnmodelledMutex<VecDeque<EntryId>>);
-
 impl EntryArena {
     pub(crate) fn new() -> EntryArena {
-        let count = crate::sync::stripe_count();
         EntryArena {
             segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
             fresh: UnmodelledAtomicU64::new(0),
-            pool: UnmodelledMutex::new(Vec::new()),
-            stripes: (0..count).map(|_| FreeList(UnmodelledMutex::new(VecDeque::new()))).collect(),
-            mask: count - 1,
+            free: FreeLists::new(),
+            tasks: TaskSlab::new(),
             #[cfg(debug_assertions)]
             audit_on_drop: true,
         }
@@ -170,6 +157,21 @@ impl EntryArena {
             arena.audit_on_drop = false;
         }
         arena
+    }
+
+    /// An unaudited arena (see [`unaudited`](EntryArena::unaudited)) whose task slab allocates at
+    /// most `max_pages` pages per class: for tests of a class running out.
+    #[cfg(test)]
+    pub(crate) fn with_task_pages(max_pages: usize) -> EntryArena {
+        let mut arena = EntryArena::unaudited();
+        arena.tasks = TaskSlab::with_max_pages(max_pages);
+        arena
+    }
+
+    /// The blocks for closures too big for a slot.
+    #[inline]
+    pub(crate) fn tasks(&self) -> &TaskSlab {
+        &self.tasks
     }
 
     /// Where slot `index` lives: (segment, page in segment, slot in page).
@@ -205,26 +207,13 @@ impl EntryArena {
     /// A free slot for a new entry: vacant, unlocked, its generation past every earlier occupant's.
     /// `None` once the never-used indices ran out (`EntryId::MAX_INDEX`, less a page) and neither
     /// this stripe's list nor the pool has a free one: other stripes may then still hold up to a page
-    /// and [`MIN_AGE`] each. (That is a quarter of a terabyte of slots.)
+    /// and `MIN_AGE` each. (That is a quarter of a terabyte of slots.)
     pub(crate) fn alloc(&self) -> Option<EntryId> {
-        let mut free = self.stripes[thread_index() & self.mask].0.lock();
-        if free.len() <= MIN_AGE {
-            self.refill(&mut free);
-        }
-        free.pop_front()
+        self.free.take(|free| self.fresh_page(free))
     }
 
-    /// Puts older free indices in front of a stripe's list: a batch from the pool, or else a page
-    /// of never-used ones (none once those run out).
-    fn refill(&self, free: &mut VecDeque<EntryId>) {
-        {
-            let mut pool = self.pool.lock();
-            let keep = pool.len().saturating_sub(BATCH);
-            if keep < pool.len() {
-                pool.drain(keep..).for_each(|id| free.push_front(id));
-                return;
-            }
-        }
+    /// Puts a page of never-used indices in front of a stripe's list (none once those run out).
+    fn fresh_page(&self, free: &mut VecDeque<EntryId>) {
         let start = self.fresh.fetch_add(PAGE as u64, Ordering::Relaxed);
         if start + PAGE as u64 > u64::from(EntryId::MAX_INDEX) + 1 {
             self.fresh.fetch_sub(PAGE as u64, Ordering::Relaxed);
@@ -244,7 +233,7 @@ impl EntryArena {
         // Checked before the free list is locked (see `free_all`).
         #[cfg(debug_assertions)]
         assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}");
-        self.return_to_stripe(|free| free.push_back(id));
+        self.free.put(id);
     }
 
     /// [`free`](EntryArena::free) for several released slots with one lock of the free list (the
@@ -256,34 +245,7 @@ impl EntryArena {
         let ids: Vec<EntryId> = ids
             .inspect(|&id| assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}"))
             .collect();
-        self.return_to_stripe(|free| free.extend(ids));
-    }
-
-    /// Appends to this thread's stripe's free list with `append`, then gives its oldest batches
-    /// to the pool while it holds more than two (see the module docs).
-    #[inline]
-    fn return_to_stripe(&self, append: impl FnOnce(&mut VecDeque<EntryId>)) {
-        let mut free = self.stripes[thread_index() & self.mask].0.lock();
-        append(&mut free);
-        if free.len() > 2 * BATCH {
-            self.spill(&mut free);
-        }
-    }
-
-    /// Gives a stripe's oldest indices back to the pool, a batch at a time, until it holds at
-    /// most two batches. The batches are copied as slices (the deque's front run, then its wrapped
-    /// part): per index, a copy rather than an iterator step (moving them one by one was 35 of a
-    /// cancel's 393 instructions, amortised).
-    #[cold]
-    fn spill(&self, free: &mut VecDeque<EntryId>) {
-        let mut pool = self.pool.lock();
-        while free.len() > 2 * BATCH {
-            let (front, back) = free.as_slices();
-            let from_front = front.len().min(BATCH);
-            pool.extend_from_slice(&front[..from_front]);
-            pool.extend_from_slice(&back[..BATCH - from_front]);
-            free.drain(..BATCH);
-        }
+        self.free.put_all(ids);
     }
 
     /// Creates the page holding `index` (and its segment's directory) if it does not exist yet.
@@ -319,9 +281,7 @@ impl Drop for EntryArena {
         }
         let fresh = self.fresh.load(Ordering::Relaxed) as usize;
         let mut seen = vec![false; fresh];
-        let mut listed: Vec<EntryId> = self.pool.lock().clone();
-        self.stripes.iter().for_each(|list| listed.extend(list.0.lock().iter()));
-        for id in listed {
+        for id in self.free.listed() {
             assert!(!std::mem::replace(&mut seen[id.index()], true), "slot {id:?} freed twice");
         }
         for (index, listed) in seen.into_iter().enumerate() {

@@ -95,6 +95,7 @@ use crate::deadline::Deadline;
 pub(crate) mod arena;
 mod claim;
 pub(crate) mod faults;
+mod free_lists;
 // A module with `unsafe` code (see the crate's "Unsafe code"): a closure stored in a slot.
 #[allow(unsafe_code)]
 mod inline_task;
@@ -103,6 +104,10 @@ mod retarget;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena slots' lock.
 #[allow(unsafe_code)]
 pub(crate) mod slot_lock;
+// A module with `unsafe` code (see the crate's "Unsafe code"): blocks for closures too big to be
+// inline.
+#[allow(unsafe_code)]
+pub(crate) mod task_slab;
 
 pub(crate) use arena::EntryArena;
 pub(crate) use claim::Claimed;
@@ -110,6 +115,7 @@ pub(crate) use inline_task::InlineTask;
 use location::{LaneKey, Location};
 pub(crate) use retarget::{deadline, retarget, Retargeted};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
+pub(crate) use task_slab::Freed;
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -326,16 +332,18 @@ pub(crate) struct Fresh {
 }
 
 impl Fresh {
-    pub(crate) fn new<F>(deadline: Deadline, task: F) -> Fresh
+    /// A new entry for `task`, stored for `arena` (inline, in a block of its task slab, or boxed:
+    /// `inline_task/`); `None` (and `task` dropped) if the slab's class for it has no room.
+    pub(crate) fn new<F>(deadline: Deadline, task: F, arena: &EntryArena) -> Option<Fresh>
     where
         F: FnOnce() + Send + 'static,
     {
-        Fresh {
-            task: Some(InlineTask::new(task)),
+        Some(Fresh {
+            task: Some(InlineTask::new_in(task, arena.tasks())?),
             deadline,
             generation: 0,
             bucket: LaneKey::new(location::BucketKey::new(0, 0), 0),
-        }
+        })
     }
 
     /// The new entry's deadline.
@@ -368,7 +376,7 @@ pub(crate) fn new_entry<F>(arena: &EntryArena, deadline_tick: u64, task: F) -> O
 where
     F: FnOnce() + Send + 'static,
 {
-    let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task);
+    let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task, arena)?;
     let id = arena.alloc()?;
     // Its ticket names bucket key 0 (level 0, slot 0), lane 0: a cancel finds it there or, held, in
     // transit.
@@ -415,14 +423,19 @@ fn claim_and_release(
 /// The holder's firing: claims the entry; if this call won, calls `claimed` with the deadline's
 /// tick (no lock held: the caller counts the entry out there), then runs the closure on this
 /// thread, catching a panic. The slot is released either way, and returned to the arena as `ret`
-/// says.
-pub(crate) fn fire(arena: &EntryArena, (id, ret): (EntryId, Return), claimed: &mut dyn FnMut(u64)) -> Fire {
+/// says; a block the closure was in (`task_slab.rs`) goes to `freed`.
+pub(crate) fn fire(
+    arena: &EntryArena,
+    (id, ret): (EntryId, Return),
+    freed: &mut Freed,
+    claimed: &mut dyn FnMut(u64),
+) -> Fire {
     let (task, deadline) = claim_and_release(arena, id, Status::Fired, ret);
     let Some(task) = task else {
         return Fire::Lost;
     };
     claimed(deadline.tick());
-    match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
+    match panic::catch_unwind(AssertUnwindSafe(|| task.run_into(freed))) {
         Ok(()) => Fire::Ran,
         // The payload is user code too: its drop may panic again (`unwind.rs`).
         Err(payload) => {

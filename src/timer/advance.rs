@@ -15,7 +15,7 @@ use super::{fire, trace, Shared, Store};
 use crate::clock::nanos_to_duration;
 use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
-use crate::entry::{self, EntryId, Return};
+use crate::entry::{self, EntryId, Freed, Return};
 use crate::sync::{Arc, Ordering};
 use crate::wheel::{Handoff, Inserted, Popped, Readded};
 use crate::UnfiredTask;
@@ -36,7 +36,7 @@ impl Shared {
         let now_tick = self.time.now_tick();
         let Store { arena, wheel, .. } = &self.store;
         let mut flushed = false;
-        let Scratch { cascade, due, spare } = &mut *serial;
+        let Scratch { cascade, due, spare, freed } = &mut *serial;
         // One round of the queue: what is scheduled meanwhile and already due waits for the next
         // advance (`delay_queue.rs`, "Rounds"), so an advance does bounded work.
         let round = self.queue.round();
@@ -68,7 +68,7 @@ impl Shared {
             }
             trace::flushed(bucket.key(), expiration, cursor, visited, due.len());
             if !due.is_empty() {
-                self.fire(due, spare);
+                self.fire(due, spare, freed);
             }
         }
         self.queue.end_round();
@@ -153,6 +153,8 @@ pub(super) struct Scratch {
     due: Vec<(EntryId, Deadline)>,
     /// The buffer `deadline::sort_batch` sorts `due` through (it swaps the two).
     spare: Vec<(EntryId, Deadline)>,
+    /// The slab blocks of the closures a batch ran, given back after it (`entry/task_slab.rs`).
+    freed: Freed,
 }
 
 impl Scratch {
@@ -165,5 +167,6 @@ impl Scratch {
                 buffer.shrink_to(Self::KEEP);
             }
         }
+        self.freed.trim(Self::KEEP);
     }
 }

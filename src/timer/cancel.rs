@@ -61,7 +61,7 @@ fn leave_bucket(Store { arena, wheel, .. }: &Store, ticket: Ticket, lane: LaneKe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::{new_entry, status, EntryArena, Fire, Return, Status};
+    use crate::entry::{new_entry, status, EntryArena, Fire, Freed, Return, Status};
     use crate::timer::counters::Counters;
     use crate::timer::fire::fire_one;
     use crate::wheel::TimingWheel;
@@ -75,7 +75,10 @@ mod tests {
         let stripe = counters.local();
         let arena = &*store.arena;
         let first = new_entry(arena, 5, || {}).unwrap();
-        assert_eq!(fire_one(arena, (first.id, Return::Now), stripe, &mut |_| {}), Fire::Ran);
+        assert_eq!(
+            fire_one(arena, (first.id, Return::Now), stripe, &mut Freed::default(), &mut |_| {}),
+            Fire::Ran
+        );
         assert_eq!(status(arena, first), Some(Status::Fired), "kept until reuse");
         // Freed slots wait behind older ones (`entry/arena.rs`): schedule until the slot comes back.
         let mut others = 0;
@@ -85,7 +88,10 @@ mod tests {
                 break entry;
             }
             assert_eq!(status(arena, first), Some(Status::Fired), "kept while not reused");
-            assert_eq!(fire_one(arena, (entry.id, Return::Now), stripe, &mut |_| {}), Fire::Ran);
+            assert_eq!(
+                fire_one(arena, (entry.id, Return::Now), stripe, &mut Freed::default(), &mut |_| {}),
+                Fire::Ran
+            );
             others += 1;
             assert!(others < 1_000, "the freed slot is never reused");
         };

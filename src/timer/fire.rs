@@ -10,20 +10,21 @@ use super::counters::Stripe;
 use super::{Shared, Store};
 use crate::deadline::{self, Deadline};
 use crate::entry::arena::prefetch_ahead;
-use crate::entry::{self, EntryArena, EntryId, Fire, Return, Task};
+use crate::entry::{self, EntryArena, EntryId, Fire, Freed, Return, Task};
 use crate::sync::Ordering;
 
 /// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe`, calls
 /// `claimed` with its deadline's tick, and runs it, counting a panic. The slot is released either
-/// way, and returned to the arena as `held` says.
+/// way, and returned to the arena as `held` says; a block its closure was in goes to `freed`.
 #[inline]
 pub(crate) fn fire_one<C>(
     arena: &EntryArena,
     held: (EntryId, Return),
     stripe: &Stripe<C>,
+    freed: &mut Freed,
     claimed: &mut dyn FnMut(u64),
 ) -> Fire {
-    let fire = entry::fire(arena, held, &mut |deadline_tick| {
+    let fire = entry::fire(arena, held, freed, &mut |deadline_tick| {
         stripe.left();
         claimed(deadline_tick);
     });
@@ -69,7 +70,12 @@ pub(crate) fn abandon_take<C>(
 
 impl Shared {
     /// Runs (or hands to the executor) every entry in `due`, in deadline order, and empties it.
-    pub(super) fn fire(&self, due: &mut Vec<(EntryId, Deadline)>, spare: &mut Vec<(EntryId, Deadline)>) {
+    pub(super) fn fire(
+        &self,
+        due: &mut Vec<(EntryId, Deadline)>,
+        spare: &mut Vec<(EntryId, Deadline)>,
+        freed: &mut Freed,
+    ) {
         // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
         // rounding made least late.
         deadline::sort_batch(due, spare);
@@ -82,7 +88,8 @@ impl Shared {
         let stripe = self.counters.local();
         let mut fired = 0;
         // Every entry of the batch is released in the loop and returned to the arena after it,
-        // with one lock of the free list (`Return::ByCaller`).
+        // with one lock of the free list (`Return::ByCaller`); so are the blocks of closures too
+        // big for their slot (`freed`: one lock per class).
         let ahead = prefetch_ahead(due.len());
         for (k, &(entry, _)) in due.iter().enumerate() {
             // In deadline order the slots are scattered: start each miss a few tasks early.
@@ -96,10 +103,11 @@ impl Shared {
                 continue;
             }
             let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.time.clock.now_nanos());
-            if fire_one(arena, held, stripe, claimed) != Fire::Lost {
+            if fire_one(arena, held, stripe, freed, claimed) != Fire::Lost {
                 fired += 1;
             }
         }
+        freed.flush();
         arena.free_all(due.drain(..).map(|(entry, _)| entry));
         stripe.fired(fired);
     }

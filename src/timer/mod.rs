@@ -212,6 +212,17 @@ impl Timer {
     /// returned handle is inert (`cancel()` returns `false`, `is_pending()` is `false`). A task that
     /// can never fire is thus treated like one that never fires. Use
     /// [`try_schedule`](Timer::try_schedule) to learn why.
+    ///
+    /// # What a task's size costs
+    ///
+    /// The closure is kept by the timer, with no allocation per task, up to 256 bytes of captured
+    /// state: up to 16 bytes (two words, e.g. an `Arc` and an id) in the task's own 48-byte slot;
+    /// up to 256 bytes (alignment up to 64) in a block of 64, 128 or 256 bytes of the timer's task
+    /// slab, which the thread that runs or drops the task recycles through its own free list. A
+    /// closure capturing more than 256 bytes (or aligned over 64) is boxed: one allocation here and
+    /// one `free` on the thread that runs or drops it, usually the driver, which in SPEC W4 cost
+    /// 60 % more CPU and twenty times the lateness p99 (docs/benchmarks.md). To stay under the
+    /// line, capture the big part behind an `Arc` or a `Box` of your own.
     pub fn schedule<F>(&self, delay: Duration, task: F) -> TimerHandle
     where
         F: FnOnce() + Send + 'static,
@@ -224,7 +235,9 @@ impl Timer {
     /// # Errors
     ///
     /// * [`ScheduleError::ShutDown`] after [`shutdown`](Timer::shutdown) (or drop) has begun;
-    /// * [`ScheduleError::TooManyPending`] when [`TimerBuilder::max_pending`] tasks are pending;
+    /// * [`ScheduleError::TooManyPending`] when [`TimerBuilder::max_pending`] tasks are pending (or
+    ///   when the timer's slots, or its task slab's blocks of this task's size, are exhausted: over
+    ///   four billion of each);
     /// * [`ScheduleError::DelayTooLong`] if the delay is beyond [`max_delay`](Timer::max_delay): the
     ///   deadline's tick is past the last representable tick or past the last tick the clock can
     ///   reach (its reading saturates at `u64::MAX` nanoseconds).

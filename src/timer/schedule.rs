@@ -43,7 +43,12 @@ impl Shared {
             return Err(ScheduleError::TooManyPending { max: self.max_pending });
         }
         let Store { arena, wheel, .. } = &self.store;
-        let mut fresh = Fresh::new(deadline, task);
+        // A closure too big for the slot takes a block of the arena's task slab; a class that ran
+        // out refuses as a full arena does.
+        let Some(mut fresh) = Fresh::new(deadline, task, arena) else {
+            stripe.unschedule();
+            return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
+        };
         let Some(id) = arena.alloc() else {
             stripe.unschedule();
             return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });

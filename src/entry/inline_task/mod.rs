@@ -1,10 +1,13 @@
-//! A type-erased `FnOnce() + Send + 'static` in three words, stored inline when it fits in two.
+//! A type-erased `FnOnce() + Send + 'static` in three words: stored inline when it fits in two,
+//! in a block of the timer's task slab when it fits one, boxed otherwise.
 //!
 //! The timer's slot arena keeps one task per slot in a fixed size. A `Box<dyn FnOnce() + Send>`
 //! would fit (two words) but costs one allocation per timer, however small the closure: glibc's
 //! 32-byte minimum chunk and a malloc/free pair per schedule, freed on another thread than the one
 //! that allocated it. Most timer closures capture an `Arc` or a reference and perhaps an id, so
-//! [`InlineTask`] stores closures of up to two words in the slot itself and boxes only the rest.
+//! [`InlineTask`] stores closures of up to two words in the slot itself, closures of up to 256
+//! bytes in a block of the timer's task slab (`task_slab.rs`: no allocation, and the block is
+//! recycled by the thread that frees it), and boxes only the rest.
 //! Two words, not one: SPEC W4's task captures two; boxed, it costs the driver a cache miss on the
 //! box and glibc's cross-thread frees (W4 CPU 1000-1150 ms with one word inline, 580-620 ms with
 //! two, p99 lateness 18 → 1.4 ms: `bench/benches/spec.rs`).
@@ -15,32 +18,45 @@
 //! InlineTask { vtable: &'static VTable, data: MaybeUninit<[usize; 2]> }   24 bytes, align 8 (64-bit)
 //!              │                        └─ inline: the closure `F` itself, in the data's first
 //!              │                                   size_of::<F>() bytes (any of 0..=16)
+//!              │                           block:  the `*mut F` of a slab block holding `F`, then the
+//!              │                                   `*const Class` it came from (`BlockWord`)
 //!              │                           boxed:  the `*mut F` from `Box::into_raw(Box::new(f))`
 //!              └─ one static `VTable` per closure type `F`: call, drop and into_box for that `F`,
-//!                 and whether it is stored inline
+//!                 and where it is stored
 //! ```
 //!
 //! * **Inline** iff `size_of::<F>() <= INLINE_BYTES` (two `usize`s, 16 bytes on 64-bit targets) and
 //!   `align_of::<F>() <= align_of::<usize>()`. Zero-sized closures are inline. The choice is an
 //!   associated `const` per `F` ([`is_inline`]), so each `new`/`run`/`drop` compiles to one branch.
-//! * **Boxed** otherwise (bigger captures, or an over-aligned capture such as a
-//!   `#[repr(align(16))]` value): `Box<F>` is allocated once in [`InlineTask::new`] and its thin
-//!   pointer kept in the word. [`InlineTask::into_box`] hands that same allocation back, re-typed as
-//!   `Box<dyn FnOnce() + Send>`; an inline closure is boxed only then.
+//! * **In a block** iff not inline and a slab class holds it (`task_slab::class_for`: up to 256
+//!   bytes, alignment up to 64): [`InlineTask::new_in`] takes a block of that class, moves `F` into
+//!   it, and keeps the block's and the class's addresses in the word. Whoever consumes the task
+//!   (run, drop, `into_box`) moves `F` out of the block, gives the block back to its class (on the
+//!   consuming thread's free list), and only then calls or drops `F`: a panic there finds the
+//!   block already returned.
+//! * **Boxed** otherwise (captures over 256 bytes, or aligned over 64): `Box<F>` is allocated once
+//!   in [`InlineTask::new_in`] and its thin pointer kept in the word. [`InlineTask::into_box`] hands
+//!   that same allocation back, re-typed as `Box<dyn FnOnce() + Send>`; an inline or block closure
+//!   is boxed only then.
 //! * The vtable is a `&'static` reference, never null, so `Option<InlineTask>` uses its niche and is
 //!   also 24 bytes. Each `&Erased::<F>::VTABLE` is a constant promoted to a `'static`; the same `F`
 //!   may get more than one copy across codegen units, which is harmless (nothing compares vtables).
 //!
 //! # Safety argument
 //!
-//! * **Ownership.** An `InlineTask` owns exactly one `F`: inline in `data`, or in the heap
-//!   allocation `data` points to. `data` is written once, in `new`, and never changed; the vtable
+//! * **Ownership.** An `InlineTask` owns exactly one `F`: inline in `data`, or in the slab block
+//!   or heap allocation `data` points to (it owns that block or allocation too). `data` is written once, in `new`, and never changed; the vtable
 //!   stored beside it is the one for that same `F`, so every vtable function is only ever given a
 //!   word that holds (or points to) a live `F` of its own type. The `F` leaves the task exactly once:
 //!   `run` and `into_box` copy `vtable` and `data` out and `mem::forget(self)` before touching the
 //!   closure, so `Drop` cannot also see it; `Drop` is the only other consumer. A closure that panics
 //!   in `run` was moved out already: its captures are dropped by unwinding, once, and a boxed
-//!   closure's allocation was freed when it was moved out of its box, before the call.
+//!   closure's allocation was freed (a block closure's block given back) when it was moved out,
+//!   before the call.
+//! * **Blocks.** A block holds `F` from `new_in` until the one consumer moves it out; the block
+//!   is `BLOCK_ALIGN`-aligned and its class's size, which `class_for` chose to hold `F` in size
+//!   and alignment. The class outlives the block: a slab dropped with blocks still out leaks its
+//!   classes rather than free them (`task_slab.rs`), so the class address in the word stays valid.
 //! * **Alignment and size.** The "word" is a `MaybeUninit<[usize; 2]>`, so it is `usize`-aligned
 //!   wherever it lives (inside the task or copied to a vtable function's argument), and only types
 //!   with `size_of <= INLINE_BYTES` and `align_of <= align_of::<usize>()` are cast to it: the
@@ -70,6 +86,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 
+use super::task_slab::{self, Block, Class, Freed, TaskSlab};
+
 /// The storage "word": two `usize`s, uninitialised outside the closure's own bytes.
 type Word = MaybeUninit<[usize; 2]>;
 
@@ -84,11 +102,33 @@ const INLINE_ALIGN: usize = mem::align_of::<Word>();
 const _: () = assert!(mem::size_of::<*mut ()>() <= INLINE_BYTES);
 const _: () = assert!(mem::align_of::<*mut ()>() <= INLINE_ALIGN);
 
-/// Whether a closure of type `F` is stored inline (`true`) or boxed by [`InlineTask::new`].
+/// Whether a closure of type `F` is stored inline (`true`), or in a block or a box.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) const fn is_inline<F: FnOnce() + Send + 'static>() -> bool {
     Erased::<F>::INLINE
 }
+
+/// Where a task's closure is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Storage {
+    /// In the task's own word.
+    Inline,
+    /// In a block of a task slab's class (of that many bytes).
+    Block(usize),
+    /// In a `Box<F>` of its own.
+    Boxed,
+}
+
+/// What the word of a closure stored in a block holds: the block (holding the `F`) and its class.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct BlockWord {
+    block: *mut u8,
+    class: *const Class,
+}
+
+const _: () = assert!(mem::size_of::<BlockWord>() <= INLINE_BYTES);
+const _: () = assert!(mem::align_of::<BlockWord>() <= INLINE_ALIGN);
 
 /// A type-erased `FnOnce() + Send + 'static`, run at most once, in 24 bytes (see the module docs).
 ///
@@ -109,26 +149,39 @@ pub(crate) struct InlineTask {
 
 /// The operations on one closure type `F`, each taking the word of a task that holds an `F`.
 struct VTable {
-    /// Moves the `F` out and calls it.
-    call: unsafe fn(Word),
+    /// Moves the `F` out and calls it; a block it was in goes to the `Freed`, if one is given, or
+    /// back to its class at once.
+    call: unsafe fn(Word, Option<&mut Freed>),
     /// Drops the `F` without calling it.
     drop: unsafe fn(Word),
     /// Moves the `F` out into a `Box<dyn FnOnce() + Send>` (reusing its box if it has one).
     into_box: unsafe fn(Word) -> Box<dyn FnOnce() + Send + 'static>,
-    /// Whether the word holds `F` itself (`true`) or a `*mut F`.
-    inline: bool,
+    /// Whether the word holds `F` itself, a block holding it, or its box.
+    storage: Storage,
 }
 
 impl InlineTask {
-    /// Stores `f`: in the task's own word if it fits ([`is_inline`]), in a `Box<F>` otherwise.
+    /// Stores `f`: in the task's own word if it fits ([`is_inline`]), else in a block of `slab`'s
+    /// class for it if one holds it, else in a `Box<F>`. `None` (and `f` dropped) if that class
+    /// has no block left (`TaskSlab::with_max_pages`).
     #[inline]
-    pub(crate) fn new<F: FnOnce() + Send + 'static>(f: F) -> InlineTask {
+    pub(crate) fn new_in<F: FnOnce() + Send + 'static>(f: F, slab: &TaskSlab) -> Option<InlineTask> {
         let mut data = Word::uninit();
         if Erased::<F>::INLINE {
             // SAFETY: `data` is valid for writes of `INLINE_BYTES` bytes at `usize` alignment, and
             // INLINE means `size_of::<F>() <= INLINE_BYTES` and `align_of::<F>() <= INLINE_ALIGN`,
             // so the cast pointer is aligned and the write in bounds. The word now owns `f`.
             unsafe { data.as_mut_ptr().cast::<F>().write(f) };
+        } else if let Some(class) = Erased::<F>::CLASS {
+            let class = slab.class(class);
+            let block = class.alloc()?.as_ptr();
+            // SAFETY: the block is ours (just taken), `BLOCK_ALIGN`-aligned and its class's size
+            // in bytes, and CLASS chose a class that holds `F` in size and alignment.
+            unsafe { block.cast::<F>().write(f) };
+            let word = BlockWord { block, class };
+            // SAFETY: a `BlockWord` fits the word in size and alignment (asserted above). The word
+            // now owns the block and the `F` in it.
+            unsafe { data.as_mut_ptr().cast::<BlockWord>().write(word) };
         } else {
             let boxed: *mut F = Box::into_raw(Box::new(f));
             // SAFETY: a `*mut F` (thin, `F: Sized`) has the size and alignment of `usize` (asserted
@@ -136,26 +189,51 @@ impl InlineTask {
             // box, written as a pointer to keep its provenance.
             unsafe { data.as_mut_ptr().cast::<*mut F>().write(boxed) };
         }
-        InlineTask { vtable: &Erased::<F>::VTABLE, data, _owns: PhantomData }
+        Some(InlineTask { vtable: &Erased::<F>::VTABLE, data, _owns: PhantomData })
     }
 
-    /// Whether this task's closure is stored inline (`false`: it is boxed).
-    #[inline]
+    /// [`new_in`](Self::new_in) with a slab that lives for the rest of the process, for tests.
+    #[cfg(test)]
+    pub(crate) fn new<F: FnOnce() + Send + 'static>(f: F) -> InlineTask {
+        static SLAB: std::sync::OnceLock<TaskSlab> = std::sync::OnceLock::new();
+        InlineTask::new_in(f, SLAB.get_or_init(TaskSlab::new)).expect("an unlimited slab has room")
+    }
+
+    /// Whether this task's closure is stored inline (`false`: in a block or boxed).
+    #[cfg(test)]
     pub(crate) fn is_inline(&self) -> bool {
-        self.vtable.inline
+        self.vtable.storage == Storage::Inline
+    }
+
+    /// Where this task's closure is stored.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn storage(&self) -> Storage {
+        self.vtable.storage
     }
 
     /// Calls the closure, once. A panic in it propagates to the caller; the closure's captures are
     /// then dropped once, by the unwinding, and nothing is left for this task's `Drop`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn run(self) {
+        self.run_with(None);
+    }
+
+    /// [`run`](Self::run), leaving the closure's block (if it had one) in `freed`, which gives it
+    /// back to its class with the others of a batch.
+    #[inline]
+    pub(crate) fn run_into(self, freed: &mut Freed) {
+        self.run_with(Some(freed));
+    }
+
+    #[inline]
+    fn run_with(self, freed: Option<&mut Freed>) {
         let (vtable, data) = (self.vtable, self.data);
         // The closure now belongs to `data` alone: `Drop` must not see it again.
         mem::forget(self);
         // SAFETY: `vtable` is the vtable `new` stored with `data` for the same `F`, `data` still holds
         // that `F` (written once in `new`, never consumed: every consumer takes `self` by value and
         // forgets or is the drop), and the `F` is consumed only here since `self` was forgotten.
-        unsafe { (vtable.call)(data) }
+        unsafe { (vtable.call)(data, freed) }
     }
 
     /// Gives the closure back as a box, for tasks handed back unrun (at shutdown). A boxed closure
@@ -180,7 +258,11 @@ impl Drop for InlineTask {
 
 impl fmt::Debug for InlineTask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.is_inline() { "InlineTask(inline)" } else { "InlineTask(boxed)" })
+        match self.storage() {
+            Storage::Inline => f.write_str("InlineTask(inline)"),
+            Storage::Block(size) => write!(f, "InlineTask(block of {size})"),
+            Storage::Boxed => f.write_str("InlineTask(boxed)"),
+        }
     }
 }
 
@@ -191,24 +273,50 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     /// `F` fits the word: it goes inline.
     const INLINE: bool = mem::size_of::<F>() <= INLINE_BYTES && mem::align_of::<F>() <= INLINE_ALIGN;
 
-    /// Only fn pointers and a `bool`: no interior mutability and no `Drop`, so `&Self::VTABLE` is
+    /// Not inline, and a slab class holds `F`: the class (an index into `task_slab::CLASSES`).
+    const CLASS: Option<usize> =
+        if Self::INLINE { None } else { task_slab::class_for(mem::size_of::<F>(), mem::align_of::<F>()) };
+
+    const STORAGE: Storage = match Self::CLASS {
+        _ if Self::INLINE => Storage::Inline,
+        Some(class) => Storage::Block(task_slab::CLASSES[class]),
+        None => Storage::Boxed,
+    };
+
+    /// Only fn pointers and an enum: no interior mutability and no `Drop`, so `&Self::VTABLE` is
     /// promoted to a `&'static`.
     const VTABLE: VTable =
-        VTable { call: Self::call, drop: Self::drop, into_box: Self::into_box, inline: Self::INLINE };
+        VTable { call: Self::call, drop: Self::drop, into_box: Self::into_box, storage: Self::STORAGE };
 
-    /// Moves the `F` out of `data` (and frees its box, if boxed).
+    /// Moves the `F` out of `data` (and frees its box, or gives its block back to its class).
     ///
     /// # Safety
     ///
     /// `data` is the word of a task made by `InlineTask::new::<F>`, whose `F` has not been consumed,
     /// and it is not used again after this (the `F` now belongs to the caller).
     #[inline]
-    unsafe fn take(data: Word) -> F {
+    unsafe fn take(data: Word, freed: Option<&mut Freed>) -> F {
         if Self::INLINE {
             // SAFETY: INLINE: `new` wrote an `F` at the start of the word; the word is `usize`-aligned
             // and `F` fits it in size and alignment. The caller guarantees that `F` is still live and
             // that nobody reads it again, so this read moves it out.
             unsafe { data.as_ptr().cast::<F>().read() }
+        } else if Self::CLASS.is_some() {
+            // SAFETY: a block closure's word holds the `BlockWord` `new_in` wrote (aligned, in
+            // bounds: asserted at the top of the module).
+            let BlockWord { block, class } = unsafe { data.as_ptr().cast::<BlockWord>().read() };
+            // SAFETY: `new_in` moved an `F` into the block, which is aligned and big enough for it
+            // (CLASS); the caller guarantees it is still live and read once, so this moves it out.
+            let f = unsafe { block.cast::<F>().read() };
+            // The block is empty now: back to its class (or to `freed`, which returns it with
+            // its batch), before `f` is called or dropped.
+            match freed {
+                Some(freed) => freed.push(class, Block::from_ptr(block)),
+                // SAFETY: the class outlives its blocks (module docs, "Blocks"), so the address
+                // is a live `Class`, reached by shared reference only.
+                None => unsafe { &*class }.free(Block::from_ptr(block)),
+            }
+            f
         } else {
             // SAFETY: forwarded from this function's own contract; moving `F` out of the box frees
             // the allocation.
@@ -220,10 +328,10 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     ///
     /// # Safety
     ///
-    /// As [`Self::take`], and `F` is not `INLINE`.
+    /// As [`Self::take`], and `F` is boxed (neither `INLINE` nor in a block).
     #[inline]
     unsafe fn unbox(data: Word) -> Box<F> {
-        debug_assert!(!Self::INLINE);
+        debug_assert!(!Self::INLINE && Self::CLASS.is_none());
         // SAFETY: boxed: `new` wrote the `*mut F` from `Box::into_raw` at the start of the (aligned)
         // word. The caller guarantees that box is still owned by this word and never used again, so
         // `Box::from_raw` takes it back exactly once.
@@ -233,9 +341,9 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     /// # Safety
     ///
     /// As [`Self::take`].
-    unsafe fn call(data: Word) {
+    unsafe fn call(data: Word, freed: Option<&mut Freed>) {
         // SAFETY: forwarded from this function's own contract.
-        let f = unsafe { Self::take(data) };
+        let f = unsafe { Self::take(data, freed) };
         f();
     }
 
@@ -243,9 +351,9 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     ///
     /// As [`Self::take`].
     unsafe fn drop(data: Word) {
-        if Self::INLINE {
+        if Self::INLINE || Self::CLASS.is_some() {
             // SAFETY: forwarded from this function's own contract.
-            drop(unsafe { Self::take(data) });
+            drop(unsafe { Self::take(data, None) });
         } else {
             // SAFETY: forwarded from this function's own contract; dropping the box drops `F` in
             // place and frees it.
@@ -257,9 +365,9 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     ///
     /// As [`Self::take`].
     unsafe fn into_box(data: Word) -> Box<dyn FnOnce() + Send + 'static> {
-        if Self::INLINE {
+        if Self::INLINE || Self::CLASS.is_some() {
             // SAFETY: forwarded from this function's own contract.
-            Box::new(unsafe { Self::take(data) })
+            Box::new(unsafe { Self::take(data, None) })
         } else {
             // SAFETY: forwarded from this function's own contract: the box is re-typed, unmoved.
             unsafe { Self::unbox(data) }

@@ -108,10 +108,12 @@ fn inline_or_boxed_by_capture() {
 }
 
 #[test]
-fn debug_says_inline_or_boxed() {
+fn debug_says_inline_in_a_block_or_boxed() {
     assert_eq!(format!("{:?}", InlineTask::new(|| {})), "InlineTask(inline)");
     let big = [0u64; 4];
-    assert_eq!(format!("{:?}", InlineTask::new(move || assert_eq!(big.len(), 4))), "InlineTask(boxed)");
+    assert_eq!(format!("{:?}", InlineTask::new(move || assert_eq!(big.len(), 4))), "InlineTask(block of 64)");
+    let huge = [0u64; 33];
+    assert_eq!(format!("{:?}", InlineTask::new(move || assert_eq!(huge.len(), 33))), "InlineTask(boxed)");
 }
 
 #[test]

@@ -1,0 +1,78 @@
+//! One thread's cost per task on a manual timer, for instruction counts under callgrind (which count
+//! repeatably where timings on a shared host do not): `N` tasks capturing `BYTES` bytes, delays in
+//! [0, 1000) ms (splitmix64, seed 42), fired by advancing a manual clock 1 ms at a time; or, with
+//! `MODE=insert`, the W1/W2 shape: `N` tasks 10–70 s out, scheduled, then all cancelled.
+//!
+//! ```sh
+//! cargo build --release -p delaywheel-bench --example task_cost
+//! BYTES=64 N=100000 valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.64 \
+//!     target/release/examples/task_cost
+//! ```
+//!
+//! Prints the tasks' checksum (so that the captured bytes are read) and, on stderr, the wall time.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use delaywheel::{ManualClock, Timer};
+
+static SUM: AtomicU64 = AtomicU64::new(0);
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A task capturing `W` words, which adds them up when it runs.
+fn task<const W: usize>(seed: u64) -> impl FnOnce() + Send + 'static {
+    let words: [u64; W] = std::array::from_fn(|k| seed.wrapping_add(k as u64));
+    move || {
+        let words = std::hint::black_box(words);
+        SUM.fetch_add(words.iter().fold(0, |a: u64, &w| a.wrapping_add(w)), Ordering::Relaxed);
+    }
+}
+
+fn run<const W: usize>(timer: &Timer, clock: &ManualClock, n: u64, insert: bool) {
+    let mut state = 42;
+    if insert {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                timer.schedule(Duration::from_millis(10_000 + splitmix(&mut state) % 60_000), task::<W>(i))
+            })
+            .collect();
+        assert!(handles.iter().all(|h| h.cancel()));
+        return;
+    }
+    for i in 0..n {
+        drop(timer.schedule(Duration::from_millis(splitmix(&mut state) % 1_000), task::<W>(i)));
+    }
+    while !timer.is_empty() {
+        clock.advance(Duration::from_millis(1));
+        timer.advance_clock(Duration::ZERO);
+    }
+}
+
+fn main() {
+    let (bytes, n) = (env("BYTES", 8), env("N", 100_000));
+    let insert = std::env::var("MODE").is_ok_and(|m| m == "insert");
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    let start = Instant::now();
+    match bytes {
+        8 => run::<1>(&timer, &clock, n, insert),
+        32 => run::<4>(&timer, &clock, n, insert),
+        64 => run::<8>(&timer, &clock, n, insert),
+        128 => run::<16>(&timer, &clock, n, insert),
+        256 => run::<32>(&timer, &clock, n, insert),
+        _ => panic!("BYTES: one of 8, 32, 64, 128, 256"),
+    }
+    eprintln!("{} tasks of {bytes} bytes: {:?}", n, start.elapsed());
+    println!("checksum {}", SUM.load(Ordering::Relaxed));
+}

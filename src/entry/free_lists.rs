@@ -1,0 +1,125 @@
+//! `FreeLists`: per-thread lists of free items (slot indices of the arena, blocks of the task slab)
+//! with a shared pool between them; the one place where free storage moves between threads.
+//!
+//! A freed item goes to the back of the list of the freeing thread's stripe (by `thread_index`,
+//! as the counters); a take is from the front of its own stripe's list, oldest first. A list down
+//! to [`MIN_AGE`] items first takes a batch ([`BATCH`]) from the pool, or else calls its owner for a
+//! page of never-used items, and puts them in front; one that grows past two batches gives its
+//! oldest batch back to the pool. So the driver, which frees what schedulers took, hands its items
+//! back in batches under one lock of the pool, and a thread's own frees and takes touch only its
+//! stripe's lock (uncontended unless two threads share a stripe).
+//!
+//! The lists only move items. They sit behind the facade's *unmodelled* locks (`sync.rs`): what an
+//! item names (a slot, a block) is ordered by other means (the slot's own lock; the slot lock that
+//! published the closure in the block), so the loom models need not explore the lists, and nothing
+//! inside them is a loom operation.
+
+use std::collections::VecDeque;
+
+use crate::sync::{thread_index, UnmodelledMutex};
+
+/// Items moved at once between a stripe's list and the pool.
+#[cfg(not(delaywheel_loom))]
+pub(crate) const BATCH: usize = 64;
+#[cfg(delaywheel_loom)]
+pub(crate) const BATCH: usize = 1;
+
+/// A stripe's list is refilled (in front) once it holds no more than this many items, so the items
+/// it freed last usually wait behind older ones (the arena's slots: a released slot keeps its last
+/// status for a while). 0 under loom: the models reuse at once, which is the race `slot_reuse`
+/// explores.
+pub(crate) const MIN_AGE: usize = BATCH / 2;
+
+/// Per-stripe free lists of `T` and their pool (see the module docs).
+pub(crate) struct FreeLists<T> {
+    /// Free items given back by the stripes.
+    pool: UnmodelledMutex<Vec<T>>,
+    /// Per-stripe lists, each on its own cache lines.
+    stripes: Box<[Stripe<T>]>,
+    mask: usize,
+}
+
+#[repr(align(128))]
+struct Stripe<T>(UnmodelledMutex<VecDeque<T>>);
+
+impl<T: Copy> FreeLists<T> {
+    pub(crate) fn new() -> FreeLists<T> {
+        let count = crate::sync::stripe_count();
+        FreeLists {
+            pool: UnmodelledMutex::new(Vec::new()),
+            stripes: (0..count).map(|_| Stripe(UnmodelledMutex::new(VecDeque::new()))).collect(),
+            mask: count - 1,
+        }
+    }
+
+    /// A free item from this thread's stripe, refilled first if it is down to [`MIN_AGE`]: from the
+    /// pool, or else by `fresh`, which pushes never-used items in front of the list it is given (or
+    /// none, once there are no more). `None` if the stripe is still empty then.
+    #[inline]
+    pub(crate) fn take(&self, fresh: impl FnOnce(&mut VecDeque<T>)) -> Option<T> {
+        let mut free = self.stripes[thread_index() & self.mask].0.lock();
+        if free.len() <= MIN_AGE {
+            self.refill(&mut free, fresh);
+        }
+        free.pop_front()
+    }
+
+    /// Puts a batch from the pool in front of a stripe's list, or else never-used items.
+    #[cold]
+    fn refill(&self, free: &mut VecDeque<T>, fresh: impl FnOnce(&mut VecDeque<T>)) {
+        {
+            let mut pool = self.pool.lock();
+            let keep = pool.len().saturating_sub(BATCH);
+            if keep < pool.len() {
+                pool.drain(keep..).for_each(|item| free.push_front(item));
+                return;
+            }
+        }
+        fresh(free);
+    }
+
+    /// Returns a free item to this thread's stripe.
+    #[inline]
+    pub(crate) fn put(&self, item: T) {
+        self.put_with(|free| free.push_back(item));
+    }
+
+    /// Returns several free items with one lock of this thread's stripe.
+    pub(crate) fn put_all(&self, items: impl IntoIterator<Item = T>) {
+        self.put_with(|free| free.extend(items));
+    }
+
+    /// Appends to this thread's stripe's list with `append`, then gives its oldest batches to the
+    /// pool while it holds more than two.
+    #[inline]
+    fn put_with(&self, append: impl FnOnce(&mut VecDeque<T>)) {
+        let mut free = self.stripes[thread_index() & self.mask].0.lock();
+        append(&mut free);
+        if free.len() > 2 * BATCH {
+            self.spill(&mut free);
+        }
+    }
+
+    /// Gives a stripe's oldest items back to the pool, a batch at a time, until it holds at most
+    /// two batches. The batches are copied as slices (the deque's front run, then its wrapped
+    /// part): per item, a copy rather than an iterator step (moving them one by one was 35 of a
+    /// cancel's 393 instructions, amortised).
+    #[cold]
+    fn spill(&self, free: &mut VecDeque<T>) {
+        let mut pool = self.pool.lock();
+        while free.len() > 2 * BATCH {
+            let (front, back) = free.as_slices();
+            let from_front = front.len().min(BATCH);
+            pool.extend_from_slice(&front[..from_front]);
+            pool.extend_from_slice(&back[..BATCH - from_front]);
+            free.drain(..BATCH);
+        }
+    }
+
+    /// Every listed item, pool first (each stripe's lock taken in turn): for audits.
+    pub(crate) fn listed(&self) -> Vec<T> {
+        let mut listed: Vec<T> = self.pool.lock().clone();
+        self.stripes.iter().for_each(|list| listed.extend(list.0.lock().iter()));
+        listed
+    }
+}

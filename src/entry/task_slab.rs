@@ -1,0 +1,429 @@
+//! `TaskSlab`: the timer-owned storage of closures too big for a slot's inline word, in blocks of
+//! three size classes, recycled through the same per-thread free lists as the arena's slots.
+//!
+//! A slot (48 bytes) keeps a closure of up to two words inline (`inline_task/`). A bigger one, up
+//! to 256 bytes and 64-byte alignment, goes to a **block** of the smallest class that holds
+//! it: 64, 128 or 256 bytes ([`CLASSES`]); the slot keeps the block's address and its class's.
+//! Only larger or more aligned closures are boxed. Why a side slab and not bigger slots, an
+//! allocator or a box: `docs/design.md`, "Tasks of any size".
+//!
+//! ## Storage
+//!
+//! A class hands out blocks from pages of [`BLOCKS_PER_PAGE`] blocks (4, 8 or 16 KiB), allocated
+//! when its free lists run dry and kept, never moved, while the slab lives. Free blocks travel
+//! through a [`FreeLists`] per class (`free_lists.rs`): a block freed by the driver after a fire
+//! goes to the driver's stripe and comes back to a scheduling thread a batch at a time through the
+//! pool, so no block is handed from thread to thread one by one and no `free` of another thread's
+//! allocation is ever made (glibc's cross-thread frees are what boxing costs: SPEC W4s,
+//! docs/benchmarks.md).
+//!
+//! ## Ownership and lifetime
+//!
+//! A block taken with [`Class::alloc`] belongs to its taker until it gives it back with
+//! [`Class::free`]; the slab never touches a block's bytes. The free lists only move addresses; the
+//! closure's bytes are ordered by whoever hands the closure over (the slot lock that publishes the
+//! entry; the free lists' locks between a block's last reader and its next writer).
+//!
+//! A block's holder (an `InlineTask`) frees it through the class's address, so a class must outlive
+//! every block it handed out. In a timer it does (the slab is the arena's, and the arena's slots,
+//! dropped first, and the claims of its tasks, made by callers that hold the arena, are every
+//! holder). The slab does not rely on that: dropped while blocks are still out, it leaks its classes
+//! and pages instead of freeing them, so a late free still finds a live class and the task stays
+//! sound.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::alloc::{self, Layout};
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+
+use crate::entry::free_lists::FreeLists;
+use crate::sync::UnmodelledMutex;
+
+/// The block sizes of the classes, in bytes: a closure goes to the first that holds it.
+pub(crate) const CLASSES: [usize; 3] = [64, 128, 256];
+
+/// Every block's alignment (a cache line): closures aligned more than this are boxed.
+pub(crate) const BLOCK_ALIGN: usize = 64;
+
+/// Blocks per page of a class.
+pub(crate) const BLOCKS_PER_PAGE: usize = 64;
+
+/// Pages a class may allocate: 2^32 blocks, as many as the arena has slots.
+const MAX_PAGES: usize = (1 << 32) / BLOCKS_PER_PAGE;
+
+/// The class (an index into [`CLASSES`]) of a closure of `size` bytes and alignment `align`, if a
+/// block holds it.
+pub(crate) const fn class_for(size: usize, align: usize) -> Option<usize> {
+    if align > BLOCK_ALIGN {
+        return None;
+    }
+    let mut class = 0;
+    while class < CLASSES.len() {
+        if size <= CLASSES[class] {
+            return Some(class);
+        }
+        class += 1;
+    }
+    None
+}
+
+/// A block's address (`BLOCK_ALIGN`-aligned, its class's size in bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Block(NonNull<u8>);
+
+// SAFETY: a `Block` is an address, moved between threads by the free lists; it grants nothing by
+// itself. Whoever took the block from its class owns its bytes (see "Ownership and lifetime"), and
+// a closure is stored in one only if it is `Send`.
+unsafe impl Send for Block {}
+
+impl Block {
+    /// The block's first byte.
+    pub(crate) fn as_ptr(self) -> *mut u8 {
+        self.0.as_ptr()
+    }
+
+    /// The block at `ptr`, which a class handed out.
+    pub(crate) fn from_ptr(ptr: *mut u8) -> Block {
+        Block(NonNull::new(ptr).expect("a block's address is not null"))
+    }
+}
+
+/// One size class: its pages and the free lists of their blocks.
+pub(crate) struct Class {
+    /// Bytes per block.
+    size: usize,
+    free: FreeLists<Block>,
+    /// Every page allocated, by its first block.
+    pages: UnmodelledMutex<Vec<Block>>,
+    /// Pages this class may allocate: past it, `alloc` finds no block.
+    max_pages: usize,
+}
+
+impl Class {
+    fn new(size: usize, max_pages: usize) -> Class {
+        Class { size, free: FreeLists::new(), pages: UnmodelledMutex::new(Vec::new()), max_pages }
+    }
+
+    /// A page's layout: `BLOCKS_PER_PAGE` blocks, cache-line aligned.
+    fn page_layout(&self) -> Layout {
+        Layout::from_size_align(self.size * BLOCKS_PER_PAGE, BLOCK_ALIGN).expect("a page's layout is valid")
+    }
+
+    /// A free block, its bytes the caller's until [`free`](Class::free); `None` once the class has
+    /// allocated its most pages and every block is taken.
+    #[inline]
+    pub(crate) fn alloc(&self) -> Option<Block> {
+        self.free.take(|free| self.fresh_page(free))
+    }
+
+    /// Allocates a page and puts its blocks in front of `free` (none past `max_pages`).
+    fn fresh_page(&self, free: &mut VecDeque<Block>) {
+        let mut pages = self.pages.lock();
+        if pages.len() >= self.max_pages {
+            return;
+        }
+        let layout = self.page_layout();
+        // SAFETY: the layout's size is a block size times `BLOCKS_PER_PAGE`, not zero.
+        let page = unsafe { alloc::alloc(layout) };
+        if page.is_null() {
+            alloc::handle_alloc_error(layout);
+        }
+        pages.push(Block::from_ptr(page));
+        for block in (0..BLOCKS_PER_PAGE).rev() {
+            // SAFETY: `block * size` is within the page's `BLOCKS_PER_PAGE * size` bytes.
+            free.push_front(Block::from_ptr(unsafe { page.add(block * self.size) }));
+        }
+    }
+
+    /// Gives back a block taken with [`alloc`](Class::alloc), whose contents its holder has moved
+    /// out or dropped; it goes to this thread's free list.
+    #[inline]
+    pub(crate) fn free(&self, block: Block) {
+        self.free.put(block);
+    }
+
+    /// [`free`](Class::free) for several blocks, with one lock of this thread's free list.
+    fn free_all(&self, blocks: impl IntoIterator<Item = Block>) {
+        self.free.put_all(blocks);
+    }
+
+    /// Blocks handed out and not given back (every stripe's list and the pool locked in turn, so
+    /// a block in flight may be counted as out: an upper bound while others take and free).
+    fn out(&self) -> usize {
+        let allocated = self.pages.lock().len() * BLOCKS_PER_PAGE;
+        allocated.saturating_sub(self.free.listed().len())
+    }
+
+    /// Pages allocated.
+    #[cfg(test)]
+    fn pages(&self) -> usize {
+        self.pages.lock().len()
+    }
+}
+
+/// Blocks emptied by a loop that runs many tasks (the driver's batch), given back to their classes
+/// together: one lock of a class's free list for the batch instead of one per task. Flushed when
+/// dropped, so a block put here is returned even if the loop unwinds.
+///
+/// Holds each block's class by address: a class outlives its blocks, and a block here is still
+/// out (`Class::out`), so a slab dropped meanwhile leaks its classes and the address stays valid.
+#[derive(Default)]
+pub(crate) struct Freed {
+    blocks: Vec<(*const Class, Block)>,
+}
+
+impl Freed {
+    /// Keeps `block` of `class` for the next [`flush`](Freed::flush).
+    #[inline]
+    pub(crate) fn push(&mut self, class: *const Class, block: Block) {
+        self.blocks.push((class, block));
+    }
+
+    /// Gives every block kept back to its class, a run of the same class at a time.
+    pub(crate) fn flush(&mut self) {
+        let mut rest = &self.blocks[..];
+        while let Some(&(class, _)) = rest.first() {
+            let run = rest.iter().take_while(|&&(c, _)| c == class).count();
+            // SAFETY: every address here is the class its block came from, which outlives the
+            // block (see the type's docs), and a class is only used by shared reference.
+            let class = unsafe { &*class };
+            class.free_all(rest[..run].iter().map(|&(_, block)| block));
+            rest = &rest[run..];
+        }
+        self.blocks.clear();
+    }
+
+    /// Gives back the list's memory beyond `keep` entries (after a burst).
+    pub(crate) fn trim(&mut self, keep: usize) {
+        self.blocks.shrink_to(keep);
+    }
+}
+
+// SAFETY: the class addresses are only used by shared reference (`Class` is `Sync`), to give the
+// blocks back, which any thread may do; a `Block` is `Send`.
+unsafe impl Send for Freed {}
+
+impl Drop for Freed {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// A timer's blocks for closures too big to be inline: one [`Class`] per size (see the module docs).
+pub(crate) struct TaskSlab {
+    /// Boxed, so that a class's address (kept with every block it handed out) does not move with
+    /// the slab.
+    classes: Box<[Class]>,
+}
+
+impl TaskSlab {
+    pub(crate) fn new() -> TaskSlab {
+        TaskSlab::with_max_pages(MAX_PAGES)
+    }
+
+    /// A slab whose classes allocate at most `max_pages` pages each.
+    pub(crate) fn with_max_pages(max_pages: usize) -> TaskSlab {
+        TaskSlab { classes: CLASSES.iter().map(|&size| Class::new(size, max_pages)).collect() }
+    }
+
+    /// Class `class` (an index into [`CLASSES`]).
+    #[inline]
+    pub(crate) fn class(&self, class: usize) -> &Class {
+        &self.classes[class]
+    }
+
+    /// Blocks out of every class (see [`Class::out`]).
+    #[cfg(test)]
+    pub(crate) fn blocks_out(&self) -> usize {
+        self.classes.iter().map(Class::out).sum()
+    }
+
+    /// Pages allocated by every class.
+    #[cfg(test)]
+    pub(crate) fn pages(&self) -> usize {
+        self.classes.iter().map(Class::pages).sum()
+    }
+}
+
+impl Drop for TaskSlab {
+    fn drop(&mut self) {
+        if self.classes.iter().any(|class| class.out() > 0) {
+            // A block is still held: its holder frees it through its class later. Leak the classes
+            // and their pages so that both stay valid (see "Ownership and lifetime").
+            std::mem::forget(std::mem::take(&mut self.classes));
+            return;
+        }
+        for class in self.classes.iter() {
+            let layout = class.page_layout();
+            for page in class.pages.lock().drain(..) {
+                // SAFETY: `page` was allocated by `fresh_page` with this class's layout and is
+                // freed once (drained); no block of it is held (`out() == 0`) and the slab is
+                // being dropped, so nobody takes one again.
+                unsafe { alloc::dealloc(page.as_ptr(), layout) };
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for TaskSlab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskSlab").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{self, AssertUnwindSafe};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::entry::inline_task::{InlineTask, Storage};
+
+    /// Counts its drops; panics in its drop if `panics`.
+    struct Guard {
+        drops: Arc<AtomicUsize>,
+        panics: bool,
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::SeqCst);
+            if self.panics && !std::thread::panicking() {
+                panic!("dropped on purpose");
+            }
+        }
+    }
+
+    /// A task capturing `W` words besides a guard, which checks every word when it runs and adds
+    /// their sum to `sum`.
+    fn task<const W: usize>(slab: &TaskSlab, guard: Guard, sum: Arc<AtomicUsize>) -> InlineTask {
+        let words: [usize; W] = std::array::from_fn(|k| k + 1);
+        InlineTask::new_in(
+            move || {
+                let _guard = &guard;
+                sum.fetch_add(words.iter().sum(), Ordering::SeqCst);
+            },
+            slab,
+        )
+        .expect("room in an unlimited slab")
+    }
+
+    fn guard(panics: bool) -> (Guard, Arc<AtomicUsize>) {
+        let drops = Arc::new(AtomicUsize::new(0));
+        (Guard { drops: Arc::clone(&drops), panics }, drops)
+    }
+
+    #[test]
+    fn classes_by_size_and_alignment() {
+        assert_eq!(class_for(17, 8), Some(0));
+        assert_eq!(class_for(64, 64), Some(0));
+        assert_eq!(class_for(65, 8), Some(1));
+        assert_eq!(class_for(128, 8), Some(1));
+        assert_eq!(class_for(129, 8), Some(2));
+        assert_eq!(class_for(256, 8), Some(2));
+        assert_eq!(class_for(257, 8), None, "bigger than the largest class: boxed");
+        assert_eq!(class_for(32, 128), None, "aligned over a cache line: boxed");
+    }
+
+    #[test]
+    fn each_size_goes_to_the_smallest_class_that_holds_it() {
+        let slab = TaskSlab::new();
+        let sum = Arc::new(AtomicUsize::new(0));
+        // A guard (two words: an `Arc` and a `bool`, padded) and the words.
+        let cases: [(InlineTask, Storage); 5] = [
+            (task::<1>(&slab, guard(false).0, Arc::clone(&sum)), Storage::Block(64)),
+            (task::<5>(&slab, guard(false).0, Arc::clone(&sum)), Storage::Block(64)),
+            (task::<6>(&slab, guard(false).0, Arc::clone(&sum)), Storage::Block(128)),
+            (task::<29>(&slab, guard(false).0, Arc::clone(&sum)), Storage::Block(256)),
+            (task::<30>(&slab, guard(false).0, Arc::clone(&sum)), Storage::Boxed),
+        ];
+        assert_eq!(slab.blocks_out(), 4);
+        for (task, storage) in cases {
+            assert_eq!(task.storage(), storage);
+            task.run();
+        }
+        assert_eq!(sum.load(Ordering::SeqCst), 1 + 15 + 21 + 435 + 465, "every captured word read back");
+        assert_eq!(slab.blocks_out(), 0, "every block returned after its run");
+    }
+
+    #[test]
+    fn run_drop_and_into_box_return_the_block_and_drop_the_captures_once() {
+        let slab = TaskSlab::new();
+        let sum = Arc::new(AtomicUsize::new(0));
+        let (g, ran) = guard(false);
+        task::<8>(&slab, g, Arc::clone(&sum)).run();
+        let (g, dropped) = guard(false);
+        drop(task::<8>(&slab, g, Arc::clone(&sum)));
+        let (g, boxed) = guard(false);
+        let b = task::<8>(&slab, g, Arc::clone(&sum)).into_box();
+        assert_eq!(slab.blocks_out(), 0, "boxing moved the closure out of its block");
+        assert_eq!(boxed.load(Ordering::SeqCst), 0);
+        b();
+        assert_eq!(sum.load(Ordering::SeqCst), 2 * 36, "ran twice: run() and the box");
+        for drops in [ran, dropped, boxed] {
+            assert_eq!(drops.load(Ordering::SeqCst), 1);
+        }
+    }
+
+    #[test]
+    fn a_panicking_call_or_drop_finds_the_block_returned() {
+        let slab = TaskSlab::new();
+        let sum = Arc::new(AtomicUsize::new(0));
+        let (g, drops) = guard(true);
+        let t = task::<16>(&slab, g, Arc::clone(&sum));
+        assert!(panic::catch_unwind(AssertUnwindSafe(|| drop(t))).is_err());
+        assert_eq!((drops.load(Ordering::SeqCst), slab.blocks_out()), (1, 0));
+
+        let (g, drops) = guard(false);
+        let words = [3usize; 20];
+        let t = InlineTask::new_in(
+            move || {
+                let _guard = &g;
+                panic!("ran on purpose: {}", words.len());
+            },
+            &slab,
+        )
+        .unwrap();
+        assert_eq!(t.storage(), Storage::Block(256));
+        assert!(panic::catch_unwind(AssertUnwindSafe(|| t.run())).is_err());
+        assert_eq!((drops.load(Ordering::SeqCst), slab.blocks_out()), (1, 0));
+    }
+
+    #[test]
+    fn a_class_out_of_pages_refuses_until_a_block_comes_back() {
+        let slab = TaskSlab::with_max_pages(1);
+        let sum = Arc::new(AtomicUsize::new(0));
+        let mut held: Vec<InlineTask> =
+            (0..BLOCKS_PER_PAGE).map(|_| task::<4>(&slab, guard(false).0, Arc::clone(&sum))).collect();
+        let (g, drops) = guard(false);
+        let words = [1usize; 4];
+        assert!(InlineTask::new_in(move || drop((g, words)), &slab).is_none(), "the 64-byte class is full");
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "the refused closure is dropped");
+        assert_eq!(task::<20>(&slab, guard(false).0, Arc::clone(&sum)).storage(), Storage::Block(256));
+        held.pop().unwrap().run();
+        assert_eq!(task::<4>(&slab, guard(false).0, Arc::clone(&sum)).storage(), Storage::Block(64));
+        drop(held);
+        assert_eq!(slab.blocks_out(), 0);
+        assert_eq!(slab.pages(), 2, "one page of the 64-byte class, one of the 256-byte class");
+    }
+
+    #[test]
+    fn blocks_freed_on_another_thread_are_reused_and_pages_stay_few() {
+        let slab = Arc::new(TaskSlab::new());
+        let sum = Arc::new(AtomicUsize::new(0));
+        for _ in 0..100 {
+            let tasks: Vec<InlineTask> =
+                (0..500).map(|_| task::<12>(&slab, guard(false).0, Arc::clone(&sum))).collect();
+            std::thread::spawn(move || tasks.into_iter().for_each(InlineTask::run)).join().unwrap();
+        }
+        assert_eq!(sum.load(Ordering::SeqCst), 100 * 500 * 78);
+        assert_eq!(slab.blocks_out(), 0);
+        // 500 live at a time, plus what the free lists keep per stripe.
+        let most =
+            (500 + 2 * crate::entry::free_lists::BATCH * crate::sync::stripe_count()) / BLOCKS_PER_PAGE + 2;
+        assert!(slab.pages() <= most, "{} pages", slab.pages());
+    }
+}
