@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::support::{manual_timer, spawn_advance, ticks, Runs};
+use crate::support::{manual_timer, spawn_advance, step, ticks, OneTask, Runs};
 
 /// The entry sits in a level-1 bucket (slots of 2 ticks); at tick 2 that bucket is flushed and the
 /// entry cascades into the level-0 bucket of tick 3. A cancel racing that move, whether it finds the
@@ -11,24 +11,20 @@ use crate::support::{manual_timer, spawn_advance, ticks, Runs};
 #[test]
 fn cancel_racing_cascade_to_finer_bucket() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let a = Runs::default();
-        let handle = timer.schedule(ticks(3), a.task()); // level 1, slot 1, expiration 2
-        clock.advance(ticks(2));
+        let m = OneTask::new(2, 3, 2); // level 1, slot 1, expiration 2
 
-        let advancer = spawn_advance(&timer);
-        let cancelled = handle.cancel();
+        let advancer = spawn_advance(&m.timer);
+        let cancelled = m.handle.cancel();
         advancer.join().unwrap();
 
         assert!(cancelled, "a pending task that cannot fire yet is cancelled");
-        assert!(handle.is_cancelled());
-        assert!(timer.is_empty());
-        clock.advance(ticks(1));
-        timer.advance_clock(Duration::ZERO);
-        assert_eq!(a.count(), 0, "a cancelled task never runs");
-        let stats = timer.stats();
+        assert!(m.handle.is_cancelled());
+        assert!(m.timer.is_empty());
+        m.step(1);
+        assert_eq!(m.runs.count(), 0, "a cancelled task never runs");
+        let stats = m.timer.stats();
         assert_eq!((stats.fired, stats.cancelled, stats.pending), (0, 1, 0));
-        assert!(timer.shutdown().is_empty());
+        assert!(m.timer.shutdown().is_empty());
     });
 }
 
@@ -37,22 +33,20 @@ fn cancel_racing_cascade_to_finer_bucket() {
 #[test]
 fn cancel_racing_fire() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let a = Runs::default();
-        let handle = timer.schedule(ticks(1), a.task());
-        clock.advance(ticks(1));
+        let m = OneTask::new(2, 1, 1);
 
-        let advancer = spawn_advance(&timer);
-        let cancelled = handle.cancel();
+        let advancer = spawn_advance(&m.timer);
+        let cancelled = m.handle.cancel();
         advancer.join().unwrap();
 
-        timer.advance_clock(Duration::ZERO); // nothing may run late either
-        assert_eq!(a.count() + usize::from(cancelled), 1, "ran {} times, cancelled: {cancelled}", a.count());
-        assert_eq!(handle.is_cancelled(), cancelled);
-        assert_eq!(handle.is_fired(), !cancelled);
-        let stats = timer.stats();
+        m.timer.advance_clock(Duration::ZERO); // nothing may run late either
+        let a = m.runs.count();
+        assert_eq!(a + usize::from(cancelled), 1, "ran {a} times, cancelled: {cancelled}");
+        assert_eq!(m.handle.is_cancelled(), cancelled);
+        assert_eq!(m.handle.is_fired(), !cancelled);
+        let stats = m.timer.stats();
         assert_eq!(stats.fired + stats.cancelled, 1);
-        assert!(timer.is_empty());
+        assert!(m.timer.is_empty());
     });
 }
 
@@ -60,23 +54,21 @@ fn cancel_racing_fire() {
 #[test]
 fn two_cancels_racing_fire() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let a = Runs::default();
-        let handle = timer.schedule(ticks(1), a.task());
-        clock.advance(ticks(1));
+        let m = OneTask::new(2, 1, 1);
 
-        let advancer = spawn_advance(&timer);
+        let advancer = spawn_advance(&m.timer);
         let other = {
-            let handle = handle.clone();
+            let handle = m.handle.clone();
             loom::thread::spawn(move || handle.cancel())
         };
-        let cancelled = handle.cancel();
+        let cancelled = m.handle.cancel();
         let cancelled_there = other.join().unwrap();
         advancer.join().unwrap();
 
-        let winners = a.count() + usize::from(cancelled) + usize::from(cancelled_there);
-        assert_eq!(winners, 1, "ran {} times, cancels: {cancelled} {cancelled_there}", a.count());
-        assert!(timer.is_empty());
+        let a = m.runs.count();
+        let winners = a + usize::from(cancelled) + usize::from(cancelled_there);
+        assert_eq!(winners, 1, "ran {a} times, cancels: {cancelled} {cancelled_there}");
+        assert!(m.timer.is_empty());
     });
 }
 
@@ -86,19 +78,17 @@ fn two_cancels_racing_fire() {
 #[test]
 fn cancel_racing_cascade_then_fire() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let a = Runs::default();
-        let handle = timer.schedule(ticks(3), a.task()); // level 1, slot 1, expiration 2
-        clock.advance(ticks(3));
+        let m = OneTask::new(2, 3, 3); // level 1, slot 1, expiration 2
 
-        let advancer = spawn_advance(&timer);
-        let cancelled = handle.cancel();
+        let advancer = spawn_advance(&m.timer);
+        let cancelled = m.handle.cancel();
         advancer.join().unwrap();
 
-        timer.advance_clock(Duration::ZERO);
-        assert_eq!(a.count() + usize::from(cancelled), 1, "ran {} times, cancelled: {cancelled}", a.count());
-        assert!(timer.is_empty());
-        assert!(timer.shutdown().is_empty());
+        m.timer.advance_clock(Duration::ZERO);
+        let a = m.runs.count();
+        assert_eq!(a + usize::from(cancelled), 1, "ran {a} times, cancelled: {cancelled}");
+        assert!(m.timer.is_empty());
+        assert!(m.timer.shutdown().is_empty());
     });
 }
 
@@ -122,8 +112,7 @@ fn cancel_racing_readd_into_other_lane_of_same_bucket() {
 
         assert!(cancelled, "C cannot fire before tick 3");
         assert_eq!(b.count(), 1);
-        clock.advance(ticks(1));
-        timer.advance_clock(Duration::ZERO);
+        step(&clock, &timer, 1);
         assert_eq!(c.count(), 0, "a cancelled task never runs");
         assert!(timer.is_empty());
         assert!(timer.shutdown().is_empty());

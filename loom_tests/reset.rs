@@ -3,14 +3,9 @@
 
 use std::time::Duration;
 
-use crate::support::{manual_timer, spawn_advance, ticks, Drops, Runs};
-use loom::sync::Arc;
-
-/// Advances the clock `by` and the timer, on the calling thread.
-fn step(clock: &delaywheel::ManualClock, timer: &delaywheel::Timer, by: Duration) {
-    clock.advance(by);
-    timer.advance_clock(Duration::ZERO);
-}
+use crate::support::{
+    manual_timer, spawn_advance, spawn_advance_then_reuse, step, ticks, Drops, OneTask, Runs,
+};
 
 /// The task is due at tick 1 and the advancing thread fires it while `reset()` moves it to tick 4:
 /// either the reset came first (`true`: the task runs once, at tick 4, never before) or the firing
@@ -18,25 +13,22 @@ fn step(clock: &delaywheel::ManualClock, timer: &delaywheel::Timer, by: Duration
 #[test]
 fn reset_racing_fire() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let a = Runs::default();
-        let handle = timer.schedule(ticks(1), a.task());
-        clock.advance(ticks(1));
+        let m = OneTask::new(2, 1, 1);
 
-        let advancer = spawn_advance(&timer);
-        let moved = handle.reset(ticks(3));
+        let advancer = spawn_advance(&m.timer);
+        let moved = m.handle.reset(ticks(3));
         advancer.join().unwrap();
 
-        timer.advance_clock(Duration::ZERO);
+        m.timer.advance_clock(Duration::ZERO);
         if moved {
-            assert_eq!(a.count(), 0, "a task a true reset moved to tick 4 ran at tick 1");
-            step(&clock, &timer, ticks(2));
-            assert_eq!(a.count(), 0, "ran before the deadline the reset set");
-            step(&clock, &timer, ticks(1));
+            assert_eq!(m.runs.count(), 0, "a task a true reset moved to tick 4 ran at tick 1");
+            m.step(2);
+            assert_eq!(m.runs.count(), 0, "ran before the deadline the reset set");
+            m.step(1);
         }
-        assert_eq!(a.count(), 1, "ran {} times, moved: {moved}", a.count());
-        assert!(handle.is_fired() && timer.is_empty());
-        assert_eq!(timer.stats().rearmed, u64::from(moved));
+        assert_eq!(m.runs.count(), 1, "ran {} times, moved: {moved}", m.runs.count());
+        assert!(m.handle.is_fired() && m.timer.is_empty());
+        assert_eq!(m.timer.stats().rearmed, u64::from(moved));
     });
 }
 
@@ -48,24 +40,21 @@ fn reset_racing_fire() {
 #[test]
 fn reset_racing_cascade() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let a = Runs::default();
-        let handle = timer.schedule(ticks(7), a.task()); // level 2, slot 1, round 4
-        clock.advance(ticks(4));
+        let m = OneTask::new(2, 7, 4); // level 2, slot 1, round 4
 
-        let advancer = spawn_advance(&timer);
-        let moved = handle.reset(ticks(1));
+        let advancer = spawn_advance(&m.timer);
+        let moved = m.handle.reset(ticks(1));
         advancer.join().unwrap();
 
         assert!(moved, "a pending task that cannot fire yet is moved");
-        assert_eq!(timer.len(), 1);
-        timer.advance_clock(Duration::ZERO);
-        assert_eq!(a.count(), 0, "ran before the deadline the reset set");
-        step(&clock, &timer, ticks(1));
-        assert_eq!(a.count(), 1, "the task moved to tick 5 did not run at tick 5");
-        step(&clock, &timer, ticks(2));
-        assert_eq!(a.count(), 1, "it runs once");
-        assert!(timer.is_empty());
+        assert_eq!(m.timer.len(), 1);
+        m.timer.advance_clock(Duration::ZERO);
+        assert_eq!(m.runs.count(), 0, "ran before the deadline the reset set");
+        m.step(1);
+        assert_eq!(m.runs.count(), 1, "the task moved to tick 5 did not run at tick 5");
+        m.step(2);
+        assert_eq!(m.runs.count(), 1, "it runs once");
+        assert!(m.timer.is_empty());
     });
 }
 
@@ -91,7 +80,7 @@ fn reset_racing_cancel_to(to: u32) {
         assert_eq!(drops.count(), 1, "the closure is dropped once (moved: {moved})");
         assert!(!handle.reset(ticks(1)), "a cancelled task cannot be moved");
         for _ in 0..6 {
-            step(&clock, &timer, ticks(1));
+            step(&clock, &timer, 1);
         }
         assert_eq!(a.count(), 0, "a cancelled task never runs");
         assert!(timer.shutdown().is_empty());
@@ -118,27 +107,24 @@ fn later_reset_racing_cancel() {
 #[test]
 fn later_reset_racing_cascade() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let a = Runs::default();
-        let handle = timer.schedule(ticks(5), a.task()); // level 2, slot 1, round 4
-        clock.advance(ticks(4));
+        let m = OneTask::new(2, 5, 4); // level 2, slot 1, round 4
 
-        let advancer = spawn_advance(&timer);
-        let moved = handle.reset(ticks(5));
+        let advancer = spawn_advance(&m.timer);
+        let moved = m.handle.reset(ticks(5));
         advancer.join().unwrap();
 
         assert!(moved, "a pending task that cannot fire yet is moved");
         for tick in 5..9 {
-            step(&clock, &timer, ticks(1));
-            assert_eq!(a.count(), 0, "ran at tick {tick}, before the deadline the reset set");
-            assert_eq!(timer.len(), 1);
+            m.step(1);
+            assert_eq!(m.runs.count(), 0, "ran at tick {tick}, before the deadline the reset set");
+            assert_eq!(m.timer.len(), 1);
         }
-        step(&clock, &timer, ticks(1));
-        assert_eq!(a.count(), 1, "the task moved to tick 9 did not run at tick 9");
-        step(&clock, &timer, ticks(4));
-        assert_eq!(a.count(), 1, "it runs once");
-        assert!(timer.is_empty());
-        assert_eq!(timer.stats().rearmed, 1);
+        m.step(1);
+        assert_eq!(m.runs.count(), 1, "the task moved to tick 9 did not run at tick 9");
+        m.step(4);
+        assert_eq!(m.runs.count(), 1, "it runs once");
+        assert!(m.timer.is_empty());
+        assert_eq!(m.timer.stats().rearmed, 1);
     });
 }
 
@@ -149,31 +135,23 @@ fn later_reset_racing_cascade() {
 #[test]
 fn reset_with_stale_ticket() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let (a, b) = (Runs::default(), Runs::default());
-        let handle_a = timer.schedule(ticks(1), a.task());
-        clock.advance(ticks(1));
+        let m = OneTask::new(2, 1, 1);
+        let b = Runs::default();
 
-        let reuser = {
-            let (timer, b_task) = (Arc::clone(&timer), b.task());
-            loom::thread::spawn(move || {
-                timer.advance_clock(Duration::ZERO);
-                timer.schedule(ticks(1), b_task)
-            })
-        };
-        let moved = handle_a.reset(ticks(5));
+        let reuser = spawn_advance_then_reuse(&m.timer, b.task());
+        let moved = m.handle.reset(ticks(5));
         let handle_b = reuser.join().unwrap();
 
         assert!(handle_b.is_pending());
-        step(&clock, &timer, ticks(1));
+        m.step(1);
         assert_eq!(b.count(), 1, "a stale handle moved the task that reused its slot");
-        assert_eq!(a.count(), usize::from(!moved), "A ran at tick 1 iff it was not moved");
+        assert_eq!(m.runs.count(), usize::from(!moved), "A ran at tick 1 iff it was not moved");
         if moved {
             for _ in 0..4 {
-                step(&clock, &timer, ticks(1));
+                m.step(1);
             }
-            assert_eq!(a.count(), 1, "A, moved, runs once at tick 6");
+            assert_eq!(m.runs.count(), 1, "A, moved, runs once at tick 6");
         }
-        assert!(timer.is_empty());
+        assert!(m.timer.is_empty());
     });
 }

@@ -2,10 +2,7 @@
 //! cancel is handed to the next schedule. A handle whose task has finished must never touch the
 //! task that reuses its slot (the generation check of `src/entry.rs`).
 
-use std::time::Duration;
-
-use crate::support::{manual_timer, ticks, Runs};
-use loom::sync::Arc;
+use crate::support::{spawn_advance_then_reuse, OneTask, Runs};
 
 /// A is due; one thread advances (firing A and freeing its slot into that thread's free list) and
 /// then schedules B, which reuses the slot; the main thread cancels A meanwhile. Whichever won A,
@@ -13,34 +10,21 @@ use loom::sync::Arc;
 #[test]
 fn stale_cancel_racing_slot_reuse() {
     loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let (a, b) = (Runs::default(), Runs::default());
-        let handle_a = timer.schedule(ticks(1), a.task());
-        clock.advance(ticks(1));
+        let m = OneTask::new(2, 1, 1);
+        let b = Runs::default();
 
-        let reuser = {
-            let (timer, b_task) = (Arc::clone(&timer), b.task());
-            loom::thread::spawn(move || {
-                timer.advance_clock(Duration::ZERO);
-                timer.schedule(ticks(1), b_task)
-            })
-        };
-        let cancelled = handle_a.cancel();
+        let reuser = spawn_advance_then_reuse(&m.timer, b.task());
+        let cancelled = m.handle.cancel();
         let handle_b = reuser.join().unwrap();
 
-        assert_eq!(
-            a.count() + usize::from(cancelled),
-            1,
-            "A ran {} times, cancelled: {cancelled}",
-            a.count()
-        );
+        let a = m.runs.count();
+        assert_eq!(a + usize::from(cancelled), 1, "A ran {a} times, cancelled: {cancelled}");
         assert!(handle_b.is_pending(), "a stale handle cancelled the task that reused its slot");
-        assert!(!handle_a.is_pending());
-        assert_eq!(timer.len(), 1);
-        assert!(!handle_a.cancel(), "a finished task cannot be cancelled again");
-        clock.advance(ticks(1));
-        timer.advance_clock(Duration::ZERO);
+        assert!(!m.handle.is_pending());
+        assert_eq!(m.timer.len(), 1);
+        assert!(!m.handle.cancel(), "a finished task cannot be cancelled again");
+        m.step(1);
         assert_eq!(b.count(), 1, "B fires once, at its tick");
-        assert!(timer.is_empty());
+        assert!(m.timer.is_empty());
     });
 }

@@ -1,9 +1,10 @@
-//! What the models share: a small manual timer, and task closures that count their runs and drops.
+//! What the models share: a small manual timer, the usual start (one task, the clock moved), steps
+//! of the clock, and task closures that count their runs and drops.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use delaywheel::{ManualClock, Timer};
+use delaywheel::{ManualClock, Timer, TimerHandle};
 use loom::sync::Arc;
 
 /// The tick of every model's timer.
@@ -22,10 +23,54 @@ pub fn manual_timer(wheel_size: usize) -> (ManualClock, Arc<Timer>) {
     (clock, Arc::new(timer))
 }
 
+/// The start of most models: a manual timer of `wheel_size` slots with one task, due `due` ticks
+/// out and counted by `runs`, and then the clock moved to tick `clock_at` (the wheel's cursor stays
+/// at zero until the next advance).
+pub struct OneTask {
+    pub clock: ManualClock,
+    pub timer: Arc<Timer>,
+    pub handle: TimerHandle,
+    pub runs: Runs,
+}
+
+impl OneTask {
+    pub fn new(wheel_size: usize, due: u32, clock_at: u32) -> OneTask {
+        let (clock, timer) = manual_timer(wheel_size);
+        let runs = Runs::default();
+        let handle = timer.schedule(ticks(due), runs.task());
+        clock.advance(ticks(clock_at));
+        OneTask { clock, timer, handle, runs }
+    }
+
+    /// Moves the clock `n` ticks on and advances the timer, on the calling thread.
+    pub fn step(&self, n: u32) {
+        step(&self.clock, &self.timer, n);
+    }
+}
+
+/// Moves `clock` `n` ticks on and advances `timer`, on the calling thread.
+pub fn step(clock: &ManualClock, timer: &Timer, n: u32) {
+    clock.advance(ticks(n));
+    timer.advance_clock(Duration::ZERO);
+}
+
 /// Advances `timer` to its clock's time on a new model thread.
 pub fn spawn_advance(timer: &Arc<Timer>) -> loom::thread::JoinHandle<bool> {
     let timer = Arc::clone(timer);
     loom::thread::spawn(move || timer.advance_clock(Duration::ZERO))
+}
+
+/// On a new model thread: advances `timer` (firing what is due, which frees its slot into that
+/// thread's free list), then schedules `task` one tick out, which takes that slot again.
+pub fn spawn_advance_then_reuse(
+    timer: &Arc<Timer>,
+    task: impl FnOnce() + Send + 'static,
+) -> loom::thread::JoinHandle<TimerHandle> {
+    let timer = Arc::clone(timer);
+    loom::thread::spawn(move || {
+        timer.advance_clock(Duration::ZERO);
+        timer.schedule(ticks(1), task)
+    })
 }
 
 /// Counts how often its tasks ran.

@@ -25,7 +25,7 @@ fn cancelling_tasks_whose_closures_panic_on_drop_reuses_their_slots() {
         assert!(panic::catch_unwind(AssertUnwindSafe(|| handle.cancel())).is_err());
     }
     assert_eq!(timer.len(), 0);
-    let high_water = timer.shared().arena().high_water();
+    let high_water = timer.arena_high_water();
     assert!(high_water <= 2 * crate::entry::arena::PAGE as u64, "{high_water} slots for one pending task");
 }
 

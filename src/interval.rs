@@ -24,9 +24,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::clock::nanos_to_duration;
+use crate::clock::{nanos_to_duration, saturating_add};
 use crate::missed_tick::MissedTickBehavior;
-use crate::sleep::{saturating_add, Sleep};
+use crate::sleep::Sleep;
 use crate::sync::Arc;
 use crate::timer::refs::TimerRef;
 use crate::{ScheduleError, Timer};
@@ -155,12 +155,12 @@ impl Interval {
                 return Poll::Pending;
             }
         }
-        let Some(shared) = self.timer.upgrade().filter(|shared| !shared.is_shut_down()) else {
+        let Some(live) = self.timer.upgrade().filter(|live| !live.is_shut_down()) else {
             self.die();
             return Poll::Pending;
         };
         let due = self.next;
-        let now = shared.time().clock.now_instant();
+        let now = live.now();
         let late = now.saturating_duration_since(due).as_nanos();
         let offset = self.missed.next_offset(late, self.period.as_nanos(), self.tolerance.as_nanos());
         self.next = saturating_add(due, nanos_to_duration(offset));
@@ -171,11 +171,11 @@ impl Interval {
     /// Restarts the interval: the next tick is due one period from now (as tokio's
     /// `Interval::reset`), whatever was due before.
     pub fn reset(&mut self) {
-        let Some(shared) = self.timer.upgrade() else {
+        let Some(live) = self.timer.upgrade() else {
             self.die();
             return;
         };
-        let now = shared.time().clock.now_instant();
+        let now = live.now();
         self.next = saturating_add(now, self.period);
         self.arm(now);
     }
@@ -205,7 +205,7 @@ impl Interval {
             Some(sleep) => sleep.reset(self.next),
             None => {
                 self.sleep = Some(match self.timer.upgrade() {
-                    Some(shared) => Sleep::at(Arc::clone(&self.timer), &shared, self.next),
+                    Some(live) => Sleep::at(Arc::clone(&self.timer), &live, self.next),
                     None => Sleep::dead(Arc::clone(&self.timer), self.next, ScheduleError::ShutDown),
                 });
             }

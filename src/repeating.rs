@@ -10,10 +10,17 @@
 //!
 //! ## The way back to the timer
 //!
-//! A run must reach its timer to re-arm, so the repetition holds a **weak** reference to the
-//! timer's shared state (`crate::sync::Weak`). It does not keep the timer alive, and no reference
-//! cycle (timer → bucket → entry → closure → timer) exists. Once the timer is dropped or shut down
-//! the re-arm fails and the repetition ends; the closure is dropped.
+//! A run must reach its timer to re-arm, so the repetition holds a **weak** reference to the timer
+//! (`timer/weak.rs`), through which it uses the public `Timer` operations (`now`, `tick`,
+//! `try_schedule`). It does not keep the timer alive, and no reference cycle (timer → bucket →
+//! entry → closure → timer) exists. Once the timer is dropped or shut down the re-arm fails and the
+//! repetition ends; the closure is dropped. The grid of `FixedRate` and `Every` is kept as instants
+//! on the timer's clock ([`Timer::now`]).
+//!
+//! [`RepeatingHandle::reset_at`] moves the next run's entry under the repetition's lock, and the
+//! closure of an entry abandoned meanwhile by a shutdown takes that lock when dropped: the reset
+//! goes through `TimerHandle::reset_deferring_drop`, the public reset that hands such a closure
+//! back to be dropped after the lock is released.
 //!
 //! ## Cancellation, exactly once
 //!
@@ -32,10 +39,10 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::clock::nanos_to_duration;
+use crate::clock::{nanos_to_duration, saturating_add};
 use crate::missed_tick::MissedTickBehavior;
-use crate::sync::{downgrade, Arc, Mutex, Weak};
-use crate::timer::{Shared, Store};
+use crate::sync::{Arc, Mutex};
+use crate::timer::{LiveTimer, WeakTimer, When};
 use crate::{ScheduleError, Timer, TimerHandle};
 
 /// How a repeating task is re-armed; see [`Timer::schedule_repeating`].
@@ -146,22 +153,21 @@ impl Timer {
     where
         F: FnMut() + Send + 'static,
     {
-        let shared = self.shared();
-        let repeat = repeat.with_period(repeat.period().max(self.tick()));
-        let now = shared.time().clock.now_nanos();
+        let live = self.live();
+        let repeat = repeat.with_period(repeat.period().max(live.tick()));
         let ctx = Arc::new(Ctx {
-            timer: Some(downgrade(shared)),
+            timer: Some(live.downgrade()),
             repeat,
             state: Mutex::new(State {
                 current: None,
                 cancelled: false,
                 ended: false,
                 runs: 0,
-                due_nanos: u128::from(now) + initial_delay.as_nanos(),
+                due: saturating_add(live.now(), initial_delay),
             }),
         });
         let first = Run { ctx: Arc::clone(&ctx), task: Some(task), handed_over: false };
-        let handle = shared.schedule(initial_delay, move || first.run())?;
+        let handle = live.try_schedule(initial_delay, move || first.run())?;
         // Nobody can cancel before the caller has the handle; the first run may already have
         // fired (executor threads) and re-armed: keep the newer handle then.
         let mut state = ctx.state.lock();
@@ -176,7 +182,7 @@ impl Timer {
 /// The state of one repetition, shared by its runs and its handles.
 struct Ctx {
     /// `None` only for the inert handle of a repetition that never started.
-    timer: Option<Weak<Shared>>,
+    timer: Option<WeakTimer>,
     /// With the period already raised to at least one tick.
     repeat: Repeat,
     state: Mutex<State>,
@@ -191,8 +197,8 @@ struct State {
     ended: bool,
     /// Runs begun.
     runs: u64,
-    /// `FixedRate` and `Every`: when the current run was due on the grid, in clock nanoseconds.
-    due_nanos: u128,
+    /// `FixedRate` and `Every`: when the current run was due on the grid, on the timer's clock.
+    due: Instant,
 }
 
 impl Ctx {
@@ -229,19 +235,21 @@ impl<F: FnMut() + Send + 'static> Run<F> {
         // `Delay` measures a run's lateness when it begins (as an `Interval` does when a tick is
         // taken), so that the time the task takes does not count as lateness.
         let started = match self.ctx.repeat {
-            Repeat::Every(_, MissedTickBehavior::Delay) => self.ctx.timer.as_ref().and_then(Weak::upgrade),
+            Repeat::Every(_, MissedTickBehavior::Delay) => {
+                self.ctx.timer.as_ref().and_then(WeakTimer::upgrade)
+            }
             _ => None,
         }
-        .map(|shared| u128::from(shared.time().clock.now_nanos()));
+        .map(|live| live.now());
         task(); // a panic unwinds through here: `self` is dropped and ends the repetition
         self.rearm(task, run, started);
     }
 
     /// Schedules the run after run number `run` (this one), which began at `started` if that was
-    /// read (clock nanoseconds).
-    fn rearm(&mut self, task: F, run: u64, started: Option<u128>) {
-        let Some(shared) = self.ctx.timer.as_ref().and_then(Weak::upgrade) else { return };
-        let now = u128::from(shared.time().clock.now_nanos());
+    /// read.
+    fn rearm(&mut self, task: F, run: u64, started: Option<Instant>) {
+        let Some(live) = self.ctx.timer.as_ref().and_then(WeakTimer::upgrade) else { return };
+        let now = live.now();
         let (period, missed) = match self.ctx.repeat {
             Repeat::FixedDelay(delay) => (delay, None),
             Repeat::FixedRate(period) => (period, Some(MissedTickBehavior::Skip)),
@@ -252,15 +260,16 @@ impl<F: FnMut() + Send + 'static> Run<F> {
             Some(missed) => {
                 // The next point on the grid (`missed_tick.rs`), from this run's due time.
                 let mut state = self.ctx.state.lock();
-                let late = started.unwrap_or(now).saturating_sub(state.due_nanos);
-                let tolerance = shared.time().ticks.as_duration().as_nanos();
-                state.due_nanos += missed.next_offset(late, period.as_nanos(), tolerance);
-                nanos_to_duration(state.due_nanos.saturating_sub(now))
+                let late = started.unwrap_or(now).saturating_duration_since(state.due).as_nanos();
+                let tolerance = live.tick().as_nanos();
+                let offset = missed.next_offset(late, period.as_nanos(), tolerance);
+                state.due = saturating_add(state.due, nanos_to_duration(offset));
+                state.due.saturating_duration_since(now)
             }
         };
         let next = Run { ctx: Arc::clone(&self.ctx), task: Some(task), handed_over: false };
         // No lock is held here: a refused `next` is dropped inside `schedule` and ends the repetition.
-        let Ok(handle) = shared.schedule(delay, move || next.run()) else { return };
+        let Ok(handle) = live.try_schedule(delay, move || next.run()) else { return };
         self.handed_over = true;
         let mut state = self.ctx.state.lock();
         if state.cancelled || state.ended {
@@ -303,7 +312,13 @@ impl RepeatingHandle {
         let ctx = Ctx {
             timer: None,
             repeat: Repeat::FixedDelay(Duration::ZERO),
-            state: Mutex::new(State { current: None, cancelled: false, ended: true, runs: 0, due_nanos: 0 }),
+            state: Mutex::new(State {
+                current: None,
+                cancelled: false,
+                ended: true,
+                runs: 0,
+                due: Instant::now(),
+            }),
         };
         RepeatingHandle { ctx: Arc::new(ctx) }
     }
@@ -354,7 +369,7 @@ impl RepeatingHandle {
     /// assert_eq!(ping.runs(), 2);
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
-        self.rearm(|store| u128::from(store.time.clock.now_nanos()) + delay.as_nanos())
+        self.rearm(|live| live.now().checked_add(delay))
     }
 
     /// Moves the next run to `deadline` on the timer's clock ([`Timer::now`]), earlier or later,
@@ -365,28 +380,27 @@ impl RepeatingHandle {
     ///
     /// Returns `true` iff the next run was pending and is now due at `deadline`. Returns `false`
     /// and changes nothing if the repetition was cancelled or ended, if the next run is being fired
-    /// right now (it runs, and the repetition goes on as before), or if `deadline` is beyond the
+    /// right now (it runs, and the repetition goes on unchanged), or if `deadline` is beyond the
     /// timer's range.
     pub fn reset_at(&self, deadline: Instant) -> bool {
-        self.rearm(|store| store.time.clock.nanos_at(deadline))
+        self.rearm(|_| Some(deadline))
     }
 
-    /// Moves the current entry to the clock reading `at` (nanoseconds) returns, under the
-    /// repetition's lock, so that a run starting meanwhile sees either the old grid and the old
-    /// entry or the new ones. An abandoned closure (the timer shutting down) is dropped after the
-    /// lock is released: its drop takes the lock.
-    fn rearm(&self, at: impl FnOnce(&Store) -> u128) -> bool {
+    /// Moves the current entry to the instant `at` returns (`None`: past what `Instant`
+    /// represents), under the repetition's lock, so that a run starting meanwhile sees either the
+    /// old grid and the old entry or the new ones. An abandoned closure (the timer shutting down)
+    /// is dropped after the lock is released: its drop takes the lock.
+    fn rearm(&self, at: impl FnOnce(&LiveTimer) -> Option<Instant>) -> bool {
+        let Some(live) = self.ctx.timer.as_ref().and_then(WeakTimer::upgrade) else { return false };
         let mut state = self.ctx.state.lock();
         if state.cancelled || state.ended {
             return false;
         }
         let Some(current) = state.current.clone() else { return false };
-        let Some(reach) = current.reach() else { return false };
-        let at = at(reach);
-        let Some(to) = reach.time.ticks.deadline_at(reach.time.clock.now_nanos(), at) else { return false };
-        let (moved, abandoned) = current.reset_to(to);
+        let Some(at) = at(&live) else { return false };
+        let (moved, abandoned) = current.reset_deferring_drop(When::At(at));
         if moved {
-            state.due_nanos = at;
+            state.due = at;
         }
         drop(state);
         drop(abandoned);

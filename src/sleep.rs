@@ -66,9 +66,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::clock::saturating_add;
 use crate::sync::{Arc, Mutex};
 use crate::timer::refs::TimerRef;
-use crate::timer::Shared;
+use crate::timer::LiveTimer;
 use crate::{ScheduleError, Timer, TimerHandle};
 
 impl Timer {
@@ -96,7 +97,7 @@ impl Timer {
     /// assert!(start.elapsed() >= Duration::from_millis(20)); // never early
     /// ```
     pub fn sleep(&self, duration: Duration) -> Sleep {
-        Sleep::after(self.local_ref(), self.shared(), duration)
+        Sleep::after(self.local_ref(), self.live(), duration)
     }
 
     /// A future that completes `duration` from now, or the reason the timer refused it.
@@ -142,7 +143,7 @@ impl Timer {
     /// assert!(sleep.is_elapsed());
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        let result = Slot::arm(self.shared(), deadline, None);
+        let result = Slot::arm(self.live(), deadline, None);
         Sleep::from_arming(self.local_ref(), deadline, result)
     }
 
@@ -154,18 +155,6 @@ impl Timer {
     /// As [`try_sleep`](Timer::try_sleep).
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, ScheduleError> {
         self.sleep_until(deadline).into_result()
-    }
-}
-
-/// `at + by`, or the farthest instant a halving search finds (thousands of years ahead: a deadline
-/// that never comes) when `Instant` cannot represent the sum.
-pub(crate) fn saturating_add(at: Instant, by: Duration) -> Instant {
-    let mut by = by;
-    loop {
-        if let Some(sum) = at.checked_add(by) {
-            return sum;
-        }
-        by /= 2;
     }
 }
 
@@ -204,24 +193,25 @@ impl Slot {
 
     /// A new slot, its task scheduled at `at`, and `waker` stored in it; see [`Slot::arm_in`].
     fn arm(
-        shared: &Shared,
+        timer: &LiveTimer,
         at: Instant,
         waker: Option<Waker>,
     ) -> Result<(Arc<Slot>, TimerHandle), ScheduleError> {
-        Slot::arm_in(Slot::new(), shared, at, waker)
+        Slot::arm_in(Slot::new(), timer, at, waker)
     }
 
     /// `slot` (waiting, with no waker), its task scheduled at `at`, and `waker` stored in it (woken
     /// at once if the task already fired). The waker is stored only once the schedule succeeded,
     /// so a refused task, dropped inside the schedule, wakes nobody.
+    #[inline]
     fn arm_in(
         slot: Arc<Slot>,
-        shared: &Shared,
+        timer: &LiveTimer,
         at: Instant,
         waker: Option<Waker>,
     ) -> Result<(Arc<Slot>, TimerHandle), ScheduleError> {
         let notify = Notify(Arc::clone(&slot));
-        let handle = shared.schedule_at(at, move || notify.fire())?;
+        let handle = timer.try_schedule_at(at, move || notify.fire())?;
         if let Some(waker) = waker {
             let mut state = slot.state.lock();
             if let Phase::Waiting = state.phase {
@@ -330,22 +320,19 @@ impl Sleep {
         Sleep::from_arming(timer, deadline, Err(err))
     }
 
-    /// A sleep `duration` from now on the timer behind `timer` and `shared`, scheduled at once.
-    pub(crate) fn after(timer: Arc<TimerRef>, shared: &Shared, duration: Duration) -> Sleep {
-        let now = shared.time().clock.now_instant();
+    /// A sleep `duration` from now on `live`, scheduled at once; `timer` is the way back to it.
+    pub(crate) fn after(timer: Arc<TimerRef>, live: &LiveTimer, duration: Duration) -> Sleep {
+        let now = live.now();
         let armed = match now.checked_add(duration) {
-            Some(at) => Slot::arm(shared, at, None),
-            None => {
-                let max = shared.time().ticks.max_delay(shared.time().clock.now_nanos());
-                Err(ScheduleError::DelayTooLong { delay: duration, max })
-            }
+            Some(at) => Slot::arm(live, at, None),
+            None => Err(ScheduleError::DelayTooLong { delay: duration, max: live.max_delay() }),
         };
         Sleep::from_arming(timer, saturating_add(now, duration), armed)
     }
 
-    /// A sleep at `deadline` on the timer behind `timer` and `shared`, scheduled at once.
-    pub(crate) fn at(timer: Arc<TimerRef>, shared: &Shared, deadline: Instant) -> Sleep {
-        let armed = Slot::arm(shared, deadline, None);
+    /// A sleep at `deadline` on `live`, scheduled at once; `timer` is the way back to it.
+    pub(crate) fn at(timer: Arc<TimerRef>, live: &LiveTimer, deadline: Instant) -> Sleep {
+        let armed = Slot::arm(live, deadline, None);
         Sleep::from_arming(timer, deadline, armed)
     }
 
@@ -426,7 +413,7 @@ impl Sleep {
             Slot::new()
         };
         let armed = match self.timer.upgrade() {
-            Some(shared) => Slot::arm_in(slot, &shared, deadline, waker),
+            Some(live) => Slot::arm_in(slot, &live, deadline, waker),
             None => Err(ScheduleError::ShutDown),
         };
         (self.slot, self.handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));

@@ -182,7 +182,8 @@ mod imp {
     }
 
     /// loom has no weak references: under loom a `Weak` is a strong reference (it keeps its value
-    /// alive and `upgrade` always succeeds). Only `repeating.rs` uses it, and no model drives it.
+    /// alive and `upgrade` always succeeds). Only the extras' `WeakTimer` (`timer/weak.rs`) uses it; an
+    /// upgrade after the timer was dropped succeeds there, and finds the timer shut down.
     #[derive(Debug)]
     pub(crate) struct Weak<T>(Arc<T>);
 

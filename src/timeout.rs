@@ -35,7 +35,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::sleep::{saturating_add, Sleep};
+use crate::clock::saturating_add;
+use crate::sleep::Sleep;
 use crate::sync::Arc;
 use crate::timer::refs::TimerRef;
 use crate::{ScheduleError, Timer};
@@ -180,8 +181,7 @@ impl<F> Timeout<F> {
             Armed::Armed(sleep) => sleep.deadline(),
             Armed::Lazy(_, Limit::At(at)) => *at,
             Armed::Lazy(timer, Limit::After(duration)) => {
-                let now =
-                    timer.upgrade().map_or_else(Instant::now, |shared| shared.time().clock.now_instant());
+                let now = timer.upgrade().map_or_else(Instant::now, |live| live.now());
                 saturating_add(now, *duration)
             }
         }
@@ -209,8 +209,8 @@ impl Armed {
         if let Armed::Lazy(timer, limit) = self {
             let timer = Arc::clone(timer);
             let sleep = match (timer.upgrade(), *limit) {
-                (Some(shared), Limit::After(duration)) => Sleep::after(timer, &shared, duration),
-                (Some(shared), Limit::At(at)) => Sleep::at(timer, &shared, at),
+                (Some(live), Limit::After(duration)) => Sleep::after(timer, &live, duration),
+                (Some(live), Limit::At(at)) => Sleep::at(timer, &live, at),
                 (None, Limit::After(duration)) => {
                     Sleep::dead(timer, saturating_add(Instant::now(), duration), ScheduleError::ShutDown)
                 }

@@ -5,40 +5,14 @@
 
 mod common;
 
-use std::future::Future;
-use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use common::waker::{poll, CountingWaker};
 use common::{manual_timer, ms};
 use delaywheel::{ScheduleError, Sleep, Timer};
-
-/// A waker that counts its wake-ups.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-impl CountingWaker {
-    fn new() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker::default());
-        let waker = Waker::from(Arc::clone(&counter));
-        (counter, waker)
-    }
-    fn count(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-fn poll<F: Future>(future: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
-    future.poll(&mut Context::from_waker(waker))
-}
 
 fn advance(clock: &delaywheel::ManualClock, timer: &Timer, by: Duration) {
     clock.advance(by);
@@ -315,31 +289,36 @@ fn refusals_are_errors_from_try_sleep_and_dead_sleeps_from_sleep() {
 #[test]
 fn futures_executor_block_on() {
     let timer = Timer::new();
-    let start = Instant::now();
-    futures::executor::block_on(timer.sleep(ms(30)));
-    assert!(start.elapsed() >= ms(30));
+    let at = timer.now() + ms(30);
+    let mut sleep = timer.sleep_until(at);
+    assert_eq!(sleep.deadline(), at);
+    futures::executor::block_on(&mut sleep);
+    assert!(Instant::now() >= at, "never early");
+    assert!(sleep.is_elapsed() && sleep.error().is_none());
 
-    let sleeps: Vec<_> = (1..=20).map(|i| timer.sleep(ms(i))).collect();
-    let start = Instant::now();
-    futures::executor::block_on(futures::future::join_all(sleeps));
-    assert!(start.elapsed() >= ms(20));
-
+    let start = timer.now();
+    let mut sleeps: Vec<_> = (1..=20).map(|i| timer.sleep_until(start + ms(i))).collect();
+    futures::executor::block_on(futures::future::join_all(sleeps.iter_mut()));
+    assert!(Instant::now() >= start + ms(20), "never early");
+    assert!(sleeps.iter().all(Sleep::is_elapsed));
     assert!(timer.is_empty());
 }
 
 #[test]
 fn the_global_timer_sleeps_too() {
-    let start = Instant::now();
-    futures::executor::block_on(delaywheel::global().sleep(ms(10)));
-    assert!(start.elapsed() >= ms(10));
+    let mut sleep = delaywheel::global().sleep(ms(10));
+    futures::executor::block_on(&mut sleep);
+    assert!(Instant::now() >= sleep.deadline(), "never early");
+    assert!(sleep.is_elapsed());
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn tokio_current_thread() {
     let timer = Timer::new();
-    let start = Instant::now();
-    timer.sleep(ms(25)).await;
-    assert!(start.elapsed() >= ms(25));
+    let mut sleep = timer.sleep(ms(25));
+    (&mut sleep).await;
+    assert!(Instant::now() >= sleep.deadline(), "never early");
+    assert!(sleep.is_elapsed());
 
     // A timeout around a channel that a timer task answers in time, and one that it does not.
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -363,9 +342,9 @@ async fn tokio_multi_thread_spawned_sleeps() {
         .map(|i| {
             let timer = Arc::clone(&timer);
             tokio::spawn(async move {
-                let start = Instant::now();
-                timer.sleep(ms(i % 25)).await;
-                start.elapsed() >= ms(i % 25)
+                let mut sleep = timer.sleep(ms(i % 25));
+                (&mut sleep).await;
+                Instant::now() >= sleep.deadline() && sleep.is_elapsed()
             })
         })
         .collect();

@@ -7,37 +7,13 @@ mod common;
 
 use std::future::Future;
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use common::waker::{poll, CountingWaker};
 use common::{manual_timer, ms};
 use delaywheel::{Elapsed, ManualClock, ScheduleError, Timeout, Timer};
-
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-impl CountingWaker {
-    fn count(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-fn waker() -> (Arc<CountingWaker>, Waker) {
-    let counter = Arc::new(CountingWaker::default());
-    (Arc::clone(&counter), Waker::from(counter))
-}
-
-fn poll<F: Future>(future: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
-    future.poll(&mut Context::from_waker(waker))
-}
 
 fn advance(clock: &ManualClock, timer: &Timer, by: Duration) {
     clock.advance(by);
@@ -61,9 +37,9 @@ impl Future for PendingFor {
 
 fn elapsed_error(timer: &Timer, clock: &ManualClock) -> Elapsed {
     let mut t = pin!(timer.timeout(ms(1), std::future::pending::<()>()));
-    assert!(poll(t.as_mut(), &waker().1).is_pending());
+    assert!(poll(t.as_mut(), &CountingWaker::new().1).is_pending());
     advance(clock, timer, ms(1));
-    match poll(t.as_mut(), &waker().1) {
+    match poll(t.as_mut(), &CountingWaker::new().1) {
         Poll::Ready(Err(e)) => e,
         other => panic!("{other:?}"),
     }
@@ -72,7 +48,7 @@ fn elapsed_error(timer: &Timer, clock: &ManualClock) -> Elapsed {
 #[test]
 fn a_future_ready_at_its_first_poll_never_touches_the_wheel() {
     let (_clock, timer) = manual_timer(ms(1), 8);
-    let (_c, w) = waker();
+    let (_c, w) = CountingWaker::new();
     for i in 0..100 {
         let mut t = pin!(timer.timeout(ms(10), async move { i }));
         assert_eq!(poll(t.as_mut(), &w), Poll::Ready(Ok(i)));
@@ -86,7 +62,7 @@ fn a_future_ready_at_its_first_poll_never_touches_the_wheel() {
 #[test]
 fn a_duration_limit_counts_from_the_first_pending_poll() {
     let (clock, timer) = manual_timer(ms(1), 8);
-    let (counter, w) = waker();
+    let (counter, w) = CountingWaker::new();
     let mut t = pin!(timer.timeout(ms(10), std::future::pending::<()>()));
     advance(&clock, &timer, ms(5)); // created at 0, first polled at 5 ms
     assert_eq!(timer.len(), 0, "not armed before a poll");
@@ -110,7 +86,7 @@ fn a_duration_limit_counts_from_the_first_pending_poll() {
 #[test]
 fn timeout_at_elapses_exactly_at_its_instant_whenever_polled_first() {
     let (clock, timer) = manual_timer(ms(1), 8);
-    let (_c, w) = waker();
+    let (_c, w) = CountingWaker::new();
     let at = timer.now() + ms(8);
     let mut t = pin!(timer.timeout_at(at, std::future::pending::<()>()));
     assert_eq!(t.deadline(), at);
@@ -135,7 +111,7 @@ fn timeout_at_elapses_exactly_at_its_instant_whenever_polled_first() {
 #[test]
 fn a_future_pending_once_arms_once_and_cancels_on_completion() {
     let (_clock, timer) = manual_timer(ms(1), 8);
-    let (_c, w) = waker();
+    let (_c, w) = CountingWaker::new();
     let mut t = Box::pin(timer.timeout(ms(10), PendingFor(1)));
     assert!(poll(t.as_mut(), &w).is_pending());
     assert_eq!(timer.len(), 1);
@@ -148,7 +124,7 @@ fn a_future_pending_once_arms_once_and_cancels_on_completion() {
 #[test]
 fn try_timeout_arms_at_once_and_counts_from_the_call() {
     let (clock, timer) = manual_timer(ms(1), 8);
-    let (_c, w) = waker();
+    let (_c, w) = CountingWaker::new();
     let due = timer.now() + ms(10);
     let mut t = pin!(timer.try_timeout(ms(10), std::future::pending::<()>()).unwrap());
     assert_eq!(timer.len(), 1, "registered at once");
@@ -181,7 +157,7 @@ fn try_timeout_returns_the_refusal() {
 #[test]
 fn after_shutdown_a_timeout_is_its_inner_future_without_a_limit() {
     let (clock, timer) = manual_timer(ms(1), 8);
-    let (_c, w) = waker();
+    let (_c, w) = CountingWaker::new();
     let mut armed = pin!(timer.timeout(ms(5), PendingFor(3)));
     assert!(poll(armed.as_mut(), &w).is_pending());
     let mut lazy = pin!(timer.timeout(ms(5), PendingFor(2)));
@@ -202,7 +178,7 @@ fn after_shutdown_a_timeout_is_its_inner_future_without_a_limit() {
 #[test]
 fn dropping_an_armed_timeout_cancels_its_task_and_into_inner_too() {
     let (clock, timer) = manual_timer(ms(1), 8);
-    let (counter, w) = waker();
+    let (counter, w) = CountingWaker::new();
     let mut t = Box::pin(timer.timeout(ms(5), std::future::pending::<()>()));
     assert!(poll(t.as_mut(), &w).is_pending());
     assert_eq!(timer.len(), 1);
@@ -226,9 +202,11 @@ async fn tokio_current_thread() {
     let _h = timer.schedule(ms(5), move || tx.send(42).unwrap());
     assert_eq!(timer.timeout(ms(1_000), rx).await.unwrap().unwrap(), 42);
     let (_tx, rx) = tokio::sync::oneshot::channel::<u32>();
-    let start = Instant::now();
-    assert!(timer.timeout(ms(10), rx).await.is_err());
-    assert!(start.elapsed() >= ms(10), "elapsed early");
+    let before = timer.now();
+    let mut limited = pin!(timer.timeout(ms(10), rx));
+    assert!(limited.as_mut().await.is_err());
+    assert!(limited.deadline() >= before + ms(10), "the limit counts from the first poll");
+    assert!(Instant::now() >= limited.deadline(), "elapsed early");
     assert_eq!(timer.timeout(ms(10), async { 1 }).await, Ok(1));
     assert!(timer.is_empty());
 }
@@ -243,10 +221,11 @@ async fn tokio_multi_thread_many_timeouts() {
                 for _ in 0..100 {
                     assert_eq!(timer.timeout(ms(50), async { 1 }).await, Ok(1));
                 }
-                let start = Instant::now();
+                let before = timer.now();
                 let limit = ms(1 + i % 10);
-                assert!(timer.timeout(limit, std::future::pending::<()>()).await.is_err());
-                start.elapsed() >= limit
+                let mut limited = std::pin::pin!(timer.timeout(limit, std::future::pending::<()>()));
+                assert!(limited.as_mut().await.is_err());
+                limited.deadline() >= before + limit && Instant::now() >= limited.deadline()
             })
         })
         .collect();

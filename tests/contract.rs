@@ -1,6 +1,8 @@
 //! The public contract's snippets (re-arm, absolute deadlines, the delay queue, the async additions),
 //! written as a user writes them, each checked for its outcome on a manual clock.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -145,21 +147,12 @@ mod async_contract {
     use delaywheel::{Interval, MissedTickBehavior, Sleep, Timeout};
     use std::future::Future;
     use std::pin::Pin;
-    use std::task::{Context, Poll, Wake, Waker};
+    use std::task::Poll;
 
-    /// A waker that does nothing (the tests poll by hand after each advance).
-    struct Noop;
-
-    impl Wake for Noop {
-        fn wake(self: Arc<Self>) {}
-    }
-
-    fn waker() -> Waker {
-        Waker::from(Arc::new(Noop))
-    }
+    use crate::common::waker::ignored_waker;
 
     fn poll<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
-        Pin::new(f).poll(&mut Context::from_waker(&waker()))
+        crate::common::waker::poll(Pin::new(f), &ignored_waker())
     }
 
     #[test]
@@ -191,12 +184,12 @@ mod async_contract {
         let mut iv: Interval = timer.interval(ms(10));
         iv.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut tick = Box::pin(iv.tick());
-        assert_eq!(tick.as_mut().poll(&mut Context::from_waker(&waker())), Poll::Ready(start));
+        assert_eq!(poll(&mut tick), Poll::Ready(start));
         drop(tick);
         let mut next = Box::pin(iv.tick());
-        assert!(next.as_mut().poll(&mut Context::from_waker(&waker())).is_pending());
+        assert!(poll(&mut next).is_pending());
         clock.advance(ms(10));
         timer.advance_clock(Duration::ZERO);
-        assert_eq!(next.as_mut().poll(&mut Context::from_waker(&waker())), Poll::Ready(start + ms(10)));
+        assert_eq!(poll(&mut next), Poll::Ready(start + ms(10)));
     }
 }

@@ -383,8 +383,19 @@ fn purgatory_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Purgatory<String, MockOp>>();
     assert_send_sync::<Purgatory<u64, dyn DelayedOperation>>();
-    let purgatory: Purgatory<String, MockOp> = Purgatory::new();
-    assert!(format!("{purgatory:?}").contains("delayed"));
+}
+
+#[test]
+fn purgatory_debug_shows_its_counts_and_its_timer() {
+    let (clock, purgatory) = manual_purgatory::<u64, MockOp>();
+    let (a, b) = (Arc::new(MockOp::new()), Arc::new(MockOp::new()));
+    assert!(!purgatory.try_complete_else_watch(a, ms(5), [1, 2]));
+    assert!(!purgatory.try_complete_else_watch(b, ms(50), [2]));
+    advance(&clock, &purgatory, ms(5));
+    let timer = "Timer { tick: 1ms, wheel_size: 8, manual_clock: true, pending: 1, .. }";
+    let expected =
+        format!("Purgatory {{ delayed: 1, watched: 1, watched_keys: 1, expired: 1, timer: {timer}, .. }}");
+    assert_eq!(format!("{purgatory:?}"), expected);
 }
 
 /// Regression (review): a timer refusing the timeout for capacity (`max_pending`) left the

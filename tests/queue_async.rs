@@ -4,31 +4,16 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::thread;
 use std::time::Duration;
 
+use common::waker::CountingWaker;
 use common::{manual_timer, ms};
 use delaywheel::queue::DelayQueue;
 use delaywheel::ManualClock;
 use futures::StreamExt;
-
-/// A waker that counts its wake-ups.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counting_waker() -> (Arc<CountingWaker>, Waker) {
-    let counter = Arc::new(CountingWaker::default());
-    (Arc::clone(&counter), Waker::from(counter))
-}
 
 fn manual_queue<T: Send + 'static>() -> (ManualClock, DelayQueue<T>) {
     let (clock, timer) = manual_timer(Duration::from_millis(1), 8);
@@ -45,8 +30,8 @@ fn assert_stream<S: futures::Stream + Unpin + Send>(_: &S) {}
 #[test]
 fn poll_expired_is_ready_none_when_empty_and_wakes_each_waiting_task_on_expiry() {
     let (clock, queue) = manual_queue();
-    let (first, first_waker) = counting_waker();
-    let (second, second_waker) = counting_waker();
+    let (first, first_waker) = CountingWaker::new();
+    let (second, second_waker) = CountingWaker::new();
     let mut cx1 = Context::from_waker(&first_waker);
     let mut cx2 = Context::from_waker(&second_waker);
     assert!(matches!(queue.poll_expired(&mut cx1), Poll::Ready(None)), "nothing pending");
@@ -56,9 +41,9 @@ fn poll_expired_is_ready_none_when_empty_and_wakes_each_waiting_task_on_expiry()
     assert!(queue.poll_expired(&mut cx1).is_pending(), "polled again: registered once");
     assert!(queue.poll_expired(&mut cx2).is_pending());
     advance(&clock, &queue, ms(2));
-    assert_eq!(first.0.load(Ordering::SeqCst), 0, "nothing expired yet");
+    assert_eq!(first.count(), 0, "nothing expired yet");
     advance(&clock, &queue, ms(1));
-    assert_eq!((first.0.load(Ordering::SeqCst), second.0.load(Ordering::SeqCst)), (1, 1));
+    assert_eq!((first.count(), second.count()), (1, 1));
 
     match queue.poll_expired(&mut cx2) {
         Poll::Ready(Some(expired)) => assert_eq!(expired.into_inner(), "a"),
@@ -71,11 +56,11 @@ fn poll_expired_is_ready_none_when_empty_and_wakes_each_waiting_task_on_expiry()
 fn waiting_tasks_are_woken_when_the_last_pending_value_is_removed() {
     let (_clock, queue) = manual_queue();
     let key = queue.insert(1u8, ms(5));
-    let (woken, waker) = counting_waker();
+    let (woken, waker) = CountingWaker::new();
     let mut cx = Context::from_waker(&waker);
     assert!(queue.poll_expired(&mut cx).is_pending());
     assert_eq!(queue.remove(&key), Some(1));
-    assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+    assert_eq!(woken.count(), 1);
     assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
 }
 

@@ -212,13 +212,6 @@ impl ClockSource {
         self.instant_at(u128::from(now)).unwrap_or_else(|| self.base())
     }
 
-    /// The deadline of `at` on this clock (ticks of `ticks`), read now: the first tick boundary at
-    /// or after it, or the current tick for an instant already passed (also one before the base:
-    /// [`TickLength::passed`]); `None` beyond the last representable tick.
-    pub(crate) fn deadline_at(&self, ticks: TickLength, at: Instant) -> Option<Deadline> {
-        ticks.deadline_at(self.now_nanos(), self.nanos_at(at))
-    }
-
     /// The instant at which tick `tick` begins, `None` past what `Instant` represents.
     pub(crate) fn tick_instant(&self, ticks: TickLength, tick: u64) -> Option<Instant> {
         self.instant_at(ticks.start_nanos(tick))
@@ -319,6 +312,18 @@ impl TickLength {
     /// tick the clock can reach (see `last`).
     pub(crate) fn max_delay(self, now_nanos: u64) -> Duration {
         nanos_to_duration(self.start_nanos(self.last).saturating_sub(u128::from(now_nanos)))
+    }
+}
+
+/// `at + by`, or the farthest instant a halving search finds (thousands of years ahead: a deadline
+/// that never comes) when `Instant` cannot represent the sum.
+pub(crate) fn saturating_add(at: Instant, by: Duration) -> Instant {
+    let mut by = by;
+    loop {
+        if let Some(sum) = at.checked_add(by) {
+            return sum;
+        }
+        by /= 2;
     }
 }
 

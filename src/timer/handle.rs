@@ -3,8 +3,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::{cancel, position, reset, HandleStripe};
-use crate::deadline::Deadline;
+use super::{cancel, position, reset, HandleStripe, When};
 use crate::entry::{self, Status, Task, Ticket};
 use crate::sync::Arc;
 
@@ -110,14 +109,9 @@ impl TimerHandle {
     /// assert!(!idle.reset(Duration::from_millis(100))); // it fired: nothing to move
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
-        self.inner.as_ref().is_some_and(|(stripe, ticket)| {
-            let reach = stripe.context();
-            reach
-                .time
-                .ticks
-                .deadline(reach.time.clock.now_nanos(), delay)
-                .is_some_and(|to| reset_from(stripe, *ticket, to))
-        })
+        let (moved, abandoned) = self.reset_deferring_drop(When::After(delay));
+        drop(abandoned);
+        moved
     }
 
     /// Moves the pending task to `deadline` on the timer's clock
@@ -140,14 +134,9 @@ impl TimerHandle {
     /// assert!(handle.is_fired());
     /// ```
     pub fn reset_at(&self, deadline: Instant) -> bool {
-        self.inner.as_ref().is_some_and(|(stripe, ticket)| {
-            let reach = stripe.context();
-            reach
-                .time
-                .clock
-                .deadline_at(reach.time.ticks, deadline)
-                .is_some_and(|to| reset_from(stripe, *ticket, to))
-        })
+        let (moved, abandoned) = self.reset_deferring_drop(When::At(deadline));
+        drop(abandoned);
+        moved
     }
 
     /// When the pending task is due, on the timer's clock ([`Timer::now`](crate::Timer::now)): its
@@ -207,28 +196,19 @@ impl TimerHandle {
 }
 
 impl TimerHandle {
-    /// What the handle reaches of its timer (its clock and tick: `counters.rs`); `None` if inert.
-    pub(crate) fn reach(&self) -> Option<&super::Store> {
-        self.inner.as_ref().map(|(stripe, _)| stripe.context())
-    }
-
-    /// [`reset`](TimerHandle::reset) to a deadline already computed, handing back the closure of a
-    /// task abandoned because the timer shut down meanwhile, for the caller to drop once it holds
-    /// no lock (`reset.rs`).
-    pub(crate) fn reset_to(&self, to: Deadline) -> (bool, Option<Task>) {
-        match &self.inner {
-            Some((stripe, ticket)) => reset::reset(*ticket, stripe, to),
-            None => (false, None),
+    /// [`reset`](TimerHandle::reset) or [`reset_at`](TimerHandle::reset_at), handing back the
+    /// closure of a task abandoned because the timer shut down meanwhile (`reset.rs`), for the
+    /// caller to drop once it holds no lock of its own: the closure's drop may run any code (a
+    /// repeating task's takes its repetition's lock, and `repeating.rs` resets under that lock).
+    /// Inlined into `reset` and `reset_at`: a call would pass the pair through memory.
+    #[inline(always)]
+    pub(crate) fn reset_deferring_drop(&self, when: When) -> (bool, Option<Task>) {
+        let Some((stripe, ticket)) = &self.inner else { return (false, None) };
+        match stripe.context().time.deadline(when) {
+            Ok((_, to)) => reset::reset(*ticket, stripe, to),
+            Err(_) => (false, None),
         }
     }
-}
-
-/// A reset from a handle's ticket, the abandoned closure (if the timer shut down meanwhile) dropped
-/// after every lock is released.
-fn reset_from(stripe: &HandleStripe, ticket: Ticket, to: Deadline) -> bool {
-    let (moved, abandoned): (bool, Option<Task>) = reset::reset(ticket, stripe, to);
-    drop(abandoned);
-    moved
 }
 
 impl fmt::Debug for TimerHandle {

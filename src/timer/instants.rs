@@ -8,8 +8,7 @@
 
 use std::time::Instant;
 
-use super::{Shared, Timer};
-use crate::clock::nanos_to_duration;
+use super::Timer;
 use crate::{ScheduleError, TimerHandle};
 
 impl Timer {
@@ -31,7 +30,7 @@ impl Timer {
     /// assert_eq!(timer.now() - start, Duration::from_millis(7));
     /// ```
     pub fn now(&self) -> Instant {
-        self.shared().time().clock.now_instant()
+        self.live().now()
     }
 
     /// Schedules `task` to run once, at `deadline` on the timer's clock ([`now`](Timer::now)).
@@ -85,7 +84,7 @@ impl Timer {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.shared().schedule_at(deadline, task)
+        self.live().try_schedule_at(deadline, task)
     }
 
     /// The next instant at which [`advance_clock`](Timer::advance_clock) has work: the tick at
@@ -123,25 +122,5 @@ impl Timer {
         };
         let time = self.shared().time();
         time.clock.tick_instant(time.ticks, tick)
-    }
-}
-
-impl Shared {
-    /// [`schedule`](Shared::schedule) at an instant on the timer's clock (`clock/`, "Instants").
-    pub(crate) fn schedule_at<F>(&self, at: Instant, task: F) -> Result<TimerHandle, ScheduleError>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        if self.is_shut_down() {
-            return Err(ScheduleError::ShutDown);
-        }
-        let (clock, ticks) = (&self.time.clock, self.time.ticks);
-        let now = clock.now_nanos();
-        let at = clock.nanos_at(at);
-        let deadline = ticks.deadline_at(now, at).ok_or_else(|| ScheduleError::DelayTooLong {
-            delay: nanos_to_duration(at - u128::from(now)),
-            max: ticks.max_delay(now),
-        })?;
-        self.insert_new(now, deadline, task)
     }
 }

@@ -57,6 +57,7 @@ pub(crate) mod stats;
 mod store;
 mod trace;
 pub(crate) mod unfired;
+mod weak;
 
 use advance::Scratch;
 use counters::Counters;
@@ -65,7 +66,8 @@ use handle::TimerHandle;
 use stats::{BucketLoad, Lateness, TimerStats};
 use unfired::UnfiredTask;
 
-pub(crate) use store::{BucketQueue, HandleStripe, Store, Time};
+pub(crate) use store::{BucketQueue, HandleStripe, Store, Time, When};
+pub(crate) use weak::{LiveTimer, WeakTimer};
 
 /// A hierarchical timing wheel driven by a delay queue of buckets.
 ///
@@ -103,7 +105,8 @@ pub(crate) use store::{BucketQueue, HandleStripe, Store, Time};
 /// assert!(!handle.cancel()); // it already ran
 /// ```
 pub struct Timer {
-    shared: Arc<Shared>,
+    /// The shared state, behind the operations the crate's extras use too (`weak.rs`).
+    live: LiveTimer,
     driver: Mutex<Option<Driver>>,
     /// The futures' way back to the timer (`refs.rs`).
     #[cfg(feature = "async")]
@@ -185,7 +188,7 @@ impl Timer {
             Some(Driver::start(&shared, config.thread_name, config.precise_wakeups)?)
         };
         Ok(Timer {
-            shared,
+            live: LiveTimer(shared),
             driver: Mutex::new(driver),
             #[cfg(feature = "async")]
             refs: refs::TimerRefs::new(),
@@ -240,7 +243,7 @@ impl Timer {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.shared.schedule(delay, task)
+        self.live.try_schedule(delay, task)
     }
 
     /// Advances the timer to the clock's current time: flushes every due bucket, cascading entries
@@ -261,15 +264,15 @@ impl Timer {
     /// (the driver, or the caller of `advance_clock`), it returns `false` at once: that thread is
     /// already advancing the clock. From a task on an executor thread it behaves as from any thread.
     pub fn advance_clock(&self, timeout: Duration) -> bool {
-        if !timeout.is_zero() && !self.shared.time.clock.is_manual() && !self.shared.advancing_here() {
-            self.shared.queue.wait_due(&self.shared.time, Some(timeout));
+        if !timeout.is_zero() && !self.shared().time.clock.is_manual() && !self.shared().advancing_here() {
+            self.shared().queue.wait_due(&self.shared().time, Some(timeout));
         }
-        self.shared.advance()
+        self.shared().advance()
     }
 
     /// The number of tasks pending: scheduled, and not yet fired, cancelled or abandoned.
     pub fn len(&self) -> usize {
-        self.shared.counters.pending()
+        self.shared().counters.pending()
     }
 
     /// Whether no task is pending.
@@ -279,24 +282,24 @@ impl Timer {
 
     /// The longest delay [`try_schedule`](Timer::try_schedule) accepts right now.
     pub fn max_delay(&self) -> Duration {
-        self.shared.time.ticks.max_delay(self.shared.time.clock.now_nanos())
+        self.live.max_delay()
     }
 
     /// The tick length.
     pub fn tick(&self) -> Duration {
-        self.shared.time.ticks.as_duration()
+        self.live.tick()
     }
 
     /// Slots per level.
     pub fn wheel_size(&self) -> usize {
-        self.shared.store.wheel.wheel_size() as usize
+        self.shared().store.wheel.wheel_size() as usize
     }
 
     /// The wheel's cursor, as time since the clock's origin: the start of the last tick the timer
     /// has advanced to. It moves in whole ticks, only inside `advance_clock`.
     pub fn current_time(&self) -> Duration {
-        let tick = self.shared.current_tick.load(Ordering::Acquire);
-        nanos_to_duration(self.shared.time.ticks.start_nanos(tick))
+        let tick = self.shared().current_tick.load(Ordering::Acquire);
+        nanos_to_duration(self.shared().time.ticks.start_nanos(tick))
     }
 
     /// A snapshot of the timer's counters (monotonic totals since it started), gauges (pending
@@ -311,8 +314,8 @@ impl Timer {
     /// `lateness` written when a run of values in one histogram bin ends, or the batch: a task sees its own batch
     /// counted only after the batch.
     pub fn stats(&self) -> TimerStats {
-        let totals = self.shared.counters.snapshot();
-        let (pending_per_level, fullest) = self.shared.store.wheel.load();
+        let totals = self.shared().counters.snapshot();
+        let (pending_per_level, fullest) = self.shared().store.wheel.load();
         TimerStats {
             pending: self.len(),
             scheduled: totals.scheduled,
@@ -320,11 +323,11 @@ impl Timer {
             cancelled: totals.cancelled,
             panicked: totals.panicked,
             rearmed: totals.rearmed,
-            queued_buckets: self.shared.queue.len(),
-            levels_in_use: self.shared.store.wheel.levels_in_use(),
+            queued_buckets: self.shared().queue.len(),
+            levels_in_use: self.shared().store.wheel.levels_in_use(),
             pending_per_level,
             fullest_bucket: fullest.map(|(level, slot, entries)| BucketLoad { level, slot, entries }),
-            lateness: self.shared.lateness.summary(),
+            lateness: self.shared().lateness.summary(),
         }
     }
 
@@ -366,7 +369,7 @@ impl Timer {
     /// task is told to stop and left to exit on its own, and executor threads discard what is
     /// still queued for them.
     fn stop(&self, dropping: bool, wait: Option<Duration>) -> Vec<UnfiredTask> {
-        let shared = &self.shared;
+        let shared = self.shared();
         shared.shut_down.store(true, Ordering::SeqCst);
         shared.queue.close();
         let inside_task = shared.advancing_here();
@@ -410,9 +413,20 @@ impl Timer {
 }
 
 impl Timer {
-    /// The shared state, for the crate's add-ons (async futures, repeating tasks).
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+    /// The shared state (this room only: the extras use [`live`](Timer::live)).
+    fn shared(&self) -> &Arc<Shared> {
+        &self.live.0
+    }
+
+    /// This timer, as the crate's extras reach it (`weak.rs`).
+    pub(crate) fn live(&self) -> &LiveTimer {
+        &self.live
+    }
+
+    /// The highest slot index the timer's entry arena has handed out (`fault_tests.rs`).
+    #[cfg(test)]
+    pub(crate) fn arena_high_water(&self) -> u64 {
+        self.shared().store.arena.high_water()
     }
 
     /// The futures' per-thread references to the shared state (`refs.rs`).
@@ -439,7 +453,7 @@ impl fmt::Debug for Timer {
         f.debug_struct("Timer")
             .field("tick", &self.tick())
             .field("wheel_size", &self.wheel_size())
-            .field("manual_clock", &self.shared.time.clock.is_manual())
+            .field("manual_clock", &self.shared().time.clock.is_manual())
             .field("pending", &self.len())
             .finish_non_exhaustive()
     }
@@ -457,12 +471,6 @@ impl Shared {
     /// The driver's cursor (see [`Timer::current_time`]).
     pub(crate) fn current_tick(&self) -> u64 {
         self.current_tick.load(Ordering::Acquire)
-    }
-
-    /// The arena, for the crate's unit tests (`fault_tests.rs`).
-    #[cfg(test)]
-    pub(crate) fn arena(&self) -> &EntryArena {
-        &self.store.arena
     }
 
     pub(crate) fn time(&self) -> &Time {

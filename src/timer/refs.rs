@@ -3,9 +3,9 @@
 //! A lazy [`Timeout`](crate::Timeout) schedules its timer task only at its first pending poll, a
 //! [`Sleep`](crate::Sleep) re-schedules when it is reset after its task fired, and an
 //! [`Interval`](crate::Interval) reads the timer's clock at every tick: each needs the timer after
-//! the call that made it returned. They hold a [`TimerRef`]: a **weak** reference to the timer's
-//! shared state, so that a future never keeps a timer alive (as with repeating tasks, `repeating.rs`),
-//! and an upgrade fails once the timer is gone.
+//! the call that made it returned. They hold a [`TimerRef`]: a [`WeakTimer`] (`weak.rs`), so that a
+//! future never keeps a timer alive (as with repeating tasks, `repeating.rs`), an upgrade fails once
+//! the timer is gone, and what an upgrade gives is the public API's operations, nothing more.
 //!
 //! ## Per-thread references
 //!
@@ -22,16 +22,17 @@
 
 use std::fmt;
 
-use super::{Shared, Timer};
-use crate::sync::{downgrade, thread_index, Arc, OnceLock, Weak};
+use super::{LiveTimer, Timer, WeakTimer};
+use crate::sync::{thread_index, Arc, OnceLock};
 
-/// A weak way back to a timer's shared state, shared by the futures of one thread.
+/// A weak way back to a timer, shared by the futures of one thread.
 #[repr(align(128))]
-pub(crate) struct TimerRef(Weak<Shared>);
+pub(crate) struct TimerRef(WeakTimer);
 
 impl TimerRef {
-    /// The timer's shared state, while the timer (or a task of it) is alive.
-    pub(crate) fn upgrade(&self) -> Option<Arc<Shared>> {
+    /// The timer, while it is alive (`weak.rs`).
+    #[inline]
+    pub(crate) fn upgrade(&self) -> Option<LiveTimer> {
         self.0.upgrade()
     }
 }
@@ -65,7 +66,7 @@ impl Timer {
     pub(crate) fn local_ref(&self) -> Arc<TimerRef> {
         let refs = self.refs().0.get_or_init(|| {
             let count = TimerRefs::count();
-            (0..count).map(|_| Arc::new(TimerRef(downgrade(self.shared())))).collect()
+            (0..count).map(|_| Arc::new(TimerRef(self.live().downgrade()))).collect()
         });
         Arc::clone(&refs[thread_index() % refs.len()])
     }

@@ -4,8 +4,8 @@
 //! ## Protocol
 //!
 //! A reset keeps the entry, its slot and its closure, and gives it a new deadline. It never claims
-//! the entry: the status stays `Pending` throughout, so exactly-once rests on the one claim, as
-//! before, and a reset racing a fire or a cancel cannot make a task run twice or not at all.
+//! the entry: the status stays `Pending` throughout, so exactly-once rests on the one claim alone,
+//! and a reset racing a fire or a cancel cannot make a task run twice or not at all.
 //!
 //! 1. **Later: rewrite in place.** Under the slot lock alone, check the generation, the status and
 //!    the due mark ([`EntryState::retarget`]). If the entry is in a bucket and the new deadline is

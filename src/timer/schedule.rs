@@ -1,15 +1,14 @@
 //! Scheduling: a new entry into the wheel, counted in first, and its handle's context.
 //!
-//! A schedule (any thread, no timer-wide lock) reads the clock, computes the deadline tick, counts
+//! A schedule (any thread, no timer-wide lock), given a delay or an instant ([`When`]), reads the
+//! clock once and computes the deadline tick (`Time::deadline`), counts
 //! the entry in on the calling thread's counter stripe (`counters.rs`), and adds it to the wheel
 //! relative to the *current tick*; it queues the bucket if its expiration changed. A task already
 //! due goes to the level-0 bucket of its deadline, which is then due, so the next advance fires it
 //! (tasks never run inside `schedule`). The insert reads the shutdown flag under the bucket lane's
 //! lock (see the parent module's docs on the race with shutdown).
 
-use std::time::Duration;
-
-use super::{Shared, Store};
+use super::{Shared, Store, When};
 use crate::deadline::Deadline;
 use crate::entry::{EntryId, Fresh};
 use crate::sync::Arc;
@@ -17,29 +16,23 @@ use crate::wheel::{Inserted, ShutDown};
 use crate::{ScheduleError, TimerHandle};
 
 impl Shared {
-    pub(crate) fn schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
+    /// The one way a task enters the timer ([`Timer::try_schedule`](crate::Timer::try_schedule),
+    /// [`try_schedule_at`](crate::Timer::try_schedule_at)): refused after shutdown, else due at the
+    /// deadline of `when` on one reading of the clock.
+    pub(crate) fn schedule<F>(&self, when: When, task: F) -> Result<TimerHandle, ScheduleError>
     where
         F: FnOnce() + Send + 'static,
     {
         if self.is_shut_down() {
             return Err(ScheduleError::ShutDown);
         }
-        let (clock, ticks) = (&self.time.clock, self.time.ticks);
-        let now = clock.now_nanos();
-        let deadline = ticks
-            .deadline(now, delay)
-            .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: ticks.max_delay(now) })?;
+        let (now, deadline) = self.time.deadline(when)?;
         self.insert_new(now, deadline, task)
     }
 
-    /// The rest of a schedule, once the deadline is known (also `instants.rs`): counts the task
-    /// in, takes a slot and inserts it relative to the tick of `now`.
-    pub(crate) fn insert_new<F>(
-        &self,
-        now: u64,
-        deadline: Deadline,
-        task: F,
-    ) -> Result<TimerHandle, ScheduleError>
+    /// The rest of a schedule, once the deadline is known: counts the task in, takes a slot and
+    /// inserts it relative to the tick of `now`.
+    fn insert_new<F>(&self, now: u64, deadline: Deadline, task: F) -> Result<TimerHandle, ScheduleError>
     where
         F: FnOnce() + Send + 'static,
     {

@@ -1,14 +1,16 @@
 //! What a handle reaches its task through ([`Store`]), and the timer's time in ticks ([`Time`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::clock::{ClockSource, TickLength};
+use crate::clock::{nanos_to_duration, ClockSource, TickLength};
+use crate::deadline::Deadline;
 use crate::delay_queue::{DelayQueue, Identity, Timeline};
 use crate::entry::EntryArena;
 use crate::sync::{Arc, AtomicBool};
 use crate::wheel::{TimerTaskList, TimingWheel};
 
 use super::counters::Stripe;
+use super::error::ScheduleError;
 
 /// A timer's entries and wheel, and what a reset needs to re-add an entry as a schedule adds one
 /// (`reset.rs`: the clock and tick, the delay queue, the shutdown flag): what a handle reaches its
@@ -54,6 +56,39 @@ pub(crate) type HandleStripe = Stripe<Store>;
 pub(crate) struct Time {
     pub(crate) clock: ClockSource,
     pub(crate) ticks: TickLength,
+}
+
+/// When a task is due, as its caller says it: a delay from now, or an instant on the timer's clock
+/// (`clock/`, "Instants").
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum When {
+    After(Duration),
+    At(Instant),
+}
+
+impl Time {
+    /// Reads the clock once and returns the reading with the deadline of `when` on it, or the
+    /// refusal of a deadline past the last representable tick (its `delay` is the distance from
+    /// now). The one place a schedule (`schedule.rs`) and a reset (`handle.rs`) turn what the
+    /// caller gave into a deadline. Inlined into each: a call would pass the result through memory.
+    #[inline(always)]
+    pub(crate) fn deadline(&self, when: When) -> Result<(u64, Deadline), ScheduleError> {
+        let now = self.clock.now_nanos();
+        let deadline = match when {
+            When::After(delay) => self
+                .ticks
+                .deadline(now, delay)
+                .ok_or_else(|| ScheduleError::DelayTooLong { delay, max: self.ticks.max_delay(now) }),
+            When::At(at) => {
+                let at = self.clock.nanos_at(at);
+                self.ticks.deadline_at(now, at).ok_or_else(|| ScheduleError::DelayTooLong {
+                    delay: nanos_to_duration(at - u128::from(now)),
+                    max: self.ticks.max_delay(now),
+                })
+            }
+        }?;
+        Ok((now, deadline))
+    }
 }
 
 impl Timeline for Time {

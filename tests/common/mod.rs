@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod model;
+#[cfg(feature = "async")]
+pub mod waker;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

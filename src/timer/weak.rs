@@ -1,0 +1,92 @@
+//! [`LiveTimer`] and [`WeakTimer`]: how the crate's extras reach a timer they do not own.
+//!
+//! A future (`sleep.rs`, `interval.rs`, `timeout.rs`) or a repetition (`repeating.rs`) needs its
+//! timer after the call that made it returned, and must not keep the timer alive: dropping a
+//! [`Timer`] stops its driver, and a task that owned its timer would form a cycle (timer → wheel →
+//! entry → closure → timer). So an extra holds a [`WeakTimer`], and upgrading it gives a
+//! [`LiveTimer`]: the operations of the public [`Timer`] API that need no ownership of the timer
+//! (`now`, `tick`, `max_delay`, `try_schedule`, `try_schedule_at`), with the meaning they have
+//! there, plus whether the timer is shutting down. `Timer`'s own methods of those names call these
+//! (a `Timer` holds its `LiveTimer`), so each is written once. Nothing else of the timer's state is
+//! reachable through it: the extras stand on the public API, reached weakly.
+//!
+//! The whole seam between `timer/` and the extras: `Timer::live` and the two types here, the
+//! futures' per-thread references (`refs.rs`, `Timer::local_ref`), the inert handle a refused
+//! schedule returns (`TimerHandle::refused`), and `TimerHandle::reset_deferring_drop` (the public
+//! reset, handing back the closure of a task abandoned by a shutdown for the caller to drop after
+//! its own lock: `repeating.rs`).
+//!
+//! This seam is crate-internal. A public weak timer would be a second public timer type with a
+//! contract of its own (what `schedule` on a dropped timer means, what an upgraded one may do), for
+//! needs the crate's own extras already serve; users hold a `Timer` (or an `Arc` of one).
+
+use std::time::{Duration, Instant};
+
+use super::{Shared, When};
+use crate::sync::{downgrade, Arc, Weak};
+use crate::{ScheduleError, TimerHandle};
+
+#[cfg(doc)]
+use super::Timer;
+
+/// A timer that is alive: the part of the [`Timer`] API that an extra may use without owning it.
+pub(crate) struct LiveTimer(pub(super) Arc<Shared>);
+
+impl LiveTimer {
+    /// [`Timer::now`].
+    #[inline]
+    pub(crate) fn now(&self) -> Instant {
+        self.0.time().clock.now_instant()
+    }
+
+    /// [`Timer::tick`].
+    pub(crate) fn tick(&self) -> Duration {
+        self.0.time().ticks.as_duration()
+    }
+
+    /// [`Timer::max_delay`].
+    pub(crate) fn max_delay(&self) -> Duration {
+        let time = self.0.time();
+        time.ticks.max_delay(time.clock.now_nanos())
+    }
+
+    /// Whether [`Timer::shutdown`] (or the drop of the timer) has begun: every schedule is refused.
+    #[cfg(feature = "async")]
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.0.is_shut_down()
+    }
+
+    /// [`Timer::try_schedule`].
+    #[inline]
+    pub(crate) fn try_schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.0.schedule(When::After(delay), task)
+    }
+
+    /// [`Timer::try_schedule_at`].
+    #[inline]
+    pub(crate) fn try_schedule_at<F>(&self, deadline: Instant, task: F) -> Result<TimerHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.0.schedule(When::At(deadline), task)
+    }
+
+    /// A weak reference to this timer.
+    pub(crate) fn downgrade(&self) -> WeakTimer {
+        WeakTimer(downgrade(&self.0))
+    }
+}
+
+/// A reference to a timer that does not keep it alive.
+pub(crate) struct WeakTimer(Weak<Shared>);
+
+impl WeakTimer {
+    /// The timer, while its state is alive: until it is dropped and its driver has exited.
+    #[inline]
+    pub(crate) fn upgrade(&self) -> Option<LiveTimer> {
+        self.0.upgrade().map(LiveTimer)
+    }
+}
