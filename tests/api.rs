@@ -71,7 +71,7 @@ fn debug_output_shows_the_state_that_matters() {
         format!("{:?}", Timer::builder()),
         "TimerBuilder { tick: 1ms, wheel_size: 512, clock: None, manual: false, \
          thread_name: \"delaywheel-driver\", execution: OnDriver, max_pending: 18446744073709551615, \
-         precise_wakeups: true }"
+         precise_wakeups: true, capacity: 0 }"
     );
     // The slot index depends on the arena's free lists: only its presence is the contract.
     let shown = format!("{handle:?}");

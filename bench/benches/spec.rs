@@ -19,6 +19,8 @@
 //! * `SPEC_W5_MS`: W5's idle window (default the SPEC's 5000 ms).
 //! * `SPEC_WHEEL_SIZE`: delaywheel's wheel size instead of its default (for comparing sizes;
 //!   the figures in docs/benchmarks.md use the default, as the SPEC says).
+//! * `SPEC_CAPACITY`: delaywheel built with `TimerBuilder::capacity(n)` (its arena allocated and
+//!   written before the clock starts: a warmed timer against the default cold one).
 //!
 //! stdout carries exactly the SPEC lines; comments (`# …`: caller-side times of asynchronous peers,
 //! checks, ratios) go to stderr.

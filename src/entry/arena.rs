@@ -293,6 +293,14 @@ impl EntryArena {
         self.stamps.load(Ordering::Relaxed)
     }
 
+    /// Creates (and so writes) the pages of the first `slots` indices, or of every index up to
+    /// `EntryId::MAX_INDEX`: the pages that allocations hand out first, which then find them
+    /// created (a timer's warm-up: `TimerBuilder::capacity`).
+    pub(crate) fn reserve(&self, slots: usize) {
+        let slots = slots.min(EntryId::MAX_INDEX as usize + 1 - PAGE);
+        (0..slots).step_by(PAGE).for_each(|start| self.create_page(start));
+    }
+
     /// Locks the state of the slot at `index`, if its page exists (any index below
     /// [`high_water`](EntryArena::high_water) once its page is created): for the shutdown scan.
     /// (Under loom only the pages created with the arena are scanned: see `LOOM_PAGES`.)
@@ -353,6 +361,19 @@ mod tests {
         assert_eq!(EntryArena::coordinates(7 * PAGE - 1), (2, 3, PAGE - 1));
         let (segment, page, slot) = EntryArena::coordinates(EntryId::MAX_INDEX as usize);
         assert!(segment < SEGMENTS && page < 1 << segment && slot < PAGE);
+    }
+
+    #[test]
+    fn a_reserve_creates_the_pages_allocations_take_first() {
+        let arena = EntryArena::new();
+        arena.reserve(3 * PAGE - 1);
+        assert!(arena.lock_index(3 * PAGE - 1).is_some(), "the third page exists");
+        assert!(arena.lock_index(3 * PAGE).is_none(), "no fourth page");
+        assert_eq!(arena.high_water(), 0, "nothing handed out yet");
+        let id = arena.alloc().unwrap();
+        assert!(id.index() < PAGE, "the first page is handed out first: {id:?}");
+        assert!(!arena.lock(id).is_occupied());
+        arena.free(id);
     }
 
     #[test]

@@ -151,6 +151,7 @@ impl Timer {
 
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
         let arena = Arc::new(EntryArena::new());
+        arena.reserve(config.capacity);
         let wheel = Arc::new(TimingWheel::new(config.wheel_size));
         let time = Time { clock: config.clock, ticks: config.ticks };
         let (queue, shut_down) = (Arc::new(DelayQueue::new()), Arc::new(AtomicBool::new(false)));

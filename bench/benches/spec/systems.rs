@@ -66,6 +66,10 @@ impl System for DelayWheel {
         if let Some(size) = std::env::var("SPEC_WHEEL_SIZE").ok().and_then(|s| s.parse().ok()) {
             builder = builder.wheel_size(size);
         }
+        // SPEC_CAPACITY: a timer warmed up for this many tasks (`TimerBuilder::capacity`).
+        if let Some(tasks) = std::env::var("SPEC_CAPACITY").ok().and_then(|s| s.parse().ok()) {
+            builder = builder.capacity(tasks);
+        }
         DelayWheel(builder.build())
     }
 
