@@ -46,39 +46,7 @@
 //!
 //! ## Re-arming
 //!
-//! A reset gives a pending entry a new deadline without claiming it (`timer/reset.rs`): the status
-//! stays `Pending` and the closure stays in the slot. Under the slot lock, first alone and, for an
-//! entry that must move, inside a lane's lock, it finds the entry ([`EntryState::retarget`]):
-//!
-//! * **in a bucket, the new deadline no earlier (in ticks)**: it writes the new deadline and leaves
-//!   the entry in its list (the slot lock alone suffices: the entry cannot leave its bucket without
-//!   it). Its bucket is visited no later than the old deadline needed; the visit reads the
-//!   deadline in the slot under the same lock as it takes the entry out
-//!   ([`EntryState::leave_for_transit`]), fires it if that is due at the cursor, and re-adds it by
-//!   that deadline otherwise. The bucket's stage ticks and expiration, minima over the deadlines
-//!   added, stay as they were: at worst the visit comes early;
-//! * in a bucket, the new deadline earlier, with the lock of the lane it is in held: it takes the
-//!   entry out of the list and writes the new deadline, in the same critical section; it now
-//!   **holds** the entry, as a visit holds one in transit, and re-adds it through the wheel like a
-//!   cascade (a cancel meanwhile finds it in transit and leaves it to the resetter, whose re-add
-//!   reports it not pending and releases it). In another lane than the one locked (or with none
-//!   locked): it returns that lane, to be locked (the entry may move again: the loop ends when it is
-//!   found);
-//! * in transit to a re-add (no location, not due): it writes the new deadline, and the holder's
-//!   re-add places the entry by the deadline in the slot: the insert compares it, under both locks,
-//!   with the one it was placed by, and refuses a moved entry, which is placed again;
-//! * **due** (a visit took it out to fire it: the driver's due batch or an executor's channel,
-//!   marked by [`Life::DUE`] in the same critical section that cleared its location): the reset
-//!   returns `false` and changes nothing. So an entry's deadline never changes once it is due, and
-//!   the firing claim needs no second look.
-//!
-//! A reset therefore returns `true` exactly when it gave a pending entry its new deadline, by which
-//! it then fires (never before it), and never touches a claimed one: the claim stays the one
-//! transition out of `Pending`, and exactly-once is unchanged. Like every operation from a ticket,
-//! it checks the generation first (loom model `reset_with_stale_ticket`). Who writes what: the
-//! deadline of a pending entry, under the slot lock, by its scheduler (before it is visible), a
-//! reset, or nobody else; the location, under the slot lock and the lock of the lane it names (or
-//! names next), by an add, a visit, a cancel or a reset that moves it.
+//! A reset gives a pending entry a new deadline without claiming it: `retarget.rs` has the protocol.
 //!
 //! Location invariant: `location == Some(l)` if and only if the bucket keyed `l.bucket()` holds this
 //! entry in lane `l.lane()`, stage `l.stage()`, at index `l.index()` (`location.rs`); it only

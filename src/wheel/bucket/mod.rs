@@ -229,16 +229,6 @@ pub(crate) enum Popped {
     Stale,
 }
 
-/// What a visit took out, and when the bucket must be visited next (unit tests).
-#[cfg(test)]
-#[derive(Debug, Default)]
-struct Visit {
-    /// Every entry taken out, due or to cascade (in transit: no location).
-    entries: Vec<EntryId>,
-    /// The new expiration, at which the caller must queue the bucket (`None`: nothing left).
-    requeue: Option<u64>,
-}
-
 impl TimerTaskList {
     pub(crate) fn new(level: usize, slot: usize) -> Self {
         TimerTaskList {
@@ -441,21 +431,6 @@ impl TimerTaskList {
         }
         self.expiration.store(next, Ordering::Release);
         Popped::Visited { requeue: (next != NO_EXPIRATION).then_some(next) }
-    }
-
-    /// [`visit_into`](TimerTaskList::visit_into) into a new vector, for the unit tests.
-    #[cfg(test)]
-    fn visit(&self, arena: &EntryArena, cursor: u64) -> Visit {
-        let mut entries = Vec::new();
-        let mut due = Vec::new();
-        let out = Handoff { cascade: &mut entries, due: &mut due, stamps: u64::MAX };
-        let requeue = match self.visit_into(arena, cursor, out) {
-            Popped::Visited { requeue } => requeue,
-            Popped::Stale => None,
-        };
-        // Both kinds, due or not (the unit tests look at what left the bucket).
-        let due = due.into_iter().map(|((entry, _), deadline)| (entry, deadline));
-        Visit { entries: entries.into_iter().chain(due).map(|(entry, _)| entry).collect(), requeue }
     }
 
     /// The entries in the bucket now, for `Timer::stats` only (never on a hot path): each lane's

@@ -5,6 +5,31 @@ use crate::entry::{new_entry, Status};
 use crate::sync::Arc;
 use crate::wheel::slots::MIN_COMPACT;
 
+/// What a visit took out, and when the bucket must be visited next (unit tests).
+#[derive(Debug, Default)]
+struct Visit {
+    /// Every entry taken out, due or to cascade (in transit: no location).
+    entries: Vec<EntryId>,
+    /// The new expiration, at which the caller must queue the bucket (`None`: nothing left).
+    requeue: Option<u64>,
+}
+
+impl TimerTaskList {
+    /// [`visit_into`](TimerTaskList::visit_into) into a new vector, for the unit tests.
+    fn visit(&self, arena: &EntryArena, cursor: u64) -> Visit {
+        let mut entries = Vec::new();
+        let mut due = Vec::new();
+        let out = Handoff { cascade: &mut entries, due: &mut due, stamps: u64::MAX };
+        let requeue = match self.visit_into(arena, cursor, out) {
+            Popped::Visited { requeue } => requeue,
+            Popped::Stale => None,
+        };
+        // Both kinds, due or not (the unit tests look at what left the bucket).
+        let due = due.into_iter().map(|((entry, _), deadline)| (entry, deadline));
+        Visit { entries: entries.into_iter().chain(due).map(|(entry, _)| entry).collect(), requeue }
+    }
+}
+
 fn entries(arena: &EntryArena, n: usize) -> Vec<Ticket> {
     (0..n).map(|_| new_entry(arena, 5, || {}).unwrap()).collect()
 }
