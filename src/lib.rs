@@ -22,10 +22,11 @@
 //! A task's deadline is `now + delay` at the clock's full precision. It fires at the first tick
 //! boundary at or after its deadline: **never early, at most one tick late** (plus the driver's
 //! wake-up time: on Linux the driver lowers its thread's timer slack to a thousandth of a tick for
-//! that, see [`TimerBuilder::precise_wakeups`]). The tasks due at one tick fire in the order of their deadlines (to a 256th of a
-//! tick), and tasks due at the same instant in the order they were scheduled (FIFO), whichever
-//! level each was filed in and whichever thread scheduled it. A zero delay runs at the next
-//! advance, also when scheduled mid-tick.
+//! that, see [`TimerBuilder::precise_wakeups`]). The tasks due at one tick fire in the order of
+//! their deadlines (to a 256th of a tick), and tasks due at the same instant in the order they were
+//! scheduled (FIFO), whichever level each was filed in and whichever thread scheduled it. A zero
+//! delay runs at the next advance, also when scheduled mid-tick (so before a task scheduled
+//! earlier for that very instant, which waits for the end of the tick).
 //! Deadlines as far as the clock reaches (its reading ends at `u64::MAX` nanoseconds, 584 years)
 //! are served by further levels, up to 2^56 - 1 ticks; beyond that [`Timer::try_schedule`] returns
 //! [`ScheduleError::DelayTooLong`] (see [`Timer::max_delay`]).

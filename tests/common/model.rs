@@ -296,7 +296,11 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                     fired.lock().unwrap()[fired_before..].iter().map(|&(id, _)| id).collect();
                 let batch: Vec<Duration> = ran.iter().map(|&id| tasks[id].due).collect();
                 ensure!(batch.windows(2).all(|w| w[0] <= w[1]), "step {step}: fired out of order: {batch:?}");
-                let ties = ran.windows(2).filter(|w| tasks[w[0]].deadline == tasks[w[1]].deadline);
+                // A deadline that had passed when it was scheduled is due at the tick under way,
+                // ahead of an equal deadline scheduled before it that waits for the tick's end
+                // (never early): ties are equal deadlines due at the same tick.
+                let key = |id: usize| (tasks[id].deadline, tasks[id].due);
+                let ties = ran.windows(2).filter(|w| key(w[0]) == key(w[1]));
                 ensure!(
                     ties.clone().all(|w| w[0] < w[1]),
                     "step {step}: equal deadlines out of order: {ran:?}"
