@@ -155,3 +155,33 @@ fn reset_with_stale_ticket() {
         assert!(m.timer.is_empty());
     });
 }
+
+/// `reset()` moves a pending task (due at tick 3, level 1) earlier, to tick 1, while another thread
+/// shuts the timer down. Wherever the drain meets it (in its old bucket, held by the reset out of
+/// every bucket, re-added to its new one, or refused by the re-add and left to the drain), the task
+/// comes back from `shutdown()` exactly once, never runs, and the accounting holds; its deadline is
+/// the new one iff the reset returned `true`.
+#[test]
+fn earlier_reset_racing_shutdown() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let (a, drops) = (Runs::default(), Drops::default());
+        let handle = timer.schedule(ticks(3), drops.guarding(a.task()));
+        let shutter = {
+            let timer = loom::sync::Arc::clone(&timer);
+            loom::thread::spawn(move || timer.shutdown())
+        };
+        let moved = handle.reset(ticks(1));
+        let unfired = shutter.join().unwrap();
+
+        assert_eq!(unfired.len(), 1, "handed back once (moved: {moved})");
+        assert_eq!(drops.count(), 0, "the closure was dropped, not handed back");
+        let expected = if moved { ticks(1) } else { ticks(3) };
+        assert_eq!(unfired[0].deadline(), expected, "handed back with the deadline of the reset iff true");
+        assert!(!handle.is_pending() && timer.is_empty());
+        let stats = timer.stats();
+        assert_eq!(stats.fired + stats.cancelled + 1, stats.scheduled, "{stats:?}");
+        drop(unfired);
+        assert_eq!((a.count(), drops.count()), (0, 1));
+    });
+}

@@ -17,10 +17,10 @@
 //! repetition ends; the closure is dropped. The grid of `FixedRate` and `Every` is kept as instants
 //! on the timer's clock ([`Timer::now`]).
 //!
-//! [`RepeatingHandle::reset_at`] moves the next run's entry under the repetition's lock, and the
-//! closure of an entry abandoned meanwhile by a shutdown takes that lock when dropped: the reset
-//! goes through `TimerHandle::reset_deferring_drop`, the public reset that hands such a closure
-//! back to be dropped after the lock is released.
+//! [`RepeatingHandle::reset_at`] moves the next run's entry under the repetition's lock. A reset
+//! never drops a closure (an entry it cannot re-add because the timer shut down goes to the
+//! shutdown's drain, `timer/reset.rs`), so the closure's drop, which takes that lock, never runs
+//! under it.
 //!
 //! ## Cancellation, exactly once
 //!
@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use crate::clock::{nanos_to_duration, saturating_add};
 use crate::missed_tick::MissedTickBehavior;
 use crate::sync::{Arc, Mutex};
-use crate::timer::{LiveTimer, WeakTimer, When};
+use crate::timer::{LiveTimer, WeakTimer};
 use crate::{ScheduleError, Timer, TimerHandle};
 
 /// How a repeating task is re-armed; see [`Timer::schedule_repeating`].
@@ -388,8 +388,7 @@ impl RepeatingHandle {
 
     /// Moves the current entry to the instant `at` returns (`None`: past what `Instant`
     /// represents), under the repetition's lock, so that a run starting meanwhile sees either the
-    /// old grid and the old entry or the new ones. An abandoned closure (the timer shutting down)
-    /// is dropped after the lock is released: its drop takes the lock.
+    /// old grid and the old entry or the new ones.
     fn rearm(&self, at: impl FnOnce(&LiveTimer) -> Option<Instant>) -> bool {
         let Some(live) = self.ctx.timer.as_ref().and_then(WeakTimer::upgrade) else { return false };
         let mut state = self.ctx.state.lock();
@@ -398,12 +397,10 @@ impl RepeatingHandle {
         }
         let Some(current) = state.current.clone() else { return false };
         let Some(at) = at(&live) else { return false };
-        let (moved, abandoned) = current.reset_deferring_drop(When::At(at));
+        let moved = current.reset_at(at);
         if moved {
             state.due = at;
         }
-        drop(state);
-        drop(abandoned);
         moved
     }
 

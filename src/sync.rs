@@ -33,6 +33,7 @@ mod imp {
     pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, OnceLock};
+    pub(crate) use std::thread::yield_now;
     pub(crate) use std::thread_local;
 
     // For `repeating.rs`: a repeating task's way back to its timer must not keep the timer alive.
@@ -66,6 +67,7 @@ mod imp {
 mod imp {
     pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{Arc, MutexGuard};
+    pub(crate) use loom::thread::yield_now;
 
     /// `loom::thread_local!`, accepting std's `const { … }` initialiser (loom's macro does not).
     macro_rules! loom_thread_local {

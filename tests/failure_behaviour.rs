@@ -387,3 +387,48 @@ fn drop_does_not_wait_for_a_task_that_never_returns_and_shutdown_timeout_is_boun
         assert_eq!(later.get(), 0, "nothing starts after the drop");
     }
 }
+
+/// Resets moving tasks earlier (out of their buckets) and later, on two threads, while the timer
+/// shuts down: every task comes back from `shutdown()` exactly once (none is held out of the
+/// accounting by a reset in flight), with the deadline of its last `true` reset or its schedule.
+#[test]
+fn resets_racing_shutdown_lose_no_task() {
+    for round in 0..20 {
+        let (_clock, timer) = manual_timer(ms(1), 4);
+        let done = Arc::new(AtomicBool::new(false));
+        let resetters: Vec<_> = (0..2)
+            .map(|t| {
+                let handles: Vec<_> = (0..200).map(|_| timer.schedule(ms(60_000), || {})).collect();
+                let done = Arc::clone(&done);
+                std::thread::spawn(move || {
+                    let mut last = vec![ms(60_000); handles.len()];
+                    for pass in 0u64.. {
+                        for (i, handle) in handles.iter().enumerate() {
+                            // Earlier and later by turns, many levels apart.
+                            let to = ms(1 + (pass * 7 + i as u64 + t) % 3 * 20_000);
+                            if handle.reset(to) {
+                                last[i] = to;
+                            }
+                        }
+                        if done.load(Ordering::SeqCst) && pass > 1 {
+                            return last;
+                        }
+                    }
+                    unreachable!()
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_micros(200 * (round % 5)));
+        let unfired = timer.shutdown();
+        done.store(true, Ordering::SeqCst);
+        let last: Vec<Duration> = resetters.into_iter().flat_map(|r| r.join().unwrap()).collect();
+        assert_eq!(unfired.len(), 400, "round {round}: every task handed back once");
+        let stats = timer.stats();
+        assert_eq!((stats.fired, stats.cancelled, stats.scheduled), (0, 0, 400), "{stats:?}");
+        let mut returned: Vec<Duration> = unfired.iter().map(|task| task.deadline()).collect();
+        let mut expected = last;
+        returned.sort();
+        expected.sort();
+        assert_eq!(returned, expected, "round {round}: each with its last moved-to deadline");
+    }
+}

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::{cancel, position, reset, HandleStripe, When};
-use crate::entry::{self, Status, Task, Ticket};
+use crate::entry::{self, Status, Ticket};
 use crate::sync::Arc;
 
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it or move it.
@@ -82,7 +82,9 @@ impl TimerHandle {
     /// before. Returns `false` and changes nothing if the task already fired or is being fired,
     /// was cancelled or abandoned, the handle is inert, or `now + delay` is beyond the timer's
     /// range ([`Timer::max_delay`](crate::Timer::max_delay)). Earlier or later than the old
-    /// deadline alike; O(1), no allocation.
+    /// deadline alike; O(1), no allocation. Racing a shutdown, the task is handed back by
+    /// [`Timer::shutdown`](crate::Timer::shutdown) either way, with the new deadline iff this
+    /// returned `true`.
     ///
     /// ```
     /// use delaywheel::{ManualClock, Timer};
@@ -109,9 +111,7 @@ impl TimerHandle {
     /// assert!(!idle.reset(Duration::from_millis(100))); // it fired: nothing to move
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
-        let (moved, abandoned) = self.reset_deferring_drop(When::After(delay));
-        drop(abandoned);
-        moved
+        self.reset_to(When::After(delay))
     }
 
     /// Moves the pending task to `deadline` on the timer's clock
@@ -134,9 +134,7 @@ impl TimerHandle {
     /// assert!(handle.is_fired());
     /// ```
     pub fn reset_at(&self, deadline: Instant) -> bool {
-        let (moved, abandoned) = self.reset_deferring_drop(When::At(deadline));
-        drop(abandoned);
-        moved
+        self.reset_to(When::At(deadline))
     }
 
     /// When the pending task is due, on the timer's clock ([`Timer::now`](crate::Timer::now)): its
@@ -196,17 +194,13 @@ impl TimerHandle {
 }
 
 impl TimerHandle {
-    /// [`reset`](TimerHandle::reset) or [`reset_at`](TimerHandle::reset_at), handing back the
-    /// closure of a task abandoned because the timer shut down meanwhile (`reset.rs`), for the
-    /// caller to drop once it holds no lock of its own: the closure's drop may run any code (a
-    /// repeating task's takes its repetition's lock, and `repeating.rs` resets under that lock).
-    /// Inlined into `reset` and `reset_at`: a call would pass the pair through memory.
+    /// [`reset`](TimerHandle::reset) or [`reset_at`](TimerHandle::reset_at) (`reset.rs`).
     #[inline(always)]
-    pub(crate) fn reset_deferring_drop(&self, when: When) -> (bool, Option<Task>) {
-        let Some((stripe, ticket)) = &self.inner else { return (false, None) };
+    fn reset_to(&self, when: When) -> bool {
+        let Some((stripe, ticket)) = &self.inner else { return false };
         match stripe.context().time.deadline(when) {
             Ok((_, to)) => reset::reset(*ticket, stripe, to),
-            Err(_) => (false, None),
+            Err(_) => false,
         }
     }
 }

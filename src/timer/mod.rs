@@ -17,8 +17,10 @@
 //!   timer's driver or executor thread, from a drop while the driver is inside a task, or from
 //!   `shutdown_timeout` after its wait), the drain runs without `advance_lock` and then scans the
 //!   arena, claiming every entry still pending wherever it is held; its holder only releases it
-//!   (`advance.rs`, `drain_detached`). Each entry is claimed once, under its slot lock, by the
-//!   firing or by the drain: nothing is lost from the accounting.
+//!   (`advance.rs`, `drain_detached`). Either drain then waits for the resets holding an entry
+//!   out of every bucket and claims those they could not re-add (`reset.rs`, "Held entries and
+//!   the drain"). Each entry is claimed once, under its slot lock, by the firing or by the drain:
+//!   nothing is lost from the accounting.
 //!
 //! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
 //! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every
@@ -161,6 +163,7 @@ impl Timer {
             queue: Arc::clone(&queue),
             shut_down: Arc::clone(&shut_down),
             time: time.clone(),
+            resets: Arc::default(),
         };
         let counters = Arc::new(Counters::new(config.max_pending, &store));
         let lateness = Arc::new(Lateness::new());

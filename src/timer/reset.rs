@@ -32,9 +32,26 @@
 //!    (`DelayQueue::offer`): a reset to an earlier deadline is served in time. The insert reads
 //!    the shutdown flag under its lane lock, as a schedule's does: a reset racing shutdown either
 //!    inserts before the drain reaches that bucket (the drain then finds it) or sees the flag and
-//!    abandons the entry itself (`false`). A cancel while the resetter held it found it in
-//!    transit and left it to the resetter, whose re-add reports it not pending; the resetter
+//!    hands the entry to the drain (below); `true` either way, since the reset came before the
+//!    shutdown's claim: the drain hands back the task with the new deadline. A cancel while the resetter held it found it
+//!    in transit and left it to the resetter, whose re-add reports it not pending; the resetter
 //!    releases the slot (`true`: the reset came first, the cancel after it).
+//!
+//! **Held entries and the drain** ([`ResetsInFlight`]). Between steps 2 and 3 the entry is in no
+//! bucket, so a shutdown's bucket drain cannot find it, and the reset must not drop it either: the
+//! task would be neither fired, cancelled nor handed back. So a reset that may take an entry out
+//! counts itself in flight (a `SeqCst` increment before step 2, a decrement after step 3), and one
+//! whose re-add finds the timer shut down leaves the entry, still pending, on the refused list.
+//! The drain, after its flush (and its arena scan, when it has one), waits until no reset is in
+//! flight, then claims every refused entry as abandoned, as it claims what its flush finds (the
+//! claim decides once, against a scan that claimed it first). A reset counted in flight before that
+//! wait has either re-added its entry before the shutdown flag was set (the flush finds it) or
+//! refused it (the list has it); one counted after the wait finds no entry pending in a bucket, since
+//! the flush and the scan took them all, and returns `false` (the task comes back from the drain
+//! with its old deadline). The wait is short: a reset in flight
+//! runs no user code and takes only lane and slot locks, which the drain does not hold while it
+//! waits. (loom model `reset::earlier_reset_racing_shutdown`; seeded fault
+//! `reset_drops_refused_entry`: the reset abandons the entry itself.)
 //!
 //! A rewrite in place racing shutdown: the drain takes the entry out of its bucket under the slot
 //! lock, marking it due, and then claims it, so the rewrite either comes first (`true`, and the
@@ -48,35 +65,78 @@
 //! resetter a list unlink and an insert every time. A load that never re-arms (SPEC W4) pays
 //! nothing.
 //!
-//! Cost: in place, one slot lock; moved earlier, the slot lock, a lane lock and the slot lock again
-//! as a cancel, plus the re-add of a schedule (a lane lock, a slot lock, the queue lock only when
-//! the bucket's expiration changes), and no allocation either way.
+//! Cost: in place, one slot lock; moved earlier, the slot lock, two `SeqCst` read-modify-writes
+//! on the timer's in-flight count, a lane lock and the slot lock again as a cancel, plus the re-add
+//! of a schedule (a lane lock, a slot lock, the queue lock only when the bucket's expiration
+//! changes), and no allocation either way.
 
-use super::fire::abandon_take;
+use std::mem;
+
 use super::{HandleStripe, Store};
 use crate::deadline::Deadline;
-use crate::entry::{self, Retargeted, Task, Ticket};
+use crate::entry::{self, EntryId, Retargeted, Ticket};
+use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::wheel::{Inserted, Readded, TimerTaskList};
 
 #[cfg(doc)]
 use crate::{entry::EntryState, wheel::TimingWheel};
 
+/// The resets that may hold an entry out of every bucket, and the entries they could not re-add
+/// because the timer shut down: what a drain collects after its flush ("Held entries and the
+/// drain" in the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct ResetsInFlight {
+    /// Resets between taking an entry out of its bucket and re-adding it (or refusing it).
+    holding: AtomicUsize,
+    /// Entries a reset took out and could not re-add: still pending, for the drain to claim.
+    refused: Mutex<Vec<EntryId>>,
+}
+
+impl ResetsInFlight {
+    /// Waits until no reset is in flight (see the module docs: it is never long), then takes the
+    /// entries resets refused, for the drain to claim.
+    pub(crate) fn settle(&self) -> Vec<EntryId> {
+        while self.holding.load(Ordering::SeqCst) != 0 {
+            crate::sync::yield_now();
+        }
+        mem::take(&mut *self.refused.lock())
+    }
+}
+
+/// A reset counted in flight until dropped (also by a panic).
+struct InFlight<'a>(&'a ResetsInFlight);
+
+impl<'a> InFlight<'a> {
+    fn enter(resets: &'a ResetsInFlight) -> Self {
+        resets.holding.fetch_add(1, Ordering::SeqCst);
+        InFlight(resets)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.holding.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Moves the pending entry `ticket` names to `deadline` (see the module docs): `true` iff it was
-/// pending and is now due at `deadline`. A task abandoned because the timer shut down during the
-/// reset comes back for the caller to drop once it holds no lock of its own (its drop may run any
-/// code: a repeating task's takes its repetition's lock).
-pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -> (bool, Option<Task>) {
-    let Store { arena, wheel, queue, shut_down, time } = stripe.context();
+/// pending and is now due at `deadline` (or, when the timer shut down meanwhile, handed back by
+/// its drain with that deadline). Never drops a closure: an entry the timer's shutdown keeps from
+/// being re-added goes to the drain.
+pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -> bool {
+    let Store { arena, wheel, queue, shut_down, time, resets } = stripe.context();
     // 1. Under the slot lock alone: done unless the entry must move earlier.
     let mut lane = match entry::retarget(arena, ticket, deadline) {
         Retargeted::Rewritten => {
             stripe.rearmed();
-            return (true, None);
+            return true;
         }
-        Retargeted::Gone => return (false, None),
+        Retargeted::Gone => return false,
         Retargeted::Elsewhere(lane) => lane,
         Retargeted::Here(_) => unreachable!("no lane is locked"),
     };
+    // From here this call may hold the entry out of every bucket: a drain waits for it.
+    let _in_flight = InFlight::enter(resets);
     // 2. Under the lock of the lane the entry is in, and the slot's.
     loop {
         // Every bucket a location names exists; levels are never torn down
@@ -87,12 +147,12 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -
             Retargeted::Elsewhere(other) => lane = other,
             Retargeted::Rewritten => {
                 stripe.rearmed();
-                return (true, None);
+                return true;
             }
-            Retargeted::Gone => return (false, None),
+            Retargeted::Gone => return false,
         }
     }
-    // 3. Held by this call: re-added as a schedule adds, or abandoned if the timer is shutting down.
+    // 3. Held by this call: re-added as a schedule adds, or refused if the timer is shutting down.
     let base = time.ticks.floor(time.clock.now_nanos());
     match wheel.readd(arena, (ticket.id, deadline), base, Some(shut_down)) {
         Readded::Inserted(Inserted::Queue(expiration, bucket)) => queue.offer(expiration, bucket),
@@ -101,10 +161,15 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -
         // `reset_leaks_cancelled` (docs/loom.md): the holder forgets to release it.
         Readded::NotPending if fault!("reset_leaks_cancelled") => {}
         Readded::NotPending => entry::discard(arena, ticket.id),
-        Readded::ShutDown => return (false, abandon_take(arena, ticket.id, stripe).map(|(task, _)| task)),
+        // Seeded fault `reset_drops_refused_entry` (docs/loom.md): the reset abandons the entry
+        // itself, and no one hands its task back.
+        Readded::ShutDown if fault!("reset_drops_refused_entry") => {
+            drop(entry::abandon_take(arena, ticket.id))
+        }
+        Readded::ShutDown => resets.refused.lock().push(ticket.id),
     }
     stripe.rearmed();
-    (true, None)
+    true
 }
 
 #[cfg(test)]
@@ -125,13 +190,6 @@ mod tests {
         (Arc::clone(&store.arena), Arc::clone(&store.wheel), counters)
     }
 
-    /// A reset that must not hand back a closure (the timer is not shutting down).
-    fn moved(ticket: Ticket, stripe: &HandleStripe, to: Deadline) -> bool {
-        let (moved, task) = reset(ticket, stripe, to);
-        assert!(task.is_none());
-        moved
-    }
-
     fn level_of(store: &Store, ticket: Ticket) -> Option<(usize, u64)> {
         crate::timer::position::of(store, ticket).map(|p| (p.level, p.deadline_tick))
     }
@@ -145,7 +203,7 @@ mod tests {
         assert!(matches!(wheel.readd(&arena, held, 0, None), Readded::Inserted(Inserted::Queue(48, _))));
         assert_eq!(level_of(stripe.context(), ticket), Some((2, 50)));
         // Not in the bucket its ticket names: found where its location says.
-        assert!(moved(ticket, stripe, Deadline::at_tick(5)));
+        assert!(reset(ticket, stripe, Deadline::at_tick(5)));
         assert_eq!(level_of(stripe.context(), ticket), Some((1, 5)));
         assert_eq!(stripe.context().queue.head(), Some(4), "the level-1 bucket of tick 5 is queued");
         assert_eq!(counters.snapshot().rearmed, 1);
@@ -172,7 +230,7 @@ mod tests {
         else {
             panic!("not queued at 48");
         };
-        assert!(moved(ticket, stripe, Deadline::at_tick(60)));
+        assert!(reset(ticket, stripe, Deadline::at_tick(60)));
         assert_eq!(level_of(stripe.context(), ticket), Some((2, 60)), "still in its bucket");
         assert_eq!(stripe.context().queue.head(), None, "nothing queued: the bucket is due first");
         // Its visit at 48 finds it not due and re-adds it by 60: level 1, round 60.
@@ -191,7 +249,7 @@ mod tests {
         else {
             panic!("not queued at 62");
         };
-        assert!(moved(other, stripe, Deadline::at_tick(63)));
+        assert!(reset(other, stripe, Deadline::at_tick(63)));
         assert_eq!(level_of(stripe.context(), other), Some((0, 63)));
         let (cascade, due) = visit(&bucket, 62);
         assert_eq!((cascade.as_slice(), due.len()), ([(other.id, Deadline::at_tick(63))].as_slice(), 0));
@@ -214,7 +272,7 @@ mod tests {
             bucket.visit_into(&arena, 48, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
         assert_eq!((visit, cascade.len(), due.len()), (Popped::Visited { requeue: None }, 1, 0));
         // A reset now writes the deadline; the driver's re-add, placing by the old one, is told.
-        assert!(moved(ticket, stripe, Deadline::at_tick(60)));
+        assert!(reset(ticket, stripe, Deadline::at_tick(60)));
         assert_eq!(level_of(stripe.context(), ticket), None, "in transit");
         let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 48, None) else {
             panic!("not placed by the new deadline");
@@ -224,13 +282,13 @@ mod tests {
         let visit =
             bucket.visit_into(&arena, 60, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
         assert_eq!((visit, due.len()), (Popped::Visited { requeue: None }, 1));
-        assert!(!moved(ticket, stripe, Deadline::at_tick(99)));
+        assert!(!reset(ticket, stripe, Deadline::at_tick(99)));
         assert_eq!(crate::entry::deadline(&arena, ticket), Some(Deadline::at_tick(60)));
         assert_eq!(counters.snapshot().rearmed, 1);
     }
 
     #[test]
-    fn a_reset_racing_shutdown_abandons_the_entry_it_holds() {
+    fn a_reset_racing_shutdown_leaves_the_entry_it_holds_to_the_drain() {
         let (arena, wheel, counters) = parts();
         let stripe = counters.local();
         let ticket = new_entry(&arena, 50, || {}).unwrap();
@@ -239,8 +297,10 @@ mod tests {
             Readded::Inserted(_)
         ));
         stripe.context().shut_down.store(true, crate::sync::Ordering::SeqCst);
-        let (moved, task) = reset(ticket, stripe, Deadline::at_tick(3));
-        assert!(!moved && task.is_some(), "the closure comes back to be dropped");
-        assert_eq!(crate::entry::status(&arena, ticket), Some(crate::entry::Status::Abandoned));
+        assert!(reset(ticket, stripe, Deadline::at_tick(3)), "moved before the shutdown's claim");
+        assert_eq!(crate::entry::status(&arena, ticket), Some(crate::entry::Status::Pending), "not dropped");
+        assert_eq!(level_of(stripe.context(), ticket), None, "in no bucket");
+        assert_eq!(stripe.context().resets.settle(), vec![ticket.id], "left to the drain");
+        assert!(stripe.context().resets.settle().is_empty(), "once");
     }
 }

@@ -11,6 +11,7 @@ use crate::wheel::{TimerTaskList, TimingWheel};
 
 use super::counters::Stripe;
 use super::error::ScheduleError;
+use super::reset::ResetsInFlight;
 
 /// A timer's entries and wheel, and what a reset needs to re-add an entry as a schedule adds one
 /// (`reset.rs`: the clock and tick, the delay queue, the shutdown flag): what a handle reaches its
@@ -26,6 +27,8 @@ pub(crate) struct Store {
     pub(crate) queue: Arc<BucketQueue>,
     pub(crate) shut_down: Arc<AtomicBool>,
     pub(crate) time: Time,
+    /// The resets that may hold an entry out of every bucket, for the drain (`reset.rs`).
+    pub(crate) resets: Arc<ResetsInFlight>,
 }
 
 impl Store {
@@ -40,6 +43,7 @@ impl Store {
             queue: Arc::new(DelayQueue::new()),
             shut_down: Arc::new(AtomicBool::new(false)),
             time: Time { clock: ClockSource::Manual(crate::clock::ManualClock::new()), ticks },
+            resets: Arc::default(),
         }
     }
 }

@@ -12,9 +12,7 @@
 //!
 //! The whole seam between `timer/` and the extras: `Timer::live` and the two types here, the
 //! futures' per-thread references (`refs.rs`, `Timer::local_ref`), the inert handle a refused
-//! schedule returns (`TimerHandle::refused`), and `TimerHandle::reset_deferring_drop` (the public
-//! reset, handing back the closure of a task abandoned by a shutdown for the caller to drop after
-//! its own lock: `repeating.rs`).
+//! schedule returns (`TimerHandle::refused`).
 //!
 //! This seam is crate-internal. A public weak timer would be a second public timer type with a
 //! contract of its own (what `schedule` on a dropped timer means, what an upgraded one may do), for
