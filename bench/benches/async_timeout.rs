@@ -24,32 +24,16 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use delaywheel::Timer;
+use delaywheel_bench::PendingOnce;
 use pingora_timeout::fast_timeout::fast_timeout;
 
 const TASKS: u64 = 64;
 const LIMIT: Duration = Duration::from_secs(30);
-
-/// Pending at its first poll (waking its task at once), ready at the second.
-struct PendingOnce(bool);
-
-impl Future for PendingOnce {
-    type Output = u64;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
-        if self.0 {
-            return Poll::Ready(1);
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().expect("a runtime")
@@ -133,14 +117,14 @@ fn timeout_pending_once(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("delaywheel", |b| {
         b.iter_custom(|iters| {
-            timed(&rt, iters, delaywheel_task!(timer, |t| t.timeout(LIMIT, PendingOnce(false))))
+            timed(&rt, iters, delaywheel_task!(timer, |t| t.timeout(LIMIT, PendingOnce::new())))
         })
     });
     group.bench_function("tokio", |b| {
-        b.iter_custom(|iters| timed(&rt, iters, tokio_task!(tokio::time::timeout(LIMIT, PendingOnce(false)))))
+        b.iter_custom(|iters| timed(&rt, iters, tokio_task!(tokio::time::timeout(LIMIT, PendingOnce::new()))))
     });
     group.bench_function("pingora", |b| {
-        b.iter_custom(|iters| timed(&rt, iters, tokio_task!(fast_timeout(LIMIT, PendingOnce(false)))))
+        b.iter_custom(|iters| timed(&rt, iters, tokio_task!(fast_timeout(LIMIT, PendingOnce::new()))))
     });
     group.finish();
     assert!(timer.is_empty(), "every armed limit was cancelled");

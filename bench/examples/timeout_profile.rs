@@ -10,29 +10,14 @@
 //! callgrind_annotate --inclusive=yes callgrind.out.<pid>
 //! ```
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// Pending at its first poll (waking its task at once), ready at the second.
-struct PendingOnce(bool);
-impl Future for PendingOnce {
-    type Output = u64;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
-        if self.0 {
-            return Poll::Ready(1);
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
+use delaywheel_bench::PendingOnce;
 
 async fn ours(timer: &delaywheel::Timer, n: u64) -> u64 {
     let mut s = 0;
     for _ in 0..n {
-        s += timer.timeout(Duration::from_secs(30), PendingOnce(false)).await.unwrap_or(0);
+        s += timer.timeout(Duration::from_secs(30), PendingOnce::new()).await.unwrap_or(0);
     }
     s
 }
@@ -40,7 +25,7 @@ async fn ours(timer: &delaywheel::Timer, n: u64) -> u64 {
 async fn theirs(n: u64) -> u64 {
     let mut s = 0;
     for _ in 0..n {
-        s += tokio::time::timeout(Duration::from_secs(30), PendingOnce(false)).await.unwrap_or(0);
+        s += tokio::time::timeout(Duration::from_secs(30), PendingOnce::new()).await.unwrap_or(0);
     }
     s
 }
