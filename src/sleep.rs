@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 use crate::clock::saturating_add;
 use crate::sync::{Arc, Mutex};
 use crate::timer::refs::TimerRef;
-use crate::timer::LiveTimer;
+use crate::timer::{LiveTimer, When};
 use crate::{ScheduleError, Timer, TimerHandle};
 
 impl Timer {
@@ -143,8 +143,7 @@ impl Timer {
     /// assert!(sleep.is_elapsed());
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        let result = Slot::arm(self.live(), deadline, None);
-        Sleep::from_arming(self.local_ref(), deadline, result)
+        Sleep::at(self.local_ref(), self.live(), deadline)
     }
 
     /// A future that completes at `deadline`, or the reason the timer refused it; as
@@ -191,27 +190,23 @@ impl Slot {
         Arc::new(Slot { state: Mutex::new(SlotState { phase: Phase::Dead(err), waker: None }) })
     }
 
-    /// A new slot, its task scheduled at `at`, and `waker` stored in it; see [`Slot::arm_in`].
-    fn arm(
-        timer: &LiveTimer,
-        at: Instant,
-        waker: Option<Waker>,
-    ) -> Result<(Arc<Slot>, TimerHandle), ScheduleError> {
-        Slot::arm_in(Slot::new(), timer, at, waker)
-    }
-
-    /// `slot` (waiting, with no waker), its task scheduled at `at`, and `waker` stored in it (woken
-    /// at once if the task already fired). The waker is stored only once the schedule succeeded,
-    /// so a refused task, dropped inside the schedule, wakes nobody.
+    /// `slot` (waiting, with no waker), its task scheduled `when` says, and `waker` stored in it
+    /// (woken at once if the task already fired), with the instant of the clock reading the
+    /// schedule used. The waker is stored only once the schedule succeeded, so a refused task,
+    /// dropped inside the schedule, wakes nobody.
     #[inline]
     fn arm_in(
         slot: Arc<Slot>,
         timer: &LiveTimer,
-        at: Instant,
+        when: When,
         waker: Option<Waker>,
-    ) -> Result<(Arc<Slot>, TimerHandle), ScheduleError> {
+    ) -> (Instant, Result<(Arc<Slot>, TimerHandle), ScheduleError>) {
         let notify = Notify(Arc::clone(&slot));
-        let handle = timer.try_schedule_at(at, move || notify.fire())?;
+        let (now, scheduled) = timer.try_schedule_reading(when, move || notify.fire());
+        let handle = match scheduled {
+            Ok(handle) => handle,
+            Err(refused) => return (now, Err(refused)),
+        };
         if let Some(waker) = waker {
             let mut state = slot.state.lock();
             if let Phase::Waiting = state.phase {
@@ -221,7 +216,7 @@ impl Slot {
                 waker.wake();
             }
         }
-        Ok((slot, handle))
+        (now, Ok((slot, handle)))
     }
 
     /// Leaves `Waiting` for `to` and wakes the stored waker (outside the lock), which stays stored
@@ -321,18 +316,15 @@ impl Sleep {
     }
 
     /// A sleep `duration` from now on `live`, scheduled at once; `timer` is the way back to it.
+    /// The deadline is `duration` from the clock reading the schedule itself used (one reading).
     pub(crate) fn after(timer: Arc<TimerRef>, live: &LiveTimer, duration: Duration) -> Sleep {
-        let now = live.now();
-        let armed = match now.checked_add(duration) {
-            Some(at) => Slot::arm(live, at, None),
-            None => Err(ScheduleError::DelayTooLong { delay: duration, max: live.max_delay() }),
-        };
+        let (now, armed) = Slot::arm_in(Slot::new(), live, When::After(duration), None);
         Sleep::from_arming(timer, saturating_add(now, duration), armed)
     }
 
     /// A sleep at `deadline` on `live`, scheduled at once; `timer` is the way back to it.
     pub(crate) fn at(timer: Arc<TimerRef>, live: &LiveTimer, deadline: Instant) -> Sleep {
-        let armed = Slot::arm(live, deadline, None);
+        let (_, armed) = Slot::arm_in(Slot::new(), live, When::At(deadline), None);
         Sleep::from_arming(timer, deadline, armed)
     }
 
@@ -413,7 +405,7 @@ impl Sleep {
             Slot::new()
         };
         let armed = match self.timer.upgrade() {
-            Some(live) => Slot::arm_in(slot, &live, deadline, waker),
+            Some(live) => Slot::arm_in(slot, &live, When::At(deadline), waker).1,
             None => Err(ScheduleError::ShutDown),
         };
         (self.slot, self.handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));

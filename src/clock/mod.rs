@@ -206,7 +206,12 @@ impl ClockSource {
 
     /// The instant of the clock's current reading.
     pub(crate) fn now_instant(&self) -> Instant {
-        let now = self.now_nanos();
+        self.reading_instant(self.now_nanos())
+    }
+
+    /// The instant of the reading `now` (nanoseconds, as [`now_nanos`](ClockSource::now_nanos)).
+    #[inline]
+    pub(crate) fn reading_instant(&self, now: u64) -> Instant {
         // A reading is at most `u64::MAX` ns past the base: about 584 years, within `Instant`'s
         // range wherever the base is (its range is that of an `i64` of seconds, or more).
         self.instant_at(u128::from(now)).unwrap_or_else(|| self.base())

@@ -19,15 +19,30 @@ impl Shared {
     /// The one way a task enters the timer ([`Timer::try_schedule`](crate::Timer::try_schedule),
     /// [`try_schedule_at`](crate::Timer::try_schedule_at)): refused after shutdown, else due at the
     /// deadline of `when` on one reading of the clock.
+    #[inline]
     pub(crate) fn schedule<F>(&self, when: When, task: F) -> Result<TimerHandle, ScheduleError>
     where
         F: FnOnce() + Send + 'static,
     {
+        self.schedule_reading(when, task).1
+    }
+
+    /// [`schedule`](Shared::schedule), also handing back the reading of the clock (nanoseconds) it
+    /// used, so that a caller that needs "now" too (a sleep's deadline) reads the clock once.
+    #[inline(always)]
+    pub(crate) fn schedule_reading<F>(&self, when: When, task: F) -> (u64, Result<TimerHandle, ScheduleError>)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let now = self.time.clock.now_nanos();
         if self.is_shut_down() {
-            return Err(ScheduleError::ShutDown);
+            return (now, Err(ScheduleError::ShutDown));
         }
-        let (now, deadline) = self.time.deadline(when)?;
-        self.insert_new(now, deadline, task)
+        let scheduled = match self.time.deadline_on(now, when) {
+            Ok(deadline) => self.insert_new(now, deadline, task),
+            Err(refused) => Err(refused),
+        };
+        (now, scheduled)
     }
 
     /// The rest of a schedule, once the deadline is known: counts the task in, takes a slot and

@@ -78,7 +78,14 @@ impl Time {
     #[inline(always)]
     pub(crate) fn deadline(&self, when: When) -> Result<(u64, Deadline), ScheduleError> {
         let now = self.clock.now_nanos();
-        let deadline = match when {
+        Ok((now, self.deadline_on(now, when)?))
+    }
+
+    /// The deadline of `when` on the reading `now` (nanoseconds), or its refusal: see
+    /// [`deadline`](Time::deadline).
+    #[inline(always)]
+    pub(crate) fn deadline_on(&self, now: u64, when: When) -> Result<Deadline, ScheduleError> {
+        match when {
             When::After(delay) => self
                 .ticks
                 .deadline(now, delay)
@@ -90,8 +97,7 @@ impl Time {
                     max: self.ticks.max_delay(now),
                 })
             }
-        }?;
-        Ok((now, deadline))
+        }
     }
 }
 

@@ -72,6 +72,22 @@ impl LiveTimer {
         self.0.schedule(When::At(deadline), task)
     }
 
+    /// [`Timer::try_schedule`] or [`Timer::try_schedule_at`] as `when` says, with the instant of
+    /// the clock reading the schedule used (its [`Timer::now`]): one reading for both.
+    #[cfg(feature = "async")]
+    #[inline]
+    pub(crate) fn try_schedule_reading<F>(
+        &self,
+        when: When,
+        task: F,
+    ) -> (Instant, Result<TimerHandle, ScheduleError>)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let (now, scheduled) = self.0.schedule_reading(when, task);
+        (self.0.time().clock.reading_instant(now), scheduled)
+    }
+
     /// A weak reference to this timer.
     pub(crate) fn downgrade(&self) -> WeakTimer {
         WeakTimer(downgrade(&self.0))
