@@ -25,8 +25,9 @@
 //! that, see [`TimerBuilder::precise_wakeups`]). The tasks due at one tick fire in the order of
 //! their deadlines (to a 256th of a tick), and tasks due at the same instant in the order they were
 //! scheduled (FIFO), whichever level each was filed in and whichever thread scheduled it. A zero
-//! delay runs at the next advance, also when scheduled mid-tick (so before a task scheduled
-//! earlier for that very instant, which waits for the end of the tick).
+//! delay (or any deadline already passed) runs at the next advance, also when scheduled mid-tick,
+//! so before tasks scheduled earlier that are due in the same tick, at or before its deadline:
+//! those wait for the end of the tick.
 //! Deadlines as far as the clock reaches (its reading ends at `u64::MAX` nanoseconds, 584 years)
 //! are served by further levels, up to 2^56 - 1 ticks; beyond that [`Timer::try_schedule`] returns
 //! [`ScheduleError::DelayTooLong`] (see [`Timer::max_delay`]).

@@ -30,6 +30,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => delay_strategy().prop_map(Op::Schedule),
         1 => delay_strategy().prop_map(Op::SchedulePanicking),
+        1 => delay_strategy().prop_map(Op::ScheduleDropPanicking),
         3 => any::<usize>().prop_map(Op::Cancel),
         3 => (any::<usize>(), delay_strategy()).prop_map(|(i, nanos)| Op::Reset(i, nanos)),
         4 => prop_oneof![

@@ -32,8 +32,10 @@ fn op(u: &mut Unstructured<'_>) -> Result<Op> {
         0..=83 => Op::Schedule(delay(u)?),
         84 => Op::ShutdownInTask(delay(u)?),
         85..=87 => Op::ZeroChain(u.int_in_range(1..=30)?),
-        88..=95 => Op::SchedulePanicking(delay(u)?),
-        96..=143 => Op::Cancel(u.arbitrary()?),
+        88..=91 => Op::SchedulePanicking(delay(u)?),
+        92..=95 => Op::ScheduleDropPanicking(delay(u)?),
+        96..=127 => Op::Cancel(u.arbitrary()?),
+        128..=143 => Op::Reset(u.arbitrary()?, delay(u)?),
         144..=207 => Op::Advance(nanos(u)?),
         208..=249 => Op::MoveClock(nanos(u)?),
         250..=254 => Op::Burst {

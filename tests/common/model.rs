@@ -5,7 +5,8 @@
 //! handle, including fired, cancelled and refused ones), reset (re-arm in place, by a delay or an
 //! instant, of any handle), advance of the manual clock (zero, sub-tick,
 //! multi-level jumps) followed by `advance_clock`, shutdown, a chain of zero delays (a task that
-//! reschedules itself with `Duration::ZERO`), and a task that shuts the timer down. The model is a
+//! reschedules itself with `Duration::ZERO`), a task that shuts the timer down, and tasks that
+//! panic when they run (with a payload whose drop panics) or when dropped unrun. The model is a
 //! plain list of deadlines: after every step, exactly the tasks whose deadline tick has begun have
 //! fired, each once, none early, equal deadlines in scheduling order; each chain ran one link per
 //! advance; `cancel()` and `reset()` return what the model says; `len()` is exact; and the
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
+use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle, UnfiredTask};
 
 /// The first tick boundary at or after `deadline`.
 fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
@@ -52,12 +53,37 @@ macro_rules! ensure_eq {
     }};
 }
 
-/// A panic payload whose `Drop` panics too.
+/// A panic payload whose `Drop` panics too; also captured by a closure that panics when it is
+/// dropped unrun.
 struct Bomb;
+
+/// Installs (once per process) a panic hook that passes over the panics the model provokes (a
+/// [`Bomb`] as payload, or a bomb's drop) and hands every other to the hook in place before: so
+/// they print nothing in the property test, and do not abort the fuzzer, whose hook aborts on any
+/// panic, caught or not.
+pub fn pass_over_expected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or(payload.downcast_ref::<String>().map(|s| s.as_str()));
+            if !(payload.is::<Bomb>() || message.is_some_and(|m| m.contains(EXPECTED))) {
+                before(info);
+            }
+        }));
+    });
+}
+
+/// In the message of every panic the model provokes.
+const EXPECTED: &str = "(expected by the model)";
 
 impl Drop for Bomb {
     fn drop(&mut self) {
-        panic!("a panic payload that panics on drop (expected by the model)");
+        panic!("a bomb dropped {EXPECTED}");
     }
 }
 
@@ -78,6 +104,10 @@ pub enum Op {
     /// Schedule a task that panics when it runs (after recording its run), with a panic payload
     /// whose own `Drop` panics: caught and counted, the timer goes on.
     SchedulePanicking(Option<u64>),
+    /// Schedule a task whose closure panics when it is dropped unrun: by a refused schedule or a
+    /// cancel (the panic reaches the caller, after the timer settled the entry), or by the caller
+    /// of a shutdown dropping what it got back. It runs normally.
+    ScheduleDropPanicking(Option<u64>),
     /// Schedule `count` tasks with delays spread evenly over `[nanos, nanos + spread)`: enough of
     /// them make a stage big, so the staged cascade's early and paced path runs (more than 128 in a lane).
     Burst {
@@ -142,6 +172,29 @@ struct Task {
 /// What a task that shuts the timer down got back: the deadlines of the returned tasks.
 type InTask = Arc<Mutex<Option<Vec<Duration>>>>;
 
+/// What a scheduled task does besides recording its run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Plain,
+    /// Panics when it runs ([`Op::SchedulePanicking`]).
+    PanicsWhenRun,
+    /// Panics when dropped unrun ([`Op::ScheduleDropPanicking`]).
+    PanicsWhenDropped,
+}
+
+/// Runs `f`, catching a panic (`None`): the model's way with closures that panic when dropped.
+fn caught<T>(f: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
+}
+
+/// Drops the tasks a shutdown returned one by one, each drop's panic caught (a panic while a
+/// vector drops the rest would abort).
+fn drop_each(unfired: Vec<UnfiredTask>) {
+    for task in unfired {
+        caught(|| drop(task));
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn schedule_one(
     timer: &Arc<Timer>,
@@ -150,22 +203,31 @@ fn schedule_one(
     tasks: &mut Vec<Task>,
     shut_down: bool,
     step: usize,
-    (nanos, panics): (Option<u64>, bool),
+    (nanos, kind): (Option<u64>, Kind),
     in_task: Option<&InTask>,
 ) -> Result<(), String> {
     let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
     let id = tasks.len();
     let (log, c) = (Arc::clone(fired), clock.clone());
     let shuts_down = in_task.map(|slot| (Arc::downgrade(timer), Arc::clone(slot)));
-    let result = timer.try_schedule(delay, move || {
+    let (panics, bomb) = (kind == Kind::PanicsWhenRun, (kind == Kind::PanicsWhenDropped).then(|| Bomb));
+    let task = move || {
+        std::mem::forget(bomb);
         log.lock().unwrap().push((id, c.now()));
         if let Some(timer) = shuts_down.as_ref().and_then(|(timer, _)| timer.upgrade()) {
-            let returned = timer.shutdown().iter().map(|task| task.deadline()).collect();
-            *shuts_down.as_ref().unwrap().1.lock().unwrap() = Some(returned);
+            let unfired = timer.shutdown();
+            *shuts_down.as_ref().unwrap().1.lock().unwrap() =
+                Some(unfired.iter().map(|t| t.deadline()).collect());
+            drop_each(unfired);
         }
         if panics {
             std::panic::panic_any(Bomb);
         }
+    };
+    // A refused closure that panics when dropped panics out of `try_schedule`: refused all the same.
+    let result = caught(|| timer.try_schedule(delay, task)).unwrap_or_else(|| match shut_down {
+        true => Err(ScheduleError::ShutDown),
+        false => Err(ScheduleError::DelayTooLong { delay, max: timer.max_delay() }),
     });
     let deadline = clock.now().checked_add(delay);
     let shuts_down = in_task.is_some();
@@ -206,6 +268,7 @@ fn schedule_one(
 }
 
 pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
+    pass_over_expected_panics();
     let tick = Duration::from_micros(tick_us);
     let clock = ManualClock::new();
     let timer =
@@ -226,14 +289,19 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
         let read_stats = matches!(op, Op::Advance(_) | Op::Shutdown) || step + 1 == steps;
         match op {
             Op::Schedule(nanos) => {
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, false), None)?
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, Kind::Plain), None)?
             }
             Op::SchedulePanicking(nanos) => {
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, true), None)?
+                let one = (nanos, Kind::PanicsWhenRun);
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, one, None)?
+            }
+            Op::ScheduleDropPanicking(nanos) => {
+                let one = (nanos, Kind::PanicsWhenDropped);
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, one, None)?
             }
             Op::ShutdownInTask(nanos) => {
                 let slot = Some(&in_task);
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, false), slot)?
+                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, Kind::Plain), slot)?
             }
             Op::ZeroChain(links) => {
                 let (runs, left) = (Arc::new(AtomicUsize::new(0)), usize::from(links.max(1)));
@@ -246,7 +314,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
             Op::Burst { nanos, count, spread } => {
                 for i in 0..u64::from(count) {
                     let delay = nanos.saturating_add(spread / u64::from(count) * i);
-                    let one = (Some(delay), false);
+                    let one = (Some(delay), Kind::Plain);
                     schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, one, None)?;
                 }
             }
@@ -256,7 +324,9 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 }
                 let n = tasks.len();
                 let task = &mut tasks[i % n];
-                let cancelled = task.handle.as_ref().is_some_and(TimerHandle::cancel);
+                // A closure that panics when dropped panics out of a cancel that won.
+                let cancelled =
+                    caught(|| task.handle.as_ref().is_some_and(TimerHandle::cancel)).unwrap_or(true);
                 ensure_eq!(cancelled, task.expect == Expect::Pending, "step {}: cancel result", step);
                 if cancelled {
                     task.expect = Expect::Cancelled;
@@ -368,6 +438,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 };
                 expected.sort();
                 let returned: Vec<Duration> = unfired.iter().map(|u| u.deadline()).collect();
+                drop_each(unfired);
                 ensure_eq!(returned, expected, "step {}: unfired tasks", step);
                 returned_total += returned.len() as u64;
                 for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
