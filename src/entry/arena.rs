@@ -316,17 +316,13 @@ impl EntryArena {
     pub(crate) fn high_water(&self) -> u64 {
         self.fresh.load(Ordering::Relaxed)
     }
-}
 
-/// In debug builds (and so in the loom models), a dropped arena checks the holding protocol of
-/// `entry/` end to end: every slot is vacant (each entry was released) and every index handed out
-/// is on exactly one free list (each release returned its slot once).
-#[cfg(debug_assertions)]
-impl Drop for EntryArena {
-    fn drop(&mut self) {
-        if std::thread::panicking() || !self.audit_on_drop {
-            return;
-        }
+    /// Checks the holding protocol of `entry/` end to end, once nothing holds an entry: every slot
+    /// is vacant (each entry was released) and every index handed out is on exactly one free list
+    /// (each release returned its slot once). Run by a dropped arena in debug builds (and so in
+    /// the loom models), and by `fault_tests.rs` in any build.
+    #[cfg(any(debug_assertions, test))]
+    pub(crate) fn audit(&self) {
         let fresh = self.fresh.load(Ordering::Relaxed) as usize;
         let mut seen = vec![false; fresh];
         for id in self.free.listed() {
@@ -336,6 +332,16 @@ impl Drop for EntryArena {
             let id = EntryId::new(index);
             assert!(!self.lock(id).is_occupied(), "slot {id:?} never released");
             assert!(listed, "slot {id:?} released but never returned to a free list");
+        }
+    }
+}
+
+/// In debug builds, a dropped arena runs its [`audit`](EntryArena::audit).
+#[cfg(debug_assertions)]
+impl Drop for EntryArena {
+    fn drop(&mut self) {
+        if !std::thread::panicking() && self.audit_on_drop {
+            self.audit();
         }
     }
 }

@@ -433,6 +433,13 @@ impl Timer {
         self.shared().store.arena.high_water()
     }
 
+    /// The timer's shared state, kept alive past the timer's drop so that `fault_tests.rs` can
+    /// look at what the drop (or a shutdown) left behind.
+    #[cfg(test)]
+    pub(crate) fn remains(&self) -> Remains {
+        Remains(Arc::clone(self.shared()))
+    }
+
     /// The futures' per-thread references to the shared state (`refs.rs`).
     #[cfg(feature = "async")]
     pub(crate) fn refs(&self) -> &refs::TimerRefs {
@@ -443,6 +450,25 @@ impl Timer {
 impl Default for Timer {
     fn default() -> Self {
         Timer::new()
+    }
+}
+
+/// A timer's shared state seen from a test, also after the timer's drop ([`Timer::remains`]).
+#[cfg(test)]
+pub(crate) struct Remains(Arc<Shared>);
+
+#[cfg(test)]
+impl Remains {
+    /// Once no advance is in progress (a detached driver may still be finishing one), audits the
+    /// entry arena: every slot released and back on a free list exactly once (`entry/arena.rs`).
+    pub(crate) fn audit_slots(&self) {
+        let _serial = self.0.advance_lock.lock();
+        self.0.store.arena.audit();
+    }
+
+    /// [`TimerStats::panicked`], readable after the drop.
+    pub(crate) fn panicked(&self) -> u64 {
+        self.0.counters.snapshot().panicked
     }
 }
 
