@@ -8,8 +8,8 @@
 //! never resolves it itself. The whole location is 8 bytes, `Option<Location>` too:
 //!
 //! ```text
-//!  63                      39   38   37 36                                  0
-//! [ lane key + 1 (25 bits)    | stage  | index in the lane's stage (37 bits)  ]
+//!  63                      36   35   34 33                                  0
+//! [ lane key + 1 (28 bits)    | stage  | index in the lane's stage (34 bits)  ]
 //! ```
 //!
 //! A bucket has lanes, each with its own lock and its own stages (`wheel/bucket/`), at most
@@ -24,7 +24,7 @@
 use std::num::NonZeroU64;
 
 const KEY_BITS: u32 = 24;
-const LANE_BITS: u32 = 1;
+const LANE_BITS: u32 = 4;
 const STAGE_BITS: u32 = 2;
 
 /// The most lanes a bucket may have: what a location's lane field holds.

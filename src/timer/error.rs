@@ -20,6 +20,9 @@ pub enum BuildError {
     NoExecutorThreads,
     /// The thread name contains a NUL byte, which threads cannot be named with.
     InvalidThreadName(String),
+    /// [`TimerBuilder::bucket_lanes`](crate::TimerBuilder::bucket_lanes) is not a power of two
+    /// from 2 to 16.
+    InvalidBucketLanes(usize),
     /// The driver or an executor thread could not be started.
     Spawn(std::io::Error),
 }
@@ -42,6 +45,9 @@ impl fmt::Display for BuildError {
             }
             BuildError::InvalidThreadName(name) => {
                 write!(f, "timer thread name must not contain a NUL byte, got {name:?}")
+            }
+            BuildError::InvalidBucketLanes(lanes) => {
+                write!(f, "timer bucket lanes must be a power of two from 2 to 16, got {lanes}")
             }
             BuildError::Spawn(err) => write!(f, "could not start a timer thread: {err}"),
         }

@@ -154,7 +154,7 @@ impl Timer {
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
         let arena = Arc::new(EntryArena::new());
         arena.reserve(config.capacity);
-        let wheel = Arc::new(TimingWheel::new(config.wheel_size));
+        let wheel = Arc::new(TimingWheel::with_lanes(config.wheel_size, config.bucket_lanes));
         let time = Time { clock: config.clock, ticks: config.ticks };
         let (queue, shut_down) = (Arc::new(DelayQueue::new()), Arc::new(AtomicBool::new(false)));
         let store = Store {

@@ -29,7 +29,7 @@ mod place;
 mod slots;
 
 use bucket::Refused;
-pub(crate) use bucket::{Handoff, Popped, TimerTaskList};
+pub(crate) use bucket::{default_lanes, Handoff, Popped, TimerTaskList, MAX_BUCKET_LANES, MIN_BUCKET_LANES};
 use place::{max_levels, LevelTable, Placement, StagePlan};
 
 /// One level: `wheel_size` buckets, or none once closed by shutdown before it was ever needed.
@@ -40,6 +40,8 @@ struct Level {
 /// The hierarchy of levels (Kafka's `TimingWheel` and its chain of overflow wheels).
 pub(crate) struct TimingWheel {
     wheel_size: u64,
+    /// Lanes per bucket (`bucket/`).
+    lanes: usize,
     table: LevelTable,
     levels: Box<[OnceLock<Level>]>,
 }
@@ -70,10 +72,19 @@ pub(crate) enum Readded {
 }
 
 impl TimingWheel {
+    /// A wheel of `wheel_size` slots per level and the default lanes per bucket
+    /// ([`default_lanes`]), for unit tests.
+    #[cfg(test)]
     pub(crate) fn new(wheel_size: u64) -> Self {
+        Self::with_lanes(wheel_size, default_lanes())
+    }
+
+    /// A wheel of `wheel_size` slots per level and `lanes` lanes per bucket (a power of two, from
+    /// [`MIN_BUCKET_LANES`] to [`MAX_BUCKET_LANES`]).
+    pub(crate) fn with_lanes(wheel_size: u64, lanes: usize) -> Self {
         debug_assert!(wheel_size >= 2);
         let levels = (0..max_levels(wheel_size)).map(|_| OnceLock::new()).collect();
-        TimingWheel { wheel_size, table: LevelTable::new(wheel_size), levels }
+        TimingWheel { wheel_size, lanes, table: LevelTable::new(wheel_size), levels }
     }
 
     pub(crate) fn wheel_size(&self) -> u64 {
@@ -90,7 +101,7 @@ impl TimingWheel {
     pub(crate) fn bucket(&self, level: usize, slot: usize) -> Option<&Arc<TimerTaskList>> {
         let level_buckets = self.levels[level].get_or_init(|| Level {
             buckets: (0..self.wheel_size as usize)
-                .map(|slot| Arc::new(TimerTaskList::new(level, slot)))
+                .map(|slot| Arc::new(TimerTaskList::new(level, slot, self.lanes)))
                 .collect(),
         });
         level_buckets.buckets.get(slot)

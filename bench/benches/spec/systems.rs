@@ -70,6 +70,10 @@ impl System for DelayWheel {
         if let Some(tasks) = std::env::var("SPEC_CAPACITY").ok().and_then(|s| s.parse().ok()) {
             builder = builder.capacity(tasks);
         }
+        // SPEC_LANES: lanes per bucket (`TimerBuilder::bucket_lanes`) instead of the host's default.
+        if let Some(lanes) = std::env::var("SPEC_LANES").ok().and_then(|s| s.parse().ok()) {
+            builder = builder.bucket_lanes(lanes);
+        }
         DelayWheel(builder.build())
     }
 

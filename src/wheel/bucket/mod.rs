@@ -106,12 +106,28 @@ use crate::sync::{thread_index, AtomicBool, AtomicU64, Mutex, MutexGuard, Orderi
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
 
-/// Lanes per bucket (see the module docs): a power of two, at most a location holds
-/// ([`MAX_LANES`]). Two under loom too, so that the models' scheduler and driver threads use
-/// different lanes.
-pub(crate) const LANES: usize = 2;
+/// The most lanes a bucket may have (`TimerBuilder::bucket_lanes`): what a location holds.
+pub(crate) const MAX_BUCKET_LANES: usize = MAX_LANES;
 
-const _: () = assert!(LANES.is_power_of_two() && LANES <= MAX_LANES);
+/// The fewest lanes a bucket has: two, so that a scheduler and the driver's cascade re-adds in
+/// the other lane do not meet on one lock (with one thread scheduling, which lane it is depends on
+/// its index).
+pub(crate) const MIN_BUCKET_LANES: usize = 2;
+
+/// Lanes per bucket unless configured (see the module docs): the cores
+/// (`available_parallelism`) rounded up to a power of two, from [`MIN_BUCKET_LANES`] to
+/// [`MAX_BUCKET_LANES`]. Under loom, 4: more than the two of a 2-core host, so that the models'
+/// threads (indices 0, 1 and 2) each add to a lane of their own, and lanes past the first two are
+/// locked by every visit.
+pub(crate) fn default_lanes() -> usize {
+    #[cfg(delaywheel_loom)]
+    return 4;
+    #[cfg(not(delaywheel_loom))]
+    {
+        let cores = std::thread::available_parallelism().map_or(MIN_BUCKET_LANES, |n| n.get());
+        cores.next_power_of_two().clamp(MIN_BUCKET_LANES, MAX_BUCKET_LANES)
+    }
+}
 
 /// The fewest entries a visit cascades from a lane's stage whose range is still more than a tick
 /// ahead (a visit costs a queue pop and push: not worth it for fewer). The loom models use 1, so
@@ -122,11 +138,12 @@ pub(crate) const CASCADE_CHUNK: usize = 256;
 pub(crate) const CASCADE_CHUNK: usize = 1;
 
 /// A lane's stage holding more entries than this is cascaded ahead of its round (see the module
-/// docs): then a stage holds at most `LANES · EARLY_LANE_LEN` (256) entries at its round, and a
-/// bucket flushed at its round at most `STAGES · 256` (1024). The loom models use 1, so that two
-/// entries in one lane's stage take the early path.
+/// docs): then a stage holds at most `L · EARLY_LANE_LEN` entries at its round (`L` lanes: 256
+/// with 2, 2048 with 16), and a bucket flushed at its round at most `STAGES` times that (1024 with
+/// 2 lanes, 8192 with 16). The loom models use 1, so that two entries in one lane's stage take the
+/// early path.
 #[cfg(not(delaywheel_loom))]
-pub(crate) const EARLY_LANE_LEN: usize = 256 / LANES;
+pub(crate) const EARLY_LANE_LEN: usize = 128;
 #[cfg(delaywheel_loom)]
 pub(crate) const EARLY_LANE_LEN: usize = 1;
 
@@ -136,9 +153,14 @@ pub(crate) struct TimerTaskList {
     key: BucketKey,
     /// Shared by the lanes: read by every add, written by an add that lowers it and by a visit.
     expiration: AtomicU64,
-    /// Each on cache lines of its own (see the module docs).
-    lanes: [Lane; LANES],
+    /// A power of two of them, from [`MIN_BUCKET_LANES`] to [`MAX_BUCKET_LANES`], each on cache
+    /// lines of its own (see the module docs).
+    lanes: Box<[Lane]>,
 }
+
+/// What a visit or a flush holds: the lock of every lane, in lane order (the first
+/// `lanes.len()`, the rest `None`: no allocation per visit).
+type AllLanes<'a> = [Option<MutexGuard<'a, [Stage; STAGES as usize]>>; MAX_BUCKET_LANES];
 
 /// One lane of a bucket: its own lock over its own stages, alone on its cache lines (128 bytes:
 /// adjacent-line prefetching pairs 64-byte lines).
@@ -149,11 +171,6 @@ struct Lane {
     stages: Mutex<[Stage; STAGES as usize]>,
 }
 
-/// The lane of the calling thread (the same round robin as the counter stripes, `timer/counters.rs`).
-#[inline]
-fn local_lane() -> usize {
-    thread_index() & (LANES - 1)
-}
 
 /// One stage of a bucket lane: its entries and its cascade window (see the module docs). The ticks
 /// are minima over the entries added since the stage was last empty, `NO_EXPIRATION` when empty.
@@ -230,14 +247,22 @@ pub(crate) enum Popped {
 }
 
 impl TimerTaskList {
-    pub(crate) fn new(level: usize, slot: usize) -> Self {
+    /// An empty bucket of `lanes` lanes (a power of two, from [`MIN_BUCKET_LANES`] to
+    /// [`MAX_BUCKET_LANES`]).
+    pub(crate) fn new(level: usize, slot: usize, lanes: usize) -> Self {
+        debug_assert!(lanes.is_power_of_two() && (MIN_BUCKET_LANES..=MAX_BUCKET_LANES).contains(&lanes));
         TimerTaskList {
             key: BucketKey::new(level, slot),
             expiration: AtomicU64::new(NO_EXPIRATION),
-            lanes: std::array::from_fn(|_| Lane {
-                stages: Mutex::new(std::array::from_fn(|_| Stage::new())),
-            }),
+            lanes: (0..lanes).map(|_| Lane { stages: Mutex::new(std::array::from_fn(|_| Stage::new())) }).collect(),
         }
+    }
+
+    /// The lane of the calling thread: its `thread_index` modulo the lanes (the same round robin
+    /// as the counter stripes, `timer/counters.rs`).
+    #[inline]
+    fn local_lane(&self) -> usize {
+        thread_index() & (self.lanes.len() - 1)
     }
 
     /// The bucket's level and slot.
@@ -268,8 +293,8 @@ impl TimerTaskList {
     }
 
     /// Every lane's lock, in lane order (a visit, the shutdown flush: see the module docs).
-    fn lock_all(&self) -> [MutexGuard<'_, [Stage; STAGES as usize]>; LANES] {
-        std::array::from_fn(|lane| self.lanes[lane].stages.lock())
+    fn lock_all(&self) -> AllLanes<'_> {
+        std::array::from_fn(|lane| self.lanes.get(lane).map(|lane| lane.stages.lock()))
     }
 
     /// Inserts a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`'s
@@ -313,7 +338,7 @@ impl TimerTaskList {
         refused: impl FnOnce() -> bool,
         enter: impl FnOnce(&mut EntryState<'_>, LaneKey) -> bool,
     ) -> Option<Option<u64>> {
-        let lane = local_lane();
+        let lane = self.local_lane();
         let mut stages = self.lanes[lane].stages.lock();
         if refused() {
             return None;
@@ -386,7 +411,7 @@ impl TimerTaskList {
             return Popped::Stale;
         }
         let mut next = NO_EXPIRATION;
-        for stage in lanes.iter_mut().flat_map(|stages| stages.iter_mut()) {
+        for stage in lanes.iter_mut().flatten().flat_map(|stages| stages.iter_mut()) {
             if stage.slots.live() == 0 {
                 continue;
             }
@@ -448,7 +473,7 @@ impl TimerTaskList {
     pub(crate) fn flush(&self, arena: &EntryArena) -> Vec<(EntryId, Deadline)> {
         let mut lanes = self.lock_all();
         let mut entries = Vec::new();
-        for stage in lanes.iter_mut().flat_map(|stages| stages.iter_mut()) {
+        for stage in lanes.iter_mut().flatten().flat_map(|stages| stages.iter_mut()) {
             let live = stage.slots.live();
             entries.reserve(live);
             // Every entry counts as due: the drain abandons them all, and a reset leaves them be.

@@ -5,6 +5,14 @@ use crate::entry::{new_entry, Status};
 use crate::sync::Arc;
 use crate::wheel::slots::MIN_COMPACT;
 
+/// The unit tests' buckets: more lanes than two, so that "another lane" is not always the same.
+const LANES: usize = 4;
+
+/// The lane of the calling thread in the unit tests' buckets.
+fn local_lane() -> usize {
+    thread_index() & (LANES - 1)
+}
+
 /// What a visit took out, and when the bucket must be visited next (unit tests).
 #[derive(Debug, Default)]
 struct Visit {
@@ -80,7 +88,7 @@ fn add_all(
 #[test]
 fn expiration_is_set_once_per_round_and_only_lowered() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(0, 0));
+    let bucket = Arc::new(TimerTaskList::new(0, 0, LANES));
     let es = entries(arena, 4);
     assert_eq!(add_all(arena, &bucket, &es[..2], at(10)), [Some(10), None], "queued once");
     assert_eq!(add_all(arena, &bucket, &es[2..3], at(14)), [None]);
@@ -106,7 +114,7 @@ fn expiration_is_set_once_per_round_and_only_lowered() {
 fn a_visit_hands_over_the_entries_due_at_the_cursor_apart_from_those_to_cascade() {
     let arena = &EntryArena::unaudited();
     // A level-1 bucket whose round starts at 100: one stage, deadlines 100 to 103 in turn.
-    let bucket = Arc::new(TimerTaskList::new(1, 0));
+    let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
     let es: Vec<Ticket> = (0..12).map(|i| new_entry(arena, 100 + i % 4, || {}).unwrap()).collect();
     add_all(arena, &bucket, &es, stage(0, 100, 100, 100));
     let (mut cascade, mut due) = (Vec::new(), Vec::new());
@@ -135,7 +143,7 @@ fn small_stages_wait_for_their_round_big_ones_open_early() {
     let arena = &EntryArena::unaudited();
     // Level-1 bucket of 4 stages, round 100 (slots of 100 ticks): stage j covers 100+25j.., opens
     // at 25(j+1).
-    let bucket = Arc::new(TimerTaskList::new(1, 0));
+    let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
     let small = entries(arena, 2);
     assert_eq!(add_all(arena, &bucket, &small[..1], stage(3, 100, 100, 175)), [Some(100)]);
     assert_eq!(add_all(arena, &bucket, &small[1..], stage(1, 100, 50, 125)), [None], "small: at its round");
@@ -160,7 +168,7 @@ fn small_stages_wait_for_their_round_big_ones_open_early() {
 #[test]
 fn a_big_stage_with_time_to_spare_cascades_in_paced_chunks() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(1, 0));
+    let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
     let es = entries(arena, 3_000);
     add_all(arena, &bucket, &es, stage(0, 1_000, 10, 1_000));
     // 989 ticks to spare: twice the even pace is 7 a tick, so the minimum chunk.
@@ -180,7 +188,7 @@ fn a_big_stage_with_time_to_spare_cascades_in_paced_chunks() {
 #[test]
 fn removal_in_any_order_keeps_every_location_exact() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(0, 0));
+    let bucket = Arc::new(TimerTaskList::new(0, 0, LANES));
     let es = entries(arena, 1_000);
     for e in &es {
         assert!(TimerTaskList::readd(&bucket, arena, held(arena, e), at(5), None).is_ok());
@@ -193,7 +201,7 @@ fn removal_in_any_order_keeps_every_location_exact() {
         cancel_out(arena, &bucket, &es[i]);
         assert!(location(arena, &es[i]).is_none());
         if step % 97 == 0 {
-            let stages = bucket.lanes[local_lane()].stages.lock();
+            let stages = bucket.lanes[bucket.local_lane()].stages.lock();
             let slots = &stages[0].slots;
             for e in &es {
                 if let Some((_, index)) = location(arena, e) {
@@ -206,21 +214,21 @@ fn removal_in_any_order_keeps_every_location_exact() {
     }
     let left: Vec<usize> = (300..700).filter(|i| i % 3 == 0).collect();
     {
-        let stages = bucket.lanes[local_lane()].stages.lock();
+        let stages = bucket.lanes[bucket.local_lane()].stages.lock();
         assert_eq!(stages[0].slots.live(), left.len());
         assert!(stages[0].slots.span() <= 4 * left.len() + MIN_COMPACT, "holes are bounded");
     }
     assert_eq!(bucket.flush(arena).len(), left.len());
 }
 
-/// Runs `f` on a thread whose lane is not the calling thread's.
-fn on_other_lane<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    let mine = local_lane();
+/// Runs `f` on a thread whose lane is `lane` (threads are numbered as they start: one of any
+/// `LANES` in a row has it).
+fn on_lane<R: Send>(lane: usize, f: impl FnOnce() -> R + Send) -> R {
     let mut f = Some(f);
     loop {
         let done = std::thread::scope(|scope| {
             scope
-                .spawn(|| match local_lane() != mine {
+                .spawn(|| match local_lane() == lane {
                     true => Some(f.take().expect("run once")()),
                     false => None,
                 })
@@ -236,12 +244,13 @@ fn on_other_lane<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 #[test]
 fn each_thread_adds_to_its_lane_and_a_visit_takes_every_lane() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(1, 0));
+    let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
     // Stage 0 (round 100, open from 25): just small in each lane, though not in sum.
     let here = entries(arena, EARLY_LANE_LEN);
     let there = entries(arena, EARLY_LANE_LEN + 2);
     assert_eq!(add_all(arena, &bucket, &here, stage(0, 100, 25, 100))[0], Some(100));
-    let queued = on_other_lane(|| add_all(arena, &bucket, &there[..EARLY_LANE_LEN], stage(0, 100, 25, 100)));
+    let other = (local_lane() + 1) % LANES;
+    let queued = on_lane(other, || add_all(arena, &bucket, &there[..EARLY_LANE_LEN], stage(0, 100, 25, 100)));
     assert!(queued.iter().all(Option::is_none), "the round is queued already");
     let lane_of = |e: &Ticket| arena.lock(e.id).location.map(|location| location.lane());
     assert_eq!(lane_of(&here[0]), Some(local_lane()));
@@ -250,8 +259,7 @@ fn each_thread_adds_to_its_lane_and_a_visit_takes_every_lane() {
     // A cancel takes its entry out of the lane it is in, whichever thread cancels.
     cancel_out(arena, &bucket, &there[0]);
     // One more in a lane makes that lane's stage big: it opens at 25, alone.
-    let queued = on_other_lane(|| add_all(arena, &bucket, &there[EARLY_LANE_LEN..], stage(0, 100, 25, 100)));
-    // With two lanes, "the other lane" is the same one both times.
+    let queued = on_lane(other, || add_all(arena, &bucket, &there[EARLY_LANE_LEN..], stage(0, 100, 25, 100)));
     assert_eq!(lane_of(&there[EARLY_LANE_LEN]), lane_of(&there[1]), "both batches in the other lane");
     assert_eq!(queued, [None, Some(25)], "big once it holds more than EARLY_LANE_LEN");
     let visit = bucket.visit(arena, 99);
@@ -262,22 +270,26 @@ fn each_thread_adds_to_its_lane_and_a_visit_takes_every_lane() {
     assert!(here.iter().chain(&there).all(|e| location(arena, e).is_none()), "every lane emptied");
     // A flush empties every lane too.
     add_all(arena, &bucket, &here[..1], stage(1, 600, 300, 620));
-    on_other_lane(|| add_all(arena, &bucket, &here[1..2], stage(3, 600, 500, 650)));
-    assert_eq!(bucket.flush(arena).len(), 2);
+    on_lane(other, || add_all(arena, &bucket, &here[1..2], stage(3, 600, 500, 650)));
+    on_lane((other + 1) % LANES, || add_all(arena, &bucket, &here[2..3], stage(2, 600, 400, 640)));
+    assert_eq!(bucket.flush(arena).len(), 3);
     assert_eq!(bucket.expiration(), NO_EXPIRATION);
 }
 
 #[test]
 fn a_bucket_is_a_few_cache_lines_per_lane() {
-    // The header on its own 128 bytes, then each lane's lock and 4 stages (328 bytes).
-    assert_eq!(std::mem::size_of::<TimerTaskList>(), 128 + LANES * 384);
+    // A header of 32 bytes (48 in its `Arc`), then the lanes, each lock and 4 stages (328 bytes)
+    // on 384 bytes of their own.
+    assert_eq!(std::mem::size_of::<TimerTaskList>(), 32);
+    assert_eq!(std::mem::size_of::<Lane>(), 384);
+    assert_eq!(std::mem::size_of_val(&*TimerTaskList::new(0, 0, 16).lanes), 16 * 384);
     assert_eq!(std::mem::size_of::<Mutex<[Stage; 4]>>(), 328);
 }
 
 #[test]
 fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(0, 0));
+    let bucket = Arc::new(TimerTaskList::new(0, 0, LANES));
     let flag = AtomicBool::new(true);
     let mut fresh = Fresh::new(Deadline::at_tick(5), || {}, arena).unwrap();
     let id = arena.alloc().unwrap();
