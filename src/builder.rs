@@ -15,16 +15,17 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// 512 slots give level spans of 512 ms, 4.4 min and 37 h at a 1 ms tick: request timeouts up to
 /// half a second never cascade, heartbeats of seconds to minutes cascade once, and far deadlines
 /// spread over many buckets (less lock contention between scheduling threads). A level costs 512
-/// buckets of 1 KiB (two lanes each, on cache lines of their own: about 512 KiB), created only when
-/// first needed. Instructions per timer (callgrind) for 100 000 timers over 1 s, schedule to
+/// buckets of 0.8 KiB with two lanes each (about 0.4 MiB; 6.2 KiB with 16 lanes, 3.1 MiB:
+/// [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer (callgrind) for 100 000 timers over 1 s, schedule to
 /// fire: 4096 slots 1 227, 512 slots 1 366, 256 slots 1 447, 64 slots 1 521, 20 slots (Kafka's)
 /// 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
 
 /// The largest wheel size accepted: 65 536 slots.
 ///
-/// Each level is allocated whole when first needed (`wheel_size` buckets of 1 KiB), so the bound
-/// keeps a level at 64 MiB; Netty's largest useful wheels are far below it.
+/// Each level is allocated whole when first needed (`wheel_size` buckets of 0.8 KiB with two lanes,
+/// 6.2 KiB with 16), so the bound keeps a level at 53 MiB with two lanes (400 MiB with 16); Netty's
+/// largest useful wheels are far below it.
 pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 
 /// Where fired tasks run.

@@ -44,7 +44,8 @@ fn many_threads_share_buckets_and_every_cancel_is_exact() {
         let barrier = Arc::new(Barrier::new(THREADS));
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (timer, log, clock, barrier) = (timer.clone(), log.clone(), clock.clone(), barrier.clone());
+                let (timer, log, clock, barrier) =
+                    (timer.clone(), log.clone(), clock.clone(), barrier.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
                     // Delays 5, 10 (level 0), 40 and 100 ticks (levels 1 and 2: cascaded).

@@ -28,7 +28,7 @@
 //! or fires it.
 //!
 //! A [`Ticket`] (what a handle keeps) is an index and a generation, and the bucket and lane the
-//! entry was first added to (`location::LaneKey`; a bucket has two lanes, chosen by the scheduling thread's index parity,
+//! entry was first added to (`location::LaneKey`; a bucket has lanes, chosen by the scheduling thread's index,
 //! `wheel/bucket/`): every operation started from a ticket checks the generation under the
 //! slot lock, so a ticket whose entry was released does nothing to the slot's next occupant. A
 //! released slot keeps its last status until it is reused, so a handle still learns how its task

@@ -7,15 +7,18 @@
 //!
 //! ## Lanes
 //!
-//! A bucket has [`LANES`] **lanes**, each with its own lock and its own stages (lists and minima),
-//! alone on its cache lines (`#[repr(align(128))]`); a thread adds to the lane of its
-//! `thread_index` modulo [`LANES`] (round robin, as the counter stripes), so two threads scheduling
-//! into the same buckets (SPEC W3: the ~117 level-1 buckets of a 10–70 s spread) write different
-//! lines instead of bouncing one lock, one list tail and one set of minima between them, when their
-//! indices differ in parity (threads that share a lane are correct, only slower; so are a scheduler
-//! and the driver's cascade re-adds in the same lane). Only the expiration is shared, and an add
-//! only reads it unless it lowers it. The price is memory: a bucket is 1 KiB with its `Arc` (368
-//! bytes with one lock), a level of 512 about 512 KiB.
+//! A bucket has `L` **lanes** (the timer's, a power of two from [`MIN_BUCKET_LANES`] to
+//! [`MAX_BUCKET_LANES`]: `TimerBuilder::bucket_lanes`, by default the cores rounded up,
+//! [`default_lanes`]), each with its own lock and its own stages (lists and minima), alone on its
+//! cache lines (`#[repr(align(128))]`); a thread adds to the lane of its `thread_index` modulo `L`
+//! (round robin, as the counter stripes), so threads scheduling into the same buckets (a broker's
+//! request timeouts of one delay; SPEC W3 and W7) write different lines instead of bouncing one
+//! lock, one list tail and one set of minima between them, as long as no two of them have the same
+//! index modulo `L` (threads that share a lane are correct, only slower; so are a scheduler and the
+//! driver's cascade re-adds in the same lane). Only the expiration is shared, and an add only reads
+//! it unless it lowers it. The price is memory: a bucket is a 48-byte header in its `Arc` and 384
+//! bytes per lane in one block (`Box<[Lane]>`), 0.8 KiB with 2 lanes and 6.2 KiB with 16; a level
+//! of 512 buckets 0.4 MiB with 2 lanes and 3.1 MiB with 16.
 //!
 //! * An **add** takes its lane's lock (then the slot's), inserts, and lowers the expiration under
 //!   it, as with one lock; but two lanes' adds may lower it at once, so a lowering is one atomic
@@ -30,11 +33,12 @@
 //!   sees the new expiration). Only they raise the expiration.
 //!
 //! Every stage decision below (`visit_at`, the early threshold, the chunk) is made per lane's stage:
-//! an add sees only its lane. The early threshold is split between the lanes
-//! ([`EARLY_LANE_LEN`] = 256 / `LANES`), so that a stage still holds at most 256 entries at its round
-//! and a bucket flushed at its round at most `4 · 256`; one thread's stage thus goes early past 128
-//! entries. The pacing and the minimum chunk ([`CASCADE_CHUNK`]) apply to each lane's stage: a visit
-//! of a bucket whose lanes are all big takes a chunk from each.
+//! an add sees only its lane. The early threshold is per lane's stage ([`EARLY_LANE_LEN`] = 128
+//! whatever `L`: one thread's stage goes early past 128 entries), so a stage holds at most
+//! `L · 128` entries at its round and a bucket flushed at its round at most `4 · L · 128` (1024
+//! with 2 lanes, 8192 with 16, when every lane's part of every stage is just under the threshold).
+//! The pacing and the minimum chunk ([`CASCADE_CHUNK`]) apply to each lane's stage: a visit of a
+//! bucket whose lanes are all big takes a chunk from each.
 //!
 //! ## Stages
 //!
@@ -57,8 +61,8 @@
 //! **Why a stage only grows big before it opens.** Placement puts an entry in the finest level whose
 //! window holds it, so relative to the adder's base the entry's stage has not opened yet (`opens >
 //! base`; `wheel/place.rs` unit tests). A stage therefore crosses the threshold before the driver may visit
-//! it, and once open it only shrinks: that is what bounds a round-time flush to `4 · 256` entries
-//! (`4 · LANES · EARLY_LANE_LEN`). The
+//! it, and once open it only shrinks: that is what bounds a round-time flush to
+//! `4 · L · EARLY_LANE_LEN` entries. The
 //! one exception is a scheduler whose view of time is ahead of the driver's cursor, or behind it: it
 //! may add to an open stage, or put two rounds in one stage; the minima then make the stage visited
 //! early, which re-adds each entry through the wheel to where it belongs (a later round comes back to
@@ -91,7 +95,8 @@
 //! ## Locking
 //!
 //! A lane lock is taken before any slot lock (see `entry/`); several lane locks only by a visit or
-//! a flush, every lane in lane order. No callback ever runs under them.
+//! a flush, every lane in lane order (held in a fixed array of [`MAX_BUCKET_LANES`] guards: no
+//! allocation per visit). No callback ever runs under them.
 
 use std::fmt;
 
@@ -99,35 +104,12 @@ use super::place::{StagePlan, STAGES};
 use super::slots::Slots;
 use super::{faults, ShutDown};
 use crate::deadline::Deadline;
-use crate::entry::location::{BucketKey, LaneKey, Location, MAX_LANES};
+use crate::entry::location::{BucketKey, LaneKey, Location};
 use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, Ticket};
-use crate::sync::{thread_index, AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
-
-/// The most lanes a bucket may have (`TimerBuilder::bucket_lanes`): what a location holds.
-pub(crate) const MAX_BUCKET_LANES: usize = MAX_LANES;
-
-/// The fewest lanes a bucket has: two, so that a scheduler and the driver's cascade re-adds in
-/// the other lane do not meet on one lock (with one thread scheduling, which lane it is depends on
-/// its index).
-pub(crate) const MIN_BUCKET_LANES: usize = 2;
-
-/// Lanes per bucket unless configured (see the module docs): the cores
-/// (`available_parallelism`) rounded up to a power of two, from [`MIN_BUCKET_LANES`] to
-/// [`MAX_BUCKET_LANES`]. Under loom, 4: more than the two of a 2-core host, so that the models'
-/// threads (indices 0, 1 and 2) each add to a lane of their own, and lanes past the first two are
-/// locked by every visit.
-pub(crate) fn default_lanes() -> usize {
-    #[cfg(delaywheel_loom)]
-    return 4;
-    #[cfg(not(delaywheel_loom))]
-    {
-        let cores = std::thread::available_parallelism().map_or(MIN_BUCKET_LANES, |n| n.get());
-        cores.next_power_of_two().clamp(MIN_BUCKET_LANES, MAX_BUCKET_LANES)
-    }
-}
 
 /// The fewest entries a visit cascades from a lane's stage whose range is still more than a tick
 /// ahead (a visit costs a queue pop and push: not worth it for fewer). The loom models use 1, so
@@ -157,20 +139,6 @@ pub(crate) struct TimerTaskList {
     /// lines of its own (see the module docs).
     lanes: Box<[Lane]>,
 }
-
-/// What a visit or a flush holds: the lock of every lane, in lane order (the first
-/// `lanes.len()`, the rest `None`: no allocation per visit).
-type AllLanes<'a> = [Option<MutexGuard<'a, [Stage; STAGES as usize]>>; MAX_BUCKET_LANES];
-
-/// One lane of a bucket: its own lock over its own stages, alone on its cache lines (128 bytes:
-/// adjacent-line prefetching pairs 64-byte lines).
-#[repr(align(128))]
-struct Lane {
-    /// Inline, so that a schedule touches no other block than the list it appends to; a level-0
-    /// bucket uses only the first.
-    stages: Mutex<[Stage; STAGES as usize]>,
-}
-
 
 /// One stage of a bucket lane: its entries and its cascade window (see the module docs). The ticks
 /// are minima over the entries added since the stage was last empty, `NO_EXPIRATION` when empty.
@@ -247,24 +215,6 @@ pub(crate) enum Popped {
 }
 
 impl TimerTaskList {
-    /// An empty bucket of `lanes` lanes (a power of two, from [`MIN_BUCKET_LANES`] to
-    /// [`MAX_BUCKET_LANES`]).
-    pub(crate) fn new(level: usize, slot: usize, lanes: usize) -> Self {
-        debug_assert!(lanes.is_power_of_two() && (MIN_BUCKET_LANES..=MAX_BUCKET_LANES).contains(&lanes));
-        TimerTaskList {
-            key: BucketKey::new(level, slot),
-            expiration: AtomicU64::new(NO_EXPIRATION),
-            lanes: (0..lanes).map(|_| Lane { stages: Mutex::new(std::array::from_fn(|_| Stage::new())) }).collect(),
-        }
-    }
-
-    /// The lane of the calling thread: its `thread_index` modulo the lanes (the same round robin
-    /// as the counter stripes, `timer/counters.rs`).
-    #[inline]
-    fn local_lane(&self) -> usize {
-        thread_index() & (self.lanes.len() - 1)
-    }
-
     /// The bucket's level and slot.
     pub(crate) fn key(&self) -> BucketKey {
         self.key
@@ -290,11 +240,6 @@ impl TimerTaskList {
             return faults::lower_by_store(&self.expiration, tick);
         }
         self.expiration.fetch_min(tick, Ordering::AcqRel) > tick
-    }
-
-    /// Every lane's lock, in lane order (a visit, the shutdown flush: see the module docs).
-    fn lock_all(&self) -> AllLanes<'_> {
-        std::array::from_fn(|lane| self.lanes.get(lane).map(|lane| lane.stages.lock()))
     }
 
     /// Inserts a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`'s
@@ -498,7 +443,10 @@ impl fmt::Debug for TimerTaskList {
 }
 
 mod held;
+mod lanes;
 pub(crate) use held::Refused;
+use lanes::Lane;
+pub(crate) use lanes::{default_lanes, MAX_BUCKET_LANES, MIN_BUCKET_LANES};
 
 #[cfg(test)]
 mod tests;

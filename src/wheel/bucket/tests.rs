@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::entry::{new_entry, Status};
-use crate::sync::Arc;
+use crate::sync::{thread_index, Arc, Mutex};
 use crate::wheel::slots::MIN_COMPACT;
 
 /// The unit tests' buckets: more lanes than two, so that "another lane" is not always the same.

@@ -1,0 +1,70 @@
+//! A bucket's lanes (see the bucket's module docs, "Lanes"): how many, which one a thread adds
+//! to, and every lane's lock at once for a visit or a flush.
+
+use super::{Stage, TimerTaskList, NO_EXPIRATION};
+use crate::entry::location::{BucketKey, MAX_LANES};
+use crate::sync::{thread_index, AtomicU64, Mutex, MutexGuard};
+use crate::wheel::place::STAGES;
+
+/// The most lanes a bucket may have (`TimerBuilder::bucket_lanes`): what a location holds.
+pub(crate) const MAX_BUCKET_LANES: usize = MAX_LANES;
+
+/// The fewest lanes a bucket has: two, so that a scheduler and the driver's cascade re-adds in
+/// the other lane do not meet on one lock (with one thread scheduling, which lane it is depends on
+/// its index).
+pub(crate) const MIN_BUCKET_LANES: usize = 2;
+
+/// Lanes per bucket unless configured (see the module docs): the cores
+/// (`available_parallelism`) rounded up to a power of two, from [`MIN_BUCKET_LANES`] to
+/// [`MAX_BUCKET_LANES`]. Under loom, 4: more than the two of a 2-core host, so that the models'
+/// threads (indices 0, 1 and 2) each add to a lane of their own, and lanes past the first two are
+/// locked by every visit.
+pub(crate) fn default_lanes() -> usize {
+    #[cfg(delaywheel_loom)]
+    return 4;
+    #[cfg(not(delaywheel_loom))]
+    {
+        let cores = std::thread::available_parallelism().map_or(MIN_BUCKET_LANES, |n| n.get());
+        cores.next_power_of_two().clamp(MIN_BUCKET_LANES, MAX_BUCKET_LANES)
+    }
+}
+
+/// One lane of a bucket: its own lock over its own stages, alone on its cache lines (128 bytes:
+/// adjacent-line prefetching pairs 64-byte lines).
+#[repr(align(128))]
+pub(super) struct Lane {
+    /// Inline, so that a schedule touches no other block than the list it appends to; a level-0
+    /// bucket uses only the first.
+    pub(super) stages: Mutex<[Stage; STAGES as usize]>,
+}
+
+/// What a visit or a flush holds: the lock of every lane, in lane order (the first
+/// `lanes.len()`, the rest `None`: no allocation per visit).
+pub(super) type AllLanes<'a> = [Option<MutexGuard<'a, [Stage; STAGES as usize]>>; MAX_BUCKET_LANES];
+
+impl TimerTaskList {
+    /// An empty bucket of `lanes` lanes (a power of two, from [`MIN_BUCKET_LANES`] to
+    /// [`MAX_BUCKET_LANES`]).
+    pub(crate) fn new(level: usize, slot: usize, lanes: usize) -> Self {
+        debug_assert!(lanes.is_power_of_two() && (MIN_BUCKET_LANES..=MAX_BUCKET_LANES).contains(&lanes));
+        TimerTaskList {
+            key: BucketKey::new(level, slot),
+            expiration: AtomicU64::new(NO_EXPIRATION),
+            lanes: (0..lanes)
+                .map(|_| Lane { stages: Mutex::new(std::array::from_fn(|_| Stage::new())) })
+                .collect(),
+        }
+    }
+
+    /// The lane of the calling thread: its `thread_index` modulo the lanes (the same round robin
+    /// as the counter stripes, `timer/counters.rs`).
+    #[inline]
+    pub(super) fn local_lane(&self) -> usize {
+        thread_index() & (self.lanes.len() - 1)
+    }
+
+    /// Every lane's lock, in lane order (a visit, the shutdown flush: see the module docs).
+    pub(super) fn lock_all(&self) -> AllLanes<'_> {
+        std::array::from_fn(|lane| self.lanes.get(lane).map(|lane| lane.stages.lock()))
+    }
+}
