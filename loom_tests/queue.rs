@@ -2,9 +2,9 @@
 //! the same value.
 //!
 //! A manual timer of wheel size 2 on a `ManualClock`, one value due now, two threads: one advances
-//! the timer (the value's task takes it to the ready list), the other removes the value and inserts
-//! a second one, due later, into the slot the first one left (under loom the slab has one shard, so
-//! the insert reuses that slot), or re-arms it. Values are plain integers: what the models check is
+//! the timer (its firing claims the value's entry and hands the value to the ready list), the other
+//! removes the value and inserts a second one, due later, into the slot the first one left (under
+//! loom the arena reuses a freed slot at once), then removes by the first key again, or re-arms it. Values are plain integers: what the models check is
 //! where each ends up, and when.
 
 use std::time::Duration;
@@ -23,9 +23,9 @@ fn manual_queue() -> (ManualClock, Arc<DelayQueue<u8>>) {
 }
 
 /// Exactly one of "`remove` returned the value" and "a consumer took it" happens, whichever of the
-/// remove and the task reaches the slot first; and the task of the removed value (which may already
-/// be running when its cancel comes) never takes the later value that reused its slot: that one
-/// stays pending, never early, and `len()` counts exactly it.
+/// remove's cancel and the firing claims the entry first; and the first key, stale once its value
+/// left, never takes the later value that reused its slot: that one stays pending, never early,
+/// and `len()` counts exactly it.
 #[test]
 fn remove_racing_expiry_then_reuse() {
     loom::model(|| {
@@ -39,6 +39,7 @@ fn remove_racing_expiry_then_reuse() {
         };
         let removed = queue.remove(&first);
         let second = queue.insert(2, ticks(5));
+        assert_eq!(queue.remove(&first), None, "a stale key took the later value");
         advancer.join().unwrap();
 
         let expired: Vec<u8> = std::iter::from_fn(|| queue.try_recv()).map(|e| e.into_inner()).collect();

@@ -185,7 +185,7 @@ impl ClockSource {
     }
 
     /// The instant that reading zero stands for (see the module docs).
-    fn base(&self) -> Instant {
+    pub(crate) fn base(&self) -> Instant {
         match self {
             ClockSource::System { origin } => *origin,
             ClockSource::Manual(clock) => clock.inner.base,

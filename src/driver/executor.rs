@@ -50,7 +50,7 @@ impl Executor {
                             lateness.record_one(ticks, deadline_tick, clock.now_nanos());
                         };
                         let freed = &mut Freed::default();
-                        fire::fire_one(&arena, (entry, Return::Now), stripe, freed, claimed);
+                        fire::fire_one(&arena, (entry, Return::Now), stripe, freed, claimed, None);
                     }
                 })
             })

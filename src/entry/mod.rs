@@ -76,14 +76,16 @@ pub(crate) mod slot_lock;
 // inline.
 #[allow(unsafe_code)]
 pub(crate) mod task_slab;
+mod value;
 
 pub(crate) use arena::EntryArena;
 pub(crate) use claim::Claimed;
 pub(crate) use inline_task::InlineTask;
 use location::{LaneKey, Location};
-pub(crate) use retarget::{deadline, retarget, Retargeted};
+pub(crate) use retarget::{deadline, retarget, Retargeted, Target};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 pub(crate) use task_slab::Freed;
+pub(crate) use value::{claim_value, current, exact, pending_lane, FiredValue};
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -365,7 +367,7 @@ where
 
 /// Releases a slot its holder found no longer pending (e.g. cancelled in transit).
 pub(crate) fn discard(arena: &EntryArena, id: EntryId) {
-    let (task, _) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
+    let (task, ..) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
     debug_assert!(task.is_none(), "discarding a pending entry");
 }
 
@@ -386,12 +388,12 @@ fn claim_and_release(
     id: EntryId,
     to: Status,
     ret: Return,
-) -> (Option<InlineTask>, Deadline) {
+) -> (Option<InlineTask>, Deadline, u64) {
     let claimed = {
         let mut state = arena.lock(id);
         let task = state.claim(to);
         state.release();
-        (task, state.deadline)
+        (task, state.deadline, state.generation())
     };
     if ret == Return::Now {
         arena.free(id);
@@ -401,19 +403,25 @@ fn claim_and_release(
 
 /// The holder's firing: claims the entry; if this call won, calls `claimed` with the deadline's
 /// tick (no lock held: the caller counts the entry out there), then runs the closure on this
-/// thread, catching a panic. The slot is released either way, and returned to the arena as `ret`
-/// says; a block the closure was in (`task_slab.rs`) goes to `freed`.
+/// thread, catching a panic, or, for a value task, appends it to `values` (`value.rs`). The slot
+/// is released either way, and returned to the arena as `ret` says; a block the closure was in
+/// (`task_slab.rs`) goes to `freed`.
 pub(crate) fn fire(
     arena: &EntryArena,
     (id, ret): (EntryId, Return),
     freed: &mut Freed,
     claimed: &mut dyn FnMut(u64),
+    values: Option<&mut Vec<FiredValue>>,
 ) -> Fire {
-    let (task, deadline) = claim_and_release(arena, id, Status::Fired, ret);
+    let (task, deadline, generation) = claim_and_release(arena, id, Status::Fired, ret);
     let Some(task) = task else {
         return Fire::Lost;
     };
     claimed(deadline.tick());
+    if let (true, Some(values)) = (task.is_value(), values) {
+        values.push(FiredValue::new(task, id, generation));
+        return Fire::Ran;
+    }
     match panic::catch_unwind(AssertUnwindSafe(|| task.run_into(freed))) {
         Ok(()) => Fire::Ran,
         // The payload is user code too: its drop may panic again (`unwind.rs`).
@@ -459,7 +467,7 @@ pub(crate) fn abandon_held_elsewhere(
 
 /// [`abandon`], handing back the closure, boxed, and the deadline.
 pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId) -> Option<(Task, Deadline)> {
-    let (task, deadline) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
+    let (task, deadline, _) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
     Some((task?.into_box(), deadline))
 }
 

@@ -59,16 +59,34 @@ pub(crate) enum Retargeted {
     Gone,
 }
 
+/// A reset's new deadline: the wheel's, and for a value task the exact one its value carries
+/// (`inline_task/value.rs`), written together under the slot lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub(crate) deadline: Deadline,
+    pub(crate) exact: Option<i64>,
+}
+
+impl From<Deadline> for Target {
+    fn from(deadline: Deadline) -> Target {
+        Target { deadline, exact: None }
+    }
+}
+
 impl EntryState<'_> {
+    /// Writes a reset's new deadline (and a value task's exact one).
+    fn rewrite(&mut self, to: Target) {
+        self.deadline = to.deadline;
+        if let (Some(exact), Some(task)) = (to.exact, self.task.as_mut()) {
+            task.set_exact(exact);
+        }
+    }
+
     /// A reset's look at the entry `ticket` names, with the lock of the bucket lane `locked` held
     /// (`None`: no lane lock, only the slot's): see [`Retargeted`]. Never claims: the entry stays
     /// pending whatever this finds, and only a lane lock the caller holds lets it leave its list.
-    pub(crate) fn retarget(
-        &mut self,
-        ticket: Ticket,
-        locked: Option<LaneKey>,
-        deadline: Deadline,
-    ) -> Retargeted {
+    pub(crate) fn retarget(&mut self, ticket: Ticket, locked: Option<LaneKey>, to: Target) -> Retargeted {
+        let deadline = to.deadline;
         // Seeded fault `reset_ticket_unchecked` (docs/loom.md): no generation check, so a handle
         // whose task finished moves whatever task reused its slot.
         if !self.is(ticket) && !fault!("reset_ticket_unchecked") {
@@ -78,6 +96,11 @@ impl EntryState<'_> {
         // entry the driver is about to fire reports it moved, and it fires before the new deadline.
         let due = self.life().due() && !fault!("reset_ignores_due");
         if self.status() != Status::Pending || due {
+            // Seeded fault `queue_reset_records_unmoved` (docs/loom.md): a value's exact deadline is
+            // rewritten although the entry is due and keeps firing at its old one.
+            if due && fault!("queue_reset_records_unmoved") {
+                self.rewrite(Target { deadline: self.deadline, ..to });
+            }
             return Retargeted::Gone;
         }
         // Seeded fault `reset_defers_earlier` (docs/loom.md): an earlier deadline is left in the
@@ -85,17 +108,17 @@ impl EntryState<'_> {
         let later = deadline.tick() >= self.deadline.tick() || fault!("reset_defers_earlier");
         match self.location {
             Some(_) if later => {
-                self.deadline = deadline;
+                self.rewrite(to);
                 Retargeted::Rewritten
             }
             Some(location) if Some(location.lane_key()) == locked => {
                 self.location = None;
-                self.deadline = deadline;
+                self.rewrite(to);
                 Retargeted::Here(location)
             }
             Some(location) => Retargeted::Elsewhere(location.lane_key()),
             None => {
-                self.deadline = deadline;
+                self.rewrite(to);
                 Retargeted::Rewritten
             }
         }
@@ -105,8 +128,8 @@ impl EntryState<'_> {
 /// A reset's first look, under the slot lock alone ([`EntryState::retarget`] with no lane locked):
 /// a later deadline, or an entry in transit, is done here ([`Retargeted::Rewritten`]); an earlier
 /// deadline for an entry in a bucket comes back as the lane to lock ([`Retargeted::Elsewhere`]).
-pub(crate) fn retarget(arena: &EntryArena, ticket: Ticket, deadline: Deadline) -> Retargeted {
-    arena.lock(ticket.id).retarget(ticket, None, deadline)
+pub(crate) fn retarget(arena: &EntryArena, ticket: Ticket, to: Target) -> Retargeted {
+    arena.lock(ticket.id).retarget(ticket, None, to)
 }
 
 /// The deadline of the pending entry `ticket` names, `None` once it is no longer pending (or its

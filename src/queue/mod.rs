@@ -8,50 +8,42 @@
 //! [`try_recv`](DelayQueue::try_recv), [`recv_timeout`](DelayQueue::recv_timeout) or (feature
 //! `async`) `poll_expired`, `next_expired` and a `Stream`.
 //!
-//! It stands on the public [`Timer`] API only, as the purgatory does.
-//!
 //! ## Protocol
 //!
-//! * **insert**: in the calling thread's shard of the slab (`slab.rs`), under the shard's lock,
-//!   pick a vacant slot, schedule a timer task for it and store the value, its deadline and the
-//!   task's handle there. The task captures the queue's shared state and the slot's [`Key`]: 16
-//!   bytes, so it stays inline in the timer's entry (no allocation per insert). The queue's count
-//!   (`len`) goes up before the task is scheduled, so it never lags a consumer's count-out.
-//! * **expire** (the timer task, on the thread that runs the timer's tasks): take the value out of
-//!   its slot under the shard lock (if the key's generation still matches and the value is there),
-//!   then append it to the ready list (`ready.rs`), waking every waiting consumer.
-//! * **remove**: take the value out of its slot under the shard lock, then cancel its timer task
-//!   with no lock held.
-//! * **reset**: under the shard lock, re-arm the timer task in place
-//!   ([`TimerHandle::reset_at`](crate::TimerHandle::reset_at)) and record the new deadline.
+//! Each pending value **is** a timer entry: it lives in the entry's task storage (inline up to 8
+//! bytes of value beside its exact deadline, in a block of the timer's task slab up to 248), and
+//! its [`Key`] is the entry's slot index and generation. The timer does the work
+//! (`timer/values.rs`, whose module docs give the protocol and the exactly-once argument):
+//!
+//! * **insert**: a schedule of a value entry, on one reading of the clock. The queue's count
+//!   (`len`) goes up first, so it never lags a consumer's count-out.
+//! * **remove**: a cancel that hands the value back; `None` once the entry was claimed (fired) or
+//!   the key's generation no longer matches its slot.
+//! * **reset**: the timer's reset of the entry, which also rewrites the deadline the value carries.
+//! * **expire**: the timer's firing claims the entry and hands the values of each fired batch to
+//!   the queue (this module's `ValueSink`), which appends them to the ready list (`ready.rs`) under
+//!   one lock per batch and wakes every waiting consumer.
 //! * **consume**: take the oldest value from the ready list; count it out of `len`.
 //!
-//! **Exactly once.** A value leaves its slot once, under the shard lock, to whoever takes it
-//! first: `remove` (which returns it) or its timer task (which hands it to the ready list, from
-//! which one consumer takes it). A `remove` that finds the slot empty returns `None`: the value has
-//! expired or is expiring. A task that lost its value to a `remove` before its cancel could stop it
-//! runs and finds the slot's generation changed, even if a later insert reuses the slot: it takes
-//! nothing (the loom model `queue::remove_racing_expiry_then_reuse` checks this). A reset holds the
-//! shard lock, so the task cannot take the value between the re-arm and the new deadline being
-//! recorded; a reset that finds the task already firing returns `false` and changes nothing.
+//! **Exactly once.** A value leaves its entry only through the entry's one claim: to the firing
+//! (then the ready list, from which one consumer takes it) or to a remove. A key whose value
+//! expired or was removed names nothing once its slot is reused (the generation differs; loom
+//! model `queue::remove_racing_expiry_then_reuse`), and a reset never claims (loom model
+//! `queue::reset_racing_expiry`).
 //!
-//! **Order.** Values are appended to the ready list in the order the timer runs their tasks:
-//! deadline order (to a 256th of a tick within a tick; first inserted first for equal deadlines),
-//! when the timer runs its tasks on the thread that advances it (the default
-//! [`TaskExecution::OnDriver`](crate::TaskExecution::OnDriver)). With executor threads, values come
-//! out in the order the executors run their tasks.
+//! **Order.** The timer fires each batch in deadline order (to a 256th of a tick within a tick;
+//! first inserted first for equal deadlines) and hands it over in that order. With executor
+//! threads ([`TaskExecution::Threads`](crate::TaskExecution::Threads)) the driver hands values
+//! over itself, in the same order.
 //!
 //! ## Locking rules
 //!
-//! Locks: the slab's shard locks, the ready list's lock, and the timer's. The nestings are *shard
-//! lock, then timer locks* (insert schedules, reset re-arms under it) and none else: the timer runs
-//! the task with none of its bucket, entry or queue locks held, and the task takes the shard lock,
-//! releases it, then takes the ready list's lock. `remove` cancels after releasing the shard lock.
-//! Consumers hold only the ready list's lock, never while waking anyone.
+//! Locks: the timer's, and the ready list's. The timer calls the queue with none of its bucket,
+//! entry or queue locks held, and the queue then takes only the ready list's lock. Consumers hold
+//! only the ready list's lock, never while waking anyone.
 
 mod expired;
 mod ready;
-mod slab;
 #[cfg(feature = "async")]
 mod stream;
 
@@ -59,13 +51,31 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 pub use expired::{Expired, InsertError};
-pub use slab::Key;
 
 use crate::sync::{Arc, AtomicUsize, Ordering};
-use crate::ScheduleError;
+use crate::timer::values::{instant_of, FiredValues, ValueSink, ValueTicket};
+use crate::timer::When;
 use crate::Timer;
 use ready::{count_out, Ready};
-use slab::Slab;
+
+/// Names a value inserted into a [`DelayQueue`]: its timer entry's slot and generation. A key of a
+/// value that expired or was removed names nothing, also once its slot holds a later value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key(Option<ValueTicket>);
+
+impl Key {
+    /// The key of a refused insert: names nothing.
+    const NOTHING: Key = Key(None);
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(ticket) => ticket.fmt(f),
+            None => f.write_str("Key(nothing)"),
+        }
+    }
+}
 
 /// Values held until their deadline, then handed out in deadline order, exactly once each.
 ///
@@ -110,27 +120,33 @@ use slab::Slab;
 /// assert_eq!(queue.remove(&late), None); // it expired
 /// ```
 pub struct DelayQueue<T> {
-    /// Declared first so that it is dropped first: its drain drops every unfired task (each holds
-    /// `inner`) before the values go.
+    /// Declared first so that it is dropped first: its drain drops every pending value.
     timer: Timer,
     inner: Arc<Inner<T>>,
 }
 
-/// What the queue and its timer tasks share.
+/// What the queue and its timer share.
 struct Inner<T> {
-    slab: Slab<T>,
     ready: Ready<T>,
     /// Values pending or expired and not yet taken.
     len: AtomicUsize,
+    /// The instant the timer's clock readings count from: exact deadlines are offsets from it.
+    base: Instant,
 }
 
-impl<T> Inner<T> {
-    /// The timer task of `key`: moves its value, if still there, to the ready list.
-    fn expire(&self, key: Key) {
-        if let Some(pending) = self.slab.take(key) {
-            drop(pending.handle);
-            self.ready.push(Expired { value: pending.value, key, deadline: pending.deadline });
-        }
+/// The queue's side of its timer: the timer's fired values go to the ready list, a batch at a time.
+struct Sink<T>(Arc<Inner<T>>);
+
+impl<T: Send + 'static> ValueSink for Sink<T> {
+    fn deliver(&self, fired: &mut FiredValues<'_>) {
+        let inner = &*self.0;
+        let base = inner.base;
+        let expired = fired.drain::<T>().map(|(value, ticket, exact)| Expired {
+            value,
+            key: Key(Some(ticket)),
+            deadline: instant_of(base, exact),
+        });
+        inner.ready.push_all(expired);
     }
 }
 
@@ -154,11 +170,14 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// (together with any other task scheduled on the timer).
     ///
     /// If the timer is [shut down](Timer::shutdown) (through [`timer`](Self::timer)), nothing
-    /// expires any more: inserts are refused, pending values stay until removed or the queue is
-    /// dropped, and consumers wait for them in vain.
+    /// expires any more: inserts are refused, and the pending values are the shutdown's (dropped,
+    /// or handed back inside the [`UnfiredTask`](crate::UnfiredTask)s, whose run drops them);
+    /// `len` still counts them, and consumers wait for them in vain.
     pub fn with_timer(timer: Timer) -> Self {
-        let inner = Inner { slab: Slab::new(), ready: Ready::new(), len: AtomicUsize::new(0) };
-        DelayQueue { timer, inner: Arc::new(inner) }
+        let inner = Inner { ready: Ready::new(), len: AtomicUsize::new(0), base: timer.clock_base() };
+        let inner = Arc::new(inner);
+        timer.set_value_sink(Box::new(Sink(Arc::clone(&inner))));
+        DelayQueue { timer, inner }
     }
 
     /// The queue's timer: its clock ([`Timer::now`]), tick, statistics.
@@ -191,14 +210,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// The value comes back inside [`InsertError`], with the timer's reason: see
     /// [`InsertError::error`]. Nothing is stored then.
     pub fn try_insert(&self, value: T, delay: Duration) -> Result<Key, InsertError<T>> {
-        let now = self.timer.now();
-        match now.checked_add(delay) {
-            Some(deadline) => self.try_insert_at(value, deadline),
-            None => {
-                let error = ScheduleError::DelayTooLong { delay, max: self.timer.max_delay() };
-                Err(InsertError { value, error })
-            }
-        }
+        self.insert_when(value, When::After(delay))
     }
 
     /// Inserts `value`, to expire at `deadline` (see [`insert_at`](Self::insert_at)).
@@ -207,28 +219,29 @@ impl<T: Send + 'static> DelayQueue<T> {
     ///
     /// As [`try_insert`](Self::try_insert).
     pub fn try_insert_at(&self, value: T, deadline: Instant) -> Result<Key, InsertError<T>> {
+        self.insert_when(value, When::At(deadline))
+    }
+
+    fn insert_when(&self, value: T, when: When) -> Result<Key, InsertError<T>> {
         let inner = &self.inner;
-        // Counted in before the task exists: a consumer can count it out only after it expired.
+        // Counted in before the entry exists: a consumer can count it out only after it expired.
         inner.len.fetch_add(1, Ordering::AcqRel);
-        let inserted = inner.slab.insert(value, deadline, |key| {
-            let inner = Arc::clone(inner);
-            self.timer.try_schedule_at(deadline, move || inner.expire(key))
-        });
-        inserted.map_err(|(value, error)| {
-            count_out(&inner.len, &inner.ready);
-            InsertError { value, error }
-        })
+        match self.timer.insert_value(when, value) {
+            Ok((ticket, _)) => Ok(Key(Some(ticket))),
+            Err((value, error)) => {
+                count_out(&inner.len, &inner.ready);
+                Err(InsertError { value, error })
+            }
+        }
     }
 
     /// Removes the value `key` names and returns it, if it is still pending: `None` if it has
-    /// expired (or is expiring: its timer task has started) or was removed, also when the key's
+    /// expired (or is expiring: the timer has claimed it) or was removed, also when the key's
     /// slot now holds a later value. A value it returns never comes out of the queue.
     pub fn remove(&self, key: &Key) -> Option<T> {
-        let pending = self.inner.slab.take(*key)?;
-        // The value is ours; the task, if it is running already, finds its slot empty.
-        pending.handle.cancel();
+        let (value, _) = self.timer.remove_value::<T>(key.0?)?;
         count_out(&self.inner.len, &self.inner.ready);
-        Some(pending.value)
+        Some(value)
     }
 
     /// Moves the deadline of the value `key` names to `delay` from now. Returns `true` iff it was
@@ -236,29 +249,20 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// has expired or is expiring, was removed, or the new deadline is beyond the timer's range
     /// (then nothing changes).
     pub fn reset(&self, key: &Key, delay: Duration) -> bool {
-        match self.timer.now().checked_add(delay) {
-            Some(deadline) => self.reset_at(key, deadline),
-            None => false,
-        }
+        key.0.is_some_and(|ticket| self.timer.reset_value(ticket, When::After(delay)))
     }
 
     /// Moves the deadline of the value `key` names to `deadline` (on the timer's clock; one
     /// already passed expires by the next advance). Returns as [`reset`](Self::reset).
     pub fn reset_at(&self, key: &Key, deadline: Instant) -> bool {
-        let reset = self.inner.slab.with(*key, |pending| {
-            let moved = pending.handle.reset_at(deadline);
-            if moved || fault!("queue_reset_records_unmoved") {
-                pending.deadline = deadline;
-            }
-            moved
-        });
-        reset == Some(true)
+        key.0.is_some_and(|ticket| self.timer.reset_value(ticket, When::At(deadline)))
     }
 
     /// The deadline of the value `key` names, while it is pending; `None` once it has expired (or
     /// is expiring) or was removed.
     pub fn deadline(&self, key: &Key) -> Option<Instant> {
-        self.inner.slab.with(*key, |pending| pending.deadline)
+        let exact = self.timer.value_deadline(key.0?)?;
+        Some(instant_of(self.inner.base, exact))
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! One lock guards the list (first in, first out: the order the timer expired the values in), the
 //! number of threads blocked in `recv_timeout` and the wakers of tasks waiting in `poll_expired`.
-//! The timer's task appends under it and never waits for anything else: the list is unbounded, so
+//! The timer appends each fired batch under it and never waits for anything else: the list is unbounded, so
 //! a slow consumer never holds up the timer.
 //!
 //! **No lost wake-up.** A consumer checks the list and the queue's count of values (pending plus
@@ -52,10 +52,11 @@ impl<T> Ready<T> {
         }
     }
 
-    /// Appends an expired value and wakes every waiting consumer.
-    pub(super) fn push(&self, expired: Expired<T>) {
+    /// Appends a batch of expired values, in order, under one lock, and wakes every waiting
+    /// consumer once.
+    pub(super) fn push_all(&self, expired: impl Iterator<Item = Expired<T>>) {
         let mut state = self.state.lock();
-        state.values.push_back(expired);
+        state.values.extend(expired);
         Self::wake(state, &self.available);
     }
 
@@ -65,6 +66,9 @@ impl<T> Ready<T> {
     }
 
     fn wake(mut state: MutexGuard<'_, State<T>>, available: &Condvar) {
+        if state.waiting_threads == 0 && state.wakers.is_empty() {
+            return;
+        }
         let threads = state.waiting_threads != 0;
         let wakers = std::mem::take(&mut state.wakers);
         drop(state);

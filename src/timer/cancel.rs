@@ -4,7 +4,7 @@
 
 use super::{HandleStripe, Store};
 use crate::entry::location::LaneKey;
-use crate::entry::{Claimed, Ticket};
+use crate::entry::{Claimed, InlineTask, Ticket};
 use crate::wheel::bucket::Removed;
 use crate::wheel::TimerTaskList;
 
@@ -22,14 +22,20 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
     if fault!("cancel_check_then_act") {
         return super::faults::cancel_check_then_act(ticket, stripe);
     }
+    // Last, once the slot and the counters are settled: a closure whose drop panics unwinds out of
+    // this call (the caller's own value, dropped on its thread) and leaks nothing.
+    cancel_take(ticket, stripe).map(drop).is_some()
+}
+
+/// [`cancel`], handing back the task (closure or value) of the entry it cancelled, for the caller
+/// to drop or take the value out of (`values.rs`).
+pub(crate) fn cancel_take(ticket: Ticket, stripe: &HandleStripe) -> Option<InlineTask> {
     let Store { arena, wheel, .. } = stripe.context();
     // The key is written by the insert into that bucket (`TimerTaskList::insert_new`), and a level
     // once created is never replaced (`TimingWheel::bucket`, `close_levels`): the bucket exists.
     let first = wheel.bucket_by_key(ticket.bucket.bucket());
     let first = first.expect("a ticket names the bucket its entry was added to");
-    let Some((task, claimed)) = TimerTaskList::cancel(first, arena, ticket) else {
-        return false;
-    };
+    let (task, claimed) = TimerTaskList::cancel(first, arena, ticket)?;
     stripe.cancelled();
     match claimed {
         // Taken out and released under the locks: the slot is ours to return.
@@ -39,10 +45,7 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
         Claimed::Elsewhere(lane) => leave_bucket(stripe.context(), ticket, lane),
         Claimed::InTransit => {}
     }
-    // Last, once the slot and the counters are settled: a closure whose drop panics unwinds out of
-    // this call (the caller's own value, dropped on its thread) and leaks nothing.
-    drop(task);
-    true
+    Some(task)
 }
 
 /// Takes a claimed entry (cancelled, or abandoned by the shutdown scan) out of the bucket lane
@@ -76,7 +79,7 @@ mod tests {
         let arena = &*store.arena;
         let first = new_entry(arena, 5, || {}).unwrap();
         assert_eq!(
-            fire_one(arena, (first.id, Return::Now), stripe, &mut Freed::default(), &mut |_| {}),
+            fire_one(arena, (first.id, Return::Now), stripe, &mut Freed::default(), &mut |_| {}, None),
             Fire::Ran
         );
         assert_eq!(status(arena, first), Some(Status::Fired), "kept until reuse");
@@ -89,7 +92,7 @@ mod tests {
             }
             assert_eq!(status(arena, first), Some(Status::Fired), "kept while not reused");
             assert_eq!(
-                fire_one(arena, (entry.id, Return::Now), stripe, &mut Freed::default(), &mut |_| {}),
+                fire_one(arena, (entry.id, Return::Now), stripe, &mut Freed::default(), &mut |_| {}, None),
                 Fire::Ran
             );
             others += 1;

@@ -10,10 +10,11 @@ use super::counters::Stripe;
 use super::{Shared, Store};
 use crate::deadline::{self, Deadline};
 use crate::entry::arena::prefetch_ahead;
-use crate::entry::{self, EntryArena, EntryId, Fire, Freed, Return, Task};
+use crate::entry::{self, EntryArena, EntryId, Fire, FiredValue, Freed, Return, Task};
 
 /// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe`, calls
-/// `claimed` with its deadline's tick, and runs it, counting a panic. The slot is released either
+/// `claimed` with its deadline's tick, and runs it, counting a panic (a value entry goes to
+/// `values` instead, when given: `values.rs`). The slot is released either
 /// way, and returned to the arena as `held` says; a block its closure was in goes to `freed`.
 #[inline]
 pub(crate) fn fire_one<C>(
@@ -22,11 +23,13 @@ pub(crate) fn fire_one<C>(
     stripe: &Stripe<C>,
     freed: &mut Freed,
     claimed: &mut dyn FnMut(u64),
+    values: Option<&mut Vec<FiredValue>>,
 ) -> Fire {
-    let fire = entry::fire(arena, held, freed, &mut |deadline_tick| {
+    let on_claim = &mut |deadline_tick| {
         stripe.left();
         claimed(deadline_tick);
-    });
+    };
+    let fire = entry::fire(arena, held, freed, on_claim, values);
     match fire {
         Fire::Panicked => stripe.panicked(),
         Fire::Ran => {}
@@ -77,13 +80,19 @@ impl Shared {
         // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
         // rounding made least late; equal deadlines in the order they were scheduled (stamps).
         deadline::sort_batch(due, spare, |&(_, stamp)| stamp);
+        let sink = self.values.get();
         if let Some(executor) = &self.executor {
+            if let Some(sink) = sink {
+                self.deliver_values_first(due, &**sink);
+            }
             executor.submit(due.drain(..).map(|((entry, _), _)| entry));
             return;
         }
         let Store { arena, .. } = &self.store;
         let mut lateness = self.lateness.batch(self.time.ticks);
         let stripe = self.counters.local();
+        // A delay queue's timer hands the batch's values to its queue at once, after the batch.
+        let mut values = sink.map(|_| Vec::new());
         let mut fired = 0;
         // Every entry of the batch is released in the loop and returned to the arena after it,
         // with one lock of the free list (`Return::ByCaller`); so are the blocks of closures too
@@ -98,12 +107,17 @@ impl Shared {
             // (After a shutdown, also one called by a task of this batch, the rest of the batch
             // was claimed by the drain's scan: the claim below is lost and only releases the slot.)
             let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.time.clock.now_nanos());
-            if fire_one(arena, held, stripe, freed, claimed) != Fire::Lost {
+            if fire_one(arena, held, stripe, freed, claimed, values.as_mut()) != Fire::Lost {
                 fired += 1;
             }
         }
         freed.flush();
         arena.free_all(due.drain(..).map(|((entry, _), _)| entry));
         stripe.fired(fired);
+        if let (Some(sink), Some(values)) = (sink, &mut values) {
+            if !values.is_empty() {
+                sink.deliver(&mut super::values::FiredValues(values));
+            }
+        }
     }
 }

@@ -59,6 +59,7 @@ pub(crate) mod stats;
 mod store;
 mod trace;
 pub(crate) mod unfired;
+pub(crate) mod values;
 mod weak;
 
 use advance::Scratch;
@@ -133,6 +134,8 @@ pub(crate) struct Shared {
     max_pending: usize,
     /// Firing lateness, recorded as tasks start (see `stats.rs`); shared with executor threads.
     lateness: Arc<Lateness>,
+    /// Where fired value entries go: the delay queue of values that owns this timer (`values.rs`).
+    values: values::Sink,
 }
 
 impl Timer {
@@ -184,6 +187,7 @@ impl Timer {
             executor,
             max_pending: config.max_pending,
             lateness,
+            values: values::Sink::new(),
         });
         shared.current_tick.store(shared.time.now_tick(), Ordering::Relaxed);
         let driver = if config.manual {

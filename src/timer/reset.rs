@@ -73,8 +73,9 @@
 use std::mem;
 
 use super::{HandleStripe, Store};
+#[cfg(test)]
 use crate::deadline::Deadline;
-use crate::entry::{self, EntryId, Retargeted, Ticket};
+use crate::entry::{self, EntryId, Retargeted, Target, Ticket};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::wheel::{Inserted, Readded, TimerTaskList};
 
@@ -123,10 +124,12 @@ impl Drop for InFlight<'_> {
 /// pending and is now due at `deadline` (or, when the timer shut down meanwhile, handed back by
 /// its drain with that deadline). Never drops a closure: an entry the timer's shutdown keeps from
 /// being re-added goes to the drain.
-pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -> bool {
+pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, to: impl Into<Target>) -> bool {
+    let to = to.into();
+    let deadline = to.deadline;
     let Store { arena, wheel, queue, shut_down, time, resets } = stripe.context();
     // 1. Under the slot lock alone: done unless the entry must move earlier.
-    let mut lane = match entry::retarget(arena, ticket, deadline) {
+    let mut lane = match entry::retarget(arena, ticket, to) {
         Retargeted::Rewritten => {
             stripe.rearmed();
             return true;
@@ -142,7 +145,7 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, deadline: Deadline) -
         // Every bucket a location names exists; levels are never torn down
         // (`TimingWheel::bucket_by_key`).
         let bucket = wheel.bucket_by_key(lane.bucket()).expect("a location names an existing bucket");
-        match TimerTaskList::retarget(bucket, arena, ticket, lane.lane(), deadline) {
+        match TimerTaskList::retarget(bucket, arena, ticket, lane.lane(), to) {
             Retargeted::Here(_) => break,
             Retargeted::Elsewhere(other) => lane = other,
             Retargeted::Rewritten => {

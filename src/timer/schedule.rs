@@ -8,12 +8,18 @@
 //! (tasks never run inside `schedule`). The insert reads the shutdown flag under the bucket lane's
 //! lock (see the parent module's docs on the race with shutdown).
 
-use super::{Shared, Store, When};
-use crate::deadline::Deadline;
-use crate::entry::{EntryId, Fresh};
+use super::{HandleStripe, Shared, Store, When};
+use crate::entry::{EntryArena, EntryId, Fresh, Ticket};
 use crate::sync::Arc;
 use crate::wheel::{Inserted, ShutDown};
 use crate::{ScheduleError, TimerHandle};
+
+/// Why [`Shared::insert_new`] refused an entry, with what it had of it: the payload it was not
+/// yet made from, or the new entry that was not inserted (its task still in it).
+pub(crate) enum Refused<P> {
+    Payload(P, ScheduleError),
+    Fresh(Fresh, ScheduleError),
+}
 
 impl Shared {
     /// The one way a task enters the timer ([`Timer::try_schedule`](crate::Timer::try_schedule),
@@ -39,35 +45,49 @@ impl Shared {
             return (now, Err(ScheduleError::ShutDown));
         }
         let scheduled = match self.time.deadline_on(now, when) {
-            Ok(deadline) => self.insert_new(now, deadline, task),
+            Ok(deadline) => {
+                let make = |(), arena: &EntryArena| Fresh::new(deadline, task, arena).ok_or(());
+                match self.insert_new(now, (), make) {
+                    Ok((stripe, ticket)) => Ok(TimerHandle::new(Arc::clone(stripe), ticket)),
+                    Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),
+                }
+            }
             Err(refused) => Err(refused),
         };
         (now, scheduled)
     }
 
-    /// The rest of a schedule, once the deadline is known: counts the task in, takes a slot and
-    /// inserts it relative to the tick of `now`.
-    fn insert_new<F>(&self, now: u64, deadline: Deadline, task: F) -> Result<TimerHandle, ScheduleError>
-    where
-        F: FnOnce() + Send + 'static,
-    {
+    /// The rest of a schedule, once the deadline is known: counts the entry in, makes it out of
+    /// `payload` with `make` (`Err` when the task slab has no room: the payload, if it is still
+    /// there), takes a slot and inserts it relative to the tick of `now`. Returns the counter stripe
+    /// it was counted on and its ticket.
+    pub(super) fn insert_new<P>(
+        &self,
+        now: u64,
+        payload: P,
+        make: impl FnOnce(P, &EntryArena) -> Result<Fresh, P>,
+    ) -> Result<(&Arc<HandleStripe>, Ticket), Refused<P>> {
         let ticks = self.time.ticks;
         // Counted in before the entry becomes visible, on this thread's stripe (`counters.rs`).
         let stripe = self.counters.local();
         if !stripe.try_schedule() {
-            return Err(ScheduleError::TooManyPending { max: self.max_pending });
+            return Err(Refused::Payload(payload, ScheduleError::TooManyPending { max: self.max_pending }));
         }
         let Store { arena, wheel, .. } = &self.store;
+        let full = ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize };
         // A closure too big for the slot takes a block of the arena's task slab; a class that ran
         // out refuses as a full arena does. The entry's stamp (its generation, and its place among
         // equal deadlines) is drawn here.
-        let Some(mut fresh) = Fresh::new(deadline, task, arena) else {
-            stripe.unschedule();
-            return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
+        let mut fresh = match make(payload, arena) {
+            Ok(fresh) => fresh,
+            Err(payload) => {
+                stripe.unschedule();
+                return Err(Refused::Payload(payload, full));
+            }
         };
         let Some(id) = arena.alloc() else {
             stripe.unschedule();
-            return Err(ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize });
+            return Err(Refused::Fresh(fresh, full));
         };
         // The insert occupies the slot it publishes: one slot lock (`entry/`).
         match wheel.schedule(arena, (id, &mut fresh), ticks.floor(now), &self.shut_down) {
@@ -75,14 +95,13 @@ impl Shared {
             Ok(Inserted::Done) => {}
             Err(ShutDown) => {
                 // Never occupied, never seen by anyone else: uncount it, give the vacant slot
-                // back, drop the closure (still in `fresh`).
+                // back; the caller drops the task (still in `fresh`) or takes it back.
                 arena.free(id);
                 stripe.unschedule();
-                drop(fresh);
-                return Err(ScheduleError::ShutDown);
+                return Err(Refused::Fresh(fresh, ScheduleError::ShutDown));
             }
         }
         let ticket = fresh.ticket(id).expect("an inserted entry occupies its slot");
-        Ok(TimerHandle::new(Arc::clone(stripe), ticket))
+        Ok((stripe, ticket))
     }
 }

@@ -149,6 +149,8 @@ pub(crate) struct InlineTask {
 
 /// The operations on one closure type `F`, each taking the word of a task that holds an `F`.
 struct VTable {
+    /// For a value task (`value.rs`): the `TypeId` of the value it holds; `None` for a closure.
+    value: Option<fn() -> std::any::TypeId>,
     /// Moves the `F` out and calls it; a block it was in goes to the `Freed`, if one is given, or
     /// back to its class at once.
     call: unsafe fn(Word, Option<&mut Freed>),
@@ -166,29 +168,7 @@ impl InlineTask {
     /// has no block left (`TaskSlab::with_max_pages`).
     #[inline]
     pub(crate) fn new_in<F: FnOnce() + Send + 'static>(f: F, slab: &TaskSlab) -> Option<InlineTask> {
-        let mut data = Word::uninit();
-        if Erased::<F>::INLINE {
-            // SAFETY: `data` is valid for writes of `INLINE_BYTES` bytes at `usize` alignment, and
-            // INLINE means `size_of::<F>() <= INLINE_BYTES` and `align_of::<F>() <= INLINE_ALIGN`,
-            // so the cast pointer is aligned and the write in bounds. The word now owns `f`.
-            unsafe { data.as_mut_ptr().cast::<F>().write(f) };
-        } else if let Some(class) = Erased::<F>::CLASS {
-            let class = slab.class(class);
-            let block = class.alloc()?.as_ptr();
-            // SAFETY: the block is ours (just taken), `BLOCK_ALIGN`-aligned and its class's size
-            // in bytes, and CLASS chose a class that holds `F` in size and alignment.
-            unsafe { block.cast::<F>().write(f) };
-            let word = BlockWord { block, class };
-            // SAFETY: a `BlockWord` fits the word in size and alignment (asserted above). The word
-            // now owns the block and the `F` in it.
-            unsafe { data.as_mut_ptr().cast::<BlockWord>().write(word) };
-        } else {
-            let boxed: *mut F = Box::into_raw(Box::new(f));
-            // SAFETY: a `*mut F` (thin, `F: Sized`) has the size and alignment of `usize` (asserted
-            // at the top of the module), so the write is aligned and in bounds. The word now owns the
-            // box, written as a pointer to keep its provenance.
-            unsafe { data.as_mut_ptr().cast::<*mut F>().write(boxed) };
-        }
+        let data = Erased::<F>::store(f, slab).ok()?;
         Some(InlineTask { vtable: &Erased::<F>::VTABLE, data, _owns: PhantomData })
     }
 
@@ -266,10 +246,10 @@ impl fmt::Debug for InlineTask {
     }
 }
 
-/// The per-closure-type parts: the inline decision and the vtable.
+/// The per-type parts: the inline decision, moving the `F` out, and (for a closure) the vtable.
 struct Erased<F>(PhantomData<F>);
 
-impl<F: FnOnce() + Send + 'static> Erased<F> {
+impl<F: Send + 'static> Erased<F> {
     /// `F` fits the word: it goes inline.
     const INLINE: bool = mem::size_of::<F>() <= INLINE_BYTES && mem::align_of::<F>() <= INLINE_ALIGN;
 
@@ -283,10 +263,37 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
         None => Storage::Boxed,
     };
 
-    /// Only fn pointers and an enum: no interior mutability and no `Drop`, so `&Self::VTABLE` is
-    /// promoted to a `&'static`.
-    const VTABLE: VTable =
-        VTable { call: Self::call, drop: Self::drop, into_box: Self::into_box, storage: Self::STORAGE };
+    /// Stores `f` in a word: inline, in a block of `slab`'s class for it, or boxed (see
+    /// [`InlineTask::new_in`]); `f` back if that class has no block left. The word owns `f` then,
+    /// to be consumed once through the vtable of the same `F`.
+    #[inline]
+    fn store(f: F, slab: &TaskSlab) -> Result<Word, F> {
+        let mut data = Word::uninit();
+        if Erased::<F>::INLINE {
+            // SAFETY: `data` is valid for writes of `INLINE_BYTES` bytes at `usize` alignment, and
+            // INLINE means `size_of::<F>() <= INLINE_BYTES` and `align_of::<F>() <= INLINE_ALIGN`,
+            // so the cast pointer is aligned and the write in bounds. The word now owns `f`.
+            unsafe { data.as_mut_ptr().cast::<F>().write(f) };
+        } else if let Some(class) = Erased::<F>::CLASS {
+            let class = slab.class(class);
+            let Some(block) = class.alloc() else { return Err(f) };
+            let block = block.as_ptr();
+            // SAFETY: the block is ours (just taken), `BLOCK_ALIGN`-aligned and its class's size
+            // in bytes, and CLASS chose a class that holds `F` in size and alignment.
+            unsafe { block.cast::<F>().write(f) };
+            let word = BlockWord { block, class };
+            // SAFETY: a `BlockWord` fits the word in size and alignment (asserted above). The word
+            // now owns the block and the `F` in it.
+            unsafe { data.as_mut_ptr().cast::<BlockWord>().write(word) };
+        } else {
+            let boxed: *mut F = Box::into_raw(Box::new(f));
+            // SAFETY: a `*mut F` (thin, `F: Sized`) has the size and alignment of `usize` (asserted
+            // at the top of the module), so the write is aligned and in bounds. The word now owns the
+            // box, written as a pointer to keep its provenance.
+            unsafe { data.as_mut_ptr().cast::<*mut F>().write(boxed) };
+        }
+        Ok(data)
+    }
 
     /// Moves the `F` out of `data` (and frees its box, or gives its block back to its class).
     ///
@@ -341,15 +348,6 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     /// # Safety
     ///
     /// As [`Self::take`].
-    unsafe fn call(data: Word, freed: Option<&mut Freed>) {
-        // SAFETY: forwarded from this function's own contract.
-        let f = unsafe { Self::take(data, freed) };
-        f();
-    }
-
-    /// # Safety
-    ///
-    /// As [`Self::take`].
     unsafe fn drop(data: Word) {
         if Self::INLINE || Self::CLASS.is_some() {
             // SAFETY: forwarded from this function's own contract.
@@ -359,6 +357,27 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
             // place and frees it.
             drop(unsafe { Self::unbox(data) });
         }
+    }
+}
+
+impl<F: FnOnce() + Send + 'static> Erased<F> {
+    /// Only fn pointers and an enum: no interior mutability and no `Drop`, so `&Self::VTABLE` is
+    /// promoted to a `&'static`.
+    const VTABLE: VTable = VTable {
+        value: None,
+        call: Self::call,
+        drop: Self::drop,
+        into_box: Self::into_box,
+        storage: Self::STORAGE,
+    };
+
+    /// # Safety
+    ///
+    /// As [`Self::take`].
+    unsafe fn call(data: Word, freed: Option<&mut Freed>) {
+        // SAFETY: forwarded from this function's own contract.
+        let f = unsafe { Self::take(data, freed) };
+        f();
     }
 
     /// # Safety
@@ -377,3 +396,4 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
 
 #[cfg(test)]
 mod tests;
+mod value;

@@ -5,7 +5,7 @@
 use super::{take_out, StagePlan, TimerTaskList};
 use crate::deadline::Deadline;
 use crate::entry::location::LaneKey;
-use crate::entry::{EntryArena, EntryId, Retargeted, Status, Ticket};
+use crate::entry::{EntryArena, EntryId, Retargeted, Status, Target, Ticket};
 use crate::sync::{AtomicBool, Ordering};
 
 /// Why [`TimerTaskList::readd`] did not insert a held entry.
@@ -59,10 +59,10 @@ impl TimerTaskList {
         arena: &EntryArena,
         ticket: Ticket,
         lane: usize,
-        deadline: Deadline,
+        to: Target,
     ) -> Retargeted {
         let mut stages = this.lanes[lane].stages.lock();
-        let found = arena.lock(ticket.id).retarget(ticket, Some(LaneKey::new(this.key, lane)), deadline);
+        let found = arena.lock(ticket.id).retarget(ticket, Some(LaneKey::new(this.key, lane)), to);
         if let Retargeted::Here(location) = found {
             take_out(&mut stages, arena, location, ticket.id);
         }

@@ -1,0 +1,96 @@
+//! Entries that hold a value instead of a closure (`inline_task/value.rs`), the entry's part of the
+//! delay queue of values (`timer/values.rs` has the rest).
+//!
+//! A value entry is an ordinary entry: the same slot, lock, state machine and holders. Only what
+//! its claim's winner does with the task differs: the firing holder hands it, with the entry's
+//! index, generation and deadline, to its caller ([`FiredValue`], see [`fire`](super::fire)); a
+//! cancel hands it back to whoever cancels, who takes the value out. So a value leaves its entry
+//! exactly once, by the one `Pending → _` transition, as a closure does.
+
+use super::location::{BucketKey, LaneKey};
+use super::{EntryArena, EntryId, Fresh, InlineTask, Status, Ticket};
+use crate::deadline::Deadline;
+
+/// A value entry the firing claimed: its task (holding the value) and the ticket that names it
+/// (its bucket is a placeholder: it names no bucket, see [`Ticket::placeholder`]).
+#[derive(Debug)]
+pub(crate) struct FiredValue {
+    pub(crate) task: InlineTask,
+    pub(crate) ticket: Ticket,
+}
+
+impl FiredValue {
+    pub(super) fn new(task: InlineTask, id: EntryId, generation: u64) -> FiredValue {
+        FiredValue { task, ticket: Ticket::placeholder(id, generation) }
+    }
+}
+
+impl Ticket {
+    /// A ticket for the entry `id` holds as `generation`, naming the level-0 bucket 0 (which may
+    /// not exist): for comparing and for the operations that check the slot before any bucket.
+    pub(crate) fn placeholder(id: EntryId, generation: u64) -> Ticket {
+        Ticket { id, bucket: LaneKey::new(BucketKey::new(0, 0), 0), generation }
+    }
+}
+
+impl Fresh {
+    /// A new entry holding `value`, due at `deadline` (`exact`: the deadline the value carries);
+    /// `value` back if the task slab's class for it has no room.
+    pub(crate) fn value<V: Send + 'static>(
+        deadline: Deadline,
+        (value, exact): (V, i64),
+        arena: &EntryArena,
+    ) -> Result<Fresh, V> {
+        let task = InlineTask::value_in(value, exact, arena.tasks())?;
+        let bucket = LaneKey::new(BucketKey::new(0, 0), 0);
+        Ok(Fresh { task: Some(task), deadline, generation: arena.next_stamp(), bucket })
+    }
+
+    /// The value of a new entry that was never inserted (a refused schedule).
+    pub(crate) fn into_value<V: Send + 'static>(mut self) -> Option<V> {
+        self.task.take()?.take_value().ok().map(|(value, _)| value)
+    }
+}
+
+/// For a holder of the entry `id` (a due batch handed to executor threads): claims it as fired
+/// and releases it if it is a pending value entry, handing it back; leaves any other entry alone.
+/// The caller returns the slot to the arena.
+pub(crate) fn claim_value(arena: &EntryArena, id: EntryId) -> Option<FiredValue> {
+    let mut state = arena.lock(id);
+    if state.status() != Status::Pending || !state.task.as_ref().is_some_and(InlineTask::is_value) {
+        return None;
+    }
+    let task = state.claim(Status::Fired)?;
+    state.release();
+    Some(FiredValue::new(task, id, state.generation()))
+}
+
+/// The exact deadline of the pending value entry `ticket` names: `None` once it is no longer
+/// pending (or its slot was reused), and for a closure.
+pub(crate) fn exact(arena: &EntryArena, ticket: Ticket) -> Option<i64> {
+    let mut state = arena.lock(ticket.id);
+    if !state.is(ticket) || state.status() != Status::Pending {
+        return None;
+    }
+    state.task.as_mut()?.exact()
+}
+
+/// Whether the entry `ticket` names is pending, and where to look for it first: the bucket lane
+/// its location names, or (in transit) `None`. Checked under the slot lock; a cancel re-checks.
+pub(crate) fn pending_lane(arena: &EntryArena, mut ticket: Ticket) -> Option<Option<LaneKey>> {
+    let state = arena.lock(ticket.id);
+    // Seeded fault `queue_take_ignores_generation` (docs/loom.md): the key's generation is not
+    // compared, so a key whose value expired or was removed takes the value that reused its slot.
+    if fault!("queue_take_ignores_generation") {
+        ticket.generation = state.generation();
+    }
+    (state.is(ticket) && state.status() == Status::Pending).then(|| state.location.map(|l| l.lane_key()))
+}
+
+/// The ticket of whatever occupies slot `id` now (the seeded fault `queue_take_ignores_generation`
+/// only), naming the lane its location names, if any.
+pub(crate) fn current(arena: &EntryArena, id: EntryId) -> Ticket {
+    let state = arena.lock(id);
+    let bucket = state.location.map_or(LaneKey::new(BucketKey::new(0, 0), 0), |l| l.lane_key());
+    Ticket { id, bucket, generation: state.generation() }
+}

@@ -1,0 +1,216 @@
+//! Values as timer entries: the timer's side of the delay queue of values (`queue/`).
+//!
+//! A value is held by its timer entry itself, in the entry's task storage (a value task:
+//! `entry/inline_task/value.rs`, inline up to 16 bytes with its exact deadline, in a block of the
+//! task slab up to 256), and named by the entry's ticket ([`ValueTicket`]: slot index and
+//! generation). Every operation is the timer's own, on that entry:
+//!
+//! * **insert** ([`Timer::insert_value`]): a schedule ([`Shared::insert_new`]), with one reading of
+//!   the clock; the value's exact deadline (nanoseconds from the clock's base, signed) goes into the
+//!   task beside it.
+//! * **remove** ([`Timer::remove_value`]): a cancel (`cancel.rs`) that hands the task back, and
+//!   the value out of it. It looks at the slot first (generation, pending, which lane), so a key of
+//!   an expired or removed value never reaches a bucket.
+//! * **reset** ([`Timer::reset_value`]): the timer's reset (`reset.rs`), whose retarget writes the
+//!   new exact deadline into the task in the same critical section as the wheel's deadline.
+//! * **deadline** ([`Timer::value_deadline`]): the exact deadline, read under the slot lock.
+//! * **expiry**: the firing claims the entry as it claims any (`fire.rs`), but does not run it: the
+//!   claimed value tasks of a batch are handed, after the batch, in its order (deadline order, ties
+//!   in insertion order), to the timer's [`ValueSink`] in one call (the queue takes its ready list's
+//!   lock once per batch). With executor threads, the driver claims the batch's value entries itself
+//!   before handing the rest to the executors. The sink never blocks (its list is unbounded).
+//!
+//! **Exactly once.** A value leaves its entry only with the task, and the task only through the
+//! entry's one `Pending → _` claim under its slot lock: to the firing (and then to the sink), to a
+//! remove's cancel (and then to its caller), or to a shutdown (which drops it, or hands it back
+//! inside an `UnfiredTask` whose run drops it). A reset never claims. So `remove` racing expiry gives
+//! the value to exactly one side, with no protocol of the queue's own (loom model
+//! `queue::remove_racing_expiry_then_reuse`).
+//!
+//! Locks: none beyond the timer's. The sink is called by the thread that advances the timer with
+//! no wheel, bucket or entry lock held, as a task runs; it takes only its own lock.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::time::Instant;
+
+use super::cancel::cancel_take;
+use super::{reset, Shared, Timer, When};
+use crate::entry::{self, FiredValue, Fresh, Target, Ticket};
+use crate::sync::OnceLock;
+use crate::ScheduleError;
+
+/// Where a timer's fired values go: the delay queue that owns the timer.
+pub(crate) trait ValueSink: Send + Sync {
+    /// Takes the values of one fired batch, in the order they fired.
+    fn deliver(&self, fired: &mut FiredValues<'_>);
+}
+
+/// A timer's value sink, set once by the queue that owns it.
+pub(crate) type Sink = OnceLock<Box<dyn ValueSink>>;
+
+/// The value entries of one fired batch, for the sink to take the values out of.
+pub(crate) struct FiredValues<'a>(pub(super) &'a mut Vec<FiredValue>);
+
+impl FiredValues<'_> {
+    /// The batch's values of type `V` (a queue's timer holds no other), with their tickets and
+    /// exact deadlines, in firing order. Any other task of the batch is dropped.
+    pub(crate) fn drain<V: Send + 'static>(&mut self) -> impl Iterator<Item = (V, ValueTicket, i64)> + '_ {
+        self.0.drain(..).filter_map(|fired| {
+            let (value, exact) = fired.task.take_value::<V>().ok()?;
+            Some((value, ValueTicket(fired.ticket), exact))
+        })
+    }
+}
+
+/// A value entry's ticket: slot index and generation (and the bucket lane it was inserted into,
+/// where a remove looks first, which is no part of its identity: equality and hashing ignore it).
+#[derive(Clone, Copy)]
+pub(crate) struct ValueTicket(Ticket);
+
+impl PartialEq for ValueTicket {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0.id, self.0.generation) == (other.0.id, other.0.generation)
+    }
+}
+
+impl Eq for ValueTicket {}
+
+impl Hash for ValueTicket {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.0.id.index(), self.0.generation).hash(state);
+    }
+}
+
+impl fmt::Debug for ValueTicket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Key")
+            .field("slot", &self.0.id.index())
+            .field("generation", &self.0.generation)
+            .finish()
+    }
+}
+
+/// The signed nanoseconds from `base` to `at`, saturating (292 years either way).
+pub(crate) fn exact_of(base: Instant, at: Instant) -> i64 {
+    let (nanos, before) = match at.checked_duration_since(base) {
+        Some(after) => (after.as_nanos(), false),
+        None => (base.duration_since(at).as_nanos(), true),
+    };
+    let nanos = i64::try_from(nanos).unwrap_or(i64::MAX);
+    if before {
+        -nanos
+    } else {
+        nanos
+    }
+}
+
+/// The instant `exact` nanoseconds from `base` ([`exact_of`]'s inverse, saturating at `base`).
+pub(crate) fn instant_of(base: Instant, exact: i64) -> Instant {
+    let offset = std::time::Duration::from_nanos(exact.unsigned_abs());
+    let at = if exact < 0 { base.checked_sub(offset) } else { base.checked_add(offset) };
+    at.unwrap_or(base)
+}
+
+impl Timer {
+    /// Makes `sink` the destination of this timer's fired values (once: a later call is ignored).
+    pub(crate) fn set_value_sink(&self, sink: Box<dyn ValueSink>) {
+        self.shared().values.get_or_init(|| sink);
+    }
+
+    /// The instant the timer's clock readings count from (see [`exact_of`]).
+    pub(crate) fn clock_base(&self) -> Instant {
+        self.shared().time.clock.base()
+    }
+
+    /// Inserts `value` due at `when` (see the module docs): its ticket and exact deadline, or the
+    /// value back with the reason.
+    pub(crate) fn insert_value<V: Send + 'static>(
+        &self,
+        when: When,
+        value: V,
+    ) -> Result<(ValueTicket, i64), (V, ScheduleError)> {
+        let shared = self.shared();
+        if shared.is_shut_down() {
+            return Err((value, ScheduleError::ShutDown));
+        }
+        let (now, deadline) = match shared.time.deadline(when) {
+            Ok(found) => found,
+            Err(error) => return Err((value, error)),
+        };
+        let exact = match when {
+            When::After(delay) => {
+                let nanos = u128::from(now) + delay.as_nanos();
+                i64::try_from(nanos).unwrap_or(i64::MAX)
+            }
+            When::At(at) => exact_of(shared.time.clock.base(), at),
+        };
+        let make = |value, arena: &_| Fresh::value(deadline, (value, exact), arena);
+        match shared.insert_new(now, value, make) {
+            Ok((_, ticket)) => Ok((ValueTicket(ticket), exact)),
+            Err(super::schedule::Refused::Payload(value, error)) => Err((value, error)),
+            Err(super::schedule::Refused::Fresh(fresh, error)) => {
+                Err((fresh.into_value().expect("a refused value entry keeps its value"), error))
+            }
+        }
+    }
+
+    /// Cancels the pending value entry `ticket` names and hands back its value and exact deadline;
+    /// `None` once it fired, was removed, or its slot holds a later entry.
+    pub(crate) fn remove_value<V: Send + 'static>(&self, ticket: ValueTicket) -> Option<(V, i64)> {
+        let shared = self.shared();
+        let ValueTicket(mut ticket) = ticket;
+        // Where it is now (its ticket's lane may be a placeholder, see `FiredValue`); the cancel
+        // re-checks everything under its locks.
+        let arena = &shared.store.arena;
+        if let Some(lane) = entry::pending_lane(arena, ticket)? {
+            ticket.bucket = lane;
+        }
+        // The seeded fault `queue_take_ignores_generation` (`entry/value.rs`) goes on here too.
+        if fault!("queue_take_ignores_generation") {
+            ticket = entry::current(arena, ticket.id);
+        }
+        let task = cancel_take(ticket, shared.counters.local())?;
+        task.take_value::<V>().ok()
+    }
+
+    /// Moves the pending value entry `ticket` names to `when`, exact deadline included: `true` iff
+    /// it was pending and is now due then (the timer's reset, `reset.rs`).
+    pub(crate) fn reset_value(&self, ticket: ValueTicket, when: When) -> bool {
+        let shared = self.shared();
+        let Ok((now, deadline)) = shared.time.deadline(when) else { return false };
+        let exact = match when {
+            When::After(delay) => i64::try_from(u128::from(now) + delay.as_nanos()).unwrap_or(i64::MAX),
+            When::At(at) => exact_of(shared.time.clock.base(), at),
+        };
+        reset::reset(ticket.0, shared.counters.local(), Target { deadline, exact: Some(exact) })
+    }
+
+    /// The exact deadline of the pending value entry `ticket` names.
+    pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<i64> {
+        entry::exact(&self.shared().store.arena, ticket.0)
+    }
+}
+
+impl Shared {
+    /// With executor threads: claims the value entries of the due batch `due` here, hands them to
+    /// `sink`, and leaves the other entries in `due` for the executors.
+    pub(super) fn deliver_values_first(&self, due: &mut Vec<super::fire::Stamped>, sink: &dyn ValueSink) {
+        let arena = &self.store.arena;
+        let stripe = self.counters.local();
+        let mut values = Vec::new();
+        due.retain(|&((entry, _), _)| match entry::claim_value(arena, entry) {
+            Some(fired) => {
+                arena.free(entry);
+                stripe.left();
+                values.push(fired);
+                false
+            }
+            None => true,
+        });
+        if !values.is_empty() {
+            stripe.fired(values.len() as u64);
+            sink.deliver(&mut FiredValues(&mut values));
+        }
+    }
+}
