@@ -83,6 +83,36 @@ fn within_one_tick_values_come_out_in_deadline_order() {
 }
 
 #[test]
+fn with_executor_threads_the_driver_hands_values_over_in_order() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .tick(TICK)
+        .clock(clock.clone())
+        .execution(delaywheel::TaskExecution::Threads(2))
+        .manual()
+        .build();
+    let queue = DelayQueue::with_timer(timer);
+    let delays = [5, 1, 3, 1, 4];
+    let keys: Vec<Key> = delays.iter().enumerate().map(|(id, d)| queue.insert(id, ms(*d))).collect();
+    assert_eq!(queue.remove(&keys[4]), Some(4));
+    advance(&clock, &queue, ms(5));
+    assert_eq!(drain(&queue), vec![1, 3, 2, 0]);
+    assert!(queue.is_empty() && queue.timer().is_empty());
+}
+
+#[test]
+fn values_too_big_for_the_entry_come_back_whole() {
+    let (clock, queue) = manual_queue();
+    let big = |n: u8| ([n; 100], String::from("big"));
+    let removed = queue.insert(big(1), ms(2));
+    let kept = queue.insert(big(2), ms(2));
+    assert_eq!(queue.remove(&removed), Some(big(1)));
+    advance(&clock, &queue, ms(2));
+    let expired = queue.try_recv().unwrap();
+    assert_eq!((expired.key(), expired.into_inner()), (kept, big(2)));
+}
+
+#[test]
 fn remove_hands_back_pending_values_only() {
     let (clock, queue) = manual_queue();
     let kept = queue.insert(String::from("kept"), ms(2));

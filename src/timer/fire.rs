@@ -92,7 +92,7 @@ impl Shared {
         let mut lateness = self.lateness.batch(self.time.ticks);
         let stripe = self.counters.local();
         // A delay queue's timer hands the batch's values to its queue at once, after the batch.
-        let mut values = sink.map(|_| Vec::new());
+        let mut values = sink.map(|_| Vec::with_capacity(due.len()));
         let mut fired = 0;
         // Every entry of the batch is released in the loop and returned to the arena after it,
         // with one lock of the free list (`Return::ByCaller`); so are the blocks of closures too
