@@ -85,7 +85,7 @@ use location::{LaneKey, Location};
 pub(crate) use retarget::{deadline, retarget, Retargeted, Target};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 pub(crate) use task_slab::Freed;
-pub(crate) use value::{claim_value, current, exact, pending_lane, FiredValue};
+pub(crate) use value::{claim_value, current, exact, FiredValue};
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;

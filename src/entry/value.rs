@@ -75,18 +75,6 @@ pub(crate) fn exact(arena: &EntryArena, ticket: Ticket) -> Option<i64> {
     state.task.as_mut()?.exact()
 }
 
-/// Whether the entry `ticket` names is pending, and where to look for it first: the bucket lane
-/// its location names, or (in transit) `None`. Checked under the slot lock; a cancel re-checks.
-pub(crate) fn pending_lane(arena: &EntryArena, mut ticket: Ticket) -> Option<Option<LaneKey>> {
-    let state = arena.lock(ticket.id);
-    // Seeded fault `queue_take_ignores_generation` (docs/loom.md): the key's generation is not
-    // compared, so a key whose value expired or was removed takes the value that reused its slot.
-    if fault!("queue_take_ignores_generation") {
-        ticket.generation = state.generation();
-    }
-    (state.is(ticket) && state.status() == Status::Pending).then(|| state.location.map(|l| l.lane_key()))
-}
-
 /// The ticket of whatever occupies slot `id` now (the seeded fault `queue_take_ignores_generation`
 /// only), naming the lane its location names, if any.
 pub(crate) fn current(arena: &EntryArena, id: EntryId) -> Ticket {

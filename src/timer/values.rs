@@ -9,8 +9,8 @@
 //!   the clock; the value's exact deadline (nanoseconds from the clock's base, signed) goes into the
 //!   task beside it.
 //! * **remove** ([`Timer::remove_value`]): a cancel (`cancel.rs`) that hands the task back, and
-//!   the value out of it. It looks at the slot first (generation, pending, which lane), so a key of
-//!   an expired or removed value never reaches a bucket.
+//!   the value out of it. The cancel's claim checks the key's generation under the slot lock, so
+//!   a key of an expired or removed value takes nothing, also from a later value in its slot.
 //! * **reset** ([`Timer::reset_value`]): the timer's reset (`reset.rs`), whose retarget writes the
 //!   new exact deadline into the task in the same critical section as the wheel's deadline.
 //! * **deadline** ([`Timer::value_deadline`]): the exact deadline, read under the slot lock.
@@ -160,15 +160,14 @@ impl Timer {
     pub(crate) fn remove_value<V: Send + 'static>(&self, ticket: ValueTicket) -> Option<(V, i64)> {
         let shared = self.shared();
         let ValueTicket(mut ticket) = ticket;
-        // Where it is now (its ticket's lane may be a placeholder, see `FiredValue`); the cancel
-        // re-checks everything under its locks.
-        let arena = &shared.store.arena;
-        if let Some(lane) = entry::pending_lane(arena, ticket)? {
-            ticket.bucket = lane;
-        }
-        // The seeded fault `queue_take_ignores_generation` (`entry/value.rs`) goes on here too.
+        // The cancel starts at the lane the value was inserted into, which exists; only the key
+        // of a fired value names a placeholder (`FiredValue`), which may not, and then names no
+        // pending entry either.
+        shared.store.wheel.bucket_by_key(ticket.bucket.bucket())?;
+        // Seeded fault `queue_take_ignores_generation` (docs/loom.md): the key's generation is not
+        // compared, so a key whose value expired or was removed takes the value that reused its slot.
         if fault!("queue_take_ignores_generation") {
-            ticket = entry::current(arena, ticket.id);
+            ticket = entry::current(&shared.store.arena, ticket.id);
         }
         let task = cancel_take(ticket, shared.counters.local())?;
         task.take_value::<V>().ok()
