@@ -15,17 +15,17 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// 512 slots give level spans of 512 ms, 4.4 min and 37 h at a 1 ms tick: request timeouts up to
 /// half a second never cascade, heartbeats of seconds to minutes cascade once, and far deadlines
 /// spread over many buckets (less lock contention between scheduling threads). A level costs 512
-/// buckets of 0.8 KiB with two lanes each (about 0.4 MiB; 6.2 KiB with 16 lanes, 3.1 MiB:
-/// [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer (callgrind) for 100 000 timers over 1 s, schedule to
+/// buckets of 0.8 KiB with two lanes each in use (about 0.4 MiB; a lane costs 384 bytes where a
+/// thread adds to it: [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer (callgrind) for 100 000 timers over 1 s, schedule to
 /// fire: 4096 slots 1 227, 512 slots 1 366, 256 slots 1 447, 64 slots 1 521, 20 slots (Kafka's)
 /// 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
 
 /// The largest wheel size accepted: 65 536 slots.
 ///
-/// Each level is allocated whole when first needed (`wheel_size` buckets of 0.8 KiB with two lanes,
-/// 6.2 KiB with 16), so the bound keeps a level at 53 MiB with two lanes (400 MiB with 16); Netty's
-/// largest useful wheels are far below it.
+/// Each level is allocated whole when first needed (`wheel_size` buckets of 0.8 KiB with two lanes
+/// in use, 6.3 KiB with 16), so the bound keeps a level at 53 MiB with two lanes in use (400 MiB
+/// with 16); Netty's largest useful wheels are far below it.
 pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 
 /// Where fired tasks run.
@@ -219,10 +219,12 @@ impl TimerBuilder {
     /// first touch any timer) modulo the lanes. Threads that share a lane share its lock and its
     /// lines when they schedule into the same bucket at once (the same delay from many threads: a
     /// broker's request timeouts), so more lanes let more threads schedule side by side. A lane
-    /// costs 384 bytes per bucket, and a level of the wheel is `wheel_size` buckets allocated whole
-    /// when first used: at the default wheel size a level is 0.4 MiB with 2 lanes, 1.6 MiB with 8
-    /// and 3.1 MiB with 16 (up to three levels in use for delays up to 37 h). Fewer lanes than
-    /// scheduling threads is correct, only slower under contention.
+    /// costs 16 bytes per bucket, and 384 more once a thread adds to it (a lane is created on first
+    /// use); a level of the wheel is `wheel_size` buckets allocated whole when first used: at the
+    /// default wheel size a level is 0.4 MiB with 2 lanes in use, 1.6 MiB with 8 and 3.2 MiB with
+    /// 16 (up to three levels in use for delays up to 37 h). A timer scheduled into by one or two
+    /// threads thus costs about the same with 16 lanes as with 2. Fewer lanes than scheduling
+    /// threads is correct, only slower under contention.
     ///
     /// A value that is not a power of two from 2 to 16 makes [`try_build`](TimerBuilder::try_build)
     /// fail with [`BuildError::InvalidBucketLanes`].

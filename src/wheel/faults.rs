@@ -11,6 +11,8 @@
 //!   bucket between the read and the insert.
 //! * `chunk_not_requeued` (`bucket/`): the rest of a chunked stage is not re-queued, so it waits
 //!   for a later add to lower the expiration, or forever.
+//! * `lane_created_outside_gate` (`bucket/lanes.rs`): a lane is created without the gate, so a
+//!   visit that found it missing sets the expiration after an add to it read it.
 //! * `flush_resets_after_unlock` (`bucket/`): the visit's reset leaves the critical section, so an
 //!   add in between sees the old expiration, does not queue the bucket, and is stranded.
 //! * `drain_skips_uncreated_levels` (`mod.rs`): the drain looks at the levels that exist and closes

@@ -61,7 +61,7 @@ impl TimerTaskList {
         lane: usize,
         to: Target,
     ) -> Retargeted {
-        let mut stages = this.lanes[lane].stages.lock();
+        let mut stages = this.lane(lane).stages.lock();
         let found = arena.lock(ticket.id).retarget(ticket, Some(LaneKey::new(this.key, lane)), to);
         if let Retargeted::Here(location) = found {
             take_out(&mut stages, arena, location, ticket.id);

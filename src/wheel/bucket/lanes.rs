@@ -3,7 +3,7 @@
 
 use super::{Stage, TimerTaskList, NO_EXPIRATION};
 use crate::entry::location::{BucketKey, MAX_LANES};
-use crate::sync::{thread_index, AtomicU64, Mutex, MutexGuard};
+use crate::sync::{thread_index, AtomicU64, Mutex, MutexGuard, OnceLock};
 use crate::wheel::place::STAGES;
 
 /// The most lanes a bucket may have (`TimerBuilder::bucket_lanes`): what a location holds.
@@ -17,8 +17,7 @@ pub(crate) const MIN_BUCKET_LANES: usize = 2;
 /// Lanes per bucket unless configured (see the module docs): the cores
 /// (`available_parallelism`) rounded up to a power of two, from [`MIN_BUCKET_LANES`] to
 /// [`MAX_BUCKET_LANES`]. Under loom, 4: more than the two of a 2-core host, so that the models'
-/// threads (indices 0, 1 and 2) each add to a lane of their own, and lanes past the first two are
-/// locked by every visit.
+/// threads (indices 0, 1 and 2) each create and add to a lane of their own.
 pub(crate) fn default_lanes() -> usize {
     #[cfg(delaywheel_loom)]
     return 4;
@@ -38,21 +37,29 @@ pub(super) struct Lane {
     pub(super) stages: Mutex<[Stage; STAGES as usize]>,
 }
 
-/// What a visit or a flush holds: the lock of every lane, in lane order (the first
-/// `lanes.len()`, the rest `None`: no allocation per visit).
-pub(super) type AllLanes<'a> = [Option<MutexGuard<'a, [Stage; STAGES as usize]>>; MAX_BUCKET_LANES];
+/// What a visit or a flush holds: the creation gate, then the lock of every lane created, in lane
+/// order (the rest `None`: no allocation per visit).
+pub(super) struct AllLanes<'a> {
+    _gate: MutexGuard<'a, ()>,
+    pub(super) locked: [Option<MutexGuard<'a, [Stage; STAGES as usize]>>; MAX_BUCKET_LANES],
+}
+
+impl Lane {
+    fn new() -> Box<Lane> {
+        Box::new(Lane { stages: Mutex::new(std::array::from_fn(|_| Stage::new())) })
+    }
+}
 
 impl TimerTaskList {
     /// An empty bucket of `lanes` lanes (a power of two, from [`MIN_BUCKET_LANES`] to
-    /// [`MAX_BUCKET_LANES`]).
+    /// [`MAX_BUCKET_LANES`]), none of them created yet.
     pub(crate) fn new(level: usize, slot: usize, lanes: usize) -> Self {
         debug_assert!(lanes.is_power_of_two() && (MIN_BUCKET_LANES..=MAX_BUCKET_LANES).contains(&lanes));
         TimerTaskList {
             key: BucketKey::new(level, slot),
             expiration: AtomicU64::new(NO_EXPIRATION),
-            lanes: (0..lanes)
-                .map(|_| Lane { stages: Mutex::new(std::array::from_fn(|_| Stage::new())) })
-                .collect(),
+            gate: Mutex::new(()),
+            lanes: (0..lanes).map(|_| OnceLock::new()).collect(),
         }
     }
 
@@ -63,8 +70,34 @@ impl TimerTaskList {
         thread_index() & (self.lanes.len() - 1)
     }
 
-    /// Every lane's lock, in lane order (a visit, the shutdown flush: see the module docs).
+    /// Lane `index`, created on first use (see the module docs, "Lanes created on first use").
+    #[inline]
+    pub(super) fn lane(&self, index: usize) -> &Lane {
+        match self.lanes[index].get() {
+            Some(lane) => lane,
+            None => self.create(index),
+        }
+    }
+
+    /// Creates lane `index` under the gate, unless another thread did first.
+    #[cold]
+    fn create(&self, index: usize) -> &Lane {
+        // Seeded fault `lane_created_outside_gate` (docs/loom.md): a lane is created without the
+        // gate, so a visit that found it missing may set the expiration after an add to it read it.
+        let _gate = (!fault!("lane_created_outside_gate")).then(|| self.gate.lock());
+        self.lanes[index].get_or_init(Lane::new)
+    }
+
+    /// The lanes created so far, for `len` (a snapshot).
+    pub(super) fn created(&self) -> impl Iterator<Item = &Lane> {
+        self.lanes.iter().filter_map(|lane| lane.get().map(|lane| &**lane))
+    }
+
+    /// The gate and every created lane's lock, in lane order (a visit, the shutdown flush: see the
+    /// module docs).
     pub(super) fn lock_all(&self) -> AllLanes<'_> {
-        std::array::from_fn(|lane| self.lanes.get(lane).map(|lane| lane.stages.lock()))
+        let gate = self.gate.lock();
+        let locked = std::array::from_fn(|lane| self.lanes.get(lane)?.get().map(|lane| lane.stages.lock()));
+        AllLanes { _gate: gate, locked }
     }
 }

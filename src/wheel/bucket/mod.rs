@@ -16,9 +16,21 @@
 //! lock, one list tail and one set of minima between them, as long as no two of them have the same
 //! index modulo `L` (threads that share a lane are correct, only slower; so are a scheduler and the
 //! driver's cascade re-adds in the same lane). Only the expiration is shared, and an add only reads
-//! it unless it lowers it. The price is memory: a bucket is a 48-byte header in its `Arc` and 384
-//! bytes per lane in one block (`Box<[Lane]>`), 0.8 KiB with 2 lanes and 6.2 KiB with 16; a level
-//! of 512 buckets 0.4 MiB with 2 lanes and 3.1 MiB with 16.
+//! it unless it lowers it. The price is memory: a lane is 384 bytes, so it is created on first use
+//! (below): a bucket is a header of 48 bytes in its `Arc` and a cell of 16 bytes per lane, plus 384
+//! bytes per lane some thread added to (688 bytes for one thread's lane of 16, 6.3 KiB for all 16).
+//!
+//! **Lanes created on first use.** A lane is a `OnceLock<Box<Lane>>`, created by the first thread
+//! that adds to it (or names it: a cancel, a reset), under the bucket's **gate**, a lock taken only
+//! for that and by a visit or a flush, before any lane's. A visit holds the gate until it has set
+//! the expiration, so a lane it did not find (and did not lock) is created after it: the add into
+//! that lane then reads the expiration the visit set, as an add into a lane the visit locked does.
+//! Without the gate, an add could create its lane after the visit looked, read the expiration the
+//! visit is about to replace, not queue the bucket, and be stranded; and the shutdown flag, which
+//! an add reads under its lane's lock because the drain's flush takes that lock after setting it
+//! (`timer/`), could be read stale in a lane the flush never locked, so an entry would be accepted
+//! after the flush and never handed back (seeded fault `lane_created_outside_gate`). A lane is never
+//! removed: a bucket holds the lanes of the threads that ever added to it.
 //!
 //! * An **add** takes its lane's lock (then the slot's), inserts, and lowers the expiration under
 //!   it, as with one lock; but two lanes' adds may lower it at once, so a lowering is one atomic
@@ -27,8 +39,9 @@
 //! * A **cancel** takes the lock of the lane its ticket names (the one the entry was added to), and
 //!   if the entry has moved, that of the lane its location names (`entry/location.rs`, `timer/cancel.rs`):
 //!   one lane lock at a time.
-//! * A **visit** and the shutdown **flush** take every lane's lock, in lane order, do what they do
-//!   over every lane, and set the new expiration while still holding them all: an add in any lane
+//! * A **visit** and the shutdown **flush** take the gate and then every created lane's lock, in
+//!   lane order, do what they do over every lane, and set the new expiration while still holding
+//!   them all: an add in any lane
 //!   then either came before (and is visited or counted in the new expiration) or comes after (and
 //!   sees the new expiration). Only they raise the expiration.
 //!
@@ -106,7 +119,7 @@ use super::{faults, ShutDown};
 use crate::deadline::Deadline;
 use crate::entry::location::{BucketKey, LaneKey, Location};
 use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, Ticket};
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, OnceLock, Ordering};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
@@ -135,9 +148,12 @@ pub(crate) struct TimerTaskList {
     key: BucketKey,
     /// Shared by the lanes: read by every add, written by an add that lowers it and by a visit.
     expiration: AtomicU64,
-    /// A power of two of them, from [`MIN_BUCKET_LANES`] to [`MAX_BUCKET_LANES`], each on cache
-    /// lines of its own (see the module docs).
-    lanes: Box<[Lane]>,
+    /// Taken to create a lane, and by a visit or a flush before the lanes' locks (see the module
+    /// docs, "Lanes created on first use").
+    gate: Mutex<()>,
+    /// A power of two of them, from [`MIN_BUCKET_LANES`] to [`MAX_BUCKET_LANES`], each created on
+    /// first use, on cache lines of its own (see the module docs).
+    lanes: Box<[OnceLock<Box<Lane>>]>,
 }
 
 /// One stage of a bucket lane: its entries and its cascade window (see the module docs). The ticks
@@ -284,7 +300,7 @@ impl TimerTaskList {
         enter: impl FnOnce(&mut EntryState<'_>, LaneKey) -> bool,
     ) -> Option<Option<u64>> {
         let lane = self.local_lane();
-        let mut stages = self.lanes[lane].stages.lock();
+        let mut stages = self.lane(lane).stages.lock();
         if refused() {
             return None;
         }
@@ -311,7 +327,7 @@ impl TimerTaskList {
     /// releases its slot: the caller then returns it to the arena. Only for an entry the caller
     /// claimed (a cancel): it is no longer pending, as a release requires (`entry/`).
     pub(crate) fn remove(this: &Self, arena: &EntryArena, ticket: Ticket, lane: usize) -> Removed {
-        let mut stages = this.lanes[lane].stages.lock();
+        let mut stages = this.lane(lane).stages.lock();
         let claimed = {
             let mut state = arena.lock(ticket.id);
             if state.generation() != ticket.generation {
@@ -336,7 +352,7 @@ impl TimerTaskList {
     #[inline]
     pub(crate) fn cancel(this: &Self, arena: &EntryArena, ticket: Ticket) -> Option<(InlineTask, Claimed)> {
         debug_assert_eq!(ticket.bucket.bucket(), this.key);
-        let mut stages = this.lanes[ticket.bucket.lane()].stages.lock();
+        let mut stages = this.lane(ticket.bucket.lane()).stages.lock();
         let (task, claimed) = arena.lock(ticket.id).claim_cancel(ticket, ticket.bucket)?;
         if let Claimed::Here(location) = claimed {
             take_out(&mut stages, arena, location, ticket.id);
@@ -356,7 +372,7 @@ impl TimerTaskList {
             return Popped::Stale;
         }
         let mut next = NO_EXPIRATION;
-        for stage in lanes.iter_mut().flatten().flat_map(|stages| stages.iter_mut()) {
+        for stage in lanes.locked.iter_mut().flatten().flat_map(|stages| stages.iter_mut()) {
             if stage.slots.live() == 0 {
                 continue;
             }
@@ -407,8 +423,7 @@ impl TimerTaskList {
     /// lock is taken in turn, briefly, so under concurrent use the sum is a snapshot (entries in
     /// transit, being cascaded or fired, are in no bucket and not counted).
     pub(crate) fn len(&self) -> usize {
-        self.lanes
-            .iter()
+        self.created()
             .map(|lane| lane.stages.lock().iter().map(|stage| stage.slots.live()).sum::<usize>())
             .sum()
     }
@@ -418,7 +433,7 @@ impl TimerTaskList {
     pub(crate) fn flush(&self, arena: &EntryArena) -> Vec<(EntryId, Deadline)> {
         let mut lanes = self.lock_all();
         let mut entries = Vec::new();
-        for stage in lanes.iter_mut().flatten().flat_map(|stages| stages.iter_mut()) {
+        for stage in lanes.locked.iter_mut().flatten().flat_map(|stages| stages.iter_mut()) {
             let live = stage.slots.live();
             entries.reserve(live);
             // Every entry counts as due: the drain abandons them all, and a reset leaves them be.
