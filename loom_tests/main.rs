@@ -21,6 +21,7 @@ mod purgatory;
 mod queue;
 mod reset;
 mod schedule_vs_flush;
+mod shrink;
 mod shutdown;
 #[cfg(feature = "async")]
 mod sleep;

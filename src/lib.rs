@@ -170,7 +170,10 @@
 //! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. The third,
 //! `driver::timer_slack`, is two `prctl` calls (Linux, Android): the driver thread asks the kernel to wake it
 //! within a thousandth of a tick instead of the default 50 µs (never raising its slack); Miri, which
-//! has no `prctl` on Linux, skips it.
+//! has no `prctl` on Linux, skips it. Three more hold memory the timer gives back after a spike
+//! ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of up to 256 bytes), `entry::pages`
+//! (the arena's pages, published as raw pointers and freed after a grace period) and `entry::os`
+//! (`mmap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and mappings of its own).
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
@@ -178,8 +181,9 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// Three modules may use `unsafe`, `entry::inline_task`, `entry::slot_lock` and
-// `driver::timer_slack` (see "Unsafe code" above); everything else is safe Rust.
+// Six modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
+// `entry::pages`, `entry::os` and `driver::timer_slack` (see "Unsafe code" above); everything else
+// is safe Rust.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -205,13 +205,14 @@ mod imp {
 pub(crate) use imp::*;
 
 // **Unmodelled** primitives: the same in both builds, invisible to loom. Only for the entry arena's
-// free lists, fresh-index counter and page directory (`entry/arena.rs`). Slot indices do travel through
+// free lists, fresh-index counter and page directory (`entry/arena.rs`, `entry/pages.rs`). Slot indices do travel through
 // them, from the thread that released a slot to the one that reuses it, but the state of every slot
 // is ordered by the slot's own lock, which is modelled; so the models need not explore the lists.
 // The rule that makes hiding them sound: **no loom operation inside an unmodelled lock or once-cell
 // initialiser** (loom would switch threads while a real lock is held, and block forever). Creating
 // a page only runs `SlotLock::new`, which is not a loom branch point.
 pub(crate) use parking_lot::Mutex as UnmodelledMutex;
+pub(crate) use std::sync::atomic::AtomicPtr as UnmodelledAtomicPtr;
 pub(crate) use std::sync::atomic::AtomicU64 as UnmodelledAtomicU64;
 pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;
 

@@ -5,7 +5,8 @@
 //!
 //! One thread loops: wait in the delay queue until the earliest bucket is due (or an earlier one is
 //! added, or the manual clock moves, or the queue is closed), then `advance`. With nothing queued it
-//! waits without a timeout: an idle timer uses no CPU. Shutdown closes the queue, which wakes it for
+//! waits without a timeout: an idle timer uses no CPU. After an advance it gives back the memory of
+//! a spike that has drained (`timer/shrink.rs`). Shutdown closes the queue, which wakes it for
 //! good; the thread then exits after the task it is running, if any.
 //!
 //! ## Executor
@@ -78,6 +79,7 @@ impl Driver {
             while !shared.is_shut_down() {
                 shared.queue().wait_due(shared.time(), None);
                 shared.advance();
+                shared.shrink_if_spent();
             }
         })?;
         Ok(Driver { thread, listener })

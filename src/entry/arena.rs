@@ -8,17 +8,19 @@
 //!
 //! ## Storage
 //!
-//! Slots are grouped in pages of [`PAGE`] slots (12 KiB), created on first use and never freed or
-//! moved while the arena lives, so a slot reference stays valid without a lock. The directory is two
-//! levels: segment `s` has `2^s` pages, so the directory of a timer that never grows is a few
-//! hundred bytes, and that of a billion slots about 0.2 % of the slots' own 48 GB. Finding a slot
-//! is two `Acquire` loads (`OnceLock::get`) and some shifts.
+//! Slots are grouped in pages of [`PAGE`] slots (12 KiB), created on first use and never moved
+//! (`pages.rs`, the directory): segment `s` of the directory has `2^s` pages, so the directory of a
+//! timer that never grows is a few hundred bytes, and that of a billion slots about 0.2 % of the slots'
+//! own 48 GB. Finding a slot is two `Acquire` loads and some shifts.
 //!
-//! The arena never shrinks: its size is the most entries ever pending (plus the free lists' slack,
-//! below). It lives as long as its timer or any of that timer's handles (a handle reaches its entry
-//! through it, and its bucket through the wheel), so a handle kept after its timer was dropped keeps
-//! the arena's and the wheel's memory; the closures are all gone by then (the shutdown drain
-//! released every slot).
+//! A page whose slots are all free can be given back ([`shrink`](EntryArena::shrink), `shrink.rs`):
+//! after a spike, the arena returns to the pages its pending entries and free lists' slack use. Until
+//! a shrink, the arena keeps its size: the most entries ever pending (plus the free lists' slack,
+//! below). A handle whose slot's page is gone finds the arena's vacant stand-in slot instead, whose
+//! generation (0) no ticket has: its task is not pending, which is true. The arena lives as long as its
+//! timer or any of that timer's handles (a handle reaches its entry through it, and its bucket through
+//! the wheel), so a handle kept after its timer was dropped keeps the arena's and the wheel's memory;
+//! the closures are all gone by then (the shutdown drain released every slot).
 //!
 //! ## Free slots
 //!
@@ -65,10 +67,13 @@ use std::collections::VecDeque;
 use crate::entry::free_lists::FreeLists;
 #[cfg(test)]
 pub(crate) use crate::entry::free_lists::BATCH;
+use crate::entry::pages::Pages;
+use crate::entry::readers::{Pin, Readers};
+use crate::entry::shrink::Shrinking;
 use crate::entry::slot_lock::SlotLock;
 use crate::entry::task_slab::TaskSlab;
 use crate::entry::{self, EntryBody, EntryId, EntryState};
-use crate::sync::{Ordering, UnmodelledAtomicU64, UnmodelledOnceLock};
+use crate::sync::{Ordering, UnmodelledAtomicU64, UnmodelledMutex};
 
 /// Slots per page (a power of two). The loom models use 1 (a page per entry, so entries span
 /// pages): a page is published through an unmodelled once-cell, and a slot's lock word and cell
@@ -76,9 +81,9 @@ use crate::sync::{Ordering, UnmodelledAtomicU64, UnmodelledOnceLock};
 /// (a fresh grab is a page) the thread that creates a slot is the one that takes it first, and every
 /// later user reaches it through modelled synchronisation (a bucket lock, the slot's own lock).
 #[cfg(not(delaywheel_loom))]
-const PAGE_BITS: u32 = 8;
+pub(crate) const PAGE_BITS: u32 = 8;
 #[cfg(delaywheel_loom)]
-const PAGE_BITS: u32 = 0;
+pub(crate) const PAGE_BITS: u32 = 0;
 
 pub(crate) const PAGE: usize = 1 << PAGE_BITS;
 
@@ -101,33 +106,33 @@ pub(crate) fn prefetch_ahead(len: usize) -> usize {
     }
 }
 
-/// Segments in the directory: enough for every `u32` index.
-const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
-
 /// One entry's place: its state behind its own lock (see `entry/`), 48 bytes: the lock's two bits
 /// share a word with the entry's generation and status (`slot_lock/`), the body is the other 40.
 /// Not padded to a cache line: a 64-byte aligned slot measures the same in SPEC W4, within noise,
 /// and costs bytes per timer.
-pub(crate) struct Slot(SlotLock<EntryBody>);
+pub(crate) struct Slot(pub(super) SlotLock<EntryBody>);
 
 #[cfg(not(delaywheel_loom))]
 const _: () = assert!(std::mem::size_of::<Slot>() == 48);
 
-type Page = Box<[Slot]>;
-
-/// A segment of the directory: its pages, each created on first use.
-type Segment = Box<[UnmodelledOnceLock<Page>]>;
-
 /// The slots of one timer (see the module docs).
 pub(crate) struct EntryArena {
-    /// Segment `s`: `2^s` pages, each created on first use.
-    segments: Box<[UnmodelledOnceLock<Segment>]>,
+    /// The pages of slots (`pages.rs`).
+    pub(super) pages: Pages,
+    /// What a ticket whose slot's page is gone finds: a vacant slot of generation 0.
+    tombstone: Slot,
+    /// The threads looking at pages without holding a slot of theirs (`readers.rs`).
+    pub(super) readers: Readers,
     /// The first index never handed out.
-    fresh: UnmodelledAtomicU64,
+    pub(super) fresh: UnmodelledAtomicU64,
+    /// Pages given back by a shrink, whose indices new pages take first.
+    pub(super) vacated: UnmodelledMutex<Vec<usize>>,
+    /// The shrink's own state (`shrink.rs`).
+    pub(super) shrinking: Shrinking,
     /// The last stamp handed out ([`next_stamp`](EntryArena::next_stamp)).
     stamps: UnmodelledAtomicU64,
     /// Free indices, per thread stripe (see the module docs).
-    free: FreeLists<EntryId>,
+    pub(super) free: FreeLists<EntryId>,
     /// Blocks for the closures too big for a slot (`task_slab.rs`). After `segments`: fields drop
     /// in order, so the closures left in slots give their blocks back before the slab goes.
     tasks: TaskSlab,
@@ -157,8 +162,12 @@ impl EntryArena {
 
     fn empty() -> EntryArena {
         EntryArena {
-            segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
+            pages: Pages::new(),
+            tombstone: Slot(entry::vacant_slot()),
+            readers: Readers::new(),
             fresh: UnmodelledAtomicU64::new(0),
+            vacated: UnmodelledMutex::new(Vec::new()),
+            shrinking: Shrinking::new(),
             stamps: UnmodelledAtomicU64::new(0),
             free: FreeLists::new(),
             tasks: TaskSlab::new(),
@@ -194,27 +203,26 @@ impl EntryArena {
         &self.tasks
     }
 
-    /// Where slot `index` lives: (segment, page in segment, slot in page).
-    #[inline]
-    fn coordinates(index: usize) -> (usize, usize, usize) {
-        let page = (index >> PAGE_BITS) + 1;
-        let segment = (usize::BITS - 1 - page.leading_zeros()) as usize;
-        (segment, page - (1 << segment), index & (PAGE - 1))
-    }
-
-    /// The slot of `id`, which must have been handed out by [`alloc`](EntryArena::alloc) (its page
-    /// exists from then on).
+    /// The slot of `id`: its page's, or the vacant stand-in if the page is gone (only a ticket's
+    /// holder-less look can find that: see the module docs). A caller that does not hold `id`'s slot
+    /// must be pinned ([`pin`](EntryArena::pin)) for as long as it uses the slot.
     #[inline]
     fn slot(&self, id: EntryId) -> &Slot {
-        let (segment, page, slot) = Self::coordinates(id.index());
-        let page = self.segments[segment].get().and_then(|pages| pages[page].get());
-        &page.expect("an entry id names a slot that was allocated")[slot]
+        self.pages.slot(id).unwrap_or(&self.tombstone)
     }
 
-    /// Locks the state of `id`'s slot.
+    /// Pins this thread (`readers.rs`): what an operation that starts from a ticket (it holds no
+    /// slot) does first, so that the page of the slot it looks at is not freed under it.
+    #[inline]
+    pub(crate) fn pin(&self) -> Pin<'_> {
+        self.readers.pin()
+    }
+
+    /// Locks the state of `id`'s slot (the vacant stand-in's if its page is gone: see
+    /// [`slot`](EntryArena::slot)).
     #[inline]
     pub(crate) fn lock(&self, id: EntryId) -> EntryState<'_> {
-        self.slot(id).0.lock()
+        self.pages.lock(id).unwrap_or_else(|| self.tombstone.0.lock())
     }
 
     /// Starts loading slot `id`'s cache line, to be locked soon (`SlotLock::prefetch`): loops over
@@ -232,8 +240,16 @@ impl EntryArena {
         self.free.take(|free| self.fresh_page(free))
     }
 
-    /// Puts a page of never-used indices in front of a stripe's list (none once those run out).
+    /// Puts a page of never-used indices in front of a stripe's list (none once those run out): a
+    /// page a shrink gave back, created anew, or else the next one.
     fn fresh_page(&self, free: &mut VecDeque<EntryId>) {
+        let vacated = self.vacated.lock().pop();
+        if let Some(page) = vacated {
+            let start = page * PAGE;
+            self.pages.create(page);
+            (start..start + PAGE).rev().for_each(|index| free.push_front(EntryId::new(index)));
+            return;
+        }
         let start = self.fresh.fetch_add(PAGE as u64, Ordering::Relaxed);
         if start + PAGE as u64 > u64::from(EntryId::MAX_INDEX) + 1 {
             self.fresh.fetch_sub(PAGE as u64, Ordering::Relaxed);
@@ -268,12 +284,9 @@ impl EntryArena {
         self.free.put_all(ids);
     }
 
-    /// Creates the page holding `index` (and its segment's directory) if it does not exist yet.
+    /// Creates the page holding `index` if it does not exist yet.
     fn create_page(&self, index: usize) {
-        let (segment, page, _) = Self::coordinates(index);
-        let pages = self.segments[segment]
-            .get_or_init(|| (0..1usize << segment).map(|_| UnmodelledOnceLock::new()).collect());
-        pages[page].get_or_init(|| (0..PAGE).map(|_| Slot(entry::vacant_slot())).collect());
+        self.pages.create(index >> PAGE_BITS);
     }
 
     /// A new entry's stamp: its generation in the slot it will occupy, and the order of its
@@ -302,14 +315,16 @@ impl EntryArena {
     }
 
     /// Locks the state of the slot at `index`, if its page exists (any index below
-    /// [`high_water`](EntryArena::high_water) once its page is created): for the shutdown scan.
-    /// (Under loom only the pages created with the arena are scanned: see `LOOM_PAGES`.)
+    /// [`high_water`](EntryArena::high_water) once its page is created, until a shrink gives it
+    /// back): for the shutdown scan, which must be pinned ([`pin`](EntryArena::pin)) while it uses
+    /// the slot. (Under loom only the pages created with the arena are scanned: see `LOOM_PAGES`.)
     pub(crate) fn lock_index(&self, index: usize) -> Option<EntryState<'_>> {
         #[cfg(delaywheel_loom)]
         assert!(index < LOOM_PAGES * PAGE, "a loom model allocated past the arena's first pages");
-        let (segment, page, slot) = Self::coordinates(index);
-        let page = self.segments.get(segment)?.get().and_then(|pages| pages[page].get())?;
-        Some(page[slot].0.lock())
+        if index > EntryId::MAX_INDEX as usize {
+            return None;
+        }
+        self.pages.lock(EntryId::new(index))
     }
 
     /// Slots handed out so far, free or not: the arena's high-water mark.
@@ -330,6 +345,10 @@ impl EntryArena {
         }
         for (index, listed) in seen.into_iter().enumerate() {
             let id = EntryId::new(index);
+            if self.pages.slot(id).is_none() {
+                assert!(!listed, "slot {id:?} of a page given back is still listed");
+                continue;
+            }
             assert!(!self.lock(id).is_occupied(), "slot {id:?} never released");
             assert!(listed, "slot {id:?} released but never returned to a free list");
         }
@@ -357,17 +376,6 @@ impl std::fmt::Debug for EntryArena {
 #[cfg(all(test, not(delaywheel_loom)))]
 mod tests {
     use super::*;
-
-    #[test]
-    fn coordinates_cover_every_index_once_in_order() {
-        assert_eq!(EntryArena::coordinates(0), (0, 0, 0));
-        assert_eq!(EntryArena::coordinates(PAGE - 1), (0, 0, PAGE - 1));
-        assert_eq!(EntryArena::coordinates(PAGE), (1, 0, 0));
-        assert_eq!(EntryArena::coordinates(3 * PAGE), (2, 0, 0));
-        assert_eq!(EntryArena::coordinates(7 * PAGE - 1), (2, 3, PAGE - 1));
-        let (segment, page, slot) = EntryArena::coordinates(EntryId::MAX_INDEX as usize);
-        assert!(segment < SEGMENTS && page < 1 << segment && slot < PAGE);
-    }
 
     #[test]
     fn a_reserve_creates_the_pages_allocations_take_first() {

@@ -116,6 +116,37 @@ impl<T: Copy> FreeLists<T> {
         }
     }
 
+    /// Takes off the lists every item of each page that has all its `per_page` items listed, and
+    /// returns those pages: `page_of` maps an item to its page, one of `pages` (`None`: a page it
+    /// does not know, left alone). Every stripe's lock is held (taken in stripe order, then the
+    /// pool's, the order `take` and `spill` use), so no item moves meanwhile: a page returned has no
+    /// item anywhere but here, so nobody holds one, and nobody can take one any more. The lists'
+    /// spare capacity is given back too. O(items listed): for a shrink, never on a hot path.
+    pub(crate) fn reclaim(
+        &self,
+        per_page: usize,
+        pages: usize,
+        page_of: impl Fn(T) -> Option<usize>,
+    ) -> Vec<usize> {
+        let mut stripes: Vec<_> = self.stripes.iter().map(|stripe| stripe.0.lock()).collect();
+        let mut pool = self.pool.lock();
+        let mut listed = vec![0usize; pages];
+        for &item in pool.iter().chain(stripes.iter().flat_map(|list| list.iter())) {
+            if let Some(page) = page_of(item) {
+                listed[page] += 1;
+            }
+        }
+        let empty: Vec<usize> = (0..pages).filter(|&page| listed[page] == per_page).collect();
+        if !empty.is_empty() {
+            let kept = |item: &T| page_of(*item).map_or(true, |page| listed[page] != per_page);
+            pool.retain(kept);
+            stripes.iter_mut().for_each(|list| list.retain(kept));
+        }
+        pool.shrink_to_fit();
+        stripes.iter_mut().for_each(|list| list.shrink_to(2 * BATCH));
+        empty
+    }
+
     /// Every listed item, pool first (each stripe's lock taken in turn): for audits.
     pub(crate) fn listed(&self) -> Vec<T> {
         let mut listed: Vec<T> = self.pool.lock().clone();

@@ -68,7 +68,16 @@ mod free_lists;
 #[allow(unsafe_code)]
 mod inline_task;
 pub(crate) mod location;
+// A module with `unsafe` code (see the crate's "Unsafe code"): two system calls of the shrink.
+#[allow(unsafe_code)]
+mod os;
+// A module with `unsafe` code (see the crate's "Unsafe code"): the arena's pages, which a shrink
+// frees.
+#[allow(unsafe_code)]
+mod pages;
+mod readers;
 mod retarget;
+mod shrink;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena slots' lock.
 #[allow(unsafe_code)]
 pub(crate) mod slot_lock;
@@ -451,6 +460,7 @@ pub(crate) fn abandon_held_elsewhere(
     arena: &EntryArena,
     index: usize,
 ) -> Option<(InlineTask, Deadline, Option<Ticket>)> {
+    let _pin = arena.pin();
     let mut state = arena.lock_index(index)?;
     if !state.is_occupied() {
         return None;

@@ -9,8 +9,9 @@
 //!
 //! ## Storage
 //!
-//! A class hands out blocks from pages of [`BLOCKS_PER_PAGE`] blocks (4, 8 or 16 KiB), allocated
-//! when its free lists run dry and kept, never moved, while the slab lives. Free blocks travel
+//! A class hands out blocks from pages of [`BLOCKS_PER_PAGE`] blocks (4, 8 or 16 KiB) of mapped
+//! memory (a `PageSource`, `os.rs`), taken when its free lists run dry and never moved; a page whose blocks are all free again is freed by
+//! a shrink ([`TaskSlab::shrink`], `shrink.rs`), else kept while the slab lives. Free blocks travel
 //! through a [`FreeLists`] per class (`free_lists.rs`): a block freed by the driver after a fire
 //! goes to the driver's stripe and comes back to a scheduling thread a batch at a time through the
 //! pool, so no block is handed from thread to thread one by one and no `free` of another thread's
@@ -34,11 +35,11 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use std::alloc::{self, Layout};
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 
 use crate::entry::free_lists::FreeLists;
+use crate::entry::os::PageSource;
 use crate::sync::UnmodelledMutex;
 
 /// The block sizes of the classes, in bytes: a closure goes to the first that holds it.
@@ -99,16 +100,14 @@ pub(crate) struct Class {
     pages: UnmodelledMutex<Vec<Block>>,
     /// Pages this class may allocate: past it, `alloc` finds no block.
     max_pages: usize,
+    /// Where its pages come from, and go back to.
+    source: PageSource,
 }
 
 impl Class {
     fn new(size: usize, max_pages: usize) -> Class {
-        Class { size, free: FreeLists::new(), pages: UnmodelledMutex::new(Vec::new()), max_pages }
-    }
-
-    /// A page's layout: `BLOCKS_PER_PAGE` blocks, cache-line aligned.
-    fn page_layout(&self) -> Layout {
-        Layout::from_size_align(self.size * BLOCKS_PER_PAGE, BLOCK_ALIGN).expect("a page's layout is valid")
+        let source = PageSource::new(size * BLOCKS_PER_PAGE);
+        Class { size, free: FreeLists::new(), pages: UnmodelledMutex::new(Vec::new()), max_pages, source }
     }
 
     /// A free block, its bytes the caller's until [`free`](Class::free); `None` once the class has
@@ -124,12 +123,8 @@ impl Class {
         if pages.len() >= self.max_pages {
             return;
         }
-        let layout = self.page_layout();
-        // SAFETY: the layout's size is a block size times `BLOCKS_PER_PAGE`, not zero.
-        let page = unsafe { alloc::alloc(layout) };
-        if page.is_null() {
-            alloc::handle_alloc_error(layout);
-        }
+        // Aligned to 4 KiB: every block to `BLOCK_ALIGN`.
+        let page = self.source.take().as_ptr();
         pages.push(Block::from_ptr(page));
         for block in (0..BLOCKS_PER_PAGE).rev() {
             // SAFETY: `block * size` is within the page's `BLOCKS_PER_PAGE * size` bytes.
@@ -147,6 +142,37 @@ impl Class {
     /// [`free`](Class::free) for several blocks, with one lock of this thread's free list.
     fn free_all(&self, blocks: impl IntoIterator<Item = Block>) {
         self.free.put_all(blocks);
+    }
+
+    /// Frees every page whose blocks are all on the free lists (taken off them under every list's
+    /// lock: `FreeLists::reclaim`). Returns how many. Only holders touch a block's bytes, and a
+    /// listed block has none, so a page can go at once.
+    fn shrink(&self) -> usize {
+        let mut sorted: Vec<Block> = self.pages.lock().clone();
+        sorted.sort_unstable();
+        let span = self.size * BLOCKS_PER_PAGE;
+        let page_of = |block: Block| {
+            let page = sorted.partition_point(|page| page.as_ptr() <= block.as_ptr()).checked_sub(1)?;
+            let offset = (block.as_ptr() as usize).wrapping_sub(sorted[page].as_ptr() as usize);
+            (offset < span).then_some(page)
+        };
+        let empty: Vec<Block> = self
+            .free
+            .reclaim(BLOCKS_PER_PAGE, sorted.len(), page_of)
+            .into_iter()
+            .map(|page| sorted[page])
+            .collect();
+        if empty.is_empty() {
+            return 0;
+        }
+        let mut pages = self.pages.lock();
+        pages.retain(|page| empty.binary_search(page).is_err());
+        pages.shrink_to_fit();
+        drop(pages);
+        // No longer in `pages` (given back once); every block of theirs was free and has been taken
+        // off the free lists, so nobody holds one or can take one.
+        self.source.give_back(empty.iter().map(|page| page.0).collect());
+        empty.len()
     }
 
     /// Blocks handed out and not given back (every stripe's list and the pool locked in turn, so
@@ -234,6 +260,11 @@ impl TaskSlab {
         &self.classes[class]
     }
 
+    /// Frees the empty pages of every class (see [`Class::shrink`]); how many.
+    pub(crate) fn shrink(&self) -> usize {
+        self.classes.iter().map(Class::shrink).sum()
+    }
+
     /// Blocks out of every class (see [`Class::out`]).
     #[cfg(test)]
     pub(crate) fn blocks_out(&self) -> usize {
@@ -253,17 +284,8 @@ impl Drop for TaskSlab {
             // A block is still held: its holder frees it through its class later. Leak the classes
             // and their pages so that both stay valid (see "Ownership and lifetime").
             std::mem::forget(std::mem::take(&mut self.classes));
-            return;
         }
-        for class in self.classes.iter() {
-            let layout = class.page_layout();
-            for page in class.pages.lock().drain(..) {
-                // SAFETY: `page` was allocated by `fresh_page` with this class's layout and is
-                // freed once (drained); no block of it is held (`out() == 0`) and the slab is
-                // being dropped, so nobody takes one again.
-                unsafe { alloc::dealloc(page.as_ptr(), layout) };
-            }
-        }
+        // Otherwise no block is held: each class's source unmaps its pages as it drops.
     }
 }
 
@@ -425,5 +447,20 @@ mod tests {
         let most =
             (500 + 2 * crate::entry::free_lists::BATCH * crate::sync::stripe_count()) / BLOCKS_PER_PAGE + 2;
         assert!(slab.pages() <= most, "{} pages", slab.pages());
+    }
+
+    #[test]
+    fn a_shrink_frees_the_pages_whose_blocks_are_all_free() {
+        let slab = TaskSlab::new();
+        let sum = Arc::new(AtomicUsize::new(0));
+        let mut tasks: Vec<InlineTask> =
+            (0..10 * BLOCKS_PER_PAGE).map(|_| task::<4>(&slab, guard(false).0, Arc::clone(&sum))).collect();
+        let kept = tasks.split_off(9 * BLOCKS_PER_PAGE);
+        tasks.into_iter().for_each(InlineTask::run);
+        let before = slab.pages();
+        assert!(slab.shrink() >= 8 && slab.pages() <= before - 8, "{} of {before} pages left", slab.pages());
+        kept.into_iter().for_each(InlineTask::run);
+        assert_eq!(slab.blocks_out(), 0);
+        assert_eq!(task::<4>(&slab, guard(false).0, Arc::clone(&sum)).storage(), Storage::Block(64));
     }
 }

@@ -59,7 +59,12 @@ impl TimerHandle {
     }
 
     fn status(&self) -> Option<Status> {
-        self.inner.as_ref().and_then(|(stripe, ticket)| entry::status(&stripe.context().arena, *ticket))
+        let (stripe, ticket) = self.inner.as_ref()?;
+        let arena = &stripe.context().arena;
+        // Every look from a ticket is pinned: the slot's page may be given back meanwhile
+        // (`Timer::shrink`, `entry/readers.rs`).
+        let _pin = arena.pin();
+        entry::status(arena, *ticket)
     }
 
     /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
@@ -73,7 +78,10 @@ impl TimerHandle {
     /// Only if the closure's own `Drop` panics: that panic leaves this call, after the task was
     /// cancelled and counted and its slot freed (nothing leaks; the cancel happened).
     pub fn cancel(&self) -> bool {
-        self.inner.as_ref().is_some_and(|(stripe, ticket)| cancel::cancel(*ticket, stripe))
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| {
+            let _pin = stripe.context().arena.pin();
+            cancel::cancel(*ticket, stripe)
+        })
     }
 
     /// Moves the pending task to `delay` from now on the timer's clock, keeping its closure and
@@ -157,7 +165,10 @@ impl TimerHandle {
     /// ```
     pub fn deadline(&self) -> Option<Instant> {
         let (stripe, ticket) = self.inner.as_ref()?;
-        let deadline = entry::deadline(&stripe.context().arena, *ticket)?;
+        let deadline = {
+            let _pin = stripe.context().arena.pin();
+            entry::deadline(&stripe.context().arena, *ticket)?
+        };
         let reach = stripe.context();
         reach.time.clock.tick_instant(reach.time.ticks, deadline.tick())
     }
@@ -189,7 +200,10 @@ impl TimerHandle {
     /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in
     /// transit between buckets during a flush.
     pub fn position(&self) -> Option<position::WheelPosition> {
-        self.inner.as_ref().and_then(|(stripe, ticket)| position::of(stripe.context(), *ticket))
+        self.inner.as_ref().and_then(|(stripe, ticket)| {
+            let _pin = stripe.context().arena.pin();
+            position::of(stripe.context(), *ticket)
+        })
     }
 }
 
@@ -198,6 +212,7 @@ impl TimerHandle {
     #[inline(always)]
     fn reset_to(&self, when: When) -> bool {
         let Some((stripe, ticket)) = &self.inner else { return false };
+        let _pin = stripe.context().arena.pin();
         match stripe.context().time.deadline(when) {
             Ok((_, to)) => reset::reset(*ticket, stripe, to),
             Err(_) => false,

@@ -55,6 +55,7 @@ pub(crate) mod position;
 pub(crate) mod refs;
 mod reset;
 mod schedule;
+mod shrink;
 pub(crate) mod stats;
 mod store;
 mod trace;
@@ -136,6 +137,8 @@ pub(crate) struct Shared {
     lateness: Arc<Lateness>,
     /// Where fired value entries go: the delay queue of values that owns this timer (`values.rs`).
     values: values::Sink,
+    /// When the driver shrinks the arena next (`shrink.rs`).
+    auto_shrink: shrink::AutoShrink,
 }
 
 impl Timer {
@@ -188,6 +191,7 @@ impl Timer {
             max_pending: config.max_pending,
             lateness,
             values: values::Sink::new(),
+            auto_shrink: shrink::AutoShrink::default(),
         });
         shared.current_tick.store(shared.time.now_tick(), Ordering::Relaxed);
         let driver = if config.manual {

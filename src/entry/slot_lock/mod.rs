@@ -140,6 +140,13 @@ impl<T> SlotLock<T> {
         }
     }
 
+    /// Whether a guard exists right now: for the loom build's check that a page is not freed while
+    /// one of its slots is locked (`entry/pages.rs`).
+    #[cfg(delaywheel_loom)]
+    pub fn is_locked(&self) -> bool {
+        self.word.load(Ordering::Relaxed) & LOCKED != 0
+    }
+
     /// Locks the slot, parking the thread while another holds it.
     #[inline]
     pub fn lock(&self) -> SlotGuard<'_, T> {

@@ -1,0 +1,237 @@
+//! What the arena and the task slab take from the operating system: pages of memory that a shrink
+//! can give back ([`PageSource`]), and two system calls of the shrink (Linux; elsewhere neither
+//! exists and both say so):
+//!
+//! * [`heavy_barrier`]: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full memory fence on
+//!   every CPU running a thread of this process, which lets the readers' pins (`readers.rs`) do
+//!   with a compiler fence. Registered once per process (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`,
+//!   Linux 4.14) on first use.
+//! * [`trim_heap`]: glibc's `malloc_trim(0)`, which gives the free pages inside the allocator's
+//!   arenas back to the kernel: the pages a shrink freed sit among other allocations, where a
+//!   plain `free` keeps them resident.
+//!
+//! Both take integer arguments only and touch no memory of the caller's.
+//!
+//! ## Pages
+//!
+//! A [`PageSource`] hands out pages of one size (a multiple of 4 KiB) carved from chunks of
+//! [`PAGES_PER_CHUNK`] pages, each chunk one anonymous `mmap` (so a page costs a system call per
+//! 64 pages, not one each). A page given back ([`PageSource::give_back`]) is emptied with
+//! `madvise(MADV_DONTNEED)`: its physical memory goes back to the kernel at once, whatever the
+//! allocator would do (glibc keeps freed memory at the top of a thread's heap resident, and
+//! `malloc_trim` does not trim those), and it is handed out again before a new chunk is mapped. The
+//! chunks are unmapped when the source drops. Elsewhere than Linux the chunks come from
+//! `std::alloc` and a page given back stays resident until the source drops.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::ptr::NonNull;
+
+use crate::sync::UnmodelledMutex;
+
+/// Pages mapped at once by a [`PageSource`].
+pub(crate) const PAGES_PER_CHUNK: usize = 64;
+
+/// The system's page: every page a [`PageSource`] hands out is aligned to it.
+const OS_PAGE: usize = 4096;
+
+/// Pages of one size from chunks of mapped memory (see the module docs).
+pub(crate) struct PageSource {
+    page_bytes: usize,
+    state: UnmodelledMutex<Chunks>,
+}
+
+struct Chunks {
+    /// Every chunk mapped, by its first byte.
+    mapped: Vec<NonNull<u8>>,
+    /// Pages given back, handed out first.
+    spare: Vec<NonNull<u8>>,
+    /// Pages of the last chunk not handed out yet.
+    left: usize,
+}
+
+// SAFETY: the source owns its chunks (raw memory, no thread-bound state); the pointers are only
+// used under its lock, or handed to the taker of a page, who owns that page's bytes until it gives
+// it back.
+unsafe impl Send for PageSource {}
+// SAFETY: see `Send`: every method takes the lock.
+unsafe impl Sync for PageSource {}
+
+impl PageSource {
+    /// A source of pages of `page_bytes` bytes (a multiple of the system's 4 KiB page).
+    pub(crate) fn new(page_bytes: usize) -> PageSource {
+        assert!(page_bytes > 0 && page_bytes % OS_PAGE == 0, "pages of whole system pages");
+        PageSource {
+            page_bytes,
+            state: UnmodelledMutex::new(Chunks { mapped: Vec::new(), spare: Vec::new(), left: 0 }),
+        }
+    }
+
+    fn chunk_bytes(&self) -> usize {
+        self.page_bytes * PAGES_PER_CHUNK
+    }
+
+    /// A page, aligned to 4 KiB, its bytes the caller's (of any value) until it gives it back.
+    pub(crate) fn take(&self) -> NonNull<u8> {
+        let mut chunks = self.state.lock();
+        if let Some(page) = chunks.spare.pop() {
+            return page;
+        }
+        if chunks.left == 0 {
+            let chunk = imp::map(self.chunk_bytes());
+            chunks.mapped.push(chunk);
+            chunks.left = PAGES_PER_CHUNK;
+        }
+        chunks.left -= 1;
+        let last = *chunks.mapped.last().expect("a chunk was mapped");
+        // SAFETY: page `PAGES_PER_CHUNK - 1 - left` of the last chunk: within its `chunk_bytes`.
+        unsafe {
+            NonNull::new_unchecked(last.as_ptr().add((PAGES_PER_CHUNK - 1 - chunks.left) * self.page_bytes))
+        }
+    }
+
+    /// Gives back pages taken with [`take`](PageSource::take), which nobody uses any more: their
+    /// memory goes back to the kernel (runs of adjacent pages in one call).
+    pub(crate) fn give_back(&self, mut pages: Vec<NonNull<u8>>) {
+        pages.sort_unstable();
+        let mut run = 0;
+        while run < pages.len() {
+            let mut end = run + 1;
+            while end < pages.len()
+                && pages[end].as_ptr() == pages[end - 1].as_ptr().wrapping_add(self.page_bytes)
+            {
+                end += 1;
+            }
+            imp::discard(pages[run], (end - run) * self.page_bytes);
+            run = end;
+        }
+        self.state.lock().spare.extend(pages);
+    }
+}
+
+impl Drop for PageSource {
+    fn drop(&mut self) {
+        let bytes = self.chunk_bytes();
+        for chunk in self.state.get_mut().mapped.drain(..) {
+            imp::unmap(chunk, bytes);
+        }
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg_attr(delaywheel_loom, allow(dead_code))]
+mod imp {
+    use std::ptr::NonNull;
+    use std::sync::OnceLock;
+
+    /// `bytes` of fresh anonymous memory, zeroed, aligned to the system's page.
+    pub(super) fn map(bytes: usize) -> NonNull<u8> {
+        // SAFETY: an anonymous private mapping at an address of the kernel's choosing: it touches
+        // no existing memory. The result is checked for `MAP_FAILED`.
+        let chunk = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if chunk == libc::MAP_FAILED {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(bytes, super::OS_PAGE).expect("a chunk's layout"),
+            );
+        }
+        NonNull::new(chunk.cast()).expect("mmap returns no null mapping")
+    }
+
+    /// Empties `bytes` of mapped memory at `at` (whole system pages): zero when next read.
+    pub(super) fn discard(at: NonNull<u8>, bytes: usize) {
+        // SAFETY: `at..at + bytes` is part of a private anonymous mapping of ours (whole pages of
+        // a chunk) that nobody uses (the caller gave it back); `MADV_DONTNEED` only drops its
+        // contents. A failure only leaves the memory resident.
+        unsafe { libc::madvise(at.as_ptr().cast(), bytes, libc::MADV_DONTNEED) };
+    }
+
+    /// Unmaps a chunk of `bytes` mapped by [`map`].
+    pub(super) fn unmap(chunk: NonNull<u8>, bytes: usize) {
+        // SAFETY: a mapping made by `map` with this length, unmapped once (its source drops), and
+        // nothing refers to its pages any more.
+        unsafe { libc::munmap(chunk.as_ptr().cast(), bytes) };
+    }
+
+    const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+    const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+    fn membarrier(cmd: libc::c_long) -> bool {
+        // SAFETY: `membarrier(cmd, flags = 0)` takes two integers and reads or writes no memory of
+        // ours; an unknown command or an old kernel returns -1 (ENOSYS, EINVAL, EPERM).
+        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) == 0 }
+    }
+
+    pub(crate) fn heavy_barrier_available() -> bool {
+        static REGISTERED: OnceLock<bool> = OnceLock::new();
+        *REGISTERED.get_or_init(|| membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+    }
+
+    pub(crate) fn heavy_barrier() -> bool {
+        heavy_barrier_available() && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+    }
+
+    pub(crate) fn trim_heap() {
+        #[cfg(target_env = "gnu")]
+        // SAFETY: `malloc_trim(pad)` takes an integer; it only walks and trims glibc's own arenas,
+        // under their locks.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg_attr(delaywheel_loom, allow(dead_code))]
+mod imp {
+    use std::alloc::{self, Layout};
+    use std::ptr::NonNull;
+
+    fn layout(bytes: usize) -> Layout {
+        Layout::from_size_align(bytes, super::OS_PAGE).expect("a chunk's layout")
+    }
+
+    pub(super) fn map(bytes: usize) -> NonNull<u8> {
+        // SAFETY: a non-zero size (a positive number of pages).
+        let chunk = unsafe { alloc::alloc_zeroed(layout(bytes)) };
+        NonNull::new(chunk).unwrap_or_else(|| alloc::handle_alloc_error(layout(bytes)))
+    }
+
+    pub(super) fn discard(_at: NonNull<u8>, _bytes: usize) {}
+
+    pub(super) fn unmap(chunk: NonNull<u8>, bytes: usize) {
+        // SAFETY: allocated by `map` with this layout, freed once (its source drops).
+        unsafe { alloc::dealloc(chunk.as_ptr(), layout(bytes)) };
+    }
+
+    pub(crate) fn heavy_barrier_available() -> bool {
+        false
+    }
+
+    pub(crate) fn heavy_barrier() -> bool {
+        false
+    }
+
+    pub(crate) fn trim_heap() {}
+}
+
+/// Whether [`heavy_barrier`] works in this process (registering it on the first call).
+#[cfg(not(delaywheel_loom))]
+pub(crate) use imp::heavy_barrier_available;
+
+/// A full fence on every CPU running a thread of this process; `false` if there is none.
+#[cfg(not(delaywheel_loom))]
+pub(crate) use imp::heavy_barrier;
+
+/// Gives the allocator's free pages back to the kernel, where it can.
+#[cfg(not(delaywheel_loom))]
+pub(crate) use imp::trim_heap;

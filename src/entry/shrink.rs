@@ -1,0 +1,135 @@
+//! `EntryArena::shrink`: gives back the pages of slots (and of task-slab blocks) that a spike left
+//! empty.
+//!
+//! ## Protocol
+//!
+//! 1. **Find empty pages.** Under every free list's lock at once (`FreeLists::reclaim`), count the
+//!    free indices of each page; a page with all [`PAGE`] of its indices listed has no occupant and
+//!    no holder (an index is listed only after its holder released and returned it). Its indices
+//!    are taken off the lists there, so no allocation can hand one out any more.
+//! 2. **Retire them** (`Pages::retire`): their pointers leave the directory. A ticket that looks
+//!    from now on finds the vacant stand-in slot, generation 0: not pending. The page numbers go to
+//!    `vacated`, where new pages are created first (a new page's slots start at generation 0, below
+//!    every stamp, so an old ticket does not match a new occupant either).
+//! 3. **Grace period** (`readers.rs`): wait until every thread pinned at its start (a handle that
+//!    may have loaded a pointer before the retire) has unpinned, then **free** the pages. A call
+//!    with a time limit that runs out keeps them retired, and the next shrink frees them (its own
+//!    grace period began after their retire too).
+//! 4. The task slab frees its empty pages of blocks (`task_slab.rs`: only holders touch a block,
+//!    so no grace period), and the allocator is asked to give free memory back to the kernel
+//!    (`os.rs`).
+//!
+//! No hot path changes: an allocation or a free touches no page count (the counting is done here,
+//! from the lists), and a handle's operation pays its pin, two stores to its own thread's record.
+//! What a shrink costs is here: O(free slots + free blocks) under the free lists' locks (a
+//! schedule or a free that needs its list waits), one `membarrier` system call, and the frees.
+
+use std::time::Duration;
+
+use crate::entry::arena::{EntryArena, PAGE, PAGE_BITS};
+use crate::entry::pages::Retired;
+use crate::sync::{Mutex, Ordering};
+
+/// The shrink's state: pages retired whose grace period has not been seen to end (step 3).
+pub(crate) struct Shrinking {
+    retired: Mutex<Vec<Retired>>,
+}
+
+impl Shrinking {
+    pub(crate) fn new() -> Shrinking {
+        Shrinking { retired: Mutex::new(Vec::new()) }
+    }
+}
+
+/// What a shrink gave back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Shrunk {
+    /// Pages of slots freed (by this call, or retired by an earlier one).
+    pub(crate) pages: usize,
+    /// Pages of slots retired but not yet freed (their grace period outlasted the wait).
+    pub(crate) waiting: usize,
+    /// Pages of task-slab blocks freed.
+    pub(crate) block_pages: usize,
+}
+
+impl EntryArena {
+    /// Gives back every page whose slots are all free, and the task slab's empty pages (see the
+    /// module docs); waits up to `limit` (`None`: as long as it takes) for handles that may be
+    /// looking at them.
+    pub(crate) fn shrink(&self, limit: Option<Duration>) -> Shrunk {
+        let mut retired = self.shrinking.retired.lock();
+        let pages = (self.fresh.load(Ordering::Relaxed) as usize).div_ceil(PAGE);
+        let empty = self.free.reclaim(PAGE, pages, |id| Some(id.index() >> PAGE_BITS));
+        for page in empty {
+            if let Some(page_memory) = self.pages.retire(page) {
+                retired.push(page_memory);
+            }
+            self.vacated.lock().push(page);
+        }
+        let mut shrunk = Shrunk { block_pages: self.tasks().shrink(), ..Shrunk::default() };
+        if !retired.is_empty() {
+            let mut grace = self.readers.grace();
+            if self.readers.wait(&mut grace, limit) {
+                shrunk.pages = retired.len();
+                self.pages.free(retired.drain(..).collect());
+            }
+            shrunk.waiting = retired.len();
+        }
+        drop(retired);
+        #[cfg(not(delaywheel_loom))]
+        if shrunk.pages + shrunk.block_pages > 0 {
+            crate::entry::os::trim_heap();
+        }
+        shrunk
+    }
+
+    /// Slots in pages that exist (pending, free or held): what a shrink could give back down to.
+    pub(crate) fn resident_slots(&self) -> usize {
+        let handed_out = self.fresh.load(Ordering::Relaxed) as usize;
+        handed_out.saturating_sub(self.vacated.lock().len() * PAGE)
+    }
+}
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests {
+    use super::*;
+    use crate::entry::{self, Status};
+
+    #[test]
+    fn empty_pages_are_given_back_and_stale_tickets_find_nothing_pending() {
+        let arena = EntryArena::new();
+        let tickets: Vec<_> = (0..10 * PAGE).map(|_| entry::new_entry(&arena, 5, || {}).unwrap()).collect();
+        // (The free list takes a page ahead once it is down to `MIN_AGE`.)
+        assert!((10 * PAGE..=11 * PAGE).contains(&arena.resident_slots()));
+        for ticket in &tickets[PAGE..] {
+            let _ = entry::abandon(&arena, (ticket.id, entry::Return::Now));
+        }
+        let shrunk = arena.shrink(None);
+        assert!(shrunk.pages >= 8, "{shrunk:?}");
+        assert_eq!(shrunk.waiting, 0);
+        assert!(arena.resident_slots() <= 2 * PAGE, "{} slots left", arena.resident_slots());
+        for ticket in &tickets[PAGE..] {
+            let _pin = arena.pin();
+            let status = entry::status(&arena, *ticket);
+            assert!(status.is_none() || status == Some(Status::Abandoned), "{status:?}");
+            assert!(entry::deadline(&arena, *ticket).is_none());
+        }
+        // The live page is untouched; new entries reuse the pages given back.
+        for ticket in &tickets[..PAGE] {
+            assert_eq!(entry::status(&arena, *ticket), Some(Status::Pending));
+        }
+        let more: Vec<_> = (0..4 * PAGE).map(|_| entry::new_entry(&arena, 9, || {}).unwrap()).collect();
+        assert!(arena.high_water() <= 10 * PAGE as u64 + PAGE as u64, "{}", arena.high_water());
+        for ticket in tickets[..PAGE].iter().chain(&more) {
+            let _ = entry::abandon(&arena, (ticket.id, entry::Return::Now));
+        }
+        for ticket in &tickets[PAGE..] {
+            let _pin = arena.pin();
+            assert_ne!(
+                entry::status(&arena, *ticket),
+                Some(Status::Pending),
+                "an old ticket names a new entry"
+            );
+        }
+    }
+}
