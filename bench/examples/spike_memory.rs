@@ -91,7 +91,9 @@ fn peer(n: u64, base: u64) {
     let before = rss_mb();
     let keys: Vec<_> = (0..n).map(|k| queue.insert(k, Duration::from_millis(1 + k % 1000))).collect();
     let peak = rss_mb();
-    keys.iter().for_each(|key| drop(queue.remove(key)));
+    keys.iter().for_each(|key| {
+        queue.remove(key);
+    });
     drop(keys);
     let drained = rss_mb();
     queue.compact();

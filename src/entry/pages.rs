@@ -81,9 +81,12 @@ pub(crate) struct Retired(*mut Page);
 // `Sync` and it holds no thread-bound state.
 unsafe impl Send for Retired {}
 
+/// A segment of the directory: the pointers of its pages (null: none).
+type Segment = Box<[UnmodelledAtomicPtr<Page>]>;
+
 /// The page directory (see the module docs).
 pub(crate) struct Pages {
-    segments: Box<[UnmodelledOnceLock<Box<[UnmodelledAtomicPtr<Page>]>>]>,
+    segments: Box<[UnmodelledOnceLock<Segment>]>,
     /// Serialises creating and retiring pages (never taken to find one).
     changes: UnmodelledMutex<()>,
     /// Where pages come from and go back to.
