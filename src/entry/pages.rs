@@ -46,6 +46,7 @@ use crate::sync::{Ordering, UnmodelledAtomicPtr, UnmodelledMutex, UnmodelledOnce
 const SEGMENTS: usize = (u32::BITS - PAGE_BITS + 1) as usize;
 
 /// One page: its slots, and under loom whether it was freed.
+#[repr(C)]
 pub(crate) struct Page {
     slots: [Slot; PAGE],
     #[cfg(delaywheel_loom)]
@@ -57,6 +58,7 @@ pub(crate) struct Page {
 const _: () = assert!(std::mem::size_of::<Page>() % 4096 == 0 && std::mem::align_of::<Page>() <= 4096);
 
 impl Page {
+    #[cfg(delaywheel_loom)]
     fn new() -> Page {
         Page {
             slots: std::array::from_fn(|_| Slot(entry::vacant_slot())),
@@ -125,9 +127,16 @@ impl Pages {
         #[cfg(not(delaywheel_loom))]
         {
             let page = self.source.take().as_ptr().cast::<Page>();
+            // Slot by slot, in place (a `Page` built on the stack would be copied: 12 KiB).
             // SAFETY: the source's page is `size_of::<Page>()` bytes, aligned to 4 KiB (more than
-            // `Page` needs), and ours until given back: writing a value into it is what makes it one.
-            unsafe { page.write(Page::new()) };
+            // `Page` needs), and ours until given back; a `Page` is its slots (`repr(C)`, the only
+            // field outside loom), so writing each slot in place is what makes it one.
+            unsafe {
+                let slots = page.cast::<Slot>();
+                for slot in 0..PAGE {
+                    slots.add(slot).write(Slot(entry::vacant_slot()));
+                }
+            }
             page
         }
     }

@@ -11,7 +11,7 @@
 //! ## The pin, and why it costs two plain stores
 //!
 //! Each thread has a **record**, a sequence number it alone writes: odd while pinned. Pinning
-//! stores `seq + 1`, unpinning `seq + 2` (nested pins only count a depth). The grace period reads
+//! stores `seq + 1`, unpinning `seq + 2` (a nested pin finds it odd and leaves it to the outer one). The grace period reads
 //! every record and waits for each odd one to change. What must not happen: the reader loads a
 //! page pointer from before the retire, while the shrink reads its record as not pinned. That is
 //! the store-buffering shape (reader: store record, load pointer; shrink: store pointer, load
@@ -49,6 +49,9 @@ pub(crate) struct Readers {
 
 /// A pinned stretch of this thread (see the module docs): unpinned when dropped. Not `Send`.
 pub(crate) struct Pin<'a> {
+    /// The record this pin made odd (`None`: nested in another pin of this thread, which unpins).
+    #[cfg(not(delaywheel_loom))]
+    record: Option<&'static imp::Record>,
     #[cfg(delaywheel_loom)]
     readers: &'a Readers,
     _marker: PhantomData<(&'a Readers, *const ())>,
@@ -74,11 +77,11 @@ impl Readers {
     /// Pins this thread until the returned value drops.
     #[inline]
     pub(crate) fn pin(&self) -> Pin<'_> {
-        #[cfg(not(delaywheel_loom))]
-        imp::enter(self.fenced);
         #[cfg(delaywheel_loom)]
         self.pins[crate::sync::thread_index() % 4].fetch_add(1, crate::sync::Ordering::AcqRel);
         Pin {
+            #[cfg(not(delaywheel_loom))]
+            record: imp::enter(self.fenced),
             #[cfg(delaywheel_loom)]
             readers: self,
             _marker: PhantomData,
@@ -139,7 +142,9 @@ impl Drop for Pin<'_> {
     #[inline]
     fn drop(&mut self) {
         #[cfg(not(delaywheel_loom))]
-        imp::leave();
+        if let Some(record) = self.record {
+            imp::leave(record);
+        }
         #[cfg(delaywheel_loom)]
         self.readers.pins[crate::sync::thread_index() % 4].fetch_sub(1, crate::sync::Ordering::AcqRel);
     }
@@ -169,14 +174,9 @@ mod imp {
     /// Every record ever made (never freed: a thread that exits gives its record back).
     static RECORDS: UnmodelledMutex<Vec<&'static Record>> = UnmodelledMutex::new(Vec::new());
 
-    /// This thread's record (null until its first pin), its pin depth, and its sequence number.
-    struct Local {
-        record: Cell<Option<&'static Record>>,
-        depth: Cell<u32>,
-    }
-
     std::thread_local! {
-        static LOCAL: Local = const { Local { record: Cell::new(None), depth: Cell::new(0) } };
+        /// This thread's record (none until its first pin).
+        static RECORD: Cell<Option<&'static Record>> = const { Cell::new(None) };
         /// Gives the record back when the thread exits.
         static GIVE_BACK: GiveBack = const { GiveBack };
     }
@@ -185,11 +185,9 @@ mod imp {
 
     impl Drop for GiveBack {
         fn drop(&mut self) {
-            let _ = LOCAL.try_with(|local| {
-                if let Some(record) = local.record.take() {
-                    record.taken.store(false, Ordering::Release);
-                }
-            });
+            if let Some(record) = RECORD.with(Cell::take) {
+                record.taken.store(false, Ordering::Release);
+            }
         }
     }
 
@@ -208,48 +206,34 @@ mod imp {
             record
         });
         drop(records);
+        RECORD.with(|mine| mine.set(Some(record)));
         // Registers the give-back (a thread already tearing down its thread-locals keeps the
         // record: it stays unpinned, so it never holds a grace period up).
         let _ = GIVE_BACK.try_with(|_| ());
         record
     }
 
+    /// Pins this thread: its record, made odd; `None` if it was odd already (a nested pin).
     #[inline]
-    pub(super) fn enter(fenced: bool) {
-        LOCAL.with(|local| {
-            let depth = local.depth.get();
-            local.depth.set(depth + 1);
-            if depth > 0 {
-                return;
-            }
-            let record = match local.record.get() {
-                Some(record) => record,
-                None => {
-                    let record = register();
-                    local.record.set(Some(record));
-                    record
-                }
-            };
-            record.seq.store(record.seq.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            if fenced {
-                fence(Ordering::SeqCst);
-            } else {
-                compiler_fence(Ordering::SeqCst);
-            }
-        });
+    pub(super) fn enter(fenced: bool) -> Option<&'static Record> {
+        let record = RECORD.with(Cell::get).unwrap_or_else(register);
+        let seq = record.seq.load(Ordering::Relaxed);
+        if seq % 2 == 1 {
+            return None;
+        }
+        record.seq.store(seq + 1, Ordering::Relaxed);
+        if fenced {
+            fence(Ordering::SeqCst);
+        } else {
+            compiler_fence(Ordering::SeqCst);
+        }
+        Some(record)
     }
 
+    /// Unpins this thread (the outermost pin's `record`).
     #[inline]
-    pub(super) fn leave() {
-        LOCAL.with(|local| {
-            let depth = local.depth.get() - 1;
-            local.depth.set(depth);
-            if depth == 0 {
-                if let Some(record) = local.record.get() {
-                    record.seq.store(record.seq.load(Ordering::Relaxed) + 1, Ordering::Release);
-                }
-            }
-        });
+    pub(super) fn leave(record: &Record) {
+        record.seq.store(record.seq.load(Ordering::Relaxed) + 1, Ordering::Release);
     }
 
     /// The records pinned now, with their sequence numbers, after the heavy barrier; `None` if
