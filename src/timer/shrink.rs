@@ -94,3 +94,36 @@ impl Shared {
         *next = Some((now + interval, interval));
     }
 }
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests {
+    use std::time::Duration;
+
+    use super::AUTO_MIN_SLOTS;
+    use crate::{ManualClock, Timer};
+
+    #[test]
+    fn the_drivers_shrink_waits_for_a_quarter_pending_then_gives_back() {
+        let clock = ManualClock::new();
+        let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+        let arena = || &timer.shared().store.arena;
+        let handles: Vec<_> =
+            (0..4 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(9), || {})).collect();
+        let resident = arena().resident_slots();
+        // More than a quarter pending: nothing happens.
+        handles[..handles.len() / 2].iter().for_each(|h| assert!(h.cancel()));
+        timer.shared().shrink_if_spent();
+        assert_eq!(arena().resident_slots(), resident);
+        // Under a quarter: the empty pages go.
+        handles[handles.len() / 2..handles.len() - 10].iter().for_each(|h| assert!(h.cancel()));
+        timer.shared().shrink_if_spent();
+        assert!(
+            arena().resident_slots() < resident / 4,
+            "{} of {resident} slots left",
+            arena().resident_slots()
+        );
+        assert!(!handles[0].is_pending() && !handles[0].cancel());
+        assert!(handles[handles.len() - 1].is_pending(), "the tasks left are untouched");
+        assert_eq!(timer.len(), 10);
+    }
+}
