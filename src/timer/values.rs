@@ -164,6 +164,8 @@ impl Timer {
         // of a fired value names a placeholder (`FiredValue`), which may not, and then names no
         // pending entry either.
         shared.store.wheel.bucket_by_key(ticket.bucket.bucket())?;
+        // A look from a ticket is pinned: the slot's page may be given back meanwhile (`shrink.rs`).
+        let _pin = shared.store.arena.pin();
         // Seeded fault `queue_take_ignores_generation` (docs/loom.md): the key's generation is not
         // compared, so a key whose value expired or was removed takes the value that reused its slot.
         if fault!("queue_take_ignores_generation") {
@@ -182,12 +184,15 @@ impl Timer {
             When::After(delay) => i64::try_from(u128::from(now) + delay.as_nanos()).unwrap_or(i64::MAX),
             When::At(at) => exact_of(shared.time.clock.base(), at),
         };
+        let _pin = shared.store.arena.pin();
         reset::reset(ticket.0, shared.counters.local(), Target { deadline, exact: Some(exact) })
     }
 
     /// The exact deadline of the pending value entry `ticket` names.
     pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<i64> {
-        entry::exact(&self.shared().store.arena, ticket.0)
+        let arena = &self.shared().store.arena;
+        let _pin = arena.pin();
+        entry::exact(arena, ticket.0)
     }
 }
 
