@@ -98,7 +98,10 @@ impl Readers {
     }
 
     /// Waits for `grace` to be over, up to `limit` (`None`: as long as it takes). Whether it is.
+    /// A thread that is pinned itself (a shrink called from the drop of a closure a `cancel` won)
+    /// does not wait: its own pin would never end; the pages wait for a later shrink.
     pub(crate) fn wait(&self, grace: &mut Grace, limit: Option<Duration>) -> bool {
+        let limit = if self.pinned_here() { Some(Duration::ZERO) } else { limit };
         let give_up = limit.and_then(|limit| Instant::now().checked_add(limit));
         #[cfg(not(delaywheel_loom))]
         if grace.waiting.is_none() {
@@ -116,6 +119,14 @@ impl Readers {
             #[cfg(delaywheel_loom)]
             loom::thread::yield_now();
         }
+    }
+
+    /// Whether this thread is pinned.
+    fn pinned_here(&self) -> bool {
+        #[cfg(not(delaywheel_loom))]
+        return imp::pinned_here();
+        #[cfg(delaywheel_loom)]
+        return self.pins[crate::sync::thread_index() % 4].load(crate::sync::Ordering::Acquire) > 0;
     }
 
     /// Whether every pin `grace` waits for has ended.
@@ -228,6 +239,11 @@ mod imp {
             compiler_fence(Ordering::SeqCst);
         }
         Some(record)
+    }
+
+    /// Whether this thread is pinned (its record is odd).
+    pub(super) fn pinned_here() -> bool {
+        RECORD.with(Cell::get).is_some_and(|record| record.seq.load(Ordering::Relaxed) % 2 == 1)
     }
 
     /// Unpins this thread (the outermost pin's `record`).

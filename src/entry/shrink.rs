@@ -13,8 +13,12 @@
 //!    every stamp, so an old ticket does not match a new occupant either).
 //! 3. **Grace period** (`readers.rs`): wait until every thread pinned at its start (a handle that
 //!    may have loaded a pointer before the retire) has unpinned, then **free** the pages. A call
-//!    with a time limit that runs out keeps them retired, and the next shrink frees them (its own
-//!    grace period began after their retire too).
+//!    with a time limit that runs out (or made by a thread that is pinned itself, which never waits
+//!    for its own pin) keeps them retired, and the next shrink frees them first (its own grace
+//!    period began after their retire too); while they wait, it retires no more, so pages waiting
+//!    for a grace period that does not end (a thread pinned for long, no heavy barrier) are at most
+//!    one spike's. A bounded shrink (the driver's) that finds another shrink in its grace period
+//!    does nothing.
 //! 4. The task slab frees its empty pages of blocks (`task_slab.rs`: only holders touch a block,
 //!    so no grace period), and the allocator is asked to give free memory back to the kernel
 //!    (`os.rs`).
@@ -57,20 +61,39 @@ impl EntryArena {
     /// module docs); waits up to `limit` (`None`: as long as it takes) for handles that may be
     /// looking at them.
     pub(crate) fn shrink(&self, limit: Option<Duration>) -> Shrunk {
-        let mut retired = self.shrinking.retired.lock();
+        // A bounded shrink (the driver's) does not wait for another one in its grace period.
+        let retired = match limit {
+            Some(_) => self.shrinking.retired.try_lock(),
+            None => Some(self.shrinking.retired.lock()),
+        };
+        let Some(mut retired) = retired else { return Shrunk::default() };
+        let mut shrunk = Shrunk::default();
+        // Pages retired earlier are freed first; while their grace period lasts (a thread pinned
+        // for long, or no heavy barrier), no more are retired: new pages are created in retired
+        // places, so retiring more would let every spike add pages while the old ones wait.
+        if !retired.is_empty() {
+            let mut grace = self.readers.grace();
+            if !self.readers.wait(&mut grace, limit) {
+                shrunk.waiting = retired.len();
+                return shrunk;
+            }
+            shrunk.pages = retired.len();
+            self.pages.free(retired.drain(..).collect());
+        }
+        // Pages created after this reading are not counted: their indices are left on the lists.
         let pages = (self.fresh.load(Ordering::Relaxed) as usize).div_ceil(PAGE);
-        let empty = self.free.reclaim(PAGE, pages, |id| Some(id.index() >> PAGE_BITS));
+        let empty = self.free.reclaim(PAGE, pages, |id| Some(id.index() >> PAGE_BITS).filter(|&p| p < pages));
         for page in empty {
             if let Some(page_memory) = self.pages.retire(page) {
                 retired.push(page_memory);
             }
             self.vacated.lock().push(page);
         }
-        let mut shrunk = Shrunk { block_pages: self.tasks().shrink(), ..Shrunk::default() };
+        shrunk.block_pages = self.tasks().shrink();
         if !retired.is_empty() {
             let mut grace = self.readers.grace();
             if self.readers.wait(&mut grace, limit) {
-                shrunk.pages = retired.len();
+                shrunk.pages += retired.len();
                 self.pages.free(retired.drain(..).collect());
             }
             shrunk.waiting = retired.len();
@@ -130,6 +153,32 @@ mod tests {
                 Some(Status::Pending),
                 "an old ticket names a new entry"
             );
+        }
+    }
+
+    /// One thread keeps creating pages (holding every entry) while another shrinks: a shrink
+    /// counts only the pages that existed when it read their number, and never indexes past them.
+    #[test]
+    fn a_shrink_racing_the_creation_of_pages_counts_only_those_it_read() {
+        // A new arena each round: its pages are all created during the race.
+        for _ in 0..30 {
+            let arena = EntryArena::new();
+            let done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    while !done.load(Ordering::Relaxed) {
+                        let _ = arena.shrink(Some(Duration::ZERO));
+                    }
+                });
+                let held: Vec<_> =
+                    (0..100 * PAGE).map(|_| entry::new_entry(&arena, 5, || {}).unwrap()).collect();
+                done.store(true, Ordering::Relaxed);
+                for ticket in held {
+                    let _ = entry::abandon(&arena, (ticket.id, entry::Return::Now));
+                }
+            });
+            let _ = arena.shrink(None);
+            assert!(arena.resident_slots() <= 2 * PAGE, "{} slots left", arena.resident_slots());
         }
     }
 }
