@@ -56,6 +56,7 @@ pub(crate) mod refs;
 mod reset;
 mod schedule;
 mod shrink;
+mod shutdown;
 pub(crate) mod stats;
 mod store;
 mod trace;
@@ -341,86 +342,6 @@ impl Timer {
             fullest_bucket: fullest.map(|(level, slot, entries)| BucketLoad { level, slot, entries }),
             lateness: self.shared().lateness.summary(),
         }
-    }
-
-    /// Stops the timer and hands back every task that had not fired, in deadline order.
-    ///
-    /// Blocks until the driver thread has exited (it finishes the task it is running, if any) and,
-    /// with [`TaskExecution::Threads`], until the executor threads have run the tasks already handed
-    /// to them (those were due before the shutdown). When this returns, no task of this timer runs
-    /// any more, and `try_schedule` fails with [`ScheduleError::ShutDown`]. Calling it again returns
-    /// an empty list.
-    ///
-    /// Called from inside one of this timer's tasks, it does not wait for the thread running that
-    /// very task, and the tasks of the same batch that have not started yet (due at the same tick,
-    /// already taken out of the wheel) are returned with every other unfired task: they do not run,
-    /// and fired + cancelled + returned = scheduled. Called from any timer's driver or executor thread, or
-    /// from inside any timer's task, it waits for no driver (two timers shutting each other down
-    /// from their tasks would otherwise wait for each other): it returns at once, like
-    /// [`shutdown_timeout`](Timer::shutdown_timeout) with a zero timeout. If several threads call
-    /// it at once, each returns once the driver has stopped; the unfired tasks go to whichever
-    /// call drained them first.
-    pub fn shutdown(&self) -> Vec<UnfiredTask> {
-        self.stop(false, None)
-    }
-
-    /// [`shutdown`](Timer::shutdown) with a bounded wait: waits up to `timeout` for the driver
-    /// thread to finish the task it is running, then returns every task that has not started,
-    /// whether or not the driver finished (a task that never returns cannot block this call).
-    ///
-    /// Executor threads are not waited for: tasks handed to them and not yet started are returned
-    /// too. When this returns, no task of this timer starts any more, except one that the driver
-    /// or an executor had already claimed (it may be just starting); tasks already running may
-    /// still be running. Every task is accounted for: fired + cancelled + returned = scheduled.
-    pub fn shutdown_timeout(&self, timeout: Duration) -> Vec<UnfiredTask> {
-        self.stop(false, Some(timeout))
-    }
-
-    /// Shutdown (`dropping == false`, waiting up to `wait`, `None` for as long as it takes) or drop.
-    /// Drop joins only a driver that is not advancing (it is then about to exit); one inside a
-    /// task is told to stop and left to exit on its own, and executor threads discard what is
-    /// still queued for them.
-    fn stop(&self, dropping: bool, wait: Option<Duration>) -> Vec<UnfiredTask> {
-        let shared = self.shared();
-        shared.shut_down.store(true, Ordering::SeqCst);
-        shared.queue.close();
-        let inside_task = shared.advancing_here();
-        // From a timer's own thread, the driver may be waiting for this very thread.
-        let may_wait = !inside_task && !advancing::on_timer_thread();
-        let wait_fully = may_wait && !dropping && wait.is_none();
-        // Take the driver out first: the lock must not be held while joining (a task may be calling
-        // shutdown concurrently and would wait on it).
-        let driver = self.driver.lock().take();
-        if let Some(driver) = driver {
-            match wait {
-                _ if wait_fully => driver.join(),
-                Some(limit) if may_wait && !dropping => drop(driver.join_within(limit)),
-                // Not advancing (its `advance` sees `shut_down` under the lock): about to exit.
-                _ if !inside_task && shared.advance_lock.try_lock().is_some() => driver.join(),
-                _ => driver.detach(),
-            }
-        }
-        // Drop only discards: boxing and sorting the closures would be wasted work.
-        let report = !dropping;
-        let unfired = if inside_task {
-            // This thread holds `advance_lock` (below, in the advance running this task), whose
-            // batch holds the rest of this task's batch: the scan claims it (`drain_detached`).
-            shared.drain_detached(report)
-        } else if wait_fully {
-            shared.drain_locked(report)
-        } else {
-            let serial = shared.advance_lock.try_lock();
-            // Without joined executors, their queues are scanned too (unless dropped: they discard).
-            if serial.is_some() && (dropping || shared.executor.is_none()) {
-                shared.drain(report)
-            } else {
-                shared.drain_detached(report)
-            }
-        };
-        if let Some(executor) = &shared.executor {
-            executor.close(wait_fully, dropping);
-        }
-        unfired
     }
 }
 
