@@ -14,7 +14,7 @@
 //! One iteration batch of `n` operations: the 64 tasks are spawned, each runs `n / 64` timeouts
 //! back to back, and the batch's wall time (spawn to the last join) divided by `n` is the time per
 //! operation: a throughput figure for the two workers together (figures go to docs/benchmarks.md,
-//! with the machine and versions, once measured on a quiet machine). delaywheel's timer is a
+//! with the host and versions, measured on a quiet host). delaywheel's timer is a
 //! default one (1 ms tick) with its own driver thread, shared by the 64 tasks as a server shares
 //! one; tokio's timer is the runtime's; `pingora` is
 //! pingora-timeout's `fast_timeout` (Cloudflare's lazy timeout: registered at the first pending
