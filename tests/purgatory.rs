@@ -417,3 +417,22 @@ fn a_timeout_refused_for_capacity_expires_the_operation_at_once() {
     assert_eq!(b.completions(), 1, "still exactly once");
     assert_eq!(purgatory.expired(), 2, "both counted in the expired total");
 }
+
+/// A burst of operations completed by their keys: `shrink` gives the timer's pages of timeouts
+/// back, and the purgatory keeps working on fresh ones.
+#[test]
+fn shrink_after_a_burst_of_completed_operations_keeps_the_purgatory_working() {
+    let (clock, purgatory) = manual_purgatory::<u64, MockOp>();
+    let ops: Vec<_> = (0..20_000u64).map(|_| Arc::new(MockOp::new())).collect();
+    for (key, op) in ops.iter().enumerate() {
+        assert!(!purgatory.try_complete_else_watch(Arc::clone(op), ms(30_000), [key as u64]));
+    }
+    ops.iter().for_each(|op| op.set_completable());
+    let completed: usize = (0..20_000u64).map(|key| purgatory.check_and_complete(&key)).sum();
+    assert_eq!((completed, purgatory.delayed(), purgatory.watched()), (20_000, 0, 0));
+    purgatory.shrink();
+    let later = Arc::new(MockOp::new());
+    assert!(!purgatory.try_complete_else_watch(Arc::clone(&later), ms(5), [7]));
+    advance(&clock, &purgatory, ms(5));
+    assert_eq!((later.expirations(), purgatory.delayed()), (1, 0));
+}

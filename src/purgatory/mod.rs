@@ -393,6 +393,14 @@ where
         self.timer.advance_clock(timeout)
     }
 
+    /// Gives back the memory a burst of operations left behind: the timer's empty pages of
+    /// timeouts ([`Timer::shrink`]; the watcher maps give theirs back as operations leave them).
+    /// A purgatory with its own reaper thread does this by itself once the burst is over; call it
+    /// on a manual timer, or when the memory must be back at once.
+    pub fn shrink(&self) {
+        self.timer.shrink();
+    }
+
     /// After this thread moved `operation` out of `Pending` by a check or a cancel: disarms its
     /// timeout and removes it from every list. Called with no lock held.
     fn retire(&self, operation: &Operation<K, T>, timeout: Timeout) {
