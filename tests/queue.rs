@@ -414,3 +414,28 @@ fn a_refused_reset_changes_nothing() {
     advance(&clock, &queue, ms(4));
     assert_eq!(queue.try_recv().map(|e| e.into_inner()), Some(1));
 }
+
+/// The queue's timer shut down: a consumer takes what had expired, then returns `None` instead of
+/// waiting for values that will never expire, also one already blocked in `recv_timeout`.
+#[test]
+fn after_the_timer_shuts_down_consumers_take_what_expired_and_stop_waiting() {
+    let (clock, queue) = manual_queue::<u32>();
+    let queue = Arc::new(queue);
+    queue.insert(1, ms(5));
+    queue.insert(2, ms(50));
+    advance(&clock, &queue, ms(5));
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let queue = Arc::clone(&queue);
+        thread::spawn(move || {
+            let first = queue.recv_timeout(Duration::MAX).map(|e| e.into_inner());
+            tx.send((first, queue.recv_timeout(Duration::MAX).map(|e| e.into_inner()))).unwrap();
+        });
+    }
+    thread::sleep(Duration::from_millis(50)); // (most likely) blocked waiting for 2 by now
+    drop(queue.timer().shutdown());
+    let taken = rx.recv_timeout(Duration::from_secs(20)).expect("the consumer stopped waiting");
+    assert_eq!(taken, (Some(1), None), "the expired value, then no wait for ever");
+    assert!(queue.try_recv().is_none());
+    assert_eq!(queue.recv_timeout(Duration::MAX).map(|e| e.into_inner()), None);
+}

@@ -126,3 +126,17 @@ async fn consumer_tasks_under_tokio_share_the_queue_and_see_each_value_once() {
     all.sort_unstable();
     assert_eq!(all, (0..200).collect::<Vec<_>>());
 }
+
+/// A task waiting in `poll_expired` when the queue's timer shuts down is woken, and the stream
+/// ends (`Ready(None)`) instead of waiting for values that will never expire.
+#[test]
+fn poll_expired_wakes_and_ends_when_the_timer_shuts_down() {
+    let (_clock, queue) = manual_queue();
+    let (counter, waker) = CountingWaker::new();
+    let mut cx = Context::from_waker(&waker);
+    queue.insert("never", ms(5));
+    assert!(queue.poll_expired(&mut cx).is_pending());
+    drop(queue.timer().shutdown());
+    assert_eq!(counter.count(), 1, "woken by the shutdown");
+    assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
+}

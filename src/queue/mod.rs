@@ -148,6 +148,10 @@ impl<T: Send + 'static> ValueSink for Sink<T> {
         });
         inner.ready.push_all(expired);
     }
+
+    fn closed(&self) {
+        self.0.ready.close();
+    }
 }
 
 impl<T: Send + 'static> DelayQueue<T> {
@@ -172,7 +176,8 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// If the timer is [shut down](Timer::shutdown) (through [`timer`](Self::timer)), nothing
     /// expires any more: inserts are refused, and the pending values are the shutdown's (dropped,
     /// or handed back inside the [`UnfiredTask`](crate::UnfiredTask)s, whose run drops them);
-    /// `len` still counts them, and consumers wait for them in vain.
+    /// `len` still counts them, but consumers no longer wait for them: they take the values that
+    /// had expired, then find the queue empty (`recv_timeout` and `poll_expired` return `None`).
     pub fn with_timer(timer: Timer) -> Self {
         let inner = Inner { ready: Ready::new(), len: AtomicUsize::new(0), base: timer.clock_base() };
         let inner = Arc::new(inner);

@@ -28,6 +28,8 @@ struct State<T> {
     waiting_threads: usize,
     /// Tasks waiting in `poll_expired` (each task once: see `register`).
     wakers: Vec<Waker>,
+    /// The timer shut down: no value expires any more, so a consumer finding none waits no more.
+    closed: bool,
 }
 
 /// See the module docs.
@@ -47,7 +49,12 @@ enum Found<T> {
 impl<T> Ready<T> {
     pub(super) fn new() -> Self {
         Ready {
-            state: Mutex::new(State { values: VecDeque::new(), waiting_threads: 0, wakers: Vec::new() }),
+            state: Mutex::new(State {
+                values: VecDeque::new(),
+                waiting_threads: 0,
+                wakers: Vec::new(),
+                closed: false,
+            }),
             available: Condvar::new(),
         }
     }
@@ -57,6 +64,14 @@ impl<T> Ready<T> {
     pub(super) fn push_all(&self, expired: impl Iterator<Item = Expired<T>>) {
         let mut state = self.state.lock();
         state.values.extend(expired);
+        Self::wake(state, &self.available);
+    }
+
+    /// The timer shut down: consumers take what expired and then wait no more; wakes every
+    /// waiting consumer.
+    pub(super) fn close(&self) {
+        let mut state = self.state.lock();
+        state.closed = true;
         Self::wake(state, &self.available);
     }
 
@@ -90,7 +105,7 @@ impl<T> Ready<T> {
     fn find(state: &mut State<T>, len: &AtomicUsize) -> Found<T> {
         match state.values.pop_front() {
             Some(expired) => Found::Value(expired),
-            None if len.load(Ordering::Acquire) == 0 => Found::Empty,
+            None if state.closed || len.load(Ordering::Acquire) == 0 => Found::Empty,
             None => Found::NotYet,
         }
     }

@@ -87,6 +87,10 @@ impl Timer {
         if let Some(executor) = &shared.executor {
             executor.close(wait_fully, dropping);
         }
+        // A delay queue's consumers stop waiting for values that will never expire.
+        if let Some(sink) = shared.values.get() {
+            sink.closed();
+        }
         unfired
     }
 }

@@ -44,6 +44,9 @@ use crate::ScheduleError;
 pub(crate) trait ValueSink: Send + Sync {
     /// Takes the values of one fired batch, in the order they fired.
     fn deliver(&self, fired: &mut FiredValues<'_>);
+
+    /// The timer shut down (after its drain): no value fires any more.
+    fn closed(&self);
 }
 
 /// A timer's value sink, set once by the queue that owns it.
