@@ -67,18 +67,13 @@ impl EntryArena {
             None => Some(self.shrinking.retired.lock()),
         };
         let Some(mut retired) = retired else { return Shrunk::default() };
-        let mut shrunk = Shrunk::default();
         // Pages retired earlier are freed first; while their grace period lasts (a thread pinned
         // for long, or no heavy barrier), no more are retired: new pages are created in retired
         // places, so retiring more would let every spike add pages while the old ones wait.
+        let mut shrunk = Shrunk { pages: self.free_after_grace(&mut retired, limit), ..Shrunk::default() };
         if !retired.is_empty() {
-            let mut grace = self.readers.grace();
-            if !self.readers.wait(&mut grace, limit) {
-                shrunk.waiting = retired.len();
-                return shrunk;
-            }
-            shrunk.pages = retired.len();
-            self.pages.free(retired.drain(..).collect());
+            shrunk.waiting = retired.len();
+            return shrunk;
         }
         // Pages created after this reading are not counted: their indices are left on the lists.
         let pages = (self.fresh.load(Ordering::Relaxed) as usize).div_ceil(PAGE);
@@ -90,20 +85,29 @@ impl EntryArena {
             self.vacated.lock().push(page);
         }
         shrunk.block_pages = self.tasks().shrink();
-        if !retired.is_empty() {
-            let mut grace = self.readers.grace();
-            if self.readers.wait(&mut grace, limit) {
-                shrunk.pages += retired.len();
-                self.pages.free(retired.drain(..).collect());
-            }
-            shrunk.waiting = retired.len();
-        }
+        shrunk.pages += self.free_after_grace(&mut retired, limit);
+        shrunk.waiting = retired.len();
         drop(retired);
         #[cfg(not(delaywheel_loom))]
         if shrunk.pages + shrunk.block_pages > 0 {
             crate::entry::os::trim_heap();
         }
         shrunk
+    }
+
+    /// Frees the pages of `retired` once a grace period begun now is over, waiting up to `limit`
+    /// (step 3): how many it freed; none if the wait ran out (they stay retired).
+    fn free_after_grace(&self, retired: &mut Vec<Retired>, limit: Option<Duration>) -> usize {
+        if retired.is_empty() {
+            return 0;
+        }
+        let mut grace = self.readers.grace();
+        if !self.readers.wait(&mut grace, limit) {
+            return 0;
+        }
+        let freed = retired.len();
+        self.pages.free(std::mem::take(retired));
+        freed
     }
 
     /// Slots in pages that exist (pending, free or held): what a shrink could give back down to.

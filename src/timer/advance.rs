@@ -165,15 +165,27 @@ impl Shared {
     }
 
     fn drain_buckets(&self, report: bool, unfired: &mut Vec<(Deadline, entry::Task)>) {
-        let stripe = self.counters.local();
         let Store { arena, wheel, .. } = &self.store;
         for bucket in wheel.close_levels() {
-            for (entry, _) in bucket.flush(arena) {
-                if !report {
-                    fire::abandon(arena, (entry, Return::Now), stripe);
-                } else if let Some((task, deadline)) = fire::abandon_take(arena, entry, stripe) {
-                    unfired.push((deadline, task));
-                }
+            self.abandon_held(bucket.flush(arena).into_iter().map(|(entry, _)| entry), report, unfired);
+        }
+    }
+
+    /// Claims each held entry of `entries` as abandoned: with `report`, its task and deadline go
+    /// to `unfired`; otherwise the task is dropped (a panic of its drop caught and counted).
+    fn abandon_held(
+        &self,
+        entries: impl IntoIterator<Item = EntryId>,
+        report: bool,
+        unfired: &mut Vec<(Deadline, entry::Task)>,
+    ) {
+        let stripe = self.counters.local();
+        let arena = &self.store.arena;
+        for entry in entries {
+            if !report {
+                fire::abandon(arena, (entry, Return::Now), stripe);
+            } else if let Some((task, deadline)) = fire::abandon_take(arena, entry, stripe) {
+                unfired.push((deadline, task));
             }
         }
     }
@@ -185,15 +197,7 @@ impl Shared {
         if fault!("drain_skips_held_resets") {
             return;
         }
-        let stripe = self.counters.local();
-        let arena = &self.store.arena;
-        for entry in self.store.resets.settle() {
-            if !report {
-                fire::abandon(arena, (entry, Return::Now), stripe);
-            } else if let Some((task, deadline)) = fire::abandon_take(arena, entry, stripe) {
-                unfired.push((deadline, task));
-            }
-        }
+        self.abandon_held(self.store.resets.settle(), report, unfired);
     }
 
     fn unfired(&self, mut unfired: Vec<(Deadline, entry::Task)>) -> Vec<UnfiredTask> {

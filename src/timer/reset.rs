@@ -33,9 +33,10 @@
 //!    the shutdown flag under its lane lock, as a schedule's does: a reset racing shutdown either
 //!    inserts before the drain reaches that bucket (the drain then finds it) or sees the flag and
 //!    hands the entry to the drain (below); `true` either way, since the reset came before the
-//!    shutdown's claim: the drain hands back the task with the new deadline. A cancel while the resetter held it found it
-//!    in transit and left it to the resetter, whose re-add reports it not pending; the resetter
-//!    releases the slot (`true`: the reset came first, the cancel after it).
+//!    shutdown's claim: the drain hands back the task with the new deadline. A cancel while the
+//!    resetter held it found it in transit and left it to the resetter, whose re-add reports it
+//!    not pending; the resetter releases the slot (`true`: the reset came first, the cancel after
+//!    it).
 //!
 //! **Held entries and the drain** ([`ResetsInFlight`]). Between steps 2 and 3 the entry is in no
 //! bucket, so a shutdown's bucket drain cannot find it, and the reset must not drop it either: the
@@ -48,9 +49,8 @@
 //! wait has either re-added its entry before the shutdown flag was set (the flush finds it) or
 //! refused it (the list has it); one counted after the wait finds no entry pending in a bucket, since
 //! the flush and the scan took them all, and returns `false` (the task comes back from the drain
-//! with its old deadline). The wait is short: a reset in flight
-//! runs no user code and takes only lane and slot locks, which the drain does not hold while it
-//! waits. (loom model `reset::earlier_reset_racing_shutdown`; seeded fault
+//! with its old deadline). The wait is short: a reset in flight runs no user code and takes only
+//! lane and slot locks, which the drain does not hold while it waits. (loom model `reset::earlier_reset_racing_shutdown`; seeded fault
 //! `reset_drops_refused_entry`: the reset abandons the entry itself.)
 //!
 //! A rewrite in place racing shutdown: the drain takes the entry out of its bucket under the slot
