@@ -135,6 +135,7 @@ impl TimingWheel {
     /// Where an entry due at `tick` goes relative to `base`: its bucket, or if it is already due,
     /// the level-0 bucket of its tick, which is then due, so that the advance running (or the next)
     /// visits it and fires the entry from there.
+    #[inline(always)]
     fn place(&self, base: u64, tick: u64) -> (usize, usize, StagePlan) {
         match self.table.place(base, tick) {
             Placement::Due => (0, (tick % self.wheel_size) as usize, StagePlan::level0(tick)),

@@ -147,6 +147,9 @@ pub(crate) struct LevelTable {
     slot_ticks: Box<[u64]>,
     /// Ticks per rotation of each level; `None` for the top level, whose span exceeds `u64`.
     spans: Box<[Option<u64>]>,
+    /// For a power-of-two wheel, `g / log2(wheel_size)` for each `g < 64`: the finest level a gap
+    /// of `2^g` ticks may fit (`place_pow2`), looked up rather than divided.
+    level_of_gap_bits: [u8; 64],
 }
 
 impl LevelTable {
@@ -155,7 +158,8 @@ impl LevelTable {
         let slot_ticks: Box<[u64]> = (0..levels).map(|l| slot_ticks(wheel_size, l).unwrap()).collect();
         let spans = slot_ticks.iter().map(|t| t.checked_mul(wheel_size)).collect();
         let shift = wheel_size.is_power_of_two().then(|| wheel_size.trailing_zeros());
-        LevelTable { wheel_size, stages: wheel_size.min(STAGES), shift, slot_ticks, spans }
+        let level_of_gap_bits = std::array::from_fn(|g| (g as u32 / shift.unwrap_or(64).max(1)) as u8);
+        LevelTable { wheel_size, stages: wheel_size.min(STAGES), shift, slot_ticks, spans, level_of_gap_bits }
     }
 
     /// The levels above 0 whose round starts at `tick`, with the slot of that round: while `tick`
@@ -168,12 +172,13 @@ impl LevelTable {
         })
     }
 
+    #[inline(always)]
     pub(crate) fn place(&self, base: u64, deadline: u64) -> Placement {
         if deadline <= base {
             return Placement::Due;
         }
         match self.shift {
-            Some(shift) => Self::place_pow2(shift, self.stages.trailing_zeros(), base, deadline),
+            Some(shift) => self.place_pow2(shift, self.stages.trailing_zeros(), base, deadline),
             None => self.place_general(base, deadline),
         }
     }
@@ -181,36 +186,37 @@ impl LevelTable {
     /// Power-of-two wheel: level `k`'s slots are `2^(k·shift)` ticks, so every step is a shift.
     /// So are its stages: `2^stage_bits` of them, each `2^(k·shift - stage_bits)` ticks, a multiple of
     /// the finer level's slot.
-    fn place_pow2(shift: u32, stage_bits: u32, base: u64, deadline: u64) -> Placement {
-        let mut level = 0;
-        let mut tick_bits = 0; // log2 of this level's ticks per slot
-        loop {
-            let span_bits = tick_bits + shift;
-            let window_start = base >> tick_bits << tick_bits;
-            if span_bits >= 64 || deadline - window_start < 1 << span_bits {
-                let round = deadline >> tick_bits;
-                let slot = round & ((1 << shift) - 1);
-                let expiration = round << tick_bits;
-                let stage = if level == 0 {
-                    StagePlan::level0(expiration)
-                } else {
-                    let width_bits = tick_bits - stage_bits;
-                    let due = deadline >> width_bits << width_bits;
-                    let index = (deadline >> width_bits) & ((1 << stage_bits) - 1);
-                    // The stage's end minus one slot of this level: `due + width - t`, at least 0.
-                    let lead = (1 << tick_bits) - (1 << width_bits);
-                    StagePlan {
-                        index: index as usize,
-                        round: expiration,
-                        opens: due.saturating_sub(lead),
-                        due,
-                    }
-                };
-                return Placement::Slot { level, slot: slot as usize, stage };
-            }
+    ///
+    /// The level comes without a loop. Level `k` holds the deadline when `(deadline >> k·shift) -
+    /// (base >> k·shift) < 2^shift` (the window test of `place` with the shifts taken out). With
+    /// `g = floor(log2(deadline - base))` and `k0 = floor(g / shift)`: below `k0` no level does,
+    /// since the difference of the shifted values is at least `(deadline - base) >> k·shift`, at
+    /// least `2^shift`; at `k0` it is at most `ceil((deadline - base) / 2^(k0·shift)) <= 2^shift`,
+    /// so `k0` holds the deadline unless that bound is reached, and then `k0 + 1` does (a
+    /// difference of at most 1). The top level, whose window reaches past every tick, always does.
+    #[inline]
+    fn place_pow2(&self, shift: u32, stage_bits: u32, base: u64, deadline: u64) -> Placement {
+        let gap_bits = 63 - (deadline - base).leading_zeros();
+        let mut level = u32::from(self.level_of_gap_bits[gap_bits as usize]);
+        let mut tick_bits = level * shift;
+        if tick_bits + shift < 64 && (deadline >> tick_bits) - (base >> tick_bits) >= 1 << shift {
             level += 1;
-            tick_bits = span_bits;
+            tick_bits += shift;
         }
+        let round = deadline >> tick_bits;
+        let slot = round & ((1 << shift) - 1);
+        let expiration = round << tick_bits;
+        let stage = if level == 0 {
+            StagePlan::level0(expiration)
+        } else {
+            let width_bits = tick_bits - stage_bits;
+            let due = deadline >> width_bits << width_bits;
+            let index = (deadline >> width_bits) & ((1 << stage_bits) - 1);
+            // The stage's end minus one slot of this level: `due + width - t`, at least 0.
+            let lead = (1 << tick_bits) - (1 << width_bits);
+            StagePlan { index: index as usize, round: expiration, opens: due.saturating_sub(lead), due }
+        };
+        Placement::Slot { level: level as usize, slot: slot as usize, stage }
     }
 
     fn place_general(&self, base: u64, deadline: u64) -> Placement {
@@ -374,6 +380,24 @@ mod tests {
                     place(wheel_size, base, deadline),
                     "wheel {wheel_size} base {base} deadline {deadline}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn small_power_of_two_wheels_place_like_the_reference_everywhere() {
+        // Every base and deadline of a small range, and near the top of the tick range, where the
+        // direct level computation meets the level boundaries and the top level.
+        for wheel_size in [2u64, 4, 8, 16] {
+            let table = LevelTable::new(wheel_size);
+            for base in (0..300).chain(u64::MAX - 300..u64::MAX - 1) {
+                for deadline in (0..300).chain(u64::MAX - 300..u64::MAX) {
+                    assert_eq!(
+                        table.place(base, deadline),
+                        place(wheel_size, base, deadline),
+                        "{wheel_size} {base} {deadline}"
+                    );
+                }
             }
         }
     }
