@@ -10,7 +10,10 @@
 //! last [`Waker`] the future was polled with. Every poll stores the current waker (replacing it
 //! unless [`Waker::will_wake`] says it is the same), so a future that moves between tasks or
 //! executors wakes the right one. When the timer fires the task, it marks the slot elapsed and
-//! wakes the stored waker, outside the lock, on the timer's driver thread (or executor thread).
+//! hands the stored waker over, outside the lock: on the thread that advances the clock (the
+//! driver), the wakers of the sleeps due at one tick are woken together once every task of that
+//! tick has run (`timer/wakes.rs`, the batched hand-off); elsewhere (an executor thread, a
+//! shutdown) it is woken at once.
 //! Nothing here depends on an executor: the futures work under tokio, async-std/smol,
 //! `futures::executor` or a hand-written poll loop.
 //!
@@ -219,8 +222,8 @@ impl Slot {
         (now, Ok((slot, handle)))
     }
 
-    /// Leaves `Waiting` for `to` and wakes the stored waker (outside the lock), which stays stored
-    /// for a later reset; no-op if no longer waiting.
+    /// Leaves `Waiting` for `to` and hands the stored waker (which stays stored for a later reset)
+    /// to the timer's batched wake (`timer/wakes.rs`), outside the lock; no-op if no longer waiting.
     fn finish(&self, to: Phase) {
         let waker = {
             let mut state = self.state.lock();
@@ -231,7 +234,7 @@ impl Slot {
             state.waker.clone()
         };
         if let Some(waker) = waker {
-            waker.wake();
+            crate::timer::wakes::wake(waker);
         }
     }
 }
@@ -270,9 +273,9 @@ impl Drop for Notify {
 /// # Cancellation
 ///
 /// Dropping a `Sleep` that has not completed cancels its timer task: it leaves the wheel at once,
-/// and its waker is not called afterwards, except when the task was already firing at the moment
-/// of the drop, which can then wake the last waker once (a spurious wake-up, harmless to
-/// executors).
+/// and its waker is not called afterwards, except when the task had already fired at the moment
+/// of the drop (it was firing, or its batch's wake-ups had not come yet), which can then wake the
+/// last waker once (a spurious wake-up, harmless to executors).
 ///
 /// ```
 /// use delaywheel::{ManualClock, Timer};

@@ -98,6 +98,9 @@ impl Shared {
         // with one lock of the free list (`Return::ByCaller`); so are the blocks of closures too
         // big for their slot (`freed`: one lock per class).
         let ahead = prefetch_ahead(due.len());
+        // The wakers the batch's sleeps hand over are woken together after it (`wakes.rs`).
+        #[cfg(feature = "async")]
+        let wakes = super::wakes::Batch::open();
         for (k, &((entry, _), _)) in due.iter().enumerate() {
             // In deadline order the slots are scattered: start each miss a few tasks early.
             if let Some(&((ahead, _), _)) = due.get(k.saturating_add(ahead)) {
@@ -110,6 +113,10 @@ impl Shared {
             if fire_one(arena, held, stripe, freed, claimed, values.as_mut()) != Fire::Lost {
                 fired += 1;
             }
+        }
+        #[cfg(feature = "async")]
+        for _ in 0..wakes.close() {
+            stripe.panicked();
         }
         freed.flush();
         arena.free_all(due.drain(..).map(|((entry, _), _)| entry));

@@ -62,6 +62,8 @@ mod store;
 mod trace;
 pub(crate) mod unfired;
 pub(crate) mod values;
+#[cfg(feature = "async")]
+pub(crate) mod wakes;
 mod weak;
 
 use advance::Scratch;

@@ -1,0 +1,97 @@
+//! The batched hand-off of a `Sleep`'s wake-up (`src/timer/wakes.rs`), on a manual clock: the
+//! sleeps due at one tick are woken after every task of that tick ran, in deadline order, each
+//! once; a waker that panics is counted as a panicked task and the other wakes still come; outside
+//! a firing batch (a shutdown) the wake is at once.
+#![cfg(feature = "async")]
+
+mod common;
+
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Wake, Waker};
+use std::time::Duration;
+
+use common::waker::poll;
+use common::{manual_timer, ms};
+
+/// A waker that logs its id, and whether the plain task had run by then, at each wake.
+struct Logging {
+    id: u32,
+    ran: Arc<AtomicBool>,
+    log: Arc<Mutex<Vec<(u32, bool)>>>,
+}
+
+impl Wake for Logging {
+    fn wake(self: Arc<Self>) {
+        self.log.lock().unwrap().push((self.id, self.ran.load(Ordering::SeqCst)));
+    }
+}
+
+struct Panicking;
+
+impl Wake for Panicking {
+    fn wake(self: Arc<Self>) {
+        panic!("a waker that panics");
+    }
+}
+
+fn advance(clock: &delaywheel::ManualClock, timer: &delaywheel::Timer, by: Duration) {
+    clock.advance(by);
+    timer.advance_clock(Duration::ZERO);
+}
+
+#[test]
+fn the_sleeps_of_a_tick_are_woken_after_all_its_tasks_ran_in_deadline_order_once_each() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let ran = Arc::new(AtomicBool::new(false));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let waker = |id| Waker::from(Arc::new(Logging { id, ran: Arc::clone(&ran), log: Arc::clone(&log) }));
+    // Scheduled in this order, all due at tick 3: the sleeps' tasks run before the plain task.
+    let mut first = pin!(timer.sleep(ms(3)));
+    let mut second = pin!(timer.sleep(ms(3)));
+    let flag = Arc::clone(&ran);
+    timer.schedule(ms(3), move || flag.store(true, Ordering::SeqCst));
+    assert!(poll(first.as_mut(), &waker(1)).is_pending());
+    assert!(poll(second.as_mut(), &waker(2)).is_pending());
+    advance(&clock, &timer, ms(2));
+    assert!(log.lock().unwrap().is_empty(), "woken before the deadline");
+    advance(&clock, &timer, ms(1));
+    assert_eq!(*log.lock().unwrap(), [(1, true), (2, true)]);
+    assert!(first.is_elapsed() && second.is_elapsed());
+    advance(&clock, &timer, ms(5));
+    assert_eq!(log.lock().unwrap().len(), 2, "woken again");
+}
+
+#[test]
+fn a_waker_that_panics_counts_as_a_panicked_task_and_the_other_wakes_still_come() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let ran = Arc::new(AtomicBool::new(false));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let logging = Waker::from(Arc::new(Logging { id: 2, ran, log: Arc::clone(&log) }));
+    let mut bad = pin!(timer.sleep(ms(2)));
+    let mut good = pin!(timer.sleep(ms(2)));
+    assert!(poll(bad.as_mut(), &Waker::from(Arc::new(Panicking))).is_pending());
+    assert!(poll(good.as_mut(), &logging).is_pending());
+    advance(&clock, &timer, ms(2));
+    assert_eq!(*log.lock().unwrap(), [(2, false)]);
+    assert!(bad.is_elapsed() && good.is_elapsed());
+    assert_eq!(timer.stats().panicked, 1);
+    // The timer goes on.
+    let mut later = pin!(timer.sleep(ms(1)));
+    assert!(poll(later.as_mut(), &logging).is_pending());
+    advance(&clock, &timer, ms(1));
+    assert_eq!(log.lock().unwrap().len(), 2);
+}
+
+#[test]
+fn a_shutdown_outside_any_firing_wakes_a_pending_sleep_at_once() {
+    let (_clock, timer) = manual_timer(ms(1), 8);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let waker = Waker::from(Arc::new(Logging { id: 1, ran: Arc::default(), log: Arc::clone(&log) }));
+    let mut sleep = pin!(timer.sleep(ms(5)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    drop(timer.shutdown());
+    assert_eq!(*log.lock().unwrap(), [(1, false)]);
+    assert!(sleep.error().is_some());
+}
