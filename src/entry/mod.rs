@@ -89,7 +89,7 @@ mod value;
 
 pub(crate) use arena::EntryArena;
 pub(crate) use claim::Claimed;
-pub(crate) use inline_task::InlineTask;
+pub(crate) use inline_task::{InlineTask, TaskLines};
 use location::{LaneKey, Location};
 pub(crate) use retarget::{deadline, retarget, Retargeted, Target};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
@@ -279,14 +279,17 @@ impl EntryState<'_> {
     /// the visitor holds it from now on and re-adds it, or fires it if its deadline is due at
     /// `cursor` and stamped at most `stamps` (scheduled before the advance began: see
     /// `TimerTaskList::visit_into`), which marks it due here (a reset then leaves it alone).
-    /// Returns the deadline and the entry's stamp (its scheduling order, see [`Life`]).
+    /// Returns the deadline, the entry's stamp (its scheduling order, see [`Life`]) and, if due,
+    /// where its closure lies outside the slot (for the fire loop's prefetch).
     #[inline(always)]
-    pub(crate) fn leave_for_transit(&mut self, cursor: u64, stamps: u64) -> (Deadline, u64) {
+    pub(crate) fn leave_for_transit(&mut self, cursor: u64, stamps: u64) -> (Deadline, u64, TaskLines) {
         self.location = None;
+        let mut lines = TaskLines::default();
         if self.deadline.tick() <= cursor && self.generation() <= stamps {
             self.set_life(Life(self.life().0 | Life::DUE));
+            lines = self.task.as_ref().map_or(lines, InlineTask::lines);
         }
-        (self.deadline, self.generation())
+        (self.deadline, self.generation(), lines)
     }
 
     /// For the bucket tests: `Pending → to`, dropping the closure.

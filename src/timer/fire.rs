@@ -11,6 +11,7 @@ use super::{Shared, Store};
 use crate::deadline::{self, Deadline};
 use crate::entry::arena::prefetch_ahead;
 use crate::entry::{self, EntryArena, EntryId, Fire, FiredValue, Freed, Return, Task};
+use crate::wheel::DueEntry;
 
 /// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe`, calls
 /// `claimed` with its deadline's tick, and runs it, counting a panic (a value entry goes to
@@ -70,22 +71,22 @@ pub(crate) fn abandon_take<C>(
     taken
 }
 
-/// A due entry with its stamp (its scheduling order, `entry/`) and deadline, as a visit hands it
-/// over (`wheel::Handoff`).
-pub(super) type Stamped = ((EntryId, u64), Deadline);
+/// A due entry with its stamp (its scheduling order, `entry/`), where its closure lies outside its
+/// slot, and its deadline, as a visit hands it over (`wheel::Handoff`).
+pub(super) type Stamped = DueEntry;
 
 impl Shared {
     /// Runs (or hands to the executor) every entry in `due`, in deadline order, and empties it.
     pub(super) fn fire(&self, due: &mut Vec<Stamped>, spare: &mut Vec<Stamped>, freed: &mut Freed) {
         // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
         // rounding made least late; equal deadlines in the order they were scheduled (stamps).
-        deadline::sort_batch(due, spare, |&(_, stamp)| stamp);
+        deadline::sort_batch(due, spare, |&(_, stamp, _)| stamp);
         let sink = self.values.get();
         if let Some(executor) = &self.executor {
             if let Some(sink) = sink {
                 self.deliver_values_first(due, &**sink);
             }
-            executor.submit(due.drain(..).map(|((entry, _), _)| entry));
+            executor.submit(due.drain(..).map(|((entry, ..), _)| entry));
             return;
         }
         let Store { arena, .. } = &self.store;
@@ -101,10 +102,12 @@ impl Shared {
         // The wakers the batch's sleeps hand over are woken together after it (`wakes.rs`).
         #[cfg(feature = "async")]
         let wakes = super::wakes::Batch::open();
-        for (k, &((entry, _), _)) in due.iter().enumerate() {
-            // In deadline order the slots are scattered: start each miss a few tasks early.
-            if let Some(&((ahead, _), _)) = due.get(k.saturating_add(ahead)) {
+        for (k, &((entry, ..), _)) in due.iter().enumerate() {
+            // In deadline order the slots are scattered: start each miss a few tasks early, and
+            // those of a closure too big for its slot (a block, a box) too.
+            if let Some(&((ahead, _, lines), _)) = due.get(k.saturating_add(ahead)) {
                 arena.prefetch(ahead);
+                lines.prefetch();
             }
             let held = (entry, Return::ByCaller);
             // (After a shutdown, also one called by a task of this batch, the rest of the batch
@@ -119,7 +122,7 @@ impl Shared {
             stripe.panicked();
         }
         freed.flush();
-        arena.free_all(due.drain(..).map(|((entry, _), _)| entry));
+        arena.free_all(due.drain(..).map(|((entry, ..), _)| entry));
         stripe.fired(fired);
         if let (Some(sink), Some(values)) = (sink, &mut values) {
             if !values.is_empty() {

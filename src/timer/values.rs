@@ -206,7 +206,7 @@ impl Shared {
         let arena = &self.store.arena;
         let stripe = self.counters.local();
         let mut values = Vec::new();
-        due.retain(|&((entry, _), _)| match entry::claim_value(arena, entry) {
+        due.retain(|&((entry, ..), _)| match entry::claim_value(arena, entry) {
             Some(fired) => {
                 arena.free(entry);
                 stripe.left();

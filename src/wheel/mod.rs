@@ -29,7 +29,9 @@ mod place;
 mod slots;
 
 use bucket::Refused;
-pub(crate) use bucket::{default_lanes, Handoff, Popped, TimerTaskList, MAX_BUCKET_LANES, MIN_BUCKET_LANES};
+pub(crate) use bucket::{
+    default_lanes, DueEntry, Handoff, Popped, TimerTaskList, MAX_BUCKET_LANES, MIN_BUCKET_LANES,
+};
 use place::{max_levels, LevelTable, Placement, StagePlan};
 
 /// One level: `wheel_size` buckets, or none once closed by shutdown before it was ever needed.

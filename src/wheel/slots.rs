@@ -10,7 +10,7 @@ use super::chunk_deque::ChunkDeque;
 use crate::deadline::Deadline;
 use crate::entry::arena::prefetch_ahead;
 use crate::entry::location::INDEX_LIMIT;
-use crate::entry::{EntryArena, EntryId};
+use crate::entry::{EntryArena, EntryId, TaskLines};
 
 /// Below this many slots a list is never compacted or shrunk.
 pub(crate) const MIN_COMPACT: usize = 32;
@@ -103,7 +103,7 @@ impl Slots {
         (cursor, stamps): (u64, u64),
         mut each: F,
     ) where
-        F: FnMut(EntryId, (Deadline, u64)),
+        F: FnMut(EntryId, (Deadline, u64, TaskLines)),
     {
         // The slots lie far apart: each is a cache miss, started `ahead` entries early.
         let ahead = prefetch_ahead(n);

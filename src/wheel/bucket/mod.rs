@@ -118,7 +118,7 @@ use super::slots::Slots;
 use super::{faults, ShutDown};
 use crate::deadline::Deadline;
 use crate::entry::location::{BucketKey, LaneKey, Location};
-use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, Ticket};
+use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, TaskLines, Ticket};
 use crate::sync::{AtomicBool, AtomicU64, Mutex, OnceLock, Ordering};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
@@ -206,6 +206,10 @@ fn take_out(stages: &mut [Stage; STAGES as usize], arena: &EntryArena, location:
     debug_assert_eq!(removed, Some(entry), "location out of date");
 }
 
+/// A due entry as a visit hands it over: its id, its stamp (scheduling order), where its closure
+/// lies outside its slot (for the fire loop's prefetch), and its deadline.
+pub(crate) type DueEntry = ((EntryId, u64, TaskLines), Deadline);
+
 /// Where a visit puts the entries it takes out of a bucket, in transit (no location, held by the
 /// caller: `entry/`), each with its deadline.
 pub(crate) struct Handoff<'a> {
@@ -214,7 +218,7 @@ pub(crate) struct Handoff<'a> {
     /// The entries due at the cursor, to fire (the re-add would only find them due), each with its
     /// stamp, the order of its schedule (`entry/`): the batch fires in deadline order, equal
     /// deadlines in stamp order.
-    pub(crate) due: &'a mut Vec<((EntryId, u64), Deadline)>,
+    pub(crate) due: &'a mut Vec<DueEntry>,
     /// The last stamp drawn before the advance began: an entry due at the cursor but stamped
     /// later was scheduled while this advance runs, and goes to `cascade` instead, to be filed
     /// for the next advance (one advance does bounded work: `delay_queue.rs`, "Rounds").
@@ -397,9 +401,9 @@ impl TimerTaskList {
             // Seeded fault `visit_fires_level0_by_round` (docs/loom.md): a level-0 bucket's
             // entries are taken as due at its round, so one re-armed later fires early.
             let by_round = fault!("visit_fires_level0_by_round") && self.key.level() == 0;
-            stage.slots.take_front(take, arena, (cursor, stamps), |entry, (deadline, stamp)| {
+            stage.slots.take_front(take, arena, (cursor, stamps), |entry, (deadline, stamp, lines)| {
                 if (deadline.tick() <= cursor || by_round) && stamp <= stamps {
-                    due.push(((entry, stamp), deadline));
+                    due.push(((entry, stamp, lines), deadline));
                 } else {
                     cascade.push((entry, deadline));
                 }
@@ -437,7 +441,7 @@ impl TimerTaskList {
             let live = stage.slots.live();
             entries.reserve(live);
             // Every entry counts as due: the drain abandons them all, and a reset leaves them be.
-            stage.slots.take_front(live, arena, (u64::MAX, u64::MAX), |entry, (deadline, _)| {
+            stage.slots.take_front(live, arena, (u64::MAX, u64::MAX), |entry, (deadline, ..)| {
                 entries.push((entry, deadline))
             });
             stage.reset_if_empty();

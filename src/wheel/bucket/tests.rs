@@ -33,7 +33,7 @@ impl TimerTaskList {
             Popped::Stale => None,
         };
         // Both kinds, due or not (the unit tests look at what left the bucket).
-        let due = due.into_iter().map(|((entry, _), deadline)| (entry, deadline));
+        let due = due.into_iter().map(|((entry, ..), deadline)| (entry, deadline));
         Visit { entries: entries.into_iter().chain(due).map(|(entry, _)| entry).collect(), requeue }
     }
 }
@@ -121,7 +121,7 @@ fn a_visit_hands_over_the_entries_due_at_the_cursor_apart_from_those_to_cascade(
     let popped =
         bucket.visit_into(arena, 101, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
     assert_eq!(popped, Popped::Visited { requeue: None });
-    let due: Vec<(EntryId, Deadline)> = due.into_iter().map(|((id, _), deadline)| (id, deadline)).collect();
+    let due: Vec<(EntryId, Deadline)> = due.into_iter().map(|((id, ..), deadline)| (id, deadline)).collect();
     let ticks = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(_, d)| d.tick()).collect::<Vec<_>>();
     assert_eq!(ticks(&due), [100, 101, 100, 101, 100, 101], "due at 101, in list order");
     assert_eq!(ticks(&cascade), [102, 103, 102, 103, 102, 103], "to cascade");
