@@ -173,7 +173,8 @@
 //! has no `prctl` on Linux, skips it. Three more hold memory the timer gives back after a spike
 //! ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of up to 256 bytes), `entry::pages`
 //! (the arena's pages, published as raw pointers and freed after a grace period) and `entry::os`
-//! (`mmap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and mappings of its own).
+//! (`mmap`, `mremap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and mappings of its
+//! own), with `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own).
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,

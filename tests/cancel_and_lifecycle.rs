@@ -408,3 +408,32 @@ fn a_manual_clock_asked_to_go_back_is_refused_and_the_timer_carries_on() {
     timer.advance_clock(Duration::ZERO);
     assert_eq!(log.runs(), vec![(1, ms(110))], "fired once, at its deadline");
 }
+
+/// Calls `Timer::shrink` when dropped.
+struct ShrinkOnDrop(Arc<Timer>);
+
+impl Drop for ShrinkOnDrop {
+    fn drop(&mut self) {
+        self.0.shrink();
+    }
+}
+
+/// A `cancel` drops the closure it won while its handle is still pinned (the grace period's
+/// reader): a shrink called from that drop does not wait for its own thread's pin, and what it
+/// retired is freed by the next shrink.
+#[test]
+fn a_shrink_from_a_closure_a_cancel_drops_returns() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let timer = Arc::new(Timer::builder().clock(ManualClock::new()).manual().build());
+        let burst: Vec<_> = (0..10_000).map(|_| timer.schedule(Duration::from_secs(30), || {})).collect();
+        let guard = ShrinkOnDrop(Arc::clone(&timer));
+        let last = timer.schedule(Duration::from_secs(30), move || drop(guard));
+        assert!(burst.iter().all(TimerHandle::cancel));
+        assert!(last.cancel(), "its closure's drop shrinks, pinned");
+        timer.shrink();
+        tx.send(timer.len()).unwrap();
+    });
+    let len = rx.recv_timeout(Duration::from_secs(20)).expect("the cancel returned: no wait for its own pin");
+    assert_eq!(len, 0);
+}

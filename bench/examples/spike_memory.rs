@@ -4,8 +4,9 @@
 //! (handles dropped) and after the shrink, in MB (`/proc/self/statm`), for each of `MODES` in turn
 //! (default `cancel8,fire8,cancel64,fire64`: cancelled or fired, tasks capturing 8 bytes, inline,
 //! or 64, a task-slab block), then tokio-util's `DelayQueue` through the same spike (inserted, all
-//! removed, then `compact()`), in the same process. `THREAD=1` runs it all on a spawned thread
-//! (glibc then keeps the freed top of that thread's heap resident: see docs/benchmarks.md).
+//! removed, then `compact()`), in the same process. `THREAD=1` runs it all on a spawned thread,
+//! where glibc keeps what is freed at the top of that thread's heap resident: what a shrink gives
+//! back must go to the kernel (see docs/benchmarks.md).
 //!
 //! ```sh
 //! cargo run --release -p delaywheel-bench --example spike_memory

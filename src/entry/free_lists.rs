@@ -9,6 +9,15 @@
 //! back in batches under one lock of the pool, and a thread's own frees and takes touch only its
 //! stripe's lock (uncontended unless two threads share a stripe).
 //!
+//! ## Their own memory
+//!
+//! A spike frees as many items as it held, and they end up in the pool (4 bytes a slot index, 8 a
+//! block). The pool is a [`MappedVec`] (`mapped_vec.rs`), in a mapping of its own, which
+//! [`reclaim`](FreeLists::reclaim) cuts back to its items' pages: that memory goes to the kernel on
+//! any thread, where a `Vec` shrunk on a thread other than the main one stays resident in glibc's
+//! thread heap. A stripe's list never grows past [`STRIPE_CAPACITY`] items (2 or 4 KB), so it stays
+//! an ordinary `VecDeque`.
+//!
 //! The lists only move items. They sit behind the facade's *unmodelled* locks (`sync.rs`): what an
 //! item names (a slot, a block) is ordered by other means (the slot's own lock; the slot lock that
 //! published the closure in the block), so the loom models need not explore the lists, and nothing
@@ -16,6 +25,7 @@
 
 use std::collections::VecDeque;
 
+use crate::entry::mapped_vec::MappedVec;
 use crate::sync::{thread_index, UnmodelledMutex};
 
 /// Items moved at once between a stripe's list and the pool.
@@ -30,10 +40,18 @@ pub(crate) const BATCH: usize = 1;
 /// explores.
 pub(crate) const MIN_AGE: usize = BATCH / 2;
 
+/// The most items a stripe's list holds: a refill puts at most a page (256 slots, 64 blocks) in
+/// front of [`MIN_AGE`] items, a put spills once past two batches, and [`put_all`] spills as it
+/// goes. So a stripe's buffer grows to 2 or 4 KB at most, and only the pool holds what a spike
+/// freed.
+///
+/// [`put_all`]: FreeLists::put_all
+const STRIPE_CAPACITY: usize = 512;
+
 /// Per-stripe free lists of `T` and their pool (see the module docs).
-pub(crate) struct FreeLists<T> {
-    /// Free items given back by the stripes.
-    pool: UnmodelledMutex<Vec<T>>,
+pub(crate) struct FreeLists<T: Copy> {
+    /// Free items given back by the stripes: in a mapping of its own, which a shrink cuts back.
+    pool: UnmodelledMutex<MappedVec<T>>,
     /// Per-stripe lists, each on its own cache lines.
     stripes: Box<[Stripe<T>]>,
     mask: usize,
@@ -46,7 +64,7 @@ impl<T: Copy> FreeLists<T> {
     pub(crate) fn new() -> FreeLists<T> {
         let count = crate::sync::stripe_count();
         FreeLists {
-            pool: UnmodelledMutex::new(Vec::new()),
+            pool: UnmodelledMutex::new(MappedVec::new()),
             stripes: (0..count).map(|_| Stripe(UnmodelledMutex::new(VecDeque::new()))).collect(),
             mask: count - 1,
         }
@@ -71,7 +89,8 @@ impl<T: Copy> FreeLists<T> {
             let mut pool = self.pool.lock();
             let keep = pool.len().saturating_sub(BATCH);
             if keep < pool.len() {
-                pool.drain(keep..).for_each(|item| free.push_front(item));
+                pool.as_slice()[keep..].iter().for_each(|&item| free.push_front(item));
+                pool.truncate(keep);
                 return;
             }
         }
@@ -84,9 +103,24 @@ impl<T: Copy> FreeLists<T> {
         self.put_with(|free| free.push_back(item));
     }
 
-    /// Returns several free items with one lock of this thread's stripe.
+    /// Returns several free items with one lock of this thread's stripe, giving its oldest
+    /// batches to the pool as it goes (so that a stripe's list never grows past
+    /// [`STRIPE_CAPACITY`], however many come back at once).
     pub(crate) fn put_all(&self, items: impl IntoIterator<Item = T>) {
-        self.put_with(|free| free.extend(items));
+        let mut items = items.into_iter();
+        self.put_with(|free| {
+            // The common case (a fired batch of a few hundred): one `extend`, which reserves once.
+            if items.size_hint().1.is_some_and(|most| most <= STRIPE_CAPACITY - free.len()) {
+                return free.extend(items);
+            }
+            loop {
+                free.extend(items.by_ref().take(STRIPE_CAPACITY - free.len()));
+                if free.len() < STRIPE_CAPACITY {
+                    break;
+                }
+                self.spill(free);
+            }
+        });
     }
 
     /// Appends to this thread's stripe's list with `append`, then gives its oldest batches to the
@@ -120,8 +154,9 @@ impl<T: Copy> FreeLists<T> {
     /// returns those pages: `page_of` maps an item to its page, one of `pages` (`None`: a page it
     /// does not know, left alone). Every stripe's lock is held (taken in stripe order, then the
     /// pool's, the order `take` and `spill` use), so no item moves meanwhile: a page returned has no
-    /// item anywhere but here, so nobody holds one, and nobody can take one any more. The lists'
-    /// spare capacity is given back too. O(items listed): for a shrink, never on a hot path.
+    /// item anywhere but here, so nobody holds one, and nobody can take one any more. The pool's
+    /// pages past its items go back to the kernel. O(items listed): for a shrink, never on a hot
+    /// path.
     pub(crate) fn reclaim(
         &self,
         per_page: usize,
@@ -131,7 +166,7 @@ impl<T: Copy> FreeLists<T> {
         let mut stripes: Vec<_> = self.stripes.iter().map(|stripe| stripe.0.lock()).collect();
         let mut pool = self.pool.lock();
         let mut listed = vec![0usize; pages];
-        for &item in pool.iter().chain(stripes.iter().flat_map(|list| list.iter())) {
+        for &item in pool.as_slice().iter().chain(stripes.iter().flat_map(|list| list.iter())) {
             if let Some(page) = page_of(item) {
                 listed[page] += 1;
             }
@@ -143,13 +178,12 @@ impl<T: Copy> FreeLists<T> {
             stripes.iter_mut().for_each(|list| list.retain(kept));
         }
         pool.shrink_to_fit();
-        stripes.iter_mut().for_each(|list| list.shrink_to(2 * BATCH));
         empty
     }
 
     /// Every listed item, pool first (each stripe's lock taken in turn): for audits.
     pub(crate) fn listed(&self) -> Vec<T> {
-        let mut listed: Vec<T> = self.pool.lock().clone();
+        let mut listed: Vec<T> = self.pool.lock().as_slice().to_vec();
         self.stripes.iter().for_each(|list| listed.extend(list.0.lock().iter()));
         listed
     }

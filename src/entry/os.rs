@@ -1,14 +1,15 @@
 //! What the arena and the task slab take from the operating system: pages of memory that a shrink
-//! can give back ([`PageSource`]), and two system calls of the shrink (Linux; elsewhere neither
-//! exists and both say so):
+//! can give back ([`PageSource`]), mappings of their own for the free lists' pool ([`map`],
+//! [`remap`], [`unmap`]: `mapped_vec.rs`), and two system calls of the shrink (Linux; elsewhere
+//! neither exists and both say so):
 //!
 //! * [`heavy_barrier`]: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full memory fence on
 //!   every CPU running a thread of this process, which lets the readers' pins (`readers.rs`) do
 //!   with a compiler fence. Registered once per process (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`,
 //!   Linux 4.14) on first use.
 //! * [`trim_heap`]: glibc's `malloc_trim(0)`, which gives the free pages inside the allocator's
-//!   arenas back to the kernel: the pages a shrink freed sit among other allocations, where a
-//!   plain `free` keeps them resident.
+//!   arenas back to the kernel: what else a spike grew and its end freed (the wheel's bucket
+//!   lists) sits among other allocations, where a plain `free` keeps it resident.
 //!
 //! Both take integer arguments only and touch no memory of the caller's.
 //!
@@ -30,11 +31,16 @@ use std::ptr::NonNull;
 
 use crate::sync::UnmodelledMutex;
 
+/// A mapping of its own: `map(bytes)` (a positive multiple of [`OS_PAGE`], zeroed), resized with
+/// `remap` (pages past the new size go back to the kernel at once) and given back with `unmap`.
+/// For the free lists' pool (`mapped_vec.rs`). Elsewhere than Linux, `std::alloc`.
+pub(crate) use imp::{map, remap, unmap};
+
 /// Pages mapped at once by a [`PageSource`].
 pub(crate) const PAGES_PER_CHUNK: usize = 64;
 
 /// The system's page: every page a [`PageSource`] hands out is aligned to it.
-const OS_PAGE: usize = 4096;
+pub(crate) const OS_PAGE: usize = 4096;
 
 /// Pages of one size from chunks of mapped memory (see the module docs).
 pub(crate) struct PageSource {
@@ -126,7 +132,7 @@ mod imp {
     use std::sync::OnceLock;
 
     /// `bytes` of fresh anonymous memory, zeroed, aligned to the system's page.
-    pub(super) fn map(bytes: usize) -> NonNull<u8> {
+    pub(crate) fn map(bytes: usize) -> NonNull<u8> {
         // SAFETY: an anonymous private mapping at an address of the kernel's choosing: it touches
         // no existing memory. The result is checked for `MAP_FAILED`.
         let chunk = unsafe {
@@ -147,6 +153,22 @@ mod imp {
         NonNull::new(chunk.cast()).expect("mmap returns no null mapping")
     }
 
+    /// Moves or resizes a mapping of `old` bytes at `at` made by [`map`] (or by this) to `new`
+    /// bytes (both positive multiples of the system's page): its first `min(old, new)` bytes
+    /// kept, the pages past `new` given back to the kernel at once.
+    pub(crate) fn remap(at: NonNull<u8>, old: usize, new: usize) -> NonNull<u8> {
+        // SAFETY: `at..at + old` is one whole mapping of ours (the caller's word), which nobody
+        // refers to but the caller; `MREMAP_MAYMOVE` lets the kernel move it (the caller uses the
+        // result from now on). The result is checked for `MAP_FAILED`.
+        let moved = unsafe { libc::mremap(at.as_ptr().cast(), old, new, libc::MREMAP_MAYMOVE) };
+        if moved == libc::MAP_FAILED {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(new, super::OS_PAGE).expect("a mapping's layout"),
+            );
+        }
+        NonNull::new(moved.cast()).expect("mremap returns no null mapping")
+    }
+
     /// Empties `bytes` of mapped memory at `at` (whole system pages): zero when next read.
     pub(super) fn discard(at: NonNull<u8>, bytes: usize) {
         // SAFETY: `at..at + bytes` is part of a private anonymous mapping of ours (whole pages of
@@ -155,8 +177,8 @@ mod imp {
         unsafe { libc::madvise(at.as_ptr().cast(), bytes, libc::MADV_DONTNEED) };
     }
 
-    /// Unmaps a chunk of `bytes` mapped by [`map`].
-    pub(super) fn unmap(chunk: NonNull<u8>, bytes: usize) {
+    /// Unmaps a chunk of `bytes` mapped by [`map`] (or [`remap`]ped to that size).
+    pub(crate) fn unmap(chunk: NonNull<u8>, bytes: usize) {
         // SAFETY: a mapping made by `map` with this length, unmapped once (its source drops), and
         // nothing refers to its pages any more.
         unsafe { libc::munmap(chunk.as_ptr().cast(), bytes) };
@@ -200,15 +222,21 @@ mod imp {
         Layout::from_size_align(bytes, super::OS_PAGE).expect("a chunk's layout")
     }
 
-    pub(super) fn map(bytes: usize) -> NonNull<u8> {
+    pub(crate) fn map(bytes: usize) -> NonNull<u8> {
         // SAFETY: a non-zero size (a positive number of pages).
         let chunk = unsafe { alloc::alloc_zeroed(layout(bytes)) };
         NonNull::new(chunk).unwrap_or_else(|| alloc::handle_alloc_error(layout(bytes)))
     }
 
+    pub(crate) fn remap(at: NonNull<u8>, old: usize, new: usize) -> NonNull<u8> {
+        // SAFETY: allocated by `map` (or by this) with `layout(old)`, and `new` is non-zero.
+        let moved = unsafe { alloc::realloc(at.as_ptr(), layout(old), new) };
+        NonNull::new(moved).unwrap_or_else(|| alloc::handle_alloc_error(layout(new)))
+    }
+
     pub(super) fn discard(_at: NonNull<u8>, _bytes: usize) {}
 
-    pub(super) fn unmap(chunk: NonNull<u8>, bytes: usize) {
+    pub(crate) fn unmap(chunk: NonNull<u8>, bytes: usize) {
         // SAFETY: allocated by `map` with this layout, freed once (its source drops).
         unsafe { alloc::dealloc(chunk.as_ptr(), layout(bytes)) };
     }

@@ -20,8 +20,9 @@
 //!    one spike's. A bounded shrink (the driver's) that finds another shrink in its grace period
 //!    does nothing.
 //! 4. The task slab frees its empty pages of blocks (`task_slab.rs`: only holders touch a block,
-//!    so no grace period), and the allocator is asked to give free memory back to the kernel
-//!    (`os.rs`).
+//!    so no grace period); the free lists' pool was cut back to its items when their pages were
+//!    counted (`FreeLists::reclaim`: its pages go to the kernel), and the allocator is asked to
+//!    give free memory back to the kernel (`os.rs`).
 //!
 //! No hot path changes: an allocation or a free touches no page count (the counting is done here,
 //! from the lists), and a handle's operation pays its pin, two stores to its own thread's record.
