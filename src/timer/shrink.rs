@@ -37,8 +37,9 @@ pub(crate) struct AutoShrink {
 impl Timer {
     /// Gives back the memory a spike of pending tasks left behind: the pages of the timer's task
     /// slots (48 bytes a task) and of its blocks for larger closures whose slots or blocks are all
-    /// free, to the allocator, which is then asked to return free memory to the system (glibc's
-    /// `malloc_trim` on Linux). After a million pending tasks were cancelled or fired, this brings
+    /// free, and the free lists' memory beyond what they still hold, straight to the system (on
+    /// Linux: `madvise`, `mremap`); the allocator is then asked to return what else it freed
+    /// (glibc's `malloc_trim`). After a million pending tasks were cancelled or fired, this brings
     /// the process's resident memory back to about what it was before them (docs/benchmarks.md).
     ///
     /// A timer with a driver thread does this by itself about a second after fewer than a quarter
