@@ -209,9 +209,12 @@ pub(crate) use imp::*;
 // them, from the thread that released a slot to the one that reuses it, but the state of every slot
 // is ordered by the slot's own lock, which is modelled; so the models need not explore the lists.
 // The rule that makes hiding them sound: **no loom operation inside an unmodelled lock or once-cell
-// initialiser** (loom would switch threads while a real lock is held, and block forever). Creating
-// a page only runs `SlotLock::new`, which is not a loom branch point.
+// initialiser** (loom would switch threads while a real lock is held, and block forever). A page is
+// created outside the free lists' locks (`FreeLists::take`) and outside the directory's lock, where
+// it writes the modelled flag `entry/pages.rs` keeps under loom; under them it only runs
+// `SlotLock::new`, which is not a loom branch point.
 pub(crate) use parking_lot::Mutex as UnmodelledMutex;
+pub(crate) use parking_lot::MutexGuard as UnmodelledMutexGuard;
 pub(crate) use std::sync::atomic::AtomicPtr as UnmodelledAtomicPtr;
 pub(crate) use std::sync::atomic::AtomicU64 as UnmodelledAtomicU64;
 pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;

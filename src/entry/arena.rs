@@ -27,8 +27,9 @@
 //! Free indices are kept in per-thread lists with a shared pool (`free_lists.rs`, which the task
 //! slab's blocks use too): a freed index goes to the back of the freeing thread's stripe's list; an
 //! allocation takes from the front of its own, oldest first. A list down to `MIN_AGE` indices
-//! first takes a batch (`BATCH`) from the pool, or else a whole page of never-used indices, and
-//! puts it in front; one that grows past two batches gives its oldest batch back to the pool.
+//! first takes a batch (`BATCH`) from the pool, or else a whole page of never-used indices (made
+//! with no lock of the lists held), and puts it in front; one that grows past two batches gives
+//! its oldest batch back to the pool.
 //!
 //! Never-used indices come a page at a time so that a page is created by one thread only, and
 //! nobody waits in its `OnceLock`. With fresh batches smaller than a page, two threads scheduling at once kept taking
@@ -50,9 +51,11 @@
 //! The free lists only move indices. They sit behind the facade's *unmodelled* locks (see
 //! `sync.rs`): an index does travel through them from the thread that freed a slot to the one that
 //! reuses it, but the slot's state is ordered by the slot's own lock, which is modelled, so the loom
-//! models need not explore the lists. Nothing inside them is a loom operation (a page's slots are
-//! created with `SlotLock::new`, whose loom atomic and cell constructors are not branch points), as an
-//! unmodelled lock requires.
+//! models need not explore the lists. Nothing inside them is a loom operation, as an unmodelled
+//! lock requires: a page is created outside them (its slots with `SlotLock::new`, whose loom atomic
+//! and cell constructors are not branch points, and, in a place a shrink retired, a modelled flag:
+//! `pages.rs`). The places a shrink retired (`vacated`) are behind a modelled lock: they go from
+//! the shrink to the thread that creates a page there, and loom must see that hand-over.
 //!
 //! ## Who frees a slot
 //!
@@ -61,8 +64,6 @@
 //! entry left `Pending`. A handle holds nothing: it names its entry by index *and generation*, and
 //! freeing bumps the generation, so a handle outliving its entry can never touch the slot's next
 //! occupant.
-
-use std::collections::VecDeque;
 
 use crate::entry::free_lists::FreeLists;
 #[cfg(test)]
@@ -73,7 +74,7 @@ use crate::entry::shrink::Shrinking;
 use crate::entry::slot_lock::SlotLock;
 use crate::entry::task_slab::TaskSlab;
 use crate::entry::{self, EntryBody, EntryId, EntryState};
-use crate::sync::{Ordering, UnmodelledAtomicU64, UnmodelledMutex};
+use crate::sync::{Mutex, Ordering, UnmodelledAtomicU64};
 
 /// Slots per page (a power of two). The loom models use 1 (a page per entry, so entries span
 /// pages): a page is published through an unmodelled once-cell, and a slot's lock word and cell
@@ -125,8 +126,10 @@ pub(crate) struct EntryArena {
     pub(super) readers: Readers,
     /// The first index never handed out.
     pub(super) fresh: UnmodelledAtomicU64,
-    /// Pages given back by a shrink, whose indices new pages take first.
-    pub(super) vacated: UnmodelledMutex<Vec<usize>>,
+    /// Pages given back by a shrink, whose indices new pages take first. Modelled under loom (and
+    /// taken under no unmodelled lock): it hands a retired page's place from the shrink to the
+    /// thread that creates a page there.
+    pub(super) vacated: Mutex<Vec<usize>>,
     /// The shrink's own state (`shrink.rs`).
     pub(super) shrinking: Shrinking,
     /// The last stamp handed out ([`next_stamp`](EntryArena::next_stamp)).
@@ -166,7 +169,7 @@ impl EntryArena {
             tombstone: Slot(entry::vacant_slot()),
             readers: Readers::new(),
             fresh: UnmodelledAtomicU64::new(0),
-            vacated: UnmodelledMutex::new(Vec::new()),
+            vacated: Mutex::new(Vec::new()),
             shrinking: Shrinking::new(),
             stamps: UnmodelledAtomicU64::new(0),
             free: FreeLists::new(),
@@ -237,27 +240,25 @@ impl EntryArena {
     /// this stripe's list nor the pool has a free one: other stripes may then still hold up to a page
     /// and `MIN_AGE` each. (That is a quarter of a terabyte of slots.)
     pub(crate) fn alloc(&self) -> Option<EntryId> {
-        self.free.take(|free| self.fresh_page(free))
+        self.free.take(|| self.fresh_page().map(EntryId::new))
     }
 
-    /// Puts a page of never-used indices in front of a stripe's list (none once those run out): a
-    /// page a shrink gave back, created anew, or else the next one.
-    fn fresh_page(&self, free: &mut VecDeque<EntryId>) {
+    /// A page of never-used indices, in order (none once those run out): a page a shrink gave
+    /// back, created anew, or else the next one.
+    fn fresh_page(&self) -> std::ops::Range<usize> {
         let vacated = self.vacated.lock().pop();
         if let Some(page) = vacated {
-            let start = page * PAGE;
             self.pages.create(page);
-            (start..start + PAGE).rev().for_each(|index| free.push_front(EntryId::new(index)));
-            return;
+            return page * PAGE..(page + 1) * PAGE;
         }
         let start = self.fresh.fetch_add(PAGE as u64, Ordering::Relaxed);
         if start + PAGE as u64 > u64::from(EntryId::MAX_INDEX) + 1 {
             self.fresh.fetch_sub(PAGE as u64, Ordering::Relaxed);
-            return;
+            return 0..0;
         }
         let start = start as usize;
         self.create_page(start);
-        (start..start + PAGE).rev().for_each(|index| free.push_front(EntryId::new(index)));
+        start..start + PAGE
     }
 
     /// Returns a slot whose occupant was released (`EntryState::release`): only its holder calls

@@ -15,8 +15,8 @@
 //! block). The pool is a [`MappedVec`] (`mapped_vec.rs`), in a mapping of its own, which
 //! [`reclaim`](FreeLists::reclaim) cuts back to its items' pages: that memory goes to the kernel on
 //! any thread, where a `Vec` shrunk on a thread other than the main one stays resident in glibc's
-//! thread heap. A stripe's list never grows past [`STRIPE_CAPACITY`] items (2 or 4 KB), so it stays
-//! an ordinary `VecDeque`.
+//! thread heap. A stripe's list stays within about [`STRIPE_CAPACITY`] items (2 or 4 KB), so it
+//! stays an ordinary `VecDeque`.
 //!
 //! The lists only move items. They sit behind the facade's *unmodelled* locks (`sync.rs`): what an
 //! item names (a slot, a block) is ordered by other means (the slot's own lock; the slot lock that
@@ -26,7 +26,7 @@
 use std::collections::VecDeque;
 
 use crate::entry::mapped_vec::MappedVec;
-use crate::sync::{thread_index, UnmodelledMutex};
+use crate::sync::{thread_index, UnmodelledMutex, UnmodelledMutexGuard};
 
 /// Items moved at once between a stripe's list and the pool.
 #[cfg(not(delaywheel_loom))]
@@ -42,8 +42,9 @@ pub(crate) const MIN_AGE: usize = BATCH / 2;
 
 /// The most items a stripe's list holds: a refill puts at most a page (256 slots, 64 blocks) in
 /// front of [`MIN_AGE`] items, a put spills once past two batches, and [`put_all`] spills as it
-/// goes. So a stripe's buffer grows to 2 or 4 KB at most, and only the pool holds what a spike
-/// freed.
+/// goes. So a stripe's buffer grows to 2 or 4 KB, and only the pool holds what a spike freed.
+/// (Two threads that share a stripe and refill it at once from new pages may each put a page in
+/// front: the next put spills the excess.)
 ///
 /// [`put_all`]: FreeLists::put_all
 const STRIPE_CAPACITY: usize = 512;
@@ -71,30 +72,45 @@ impl<T: Copy> FreeLists<T> {
     }
 
     /// A free item from this thread's stripe, refilled first if it is down to [`MIN_AGE`]: from the
-    /// pool, or else by `fresh`, which pushes never-used items in front of the list it is given (or
-    /// none, once there are no more). `None` if the stripe is still empty then.
+    /// pool, or else with the never-used items `fresh` returns (none once there are no more), put
+    /// in front in their order. `None` if the stripe is still empty then.
+    ///
+    /// `fresh` runs with no lock of the lists held: it may create a page, which takes locks of its
+    /// own (the directory's; that of the places a shrink vacated, modelled under loom). A shrink
+    /// counting the lists meanwhile finds the new page's items on no list and leaves it alone.
     #[inline]
-    pub(crate) fn take(&self, fresh: impl FnOnce(&mut VecDeque<T>)) -> Option<T> {
-        let mut free = self.stripes[thread_index() & self.mask].0.lock();
+    pub(crate) fn take<I: DoubleEndedIterator<Item = T>>(&self, fresh: impl FnOnce() -> I) -> Option<T> {
+        let stripe = &self.stripes[thread_index() & self.mask].0;
+        let mut free = stripe.lock();
         if free.len() <= MIN_AGE {
-            self.refill(&mut free, fresh);
+            return self.refill(stripe, free, fresh);
         }
         free.pop_front()
     }
 
-    /// Puts a batch from the pool in front of a stripe's list, or else never-used items.
+    /// Puts a batch from the pool in front of a stripe's list, or else never-used items, and takes
+    /// the first.
     #[cold]
-    fn refill(&self, free: &mut VecDeque<T>, fresh: impl FnOnce(&mut VecDeque<T>)) {
+    fn refill<I: DoubleEndedIterator<Item = T>>(
+        &self,
+        stripe: &UnmodelledMutex<VecDeque<T>>,
+        mut free: UnmodelledMutexGuard<'_, VecDeque<T>>,
+        fresh: impl FnOnce() -> I,
+    ) -> Option<T> {
         {
             let mut pool = self.pool.lock();
             let keep = pool.len().saturating_sub(BATCH);
             if keep < pool.len() {
                 pool.as_slice()[keep..].iter().for_each(|&item| free.push_front(item));
                 pool.truncate(keep);
-                return;
+                return free.pop_front();
             }
         }
-        fresh(free);
+        drop(free);
+        let items = fresh();
+        let mut free = stripe.lock();
+        items.rev().for_each(|item| free.push_front(item));
+        free.pop_front()
     }
 
     /// Returns a free item to this thread's stripe.
@@ -110,11 +126,11 @@ impl<T: Copy> FreeLists<T> {
         let mut items = items.into_iter();
         self.put_with(|free| {
             // The common case (a fired batch of a few hundred): one `extend`, which reserves once.
-            if items.size_hint().1.is_some_and(|most| most <= STRIPE_CAPACITY - free.len()) {
+            if items.size_hint().1.is_some_and(|most| most <= STRIPE_CAPACITY.saturating_sub(free.len())) {
                 return free.extend(items);
             }
             loop {
-                free.extend(items.by_ref().take(STRIPE_CAPACITY - free.len()));
+                free.extend(items.by_ref().take(STRIPE_CAPACITY.saturating_sub(free.len())));
                 if free.len() < STRIPE_CAPACITY {
                     break;
                 }

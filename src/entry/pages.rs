@@ -27,9 +27,12 @@
 //! arena drops: a slot of it that is locked afterwards, or still locked when it is freed, fails the
 //! model instead of touching freed memory. The directory's pointers are unmodelled (`sync.rs`), so
 //! each page also has a modelled flag, written by `create` and `retire` and read by `get` first,
-//! for loom to see that a retire and a lookup race. (`create` writes it under the free lists'
-//! unmodelled lock, which breaks `sync.rs`'s rule; it does so only when a page is created anew after
-//! a shrink, which the one model that shrinks does on one thread.)
+//! for loom to see that a retire and a lookup race. `create` writes it after the directory's lock, and
+//! its callers hold no other unmodelled lock (`sync.rs`'s rule): a page is created with no lock of
+//! the free lists held (`FreeLists::take`), and a place a shrink retired reaches the thread that
+//! creates a page there through the arena's `vacated` list, a modelled lock, so that loom orders
+//! the retire's write before the creation's (loom model
+//! `shrink::schedule_creates_a_page_in_the_place_a_shrink_retires`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -201,12 +204,18 @@ impl Pages {
         let (segment, at) = Self::coordinates(page);
         let pages = self.segments[segment]
             .get_or_init(|| (0..1usize << segment).map(|_| UnmodelledAtomicPtr::default()).collect());
-        let _changes = self.changes.lock();
-        if pages[at].load(Ordering::Relaxed).is_null() {
+        let changes = self.changes.lock();
+        let created = pages[at].load(Ordering::Relaxed).is_null();
+        if created {
             pages[at].store(self.allocate(), Ordering::Release);
-            #[cfg(delaywheel_loom)]
+        }
+        drop(changes);
+        #[cfg(delaywheel_loom)]
+        if created {
             self.live[page].store(true, Ordering::Release);
         }
+        #[cfg(not(delaywheel_loom))]
+        let _ = created;
     }
 
     /// Takes page `page` out of the directory (see the module docs); `None` if it does not exist.

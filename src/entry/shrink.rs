@@ -80,10 +80,19 @@ impl EntryArena {
         let pages = (self.fresh.load(Ordering::Relaxed) as usize).div_ceil(PAGE);
         let empty = self.free.reclaim(PAGE, pages, |id| Some(id.index() >> PAGE_BITS).filter(|&p| p < pages));
         for page in empty {
+            // A page's place is offered to new pages only once the page is out of the directory:
+            // a page created there before (`fresh_page`) would be the old one, still in place,
+            // and the retire would then take out a page with a new entry in it. Seeded fault
+            // `vacated_before_retire` (docs/loom.md) offers it first.
+            if fault!("vacated_before_retire") {
+                self.vacated.lock().push(page);
+            }
             if let Some(page_memory) = self.pages.retire(page) {
                 retired.push(page_memory);
             }
-            self.vacated.lock().push(page);
+            if !fault!("vacated_before_retire") {
+                self.vacated.lock().push(page);
+            }
         }
         shrunk.block_pages = self.tasks().shrink();
         shrunk.pages += self.free_after_grace(&mut retired, limit);

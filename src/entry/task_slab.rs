@@ -35,7 +35,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use std::collections::VecDeque;
 use std::ptr::NonNull;
 
 use crate::entry::free_lists::FreeLists;
@@ -114,22 +113,23 @@ impl Class {
     /// allocated its most pages and every block is taken.
     #[inline]
     pub(crate) fn alloc(&self) -> Option<Block> {
-        self.free.take(|free| self.fresh_page(free))
+        self.free.take(|| self.fresh_page())
     }
 
-    /// Allocates a page and puts its blocks in front of `free` (none past `max_pages`).
-    fn fresh_page(&self, free: &mut VecDeque<Block>) {
+    /// Allocates a page and returns its blocks, in order (none past `max_pages`).
+    fn fresh_page(&self) -> impl DoubleEndedIterator<Item = Block> {
         let mut pages = self.pages.lock();
-        if pages.len() >= self.max_pages {
-            return;
-        }
-        // Aligned to 4 KiB: every block to `BLOCK_ALIGN`.
-        let page = self.source.take().as_ptr();
-        pages.push(Block::from_ptr(page));
-        for block in (0..BLOCKS_PER_PAGE).rev() {
+        let page = (pages.len() < self.max_pages).then(|| {
+            // Aligned to 4 KiB: every block to `BLOCK_ALIGN`.
+            let page = self.source.take().as_ptr();
+            pages.push(Block::from_ptr(page));
+            page
+        });
+        let size = self.size;
+        page.into_iter().flat_map(move |page| {
             // SAFETY: `block * size` is within the page's `BLOCKS_PER_PAGE * size` bytes.
-            free.push_front(Block::from_ptr(unsafe { page.add(block * self.size) }));
-        }
+            (0..BLOCKS_PER_PAGE).map(move |block| Block::from_ptr(unsafe { page.add(block * size) }))
+        })
     }
 
     /// Gives back a block taken with [`alloc`](Class::alloc), whose contents its holder has moved
