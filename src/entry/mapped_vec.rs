@@ -65,7 +65,7 @@ impl<T: Copy> MappedVec<T> {
         }
         let at = self.at.cast::<u8>();
         self.at = match (self.bytes, bytes) {
-            (0, _) => os::map(bytes),
+            (0, _) => os::map(bytes, false),
             (_, 0) => {
                 os::unmap(at, self.bytes);
                 NonNull::<T>::dangling().cast()

@@ -17,7 +17,11 @@
 //!
 //! A [`PageSource`] hands out pages of one size (a multiple of 4 KiB) carved from chunks of
 //! [`PAGES_PER_CHUNK`] pages, each chunk one anonymous `mmap` (so a page costs a system call per
-//! 64 pages, not one each). A page given back ([`PageSource::give_back`]) is emptied with
+//! 64 pages, not one each). The first chunk is faulted in as its pages are used; every later one is
+//! mapped with `MAP_POPULATE`, resident at once: a source that needs a second chunk is growing
+//! (a burst of schedules), and one system call that fills 64 pages costs less than the 64 or more
+//! page faults of first touch on the scheduling thread (SPEC W1 and W4: a third fewer page faults,
+//! docs/benchmarks.md "Warm-up"). A shrink empties the rest of the last chunk too. A page given back ([`PageSource::give_back`]) is emptied with
 //! `madvise(MADV_DONTNEED)`: its physical memory goes back to the kernel at once, whatever the
 //! allocator would do (glibc keeps freed memory at the top of a thread's heap resident, and
 //! `malloc_trim` does not trim those), and it is handed out again before a new chunk is mapped. The
@@ -85,7 +89,10 @@ impl PageSource {
             return page;
         }
         if chunks.left == 0 {
-            let chunk = imp::map(self.chunk_bytes());
+            // The first chunk is faulted in page by page as it is used (a small timer keeps a
+            // small footprint); a source that needs a second one is growing, and gets each new
+            // chunk populated in the one system call (see the module docs).
+            let chunk = imp::map(self.chunk_bytes(), !chunks.mapped.is_empty());
             chunks.mapped.push(chunk);
             chunks.left = PAGES_PER_CHUNK;
         }
@@ -98,7 +105,9 @@ impl PageSource {
     }
 
     /// Gives back pages taken with [`take`](PageSource::take), which nobody uses any more: their
-    /// memory goes back to the kernel (runs of adjacent pages in one call).
+    /// memory goes back to the kernel (runs of adjacent pages in one call), and so does that of the
+    /// pages of the last chunk not handed out yet (populated with it: a shrink leaves nothing
+    /// resident that no page holds).
     pub(crate) fn give_back(&self, mut pages: Vec<NonNull<u8>>) {
         pages.sort_unstable();
         let mut run = 0;
@@ -112,7 +121,15 @@ impl PageSource {
             imp::discard(pages[run], (end - run) * self.page_bytes);
             run = end;
         }
-        self.state.lock().spare.extend(pages);
+        let mut chunks = self.state.lock();
+        if let (Some(&last), left @ 1..) = (chunks.mapped.last(), chunks.left) {
+            // SAFETY: pages `PAGES_PER_CHUNK - left ..` of the last chunk: within its `chunk_bytes`.
+            let rest = unsafe {
+                NonNull::new_unchecked(last.as_ptr().add((PAGES_PER_CHUNK - left) * self.page_bytes))
+            };
+            imp::discard(rest, left * self.page_bytes);
+        }
+        chunks.spare.extend(pages);
     }
 }
 
@@ -131,8 +148,10 @@ mod imp {
     use std::ptr::NonNull;
     use std::sync::OnceLock;
 
-    /// `bytes` of fresh anonymous memory, zeroed, aligned to the system's page.
-    pub(crate) fn map(bytes: usize) -> NonNull<u8> {
+    /// `bytes` of fresh anonymous memory, zeroed, aligned to the system's page; with `populate`,
+    /// already resident (`MAP_POPULATE`).
+    pub(crate) fn map(bytes: usize, populate: bool) -> NonNull<u8> {
+        let populate = if populate { libc::MAP_POPULATE } else { 0 };
         // SAFETY: an anonymous private mapping at an address of the kernel's choosing: it touches
         // no existing memory. The result is checked for `MAP_FAILED`.
         let chunk = unsafe {
@@ -140,7 +159,7 @@ mod imp {
                 std::ptr::null_mut(),
                 bytes,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | populate,
                 -1,
                 0,
             )
@@ -222,7 +241,7 @@ mod imp {
         Layout::from_size_align(bytes, super::OS_PAGE).expect("a chunk's layout")
     }
 
-    pub(crate) fn map(bytes: usize) -> NonNull<u8> {
+    pub(crate) fn map(bytes: usize, _populate: bool) -> NonNull<u8> {
         // SAFETY: a non-zero size (a positive number of pages).
         let chunk = unsafe { alloc::alloc_zeroed(layout(bytes)) };
         NonNull::new(chunk).unwrap_or_else(|| alloc::handle_alloc_error(layout(bytes)))
