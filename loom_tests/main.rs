@@ -19,6 +19,8 @@ mod len;
 mod overflow_level;
 mod purgatory;
 mod queue;
+#[cfg(feature = "async")]
+mod queue_consumers;
 mod reset;
 mod schedule_vs_flush;
 mod shrink;

@@ -31,7 +31,7 @@
 #[cfg(not(delaywheel_loom))]
 mod imp {
     pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, OnceLock};
     pub(crate) use std::thread::yield_now;
     pub(crate) use std::thread_local;
@@ -65,7 +65,7 @@ mod imp {
 
 #[cfg(delaywheel_loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{Arc, MutexGuard};
     pub(crate) use loom::thread::yield_now;
 

@@ -5,8 +5,9 @@
 //! producer and consumer threads or tasks share one queue by reference (it is `Send + Sync` for
 //! `T: Send`). Values come back on [`remove`](DelayQueue::remove), deadlines move with
 //! [`reset`](DelayQueue::reset), and consumers take expired values with
-//! [`try_recv`](DelayQueue::try_recv), [`recv_timeout`](DelayQueue::recv_timeout) or (feature
-//! `async`) `poll_expired`, `next_expired` and a `Stream`.
+//! [`try_recv`](DelayQueue::try_recv), [`try_recv_many`](DelayQueue::try_recv_many) (a batch at
+//! a time), [`recv_timeout`](DelayQueue::recv_timeout) or (feature `async`) `poll_expired`,
+//! `next_expired` and a `Stream`.
 //!
 //! ## Protocol
 //!
@@ -16,14 +17,16 @@
 //! (`timer/values.rs`, whose module docs give the protocol and the exactly-once argument):
 //!
 //! * **insert**: a schedule of a value entry, on one reading of the clock. The queue's count
-//!   (`len`) goes up first, so it never lags a consumer's count-out.
+//!   (`len`, striped per thread: `len.rs`) goes up first, so it never lags a consumer's count-out.
 //! * **remove**: a cancel that hands the value back; `None` once the entry was claimed (fired) or
-//!   the key's generation no longer matches its slot.
+//!   the key's generation no longer matches its slot. It counts the value out, and wakes the
+//!   waiting consumers if that left the queue empty (`ready.rs`).
 //! * **reset**: the timer's reset of the entry, which also rewrites the deadline the value carries.
 //! * **expire**: the timer's firing claims the entry and hands the values of each fired batch to
-//!   the queue (this module's `ValueSink`), which appends them to the ready list (`ready.rs`) under
-//!   one lock per batch and wakes every waiting consumer.
-//! * **consume**: take the oldest value from the ready list; count it out of `len`.
+//!   the queue (this module's `ValueSink`), which appends them to the ready list's arrivals
+//!   (`ready.rs`) under one lock per batch and wakes every waiting consumer.
+//! * **consume**: take the oldest value from the ready list's taking side, which a consumer
+//!   refills with all the arrivals at once when it runs empty; count it out of `len`.
 //!
 //! **Exactly once.** A value leaves its entry only through the entry's one claim: to the firing
 //! (then the ready list, from which one consumer takes it) or to a remove. A key whose value
@@ -38,11 +41,13 @@
 //!
 //! ## Locking rules
 //!
-//! Locks: the timer's, and the ready list's. The timer calls the queue with none of its bucket,
-//! entry or queue locks held, and the queue then takes only the ready list's lock. Consumers hold
-//! only the ready list's lock, never while waking anyone.
+//! Locks: the timer's, and the ready list's two (taking, then arrival). The timer calls the queue
+//! with none of its bucket, entry or queue locks held, and the queue then takes only the arrival
+//! lock. Consumers take the taking lock, and the arrival lock inside it; they wake no one while
+//! holding either.
 
 mod expired;
+mod len;
 mod ready;
 #[cfg(feature = "async")]
 mod stream;
@@ -52,11 +57,11 @@ use std::time::{Duration, Instant};
 
 pub use expired::{Expired, InsertError};
 
-use crate::sync::{Arc, AtomicUsize, Ordering};
+use crate::sync::Arc;
 use crate::timer::values::{instant_of, FiredValues, ValueSink, ValueTicket};
 use crate::timer::When;
 use crate::Timer;
-use ready::{count_out, Ready};
+use ready::Ready;
 
 /// Names a value inserted into a [`DelayQueue`]: its timer entry's slot and generation. A key of a
 /// value that expired or was removed names nothing, also once its slot holds a later value.
@@ -84,8 +89,8 @@ impl fmt::Debug for Key {
 ///   [`Key`];
 /// * by key: [`remove`](Self::remove) (the value back, if it had not expired),
 ///   [`reset`](Self::reset) / [`reset_at`](Self::reset_at), [`deadline`](Self::deadline);
-/// * consumers: [`try_recv`](Self::try_recv), [`recv_timeout`](Self::recv_timeout), and with the
-///   `async` feature `poll_expired`, `next_expired` and `Stream`.
+/// * consumers: [`try_recv`](Self::try_recv), [`try_recv_many`](Self::try_recv_many),
+///   [`recv_timeout`](Self::recv_timeout), and with the `async` feature `poll_expired`, `next_expired` and `Stream`.
 ///
 /// Every method takes `&self`: share the queue by reference (or `Arc`) between any number of
 /// producers and consumers. A value expires at the first tick of the queue's [`Timer`] at or after
@@ -127,9 +132,8 @@ pub struct DelayQueue<T> {
 
 /// What the queue and its timer share.
 struct Inner<T> {
+    /// The expired values, the waiting consumers, and the count of values (`len`).
     ready: Ready<T>,
-    /// Values pending or expired and not yet taken.
-    len: AtomicUsize,
     /// The instant the timer's clock readings count from: exact deadlines are offsets from it.
     base: Instant,
 }
@@ -179,7 +183,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// `len` still counts them, but consumers no longer wait for them: they take the values that
     /// had expired, then find the queue empty (`recv_timeout` and `poll_expired` return `None`).
     pub fn with_timer(timer: Timer) -> Self {
-        let inner = Inner { ready: Ready::new(), len: AtomicUsize::new(0), base: timer.clock_base() };
+        let inner = Inner { ready: Ready::new(), base: timer.clock_base() };
         let inner = Arc::new(inner);
         timer.set_value_sink(Box::new(Sink(Arc::clone(&inner))));
         DelayQueue { timer, inner }
@@ -230,11 +234,11 @@ impl<T: Send + 'static> DelayQueue<T> {
     fn insert_when(&self, value: T, when: When) -> Result<Key, InsertError<T>> {
         let inner = &self.inner;
         // Counted in before the entry exists: a consumer can count it out only after it expired.
-        inner.len.fetch_add(1, Ordering::AcqRel);
+        inner.ready.count_in();
         match self.timer.insert_value(when, value) {
             Ok((ticket, _)) => Ok(Key(Some(ticket))),
             Err((value, error)) => {
-                count_out(&inner.len, &inner.ready);
+                inner.ready.count_out_untaken();
                 Err(InsertError { value, error })
             }
         }
@@ -245,7 +249,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// slot now holds a later value. A value it returns never comes out of the queue.
     pub fn remove(&self, key: &Key) -> Option<T> {
         let (value, _) = self.timer.remove_value::<T>(key.0?)?;
-        count_out(&self.inner.len, &self.inner.ready);
+        self.inner.ready.count_out_untaken();
         Some(value)
     }
 
@@ -274,7 +278,7 @@ impl<T: Send + 'static> DelayQueue<T> {
 impl<T> DelayQueue<T> {
     /// Values pending or expired and not yet taken.
     pub fn len(&self) -> usize {
-        self.inner.len.load(Ordering::Acquire)
+        self.inner.ready.len()
     }
 
     /// Whether no value is pending or waiting to be taken.
@@ -284,7 +288,41 @@ impl<T> DelayQueue<T> {
 
     /// The oldest expired value, if any; never waits.
     pub fn try_recv(&self) -> Option<Expired<T>> {
-        self.inner.ready.try_pop(&self.inner.len)
+        self.inner.ready.try_pop()
+    }
+
+    /// Moves up to `limit` of the oldest expired values to the end of `buffer`, in the order
+    /// [`try_recv`](Self::try_recv) would return them, and returns how many; never waits.
+    ///
+    /// One lock round for the whole batch: a consumer that handles bursts of expiries takes them
+    /// at a fraction of the cost of a `try_recv` each. Values are taken only as they are moved, so
+    /// other consumers take the rest. Combine with [`recv_timeout`](Self::recv_timeout) (or
+    /// `poll_expired`) to wait when nothing has expired:
+    ///
+    /// ```
+    /// use delaywheel::queue::DelayQueue;
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    /// let queue = DelayQueue::with_timer(timer);
+    /// for (i, delay) in [(0, 30), (1, 10), (2, 20), (3, 90)] {
+    ///     queue.insert(i, Duration::from_millis(delay));
+    /// }
+    /// clock.advance(Duration::from_millis(50));
+    /// queue.advance_clock(Duration::ZERO);
+    ///
+    /// let mut batch = Vec::new();
+    /// assert_eq!(queue.try_recv_many(&mut batch, 2), 2);
+    /// assert_eq!(queue.try_recv_many(&mut batch, 64), 1);
+    /// let values: Vec<u32> = batch.drain(..).map(|expired| expired.into_inner()).collect();
+    /// assert_eq!(values, [1, 2, 0]); // deadline order
+    /// assert_eq!(queue.len(), 1); // the value due at 90 ms is still pending
+    /// assert_eq!(queue.try_recv_many(&mut batch, 64), 0);
+    /// ```
+    pub fn try_recv_many(&self, buffer: &mut Vec<Expired<T>>, limit: usize) -> usize {
+        self.inner.ready.pop_many(buffer, limit)
     }
 
     /// The oldest expired value, waiting up to `timeout` (of real time) for one to expire.
@@ -294,7 +332,7 @@ impl<T> DelayQueue<T> {
     /// ends; `None` too after `timeout`. A timeout too long for an `Instant` (`Duration::MAX`) waits
     /// without end. On a manual timer values expire only when some thread advances it.
     pub fn recv_timeout(&self, timeout: Duration) -> Option<Expired<T>> {
-        self.inner.ready.pop_timeout(&self.inner.len, timeout)
+        self.inner.ready.pop_timeout(timeout)
     }
 
     /// Advances the queue's timer: [`Timer::advance_clock`]. Values whose deadline has passed

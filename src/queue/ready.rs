@@ -1,32 +1,67 @@
-//! The expired values of a [`DelayQueue`](super::DelayQueue), waiting for consumers, and the
-//! consumers waiting for them.
+//! The expired values of a [`DelayQueue`](super::DelayQueue), waiting for consumers; the consumers
+//! waiting for them; and the queue's count ([`Len`]).
 //!
-//! One lock guards the list (first in, first out: the order the timer expired the values in), the
-//! number of threads blocked in `recv_timeout` and the wakers of tasks waiting in `poll_expired`.
-//! The timer appends each fired batch under it and never waits for anything else: the list is unbounded, so
-//! a slow consumer never holds up the timer.
+//! ## Two lists, two locks
 //!
-//! **No lost wake-up.** A consumer checks the list and the queue's count of values (pending plus
-//! expired) under the lock and, finding the list empty but the count not zero, registers (a waker,
-//! or a waiting thread) before it releases the lock. Whoever makes that state change appends to the
-//! list, or (when the count reaches zero) calls [`Ready::wake_all`], both under the same lock: so the
-//! change happens either before the consumer's check, which then sees it, or after its
-//! registration, which the change then wakes. Every registered consumer is woken each time.
+//! * `arrived`: the timer appends each fired batch here, under its lock (the **arrival lock**),
+//!   which also guards the waiting consumers (threads blocked in `recv_timeout`, wakers of tasks in
+//!   `poll_expired`) and the `closed` flag. The timer takes no other lock and never waits for a
+//!   consumer: the list is unbounded.
+//! * `taking`: the values consumers take from, under its own lock (the **taking lock**), which
+//!   only consumers take. A consumer that finds `taking` empty takes the arrival lock too (always
+//!   in this order) and moves the whole `arrived` list over (a swap of the two lists: no copy, and
+//!   the emptied list's buffer goes back to the timer).
+//!
+//! So a consumer meets the timer on a lock once per batch, not once per value, and a consumer alone
+//! takes an uncontended lock per value. **Exactly once:** a value is in exactly one list at a
+//! time, moved only under both locks, taken only under the taking lock. **Order:** `arrived` is in
+//! the order the timer fired the values, and it moves over only onto an empty `taking`, so values
+//! leave in that order (any number of consumers take from the one `taking` list).
+//!
+//! ## Waiting, and the queue becoming empty
+//!
+//! A consumer waits only if nothing is ready and the count is not zero: holding both locks (so
+//! that nothing can arrive), it **registers** (`waiting` + 1, and a blocked thread or a waker under
+//! the arrival lock), issues a `SeqCst` fence, then reads the count; at zero it unregisters and
+//! returns `None`. Whoever appends to `arrived`, or closes it, wakes every registered consumer under
+//! the arrival lock: a consumer that registered before is woken, one that comes after sees the
+//! values. The lowering of `waiting` happens under the arrival lock (the woken thread itself, or
+//! the wake that takes the wakers).
+//!
+//! The count reaching zero must wake the registered consumers too, so that each returns `None`.
+//! Whoever counts out checks `waiting` and, if it is not zero, issues a `SeqCst` fence, reads the
+//! count, and at zero wakes everyone:
+//!
+//! * **a take** counts out and reads `waiting` under the taking lock. A consumer registering later
+//!   took that lock later, so its count sees the take's count-out; one registered before raised
+//!   `waiting` under that lock first, so the take sees it (or sees it lowered by a wake, which woke
+//!   that consumer: it looks again under the taking lock).
+//! * **a remove or a refused insert** holds no queue lock: it counts out, fences, then reads
+//!   `waiting` (store buffering, settled by the two fences: either the registering consumer's read
+//!   of the count sees the count-out, or the remover's read of `waiting` sees the registration).
+//!
+//! Of the count-outs that a registered consumer's read missed, the one with the last fence (every
+//! count-out is sequenced before the fence of its own check) reads a count that includes them all,
+//! so if the queue is empty it wakes the consumers. A loom model checks each side
+//! (`queue::remove_racing_a_waiting_consumer`, `queue::two_consumers_racing_a_batch`).
 
 use std::collections::VecDeque;
+use std::mem;
 use std::task::Waker;
 #[cfg(feature = "async")]
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use super::len::Len;
 use super::Expired;
-use crate::sync::{AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 
-struct State<T> {
+/// What the arrival lock guards.
+struct Arrived<T> {
     values: VecDeque<Expired<T>>,
     /// Threads blocked in `recv_timeout`.
     waiting_threads: usize,
-    /// Tasks waiting in `poll_expired` (each task once: see `register`).
+    /// Tasks waiting in `poll_expired` (each task once: see `poll_pop`).
     wakers: Vec<Waker>,
     /// The timer shut down: no value expires any more, so a consumer finding none waits no more.
     closed: bool,
@@ -34,143 +69,251 @@ struct State<T> {
 
 /// See the module docs.
 pub(super) struct Ready<T> {
-    state: Mutex<State<T>>,
+    taking: Mutex<VecDeque<Expired<T>>>,
+    arrived: Mutex<Arrived<T>>,
     available: Condvar,
+    /// Consumers registered: blocked threads plus wakers held. Raised with both locks held, lowered
+    /// under the arrival lock.
+    waiting: AtomicUsize,
+    len: Len,
 }
 
-/// What a consumer found: a value, nothing to wait for (no value pending or expired), or nothing
-/// yet.
-enum Found<T> {
-    Value(Expired<T>),
-    Empty,
-    NotYet,
-}
+type Taking<'a, T> = MutexGuard<'a, VecDeque<Expired<T>>>;
 
 impl<T> Ready<T> {
     pub(super) fn new() -> Self {
         Ready {
-            state: Mutex::new(State {
+            taking: Mutex::new(VecDeque::new()),
+            arrived: Mutex::new(Arrived {
                 values: VecDeque::new(),
                 waiting_threads: 0,
                 wakers: Vec::new(),
                 closed: false,
             }),
             available: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+            len: Len::new(),
+        }
+    }
+
+    /// Values pending or expired and not yet taken.
+    pub(super) fn len(&self) -> usize {
+        self.len.get()
+    }
+
+    /// Counts one value in, before its entry exists.
+    pub(super) fn count_in(&self) {
+        self.len.count_in();
+    }
+
+    /// Counts one value out that no consumer took (removed, or refused), with no queue lock held;
+    /// wakes the waiting consumers if that left the queue empty (module docs).
+    pub(super) fn count_out_untaken(&self) {
+        self.len.count_out(1);
+        // Seeded fault `queue_count_out_without_fence` (docs/loom.md): the remover's read of
+        // `waiting` is not ordered after its count-out, and a consumer registering meanwhile can
+        // miss both.
+        if !fault!("queue_count_out_without_fence") {
+            fence(Ordering::SeqCst);
+        }
+        if self.waiting.load(Ordering::Relaxed) != 0 {
+            self.wake_if_empty();
         }
     }
 
     /// Appends a batch of expired values, in order, under one lock, and wakes every waiting
     /// consumer once.
     pub(super) fn push_all(&self, expired: impl Iterator<Item = Expired<T>>) {
-        let mut state = self.state.lock();
-        state.values.extend(expired);
-        Self::wake(state, &self.available);
+        let mut arrived = self.arrived.lock();
+        arrived.values.extend(expired);
+        self.wake(arrived);
     }
 
     /// The timer shut down: consumers take what expired and then wait no more; wakes every
     /// waiting consumer.
     pub(super) fn close(&self) {
-        let mut state = self.state.lock();
-        state.closed = true;
-        Self::wake(state, &self.available);
+        let mut arrived = self.arrived.lock();
+        arrived.closed = true;
+        self.wake(arrived);
     }
 
-    /// Wakes every waiting consumer, so that each looks again (the queue has become empty).
-    pub(super) fn wake_all(&self) {
-        Self::wake(self.state.lock(), &self.available);
+    /// With the fence that orders it after a count-out: wakes every waiting consumer if the queue
+    /// is empty.
+    fn wake_if_empty(&self) {
+        fence(Ordering::SeqCst);
+        if self.len.get() == 0 {
+            self.wake(self.arrived.lock());
+        }
     }
 
-    fn wake(mut state: MutexGuard<'_, State<T>>, available: &Condvar) {
-        if state.waiting_threads == 0 && state.wakers.is_empty() {
+    fn wake(&self, mut arrived: MutexGuard<'_, Arrived<T>>) {
+        if arrived.waiting_threads == 0 && arrived.wakers.is_empty() {
             return;
         }
-        let threads = state.waiting_threads != 0;
-        let wakers = std::mem::take(&mut state.wakers);
-        drop(state);
+        let threads = arrived.waiting_threads != 0;
+        let wakers = mem::take(&mut arrived.wakers);
+        self.waiting.fetch_sub(wakers.len(), Ordering::Relaxed);
+        drop(arrived);
         if threads {
-            available.notify_all();
+            self.available.notify_all();
         }
         wakers.into_iter().for_each(Waker::wake);
     }
 
-    /// Takes the oldest expired value, if any. `len` counts it out (see [`count_out`]).
-    pub(super) fn try_pop(&self, len: &AtomicUsize) -> Option<Expired<T>> {
-        let popped = self.state.lock().values.pop_front();
-        if popped.is_some() {
-            count_out(len, self);
+    /// With `taking` empty: moves the arrived values over (`Ok`), or finds none and hands back the
+    /// arrival lock (`Err`), still held, for a consumer that may wait.
+    #[cold]
+    fn refill<'a>(&'a self, taking: &mut VecDeque<Expired<T>>) -> Result<(), MutexGuard<'a, Arrived<T>>> {
+        let mut arrived = self.arrived.lock();
+        if arrived.values.is_empty() {
+            return Err(arrived);
         }
-        popped
+        mem::swap(taking, &mut arrived.values);
+        Ok(())
     }
 
-    fn find(state: &mut State<T>, len: &AtomicUsize) -> Found<T> {
-        match state.values.pop_front() {
-            Some(expired) => Found::Value(expired),
-            None if state.closed || len.load(Ordering::Acquire) == 0 => Found::Empty,
-            None => Found::NotYet,
+    /// The oldest expired value, moving the arrived ones over first if need be; or the arrival
+    /// lock, held, if there is none.
+    #[inline]
+    fn look<'a>(
+        &'a self,
+        taking: &mut VecDeque<Expired<T>>,
+    ) -> Result<Expired<T>, MutexGuard<'a, Arrived<T>>> {
+        if let Some(expired) = taking.pop_front() {
+            return Ok(expired);
         }
+        self.refill(taking)?;
+        Ok(taking.pop_front().expect("a batch moved over is not empty"))
+    }
+
+    /// Counts `n` values taken out, under the taking lock (released here), and wakes the waiting
+    /// consumers if that left the queue empty (module docs).
+    #[inline]
+    fn taken(&self, taking: Taking<'_, T>, n: usize) {
+        // Seeded fault `queue_take_counts_out_unlocked` (docs/loom.md): the count-out and the look at
+        // `waiting` come after the taking lock is released, so a consumer registering in between
+        // misses the count-out and is missed by the take.
+        let unlocked = fault!("queue_take_counts_out_unlocked");
+        if unlocked {
+            drop(taking);
+            self.len.count_out(n);
+            if self.waiting.load(Ordering::Relaxed) != 0 {
+                self.wake_if_empty();
+            }
+            return;
+        }
+        self.len.count_out(n);
+        let waiting = self.waiting.load(Ordering::Relaxed) != 0;
+        drop(taking);
+        if waiting {
+            self.wake_if_empty();
+        }
+    }
+
+    /// Registers a waiting consumer (both locks held; `waker`: the task's, `None` for a thread)
+    /// and reads the count after the fence: `false`, and unregistered again, if the queue is empty.
+    fn register(&self, arrived: &mut Arrived<T>, waker: Option<&Waker>) -> bool {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if self.len.get() == 0 {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        arrived.wakers.extend(waker.cloned());
+        true
+    }
+
+    /// Takes the oldest expired value, if any.
+    #[inline]
+    pub(super) fn try_pop(&self) -> Option<Expired<T>> {
+        let mut taking = self.taking.lock();
+        let expired = self.look(&mut taking).ok()?;
+        self.taken(taking, 1);
+        Some(expired)
+    }
+
+    /// Moves up to `limit` of the oldest expired values to `into`, in order; returns how many.
+    pub(super) fn pop_many(&self, into: &mut Vec<Expired<T>>, limit: usize) -> usize {
+        let mut taking = self.taking.lock();
+        let mut moved = 0;
+        while moved < limit {
+            if taking.is_empty() && self.refill(&mut taking).is_err() {
+                break;
+            }
+            let batch = (limit - moved).min(taking.len());
+            into.extend(taking.drain(..batch));
+            moved += batch;
+        }
+        if moved == 0 {
+            return 0;
+        }
+        self.taken(taking, moved);
+        moved
     }
 
     /// Takes the oldest expired value, waiting up to `timeout` for one; `None` at once if nothing
     /// is pending or expired (and as soon as that becomes so while waiting).
-    pub(super) fn pop_timeout(&self, len: &AtomicUsize, timeout: Duration) -> Option<Expired<T>> {
-        // A timeout too long for an `Instant` waits without end.
-        let give_up = Instant::now().checked_add(timeout);
-        let mut state = self.state.lock();
+    pub(super) fn pop_timeout(&self, timeout: Duration) -> Option<Expired<T>> {
+        // Read the clock only if there is nothing to take. A timeout too long for an `Instant`
+        // waits without end.
+        let mut give_up: Option<Option<Instant>> = None;
         loop {
-            match Self::find(&mut state, len) {
-                Found::Value(expired) => {
-                    drop(state);
-                    count_out(len, self);
+            let mut taking = self.taking.lock();
+            let mut arrived = match self.look(&mut taking) {
+                Ok(expired) => {
+                    self.taken(taking, 1);
                     return Some(expired);
                 }
-                Found::Empty => return None,
-                Found::NotYet => {}
+                Err(arrived) => arrived,
+            };
+            if arrived.closed {
+                return None;
             }
+            let give_up = *give_up.get_or_insert_with(|| Instant::now().checked_add(timeout));
             let left = match give_up {
                 Some(give_up) => give_up.saturating_duration_since(Instant::now()),
                 None => Duration::MAX,
             };
-            if left.is_zero() {
+            if left.is_zero() || !self.register(&mut arrived, None) {
                 return None;
             }
-            state.waiting_threads += 1;
+            drop(taking);
+            arrived.waiting_threads += 1;
             if give_up.is_some() {
-                self.available.wait_for(&mut state, left);
+                self.available.wait_for(&mut arrived, left);
             } else {
-                self.available.wait(&mut state);
+                self.available.wait(&mut arrived);
             }
-            state.waiting_threads -= 1;
+            arrived.waiting_threads -= 1;
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// The oldest expired value; `Ready(None)` if nothing is pending or expired; otherwise
     /// `Pending`, with the task's waker registered.
     #[cfg(feature = "async")]
-    pub(super) fn poll_pop(&self, len: &AtomicUsize, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
-        let mut state = self.state.lock();
-        match Self::find(&mut state, len) {
-            Found::Value(expired) => {
-                drop(state);
-                count_out(len, self);
-                Poll::Ready(Some(expired))
+    pub(super) fn poll_pop(&self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+        let mut taking = self.taking.lock();
+        let mut arrived = match self.look(&mut taking) {
+            Ok(expired) => {
+                self.taken(taking, 1);
+                return Poll::Ready(Some(expired));
             }
-            Found::Empty => Poll::Ready(None),
-            Found::NotYet => {
-                // A task that polls again before it was woken is registered once.
-                if !state.wakers.iter().any(|waker| waker.will_wake(cx.waker())) {
-                    state.wakers.push(cx.waker().clone());
-                }
-                Poll::Pending
-            }
+            Err(arrived) => arrived,
+        };
+        if arrived.closed {
+            return Poll::Ready(None);
         }
-    }
-}
-
-/// Counts one value out of the queue's `len` (taken by a consumer, removed, or refused), and when
-/// that leaves the queue empty wakes every waiting consumer so that each returns `None`. Called
-/// with no lock held.
-pub(super) fn count_out<T>(len: &AtomicUsize, ready: &Ready<T>) {
-    if len.fetch_sub(1, Ordering::AcqRel) == 1 {
-        ready.wake_all();
+        // A task that polls again before it was woken is registered once: its registration stays
+        // counted in `waiting` until a wake takes its waker, and only the read is repeated.
+        if arrived.wakers.iter().any(|waker| waker.will_wake(cx.waker())) {
+            fence(Ordering::SeqCst);
+            return if self.len.get() == 0 { Poll::Ready(None) } else { Poll::Pending };
+        }
+        if self.register(&mut arrived, Some(cx.waker())) {
+            Poll::Pending
+        } else {
+            Poll::Ready(None)
+        }
     }
 }

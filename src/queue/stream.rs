@@ -17,7 +17,7 @@ impl<T> DelayQueue<T> {
     /// is woken on each change. The timer's driver (or whoever advances a manual timer) does the
     /// waking; this needs no particular executor.
     pub fn poll_expired(&self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
-        self.inner.ready.poll_pop(&self.inner.len, cx)
+        self.inner.ready.poll_pop(cx)
     }
 
     /// The oldest expired value, waiting for one to expire; `None` once nothing is pending or

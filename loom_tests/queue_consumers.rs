@@ -1,0 +1,101 @@
+//! The delay queue of values' consumer side (`src/queue/ready.rs`): a consumer that finds nothing
+//! to take registers to be woken, and must be woken when the queue becomes empty, whether a remove
+//! (holding no queue lock) or another consumer's take (under the taking lock) empties it.
+//!
+//! Consumers poll with `poll_expired` (feature `async`: under loom a thread cannot block on a
+//! condition variable) and a waker that counts its wake-ups in a std atomic, out of loom's sight.
+//! A consumer left `Pending` and never woken would wait for ever: the models assert that every
+//! `Pending` was woken, and that a poll after the threads are joined settles what is left.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use delaywheel::queue::DelayQueue;
+use delaywheel::{ManualClock, Timer};
+use loom::sync::Arc;
+
+use crate::support::{ticks, TICK};
+
+/// A waker counting its wake-ups.
+#[derive(Default)]
+struct Woken(AtomicUsize);
+
+impl Wake for Woken {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A consumer's first poll: what it got, and its wake-up counter.
+fn poll_once(queue: &DelayQueue<u8>) -> (Poll<Option<u8>>, std::sync::Arc<Woken>) {
+    let woken = std::sync::Arc::new(Woken::default());
+    let waker = Waker::from(std::sync::Arc::clone(&woken));
+    let polled = queue.poll_expired(&mut Context::from_waker(&waker)).map(|e| e.map(|e| e.into_inner()));
+    (polled, woken)
+}
+
+/// A first poll's outcome, once every thread is joined: a `Pending` must have been woken (else the
+/// consumer waits for ever), and its next poll, with nothing racing any more, is final.
+fn settle(queue: &DelayQueue<u8>, (polled, woken): (Poll<Option<u8>>, std::sync::Arc<Woken>)) -> Option<u8> {
+    match polled {
+        Poll::Ready(got) => got,
+        Poll::Pending => {
+            assert!(woken.0.load(Ordering::Relaxed) > 0, "a waiting consumer was never woken");
+            match poll_once(queue).0 {
+                Poll::Ready(got) => got,
+                Poll::Pending => panic!("a consumer waits on a settled queue"),
+            }
+        }
+    }
+}
+
+fn manual_queue() -> (ManualClock, Arc<DelayQueue<u8>>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(TICK).wheel_size(2).clock(clock.clone()).manual().build();
+    (clock, Arc::new(DelayQueue::with_timer(timer)))
+}
+
+/// A consumer polls while the only pending value is removed: either its read of the count saw the
+/// remove (`Ready(None)`), or the remove saw it registered and woke it. The remove holds no queue
+/// lock: the two `SeqCst` fences settle the race.
+#[test]
+fn remove_racing_a_waiting_consumer() {
+    loom::model(|| {
+        let (_clock, queue) = manual_queue();
+        let key = queue.insert(1, ticks(3));
+        let consumer = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || poll_once(&queue))
+        };
+        assert_eq!(queue.remove(&key), Some(1));
+        let first = consumer.join().unwrap();
+        assert_eq!(settle(&queue, first), None, "the removed value came out");
+        assert!(queue.is_empty());
+    });
+}
+
+/// One value expires while two consumers poll (one of them after advancing the timer): exactly one
+/// takes it, and the other either saw the queue empty or was woken, by the expiry (it registered
+/// before the value arrived) or by the take that emptied the queue (it registered between the
+/// take's pop and its count-out, which the taking lock orders).
+#[test]
+fn two_consumers_racing_a_batch() {
+    loom::model(|| {
+        let (clock, queue) = manual_queue();
+        queue.insert(1, ticks(1));
+        clock.advance(ticks(1));
+        let advancing_consumer = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || {
+                queue.advance_clock(Duration::ZERO);
+                poll_once(&queue)
+            })
+        };
+        let here = poll_once(&queue);
+        let there = advancing_consumer.join().unwrap();
+        let got = [settle(&queue, here), settle(&queue, there)];
+        assert!(got == [Some(1), None] || got == [None, Some(1)], "taken {got:?}: not exactly once");
+        assert!(queue.is_empty());
+    });
+}
