@@ -7,7 +7,7 @@
 //! QSPEC_SYSTEMS=delaywheel cargo bench -p delaywheel-bench --bench queue_spec
 //! ```
 //!
-//! Environment: `QSPEC_SYSTEMS` (any of `delaywheel`, `tokio`; default both), `QSPEC_N` (values per
+//! Environment: `QSPEC_SYSTEMS` (any of `delaywheel`, `delaywheel-batch`, `tokio`; default all), `QSPEC_N` (values per
 //! workload, default 1,000,000), `QSPEC_WORKLOADS` (any of `Q1`…`Q5`; Q2 runs Q1 first).
 //!
 //! # The workloads
@@ -27,6 +27,8 @@
 //! # The systems
 //! * `delaywheel`: `DelayQueue::with_timer(Timer::builder().tick(1 ms).build())`: its own driver
 //!   thread; shared by `&` (an `Arc`); the consumer is a thread looping on `recv_timeout`.
+//! * `delaywheel-batch`: the same, with a consumer that takes what has expired in batches
+//!   (`try_recv_many`, up to 1024 at a time) and waits in `recv_timeout` when there is none.
 //! * `tokio-delayqueue`: tokio-util's `DelayQueue<u64>` in an `Arc<std::sync::Mutex<_>>` (it needs
 //!   `&mut` for everything), inserting threads in the runtime's context, and one task on a
 //!   multi-thread runtime (2 workers) polling `poll_expired` under the lock, as `benches/spec.rs`
@@ -82,10 +84,11 @@ trait ValueQueue: Send + Sync + Sized + 'static {
     fn consume(this: &Arc<Self>, stop: Arc<AtomicBool>);
 }
 
-struct Wheel(DelayQueue<u64>);
+/// delaywheel's queue; `BATCH`: its consumer takes values with `try_recv_many`.
+struct Wheel<const BATCH: bool>(DelayQueue<u64>);
 
-impl ValueQueue for Wheel {
-    const NAME: &'static str = "delaywheel";
+impl<const BATCH: bool> ValueQueue for Wheel<BATCH> {
+    const NAME: &'static str = if BATCH { "delaywheel-batch" } else { "delaywheel" };
     type Key = delaywheel::queue::Key;
     type Local<'a> = ();
 
@@ -106,8 +109,11 @@ impl ValueQueue for Wheel {
     fn consume(this: &Arc<Self>, stop: Arc<AtomicBool>) {
         let this = Arc::clone(this);
         std::thread::spawn(move || {
+            let mut batch = Vec::with_capacity(if BATCH { 1024 } else { 0 });
             while !stop.load(Ordering::Relaxed) {
-                if let Some(expired) = this.0.recv_timeout(Duration::from_millis(20)) {
+                if BATCH && this.0.try_recv_many(&mut batch, 1024) != 0 {
+                    batch.drain(..).for_each(|expired| take(expired.into_inner()));
+                } else if let Some(expired) = this.0.recv_timeout(Duration::from_millis(20)) {
                     take(expired.into_inner());
                 }
             }
@@ -187,7 +193,7 @@ impl Config {
         let n = std::env::var("QSPEC_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
         Config {
             n,
-            systems: list("QSPEC_SYSTEMS", "delaywheel,tokio"),
+            systems: list("QSPEC_SYSTEMS", "delaywheel,delaywheel-batch,tokio"),
             workloads: list("QSPEC_WORKLOADS", "Q1,Q2,Q3,Q4,Q5"),
         }
     }
@@ -327,7 +333,8 @@ fn main() {
     let cfg = Config::from_env();
     if let Ok(child) = std::env::var("QSPEC_Q4_CHILD") {
         match child.as_str() {
-            Wheel::NAME => q4_here::<Wheel>(cfg.n),
+            Wheel::<false>::NAME => q4_here::<Wheel<false>>(cfg.n),
+            Wheel::<true>::NAME => q4_here::<Wheel<true>>(cfg.n),
             Tokio::NAME => q4_here::<Tokio>(cfg.n),
             other => panic!("unknown QSPEC_Q4_CHILD {other:?}"),
         }
@@ -336,9 +343,10 @@ fn main() {
     eprintln!("# queue workloads: N={} systems={:?} workloads={:?}", cfg.n, cfg.systems, cfg.workloads);
     for system in &cfg.systems {
         match system.as_str() {
-            "delaywheel" => run::<Wheel>(&cfg),
+            "delaywheel" => run::<Wheel<false>>(&cfg),
+            "delaywheel-batch" => run::<Wheel<true>>(&cfg),
             "tokio" | "tokio-delayqueue" => run::<Tokio>(&cfg),
-            other => panic!("unknown system {other:?} (QSPEC_SYSTEMS: delaywheel, tokio)"),
+            other => panic!("unknown system {other:?} (QSPEC_SYSTEMS: delaywheel, delaywheel-batch, tokio)"),
         }
     }
 }
