@@ -40,10 +40,13 @@
 //!   `waiting` (store buffering, settled by the two fences: either the registering consumer's read
 //!   of the count sees the count-out, or the remover's read of `waiting` sees the registration).
 //!
-//! Of the count-outs that a registered consumer's read missed, the one with the last fence (every
-//! count-out is sequenced before the fence of its own check) reads a count that includes them all,
-//! so if the queue is empty it wakes the consumers. A loom model checks each side
-//! (`queue::remove_racing_a_waiting_consumer`, `queue::two_consumers_racing_a_batch`).
+//! A registered consumer's read of the count may miss count-outs; each of them was made by a take
+//! or a remove that saw the registration (else the consumer's read would have seen it, or a wake
+//! took the registration and the consumer looks again), and so fences and reads the count itself.
+//! The one of those whose fence comes last (`SeqCst` fences are totally ordered) reads a count
+//! that includes every one of them: if the queue is empty, it wakes the consumers. A loom model
+//! checks each side (`queue_consumers::remove_racing_a_waiting_consumer`,
+//! `queue_consumers::two_consumers_racing_a_batch`).
 
 use std::collections::VecDeque;
 use std::mem;
@@ -67,11 +70,25 @@ struct Arrived<T> {
     closed: bool,
 }
 
+/// Its own cache lines (128 bytes: adjacent-line prefetching pairs lines): the taking side, which
+/// a consumer writes for every value, shares no line with the arrivals, which the timer writes for
+/// every batch, nor with `waiting` and the count's stripe table, which every take reads.
+#[repr(align(128))]
+struct Line<T>(T);
+
+impl<T> std::ops::Deref for Line<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// See the module docs.
 pub(super) struct Ready<T> {
-    taking: Mutex<VecDeque<Expired<T>>>,
-    arrived: Mutex<Arrived<T>>,
-    available: Condvar,
+    taking: Line<Mutex<VecDeque<Expired<T>>>>,
+    arrived: Line<Mutex<Arrived<T>>>,
+    available: Line<Condvar>,
     /// Consumers registered: blocked threads plus wakers held. Raised with both locks held, lowered
     /// under the arrival lock.
     waiting: AtomicUsize,
@@ -83,14 +100,14 @@ type Taking<'a, T> = MutexGuard<'a, VecDeque<Expired<T>>>;
 impl<T> Ready<T> {
     pub(super) fn new() -> Self {
         Ready {
-            taking: Mutex::new(VecDeque::new()),
-            arrived: Mutex::new(Arrived {
+            taking: Line(Mutex::new(VecDeque::new())),
+            arrived: Line(Mutex::new(Arrived {
                 values: VecDeque::new(),
                 waiting_threads: 0,
                 wakers: Vec::new(),
                 closed: false,
-            }),
-            available: Condvar::new(),
+            })),
+            available: Line(Condvar::new()),
             waiting: AtomicUsize::new(0),
             len: Len::new(),
         }
@@ -266,7 +283,8 @@ impl<T> Ready<T> {
                 }
                 Err(arrived) => arrived,
             };
-            if arrived.closed {
+            // Nothing pending either: no clock reading, no registration.
+            if arrived.closed || self.len.get() == 0 {
                 return None;
             }
             let give_up = *give_up.get_or_insert_with(|| Instant::now().checked_add(timeout));
@@ -301,7 +319,7 @@ impl<T> Ready<T> {
             }
             Err(arrived) => arrived,
         };
-        if arrived.closed {
+        if arrived.closed || self.len.get() == 0 {
             return Poll::Ready(None);
         }
         // A task that polls again before it was woken is registered once: its registration stays
