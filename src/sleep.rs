@@ -90,6 +90,11 @@ impl Timer {
     ///
     /// Dropping the future cancels the wake-up task.
     ///
+    /// # Wake-ups come after their tick's tasks
+    ///
+    /// The sleeps due at one tick are woken together, once every task of that tick has run: a
+    /// timer task must not block waiting for an async task that such a sleep wakes.
+    ///
     /// ```
     /// use delaywheel::Timer;
     /// use std::time::{Duration, Instant};

@@ -95,3 +95,39 @@ fn a_shutdown_outside_any_firing_wakes_a_pending_sleep_at_once() {
     assert_eq!(*log.lock().unwrap(), [(1, false)]);
     assert!(sleep.error().is_some());
 }
+
+/// A timer held in a thread-local, shut down as its thread exits with a sleep still pending: the
+/// sleep's task is dropped while the thread's locals are being destroyed, and its wake must not
+/// reach for the (destroyed) list of kept wakers, which would abort the process.
+#[test]
+fn a_timer_in_a_thread_local_shuts_down_at_thread_exit_with_a_sleep_pending() {
+    struct Holder(delaywheel::Timer);
+    impl Drop for Holder {
+        fn drop(&mut self) {
+            drop(self.0.shutdown());
+        }
+    }
+    thread_local! {
+        static HELD: std::cell::RefCell<Option<Holder>> = const { std::cell::RefCell::new(None) };
+    }
+    let woken = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&woken);
+    let exited = std::thread::spawn(move || {
+        let (clock, timer) = manual_timer(ms(1), 8);
+        HELD.with(|held| *held.borrow_mut() = Some(Holder(timer)));
+        HELD.with(|held| {
+            let held = held.borrow();
+            let timer = &held.as_ref().expect("held").0;
+            // A fired batch on this thread first: the list of kept wakers is created after the
+            // holder, so it is destroyed before it.
+            timer.schedule(ms(1), || {});
+            advance(&clock, timer, ms(1));
+            let sleep = Box::leak(Box::new(Box::pin(timer.sleep(ms(50)))));
+            let waker = Waker::from(Arc::new(Logging { id: 1, ran: Arc::new(AtomicBool::new(true)), log }));
+            assert!(poll(sleep.as_mut(), &waker).is_pending());
+        });
+    })
+    .join();
+    assert!(exited.is_ok(), "the thread's exit panicked");
+    assert_eq!(*woken.lock().unwrap(), [(1, true)], "the abandoned sleep's waker was woken once, at once");
+}

@@ -67,10 +67,13 @@ impl<T: Copy> MappedVec<T> {
         self.at = match (self.bytes, bytes) {
             (0, _) => os::map(bytes, false),
             (_, 0) => {
-                os::unmap(at, self.bytes);
+                // SAFETY: `at` is this vector's whole mapping of `self.bytes` (made by `os::map` or
+                // `os::remap`), which nothing else refers to; it is replaced by a dangling pointer.
+                unsafe { os::unmap(at, self.bytes) };
                 NonNull::<T>::dangling().cast()
             }
-            (old, new) => os::remap(at, old, new),
+            // SAFETY: as above, and `self.at` is replaced by the result at once.
+            (old, new) => unsafe { os::remap(at, old, new) },
         }
         .cast();
         self.bytes = bytes;

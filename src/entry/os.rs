@@ -17,16 +17,17 @@
 //!
 //! A [`PageSource`] hands out pages of one size (a multiple of 4 KiB) carved from chunks of
 //! [`PAGES_PER_CHUNK`] pages, each chunk one anonymous `mmap` (so a page costs a system call per
-//! 64 pages, not one each). The first chunk is faulted in as its pages are used; every later one is
-//! mapped with `MAP_POPULATE`, resident at once: a source that needs a second chunk is growing
+//! 64 pages, not one each). The first chunk is faulted in as its pages are used; every later one
+//! is mapped with `MAP_POPULATE`, resident at once: a source that needs a second chunk is growing
 //! (a burst of schedules), and one system call that fills 64 pages costs less than the 64 or more
-//! page faults of first touch on the scheduling thread (SPEC W1 and W4: a third fewer page faults,
-//! docs/benchmarks.md "Warm-up"). A shrink empties the rest of the last chunk too. A page given back ([`PageSource::give_back`]) is emptied with
-//! `madvise(MADV_DONTNEED)`: its physical memory goes back to the kernel at once, whatever the
-//! allocator would do (glibc keeps freed memory at the top of a thread's heap resident, and
-//! `malloc_trim` does not trim those), and it is handed out again before a new chunk is mapped. The
-//! chunks are unmapped when the source drops. Elsewhere than Linux the chunks come from
-//! `std::alloc` and a page given back stays resident until the source drops.
+//! page faults of first touch on the scheduling thread (SPEC W1 and W4: a third fewer page
+//! faults, docs/benchmarks.md "Warm-up"). A page given back ([`PageSource::give_back`]) is emptied
+//! with `madvise(MADV_DONTNEED)`, and so is the rest of the last chunk, not handed out yet: its
+//! physical memory goes back to the kernel at once, whatever the allocator would do (glibc keeps
+//! freed memory at the top of a thread's heap resident, and `malloc_trim` does not trim those),
+//! and it is handed out again before a new chunk is mapped. The chunks are unmapped when the
+//! source drops. Elsewhere than Linux the chunks come from `std::alloc` and a page given back
+//! stays resident until the source drops.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -137,7 +138,9 @@ impl Drop for PageSource {
     fn drop(&mut self) {
         let bytes = self.chunk_bytes();
         for chunk in self.state.get_mut().mapped.drain(..) {
-            imp::unmap(chunk, bytes);
+            // SAFETY: a chunk this source mapped with `imp::map(bytes, _)`, listed once, unmapped
+            // once as the source drops; its pages' takers are gone (they live no longer than it).
+            unsafe { imp::unmap(chunk, bytes) };
         }
     }
 }
@@ -175,10 +178,15 @@ mod imp {
     /// Moves or resizes a mapping of `old` bytes at `at` made by [`map`] (or by this) to `new`
     /// bytes (both positive multiples of the system's page): its first `min(old, new)` bytes
     /// kept, the pages past `new` given back to the kernel at once.
-    pub(crate) fn remap(at: NonNull<u8>, old: usize, new: usize) -> NonNull<u8> {
-        // SAFETY: `at..at + old` is one whole mapping of ours (the caller's word), which nobody
-        // refers to but the caller; `MREMAP_MAYMOVE` lets the kernel move it (the caller uses the
-        // result from now on). The result is checked for `MAP_FAILED`.
+    ///
+    /// # Safety
+    ///
+    /// `at..at + old` is one whole mapping made by [`map`] or this function, which nothing refers
+    /// to but the caller, who uses only the result from now on.
+    pub(crate) unsafe fn remap(at: NonNull<u8>, old: usize, new: usize) -> NonNull<u8> {
+        // SAFETY: `at..at + old` is one whole mapping of ours that only the caller refers to (the
+        // function's contract); `MREMAP_MAYMOVE` lets the kernel move it. The result is checked
+        // for `MAP_FAILED`.
         let moved = unsafe { libc::mremap(at.as_ptr().cast(), old, new, libc::MREMAP_MAYMOVE) };
         if moved == libc::MAP_FAILED {
             std::alloc::handle_alloc_error(
@@ -197,9 +205,13 @@ mod imp {
     }
 
     /// Unmaps a chunk of `bytes` mapped by [`map`] (or [`remap`]ped to that size).
-    pub(crate) fn unmap(chunk: NonNull<u8>, bytes: usize) {
-        // SAFETY: a mapping made by `map` with this length, unmapped once (its source drops), and
-        // nothing refers to its pages any more.
+    ///
+    /// # Safety
+    ///
+    /// `chunk..chunk + bytes` is one whole mapping made by [`map`] or [`remap`], unmapped once,
+    /// and nothing refers to its pages any more.
+    pub(crate) unsafe fn unmap(chunk: NonNull<u8>, bytes: usize) {
+        // SAFETY: the function's contract: a whole mapping of ours, unmapped once, unused.
         unsafe { libc::munmap(chunk.as_ptr().cast(), bytes) };
     }
 
@@ -247,16 +259,24 @@ mod imp {
         NonNull::new(chunk).unwrap_or_else(|| alloc::handle_alloc_error(layout(bytes)))
     }
 
-    pub(crate) fn remap(at: NonNull<u8>, old: usize, new: usize) -> NonNull<u8> {
-        // SAFETY: allocated by `map` (or by this) with `layout(old)`, and `new` is non-zero.
+    /// # Safety
+    ///
+    /// As on Linux: `at` is an allocation of `map` (or of this) of `old` bytes, used by nobody but
+    /// the caller, who uses only the result from now on.
+    pub(crate) unsafe fn remap(at: NonNull<u8>, old: usize, new: usize) -> NonNull<u8> {
+        // SAFETY: allocated by `map` (or by this) with `layout(old)` (the contract), and `new` is
+        // non-zero.
         let moved = unsafe { alloc::realloc(at.as_ptr(), layout(old), new) };
         NonNull::new(moved).unwrap_or_else(|| alloc::handle_alloc_error(layout(new)))
     }
 
     pub(super) fn discard(_at: NonNull<u8>, _bytes: usize) {}
 
-    pub(crate) fn unmap(chunk: NonNull<u8>, bytes: usize) {
-        // SAFETY: allocated by `map` with this layout, freed once (its source drops).
+    /// # Safety
+    ///
+    /// As on Linux: an allocation of `map` (or `remap`) of `bytes` bytes, freed once, unused.
+    pub(crate) unsafe fn unmap(chunk: NonNull<u8>, bytes: usize) {
+        // SAFETY: allocated by `map` with this layout, freed once, unused (the contract).
         unsafe { alloc::dealloc(chunk.as_ptr(), layout(bytes)) };
     }
 

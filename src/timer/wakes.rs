@@ -8,8 +8,9 @@
 //! shared queue and, when its workers are parked, unparks one. Woken one at a time between the
 //! tasks of the batch, each wake meets a worker the previous wake unparked, busy on that queue:
 //! the driver blocks mid-batch, and the rest of the batch waits. Woken back to back after the
-//! batch, the wakes land on the queue before a worker gets going. Measured on 100,000 concurrent sleeps under a
-//! 2-worker tokio runtime (`bench/benches/sleeps.rs`, docs/benchmarks.md "Concurrent sleeps"):
+//! batch, the wakes land on the queue before a worker gets going. Measured on 100,000 concurrent
+//! sleeps under a 2-worker tokio runtime (`bench/benches/sleeps.rs`, docs/benchmarks.md
+//! "Concurrent sleeps"):
 //! the driver blocks about once per tick instead of two to three times and uses a quarter to a
 //! third less CPU, and the workers park half as often. The price is that the first sleeps of a
 //! batch are woken after its last task ran, not as each runs: the median lateness is 0.05 ms
@@ -20,9 +21,14 @@
 //! panics, which is caught and counted as a panicked task), and outside a batch, on a thread that
 //! is not firing (a shutdown's drain, a cancel), [`wake`] wakes at once. A batch opened inside
 //! another (a task of one timer advancing another on the same thread) wakes its own wakers when it
-//! closes.
+//! closes. While the thread's locals are being destroyed, every wake is at once.
+//!
+//! What it asks of tasks: a timer task must not block waiting for an async task that a sleep of
+//! its own tick wakes (that wake comes after the batch, so after the blocked task): the rustdoc of
+//! `Timer::sleep` says so.
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::task::Waker;
 
@@ -32,16 +38,19 @@ crate::sync::thread_local! {
     static KEPT: RefCell<Option<Vec<Waker>>> = const { RefCell::new(None) };
 }
 
-/// Wakes `waker` once the batch this thread is firing has run, or at once outside a batch.
+/// Wakes `waker` once the batch this thread is firing has run, or at once outside a batch. Also
+/// at once while the thread's locals are being destroyed (a timer held in a thread-local, shut
+/// down as its thread exits, drops its pending sleeps' tasks then): the list is gone, and a panic
+/// there would abort the process.
 pub(crate) fn wake(waker: Waker) {
-    let now = KEPT.with(|kept| match kept.borrow_mut().as_mut() {
-        Some(kept) => {
-            kept.push(waker);
-            None
+    let mut waker = Some(waker);
+    // (`try_with` fails only once the list itself is destroyed: the waker is still here then.)
+    let _ = KEPT.try_with(|kept| {
+        if let Some(kept) = kept.borrow_mut().as_mut() {
+            kept.extend(waker.take());
         }
-        None => Some(waker),
     });
-    if let Some(waker) = now {
+    if let Some(waker) = waker {
         waker.wake();
     }
 }
@@ -54,21 +63,27 @@ pub(crate) struct Batch {
     outer: Option<usize>,
     /// Not closed yet.
     open: bool,
+    /// It names this thread's list: it stays on this thread (`!Send`).
+    _here: PhantomData<*const ()>,
 }
 
 impl Batch {
+    /// Opens a batch on this thread. While the thread's locals are being destroyed there is no
+    /// list: the batch keeps nothing and [`wake`] wakes at once.
     pub(crate) fn open() -> Batch {
-        let outer = KEPT.with(|kept| {
-            let mut kept = kept.borrow_mut();
-            match kept.as_ref() {
-                Some(outer) => Some(outer.len()),
-                None => {
-                    *kept = Some(Vec::new());
-                    None
+        let outer = KEPT
+            .try_with(|kept| {
+                let mut kept = kept.borrow_mut();
+                match kept.as_ref() {
+                    Some(outer) => Some(outer.len()),
+                    None => {
+                        *kept = Some(Vec::new());
+                        None
+                    }
                 }
-            }
-        });
-        Batch { outer, open: true }
+            })
+            .unwrap_or(None);
+        Batch { outer, open: true, _here: PhantomData }
     }
 
     /// Wakes the wakers handed over since this batch opened, in that order; returns how many of
@@ -83,13 +98,14 @@ impl Batch {
     /// Closes the batch: the wakers it kept, taken out of the thread's list.
     fn take(&mut self) -> Vec<Waker> {
         self.open = false;
-        KEPT.with(|kept| {
+        KEPT.try_with(|kept| {
             let mut kept = kept.borrow_mut();
             match self.outer {
                 Some(from) => kept.as_mut().map_or_else(Vec::new, |kept| kept.split_off(from)),
                 None => kept.take().unwrap_or_default(),
             }
         })
+        .unwrap_or_default()
     }
 }
 

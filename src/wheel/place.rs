@@ -193,7 +193,9 @@ impl LevelTable {
     /// since the difference of the shifted values is at least `(deadline - base) >> k·shift`, at
     /// least `2^shift`; at `k0` it is at most `ceil((deadline - base) / 2^(k0·shift)) <= 2^shift`,
     /// so `k0` holds the deadline unless that bound is reached, and then `k0 + 1` does (a
-    /// difference of at most 1). The top level, whose window reaches past every tick, always does.
+    /// difference of at most 1). The top level, whose window reaches past every tick, always does;
+    /// `k0 = floor(g / shift) <= floor(63 / shift)`, which is the top level's index, so the level
+    /// looked up never passes it (and the step up is taken only below the top).
     #[inline]
     fn place_pow2(&self, shift: u32, stage_bits: u32, base: u64, deadline: u64) -> Placement {
         let gap_bits = 63 - (deadline - base).leading_zeros();
@@ -397,6 +399,55 @@ mod tests {
                         place(wheel_size, base, deadline),
                         "{wheel_size} {base} {deadline}"
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_direct_level_matches_the_reference_at_every_level_boundary() {
+        // The one-step-up case: at each level the shifted difference of deadline and base just
+        // under, at and just over `2^shift`, from bases aligned and not, up to the top of the
+        // tick range; and gaps at and next to every power of two.
+        for shift in 1..=16u32 {
+            let wheel_size = 1u64 << shift;
+            let table = LevelTable::new(wheel_size);
+            let check = |base: u64, deadline: u64| {
+                assert_eq!(
+                    table.place(base, deadline),
+                    place(wheel_size, base, deadline),
+                    "{wheel_size} {base} {deadline}"
+                );
+            };
+            for tick_bits in (0..64).step_by(shift as usize) {
+                let unit = 1u64 << tick_bits;
+                for base in [
+                    0,
+                    1,
+                    unit - 1,
+                    unit,
+                    unit + 1,
+                    12_345 << tick_bits | (unit - 1),
+                    u64::MAX - unit,
+                    u64::MAX - 1,
+                ] {
+                    for shifted in [wheel_size - 1, wheel_size, wheel_size + 1] {
+                        let Some(high) = ((base >> tick_bits) + shifted).checked_mul(unit) else { continue };
+                        for low in [0, 1, unit - 1] {
+                            if let Some(deadline) = high.checked_add(low) {
+                                check(base, deadline);
+                            }
+                        }
+                    }
+                }
+            }
+            for base in [0, 1, 1 << 40, u64::MAX >> 1] {
+                for gap_bits in 0..64 {
+                    for gap in [(1u64 << gap_bits) - 1, 1 << gap_bits, (1 << gap_bits) + 1] {
+                        if let Some(deadline) = base.checked_add(gap) {
+                            check(base, deadline);
+                        }
+                    }
                 }
             }
         }
