@@ -432,7 +432,11 @@ mod tests {
                     u64::MAX - 1,
                 ] {
                     for shifted in [wheel_size - 1, wheel_size, wheel_size + 1] {
-                        let Some(high) = ((base >> tick_bits) + shifted).checked_mul(unit) else { continue };
+                        let Some(high) =
+                            (base >> tick_bits).checked_add(shifted).and_then(|high| high.checked_mul(unit))
+                        else {
+                            continue;
+                        };
                         for low in [0, 1, unit - 1] {
                             if let Some(deadline) = high.checked_add(low) {
                                 check(base, deadline);
