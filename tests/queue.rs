@@ -10,22 +10,12 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::queue::{advance, manual_queue};
 use common::{manual_timer, ms};
 use delaywheel::queue::{DelayQueue, Expired, InsertError, Key};
 use delaywheel::{ManualClock, ScheduleError, Timer};
 
 const TICK: Duration = Duration::from_millis(1);
-
-fn manual_queue<T: Send + 'static>() -> (ManualClock, DelayQueue<T>) {
-    let (clock, timer) = manual_timer(TICK, 8);
-    (clock, DelayQueue::with_timer(timer))
-}
-
-/// Moves the clock by `by` and advances the queue's timer.
-fn advance<T: Send + 'static>(clock: &ManualClock, queue: &DelayQueue<T>, by: Duration) {
-    clock.advance(by);
-    queue.advance_clock(Duration::ZERO);
-}
 
 fn drain<T>(queue: &DelayQueue<T>) -> Vec<T> {
     std::iter::from_fn(|| queue.try_recv()).map(Expired::into_inner).collect()

@@ -9,21 +9,11 @@ use std::task::{Context, Poll};
 use std::thread;
 use std::time::Duration;
 
+use common::ms;
+use common::queue::{advance, manual_queue};
 use common::waker::CountingWaker;
-use common::{manual_timer, ms};
 use delaywheel::queue::DelayQueue;
-use delaywheel::ManualClock;
 use futures::StreamExt;
-
-fn manual_queue<T: Send + 'static>() -> (ManualClock, DelayQueue<T>) {
-    let (clock, timer) = manual_timer(Duration::from_millis(1), 8);
-    (clock, DelayQueue::with_timer(timer))
-}
-
-fn advance<T: Send + 'static>(clock: &ManualClock, queue: &DelayQueue<T>, by: Duration) {
-    clock.advance(by);
-    queue.advance_clock(Duration::ZERO);
-}
 
 fn assert_stream<S: futures::Stream + Unpin + Send>(_: &S) {}
 

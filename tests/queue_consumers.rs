@@ -10,21 +10,12 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{manual_timer, ms};
+use common::ms;
+use common::queue::{advance, manual_queue};
 use delaywheel::queue::{DelayQueue, Expired};
 use delaywheel::{ManualClock, ScheduleError, Timer};
 
 const TICK: Duration = Duration::from_millis(1);
-
-fn manual_queue<T: Send + 'static>() -> (ManualClock, DelayQueue<T>) {
-    let (clock, timer) = manual_timer(TICK, 8);
-    (clock, DelayQueue::with_timer(timer))
-}
-
-fn advance<T: Send + 'static>(clock: &ManualClock, queue: &DelayQueue<T>, by: Duration) {
-    clock.advance(by);
-    queue.advance_clock(Duration::ZERO);
-}
 
 fn values<T>(batch: &mut Vec<Expired<T>>) -> Vec<T> {
     batch.drain(..).map(Expired::into_inner).collect()

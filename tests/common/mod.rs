@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod model;
+pub mod queue;
 #[cfg(feature = "async")]
 pub mod waker;
 
