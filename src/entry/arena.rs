@@ -29,7 +29,10 @@
 //! allocation takes from the front of its own, oldest first. A list down to `MIN_AGE` indices
 //! first takes a batch (`BATCH`) from the pool, or else a whole page of never-used indices (made
 //! with no lock of the lists held), and puts it in front; one that grows past two batches gives
-//! its oldest batch back to the pool.
+//! its oldest batch back to the pool. In front of the lists, each thread keeps a **cache** of free
+//! indices of the arena it last allocated from (`slot_cache.rs`), refilled and emptied a batch at
+//! a time: a schedule takes its slot from it and a cancel on that thread gives it back with no
+//! lock (no atomic read-modify-write).
 //!
 //! Never-used indices come a page at a time so that a page is created by one thread only, and
 //! nobody waits in its `OnceLock`. With fresh batches smaller than a page, two threads scheduling at once kept taking
@@ -40,7 +43,8 @@
 //! Slots are thus recycled wherever they were freed (the driver frees what the schedulers
 //! allocated), and schedule-and-cancel forever runs in flat memory: the slots in use never exceed
 //! the most entries ever pending plus, per stripe, a page and `MIN_AGE` (about 290 slots, 14 KiB;
-//! every thread that schedules on a timer takes a page of its own at first), plus the bucket the
+//! every thread that schedules on a timer takes a page of its own at first), per thread that
+//! schedules, its cache (at most `slot_cache::CAPACITY`, 384 slots, 18 KiB), plus the bucket the
 //! driver is firing: it returns a fired batch's slots together after the batch
 //! ([`free_all`](EntryArena::free_all), one lock instead of one per task), so a task of that batch
 //! that schedules does not reuse them. A released slot usually waits for many
@@ -65,12 +69,12 @@
 //! freeing bumps the generation, so a handle outliving its entry can never touch the slot's next
 //! occupant.
 
-use crate::entry::free_lists::FreeLists;
 #[cfg(test)]
 pub(crate) use crate::entry::free_lists::BATCH;
 use crate::entry::pages::Pages;
 use crate::entry::readers::{Pin, Readers};
 use crate::entry::shrink::Shrinking;
+use crate::entry::slot_cache::SlotFree;
 use crate::entry::slot_lock::SlotLock;
 use crate::entry::task_slab::TaskSlab;
 use crate::entry::{self, EntryBody, EntryId, EntryState};
@@ -134,8 +138,8 @@ pub(crate) struct EntryArena {
     pub(super) shrinking: Shrinking,
     /// The last stamp handed out ([`next_stamp`](EntryArena::next_stamp)).
     stamps: UnmodelledAtomicU64,
-    /// Free indices, per thread stripe (see the module docs).
-    pub(super) free: FreeLists<EntryId>,
+    /// Free indices: per thread stripe, with a cache on each thread (see the module docs).
+    pub(super) free: std::sync::Arc<SlotFree>,
     /// Blocks for the closures too big for a slot (`task_slab.rs`). After `segments`: fields drop
     /// in order, so the closures left in slots give their blocks back before the slab goes.
     tasks: TaskSlab,
@@ -172,7 +176,7 @@ impl EntryArena {
             vacated: Mutex::new(Vec::new()),
             shrinking: Shrinking::new(),
             stamps: UnmodelledAtomicU64::new(0),
-            free: FreeLists::new(),
+            free: SlotFree::new(),
             tasks: TaskSlab::new(),
             #[cfg(debug_assertions)]
             audit_on_drop: true,
@@ -282,7 +286,7 @@ impl EntryArena {
         let ids: Vec<EntryId> = ids
             .inspect(|&id| assert!(!self.lock(id).is_occupied(), "freeing an occupied slot: {id:?}"))
             .collect();
-        self.free.put_all(ids);
+        self.free.put_all(ids.into_iter());
     }
 
     /// Creates the page holding `index` if it does not exist yet.
@@ -334,16 +338,19 @@ impl EntryArena {
     }
 
     /// Checks the holding protocol of `entry/` end to end, once nothing holds an entry: every slot
-    /// is vacant (each entry was released) and every index handed out is on exactly one free list
-    /// (each release returned its slot once). Run by a dropped arena in debug builds (and so in
+    /// is vacant (each entry was released) and every index handed out is on at most one free list,
+    /// the ones on none being exactly as many as the threads' caches hold (each release returned
+    /// its slot once). Run by a dropped arena in debug builds (and so in
     /// the loom models), and by `fault_tests.rs` in any build.
     #[cfg(any(debug_assertions, test))]
     pub(crate) fn audit(&self) {
         let fresh = self.fresh.load(Ordering::Relaxed) as usize;
         let mut seen = vec![false; fresh];
-        for id in self.free.listed() {
+        for id in self.free.lists.listed() {
             assert!(!std::mem::replace(&mut seen[id.index()], true), "slot {id:?} freed twice");
         }
+        // Released slots on no list: those in threads' caches (`slot_cache.rs`), and no other.
+        let mut unlisted = 0;
         for (index, listed) in seen.into_iter().enumerate() {
             let id = EntryId::new(index);
             if self.pages.slot(id).is_none() {
@@ -351,8 +358,10 @@ impl EntryArena {
                 continue;
             }
             assert!(!self.lock(id).is_occupied(), "slot {id:?} never released");
-            assert!(listed, "slot {id:?} released but never returned to a free list");
+            unlisted += usize::from(!listed);
         }
+        let cached = self.free.cached();
+        assert_eq!(unlisted, cached, "{unlisted} released slots on no free list, {cached} of them cached");
     }
 }
 

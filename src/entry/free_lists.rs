@@ -88,6 +88,35 @@ impl<T: Copy> FreeLists<T> {
         free.pop_front()
     }
 
+    /// Moves up to a batch of free items to the front of `out` (a thread's cache of slot indices,
+    /// `slot_cache.rs`), in their order: from this thread's stripe's list, leaving it [`MIN_AGE`],
+    /// else the pool's last batch, else the never-used items `fresh` returns (called with no lock
+    /// held, as in [`take`](FreeLists::take)). Nothing moves once all three are empty.
+    pub(crate) fn take_batch<I: DoubleEndedIterator<Item = T>>(
+        &self,
+        out: &mut VecDeque<T>,
+        fresh: impl FnOnce() -> I,
+    ) {
+        {
+            let mut free = self.stripes[thread_index() & self.mask].0.lock();
+            if free.len() > MIN_AGE {
+                let moved = (free.len() - MIN_AGE).min(BATCH);
+                free.drain(..moved).rev().for_each(|item| out.push_front(item));
+                return;
+            }
+        }
+        {
+            let mut pool = self.pool.lock();
+            let keep = pool.len().saturating_sub(BATCH);
+            if keep < pool.len() {
+                pool.as_slice()[keep..].iter().rev().for_each(|&item| out.push_front(item));
+                pool.truncate(keep);
+                return;
+            }
+        }
+        fresh().rev().for_each(|item| out.push_front(item));
+    }
+
     /// Puts a batch from the pool in front of a stripe's list, or else never-used items, and takes
     /// the first.
     #[cold]

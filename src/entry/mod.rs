@@ -82,6 +82,7 @@ mod pages;
 mod readers;
 mod retarget;
 mod shrink;
+mod slot_cache;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena slots' lock.
 #[allow(unsafe_code)]
 pub(crate) mod slot_lock;

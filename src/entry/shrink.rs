@@ -76,9 +76,13 @@ impl EntryArena {
             shrunk.waiting = retired.len();
             return shrunk;
         }
+        // The lists are what the reclaim sees: this thread's cached indices go back to them first
+        // (other threads' caches keep their pages, `slot_cache.rs`).
+        self.free.give_back_local();
         // Pages created after this reading are not counted: their indices are left on the lists.
         let pages = (self.fresh.load(Ordering::Relaxed) as usize).div_ceil(PAGE);
-        let empty = self.free.reclaim(PAGE, pages, |id| Some(id.index() >> PAGE_BITS).filter(|&p| p < pages));
+        let empty =
+            self.free.lists.reclaim(PAGE, pages, |id| Some(id.index() >> PAGE_BITS).filter(|&p| p < pages));
         for page in empty {
             // A page's place is offered to new pages only once the page is out of the directory:
             // a page created there before (`fresh_page`) would be the old one, still in place,
