@@ -42,7 +42,7 @@ fn len_exact_under_schedule_cancel_fire() {
 }
 
 /// Task A is pending throughout while another thread schedules and cancels B: `len()` read mid-race
-/// is 1 or 2, never 0 while A waits, never wrapped. The counters are striped (`src/counters.rs`):
+/// is 1 or 2, never 0 while A waits, never wrapped. The counters are striped (`src/sync/striped.rs`):
 /// A is counted in on the main thread's stripe, B in and out on the other's. `len()` must read every
 /// "out" count (Acquire) before any "in" count; reading "in" first can miss B's count-in and then
 /// see its count-out (0, faults `len_reads_scheduled_first`), and `Relaxed` loads can do the same

@@ -27,6 +27,11 @@
 //! Under loom there is no clock: the blocking waits of [`Condvar`] are not part of any model (the models
 //! drive the timer on a manual clock, which never waits), so the loom `Condvar` only supports notifying,
 //! and a wait there is a bug in the model.
+//!
+//! Built on these: the per-thread striped count of things in and out, with the order of its reads
+//! (`striped.rs`), which the timer's `len()` and the delay queue's `len` share.
+
+pub(crate) mod striped;
 
 #[cfg(not(delaywheel_loom))]
 mod imp {
@@ -45,7 +50,7 @@ mod imp {
     }
 
     /// A small number for the calling thread, handed out round robin on first use: threads
-    /// started one after the other get consecutive numbers (striped counters, `timer/counters.rs`).
+    /// started one after the other get consecutive numbers (striped counts, `striped.rs`).
     #[inline]
     pub(crate) fn thread_index() -> usize {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -219,7 +224,7 @@ pub(crate) use std::sync::atomic::AtomicPtr as UnmodelledAtomicPtr;
 pub(crate) use std::sync::atomic::AtomicU64 as UnmodelledAtomicU64;
 pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;
 
-/// How many stripes a per-thread structure gets (the timer's counters, the arena's free lists),
+/// How many stripes a per-thread structure gets (the striped counts, the arena's free lists),
 /// indexed by [`thread_index`] modulo this: enough that the threads of a busy process rarely share
 /// one, few enough that summing them stays cheap. Under loom, two (models stay small).
 pub(crate) fn stripe_count() -> usize {

@@ -8,7 +8,7 @@
 //! * `fire_decrements_unclaimed` (`fire.rs`): a firing that lost the race still counts the entry
 //!   out of `len()`, which its winner already did (netty#14959).
 //! * `len_reads_scheduled_first`, `len_relaxed_reads` ([`misread_pending`]): `len()` reads the
-//!   "in" stripes before the "out" ones, or the "out" ones `Relaxed` (`counters.rs` shows why
+//!   "in" stripes before the "out" ones, or the "out" ones `Relaxed` (`sync/striped.rs` shows why
 //!   either can read one less than the truth).
 
 use super::counters::Counters;
@@ -55,5 +55,5 @@ pub(super) fn misread_pending<C>(counters: &Counters<C>) -> usize {
             (counters.scheduled(), out)
         }
     };
-    Counters::<C>::difference(scheduled, out)
+    crate::sync::striped::difference(scheduled, out)
 }

@@ -12,7 +12,7 @@
 //! Cloning one `Weak` for every future would make every thread that creates futures write the same
 //! reference count: a cache line moving between cores at every `timeout(d, ready)`, the cost that a
 //! lazy timeout exists to avoid. So a timer keeps a few `Arc<TimerRef>`s, one per
-//! [`thread_index`] modulo their number (the counters' stripes do the same, `counters.rs`), each
+//! [`thread_index`] modulo their number (the counters' stripes do the same, `sync/striped.rs`), each
 //! on its own cache line, created on the first future; a future clones the one of its thread.
 //! Only a future dropped on another thread than the one it was made on, and the upgrade (in the
 //! slow path, which then schedules anyway), touch a shared line.

@@ -64,7 +64,7 @@ impl TimerTaskList {
     }
 
     /// The lane of the calling thread: its `thread_index` modulo the lanes (the same round robin
-    /// as the counter stripes, `timer/counters.rs`).
+    /// as the counter stripes, `sync/striped.rs`).
     #[inline]
     pub(super) fn local_lane(&self) -> usize {
         thread_index() & (self.lanes.len() - 1)
