@@ -157,7 +157,7 @@ impl Shared {
             if report {
                 unfired.push((deadline, task.into_box()));
             } else if crate::unwind::drop_caught(task) {
-                stripe.panicked();
+                stripe.panicked(1);
             }
         }
         self.drain_refused_resets(report, &mut unfired);

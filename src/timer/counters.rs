@@ -215,7 +215,10 @@ impl<C> Stripe<C> {
         }
     }
 
-    pub(crate) fn panicked(&self) {
-        self.panicked.fetch_add(1, Ordering::Relaxed);
+    /// Counts `n` panicked tasks (or wakes, or drops of a closure).
+    pub(crate) fn panicked(&self, n: u64) {
+        if n > 0 {
+            self.panicked.fetch_add(n, Ordering::Relaxed);
+        }
     }
 }

@@ -32,7 +32,7 @@ pub(crate) fn fire_one<C>(
     };
     let fire = entry::fire(arena, held, freed, on_claim, values);
     match fire {
-        Fire::Panicked => stripe.panicked(),
+        Fire::Panicked => stripe.panicked(1),
         Fire::Ran => {}
         // The seeded fault `fire_decrements_unclaimed` (`faults.rs`) counts a lost entry out too.
         Fire::Lost => {
@@ -53,7 +53,7 @@ pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &S
     };
     stripe.left();
     if crate::unwind::drop_caught(task) {
-        stripe.panicked();
+        stripe.panicked(1);
     }
     true
 }
@@ -118,9 +118,7 @@ impl Shared {
             }
         }
         #[cfg(feature = "async")]
-        for _ in 0..wakes.close() {
-            stripe.panicked();
-        }
+        stripe.panicked(wakes.close());
         freed.flush();
         arena.free_all(due.drain(..).map(|((entry, ..), _)| entry));
         stripe.fired(fired);
