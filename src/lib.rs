@@ -159,7 +159,7 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except three private modules: `entry::inline_task`, which stores
+//! The crate denies `unsafe_code` everywhere except eight private modules. Two carry the slots: `entry::inline_task`, which stores
 //! a task's closure type-erased in a fixed 24 bytes (inline when it captures at most two words) so
 //! that entries can live densely in slots, and `entry::slot_lock`, the slots' lock, whose state lives in two
 //! spare bits of the entry's generation word (an `UnsafeCell` behind a guard, parking through
@@ -167,14 +167,16 @@
 //! cache line (`_mm_prefetch`, for loops over many slots). Every `unsafe` block there carries a `// SAFETY:`
 //! comment (enforced by `clippy::undocumented_unsafe_blocks`), the module docs give the whole
 //! argument, and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s
-//! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. The third,
-//! `driver::timer_slack`, is two `prctl` calls (Linux, Android): the driver thread asks the kernel to wake it
-//! within a thousandth of a tick instead of the default 50 µs (never raising its slack); Miri, which
-//! has no `prctl` on Linux, skips it. Three more hold memory the timer gives back after a spike
+//! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. Two call
+//! the kernel (Linux, Android): `driver::timer_slack`, two `prctl` calls by which the driver thread asks
+//! the kernel to wake it within a thousandth of a tick instead of the default 50 µs (never raising
+//! its slack; Miri, which has no `prctl` on Linux, skips it), and `clock::monotonic`, one
+//! `clock_gettime(CLOCK_MONOTONIC)` (the clock `Instant` reads) per reading of the system clock, a
+//! fifth of what `Instant::elapsed` costs. Four more hold memory the timer gives back after a spike
 //! ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of up to 256 bytes), `entry::pages`
-//! (the arena's pages, published as raw pointers and freed after a grace period) and `entry::os`
+//! (the arena's pages, published as raw pointers and freed after a grace period), `entry::os`
 //! (`mmap`, `mremap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and mappings of its
-//! own), with `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own).
+//! own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own).
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
@@ -182,9 +184,9 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// Six modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
-// `entry::pages`, `entry::os` and `driver::timer_slack` (see "Unsafe code" above); everything else
-// is safe Rust.
+// Eight modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
+// `entry::pages`, `entry::os`, `entry::mapped_vec`, `driver::timer_slack` and `clock::monotonic`
+// (see "Unsafe code" above); everything else is safe Rust.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -29,6 +29,11 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::deadline::{Deadline, Ranker, MAX_DEADLINE_TICK};
+
+// A module with `unsafe` code (see the crate's "Unsafe code"): one `clock_gettime` call.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[allow(unsafe_code)]
+mod monotonic;
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// A clock that moves only when told to, for deterministic tests and simulations.
@@ -159,15 +164,29 @@ impl fmt::Debug for ManualClock {
 /// The clock a timer reads.
 #[derive(Clone, Debug)]
 pub(crate) enum ClockSource {
-    /// `Instant`-based, measured from `origin`.
-    System { origin: Instant },
+    /// `Instant`-based, measured from `origin`; on Linux and Android read directly from the same
+    /// clock, as nanoseconds since `raw_origin`, the value `origin` holds, when that is known
+    /// (`monotonic.rs`).
+    System {
+        origin: Instant,
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        raw_origin: Option<u64>,
+    },
     /// Moves only when told to; the timer never waits on it.
     Manual(ManualClock),
 }
 
 impl ClockSource {
     pub(crate) fn system() -> Self {
-        ClockSource::System { origin: Instant::now() }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let (origin, raw_origin) = monotonic::origin();
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let origin = Instant::now();
+        ClockSource::System {
+            origin,
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            raw_origin,
+        }
     }
 
     /// Nanoseconds since the clock's origin (saturating). On every schedule: inlined into the
@@ -175,7 +194,11 @@ impl ClockSource {
     #[inline]
     pub(crate) fn now_nanos(&self) -> u64 {
         match self {
-            ClockSource::System { origin } => duration_nanos(origin.elapsed()),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            ClockSource::System { raw_origin: Some(raw_origin), .. } => {
+                monotonic::monotonic_nanos().saturating_sub(*raw_origin)
+            }
+            ClockSource::System { origin, .. } => duration_nanos(origin.elapsed()),
             ClockSource::Manual(clock) => clock.now_nanos(),
         }
     }
@@ -187,7 +210,7 @@ impl ClockSource {
     /// The instant that reading zero stands for (see the module docs).
     pub(crate) fn base(&self) -> Instant {
         match self {
-            ClockSource::System { origin } => *origin,
+            ClockSource::System { origin, .. } => *origin,
             ClockSource::Manual(clock) => clock.inner.base,
         }
     }
