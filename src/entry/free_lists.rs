@@ -180,19 +180,30 @@ impl<T: Copy> FreeLists<T> {
     }
 
     /// Gives a stripe's oldest items back to the pool, a batch at a time, until it holds at most
-    /// two batches. The batches are copied as slices (the deque's front run, then its wrapped
-    /// part): per item, a copy rather than an iterator step (moving them one by one was 35 of a
-    /// cancel's 393 instructions, amortised).
+    /// two batches.
     #[cold]
     fn spill(&self, free: &mut VecDeque<T>) {
+        self.spill_above(free, 2 * BATCH);
+    }
+
+    /// Gives the oldest items of `free` (a stripe's list, or a thread's cache: `slot_cache.rs`)
+    /// to the pool, a batch at a time, until it holds at most `keep`; returns how many moved. The
+    /// batches are copied as slices (the deque's front run, then its wrapped part): per item, a
+    /// copy rather than an iterator step (moving them one by one was 35 of a cancel's 393
+    /// instructions, amortised).
+    #[cold]
+    pub(crate) fn spill_above(&self, free: &mut VecDeque<T>, keep: usize) -> usize {
         let mut pool = self.pool.lock();
-        while free.len() > 2 * BATCH {
+        let mut moved = 0;
+        while free.len() > keep.max(BATCH - 1) {
             let (front, back) = free.as_slices();
             let from_front = front.len().min(BATCH);
             pool.extend_from_slice(&front[..from_front]);
             pool.extend_from_slice(&back[..BATCH - from_front]);
             free.drain(..BATCH);
+            moved += BATCH;
         }
+        moved
     }
 
     /// Takes off the lists every item of each page that has all its `per_page` items listed, and

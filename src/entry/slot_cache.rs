@@ -14,7 +14,7 @@
 //!   else the pool, else a page of never-used indices), one lock per batch;
 //! * a **put** on the owning thread appends to the cache (so does the driver's return of a fired
 //!   batch, on a thread that schedules too: a task that re-arms); a cache past [`CAPACITY`] gives
-//!   its oldest batch to the free lists, one lock per batch. A put of another arena's index (a thread
+//!   its oldest batch to the free lists' pool, one lock per batch. A put of another arena's index (a thread
 //!   cancelling on two timers), or on a thread that never allocated, goes to the free lists.
 //!
 //! A released slot so still waits behind at least [`MIN_AGE`] older indices before its reuse, as on
@@ -184,7 +184,7 @@ impl SlotFree {
                     let before = local.items.len();
                     local.items.extend(ids.take().expect("taken once"));
                     self.count(local.items.len() - before);
-                    while local.items.len() > CAPACITY {
+                    if local.items.len() > CAPACITY {
                         self.spill(&mut local);
                     }
                 }
@@ -195,11 +195,11 @@ impl SlotFree {
         }
     }
 
-    /// Gives a full cache's oldest batch to the lists.
+    /// Gives a full cache's oldest batches to the pool, until it is within [`CAPACITY`].
     #[cold]
     fn spill(&self, local: &mut Local) {
-        self.uncount(BATCH);
-        self.lists.put_all(local.items.drain(..BATCH));
+        let moved = self.lists.spill_above(&mut local.items, CAPACITY);
+        self.uncount(moved);
     }
 
     /// Gives this thread's cached indices of this arena back to the lists (a shrink, which only
