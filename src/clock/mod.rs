@@ -29,12 +29,12 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::deadline::{Deadline, Ranker, MAX_DEADLINE_TICK};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 // A module with `unsafe` code (see the crate's "Unsafe code"): one `clock_gettime` call.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[allow(unsafe_code)]
 mod monotonic;
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// A clock that moves only when told to, for deterministic tests and simulations.
 ///

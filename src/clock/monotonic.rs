@@ -12,8 +12,11 @@
 //! it holds from its `Debug` form (`Instant { tv_sec: …, tv_nsec: … }` on Linux and Android, the
 //! only view std gives of it), accepted only if it falls between those two readings. A reading is
 //! then `now - raw_origin`, the very number `origin.elapsed()` gives, in a fifth of the
-//! instructions. When the value cannot be told (another `Debug` form, or another clock behind
-//! `Instant`, which the bracket would catch), the clock keeps reading `origin.elapsed()`.
+//! instructions. When the value cannot be told (another `Debug` form, or a value outside the
+//! bracket), the clock keeps reading `origin.elapsed()`. std's `Instant` reads `CLOCK_MONOTONIC`
+//! on these targets; the bracket would not tell `CLOCK_BOOTTIME` from it on a host never
+//! suspended, so a std that changed clocks would show here as readings that fall behind
+//! `Instant`'s after a suspend (late firings, never early ones).
 //!
 //! A module with `unsafe` code (docs/design.md, "Unsafe code"): one call, with a pointer to a local
 //! `timespec` it writes.
@@ -47,12 +50,17 @@ fn nanos_of_debug(text: &str) -> Option<u64> {
 /// Nanoseconds on `CLOCK_MONOTONIC` (since an unspecified start, typically the boot).
 #[inline]
 pub(crate) fn monotonic_nanos() -> u64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // Zeroed rather than a struct literal: on some 32-bit targets `timespec` has a private padding
+    // field.
+    let mut now = std::mem::MaybeUninit::<libc::timespec>::zeroed();
     // SAFETY: `now` is a live, writable `timespec` for the call's duration, the only memory the
     // call writes; `CLOCK_MONOTONIC` is a valid clock id on every Linux and Android kernel, so the
-    // call cannot fail (it would leave `now` at zero, which saturates readings at zero).
-    let result = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    // call does not fail (if it did, `now` would stay zeroed, which saturates readings at zero).
+    let result = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, now.as_mut_ptr()) };
     debug_assert_eq!(result, 0, "clock_gettime(CLOCK_MONOTONIC) failed");
+    // SAFETY: all-zero bytes are a valid `timespec` (integers only), and the call wrote a valid
+    // one over them.
+    let now = unsafe { now.assume_init() };
     // Both fields are non-negative on CLOCK_MONOTONIC.
     (now.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(now.tv_nsec as u64)
 }

@@ -241,8 +241,9 @@ impl EntryArena {
 
     /// A free slot for a new entry: vacant, unlocked, its generation past every earlier occupant's.
     /// `None` once the never-used indices ran out (`EntryId::MAX_INDEX`, less a page) and neither
-    /// this stripe's list nor the pool has a free one: other stripes may then still hold up to a page
-    /// and `MIN_AGE` each. (That is a quarter of a terabyte of slots.)
+    /// this thread's cache, this stripe's list (beyond its `MIN_AGE`) nor the pool has a free one:
+    /// other stripes may then still hold up to a page and `MIN_AGE` each, and other threads'
+    /// caches theirs. (That is a quarter of a terabyte of slots.)
     pub(crate) fn alloc(&self) -> Option<EntryId> {
         self.free.take(|| self.fresh_page().map(EntryId::new))
     }
@@ -346,7 +347,10 @@ impl EntryArena {
     pub(crate) fn audit(&self) {
         let fresh = self.fresh.load(Ordering::Relaxed) as usize;
         let mut seen = vec![false; fresh];
-        for id in self.free.lists.listed() {
+        // The lists and the caches' count in one reading (a cache may give its indices back
+        // meanwhile: a thread exiting while the arena is dropped).
+        let (listed, cached) = self.free.lists.listed_with(|listed| (listed, self.free.cached()));
+        for id in listed {
             assert!(!std::mem::replace(&mut seen[id.index()], true), "slot {id:?} freed twice");
         }
         // Released slots on no list: those in threads' caches (`slot_cache.rs`), and no other.
@@ -360,7 +364,6 @@ impl EntryArena {
             assert!(!self.lock(id).is_occupied(), "slot {id:?} never released");
             unlisted += usize::from(!listed);
         }
-        let cached = self.free.cached();
         assert_eq!(unlisted, cached, "{unlisted} released slots on no free list, {cached} of them cached");
     }
 }

@@ -105,16 +105,9 @@ impl<T: Copy> FreeLists<T> {
                 return;
             }
         }
-        {
-            let mut pool = self.pool.lock();
-            let keep = pool.len().saturating_sub(BATCH);
-            if keep < pool.len() {
-                pool.as_slice()[keep..].iter().rev().for_each(|&item| out.push_front(item));
-                pool.truncate(keep);
-                return;
-            }
+        if !self.pool_batch_to_front(out) {
+            fresh().rev().for_each(|item| out.push_front(item));
         }
-        fresh().rev().for_each(|item| out.push_front(item));
     }
 
     /// Puts a batch from the pool in front of a stripe's list, or else never-used items, and takes
@@ -126,20 +119,27 @@ impl<T: Copy> FreeLists<T> {
         mut free: UnmodelledMutexGuard<'_, VecDeque<T>>,
         fresh: impl FnOnce() -> I,
     ) -> Option<T> {
-        {
-            let mut pool = self.pool.lock();
-            let keep = pool.len().saturating_sub(BATCH);
-            if keep < pool.len() {
-                pool.as_slice()[keep..].iter().for_each(|&item| free.push_front(item));
-                pool.truncate(keep);
-                return free.pop_front();
-            }
+        if self.pool_batch_to_front(&mut free) {
+            return free.pop_front();
         }
         drop(free);
         let items = fresh();
         let mut free = stripe.lock();
         items.rev().for_each(|item| free.push_front(item));
         free.pop_front()
+    }
+
+    /// Moves the pool's last batch to the front of `out`, in its order; `false` if the pool is
+    /// empty.
+    fn pool_batch_to_front(&self, out: &mut VecDeque<T>) -> bool {
+        let mut pool = self.pool.lock();
+        let keep = pool.len().saturating_sub(BATCH);
+        if keep == pool.len() {
+            return false;
+        }
+        pool.as_slice()[keep..].iter().rev().for_each(|&item| out.push_front(item));
+        pool.truncate(keep);
+        true
     }
 
     /// Returns a free item to this thread's stripe.
@@ -152,19 +152,29 @@ impl<T: Copy> FreeLists<T> {
     /// batches to the pool as it goes (so that a stripe's list never grows past
     /// [`STRIPE_CAPACITY`], however many come back at once).
     pub(crate) fn put_all(&self, items: impl IntoIterator<Item = T>) {
+        self.put_all_then(items, || {});
+    }
+
+    /// [`put_all`](FreeLists::put_all), running `then` while the stripe's lock is still held: a
+    /// thread's cache counts its indices out there, so that an audit holding every lock
+    /// ([`listed_with`](FreeLists::listed_with)) sees them on a list or in the count, never in
+    /// neither.
+    pub(crate) fn put_all_then(&self, items: impl IntoIterator<Item = T>, then: impl FnOnce()) {
         let mut items = items.into_iter();
         self.put_with(|free| {
             // The common case (a fired batch of a few hundred): one `extend`, which reserves once.
             if items.size_hint().1.is_some_and(|most| most <= STRIPE_CAPACITY.saturating_sub(free.len())) {
-                return free.extend(items);
-            }
-            loop {
-                free.extend(items.by_ref().take(STRIPE_CAPACITY.saturating_sub(free.len())));
-                if free.len() < STRIPE_CAPACITY {
-                    break;
+                free.extend(items);
+            } else {
+                loop {
+                    free.extend(items.by_ref().take(STRIPE_CAPACITY.saturating_sub(free.len())));
+                    if free.len() < STRIPE_CAPACITY {
+                        break;
+                    }
+                    self.spill(free);
                 }
-                self.spill(free);
             }
+            then();
         });
     }
 
@@ -237,10 +247,20 @@ impl<T: Copy> FreeLists<T> {
         empty
     }
 
-    /// Every listed item, pool first (each stripe's lock taken in turn): for audits.
+    /// Every listed item, pool first: for audits.
     pub(crate) fn listed(&self) -> Vec<T> {
-        let mut listed: Vec<T> = self.pool.lock().as_slice().to_vec();
-        self.stripes.iter().for_each(|list| listed.extend(list.0.lock().iter()));
-        listed
+        self.listed_with(|listed| listed)
+    }
+
+    /// Calls `f` with every listed item, pool first, while every stripe's lock and the pool's are
+    /// held (in the order [`reclaim`](FreeLists::reclaim) takes them), so that nothing moves
+    /// between the lists and whatever `f` also reads (the count of a thread cache's indices,
+    /// which a cache updates under a stripe's lock: [`put_all_then`](FreeLists::put_all_then)).
+    pub(crate) fn listed_with<R>(&self, f: impl FnOnce(Vec<T>) -> R) -> R {
+        let stripes: Vec<_> = self.stripes.iter().map(|stripe| stripe.0.lock()).collect();
+        let pool = self.pool.lock();
+        let mut listed: Vec<T> = pool.as_slice().to_vec();
+        stripes.iter().for_each(|list| listed.extend(list.iter()));
+        f(listed)
     }
 }

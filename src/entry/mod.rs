@@ -64,8 +64,7 @@ pub(crate) mod arena;
 mod claim;
 pub(crate) mod faults;
 mod free_lists;
-// A module with `unsafe` code (see the crate's "Unsafe code"): the free lists' pool, in a mapping of
-// its own.
+// A module with `unsafe` code (see the crate's "Unsafe code"): the free lists' pool, own mapping.
 #[allow(unsafe_code)]
 mod mapped_vec;
 // A module with `unsafe` code (see the crate's "Unsafe code"): a closure stored in a slot.

@@ -76,9 +76,9 @@ impl EntryArena {
             shrunk.waiting = retired.len();
             return shrunk;
         }
-        // The lists are what the reclaim sees: this thread's cached indices go back to them first
-        // (other threads' caches keep their pages, `slot_cache.rs`).
-        self.free.give_back_local();
+        // The lists are what the reclaim sees: this thread's cached indices go back to them first,
+        // other threads' at their next take (`slot_cache.rs`).
+        self.free.before_shrink();
         // Pages created after this reading are not counted: their indices are left on the lists.
         let pages = (self.fresh.load(Ordering::Relaxed) as usize).div_ceil(PAGE);
         let empty =

@@ -27,10 +27,14 @@
 //! destructor). An arena dropped meanwhile just leaves the numbers to be forgotten.
 //!
 //! **What the cache holds is on no list.** A shrink (`shrink.rs`) gives back only the pages whose
-//! slots are all on the lists, so a page with a cached index stays: the shrink first empties the
-//! calling thread's cache, and every other thread's holds at most [`CAPACITY`] indices. The audit
-//! (`arena.rs`) counts cached indices (an exact count kept only in debug and test builds, where an
-//! atomic per take and put is affordable).
+//! slots are all on the lists, so a page with a cached index stays. A shrink therefore first
+//! empties the calling thread's cache, and counts itself (`shrinks`): a thread whose cache is
+//! older than the last shrink gives it back at its next take, so the next shrink finds those
+//! indices on the lists. Until then a cache keeps the pages of its indices, at most [`CAPACITY`]
+//! of them (4.5 MiB) in the worst case of indices spread over as many pages, and a thread that
+//! never schedules again keeps its cache's pages until it exits. The audit (`arena.rs`) counts
+//! cached indices (an exact count kept only in debug and test builds, where an atomic per take and
+//! put is affordable), in one reading with the lists.
 //!
 //! **Loom.** The models bypass the caches (each model thread would otherwise share the one OS
 //! thread's cache): their takes and puts go to the free lists, whose hand-overs of indices are not
@@ -38,6 +42,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::arena::PAGE;
@@ -52,6 +57,8 @@ pub(crate) const CAPACITY: usize = PAGE + 2 * BATCH;
 /// the module docs).
 pub(crate) struct SlotFree {
     pub(super) lists: FreeLists<EntryId>,
+    /// Shrinks begun: a cache whose count is older gives its indices back at its next take.
+    shrinks: AtomicU64,
     /// Indices held in threads' caches, for the audit.
     #[cfg(any(debug_assertions, test))]
     cached: std::sync::atomic::AtomicUsize,
@@ -61,10 +68,23 @@ pub(crate) struct SlotFree {
 struct Local {
     owner: Weak<SlotFree>,
     items: VecDeque<EntryId>,
+    /// The owner's shrink count when this cache was last emptied or taken over.
+    shrinks: u64,
 }
 
 std::thread_local! {
-    static LOCAL: RefCell<Local> = const { RefCell::new(Local { owner: Weak::new(), items: VecDeque::new() }) };
+    static LOCAL: RefCell<Local> =
+        const { RefCell::new(Local { owner: Weak::new(), items: VecDeque::new(), shrinks: 0 }) };
+}
+
+/// Runs `f` on this thread's cache; `None` under loom (see the module docs), while the thread's
+/// locals are being destroyed, or if the cache is in use further up this thread's stack.
+#[inline]
+fn with_cache<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    if cfg!(delaywheel_loom) {
+        return None;
+    }
+    LOCAL.try_with(|local| local.try_borrow_mut().ok().map(|mut local| f(&mut local))).ok().flatten()
 }
 
 impl Local {
@@ -75,8 +95,10 @@ impl Local {
     /// Gives every cached index back to the owner, if it is still alive, and forgets the owner.
     fn give_back(&mut self) {
         if let Some(owner) = self.owner.upgrade() {
-            owner.uncount(self.items.len());
-            owner.lists.put_all(self.items.drain(..));
+            let given = self.items.len();
+            // Counted out under the stripe's lock that lists them (`FreeLists::put_all_then`), so
+            // that an audit sees each on a list or in the count.
+            owner.lists.put_all_then(self.items.drain(..), || owner.uncount(given));
         }
         self.items.clear();
         self.owner = Weak::new();
@@ -93,6 +115,7 @@ impl SlotFree {
     pub(crate) fn new() -> Arc<SlotFree> {
         Arc::new(SlotFree {
             lists: FreeLists::new(),
+            shrinks: AtomicU64::new(0),
             #[cfg(any(debug_assertions, test))]
             cached: std::sync::atomic::AtomicUsize::new(0),
         })
@@ -107,14 +130,8 @@ impl SlotFree {
         fresh: impl FnOnce() -> I,
     ) -> Option<EntryId> {
         let mut fresh = Some(fresh);
-        if cfg!(not(delaywheel_loom)) {
-            let cached = LOCAL.try_with(|local| {
-                let mut local = local.try_borrow_mut().ok()?;
-                Some(self.take_cached(&mut local, &mut fresh))
-            });
-            if let Ok(Some(taken)) = cached {
-                return taken;
-            }
+        if let Some(taken) = with_cache(|local| self.take_cached(local, &mut fresh)) {
+            return taken;
         }
         self.lists.take(fresh.take().expect("a take calls `fresh` at most once"))
     }
@@ -125,25 +142,29 @@ impl SlotFree {
         local: &mut Local,
         fresh: &mut Option<impl FnOnce() -> I>,
     ) -> Option<EntryId> {
-        if !local.owned_by(self) || local.items.len() <= MIN_AGE {
-            self.refill(local, fresh.take().expect("a take calls `fresh` at most once"));
+        let shrinks = self.shrinks.load(Ordering::Relaxed);
+        if !local.owned_by(self) || local.items.len() <= MIN_AGE || local.shrinks != shrinks {
+            self.refill(local, shrinks, fresh.take().expect("a take calls `fresh` at most once"));
         }
         let taken = local.items.pop_front()?;
         self.uncount(1);
         Some(taken)
     }
 
-    /// Makes this arena the cache's owner (giving the old owner's indices back) and moves a batch
+    /// Makes this arena the cache's owner (giving the old owner's indices back), or after a
+    /// shrink gives this arena's back (their pages may be empty but for them), and moves a batch
     /// from the lists to the cache's front.
     #[cold]
     fn refill<I: DoubleEndedIterator<Item = EntryId>>(
         self: &Arc<Self>,
         local: &mut Local,
+        shrinks: u64,
         fresh: impl FnOnce() -> I,
     ) {
-        if !local.owned_by(self) {
+        if !local.owned_by(self) || local.shrinks != shrinks {
             local.give_back();
             local.owner = Arc::downgrade(self);
+            local.shrinks = shrinks;
         }
         let before = local.items.len();
         self.lists.take_batch(&mut local.items, fresh);
@@ -153,43 +174,36 @@ impl SlotFree {
     /// Returns a free index: to this thread's cache if this arena owns it, else to the lists.
     #[inline]
     pub(crate) fn put(self: &Arc<Self>, id: EntryId) {
-        if cfg!(not(delaywheel_loom)) {
-            let cached = LOCAL.try_with(|local| {
-                let Ok(mut local) = local.try_borrow_mut() else { return false };
-                if !local.owned_by(self) {
-                    return false;
-                }
-                local.items.push_back(id);
-                self.count(1);
-                if local.items.len() > CAPACITY {
-                    self.spill(&mut local);
-                }
-                true
-            });
-            if cached == Ok(true) {
-                return;
+        let cached = with_cache(|local| {
+            if !local.owned_by(self) {
+                return false;
             }
+            local.items.push_back(id);
+            self.count(1);
+            if local.items.len() > CAPACITY {
+                self.spill(local);
+            }
+            true
+        });
+        if cached != Some(true) {
+            self.lists.put(id);
         }
-        self.lists.put(id);
     }
 
     /// Returns several free indices (a fired batch's): to this thread's cache if this arena owns
     /// it, giving its oldest batches to the lists as it overflows, else to the lists in one lock.
     pub(crate) fn put_all(self: &Arc<Self>, ids: impl Iterator<Item = EntryId>) {
         let mut ids = Some(ids);
-        if cfg!(not(delaywheel_loom)) {
-            let _ = LOCAL.try_with(|local| {
-                let Ok(mut local) = local.try_borrow_mut() else { return };
-                if local.owned_by(self) {
-                    let before = local.items.len();
-                    local.items.extend(ids.take().expect("taken once"));
-                    self.count(local.items.len() - before);
-                    if local.items.len() > CAPACITY {
-                        self.spill(&mut local);
-                    }
+        with_cache(|local| {
+            if local.owned_by(self) {
+                let before = local.items.len();
+                local.items.extend(ids.take().expect("taken once"));
+                self.count(local.items.len() - before);
+                if local.items.len() > CAPACITY {
+                    self.spill(local);
                 }
-            });
-        }
+            }
+        });
         if let Some(ids) = ids {
             self.lists.put_all(ids);
         }
@@ -202,14 +216,13 @@ impl SlotFree {
         self.uncount(moved);
     }
 
-    /// Gives this thread's cached indices of this arena back to the lists (a shrink, which only
-    /// sees what is on them).
-    pub(crate) fn give_back_local(self: &Arc<Self>) {
-        let _ = LOCAL.try_with(|local| {
-            if let Ok(mut local) = local.try_borrow_mut() {
-                if local.owned_by(self) {
-                    local.give_back();
-                }
+    /// Before a shrink, which only sees what is on the lists: gives this thread's cached indices
+    /// of this arena back, and has every other thread give its own back at its next take.
+    pub(crate) fn before_shrink(self: &Arc<Self>) {
+        self.shrinks.fetch_add(1, Ordering::Relaxed);
+        with_cache(|local| {
+            if local.owned_by(self) {
+                local.give_back();
             }
         });
     }
@@ -251,6 +264,53 @@ mod tests {
         .unwrap();
         assert_eq!(arena.free.cached(), 0, "the exited thread's cache went back to the lists");
         assert_eq!(arena.free.lists.listed().len() as u64, arena.high_water());
+    }
+
+    #[test]
+    fn after_a_shrink_a_thread_gives_its_cache_back_at_its_next_take() {
+        let arena = Arc::new(EntryArena::new());
+        let (ask, asked) = std::sync::mpsc::channel::<()>();
+        let (done, finished) = std::sync::mpsc::channel::<usize>();
+        let worker = Arc::clone(&arena);
+        let thread = std::thread::spawn(move || {
+            let ids: Vec<EntryId> = (0..300).map(|_| worker.alloc().unwrap()).collect();
+            ids.into_iter().for_each(|id| worker.free(id));
+            done.send(worker.free.cached()).unwrap();
+            asked.recv().unwrap();
+            let id = worker.alloc().unwrap();
+            done.send(worker.free.cached()).unwrap();
+            worker.free(id);
+            asked.recv().unwrap();
+        });
+        let before = finished.recv().unwrap();
+        assert!(before > CAPACITY / 2, "the worker's frees stay in its cache: {before}");
+        arena.free.before_shrink();
+        assert_eq!(arena.free.cached(), before, "another thread's cache is its own to give back");
+        ask.send(()).unwrap();
+        let after = finished.recv().unwrap();
+        assert!(after < BATCH, "given back at the take, then one batch taken: {after} cached");
+        ask.send(()).unwrap();
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn an_audit_racing_a_cache_given_back_at_thread_exit_sees_each_index_once() {
+        // What a dropped arena's audit meets when a thread that scheduled exits meanwhile: its
+        // cache, given back by the thread-local's destructor, is on the lists or in the count.
+        for _ in 0..2_000 {
+            let arena = Arc::new(EntryArena::unaudited());
+            let worker = Arc::clone(&arena);
+            let (freed, wait) = std::sync::mpsc::channel();
+            let thread = std::thread::spawn(move || {
+                let ids: Vec<EntryId> = (0..10).map(|_| worker.alloc().unwrap()).collect();
+                ids.into_iter().for_each(|id| worker.free(id));
+                drop(worker);
+                freed.send(()).unwrap();
+            });
+            wait.recv().unwrap();
+            arena.audit();
+            thread.join().unwrap();
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@
 //!   read-modify-write, and every later write to the same counter is a read-modify-write too, so
 //!   the `Acquire` load that read `O` (or a later value) synchronises with it (a release sequence):
 //!   `I` happens-before that load, hence before the later loads of the ins, which therefore include
-//!   `I` (read-read coherence). So every thing counted out in what the read loaded is also counted
+//!   `I` (write-read coherence). So every thing counted out in what the read loaded is also counted
 //!   in, and the difference counts exactly the things counted in but not (yet, as read) out: at
 //!   least every thing in throughout the read (its count-in came before the read, its count-out did
 //!   not), and never a negative number.
