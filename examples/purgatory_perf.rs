@@ -296,7 +296,10 @@ fn run(args: &Args, rate: f64, timeout: Duration, latencies: Latencies) -> RunRe
     arriving.store(false, Ordering::Release);
     let completer_cpu = completer.join().unwrap();
     let give_up = Instant::now() + timeout * 2 + Duration::from_secs(5);
-    while purgatory.delayed() > 0 && Instant::now() < give_up {
+    // All three counts, not `delayed()` alone: an expired operation leaves `delayed()` when the timer
+    // claims its timeout, a moment before its task takes its watches off their lists.
+    let drained = || (purgatory.delayed(), purgatory.watched(), purgatory.watched_keys()) == (0, 0, 0);
+    while !drained() && Instant::now() < give_up {
         thread::sleep(Duration::from_millis(2));
     }
     let wall = stats.start.elapsed();

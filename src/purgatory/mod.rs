@@ -29,7 +29,11 @@
 //! timeout (a check or a cancel; the expiry *is* that timeout, already claimed by the timer) and
 //! removes every one of its watches from its key's list (O(1) each; emptied lists are removed); and
 //! only then runs the callbacks: `on_complete`, and on expiry `on_expiration` right after it. So when
-//! a callback runs, `delayed()` and `watched()` already exclude the operation.
+//! a callback runs, `delayed()` and `watched()` already exclude the operation. Between the two steps
+//! of a retirement the counts disagree for a moment: `delayed()` drops when the timeout is claimed
+//! (by the expiry, or by the retiring thread's cancel), `watched()` and `watched_keys()` when the
+//! watches leave their lists just after. A caller waiting for a purgatory to drain waits for all
+//! three to read zero.
 //!
 //! `delayed()` is the timer's pending count (as Kafka's `numDelayed` is its timer's size), plus the
 //! rare operations whose timeout is beyond the timer's range: the purgatory keeps no counter of its
