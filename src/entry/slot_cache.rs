@@ -14,8 +14,14 @@
 //!   else the pool, else a page of never-used indices), one lock per batch;
 //! * a **put** on the owning thread appends to the cache (so does the driver's return of a fired
 //!   batch, on a thread that schedules too: a task that re-arms); a cache past [`CAPACITY`] gives
-//!   its oldest batch to the free lists' pool, one lock per batch. A put of another arena's index (a thread
-//!   cancelling on two timers), or on a thread that never allocated, goes to the free lists.
+//!   its oldest batch to the free lists' pool, one lock per batch. A put of another arena's index
+//!   (a thread cancelling on two timers), or on a thread that never allocated, goes to the lists.
+//!
+//! The task slab's blocks (closures of 17 to 256 bytes, `task_slab.rs`) have no such cache: a slab
+//! dropped while a block is still held leaks its pages rather than unmap them under the holder,
+//! and it tells from the blocks missing from its lists; a block in a cache would look held, and
+//! only an exact count of cached blocks (one more shared read-modify-write per take and put)
+//! would tell them apart.
 //!
 //! A released slot so still waits behind at least [`MIN_AGE`] older indices before its reuse, as on
 //! a stripe's list (a handle learns how its task ended until then: `entry/`).
