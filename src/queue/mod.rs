@@ -27,6 +27,11 @@
 //!   (`ready.rs`) under one lock per batch and wakes every waiting consumer.
 //! * **consume**: take the oldest value from the ready list's taking side, which a consumer
 //!   refills with all the arrivals at once when it runs empty; count it out of `len`.
+//! * **drop**: the queue drops the ready list's values, and marks it so that a batch arriving
+//!   later (from a driver thread that was advancing, which the timer's drop does not wait for) is
+//!   dropped as it arrives; then the timer's drop drops the pending values. The ready list itself
+//!   is shared with the timer's sink, and so may outlive the queue: it must not be what holds the
+//!   values.
 //!
 //! **Exactly once.** A value leaves its entry only through the entry's one claim: to the firing
 //! (then the ready list, from which one consumer takes it) or to a remove. A key whose value
@@ -98,7 +103,10 @@ impl fmt::Debug for Key {
 /// takes it: taking never holds up the timer. [`len`](Self::len) counts values pending and expired
 /// but not yet taken.
 ///
-/// Dropping the queue stops its timer and drops every value it holds. Deadlines are instants on
+/// Dropping the queue stops its timer and drops every value it holds, expired or pending, before
+/// it returns. The one exception is a batch of values that the timer's driver thread is handing
+/// over at that moment: the drop does not wait for an advance under way (it may be running a task
+/// scheduled on [`timer`](Self::timer)), and the driver drops those values as it finishes. Deadlines are instants on
 /// the timer's clock ([`Timer::now`]): with a [`ManualClock`](crate::ManualClock), the queue is as
 /// deterministic as its timer.
 ///
@@ -339,6 +347,15 @@ impl<T> DelayQueue<T> {
     /// expire inside this call on a manual timer.
     pub fn advance_clock(&self, timeout: Duration) -> bool {
         self.timer.advance_clock(timeout)
+    }
+}
+
+/// Drops the expired values before the timer (the next field) drops the pending ones: the ready
+/// list is shared with the timer's value sink, which a driver thread still finishing an advance
+/// keeps alive after the drop returns.
+impl<T> Drop for DelayQueue<T> {
+    fn drop(&mut self) {
+        self.inner.ready.discard();
     }
 }
 

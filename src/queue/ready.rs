@@ -18,6 +18,14 @@
 //! the order the timer fired the values, and it moves over only onto an empty `taking`, so values
 //! leave in that order (any number of consumers take from the one `taking` list).
 //!
+//! ## Dropping the queue
+//!
+//! The ready list is shared with the timer's value sink, which a driver thread still finishing an
+//! advance keeps alive after the queue's drop returns. So the queue's drop **discards** the lists
+//! (`discard`: their values are dropped at once) and marks the arrivals, under the arrival lock, so
+//! that a batch arriving later is dropped as it arrives (`drop_caught`: on the timer's thread)
+//! instead of kept.
+//!
 //! ## Waiting, and the queue becoming empty
 //!
 //! A consumer waits only if nothing is ready and the count is not zero: holding both locks (so
@@ -58,6 +66,7 @@ use std::time::{Duration, Instant};
 use super::len::Len;
 use super::Expired;
 use crate::sync::{fence, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::unwind::drop_caught;
 
 /// What the arrival lock guards.
 struct Arrived<T> {
@@ -68,6 +77,9 @@ struct Arrived<T> {
     wakers: Vec<Waker>,
     /// The timer shut down: no value expires any more, so a consumer finding none waits no more.
     closed: bool,
+    /// The queue is dropped: values that still arrive (a batch its timer's driver was handing
+    /// over) are dropped at once instead of kept.
+    discarding: bool,
 }
 
 /// Its own cache lines (128 bytes: adjacent-line prefetching pairs lines): the taking side, which
@@ -106,6 +118,7 @@ impl<T> Ready<T> {
                 waiting_threads: 0,
                 wakers: Vec::new(),
                 closed: false,
+                discarding: false,
             })),
             available: Line(Condvar::new()),
             waiting: AtomicUsize::new(0),
@@ -142,8 +155,27 @@ impl<T> Ready<T> {
     /// consumer once.
     pub(super) fn push_all(&self, expired: impl Iterator<Item = Expired<T>>) {
         let mut arrived = self.arrived.lock();
+        if arrived.discarding {
+            drop(arrived);
+            // On the timer's thread: a value's panicking `Drop` must not end it.
+            expired.for_each(|expired| {
+                drop_caught(expired);
+            });
+            return;
+        }
         arrived.values.extend(expired);
         self.wake(arrived);
+    }
+
+    /// The queue is dropped: drops every expired value it holds, now, and any that arrives later.
+    pub(super) fn discard(&self) {
+        let taking = mem::take(&mut *self.taking.lock());
+        let arrived = {
+            let mut arrived = self.arrived.lock();
+            arrived.discarding = true;
+            mem::take(&mut arrived.values)
+        };
+        drop((taking, arrived));
     }
 
     /// The timer shut down: consumers take what expired and then wait no more; wakes every
