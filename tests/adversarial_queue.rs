@@ -280,3 +280,35 @@ fn dropping_a_queue_whose_driver_is_busy_drops_its_expired_values_before_it_retu
     drop(taken);
     assert_eq!(drops.load(Ordering::SeqCst), 40);
 }
+
+/// Two queues used alike hand out equal slots and generations: a key names its own queue's value
+/// only. Given to another queue it names nothing there, and never touches that queue's timer
+/// entries, a plain task's included (whose own cancel must still be the one that wins).
+#[test]
+fn a_key_of_another_queue_names_nothing() {
+    let (clock_a, a) = manual_queue::<&str>();
+    let (clock_b, b) = manual_queue::<&str>();
+    let key_a = a.insert("a", ms(5));
+    let key_b = b.insert("b", ms(5));
+    assert_eq!(a.remove(&key_b), None, "b's key names nothing in a");
+    assert!(!a.reset(&key_b, ms(1)) && !a.reset_at(&key_b, a.timer().now()));
+    assert_eq!(a.deadline(&key_b), None);
+    assert_eq!(a.len(), 1);
+    // A plain task on b's timer in the slot a's next key will name.
+    let ran = Arc::new(AtomicUsize::new(0));
+    assert_eq!(b.remove(&key_b), Some("b"));
+    let task = {
+        let ran = Arc::clone(&ran);
+        b.timer().schedule(ms(5), move || {
+            ran.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    assert_eq!(a.remove(&key_a), Some("a"));
+    let key_a2 = a.insert("a2", ms(5));
+    assert_eq!(b.remove(&key_a2), None, "a's key names nothing in b");
+    assert!(task.is_pending(), "the plain task is untouched");
+    advance(&clock_b, &b, ms(5));
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "it ran, once");
+    advance(&clock_a, &a, ms(5));
+    assert_eq!(a.try_recv().map(Expired::into_inner), Some("a2"));
+}

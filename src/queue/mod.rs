@@ -37,7 +37,9 @@
 //! (then the ready list, from which one consumer takes it) or to a remove. A key whose value
 //! expired or was removed names nothing once its slot is reused (the generation differs; loom
 //! model `queue::remove_racing_expiry_then_reuse`), and a reset never claims (loom model
-//! `queue::reset_racing_expiry`).
+//! `queue::reset_racing_expiry`). A key also carries its queue's number, checked before its ticket
+//! is used: slots and generations are per timer, so another queue's key could otherwise name an
+//! entry of this queue's timer, a plain task's included.
 //!
 //! **Order.** The timer fires each batch in deadline order (to a 256th of a tick within a tick;
 //! first inserted first for equal deadlines) and hands it over in that order. With executor
@@ -68,19 +70,25 @@ use crate::timer::When;
 use crate::Timer;
 use ready::Ready;
 
-/// Names a value inserted into a [`DelayQueue`]: its timer entry's slot and generation. A key of a
-/// value that expired or was removed names nothing, also once its slot holds a later value.
+/// Names a value inserted into a [`DelayQueue`]: its queue, and its timer entry's slot and
+/// generation. A key of a value that expired or was removed names nothing, also once its slot
+/// holds a later value; a key given to another queue than its own names nothing there.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Key(Option<ValueTicket>);
+pub struct Key {
+    ticket: Option<ValueTicket>,
+    /// The queue's number ([`Inner::id`]): slots and generations are per timer, so two queues
+    /// used alike hand out equal tickets.
+    queue: u64,
+}
 
 impl Key {
     /// The key of a refused insert: names nothing.
-    const NOTHING: Key = Key(None);
+    const NOTHING: Key = Key { ticket: None, queue: 0 };
 }
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
+        match &self.ticket {
             Some(ticket) => ticket.fmt(f),
             None => f.write_str("Key(nothing)"),
         }
@@ -142,6 +150,8 @@ pub struct DelayQueue<T> {
 struct Inner<T> {
     /// The expired values, the waiting consumers, and the count of values (`len`).
     ready: Ready<T>,
+    /// This queue's number, in its keys (never 0, the number of no queue).
+    id: u64,
     /// The instant the timer's clock readings count from: exact deadlines are offsets from it.
     base: Instant,
 }
@@ -155,7 +165,7 @@ impl<T: Send + 'static> ValueSink for Sink<T> {
         let base = inner.base;
         let expired = fired.drain::<T>().map(|(value, ticket, exact)| Expired {
             value,
-            key: Key(Some(ticket)),
+            key: Key { ticket: Some(ticket), queue: inner.id },
             deadline: instant_of(base, exact),
         });
         inner.ready.push_all(expired);
@@ -191,7 +201,9 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// `len` still counts them, but consumers no longer wait for them: they take the values that
     /// had expired, then find the queue empty (`recv_timeout` and `poll_expired` return `None`).
     pub fn with_timer(timer: Timer) -> Self {
-        let inner = Inner { ready: Ready::new(), base: timer.clock_base() };
+        static QUEUES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = QUEUES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let inner = Inner { ready: Ready::new(), id, base: timer.clock_base() };
         let inner = Arc::new(inner);
         timer.set_value_sink(Box::new(Sink(Arc::clone(&inner))));
         DelayQueue { timer, inner }
@@ -244,7 +256,7 @@ impl<T: Send + 'static> DelayQueue<T> {
         // Counted in before the entry exists: a consumer can count it out only after it expired.
         inner.ready.count_in();
         match self.timer.insert_value(when, value) {
-            Ok((ticket, _)) => Ok(Key(Some(ticket))),
+            Ok((ticket, _)) => Ok(Key { ticket: Some(ticket), queue: inner.id }),
             Err((value, error)) => {
                 inner.ready.count_out_untaken();
                 Err(InsertError { value, error })
@@ -256,7 +268,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// expired (or is expiring: the timer has claimed it) or was removed, also when the key's
     /// slot now holds a later value. A value it returns never comes out of the queue.
     pub fn remove(&self, key: &Key) -> Option<T> {
-        let (value, _) = self.timer.remove_value::<T>(key.0?)?;
+        let (value, _) = self.timer.remove_value::<T>(self.ticket(key)?)?;
         self.inner.ready.count_out_untaken();
         Some(value)
     }
@@ -266,20 +278,25 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// has expired or is expiring, was removed, or the new deadline is beyond the timer's range
     /// (then nothing changes).
     pub fn reset(&self, key: &Key, delay: Duration) -> bool {
-        key.0.is_some_and(|ticket| self.timer.reset_value(ticket, When::After(delay)))
+        self.ticket(key).is_some_and(|ticket| self.timer.reset_value(ticket, When::After(delay)))
     }
 
     /// Moves the deadline of the value `key` names to `deadline` (on the timer's clock; one
     /// already passed expires by the next advance). Returns as [`reset`](Self::reset).
     pub fn reset_at(&self, key: &Key, deadline: Instant) -> bool {
-        key.0.is_some_and(|ticket| self.timer.reset_value(ticket, When::At(deadline)))
+        self.ticket(key).is_some_and(|ticket| self.timer.reset_value(ticket, When::At(deadline)))
     }
 
     /// The deadline of the value `key` names, while it is pending; `None` once it has expired (or
     /// is expiring) or was removed.
     pub fn deadline(&self, key: &Key) -> Option<Instant> {
-        let exact = self.timer.value_deadline(key.0?)?;
+        let exact = self.timer.value_deadline(self.ticket(key)?)?;
         Some(instant_of(self.inner.base, exact))
+    }
+
+    /// The ticket `key` carries, if it is a key of this queue.
+    fn ticket(&self, key: &Key) -> Option<ValueTicket> {
+        key.ticket.filter(|_| key.queue == self.inner.id)
     }
 }
 
