@@ -130,3 +130,35 @@ fn poll_expired_wakes_and_ends_when_the_timer_shuts_down() {
     assert_eq!(counter.count(), 1, "woken by the shutdown");
     assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
 }
+
+/// `next_expired` futures dropped while they wait (the losers of a `select!`) leave no waker in
+/// the queue: a queue polled by many short-lived tasks keeps none of them. One that stays keeps
+/// its registration, also when another future of the same task is dropped.
+#[test]
+fn a_dropped_next_expired_future_takes_its_waker_out() {
+    let (clock, queue) = manual_queue();
+    queue.insert("later", ms(5));
+    let mut wakers = Vec::new();
+    for _ in 0..1_000 {
+        let (counter, waker) = CountingWaker::new();
+        let mut next = queue.next_expired();
+        assert!(common::waker::poll(std::pin::Pin::new(&mut next), &waker).is_pending());
+        drop(next);
+        drop(waker);
+        wakers.push(counter);
+    }
+    let kept = wakers.iter().filter(|counter| Arc::strong_count(counter) > 1).count();
+    assert_eq!(kept, 0, "wakers of dropped futures still held by the queue");
+
+    // Two futures of one task: dropping one leaves the other registered.
+    let (counter, waker) = CountingWaker::new();
+    let mut first = queue.next_expired();
+    let mut second = queue.next_expired();
+    assert!(common::waker::poll(std::pin::Pin::new(&mut first), &waker).is_pending());
+    assert!(common::waker::poll(std::pin::Pin::new(&mut second), &waker).is_pending());
+    drop(first);
+    advance(&clock, &queue, ms(5));
+    assert!(counter.count() >= 1, "the remaining future's task was woken");
+    let got = common::waker::poll(std::pin::Pin::new(&mut second), &waker);
+    assert!(matches!(got, Poll::Ready(Some(ref e)) if *e.get_ref() == "later"));
+}

@@ -63,6 +63,8 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 pub use expired::{Expired, InsertError};
+#[cfg(feature = "async")]
+pub use stream::NextExpired;
 
 use crate::sync::Arc;
 use crate::timer::values::{instant_of, FiredValues, ValueSink, ValueTicket};

@@ -73,8 +73,12 @@ struct Arrived<T> {
     values: VecDeque<Expired<T>>,
     /// Threads blocked in `recv_timeout`.
     waiting_threads: usize,
-    /// Tasks waiting in `poll_expired` (each task once: see `poll_pop`).
-    wakers: Vec<Waker>,
+    /// Tasks waiting, each with its registration: 0 for `poll_expired` (each task once: see
+    /// `poll_pop`), else the number of a `next_expired` future, which takes its entry out when
+    /// it is dropped (`unregister`).
+    wakers: Vec<(u64, Waker)>,
+    /// The last registration number handed to a `next_expired` future.
+    registrations: u64,
     /// The timer shut down: no value expires any more, so a consumer finding none waits no more.
     closed: bool,
     /// The queue is dropped: values that still arrive (a batch its timer's driver was handing
@@ -117,6 +121,7 @@ impl<T> Ready<T> {
                 values: VecDeque::new(),
                 waiting_threads: 0,
                 wakers: Vec::new(),
+                registrations: 0,
                 closed: false,
                 discarding: false,
             })),
@@ -206,7 +211,7 @@ impl<T> Ready<T> {
         if threads {
             self.available.notify_all();
         }
-        wakers.into_iter().for_each(Waker::wake);
+        wakers.into_iter().for_each(|(_, waker)| waker.wake());
     }
 
     /// With `taking` empty: moves the arrived values over (`Ok`), or finds none and hands back the
@@ -261,14 +266,14 @@ impl<T> Ready<T> {
 
     /// Registers a waiting consumer (both locks held; `waker`: the task's, `None` for a thread)
     /// and reads the count after the fence: `false`, and unregistered again, if the queue is empty.
-    fn register(&self, arrived: &mut Arrived<T>, waker: Option<&Waker>) -> bool {
+    fn register(&self, arrived: &mut Arrived<T>, waker: Option<(u64, &Waker)>) -> bool {
         self.waiting.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         if self.len.get() == 0 {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             return false;
         }
-        arrived.wakers.extend(waker.cloned());
+        arrived.wakers.extend(waker.map(|(registration, waker)| (registration, waker.clone())));
         true
     }
 
@@ -340,9 +345,15 @@ impl<T> Ready<T> {
     }
 
     /// The oldest expired value; `Ready(None)` if nothing is pending or expired; otherwise
-    /// `Pending`, with the task's waker registered.
+    /// `Pending`, with the task's waker registered: under `registration` (a `next_expired`
+    /// future's, 0 before its first registration, which this sets), or with `None` (a bare
+    /// `poll_expired`) once per task.
     #[cfg(feature = "async")]
-    pub(super) fn poll_pop(&self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+    pub(super) fn poll_pop(
+        &self,
+        cx: &mut Context<'_>,
+        registration: Option<&mut u64>,
+    ) -> Poll<Option<Expired<T>>> {
         let mut taking = self.taking.lock();
         let mut arrived = match self.look(&mut taking) {
             Ok(expired) => {
@@ -354,16 +365,46 @@ impl<T> Ready<T> {
         if arrived.closed || self.len.get() == 0 {
             return Poll::Ready(None);
         }
-        // A task that polls again before it was woken is registered once: its registration stays
-        // counted in `waiting` until a wake takes its waker, and only the read is repeated.
-        if arrived.wakers.iter().any(|waker| waker.will_wake(cx.waker())) {
+        // A task (or a future) that polls again before it was woken is registered once: its
+        // registration stays counted in `waiting` until a wake takes its waker, and only the read
+        // is repeated (with the waker of this poll).
+        let mine = |(id, waker): &(u64, Waker)| match &registration {
+            Some(registration) => *id == **registration,
+            None => *id == 0 && waker.will_wake(cx.waker()),
+        };
+        if let Some(entry) = arrived.wakers.iter_mut().find(|entry| mine(entry)) {
+            if !entry.1.will_wake(cx.waker()) {
+                entry.1 = cx.waker().clone();
+            }
             fence(Ordering::SeqCst);
             return if self.len.get() == 0 { Poll::Ready(None) } else { Poll::Pending };
         }
-        if self.register(&mut arrived, Some(cx.waker())) {
+        let id = match registration {
+            Some(registration) => {
+                arrived.registrations += 1;
+                *registration = arrived.registrations;
+                *registration
+            }
+            None => 0,
+        };
+        if self.register(&mut arrived, Some((id, cx.waker()))) {
             Poll::Pending
         } else {
             Poll::Ready(None)
+        }
+    }
+
+    /// Takes a dropped `next_expired` future's registration out, if a wake has not taken it: a
+    /// future cancelled while waiting (the loser of a `select!`) holds no waker, so no task's
+    /// memory is kept by a queue that many such futures polled.
+    #[cfg(feature = "async")]
+    pub(super) fn unregister(&self, registration: u64) {
+        let mut arrived = self.arrived.lock();
+        if let Some(at) = arrived.wakers.iter().position(|(id, _)| *id == registration) {
+            let (_, waker) = arrived.wakers.swap_remove(at);
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            drop(arrived);
+            drop(waker);
         }
     }
 }

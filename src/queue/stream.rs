@@ -1,6 +1,7 @@
 //! The `async` feature's consumers: [`DelayQueue::poll_expired`], [`DelayQueue::next_expired`] and
 //! `futures_core::Stream`.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -16,8 +17,13 @@ impl<T> DelayQueue<T> {
     /// Any number of tasks may poll at once: each value goes to one of them, and every waiting task
     /// is woken on each change. The timer's driver (or whoever advances a manual timer) does the
     /// waking; this needs no particular executor.
+    ///
+    /// A task that stops polling stays registered (its waker kept) until the next wake: a value
+    /// expiring, the queue becoming empty, or a shutdown. A future that may be dropped while it
+    /// waits (a branch of a `select!`) is better served by [`next_expired`](Self::next_expired),
+    /// whose drop takes its registration out.
     pub fn poll_expired(&self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
-        self.inner.ready.poll_pop(cx)
+        self.inner.ready.poll_pop(cx, None)
     }
 
     /// The oldest expired value, waiting for one to expire; `None` once nothing is pending or
@@ -26,9 +32,42 @@ impl<T> DelayQueue<T> {
     /// # Cancellation
     ///
     /// Cancel-safe: a value is taken only by the poll that returns it, so dropping the future loses
-    /// nothing.
-    pub async fn next_expired(&self) -> Option<Expired<T>> {
-        std::future::poll_fn(|cx| self.poll_expired(cx)).await
+    /// nothing; and a future dropped while it waits takes its waker out of the queue, so a queue
+    /// polled by many short-lived futures keeps none of their tasks.
+    pub fn next_expired(&self) -> NextExpired<'_, T> {
+        NextExpired { queue: self, registration: 0 }
+    }
+}
+
+/// The future of [`DelayQueue::next_expired`]: the oldest expired value, or `None` once nothing
+/// is pending or expired. Dropped while it waits, it takes its waker out of the queue.
+#[must_use = "futures do nothing unless polled"]
+pub struct NextExpired<'a, T> {
+    queue: &'a DelayQueue<T>,
+    /// Its registration among the queue's waiting tasks (0: none yet).
+    registration: u64,
+}
+
+impl<T> Future for NextExpired<'_, T> {
+    type Output = Option<Expired<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+        let this = self.get_mut();
+        this.queue.inner.ready.poll_pop(cx, Some(&mut this.registration))
+    }
+}
+
+impl<T> Drop for NextExpired<'_, T> {
+    fn drop(&mut self) {
+        if self.registration != 0 {
+            self.queue.inner.ready.unregister(self.registration);
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for NextExpired<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NextExpired").field("registration", &self.registration).finish_non_exhaustive()
     }
 }
 
