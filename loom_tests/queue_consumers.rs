@@ -99,3 +99,38 @@ fn two_consumers_racing_a_batch() {
         assert!(queue.is_empty());
     });
 }
+
+/// Two `next_expired` futures of one task wait; one is dropped while the value expires. The drop
+/// takes out its own registration only: the other future is woken by the expiry (or, if the drop
+/// came after the wake, the wake took both and the drop finds nothing), and takes the value.
+#[test]
+fn a_dropped_next_expired_racing_an_expiry() {
+    use std::future::Future;
+    use std::pin::Pin;
+
+    loom::model(|| {
+        let (clock, queue) = manual_queue();
+        queue.insert(1, ticks(1));
+        let woken = std::sync::Arc::new(Woken::default());
+        let waker = Waker::from(std::sync::Arc::clone(&woken));
+        let mut cx = Context::from_waker(&waker);
+        let mut dropped = queue.next_expired();
+        let mut kept = queue.next_expired();
+        assert!(Pin::new(&mut dropped).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut kept).poll(&mut cx).is_pending());
+        let expiry = {
+            let (clock, queue) = (clock.clone(), Arc::clone(&queue));
+            loom::thread::spawn(move || {
+                clock.advance(ticks(1));
+                queue.advance_clock(Duration::ZERO);
+            })
+        };
+        drop(dropped);
+        expiry.join().unwrap();
+        assert!(woken.0.load(Ordering::Relaxed) > 0, "the waiting future's task was never woken");
+        match Pin::new(&mut kept).poll(&mut cx) {
+            Poll::Ready(Some(expired)) => assert_eq!(expired.into_inner(), 1),
+            other => panic!("the kept future got {:?}", other.map(|e| e.map(|e| e.into_inner()))),
+        }
+    });
+}

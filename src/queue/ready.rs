@@ -78,6 +78,7 @@ struct Arrived<T> {
     /// it is dropped (`unregister`).
     wakers: Vec<(u64, Waker)>,
     /// The last registration number handed to a `next_expired` future.
+    #[cfg(feature = "async")]
     registrations: u64,
     /// The timer shut down: no value expires any more, so a consumer finding none waits no more.
     closed: bool,
@@ -121,6 +122,7 @@ impl<T> Ready<T> {
                 values: VecDeque::new(),
                 waiting_threads: 0,
                 wakers: Vec::new(),
+                #[cfg(feature = "async")]
                 registrations: 0,
                 closed: false,
                 discarding: false,
@@ -403,6 +405,14 @@ impl<T> Ready<T> {
         if let Some(at) = arrived.wakers.iter().position(|(id, _)| *id == registration) {
             let (_, waker) = arrived.wakers.swap_remove(at);
             self.waiting.fetch_sub(1, Ordering::Relaxed);
+            // Seeded fault `queue_unregister_by_waker` (docs/loom.md): the drop takes out every
+            // registration with the same waker, so another future of the same task, still
+            // waiting, is never woken.
+            if fault!("queue_unregister_by_waker") {
+                let before = arrived.wakers.len();
+                arrived.wakers.retain(|(_, other)| !other.will_wake(&waker));
+                self.waiting.fetch_sub(before - arrived.wakers.len(), Ordering::Relaxed);
+            }
             drop(arrived);
             drop(waker);
         }
