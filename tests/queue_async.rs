@@ -162,3 +162,18 @@ fn a_dropped_next_expired_future_takes_its_waker_out() {
     let got = common::waker::poll(std::pin::Pin::new(&mut second), &waker);
     assert!(matches!(got, Poll::Ready(Some(ref e)) if *e.get_ref() == "later"));
 }
+
+/// A task polling `poll_expired` and another's first `next_expired` poll register apart: the
+/// future does not take over the bare registration, and both tasks are woken on expiry.
+#[test]
+fn a_next_expired_future_and_a_bare_poll_register_apart() {
+    let (clock, queue) = manual_queue();
+    queue.insert("a", ms(2));
+    let (bare, bare_waker) = CountingWaker::new();
+    assert!(queue.poll_expired(&mut Context::from_waker(&bare_waker)).is_pending());
+    let (future, future_waker) = CountingWaker::new();
+    let mut next = queue.next_expired();
+    assert!(common::waker::poll(std::pin::Pin::new(&mut next), &future_waker).is_pending());
+    advance(&clock, &queue, ms(2));
+    assert_eq!((bare.count(), future.count()), (1, 1), "each task woken once");
+}

@@ -371,7 +371,9 @@ impl<T> Ready<T> {
         // registration stays counted in `waiting` until a wake takes its waker, and only the read
         // is repeated (with the waker of this poll).
         let mine = |(id, waker): &(u64, Waker)| match &registration {
-            Some(registration) => *id == **registration,
+            // A future not registered yet (0) has no entry: the entries numbered 0 are other
+            // tasks' bare `poll_expired` registrations.
+            Some(registration) => **registration != 0 && *id == **registration,
             None => *id == 0 && waker.will_wake(cx.waker()),
         };
         if let Some(entry) = arrived.wakers.iter_mut().find(|entry| mine(entry)) {
