@@ -33,8 +33,10 @@
 //! the arrival lock), issues a `SeqCst` fence, then reads the count; at zero it unregisters and
 //! returns `None`. Whoever appends to `arrived`, or closes it, wakes every registered consumer under
 //! the arrival lock: a consumer that registered before is woken, one that comes after sees the
-//! values. The lowering of `waiting` happens under the arrival lock (the woken thread itself, or
-//! the wake that takes the wakers).
+//! values. The lowering of `waiting` happens under the arrival lock (the woken thread itself, the
+//! wake that takes the wakers, or a `next_expired` future dropped while registered, which takes
+//! out its own entry: each such future has a number of its own, so a task's other futures stay
+//! registered; loom model `queue_consumers::a_dropped_next_expired_racing_an_expiry`).
 //!
 //! The count reaching zero must wake the registered consumers too, so that each returns `None`.
 //! Whoever counts out checks `waiting` and, if it is not zero, issues a `SeqCst` fence, reads the
