@@ -177,3 +177,37 @@ fn a_next_expired_future_and_a_bare_poll_register_apart() {
     advance(&clock, &queue, ms(2));
     assert_eq!((bare.count(), future.count()), (1, 1), "each task woken once");
 }
+
+/// A task whose drop uses the queue (its last reference held by the queue's registration).
+struct UsesTheQueue(&'static DelayQueue<u32>);
+
+impl std::task::Wake for UsesTheQueue {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for UsesTheQueue {
+    fn drop(&mut self) {
+        let _ = self.0.try_recv();
+    }
+}
+
+/// A `next_expired` future polled by another task than before replaces its waker, and the old one
+/// (possibly its task's last reference, whose drop takes the queue's locks) is dropped after the
+/// queue's locks are released.
+#[test]
+fn a_next_expired_future_moved_to_another_task_drops_the_old_waker_outside_the_locks() {
+    let (_clock, queue) = manual_queue::<u32>();
+    let queue: &'static DelayQueue<u32> = Box::leak(Box::new(queue));
+    queue.insert(1, Duration::from_secs(60));
+    let (done, finished) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let mut next = queue.next_expired();
+        let first = std::task::Waker::from(Arc::new(UsesTheQueue(queue)));
+        assert!(common::waker::poll(std::pin::Pin::new(&mut next), &first).is_pending());
+        drop(first); // the queue's registration now holds that task's last reference
+        let second = std::task::Waker::from(Arc::new(UsesTheQueue(queue)));
+        assert!(common::waker::poll(std::pin::Pin::new(&mut next), &second).is_pending());
+        done.send(()).unwrap();
+    });
+    finished.recv_timeout(Duration::from_secs(10)).expect("the second poll deadlocked");
+}

@@ -91,7 +91,7 @@ impl Key {
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.ticket {
-            Some(ticket) => ticket.fmt(f),
+            Some(ticket) => write!(f, "Key(queue {}, {ticket:?})", self.queue),
             None => f.write_str("Key(nothing)"),
         }
     }

@@ -58,6 +58,8 @@
 //! checks each side (`queue_consumers::remove_racing_a_waiting_consumer`,
 //! `queue_consumers::two_consumers_racing_a_batch`).
 
+#[cfg(feature = "async")]
+use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::mem;
 use std::task::Waker;
@@ -75,10 +77,12 @@ struct Arrived<T> {
     values: VecDeque<Expired<T>>,
     /// Threads blocked in `recv_timeout`.
     waiting_threads: usize,
-    /// Tasks waiting, each with its registration: 0 for `poll_expired` (each task once: see
-    /// `poll_pop`), else the number of a `next_expired` future, which takes its entry out when
-    /// it is dropped (`unregister`).
-    wakers: Vec<(u64, Waker)>,
+    /// Tasks waiting in a bare `poll_expired` (each task once: see `poll_pop`).
+    wakers: Vec<Waker>,
+    /// Tasks waiting in a `next_expired` future, by the future's registration number: the future
+    /// takes its entry out when it is dropped (`unregister`), in O(1).
+    #[cfg(feature = "async")]
+    futures: HashMap<u64, Waker>,
     /// The last registration number handed to a `next_expired` future.
     #[cfg(feature = "async")]
     registrations: u64,
@@ -124,6 +128,8 @@ impl<T> Ready<T> {
                 values: VecDeque::new(),
                 waiting_threads: 0,
                 wakers: Vec::new(),
+                #[cfg(feature = "async")]
+                futures: HashMap::new(),
                 #[cfg(feature = "async")]
                 registrations: 0,
                 closed: false,
@@ -205,17 +211,22 @@ impl<T> Ready<T> {
     }
 
     fn wake(&self, mut arrived: MutexGuard<'_, Arrived<T>>) {
-        if arrived.waiting_threads == 0 && arrived.wakers.is_empty() {
+        if arrived.waiting_threads == 0 && arrived.wakers.is_empty() && !arrived.has_futures() {
             return;
         }
         let threads = arrived.waiting_threads != 0;
-        let wakers = mem::take(&mut arrived.wakers);
+        #[allow(unused_mut)]
+        let mut wakers = mem::take(&mut arrived.wakers);
+        #[cfg(feature = "async")]
+        if !arrived.futures.is_empty() {
+            wakers.extend(mem::take(&mut arrived.futures).into_values());
+        }
         self.waiting.fetch_sub(wakers.len(), Ordering::Relaxed);
         drop(arrived);
         if threads {
             self.available.notify_all();
         }
-        wakers.into_iter().for_each(|(_, waker)| waker.wake());
+        wakers.into_iter().for_each(Waker::wake);
     }
 
     /// With `taking` empty: moves the arrived values over (`Ok`), or finds none and hands back the
@@ -277,7 +288,14 @@ impl<T> Ready<T> {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             return false;
         }
-        arrived.wakers.extend(waker.map(|(registration, waker)| (registration, waker.clone())));
+        match waker {
+            #[cfg(feature = "async")]
+            Some((registration, waker)) if registration != 0 => {
+                arrived.futures.insert(registration, waker.clone());
+            }
+            Some((_, waker)) => arrived.wakers.push(waker.clone()),
+            None => {}
+        }
         true
     }
 
@@ -371,19 +389,24 @@ impl<T> Ready<T> {
         }
         // A task (or a future) that polls again before it was woken is registered once: its
         // registration stays counted in `waiting` until a wake takes its waker, and only the read
-        // is repeated (with the waker of this poll).
-        let mine = |(id, waker): &(u64, Waker)| match &registration {
-            // A future not registered yet (0) has no entry: the entries numbered 0 are other
-            // tasks' bare `poll_expired` registrations.
-            Some(registration) => **registration != 0 && *id == **registration,
-            None => *id == 0 && waker.will_wake(cx.waker()),
+        // is repeated (with the waker of this poll: a waker it replaces is dropped after the locks
+        // are released, as its task's last reference may run code that takes them).
+        let registered = match &registration {
+            // A future not registered yet (0) has no entry.
+            Some(registration) => match arrived.futures.get_mut(*registration) {
+                Some(kept) => {
+                    Some((!kept.will_wake(cx.waker())).then(|| mem::replace(kept, cx.waker().clone())))
+                }
+                None => None,
+            },
+            None => arrived.wakers.iter().any(|kept| kept.will_wake(cx.waker())).then_some(None),
         };
-        if let Some(entry) = arrived.wakers.iter_mut().find(|entry| mine(entry)) {
-            if !entry.1.will_wake(cx.waker()) {
-                entry.1 = cx.waker().clone();
-            }
+        if let Some(replaced) = registered {
             fence(Ordering::SeqCst);
-            return if self.len.get() == 0 { Poll::Ready(None) } else { Poll::Pending };
+            let polled = if self.len.get() == 0 { Poll::Ready(None) } else { Poll::Pending };
+            drop((arrived, taking));
+            drop(replaced);
+            return polled;
         }
         let id = match registration {
             Some(registration) => {
@@ -406,19 +429,35 @@ impl<T> Ready<T> {
     #[cfg(feature = "async")]
     pub(super) fn unregister(&self, registration: u64) {
         let mut arrived = self.arrived.lock();
-        if let Some(at) = arrived.wakers.iter().position(|(id, _)| *id == registration) {
-            let (_, waker) = arrived.wakers.swap_remove(at);
+        if let Some(waker) = arrived.futures.remove(&registration) {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             // Seeded fault `queue_unregister_by_waker` (docs/loom.md): the drop takes out every
             // registration with the same waker, so another future of the same task, still
             // waiting, is never woken.
+            let mut others = Vec::new();
             if fault!("queue_unregister_by_waker") {
-                let before = arrived.wakers.len();
-                arrived.wakers.retain(|(_, other)| !other.will_wake(&waker));
-                self.waiting.fetch_sub(before - arrived.wakers.len(), Ordering::Relaxed);
+                let before = arrived.futures.len();
+                arrived.futures.retain(|_, other| {
+                    let same = other.will_wake(&waker);
+                    if same {
+                        others.push(other.clone());
+                    }
+                    !same
+                });
+                self.waiting.fetch_sub(before - arrived.futures.len(), Ordering::Relaxed);
             }
             drop(arrived);
-            drop(waker);
+            drop((waker, others));
         }
+    }
+}
+
+impl<T> Arrived<T> {
+    /// Whether a `next_expired` future waits.
+    fn has_futures(&self) -> bool {
+        #[cfg(feature = "async")]
+        return !self.futures.is_empty();
+        #[cfg(not(feature = "async"))]
+        false
     }
 }

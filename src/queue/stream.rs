@@ -40,7 +40,8 @@ impl<T> DelayQueue<T> {
 }
 
 /// The future of [`DelayQueue::next_expired`]: the oldest expired value, or `None` once nothing
-/// is pending or expired. Dropped while it waits, it takes its waker out of the queue.
+/// is pending or expired. Dropped while it waits, it takes its waker out of the queue. Polled again
+/// after it returned a value, it waits for the next one.
 #[must_use = "futures do nothing unless polled"]
 pub struct NextExpired<'a, T> {
     queue: &'a DelayQueue<T>,
