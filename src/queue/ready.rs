@@ -393,12 +393,10 @@ impl<T> Ready<T> {
         // are released, as its task's last reference may run code that takes them).
         let registered = match &registration {
             // A future not registered yet (0) has no entry.
-            Some(registration) => match arrived.futures.get_mut(*registration) {
-                Some(kept) => {
-                    Some((!kept.will_wake(cx.waker())).then(|| mem::replace(kept, cx.waker().clone())))
-                }
-                None => None,
-            },
+            Some(registration) => arrived
+                .futures
+                .get_mut(*registration)
+                .map(|kept| (!kept.will_wake(cx.waker())).then(|| mem::replace(kept, cx.waker().clone()))),
             None => arrived.wakers.iter().any(|kept| kept.will_wake(cx.waker())).then_some(None),
         };
         if let Some(replaced) = registered {
