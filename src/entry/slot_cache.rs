@@ -180,18 +180,7 @@ impl SlotFree {
     /// Returns a free index: to this thread's cache if this arena owns it, else to the lists.
     #[inline]
     pub(crate) fn put(self: &Arc<Self>, id: EntryId) {
-        let cached = with_cache(|local| {
-            if !local.owned_by(self) {
-                return false;
-            }
-            local.items.push_back(id);
-            self.count(1);
-            if local.items.len() > CAPACITY {
-                self.spill(local);
-            }
-            true
-        });
-        if cached != Some(true) {
+        if !self.keep(|items| items.push_back(id)) {
             self.lists.put(id);
         }
     }
@@ -200,19 +189,27 @@ impl SlotFree {
     /// it, giving its oldest batches to the lists as it overflows, else to the lists in one lock.
     pub(crate) fn put_all(self: &Arc<Self>, ids: impl Iterator<Item = EntryId>) {
         let mut ids = Some(ids);
-        with_cache(|local| {
-            if local.owned_by(self) {
-                let before = local.items.len();
-                local.items.extend(ids.take().expect("taken once"));
-                self.count(local.items.len() - before);
-                if local.items.len() > CAPACITY {
-                    self.spill(local);
-                }
-            }
-        });
-        if let Some(ids) = ids {
-            self.lists.put_all(ids);
+        if !self.keep(|items| items.extend(ids.take().expect("appended once"))) {
+            self.lists.put_all(ids.take().expect("not appended"));
         }
+    }
+
+    /// Appends to this thread's cache with `append` if this arena owns it, giving its oldest
+    /// batches to the pool past [`CAPACITY`]; `false` (and `append` not called) otherwise.
+    #[inline]
+    fn keep(self: &Arc<Self>, append: impl FnOnce(&mut VecDeque<EntryId>)) -> bool {
+        with_cache(|local| {
+            if !local.owned_by(self) {
+                return false;
+            }
+            let before = local.items.len();
+            append(&mut local.items);
+            self.count(local.items.len() - before);
+            if local.items.len() > CAPACITY {
+                self.spill(local);
+            }
+            true
+        }) == Some(true)
     }
 
     /// Gives a full cache's oldest batches to the pool, until it is within [`CAPACITY`].

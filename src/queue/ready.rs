@@ -406,19 +406,17 @@ impl<T> Ready<T> {
             drop(replaced);
             return polled;
         }
-        let id = match registration {
-            Some(registration) => {
-                arrived.registrations += 1;
-                *registration = arrived.registrations;
-                *registration
-            }
-            None => 0,
-        };
-        if self.register(&mut arrived, Some((id, cx.waker()))) {
-            Poll::Pending
-        } else {
-            Poll::Ready(None)
+        // A future's number is taken only once it is registered: one that found the queue empty
+        // holds none, and its drop has nothing to take out.
+        let id = registration.as_ref().map_or(0, |_| arrived.registrations + 1);
+        if !self.register(&mut arrived, Some((id, cx.waker()))) {
+            return Poll::Ready(None);
         }
+        if let Some(registration) = registration {
+            arrived.registrations = id;
+            *registration = id;
+        }
+        Poll::Pending
     }
 
     /// Takes a dropped `next_expired` future's registration out, if a wake has not taken it: a
