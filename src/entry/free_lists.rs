@@ -247,7 +247,8 @@ impl<T: Copy> FreeLists<T> {
         empty
     }
 
-    /// Every listed item, pool first: for audits.
+    /// Every listed item, pool first: for tests.
+    #[cfg(test)]
     pub(crate) fn listed(&self) -> Vec<T> {
         self.listed_with(|listed| listed)
     }

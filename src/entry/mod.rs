@@ -61,6 +61,7 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::deadline::Deadline;
 
 pub(crate) mod arena;
+mod block_cache;
 mod claim;
 pub(crate) mod faults;
 mod free_lists;
@@ -74,8 +75,7 @@ pub(crate) mod location;
 // A module with `unsafe` code (see the crate's "Unsafe code"): two system calls of the shrink.
 #[allow(unsafe_code)]
 mod os;
-// A module with `unsafe` code (see the crate's "Unsafe code"): the arena's pages, which a shrink
-// frees.
+// A module with `unsafe` code (see the crate's "Unsafe code"): the arena's pages, a shrink frees.
 #[allow(unsafe_code)]
 mod pages;
 mod readers;

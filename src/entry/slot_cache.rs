@@ -17,11 +17,9 @@
 //!   its oldest batch to the free lists' pool, one lock per batch. A put of another arena's index
 //!   (a thread cancelling on two timers), or on a thread that never allocated, goes to the lists.
 //!
-//! The task slab's blocks (closures of 17 to 256 bytes, `task_slab.rs`) have no such cache: a slab
-//! dropped while a block is still held leaks its pages rather than unmap them under the holder,
-//! and it tells from the blocks missing from its lists; a block in a cache would look held, so a
-//! cache of blocks needs an exact count of them at the slab's drop (two designs that keep it
-//! without a shared read-modify-write per block: docs/design.md, "Tasks of any size").
+//! The task slab's blocks (closures of 17 to 256 bytes) have caches of the same shape, one per
+//! class (`block_cache.rs`), with what a slab's drop needs besides: an exact count of the blocks
+//! they hold.
 //!
 //! A released slot so still waits behind at least [`MIN_AGE`] older indices before its reuse, as on
 //! a stripe's list (a handle learns how its task ended until then: `entry/`).

@@ -10,13 +10,14 @@
 //! ## Storage
 //!
 //! A class hands out blocks from pages of [`BLOCKS_PER_PAGE`] blocks (4, 8 or 16 KiB) of mapped
-//! memory (a `PageSource`, `os.rs`), taken when its free lists run dry and never moved; a page whose blocks are all free again is freed by
-//! a shrink ([`TaskSlab::shrink`], `shrink.rs`), else kept while the slab lives. Free blocks travel
-//! through a [`FreeLists`] per class (`free_lists.rs`): a block freed by the driver after a fire
-//! goes to the driver's stripe and comes back to a scheduling thread a batch at a time through the
-//! pool, so no block is handed from thread to thread one by one and no `free` of another thread's
-//! allocation is ever made (glibc's cross-thread frees are what boxing costs: SPEC W4s,
-//! docs/benchmarks.md).
+//! memory (a `PageSource`, `os.rs`), taken when its free lists run dry and never moved; a page whose
+//! blocks are all free again is freed by a shrink ([`TaskSlab::shrink`], `shrink.rs`), else kept
+//! while the slab lives. Free blocks travel through a thread's cache and the free lists of their
+//! class (`block_cache.rs`, `free_lists.rs`): a block given back on a thread that schedules is its
+//! next one taken, with no lock; one freed by the driver after a fire goes to the driver's stripe
+//! and comes back to a scheduling thread a batch at a time through the pool, so no block is handed
+//! from thread to thread one by one and no `free` of another thread's allocation is ever made
+//! (glibc's cross-thread frees are what boxing costs: SPEC W4s, docs/benchmarks.md).
 //!
 //! ## Ownership and lifetime
 //!
@@ -28,16 +29,17 @@
 //! A block's holder (an `InlineTask`) frees it through the class's address, so a class must outlive
 //! every block it handed out. In a timer it does (the slab is the arena's, and the arena's slots,
 //! dropped first, and the claims of its tasks, made by callers that hold the arena, are every
-//! holder). The slab does not rely on that: dropped while blocks are still out, it leaks its classes
-//! and pages instead of freeing them, so a late free still finds a live class and the task stays
-//! sound.
+//! holder). The slab does not rely on that: dropped while blocks are still out (on no list and in
+//! no thread's cache: `block_cache.rs` keeps that count exact), it leaks its classes and pages
+//! instead of freeing them, so a late free still finds a live class and the task stays sound.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ptr::NonNull;
+use std::sync::Arc;
 
-use crate::entry::free_lists::FreeLists;
+use crate::entry::block_cache::BlockFree;
 use crate::entry::os::PageSource;
 use crate::sync::UnmodelledMutex;
 
@@ -94,7 +96,8 @@ impl Block {
 pub(crate) struct Class {
     /// Bytes per block.
     size: usize,
-    free: FreeLists<Block>,
+    /// Its free blocks: the threads' caches and the free lists (`block_cache.rs`).
+    pub(super) free: Arc<BlockFree>,
     /// Every page allocated, by its first block.
     pages: UnmodelledMutex<Vec<Block>>,
     /// Pages this class may allocate: past it, `alloc` finds no block.
@@ -104,9 +107,16 @@ pub(crate) struct Class {
 }
 
 impl Class {
-    fn new(size: usize, max_pages: usize) -> Class {
+    fn new(class: usize, max_pages: usize) -> Class {
+        let size = CLASSES[class];
         let source = PageSource::new(size * BLOCKS_PER_PAGE);
-        Class { size, free: FreeLists::new(), pages: UnmodelledMutex::new(Vec::new()), max_pages, source }
+        Class {
+            size,
+            free: BlockFree::new(class),
+            pages: UnmodelledMutex::new(Vec::new()),
+            max_pages,
+            source,
+        }
     }
 
     /// A free block, its bytes the caller's until [`free`](Class::free); `None` once the class has
@@ -133,7 +143,7 @@ impl Class {
     }
 
     /// Gives back a block taken with [`alloc`](Class::alloc), whose contents its holder has moved
-    /// out or dropped; it goes to this thread's free list.
+    /// out or dropped; it goes to this thread's cache, or its free list.
     #[inline]
     pub(crate) fn free(&self, block: Block) {
         self.free.put(block);
@@ -141,13 +151,16 @@ impl Class {
 
     /// [`free`](Class::free) for several blocks, with one lock of this thread's free list.
     fn free_all(&self, blocks: impl IntoIterator<Item = Block>) {
-        self.free.put_all(blocks);
+        self.free.put_all(blocks.into_iter());
     }
 
     /// Frees every page whose blocks are all on the free lists (taken off them under every list's
     /// lock: `FreeLists::reclaim`). Returns how many. Only holders touch a block's bytes, and a
     /// listed block has none, so a page can go at once.
     fn shrink(&self) -> usize {
+        // The lists are what the reclaim sees: this thread's cached blocks go back to them first,
+        // other threads' at their next take (`block_cache.rs`).
+        self.free.before_shrink();
         let mut sorted: Vec<Block> = self.pages.lock().clone();
         sorted.sort_unstable();
         let span = self.size * BLOCKS_PER_PAGE;
@@ -158,6 +171,7 @@ impl Class {
         };
         let empty: Vec<Block> = self
             .free
+            .lists
             .reclaim(BLOCKS_PER_PAGE, sorted.len(), page_of)
             .into_iter()
             .map(|page| sorted[page])
@@ -175,11 +189,12 @@ impl Class {
         empty.len()
     }
 
-    /// Blocks handed out and not given back (every stripe's list and the pool locked in turn, so
-    /// a block in flight may be counted as out: an upper bound while others take and free).
+    /// Blocks handed out and not given back: neither listed nor in a thread's cache (see
+    /// `block_cache.rs`; a block in flight between a list and a holder may be counted as out, an
+    /// upper bound while others take and free).
     fn out(&self) -> usize {
         let allocated = self.pages.lock().len() * BLOCKS_PER_PAGE;
-        allocated.saturating_sub(self.free.listed().len())
+        allocated.saturating_sub(self.free.free_count())
     }
 
     /// Pages allocated.
@@ -251,7 +266,7 @@ impl TaskSlab {
 
     /// A slab whose classes allocate at most `max_pages` pages each.
     pub(crate) fn with_max_pages(max_pages: usize) -> TaskSlab {
-        TaskSlab { classes: CLASSES.iter().map(|&size| Class::new(size, max_pages)).collect() }
+        TaskSlab { classes: (0..CLASSES.len()).map(|class| Class::new(class, max_pages)).collect() }
     }
 
     /// Class `class` (an index into [`CLASSES`]).
