@@ -7,6 +7,13 @@
 //! off while shrinks find nothing to give back): a
 //! burst that came and went is given back within about a second of draining, and a timer whose load
 //! stays steady never pays for a shrink. A manual timer shrinks when told.
+//!
+//! A shrink holds the driver while it counts the free lists: about 20 ms after a million tasks of
+//! 64 bytes, during which nothing fires. So the driver shrinks in a lull, when nothing is due
+//! within [`AUTO_LULL`]: the tail of a burst still firing every tick (SPEC W4's last quarter) is
+//! not held up, and the shrink comes once it has drained. A load that stays low without a lull
+//! (tasks due every few milliseconds) is shrunk anyway once it has stayed low for
+//! [`AUTO_INTERVAL`].
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +25,10 @@ pub(crate) const AUTO_MIN_SLOTS: usize = 64 * crate::entry::arena::PAGE;
 
 /// The least time between two automatic shrinks.
 pub(crate) const AUTO_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How far the next due bucket must be for the driver to shrink without waiting for the load to
+/// stay low for [`AUTO_INTERVAL`] (see the module docs).
+pub(crate) const AUTO_LULL: Duration = Duration::from_millis(10);
 
 /// How long the driver's shrink waits for handles looking at the pages it gives back; pages it
 /// could not free yet are freed by the next shrink.
@@ -32,6 +43,8 @@ const AUTO_MAX_INTERVAL: Duration = Duration::from_secs(64);
 #[derive(Default)]
 pub(crate) struct AutoShrink {
     next: Mutex<Option<(Instant, Duration)>>,
+    /// Since when fewer than a quarter of the slots have been pending, without a lull.
+    low_since: Mutex<Option<Instant>>,
 }
 
 impl Timer {
@@ -42,8 +55,9 @@ impl Timer {
     /// (glibc's `malloc_trim`). After a million pending tasks were cancelled or fired, this brings
     /// the process's resident memory back to about what it was before them (docs/benchmarks.md).
     ///
-    /// A timer with a driver thread does this by itself about a second after fewer than a quarter
-    /// of its slots are still pending; call it on a manual timer, or when the memory must be back
+    /// A timer with a driver thread does this by itself once fewer than a quarter of its slots are
+    /// still pending, in the first lull of its firing (nothing due for 10 ms), or after a second
+    /// of such a low load without one; call it on a manual timer, or when the memory must be back
     /// at once (after a burst you know is over). It is cheap to call when there is nothing to give
     /// back, but not free: it looks at every free slot and block, holding the free lists (a
     /// concurrent `schedule` waits), and makes one `membarrier` system call. Scheduling, cancelling
@@ -78,6 +92,7 @@ impl Shared {
         }
         let resident = arena.resident_slots();
         if resident < AUTO_MIN_SLOTS || self.counters.pending().saturating_mul(4) > resident {
+            *self.auto_shrink.low_since.lock() = None;
             return;
         }
         let mut next = self.auto_shrink.next.lock();
@@ -85,6 +100,13 @@ impl Shared {
         if next.is_some_and(|(at, _)| now < at) {
             return;
         }
+        if !self.in_lull() {
+            let mut low_since = self.auto_shrink.low_since.lock();
+            if now.duration_since(*low_since.get_or_insert(now)) < AUTO_INTERVAL {
+                return;
+            }
+        }
+        *self.auto_shrink.low_since.lock() = None;
         let shrunk = arena.shrink(Some(AUTO_WAIT));
         let interval = match *next {
             Some((_, interval)) if shrunk.pages + shrunk.block_pages + shrunk.waiting == 0 => {
@@ -94,13 +116,23 @@ impl Shared {
         };
         *next = Some((now + interval, interval));
     }
+
+    /// Whether nothing is due within [`AUTO_LULL`]: no bucket is queued that soon (by the timer's
+    /// clock, manual or not).
+    fn in_lull(&self) -> bool {
+        let time = self.time();
+        self.queue().head().map_or(true, |expiration| {
+            let until = time.ticks.start_nanos(expiration).saturating_sub(u128::from(time.clock.now_nanos()));
+            until >= AUTO_LULL.as_nanos()
+        })
+    }
 }
 
 #[cfg(all(test, not(delaywheel_loom)))]
 mod tests {
     use std::time::Duration;
 
-    use super::AUTO_MIN_SLOTS;
+    use super::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
     use crate::{ManualClock, Timer};
 
     #[test]
@@ -126,5 +158,39 @@ mod tests {
         assert!(!handles[0].is_pending() && !handles[0].cancel());
         assert!(handles[handles.len() - 1].is_pending(), "the tasks left are untouched");
         assert_eq!(timer.len(), 10);
+    }
+
+    #[test]
+    fn the_drivers_shrink_waits_for_a_lull_or_a_second_of_low_load() {
+        let clock = ManualClock::new();
+        let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+        let arena = || &timer.shared().store.arena;
+        let handles: Vec<_> =
+            (0..4 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(9), || {})).collect();
+        let resident = arena().resident_slots();
+        handles[..handles.len() - 10].iter().for_each(|h| assert!(h.cancel()));
+        // Under a quarter pending, but a task is due within the lull: the driver keeps firing.
+        let soon = timer.schedule(AUTO_LULL / 2, || {});
+        timer.shared().shrink_if_spent();
+        assert_eq!(arena().resident_slots(), resident, "no shrink while a task is due within the lull");
+        // Once it has fired, nothing is due for seconds: the shrink comes.
+        clock.advance(AUTO_LULL);
+        timer.advance_clock(Duration::ZERO);
+        assert!(!soon.is_pending());
+        timer.shared().shrink_if_spent();
+        assert!(arena().resident_slots() < resident / 4, "{} of {resident} left", arena().resident_slots());
+
+        // A load that stays low with tasks always due soon is shrunk after a second of it.
+        let again: Vec<_> =
+            (0..2 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(20), || {})).collect();
+        again.iter().for_each(|h| assert!(h.cancel()));
+        let resident = arena().resident_slots();
+        let _soon = timer.schedule(AUTO_LULL / 2, || {});
+        std::thread::sleep(AUTO_INTERVAL); // the shrink just made allows the next after this
+        timer.shared().shrink_if_spent();
+        assert_eq!(arena().resident_slots(), resident, "low, but not for a second yet");
+        std::thread::sleep(AUTO_INTERVAL);
+        timer.shared().shrink_if_spent();
+        assert!(arena().resident_slots() < resident / 4, "{} of {resident} left", arena().resident_slots());
     }
 }
