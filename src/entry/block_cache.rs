@@ -2,37 +2,41 @@
 //! front of the class's free lists, so that a schedule takes its closure's block and the task's
 //! end on that thread gives it back with no lock.
 //!
-//! Each class's lists are per-stripe lists behind a lock each (`free_lists.rs`): a lock round trip
-//! per block, 64 of the 201 instructions a 64-byte task costs more than an 8-byte one. So each
-//! thread keeps, per class, a **cache** of free blocks of one slab's class (its **owner**, the class
-//! it last took a block from), as it does for slots (`slot_cache.rs`, whose shape this follows):
+//! Each class's lists are per-stripe lists behind a lock each (`free_lists.rs`): taking a block
+//! from them, and giving it back, is a lock round trip, two atomic read-modify-writes on the
+//! stripe's line. So each thread keeps, per class, a **cache** of free blocks of one slab's class
+//! (its **owner**, the class it last took a block from), as it does for slots (`slot_cache.rs`,
+//! whose shape this follows):
 //!
 //! * a **take** pops the cache's newest block (its lines are the likeliest to be cached); an empty
 //!   cache first moves a batch from the lists ([`FreeLists::take_batch`]), one lock per batch;
-//! * a **put** on the owning thread appends to the cache, and the driver's return of a fired
-//!   batch does too on a thread that schedules (a task that re-arms); a cache past [`CAPACITY`]
-//!   gives its oldest batches to the pool. A put of another slab's block, or on a thread that
-//!   never took one, goes to the lists.
+//! * a **put** on the owning thread appends to the cache, giving its oldest batch to the pool
+//!   first when it is full ([`CAPACITY`]); the driver's return of a fired batch, on a thread that
+//!   owns the cache (a manual timer's, or one running a task that re-arms), fills the cache up to
+//!   its capacity and lists the rest in one lock, so the cache's buffer never outgrows it. A put
+//!   of another slab's block, or on a thread that never took one, goes to the lists.
 //!
-//! A block needs none of a slot's age: nothing names a block but the closure in it.
+//! A block needs none of a slot's age: nothing names a block but the closure in it. A thread's
+//! caches hold at most [`CAPACITY`] blocks of each class (12, 24 and 48 KiB), which keep their
+//! pages from a shrink until the thread's next take (below): with each block on a page of its own,
+//! 0.75, 1.5 and 3 MiB, and a thread that never schedules again keeps them until it exits.
 //!
 //! **The slab's drop counts the cached blocks exactly.** A slab dropped while a block is still
 //! held leaks its pages rather than unmap them under the holder, and it tells from the blocks it
 //! cannot account for (`TaskSlab`'s drop): a cached block must not look held, or every timer
 //! dropped while a thread caches its blocks would leak its slab. So each thread publishes how many
-//! blocks its cache holds in a **cell** of its own (`Arc<AtomicUsize>`: a plain store after each
-//! take and put, no read-modify-write), registered with the class when the thread takes it as
-//! owner. [`free_count`](BlockFree::free_count) reads every list and every cell with every list's
-//! lock held:
-//!
-//! * a cell changes on the fast paths only while its thread holds a block or the timer (a take,
-//!   the put of a task's block), so never while the slab drops: the drop, after the timer's last
-//!   reference went, reads each such cell's last value;
-//! * the one move that can race the drop is a cache given back (its thread exits, or takes blocks
-//!   of another slab): its blocks go to a stripe's list and its cell to zero under that stripe's
-//!   lock ([`FreeLists::put_all_then`]), so the count sees them on a list or in the cell, never in
-//!   neither nor in both;
-//! * a cache whose owner is gone (the class dropped) forgets its blocks and leaves its cell alone.
+//! blocks its cache holds in a **cell** of its own (`Arc<AtomicUsize>`: a plain store, `Release`,
+//! no read-modify-write), registered with the class when the thread takes it as owner.
+//! [`free_count`](BlockFree::free_count) reads every list and every cell (`Acquire`) with every
+//! list's lock held. **Every window errs low**: a cell is lowered before blocks leave its cache (a
+//! take, a spill to the pool) and raised only after they are in it (a put, a refill), so a count
+//! racing a cache's moves may miss a free block, which makes the slab leak, but never counts a
+//! held block as free, which would unmap it under its holder. The one move that can race a drop in
+//! a timer, a cache given back as its thread exits or takes another slab's blocks, lists its
+//! blocks and zeroes its cell under one stripe lock ([`FreeLists::put_all_then`]), so the count
+//! sees them exactly once; every other move needs the timer, which a dropping slab's timer no
+//! longer is. A cache whose owner is gone (the class dropped) forgets its blocks and leaves its
+//! cell alone.
 //!
 //! **Shrinks** see only the lists, as for slots: a shrink empties the calling thread's cache and
 //! counts itself (`shrinks`); a thread whose cache is older than the last shrink gives it back at
@@ -89,7 +93,7 @@ impl Local {
     #[inline]
     fn publish(&self) {
         if let Some(cell) = &self.cell {
-            cell.store(self.items.len(), Ordering::Relaxed);
+            cell.store(self.items.len(), Ordering::Release);
         }
     }
 
@@ -101,7 +105,7 @@ impl Local {
             // docs), so that the drop's count sees each block once.
             owner.lists.put_all_then(self.items.drain(..), || {
                 if let Some(cell) = &cell {
-                    cell.store(0, Ordering::Relaxed);
+                    cell.store(0, Ordering::Release);
                 }
             });
         }
@@ -166,9 +170,11 @@ impl BlockFree {
         if !local.owned_by(self) || local.items.is_empty() || local.shrinks != shrinks {
             self.refill(local, shrinks, fresh.take().expect("a take calls `fresh` at most once"));
         }
-        let taken = local.items.pop_back()?;
-        local.publish();
-        Some(taken)
+        // Counted out before it leaves (see the module docs: every window errs low).
+        if let Some(cell) = &local.cell {
+            cell.store(local.items.len().saturating_sub(1), Ordering::Release);
+        }
+        local.items.pop_back()
     }
 
     /// Makes this class the cache's owner (giving the old owner's blocks back and registering a
@@ -195,38 +201,52 @@ impl BlockFree {
         local.publish();
     }
 
-    /// Returns a free block: to this thread's cache if this class owns it, else to the lists.
+    /// Returns a free block: to this thread's cache if this class owns it (giving its oldest batch
+    /// to the pool first if it is full), else to the lists.
     #[inline]
     pub(crate) fn put(self: &Arc<Self>, block: Block) {
-        if !self.keep(|items| items.push_back(block)) {
+        let kept = with_cache(self.class, |local| {
+            if !local.owned_by(self) {
+                return false;
+            }
+            if local.items.len() >= CAPACITY {
+                self.spill(local);
+            }
+            local.items.push_back(block);
+            local.publish();
+            true
+        });
+        if kept != Some(true) {
             self.lists.put(block);
         }
     }
 
     /// Returns several free blocks (a fired batch's): to this thread's cache if this class owns
-    /// it, giving its oldest batches to the lists as it overflows, else to the lists in one lock.
+    /// it, as many as it has room for below [`CAPACITY`], the rest to the lists in one lock (so
+    /// that the cache's buffer never grows past its capacity, whatever the batch).
     pub(crate) fn put_all(self: &Arc<Self>, blocks: impl Iterator<Item = Block>) {
-        let mut blocks = Some(blocks);
-        if !self.keep(|items| items.extend(blocks.take().expect("appended once"))) {
-            self.lists.put_all(blocks.take().expect("not appended"));
+        let mut blocks = blocks.peekable();
+        with_cache(self.class, |local| {
+            if local.owned_by(self) {
+                let room = CAPACITY.saturating_sub(local.items.len());
+                local.items.extend(blocks.by_ref().take(room));
+                local.publish();
+            }
+        });
+        if blocks.peek().is_some() {
+            self.lists.put_all(blocks);
         }
     }
 
-    /// Appends to this thread's cache with `append` if this class owns it, giving its oldest
-    /// batches to the pool past [`CAPACITY`]; `false` (and `append` not called) otherwise.
-    #[inline]
-    fn keep(self: &Arc<Self>, append: impl FnOnce(&mut VecDeque<Block>)) -> bool {
-        with_cache(self.class, |local| {
-            if !local.owned_by(self) {
-                return false;
-            }
-            append(&mut local.items);
-            if local.items.len() > CAPACITY {
-                self.lists.spill_above(&mut local.items, CAPACITY);
-            }
-            local.publish();
-            true
-        }) == Some(true)
+    /// Gives a full cache's oldest batch to the pool. The cell says so first: while the batch is
+    /// on its way it is counted nowhere, so the count errs low (see the module docs).
+    #[cold]
+    fn spill(&self, local: &mut Local) {
+        let keep = CAPACITY - BATCH;
+        if let Some(cell) = &local.cell {
+            cell.store(keep, Ordering::Release);
+        }
+        self.lists.spill_above(&mut local.items, keep);
     }
 
     /// Before a shrink, which only sees what is on the lists: gives this thread's cached blocks of
@@ -244,7 +264,7 @@ impl BlockFree {
     /// (see the module docs).
     pub(crate) fn free_count(&self) -> usize {
         self.lists.listed_with(|listed| {
-            let cached: usize = self.cells.lock().iter().map(|cell| cell.load(Ordering::Relaxed)).sum();
+            let cached: usize = self.cells.lock().iter().map(|cell| cell.load(Ordering::Acquire)).sum();
             listed.len() + cached
         })
     }
@@ -342,6 +362,20 @@ mod tests {
         assert!(slab.shrink() > 0, "the pages of the blocks given back are empty");
         ask.send(()).unwrap();
         thread.join().unwrap();
+    }
+
+    #[test]
+    fn a_fired_spike_kept_by_an_owning_thread_leaves_no_buffer_behind() {
+        // The driver's return of a fired batch (`Freed::flush`) on a thread whose cache this class
+        // owns (a manual timer's thread, or a driver that runs a re-arming task): the whole batch
+        // is appended, then the cache spills down to CAPACITY, but its buffer keeps the room.
+        let slab = TaskSlab::new();
+        let spike: Vec<Block> = (0..100_000).map(|_| slab.class(0).alloc().expect("room")).collect();
+        slab.class(0).free.put_all(spike.into_iter());
+        assert_eq!(slab.blocks_out(), 0);
+        slab.shrink();
+        let room = LOCAL.with(|locals| locals[0].borrow().items.capacity());
+        assert!(room <= 4 * CAPACITY, "after the spike and a shrink, the cache keeps room for {room} blocks");
     }
 
     #[test]

@@ -88,8 +88,8 @@ impl<T: Copy> FreeLists<T> {
         free.pop_front()
     }
 
-    /// Moves up to a batch of free items to the front of `out` (a thread's cache of slot indices,
-    /// `slot_cache.rs`), in their order: from this thread's stripe's list, leaving it [`MIN_AGE`],
+    /// Moves up to a batch of free items to the front of `out` (a thread's cache of slot indices or
+    /// blocks, `slot_cache.rs`, `block_cache.rs`), in their order: from this thread's stripe's list, leaving it [`MIN_AGE`],
     /// else the pool's last batch, else the never-used items `fresh` returns (called with no lock
     /// held, as in [`take`](FreeLists::take)). Nothing moves once all three are empty.
     pub(crate) fn take_batch<I: DoubleEndedIterator<Item = T>>(
@@ -156,9 +156,9 @@ impl<T: Copy> FreeLists<T> {
     }
 
     /// [`put_all`](FreeLists::put_all), running `then` while the stripe's lock is still held: a
-    /// thread's cache counts its indices out there, so that an audit holding every lock
-    /// ([`listed_with`](FreeLists::listed_with)) sees them on a list or in the count, never in
-    /// neither.
+    /// thread's cache counts its indices or blocks out there, so that an audit or a slab's drop
+    /// holding every lock ([`listed_with`](FreeLists::listed_with)) sees them on a list or in the
+    /// count, never in neither.
     pub(crate) fn put_all_then(&self, items: impl IntoIterator<Item = T>, then: impl FnOnce()) {
         let mut items = items.into_iter();
         self.put_with(|free| {
@@ -196,7 +196,8 @@ impl<T: Copy> FreeLists<T> {
         self.spill_above(free, 2 * BATCH);
     }
 
-    /// Gives the oldest items of `free` (a stripe's list, or a thread's cache: `slot_cache.rs`)
+    /// Gives the oldest items of `free` (a stripe's list, or a thread's cache: `slot_cache.rs`,
+    /// `block_cache.rs`)
     /// to the pool, a batch at a time, until it holds at most `keep`; returns how many moved. The
     /// batches are copied as slices (the deque's front run, then its wrapped part): per item, a
     /// copy rather than an iterator step (moving them one by one was 35 of a cancel's 393

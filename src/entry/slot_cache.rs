@@ -12,17 +12,19 @@
 //! * a **take** pops the cache's oldest index; a cache down to [`MIN_AGE`] indices first moves a
 //!   batch from the free lists to its front ([`FreeLists::take_batch`]: from the thread's stripe,
 //!   else the pool, else a page of never-used indices), one lock per batch;
-//! * a **put** on the owning thread appends to the cache (so does the driver's return of a fired
-//!   batch, on a thread that schedules too: a task that re-arms); a cache past [`CAPACITY`] gives
-//!   its oldest batch to the free lists' pool, one lock per batch. A put of another arena's index
+//! * a **put** on the owning thread appends to the cache; a cache past [`CAPACITY`] gives its
+//!   oldest batch to the free lists' pool, one lock per batch. The driver's return of a fired
+//!   batch, on a thread that owns the cache (a manual timer's, or one running a task that re-arms),
+//!   fills it up to its capacity and lists the rest in one lock, so the cache's buffer never
+//!   outgrows it. A put of another arena's index
 //!   (a thread cancelling on two timers), or on a thread that never allocated, goes to the lists.
+//!
+//! A released slot so still waits behind at least [`MIN_AGE`] older indices before its reuse, as on
+//! a stripe's list (a handle learns how its task ended until then: `entry/`).
 //!
 //! The task slab's blocks (closures of 17 to 256 bytes) have caches of the same shape, one per
 //! class (`block_cache.rs`), with what a slab's drop needs besides: an exact count of the blocks
 //! they hold.
-//!
-//! A released slot so still waits behind at least [`MIN_AGE`] older indices before its reuse, as on
-//! a stripe's list (a handle learns how its task ended until then: `entry/`).
 //!
 //! **Lifetimes.** A cache names its owner by a `Weak`: it never keeps an arena alive, and its
 //! pointer (which the `Weak` keeps from being reused) tells whether an index belongs to the arena
@@ -178,31 +180,38 @@ impl SlotFree {
     /// Returns a free index: to this thread's cache if this arena owns it, else to the lists.
     #[inline]
     pub(crate) fn put(self: &Arc<Self>, id: EntryId) {
-        if !self.keep(|items| items.push_back(id)) {
+        if !self.keep(id) {
             self.lists.put(id);
         }
     }
 
     /// Returns several free indices (a fired batch's): to this thread's cache if this arena owns
-    /// it, giving its oldest batches to the lists as it overflows, else to the lists in one lock.
+    /// it, as many as it has room for below [`CAPACITY`], the rest to the lists in one lock (so
+    /// that the cache's buffer never grows past its capacity, whatever the batch).
     pub(crate) fn put_all(self: &Arc<Self>, ids: impl Iterator<Item = EntryId>) {
-        let mut ids = Some(ids);
-        if !self.keep(|items| items.extend(ids.take().expect("appended once"))) {
-            self.lists.put_all(ids.take().expect("not appended"));
+        let mut ids = ids.peekable();
+        with_cache(|local| {
+            if local.owned_by(self) {
+                let before = local.items.len();
+                local.items.extend(ids.by_ref().take(CAPACITY.saturating_sub(before)));
+                self.count(local.items.len() - before);
+            }
+        });
+        if ids.peek().is_some() {
+            self.lists.put_all(ids);
         }
     }
 
-    /// Appends to this thread's cache with `append` if this arena owns it, giving its oldest
-    /// batches to the pool past [`CAPACITY`]; `false` (and `append` not called) otherwise.
+    /// Appends `id` to this thread's cache if this arena owns it, giving its oldest batch to the
+    /// pool past [`CAPACITY`]; `false` otherwise.
     #[inline]
-    fn keep(self: &Arc<Self>, append: impl FnOnce(&mut VecDeque<EntryId>)) -> bool {
+    fn keep(self: &Arc<Self>, id: EntryId) -> bool {
         with_cache(|local| {
             if !local.owned_by(self) {
                 return false;
             }
-            let before = local.items.len();
-            append(&mut local.items);
-            self.count(local.items.len() - before);
+            local.items.push_back(id);
+            self.count(1);
             if local.items.len() > CAPACITY {
                 self.spill(local);
             }
@@ -342,6 +351,20 @@ mod tests {
         assert!(id.index() < PAGE);
         next.free(id);
         LOCAL.with(|local| assert!(local.borrow().items.iter().all(|id| id.index() < PAGE)));
+    }
+
+    #[test]
+    fn a_fired_spike_kept_by_an_owning_thread_leaves_no_buffer_behind() {
+        // As for blocks (`block_cache.rs`): a fired batch returned on a thread that owns the cache.
+        let arena = EntryArena::new();
+        let spike: Vec<EntryId> = (0..100_000).map(|_| arena.alloc().unwrap()).collect();
+        arena.free_all(spike.into_iter());
+        arena.free.before_shrink();
+        let room = LOCAL.with(|local| local.borrow().items.capacity());
+        assert!(
+            room <= 4 * CAPACITY,
+            "after the spike and a shrink, the cache keeps room for {room} indices"
+        );
     }
 
     #[test]

@@ -149,7 +149,8 @@ impl Class {
         self.free.put(block);
     }
 
-    /// [`free`](Class::free) for several blocks, with one lock of this thread's free list.
+    /// [`free`](Class::free) for several blocks: to this thread's cache, as many as it has room
+    /// for, the rest with one lock of this thread's free list.
     fn free_all(&self, blocks: impl IntoIterator<Item = Block>) {
         self.free.put_all(blocks.into_iter());
     }
@@ -189,9 +190,9 @@ impl Class {
         empty.len()
     }
 
-    /// Blocks handed out and not given back: neither listed nor in a thread's cache (see
-    /// `block_cache.rs`; a block in flight between a list and a holder may be counted as out, an
-    /// upper bound while others take and free).
+    /// Blocks handed out and not given back: neither listed nor in a thread's cache. While
+    /// others take and free it may count a free block in flight as out, never a held one as free
+    /// (`block_cache.rs`: every window errs low).
     fn out(&self) -> usize {
         let allocated = self.pages.lock().len() * BLOCKS_PER_PAGE;
         allocated.saturating_sub(self.free.free_count())
