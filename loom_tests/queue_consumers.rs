@@ -134,3 +134,28 @@ fn a_dropped_next_expired_racing_an_expiry() {
         }
     });
 }
+
+/// A bare poll that purges (under loom the limit of kept bare wakers is 1, so a second waiting
+/// task purges the first: wakes it spuriously and registers itself) while the only pending value
+/// is removed. The purge lowers `waiting` for the task it takes under the arrival lock, and the
+/// task making it registers as any other (count raised, fence, count read): either its read saw the
+/// remove (`Ready(None)`), or the remove saw it waiting and woke it. The purged task was woken.
+#[test]
+fn a_purge_racing_a_remove() {
+    loom::model(|| {
+        let (_clock, queue) = manual_queue();
+        let key = queue.insert(1, ticks(3));
+        let purged = poll_once(&queue);
+        assert!(purged.0.is_pending(), "nothing removed yet");
+        let remover = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || queue.remove(&key))
+        };
+        let purging = poll_once(&queue);
+        assert_eq!(remover.join().unwrap(), Some(1));
+        assert!(purged.1 .0.load(Ordering::Relaxed) > 0, "the purged consumer was never woken");
+        assert_eq!(settle(&queue, purging), None, "the removed value came out");
+        assert_eq!(settle(&queue, purged), None, "the removed value came out");
+        assert!(queue.is_empty());
+    });
+}

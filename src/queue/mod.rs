@@ -53,6 +53,8 @@
 //! lock. Consumers take the taking lock, and the arrival lock inside it; they wake no one while
 //! holding either.
 
+#[cfg(feature = "async")]
+mod bare;
 mod expired;
 mod len;
 mod ready;

@@ -38,6 +38,16 @@
 //! out its own entry: each such future has a number of its own, so a task's other futures stay
 //! registered; loom model `queue_consumers::a_dropped_next_expired_racing_an_expiry`).
 //!
+//! A bare `poll_expired` has no drop, so its registrations are bounded (`bare.rs`): a bare poll
+//! that would keep more than the limit first **purges** the kept ones, a wake that takes their
+//! wakers like any other (both locks held, `waiting` lowered by their number), then registers as
+//! above; the purged tasks are woken after the locks are released. A purge changes no count and
+//! moves no value, so what follows holds with it: a purged task is woken and looks again, as after
+//! a wake; one that a take or a remove emptying the queue missed for being lowered out of `waiting`
+//! is woken by the purge all the same; and the task making the purge registers with the fence and
+//! the read of the count, racing an arriving batch or a count-out as any registration does (loom
+//! model `queue_consumers::a_purge_racing_a_remove`).
+//!
 //! The count reaching zero must wake the registered consumers too, so that each returns `None`.
 //! Whoever counts out checks `waiting` and, if it is not zero, issues a `SeqCst` fence, reads the
 //! count, and at zero wakes everyone:
@@ -67,6 +77,8 @@ use std::task::Waker;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "async")]
+use super::bare::{Bare, Purged};
 use super::len::Len;
 use super::Expired;
 use crate::sync::{fence, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
@@ -77,8 +89,9 @@ struct Arrived<T> {
     values: VecDeque<Expired<T>>,
     /// Threads blocked in `recv_timeout`.
     waiting_threads: usize,
-    /// Tasks waiting in a bare `poll_expired` (each task once: see `poll_pop`).
-    wakers: Vec<Waker>,
+    /// Tasks waiting in a bare `poll_expired`, each once, bounded (`bare.rs`).
+    #[cfg(feature = "async")]
+    bare: Bare,
     /// Tasks waiting in a `next_expired` future, by the future's registration number: the future
     /// takes its entry out when it is dropped (`unregister`), in O(1).
     #[cfg(feature = "async")]
@@ -127,7 +140,8 @@ impl<T> Ready<T> {
             arrived: Line(Mutex::new(Arrived {
                 values: VecDeque::new(),
                 waiting_threads: 0,
-                wakers: Vec::new(),
+                #[cfg(feature = "async")]
+                bare: Bare::new(),
                 #[cfg(feature = "async")]
                 futures: HashMap::new(),
                 #[cfg(feature = "async")]
@@ -210,22 +224,26 @@ impl<T> Ready<T> {
         }
     }
 
+    #[cfg_attr(not(feature = "async"), allow(unused_mut))]
     fn wake(&self, mut arrived: MutexGuard<'_, Arrived<T>>) {
-        if arrived.waiting_threads == 0 && arrived.wakers.is_empty() && !arrived.has_futures() {
+        if arrived.waiting_threads == 0 && !arrived.has_tasks() {
             return;
         }
         let threads = arrived.waiting_threads != 0;
-        #[allow(unused_mut)]
-        let mut wakers = mem::take(&mut arrived.wakers);
         #[cfg(feature = "async")]
-        if !arrived.futures.is_empty() {
-            wakers.extend(mem::take(&mut arrived.futures).into_values());
-        }
-        self.waiting.fetch_sub(wakers.len(), Ordering::Relaxed);
+        let wakers = {
+            let mut wakers = arrived.bare.take();
+            if !arrived.futures.is_empty() {
+                wakers.extend(mem::take(&mut arrived.futures).into_values());
+            }
+            self.waiting.fetch_sub(wakers.len(), Ordering::Relaxed);
+            wakers
+        };
         drop(arrived);
         if threads {
             self.available.notify_all();
         }
+        #[cfg(feature = "async")]
         wakers.into_iter().for_each(Waker::wake);
     }
 
@@ -281,6 +299,8 @@ impl<T> Ready<T> {
 
     /// Registers a waiting consumer (both locks held; `waker`: the task's, `None` for a thread)
     /// and reads the count after the fence: `false`, and unregistered again, if the queue is empty.
+    /// A bare `poll_expired` registers with number 0, a `next_expired` future with its own.
+    #[cfg_attr(not(feature = "async"), allow(unused_variables))]
     fn register(&self, arrived: &mut Arrived<T>, waker: Option<(u64, &Waker)>) -> bool {
         self.waiting.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
@@ -290,11 +310,12 @@ impl<T> Ready<T> {
         }
         match waker {
             #[cfg(feature = "async")]
-            Some((registration, waker)) if registration != 0 => {
+            Some((0, waker)) => arrived.bare.push(waker.clone()),
+            #[cfg(feature = "async")]
+            Some((registration, waker)) => {
                 arrived.futures.insert(registration, waker.clone());
             }
-            Some((_, waker)) => arrived.wakers.push(waker.clone()),
-            None => {}
+            _ => {}
         }
         true
     }
@@ -369,7 +390,7 @@ impl<T> Ready<T> {
     /// The oldest expired value; `Ready(None)` if nothing is pending or expired; otherwise
     /// `Pending`, with the task's waker registered: under `registration` (a `next_expired`
     /// future's, 0 before its first registration, which this sets), or with `None` (a bare
-    /// `poll_expired`) once per task.
+    /// `poll_expired`) once per task, purging the kept ones at their limit (`bare.rs`).
     #[cfg(feature = "async")]
     pub(super) fn poll_pop(
         &self,
@@ -397,7 +418,7 @@ impl<T> Ready<T> {
                 .futures
                 .get_mut(*registration)
                 .map(|kept| (!kept.will_wake(cx.waker())).then(|| mem::replace(kept, cx.waker().clone()))),
-            None => arrived.wakers.iter().any(|kept| kept.will_wake(cx.waker())).then_some(None),
+            None => arrived.bare.holds(cx.waker()).then_some(None),
         };
         if let Some(replaced) = registered {
             fence(Ordering::SeqCst);
@@ -409,14 +430,31 @@ impl<T> Ready<T> {
         // A future's number is taken only once it is registered: one that found the queue empty
         // holds none, and its drop has nothing to take out.
         let id = registration.as_ref().map_or(0, |_| arrived.registrations + 1);
-        if !self.register(&mut arrived, Some((id, cx.waker()))) {
-            return Poll::Ready(None);
-        }
-        if let Some(registration) = registration {
-            arrived.registrations = id;
-            *registration = id;
-        }
-        Poll::Pending
+        // A bare poll may purge the kept tasks first (`bare.rs`): a wake that takes their
+        // registrations, woken once the locks are released.
+        let purged = match registration {
+            Some(_) => Purged::default(),
+            None => arrived.bare.make_room(cx.waker()),
+        };
+        self.waiting.fetch_sub(purged.wakers.len(), Ordering::Relaxed);
+        let polled = if purged.took() && fault!("queue_purge_registers_unfenced") {
+            // Seeded fault `queue_purge_registers_unfenced` (docs/loom.md): the purging task is
+            // kept without the fence and the count read; a remove emptying the queue can miss it.
+            self.waiting.fetch_add(1, Ordering::Relaxed);
+            arrived.bare.push(cx.waker().clone());
+            Poll::Pending
+        } else if self.register(&mut arrived, Some((id, cx.waker()))) {
+            if let Some(registration) = registration {
+                arrived.registrations = id;
+                *registration = id;
+            }
+            Poll::Pending
+        } else {
+            Poll::Ready(None)
+        };
+        drop((arrived, taking));
+        purged.wake();
+        polled
     }
 
     /// Takes a dropped `next_expired` future's registration out, if a wake has not taken it: a
@@ -449,10 +487,10 @@ impl<T> Ready<T> {
 }
 
 impl<T> Arrived<T> {
-    /// Whether a `next_expired` future waits.
-    fn has_futures(&self) -> bool {
+    /// Whether a task waits (a `next_expired` future or a bare `poll_expired`).
+    fn has_tasks(&self) -> bool {
         #[cfg(feature = "async")]
-        return !self.futures.is_empty();
+        return !self.futures.is_empty() || !self.bare.is_empty();
         #[cfg(not(feature = "async"))]
         false
     }

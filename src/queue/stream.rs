@@ -19,9 +19,13 @@ impl<T> DelayQueue<T> {
     /// waking; this needs no particular executor.
     ///
     /// A task that stops polling stays registered (its waker kept) until the next wake: a value
-    /// expiring, the queue becoming empty, or a shutdown. A future that may be dropped while it
-    /// waits (a branch of a `select!`) is better served by [`next_expired`](Self::next_expired),
-    /// whose drop takes its registration out.
+    /// expiring, the queue becoming empty, a shutdown, or a purge. So that many tasks that poll
+    /// once and are gone (a branch of a `select!` that lost) do not keep their memory, the queue
+    /// keeps a bounded number of these registrations, about twice the tasks that keep polling (at
+    /// least 64): past it, it wakes the tasks it keeps (a spurious wake-up: a task still waiting
+    /// polls again) and drops their wakers. A future that may be dropped while it waits is better
+    /// served by [`next_expired`](Self::next_expired), whose drop takes its registration out and
+    /// which no purge wakes.
     pub fn poll_expired(&self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
         self.inner.ready.poll_pop(cx, None)
     }
