@@ -176,7 +176,7 @@ impl EntryArena {
             vacated: Mutex::new(Vec::new()),
             shrinking: Shrinking::new(),
             stamps: UnmodelledAtomicU64::new(0),
-            free: SlotFree::new(),
+            free: SlotFree::new(0),
             tasks: TaskSlab::new(),
             #[cfg(debug_assertions)]
             audit_on_drop: true,

@@ -89,8 +89,8 @@ impl<T: Copy> FreeLists<T> {
     }
 
     /// Moves up to a batch of free items to the front of `out` (a thread's cache of slot indices or
-    /// blocks, `slot_cache.rs`, `block_cache.rs`), in their order: from this thread's stripe's list, leaving it [`MIN_AGE`],
-    /// else the pool's last batch, else the never-used items `fresh` returns (called with no lock
+    /// blocks, `thread_cache.rs`), in their order: from this thread's stripe's list, leaving it
+    /// [`MIN_AGE`], else the pool's last batch, else the never-used items `fresh` returns (called with no lock
     /// held, as in [`take`](FreeLists::take)). Nothing moves once all three are empty.
     pub(crate) fn take_batch<I: DoubleEndedIterator<Item = T>>(
         &self,
@@ -196,8 +196,7 @@ impl<T: Copy> FreeLists<T> {
         self.spill_above(free, 2 * BATCH);
     }
 
-    /// Gives the oldest items of `free` (a stripe's list, or a thread's cache: `slot_cache.rs`,
-    /// `block_cache.rs`)
+    /// Gives the oldest items of `free` (a stripe's list, or a thread's cache: `thread_cache.rs`)
     /// to the pool, a batch at a time, until it holds at most `keep`; returns how many moved. The
     /// batches are copied as slices (the deque's front run, then its wrapped part): per item, a
     /// copy rather than an iterator step (moving them one by one was 35 of a cancel's 393

@@ -82,11 +82,11 @@ mod readers;
 mod retarget;
 mod shrink;
 mod slot_cache;
+mod thread_cache;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena slots' lock.
 #[allow(unsafe_code)]
 pub(crate) mod slot_lock;
-// A module with `unsafe` code (see the crate's "Unsafe code"): blocks for closures too big to be
-// inline.
+// A module with `unsafe` code (see the crate's "Unsafe code"): blocks for big closures.
 #[allow(unsafe_code)]
 pub(crate) mod task_slab;
 mod value;

@@ -133,15 +133,21 @@ mod tests {
     use std::time::Duration;
 
     use super::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
-    use crate::{ManualClock, Timer};
+    use crate::{ManualClock, Timer, TimerHandle};
+
+    /// A manual timer with enough tasks pending, 9 s out, for the driver's shrink to look at.
+    fn spiked() -> (ManualClock, Timer, Vec<TimerHandle>) {
+        let clock = ManualClock::new();
+        let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+        let handles =
+            (0..4 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(9), || {})).collect();
+        (clock, timer, handles)
+    }
 
     #[test]
     fn the_drivers_shrink_waits_for_a_quarter_pending_then_gives_back() {
-        let clock = ManualClock::new();
-        let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+        let (_clock, timer, handles) = spiked();
         let arena = || &timer.shared().store.arena;
-        let handles: Vec<_> =
-            (0..4 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(9), || {})).collect();
         let resident = arena().resident_slots();
         // More than a quarter pending: nothing happens.
         handles[..handles.len() / 2].iter().for_each(|h| assert!(h.cancel()));
@@ -162,11 +168,8 @@ mod tests {
 
     #[test]
     fn the_drivers_shrink_waits_for_a_lull_or_a_second_of_low_load() {
-        let clock = ManualClock::new();
-        let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+        let (clock, timer, handles) = spiked();
         let arena = || &timer.shared().store.arena;
-        let handles: Vec<_> =
-            (0..4 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(9), || {})).collect();
         let resident = arena().resident_slots();
         handles[..handles.len() - 10].iter().for_each(|h| assert!(h.cancel()));
         // Under a quarter pending, but a task is due within the lull: the driver keeps firing.

@@ -1,0 +1,298 @@
+//! `CachedFree<T>`: free items (the arena's slot indices, a task-slab class's blocks) on per-stripe
+//! free lists (`free_lists.rs`), with a cache on each thread in front of them, so that a schedule
+//! takes its slot or block and a cancel on that thread gives it back with no lock and no atomic
+//! read-modify-write. What each kind of item needs of its cache (its order, when it refills, its
+//! capacity, which thread-local holds it) is its [`Cacheable`] impl: `slot_cache.rs` for slots,
+//! `block_cache.rs` for blocks, whose module docs say why.
+//!
+//! A take from the free lists and a put back are a lock round trip each, two atomic
+//! read-modify-writes on the stripe's line, about 18 cycles each when uncontended and far more when
+//! two threads share a stripe. So each thread keeps a **cache** of free items of one owner (the
+//! arena, or the class, it last took from):
+//!
+//! * a **take** pops an item; a cache down to [`Cacheable::REFILL_AT`] first moves a batch from the
+//!   free lists to its front ([`FreeLists::take_batch`]: from the thread's stripe, else the pool,
+//!   else never-used items), one lock per batch;
+//! * a **put** on the owning thread appends to the cache, giving its oldest batch to the pool
+//!   first when it is full ([`Cacheable::CAPACITY`]). The driver's return of a fired batch, on a
+//!   thread that owns the cache (a manual timer's, or one running a task that re-arms), fills the
+//!   cache up to its capacity and lists the rest in one lock, so the cache's buffer never outgrows
+//!   it. A put of another owner's item, or on a thread that never took one, goes to the lists.
+//!
+//! **Lifetimes.** A cache names its owner by a `Weak`: it never keeps an owner alive, and its
+//! pointer (which the `Weak` keeps from being reused) tells whether an item belongs to the owner at
+//! hand. A thread that takes from another owner first gives its cached items back to the old one,
+//! if it is still alive; a thread that exits does the same (the thread-local's destructor). An
+//! owner dropped meanwhile just leaves the items to be forgotten.
+//!
+//! **Counting what the caches hold** (for the kinds that count: [`Cacheable::COUNTED`]). Each
+//! thread publishes how many items its cache holds in a
+//! **cell** of its own (`Arc<AtomicUsize>`: a plain `Release` store, no read-modify-write),
+//! registered with the owner when the thread takes it as owner. [`free_count`](CachedFree::free_count)
+//! reads every list and every cell (`Acquire`) with every list's lock held. **Every window errs
+//! low**: a cell is lowered before items leave its cache (a take, a spill to the pool) and raised
+//! only after they are in it (a put, a refill), so a count racing a cache's moves may miss a free
+//! item but never counts a taken one as free. A cache given back (its thread exits, or takes from
+//! another owner) lists its items and zeroes its cell under one stripe lock
+//! ([`FreeLists::put_all_then`]), so a count sees them exactly once. The arena's audit and the
+//! task slab's drop rely on this (`arena.rs`, `task_slab.rs`).
+//!
+//! **What the caches hold is on no list.** A shrink (`shrink.rs`) gives back only the pages whose
+//! items are all on the lists, so a page with a cached item stays. A shrink therefore first
+//! empties the calling thread's cache, and counts itself (`shrinks`): a thread whose cache is
+//! older than the last shrink gives it back at its next take, so the next shrink finds those items
+//! on the lists. Until then a cache keeps the pages of its items, and a thread that never takes
+//! again keeps them until it exits.
+//!
+//! **Loom.** The models bypass the caches ([`Cacheable::with_local`] returns `None`: each model
+//! thread would otherwise share the one OS thread's cache): their takes and puts go to the free
+//! lists, whose hand-overs of items are not what the models explore (`free_lists.rs`).
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+use super::free_lists::{FreeLists, BATCH};
+use crate::sync::UnmodelledMutex;
+
+/// An item a thread's cache holds, and what its cache is like.
+pub(crate) trait Cacheable: Copy + Send + Sized + 'static {
+    /// Whether a take pops the oldest item (a slot, which waits behind older ones before its reuse)
+    /// or the newest (a block, whose lines are the likeliest to be cached).
+    const OLDEST_FIRST: bool;
+    /// A take refills the cache first once it holds this many or fewer.
+    const REFILL_AT: usize;
+    /// The most items a cache holds before a put gives its oldest batch back.
+    const CAPACITY: usize;
+    /// Whether the caches publish their sizes ([`CachedFree::cached`] is 0 otherwise).
+    const COUNTED: bool;
+
+    /// Runs `f` on this thread's cache number `which` (the class of a block); `None` under loom,
+    /// while the thread's locals are being destroyed, or if the cache is in use further up this
+    /// thread's stack.
+    fn with_local<R>(which: usize, f: impl FnOnce(&mut Local<Self>) -> R) -> Option<R>;
+}
+
+/// Free items of one owner: its free lists, and the threads' caches in front of them (see the
+/// module docs).
+pub(crate) struct CachedFree<T: Cacheable> {
+    pub(super) lists: FreeLists<T>,
+    /// Which of a thread's caches of `T` is this owner's.
+    which: usize,
+    /// Shrinks begun: a cache whose count is older gives its items back at its next take.
+    shrinks: AtomicU64,
+    /// The cell of every thread whose cache took this owner (cells no thread holds any more are
+    /// dropped as new ones come).
+    cells: UnmodelledMutex<Vec<Arc<AtomicUsize>>>,
+}
+
+/// A thread's cache of one owner's items.
+pub(crate) struct Local<T: Cacheable> {
+    owner: Weak<CachedFree<T>>,
+    pub(super) items: VecDeque<T>,
+    /// How many items `items` holds, for the owner's count (see the module docs).
+    cell: Option<Arc<AtomicUsize>>,
+    /// The owner's shrink count when this cache was last emptied or taken over.
+    shrinks: u64,
+}
+
+impl<T: Cacheable> Local<T> {
+    /// An empty cache with no owner (a thread-local's first value).
+    pub(crate) const fn new() -> Local<T> {
+        Local { owner: Weak::new(), items: VecDeque::new(), cell: None, shrinks: 0 }
+    }
+
+    fn owned_by(&self, free: &Arc<CachedFree<T>>) -> bool {
+        std::ptr::eq(self.owner.as_ptr(), Arc::as_ptr(free))
+    }
+
+    /// Publishes that the cache holds `len` items.
+    #[inline]
+    fn publish(&self, len: usize) {
+        if !T::COUNTED {
+            return;
+        }
+        if let Some(cell) = &self.cell {
+            cell.store(len, Ordering::Release);
+        }
+    }
+
+    /// Gives every cached item back to the owner, if it is still alive, and forgets the owner.
+    fn give_back(&mut self) {
+        if let Some(owner) = self.owner.upgrade() {
+            let cell = self.cell.take();
+            // The cell goes to zero under the stripe's lock that lists the items (see the module
+            // docs), so that a count sees each item once.
+            owner.lists.put_all_then(self.items.drain(..), || {
+                if let Some(cell) = &cell {
+                    cell.store(0, Ordering::Release);
+                }
+            });
+        }
+        self.items.clear();
+        self.cell = None;
+        self.owner = Weak::new();
+    }
+}
+
+impl<T: Cacheable> Drop for Local<T> {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
+/// Runs `f` on the thread-local cache `local`, unless loom models run, the thread's locals are
+/// being destroyed, or the cache is in use further up this thread's stack: for
+/// [`Cacheable::with_local`].
+#[inline]
+pub(crate) fn with<T: Cacheable, R>(
+    local: &'static std::thread::LocalKey<impl AsRef<[RefCell<Local<T>>]>>,
+    which: usize,
+    f: impl FnOnce(&mut Local<T>) -> R,
+) -> Option<R> {
+    if cfg!(delaywheel_loom) {
+        return None;
+    }
+    local
+        .try_with(|locals| locals.as_ref()[which].try_borrow_mut().ok().map(|mut local| f(&mut local)))
+        .ok()
+        .flatten()
+}
+
+impl<T: Cacheable> CachedFree<T> {
+    /// Free items of an owner whose threads keep them in their cache number `which`.
+    pub(crate) fn new(which: usize) -> Arc<CachedFree<T>> {
+        Arc::new(CachedFree {
+            lists: FreeLists::new(),
+            which,
+            shrinks: AtomicU64::new(0),
+            cells: UnmodelledMutex::new(Vec::new()),
+        })
+    }
+
+    /// A free item from this thread's cache, refilled first if it is down to
+    /// [`Cacheable::REFILL_AT`] (`fresh`, called with no lock held, gives never-used items when the
+    /// lists have none). `None` once neither the lists nor `fresh` have one.
+    #[inline]
+    pub(crate) fn take<I: DoubleEndedIterator<Item = T>>(
+        self: &Arc<Self>,
+        fresh: impl FnOnce() -> I,
+    ) -> Option<T> {
+        let mut fresh = Some(fresh);
+        if let Some(taken) = T::with_local(self.which, |local| self.take_cached(local, &mut fresh)) {
+            return taken;
+        }
+        self.lists.take(fresh.take().expect("a take calls `fresh` at most once"))
+    }
+
+    #[inline]
+    fn take_cached<I: DoubleEndedIterator<Item = T>>(
+        self: &Arc<Self>,
+        local: &mut Local<T>,
+        fresh: &mut Option<impl FnOnce() -> I>,
+    ) -> Option<T> {
+        let shrinks = self.shrinks.load(Ordering::Relaxed);
+        if !local.owned_by(self) || local.items.len() <= T::REFILL_AT || local.shrinks != shrinks {
+            self.refill(local, shrinks, fresh.take().expect("a take calls `fresh` at most once"));
+        }
+        // Counted out before it leaves (see the module docs: every window errs low).
+        local.publish(local.items.len().saturating_sub(1));
+        if T::OLDEST_FIRST {
+            local.items.pop_front()
+        } else {
+            local.items.pop_back()
+        }
+    }
+
+    /// Makes this owner the cache's (giving the old owner's items back and registering a cell),
+    /// or after a shrink gives this owner's back, and moves a batch from the lists to the front.
+    #[cold]
+    fn refill<I: DoubleEndedIterator<Item = T>>(
+        self: &Arc<Self>,
+        local: &mut Local<T>,
+        shrinks: u64,
+        fresh: impl FnOnce() -> I,
+    ) {
+        if !local.owned_by(self) || local.shrinks != shrinks {
+            local.give_back();
+            let cell = Arc::new(AtomicUsize::new(0));
+            let mut cells = self.cells.lock();
+            cells.retain(|cell| Arc::strong_count(cell) > 1);
+            cells.push(Arc::clone(&cell));
+            drop(cells);
+            local.cell = Some(cell);
+            local.owner = Arc::downgrade(self);
+            local.shrinks = shrinks;
+        }
+        self.lists.take_batch(&mut local.items, fresh);
+        local.publish(local.items.len());
+    }
+
+    /// Returns a free item: to this thread's cache if this owner owns it (giving its oldest batch
+    /// to the pool first if it is full), else to the lists.
+    #[inline]
+    pub(crate) fn put(self: &Arc<Self>, item: T) {
+        let kept = T::with_local(self.which, |local| {
+            if !local.owned_by(self) {
+                return false;
+            }
+            if local.items.len() >= T::CAPACITY {
+                self.spill(local);
+            }
+            local.items.push_back(item);
+            local.publish(local.items.len());
+            true
+        });
+        if kept != Some(true) {
+            self.lists.put(item);
+        }
+    }
+
+    /// Returns several free items (a fired batch's): to this thread's cache if this owner owns it,
+    /// as many as it has room for below [`Cacheable::CAPACITY`], the rest to the lists in one lock.
+    pub(crate) fn put_all(self: &Arc<Self>, items: impl Iterator<Item = T>) {
+        let mut items = items.peekable();
+        T::with_local(self.which, |local| {
+            if local.owned_by(self) {
+                let room = T::CAPACITY.saturating_sub(local.items.len());
+                local.items.extend(items.by_ref().take(room));
+                local.publish(local.items.len());
+            }
+        });
+        if items.peek().is_some() {
+            self.lists.put_all(items);
+        }
+    }
+
+    /// Gives a full cache's oldest batch to the pool. The cell says so first: while the batch is
+    /// on its way it is counted nowhere, so a count errs low (see the module docs).
+    #[cold]
+    fn spill(&self, local: &mut Local<T>) {
+        let keep = T::CAPACITY - BATCH;
+        local.publish(keep);
+        self.lists.spill_above(&mut local.items, keep);
+    }
+
+    /// Before a shrink, which only sees what is on the lists: gives this thread's cached items of
+    /// this owner back, and has every other thread give its own back at its next take.
+    pub(crate) fn before_shrink(self: &Arc<Self>) {
+        self.shrinks.fetch_add(1, Ordering::Relaxed);
+        T::with_local(self.which, |local| {
+            if local.owned_by(self) {
+                local.give_back();
+            }
+        });
+    }
+
+    /// Items in threads' caches: exact when no thread takes or puts meanwhile, else low (see the
+    /// module docs). Read with the lists' locks held, for a count of both.
+    pub(crate) fn cached(&self) -> usize {
+        self.cells.lock().iter().map(|cell| cell.load(Ordering::Acquire)).sum()
+    }
+
+    /// Free items: on the lists and in the threads' caches, counted with every list's lock held.
+    pub(crate) fn free_count(&self) -> usize {
+        self.lists.listed_with(|listed| listed.len() + self.cached())
+    }
+}
