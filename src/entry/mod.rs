@@ -72,7 +72,7 @@ mod mapped_vec;
 #[allow(unsafe_code)]
 mod inline_task;
 pub(crate) mod location;
-// A module with `unsafe` code (see the crate's "Unsafe code"): two system calls of the shrink.
+// A module with `unsafe` code (see the crate's "Unsafe code"): the shrink's system calls.
 #[allow(unsafe_code)]
 mod os;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena's pages, a shrink frees.
@@ -91,8 +91,7 @@ pub(crate) mod slot_lock;
 pub(crate) mod task_slab;
 mod value;
 
-pub(crate) use arena::EntryArena;
-pub(crate) use claim::Claimed;
+pub(crate) use self::{arena::EntryArena, claim::Claimed, os::shrink_buffer};
 pub(crate) use inline_task::{InlineTask, TaskLines};
 use location::{LaneKey, Location};
 pub(crate) use retarget::{deadline, retarget, Retargeted, Target};

@@ -11,7 +11,11 @@
 //!   arenas back to the kernel: what else a spike grew and its end freed (the wheel's bucket
 //!   lists) sits among other allocations, where a plain `free` keeps it resident.
 //!
-//! Both take integer arguments only and touch no memory of the caller's.
+//! Both take integer arguments only and touch no memory of the caller's. And [`shrink_buffer`]
+//! cuts a vector's capacity back after a burst, discarding the pages cut off first
+//! (`madvise(MADV_DONTNEED)` on the vector's own spare capacity): the advance's scratch vectors
+//! and a fired batch's list of freed blocks, which glibc would otherwise keep resident at the top
+//! of a thread's heap.
 //!
 //! ## Pages
 //!
@@ -302,3 +306,27 @@ pub(crate) use imp::heavy_barrier;
 /// Gives the allocator's free pages back to the kernel, where it can.
 #[cfg(not(delaywheel_loom))]
 pub(crate) use imp::trim_heap;
+
+/// Cuts `buffer`'s capacity down to `keep` items (or its length, if longer), first giving the
+/// kernel back the whole pages of the capacity cut (Linux: `madvise(MADV_DONTNEED)`). A burst's
+/// large buffer cut back into a thread's heap otherwise stays resident there: glibc trims a thread
+/// heap's top only past its trim threshold (which freeing a large block raises, up to 64 MB), and
+/// `malloc_trim` does not trim it at all.
+pub(crate) fn shrink_buffer<T: Copy>(buffer: &mut Vec<T>, keep: usize) {
+    let keep = keep.max(buffer.len());
+    if buffer.capacity() <= keep {
+        return;
+    }
+    let start = buffer.as_mut_ptr() as usize;
+    let size = std::mem::size_of::<T>();
+    let first = (start + keep * size).next_multiple_of(OS_PAGE);
+    let last = (start + buffer.capacity() * size) / OS_PAGE * OS_PAGE;
+    if last > first {
+        // `first..last` is whole pages of the vector's spare capacity, past its last item: memory
+        // its allocation owns and nothing reads (`T: Copy`: no drop either), so discarding it only
+        // zeroes it. The allocator's own records lie outside a live allocation, and what it writes
+        // into the cut-off part once it is freed lands on fresh zero pages.
+        imp::discard(NonNull::new(first as *mut u8).expect("inside an allocation"), last - first);
+    }
+    buffer.shrink_to(keep);
+}

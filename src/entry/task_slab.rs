@@ -217,11 +217,20 @@ pub(crate) struct Freed {
 }
 
 impl Freed {
-    /// Keeps `block` of `class` for the next [`flush`](Freed::flush).
+    /// Keeps `block` of `class` for the next [`flush`](Freed::flush), flushing first once
+    /// [`Freed::MOST`] are kept: a tick that fires a million tasks then keeps 64 KiB of them here,
+    /// not 16 MB that a thread's heap would keep resident after the burst.
     #[inline]
     pub(crate) fn push(&mut self, class: *const Class, block: Block) {
+        if self.blocks.len() >= Self::MOST {
+            self.flush();
+        }
         self.blocks.push((class, block));
     }
+
+    /// The most blocks kept between flushes: a lock of a class's list per this many blocks at
+    /// worst.
+    const MOST: usize = 4096;
 
     /// Gives every block kept back to its class, a run of the same class at a time.
     pub(crate) fn flush(&mut self) {
@@ -239,7 +248,7 @@ impl Freed {
 
     /// Gives back the list's memory beyond `keep` entries (after a burst).
     pub(crate) fn trim(&mut self, keep: usize) {
-        self.blocks.shrink_to(keep);
+        crate::entry::shrink_buffer(&mut self.blocks, keep);
     }
 }
 

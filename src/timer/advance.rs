@@ -229,10 +229,9 @@ impl Scratch {
     const KEEP: usize = 1 << 14;
 
     fn trim(&mut self) {
-        fn keep<T>(buffer: &mut Vec<T>) {
-            if buffer.capacity() > Scratch::KEEP {
-                buffer.shrink_to(Scratch::KEEP);
-            }
+        // Their pages go back to the kernel at once, whatever the allocator keeps.
+        fn keep<T: Copy>(buffer: &mut Vec<T>) {
+            entry::shrink_buffer(buffer, Scratch::KEEP);
         }
         keep(&mut self.cascade);
         keep(&mut self.due);
