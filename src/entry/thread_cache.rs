@@ -216,12 +216,14 @@ impl<T: Cacheable> CachedFree<T> {
     ) {
         if !local.owned_by(self) || local.shrinks != shrinks {
             local.give_back();
-            let cell = Arc::new(AtomicUsize::new(0));
-            let mut cells = self.cells.lock();
-            cells.retain(|cell| Arc::strong_count(cell) > 1);
-            cells.push(Arc::clone(&cell));
-            drop(cells);
-            local.cell = Some(cell);
+            if T::COUNTED {
+                let cell = Arc::new(AtomicUsize::new(0));
+                let mut cells = self.cells.lock();
+                cells.retain(|cell| Arc::strong_count(cell) > 1);
+                cells.push(Arc::clone(&cell));
+                drop(cells);
+                local.cell = Some(cell);
+            }
             local.owner = Arc::downgrade(self);
             local.shrinks = shrinks;
         }
@@ -286,7 +288,8 @@ impl<T: Cacheable> CachedFree<T> {
     }
 
     /// Items in threads' caches: exact when no thread takes or puts meanwhile, else low (see the
-    /// module docs). Read with the lists' locks held, for a count of both.
+    /// module docs); always 0 for a kind that does not count ([`Cacheable::COUNTED`]). Read with
+    /// the lists' locks held, for a count of both.
     pub(crate) fn cached(&self) -> usize {
         self.cells.lock().iter().map(|cell| cell.load(Ordering::Acquire)).sum()
     }
