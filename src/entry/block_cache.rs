@@ -150,8 +150,8 @@ mod tests {
     #[test]
     fn a_fired_spike_kept_by_an_owning_thread_leaves_no_buffer_behind() {
         // The driver's return of a fired batch (`Freed::flush`) on a thread whose cache this class
-        // owns (a manual timer's thread, or a driver that runs a re-arming task): the whole batch
-        // is appended, then the cache spills down to CAPACITY, but its buffer keeps the room.
+        // owns (a manual timer's thread, or a driver that runs a re-arming task): the cache takes
+        // what it has room for, so its buffer never grows to the batch's size.
         let slab = TaskSlab::new();
         let spike: Vec<Block> = (0..100_000).map(|_| slab.class(0).alloc().expect("room")).collect();
         slab.class(0).free.put_all(spike.into_iter());

@@ -90,8 +90,8 @@ impl<T: Copy> FreeLists<T> {
 
     /// Moves up to a batch of free items to the front of `out` (a thread's cache of slot indices or
     /// blocks, `thread_cache.rs`), in their order: from this thread's stripe's list, leaving it
-    /// [`MIN_AGE`], else the pool's last batch, else the never-used items `fresh` returns (called with no lock
-    /// held, as in [`take`](FreeLists::take)). Nothing moves once all three are empty.
+    /// [`MIN_AGE`], else the pool's last batch, else the never-used items `fresh` returns (called
+    /// with no lock held, as in [`take`](FreeLists::take)). Nothing moves once all three are empty.
     pub(crate) fn take_batch<I: DoubleEndedIterator<Item = T>>(
         &self,
         out: &mut VecDeque<T>,

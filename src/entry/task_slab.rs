@@ -30,8 +30,9 @@
 //! every block it handed out. In a timer it does (the slab is the arena's, and the arena's slots,
 //! dropped first, and the claims of its tasks, made by callers that hold the arena, are every
 //! holder). The slab does not rely on that: dropped while blocks are still out (on no list and in
-//! no thread's cache: `block_cache.rs` keeps that count exact), it leaks its classes and pages
-//! instead of freeing them, so a late free still finds a live class and the task stays sound.
+//! no thread's cache, a count that may err low but never high: `thread_cache.rs`), it leaks its
+//! classes and pages instead of freeing them, so a late free still finds a live class and the task
+//! stays sound.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -192,7 +193,7 @@ impl Class {
 
     /// Blocks handed out and not given back: neither listed nor in a thread's cache. While
     /// others take and free it may count a free block in flight as out, never a held one as free
-    /// (`block_cache.rs`: every window errs low).
+    /// (`thread_cache.rs`: every window errs low).
     fn out(&self) -> usize {
         let allocated = self.pages.lock().len() * BLOCKS_PER_PAGE;
         allocated.saturating_sub(self.free.free_count())
@@ -206,8 +207,9 @@ impl Class {
 }
 
 /// Blocks emptied by a loop that runs many tasks (the driver's batch), given back to their classes
-/// together: one lock of a class's free list for the batch instead of one per task. Flushed when
-/// dropped, so a block put here is returned even if the loop unwinds.
+/// together: one lock of a class's free list per batch, or per [`Freed::MOST`] blocks of a bigger
+/// one, instead of one per task. Flushed when dropped, so a block put here is returned even if the
+/// loop unwinds.
 ///
 /// Holds each block's class by address: a class outlives its blocks, and a block here is still
 /// out (`Class::out`), so a slab dropped meanwhile leaks its classes and the address stays valid.
@@ -229,7 +231,7 @@ impl Freed {
     }
 
     /// The most blocks kept between flushes: a lock of a class's list per this many blocks at
-    /// worst.
+    /// worst, and the list's capacity, which so never needs cutting back after a burst.
     const MOST: usize = 4096;
 
     /// Gives every block kept back to its class, a run of the same class at a time.
@@ -244,11 +246,6 @@ impl Freed {
             rest = &rest[run..];
         }
         self.blocks.clear();
-    }
-
-    /// Gives back the list's memory beyond `keep` entries (after a burst).
-    pub(crate) fn trim(&mut self, keep: usize) {
-        crate::entry::shrink_buffer(&mut self.blocks, keep);
     }
 }
 

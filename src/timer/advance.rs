@@ -236,6 +236,5 @@ impl Scratch {
         keep(&mut self.cascade);
         keep(&mut self.due);
         keep(&mut self.spare);
-        self.freed.trim(Self::KEEP);
     }
 }

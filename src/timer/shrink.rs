@@ -100,13 +100,12 @@ impl Shared {
         if next.is_some_and(|(at, _)| now < at) {
             return;
         }
-        if !self.in_lull() {
-            let mut low_since = self.auto_shrink.low_since.lock();
-            if now.duration_since(*low_since.get_or_insert(now)) < AUTO_INTERVAL {
-                return;
-            }
+        let mut low_since = self.auto_shrink.low_since.lock();
+        if !self.in_lull() && now.duration_since(*low_since.get_or_insert(now)) < AUTO_INTERVAL {
+            return;
         }
-        *self.auto_shrink.low_since.lock() = None;
+        *low_since = None;
+        drop(low_since);
         let shrunk = arena.shrink(Some(AUTO_WAIT));
         let interval = match *next {
             Some((_, interval)) if shrunk.pages + shrunk.block_pages + shrunk.waiting == 0 => {
