@@ -127,7 +127,8 @@ const COUNTING_SORT_MIN: usize = 64;
 /// which a visit found them is not that order: a task filed in a coarser level long ago is
 /// cascaded into the tick's bucket after tasks scheduled later straight into it, a big stage
 /// arrives in chunks, and two threads schedule into two lanes of a bucket. Each entry carries
-/// its **stamp**, the number of its schedule among the timer's (`entry/`: the slot's generation),
+/// its **stamp**, its schedule's place among the timer's (`entry/stamps.rs`: ordered on each
+/// thread, and across threads for instants and on a manual clock; the slot's generation too),
 /// and equal deadlines (to the 256th of a tick: a stronger order than the instant alone) are put
 /// in stamp order. After the counting sort that is one pass that compares neighbours and sorts only
 /// the runs found out of order.

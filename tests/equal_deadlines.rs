@@ -141,3 +141,55 @@ fn a_passed_deadline_runs_mid_tick_before_earlier_tasks_due_in_that_tick() {
     advance_to(&clock, &timer, ms(8));
     assert_eq!(log.ids(), [3, 4, 1, 0, 2], "the rest at the tick's end, in deadline order");
 }
+
+/// On the system clock a thread takes the stamps of its delays from a block of its own, but an
+/// instant is stamped alone: two long-lived threads that each hold a block (the second one's
+/// newer) schedule the same instant in turn, each turn ordered after the previous one by channels,
+/// the newer block's thread first; they fire in that order.
+#[test]
+fn one_instant_scheduled_by_two_threads_in_turn_fires_in_order_on_the_system_clock() {
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+
+    let timer = Timer::builder().tick(ms(1)).build();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let deadline = timer.now() + ms(200);
+    let (done, finished) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let turns: Vec<mpsc::Sender<Option<usize>>> = (0..2)
+            .map(|_| {
+                let (turn, orders) = mpsc::channel::<Option<usize>>();
+                let (timer, log, done) = (&timer, &log, done.clone());
+                scope.spawn(move || {
+                    for order in orders {
+                        match order {
+                            // Delays, cancelled: this thread's block grows and stays partly unused.
+                            None => (0..40).for_each(|_| {
+                                timer.schedule(Duration::from_secs(60), || {}).cancel();
+                            }),
+                            Some(id) => {
+                                let log = Arc::clone(log);
+                                timer.schedule_at(deadline, move || log.lock().unwrap().push(id));
+                            }
+                        }
+                        done.send(()).unwrap();
+                    }
+                });
+                turn
+            })
+            .collect();
+        let mut turn = |thread: usize, order| {
+            turns[thread].send(order).unwrap();
+            finished.recv().unwrap();
+        };
+        // Thread 0 reserves its blocks, then thread 1 its newer ones.
+        turn(0, None);
+        turn(1, None);
+        for id in 0..6 {
+            turn(1 - id % 2, Some(id));
+        }
+        drop(turns);
+    });
+    std::thread::sleep(deadline.saturating_duration_since(std::time::Instant::now()) + ms(100));
+    assert_eq!(*log.lock().unwrap(), (0..6).collect::<Vec<_>>());
+}

@@ -76,6 +76,7 @@ use crate::entry::readers::{Pin, Readers};
 use crate::entry::shrink::Shrinking;
 use crate::entry::slot_cache::SlotFree;
 use crate::entry::slot_lock::SlotLock;
+use crate::entry::stamps::{StampBy, Stamps};
 use crate::entry::task_slab::TaskSlab;
 use crate::entry::{self, EntryBody, EntryId, EntryState};
 use crate::sync::{Mutex, Ordering, UnmodelledAtomicU64};
@@ -136,8 +137,8 @@ pub(crate) struct EntryArena {
     pub(super) vacated: Mutex<Vec<usize>>,
     /// The shrink's own state (`shrink.rs`).
     pub(super) shrinking: Shrinking,
-    /// The last stamp handed out ([`next_stamp`](EntryArena::next_stamp)).
-    stamps: UnmodelledAtomicU64,
+    /// The stamps of new entries (`stamps.rs`).
+    stamps: Stamps,
     /// Free indices: per thread stripe, with a cache on each thread (see the module docs).
     pub(super) free: std::sync::Arc<SlotFree>,
     /// Blocks for the closures too big for a slot (`task_slab.rs`). After `segments`: fields drop
@@ -175,7 +176,7 @@ impl EntryArena {
             fresh: UnmodelledAtomicU64::new(0),
             vacated: Mutex::new(Vec::new()),
             shrinking: Shrinking::new(),
-            stamps: UnmodelledAtomicU64::new(0),
+            stamps: Stamps::new(),
             free: SlotFree::new(0),
             tasks: TaskSlab::new(),
             #[cfg(debug_assertions)]
@@ -296,20 +297,22 @@ impl EntryArena {
     }
 
     /// A new entry's stamp: its generation in the slot it will occupy, and the order of its
-    /// schedule among the timer's (`entry/`, `Life`). Stamps start at 1 and only grow, so each
-    /// occupant of a slot has a generation of its own; and a schedule that happens before another
-    /// (on one thread, or ordered by a lock or a channel between threads) draws the smaller stamp
-    /// (one read-modify-write: they are totally ordered, consistently with happens-before), which
-    /// is how equal deadlines fire in scheduling order (`deadline.rs`). The one write every
-    /// schedule makes to a line all schedulers share.
+    /// schedule among the timer's (`entry/`, `Life`): drawn alone (`StampBy::Timer`: ordered across
+    /// threads), or from this thread's block (`StampBy::Thread`: ordered on this thread), as
+    /// `stamps.rs` says when each is used. Stamps start at 1, and no two are equal, so each
+    /// occupant of a slot has a generation of its own.
     #[inline]
-    pub(crate) fn next_stamp(&self) -> u64 {
-        self.stamps.fetch_add(1, Ordering::Relaxed) + 1
+    pub(crate) fn stamp(&self, by: StampBy) -> u64 {
+        match by {
+            StampBy::Timer => self.stamps.shared(),
+            StampBy::Thread => self.stamps.thread(),
+        }
     }
 
-    /// The last stamp handed out so far (0 before the first).
-    pub(crate) fn stamps_issued(&self) -> u64 {
-        self.stamps.load(Ordering::Relaxed)
+    /// Starts an advance's round of stamps (`stamps.rs`, "Rounds"): returns the last stamp
+    /// reserved, below every stamp this thread (or one that learns of the advance) draws after.
+    pub(crate) fn begin_stamp_round(&self) -> u64 {
+        self.stamps.begin_round()
     }
 
     /// Creates (and so writes) the pages of the first `slots` indices, or of every index up to

@@ -65,6 +65,7 @@ mod block_cache;
 mod claim;
 pub(crate) mod faults;
 mod free_lists;
+mod fresh;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the free lists' pool, own mapping.
 #[allow(unsafe_code)]
 mod mapped_vec;
@@ -82,6 +83,7 @@ mod readers;
 mod retarget;
 mod shrink;
 mod slot_cache;
+mod stamps;
 mod thread_cache;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena slots' lock.
 #[allow(unsafe_code)]
@@ -91,11 +93,12 @@ pub(crate) mod slot_lock;
 pub(crate) mod task_slab;
 mod value;
 
-pub(crate) use self::{arena::EntryArena, claim::Claimed, os::shrink_buffer};
+pub(crate) use self::{arena::EntryArena, claim::Claimed, fresh::Fresh, os::shrink_buffer};
 pub(crate) use inline_task::{InlineTask, TaskLines};
 use location::{LaneKey, Location};
 pub(crate) use retarget::{deadline, retarget, Retargeted, Target};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
+pub(crate) use stamps::StampBy;
 pub(crate) use task_slab::Freed;
 pub(crate) use value::{claim_value, current, exact, FiredValue};
 
@@ -178,12 +181,12 @@ pub(crate) fn vacant_slot() -> SlotLock<EntryBody> {
 /// occupant's status (after a release, the last occupant's final status):
 /// `generation << 8 | due << 5 | occupied << 2 | status`.
 ///
-/// The generation is the occupant's **stamp**: the number of its schedule among all of its timer's
-/// schedules ([`EntryArena::next_stamp`]), set when it occupies the slot and kept when it leaves it.
-/// So a ticket of an earlier occupant never matches a later one (every schedule has its own
-/// stamp), and the stamp is also the scheduling order that breaks ties between equal deadlines
-/// (`deadline.rs`, "Ties"): one number, no room taken in the 48-byte slot. 56 bits of stamps last
-/// 2^56 schedules: over 200 years at ten million a second.
+/// The generation is the occupant's **stamp** (`stamps.rs`: [`EntryArena::stamp`]), unique among
+/// all of its timer's schedules, set when it occupies the slot and kept when it leaves it. So a
+/// ticket of an earlier occupant never matches a later one, and the stamp is also the scheduling
+/// order that breaks ties between equal deadlines (`deadline.rs`, "Ties"): one number, no room
+/// taken in the 48-byte slot. 56 bits of stamps last 2^56 schedules (threads' blocks reserve at
+/// most twice what they use): over 100 years at ten million a second.
 /// Bits 3 and 4 are the slot lock's (`slot_lock::LOCK_BITS`), the word being shared with it.
 #[derive(Clone, Copy, Debug)]
 struct Life(u64);
@@ -313,51 +316,10 @@ pub(crate) enum Fire {
     Panicked,
 }
 
-/// A new entry's contents, on its way into a slot its scheduler holds (vacant until then). The
-/// insert that publishes the entry in a bucket writes them into the slot in the same critical
-/// section that sets the location ([`EntryState::occupy`]): one slot lock per schedule. If the
-/// insert is refused (shutdown), the task is still here and is dropped with it.
-pub(crate) struct Fresh {
-    task: Option<InlineTask>,
-    deadline: Deadline,
-    /// The new entry's stamp (its generation, see [`Life`]), and the bucket lane that took the
-    /// entry: its [`Ticket`].
-    generation: u64,
-    bucket: LaneKey,
-}
-
-impl Fresh {
-    /// A new entry for `task`, stored for `arena` (inline, in a block of its task slab, or boxed:
-    /// `inline_task/`); `None` (and `task` dropped) if the slab's class for it has no room. Its
-    /// stamp is drawn here ([`EntryArena::next_stamp`]).
-    pub(crate) fn new<F>(deadline: Deadline, task: F, arena: &EntryArena) -> Option<Fresh>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        Some(Fresh {
-            task: Some(InlineTask::new_in(task, arena.tasks())?),
-            deadline,
-            generation: arena.next_stamp(),
-            bucket: LaneKey::new(location::BucketKey::new(0, 0), 0),
-        })
-    }
-
-    /// The new entry's deadline.
-    pub(crate) fn deadline(&self) -> Deadline {
-        self.deadline
-    }
-
-    /// The ticket of the entry, once an insert has put it in slot `id`.
-    pub(crate) fn ticket(&self, id: EntryId) -> Option<Ticket> {
-        self.task.is_none().then_some(Ticket { id, bucket: self.bucket, generation: self.generation })
-    }
-}
-
 impl EntryState<'_> {
     /// Makes the vacant slot's new occupant out of `fresh` (its holder, under the slot lock).
     pub(crate) fn occupy(&mut self, fresh: &mut Fresh, bucket: LaneKey) {
         debug_assert!(!self.is_occupied());
-        debug_assert!(fresh.generation > self.generation(), "stamps only grow");
         fresh.bucket = bucket;
         self.set_life(Life::occupy(fresh.generation));
         self.deadline = fresh.deadline;
@@ -372,7 +334,7 @@ pub(crate) fn new_entry<F>(arena: &EntryArena, deadline_tick: u64, task: F) -> O
 where
     F: FnOnce() + Send + 'static,
 {
-    let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task, arena)?;
+    let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task, arena, StampBy::Timer)?;
     let id = arena.alloc()?;
     // Its ticket names bucket key 0 (level 0, slot 0), lane 0: a cancel finds it there or, held, in
     // transit.

@@ -29,12 +29,21 @@ fn a_full_task_class_refuses_a_new_entry_and_drops_its_closure() {
         move || drop((drops, words))
     };
     let held: Vec<Fresh> = (0..task_slab::BLOCKS_PER_PAGE)
-        .map(|_| Fresh::new(Deadline::at_tick(1), big(&drops), &arena).expect("a block of 64 bytes"))
+        .map(|_| {
+            Fresh::new(Deadline::at_tick(1), big(&drops), &arena, StampBy::Timer)
+                .expect("a block of 64 bytes")
+        })
         .collect();
-    assert!(Fresh::new(Deadline::at_tick(1), big(&drops), &arena).is_none(), "the class is full");
+    assert!(
+        Fresh::new(Deadline::at_tick(1), big(&drops), &arena, StampBy::Timer).is_none(),
+        "the class is full"
+    );
     let held_count = task_slab::BLOCKS_PER_PAGE + 1;
     assert_eq!(std::sync::Arc::strong_count(&drops), held_count, "the refused closure is dropped");
-    assert!(Fresh::new(Deadline::at_tick(1), || {}, &arena).is_some(), "an inline closure needs no block");
+    assert!(
+        Fresh::new(Deadline::at_tick(1), || {}, &arena, StampBy::Timer).is_some(),
+        "an inline closure needs no block"
+    );
     drop(held);
-    assert!(Fresh::new(Deadline::at_tick(1), big(&drops), &arena).is_some(), "room again");
+    assert!(Fresh::new(Deadline::at_tick(1), big(&drops), &arena, StampBy::Timer).is_some(), "room again");
 }

@@ -8,7 +8,7 @@
 //! exactly once, by the one `Pending → _` transition, as a closure does.
 
 use super::location::{BucketKey, LaneKey};
-use super::{EntryArena, EntryId, Fresh, InlineTask, Status, Ticket};
+use super::{EntryArena, EntryId, Fresh, InlineTask, StampBy, Status, Ticket};
 use crate::deadline::Deadline;
 
 /// A value entry the firing claimed: its task (holding the value) and the ticket that names it
@@ -40,10 +40,11 @@ impl Fresh {
         deadline: Deadline,
         (value, exact): (V, i64),
         arena: &EntryArena,
+        by: StampBy,
     ) -> Result<Fresh, V> {
         let task = InlineTask::value_in(value, exact, arena.tasks())?;
         let bucket = LaneKey::new(BucketKey::new(0, 0), 0);
-        Ok(Fresh { task: Some(task), deadline, generation: arena.next_stamp(), bucket })
+        Ok(Fresh { task: Some(task), deadline, generation: arena.stamp(by), bucket })
     }
 
     /// The value of a new entry that was never inserted (a refused schedule).

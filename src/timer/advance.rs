@@ -41,8 +41,8 @@ impl Shared {
         // advance (`delay_queue.rs`, "Rounds"), so an advance does bounded work.
         let round = self.queue.round();
         // So is such work in a bucket this round visits anyway (it held a later round, say):
-        // entries stamped after this are left for the next advance.
-        let stamps = self.store.arena.stamps_issued();
+        // entries stamped after this are left for the next advance (`entry/stamps.rs`, "Rounds").
+        let stamps = self.store.arena.begin_stamp_round();
         while let Some((expiration, bucket)) = self.queue.poll_due(now_tick, round) {
             let cursor = self.current_tick.load(Ordering::Relaxed).max(expiration);
             self.current_tick.store(cursor, Ordering::Release);

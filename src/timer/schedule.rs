@@ -46,7 +46,8 @@ impl Shared {
         }
         let scheduled = match self.time.deadline_on(now, when) {
             Ok(deadline) => {
-                let make = |(), arena: &EntryArena| Fresh::new(deadline, task, arena).ok_or(());
+                let by = self.time.stamp_by(when);
+                let make = |(), arena: &EntryArena| Fresh::new(deadline, task, arena, by).ok_or(());
                 match self.insert_new(now, (), make) {
                     Ok((stripe, ticket)) => Ok(TimerHandle::new(Arc::clone(stripe), ticket)),
                     Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use crate::clock::{nanos_to_duration, ClockSource, TickLength};
 use crate::deadline::Deadline;
 use crate::delay_queue::{DelayQueue, Identity, Timeline};
-use crate::entry::EntryArena;
+use crate::entry::{EntryArena, StampBy};
 use crate::sync::{Arc, AtomicBool};
 use crate::wheel::{TimerTaskList, TimingWheel};
 
@@ -97,6 +97,19 @@ impl Time {
                     max: self.ticks.max_delay(now),
                 })
             }
+        }
+    }
+}
+
+impl Time {
+    /// Where the stamp of a task due at `when` comes from (`entry/stamps.rs`): a delay on the
+    /// system clock takes one from its thread's block; an instant, or any schedule on a manual
+    /// clock (where equal deadlines are common), one drawn alone, ordered across threads.
+    #[inline(always)]
+    pub(crate) fn stamp_by(&self, when: When) -> StampBy {
+        match when {
+            When::After(_) if !self.clock.is_manual() => StampBy::Thread,
+            _ => StampBy::Timer,
         }
     }
 }

@@ -148,7 +148,8 @@ impl Timer {
             }
             When::At(at) => exact_of(shared.time.clock.base(), at),
         };
-        let make = |value, arena: &_| Fresh::value(deadline, (value, exact), arena);
+        let by = shared.time.stamp_by(when);
+        let make = |value, arena: &_| Fresh::value(deadline, (value, exact), arena, by);
         match shared.insert_new(now, value, make) {
             Ok((_, ticket)) => Ok((ValueTicket(ticket), exact)),
             Err(super::schedule::Refused::Payload(value, error)) => Err((value, error)),

@@ -291,7 +291,7 @@ fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let arena = &EntryArena::unaudited();
     let bucket = Arc::new(TimerTaskList::new(0, 0, LANES));
     let flag = AtomicBool::new(true);
-    let mut fresh = Fresh::new(Deadline::at_tick(5), || {}, arena).unwrap();
+    let mut fresh = Fresh::new(Deadline::at_tick(5), || {}, arena, crate::entry::StampBy::Timer).unwrap();
     let id = arena.alloc().unwrap();
     let refused = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag);
     assert_eq!(refused, Err(ShutDown));

@@ -1,0 +1,45 @@
+//! `Fresh`: a new entry's contents before it occupies a slot, with its stamp.
+
+use super::location::{self, LaneKey};
+use super::{EntryArena, EntryId, InlineTask, StampBy, Ticket};
+use crate::deadline::Deadline;
+
+/// A new entry's contents, on its way into a slot its scheduler holds (vacant until then). The
+/// insert that publishes the entry in a bucket writes them into the slot in the same critical
+/// section that sets the location (`EntryState::occupy`): one slot lock per schedule. If the
+/// insert is refused (shutdown), the task is still here and is dropped with it.
+pub(crate) struct Fresh {
+    pub(super) task: Option<InlineTask>,
+    pub(super) deadline: Deadline,
+    /// The new entry's stamp (its generation, see `Life` in `entry/`), and the bucket lane that took the
+    /// entry: its [`Ticket`].
+    pub(super) generation: u64,
+    pub(super) bucket: LaneKey,
+}
+
+impl Fresh {
+    /// A new entry for `task`, stored for `arena` (inline, in a block of its task slab, or boxed:
+    /// `inline_task/`); `None` (and `task` dropped) if the slab's class for it has no room. Its
+    /// stamp is drawn here, as `by` says ([`EntryArena::stamp`]).
+    pub(crate) fn new<F>(deadline: Deadline, task: F, arena: &EntryArena, by: StampBy) -> Option<Fresh>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        Some(Fresh {
+            task: Some(InlineTask::new_in(task, arena.tasks())?),
+            deadline,
+            generation: arena.stamp(by),
+            bucket: LaneKey::new(location::BucketKey::new(0, 0), 0),
+        })
+    }
+
+    /// The new entry's deadline.
+    pub(crate) fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    /// The ticket of the entry, once an insert has put it in slot `id`.
+    pub(crate) fn ticket(&self, id: EntryId) -> Option<Ticket> {
+        self.task.is_none().then_some(Ticket { id, bucket: self.bucket, generation: self.generation })
+    }
+}
