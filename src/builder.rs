@@ -212,7 +212,8 @@ impl TimerBuilder {
 
     /// Lanes per bucket: how many threads can add to one bucket without sharing a lock (a
     /// power of two from 2 to 16). By default the cores (`std::thread::available_parallelism`)
-    /// rounded up to a power of two, 2 to 16.
+    /// rounded up to a power of two, 8 to 16: threads are numbered across the process, so with
+    /// fewer lanes even two threads of one timer would often share one.
     ///
     /// Each bucket of the wheel has this many lanes, each with its own lock and lists on cache
     /// lines of its own; a thread adds to the lane of its index (threads are numbered as they

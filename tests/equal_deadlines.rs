@@ -178,7 +178,7 @@ fn one_instant_scheduled_by_two_threads_in_turn_fires_in_order_on_the_system_clo
                 turn
             })
             .collect();
-        let mut turn = |thread: usize, order| {
+        let turn = |thread: usize, order| {
             turns[thread].send(order).unwrap();
             finished.recv().unwrap();
         };

@@ -14,17 +14,26 @@ pub(crate) const MAX_BUCKET_LANES: usize = MAX_LANES;
 /// its index).
 pub(crate) const MIN_BUCKET_LANES: usize = 2;
 
-/// Lanes per bucket unless configured (see the module docs): the cores
-/// (`available_parallelism`) rounded up to a power of two, from [`MIN_BUCKET_LANES`] to
-/// [`MAX_BUCKET_LANES`]. Under loom, 4: more than the two of a 2-core host, so that the models'
-/// threads (indices 0, 1 and 2) each create and add to a lane of their own.
+/// The fewest lanes a bucket has by default, whatever the cores: thread indices are numbered
+/// across the process (every thread that touches any timer), so with 2 lanes two threads of one
+/// timer share a lane half the time, and threads outnumbering the cores are preempted holding a
+/// lane's lock. On a 2-core host, SPEC W3 (two threads) measured 85–108 ns per insert with 2
+/// lanes against 65–79 with 8, and W7's scaling at 16 threads 1.48–1.63 against 1.79–1.83
+/// (docs/design.md, "Contention on many cores"); 16 lanes measured the same as 8, and cost up to
+/// twice the lanes' memory under thread churn (a lane is created when a thread first adds to it).
+const MIN_DEFAULT_LANES: usize = 8;
+
+/// Lanes per bucket unless configured (see the module docs): the cores (`available_parallelism`)
+/// rounded up to a power of two, from [`MIN_DEFAULT_LANES`] to [`MAX_BUCKET_LANES`]. Under loom,
+/// 4: the models' threads (indices 0, 1 and 2) each create and add to a lane of their own, and a
+/// visit has fewer cells to walk.
 pub(crate) fn default_lanes() -> usize {
     #[cfg(delaywheel_loom)]
     return 4;
     #[cfg(not(delaywheel_loom))]
     {
-        let cores = std::thread::available_parallelism().map_or(MIN_BUCKET_LANES, |n| n.get());
-        cores.next_power_of_two().clamp(MIN_BUCKET_LANES, MAX_BUCKET_LANES)
+        let cores = std::thread::available_parallelism().map_or(MIN_DEFAULT_LANES, |n| n.get());
+        cores.next_power_of_two().clamp(MIN_DEFAULT_LANES, MAX_BUCKET_LANES)
     }
 }
 

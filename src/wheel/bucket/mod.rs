@@ -8,8 +8,8 @@
 //! ## Lanes
 //!
 //! A bucket has `L` **lanes** (the timer's, a power of two from [`MIN_BUCKET_LANES`] to
-//! [`MAX_BUCKET_LANES`]: `TimerBuilder::bucket_lanes`, by default the cores rounded up,
-//! [`default_lanes`]), each with its own lock and its own stages (lists and minima), alone on its
+//! [`MAX_BUCKET_LANES`]: `TimerBuilder::bucket_lanes`, by default the cores rounded up, 8 to
+//! 16: [`default_lanes`]), each with its own lock and its own stages (lists and minima), alone on its
 //! cache lines (`#[repr(align(128))]`); a thread adds to the lane of its `thread_index` modulo `L`
 //! (round robin, as the counter stripes), so threads scheduling into the same buckets (a broker's
 //! request timeouts of one delay; SPEC W3 and W7) write different lines instead of bouncing one
