@@ -42,7 +42,8 @@
 //! entry of this queue's timer, a plain task's included.
 //!
 //! **Order.** The timer fires each batch in deadline order (to a 256th of a tick within a tick;
-//! first inserted first for equal deadlines) and hands it over in that order. With executor
+//! first inserted first for equal deadlines, across threads too for `insert_at` and on a manual
+//! clock: the crate docs' "equal deadlines") and hands it over in that order. With executor
 //! threads ([`TaskExecution::Threads`](crate::TaskExecution::Threads)) the driver hands values
 //! over itself, in the same order.
 //!
