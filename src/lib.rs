@@ -25,9 +25,9 @@
 //! that, see [`TimerBuilder::precise_wakeups`]). The tasks due at one tick fire in the order of
 //! their deadlines (to a 256th of a tick), and tasks due at the same instant in the order they were
 //! scheduled (FIFO), whichever level each was filed in; across threads for instants
-//! ([`Timer::schedule_at`] and the other `_at` forms) and on a manual clock (two delays that
-//! different threads schedule on the system clock meet at one instant only when equal to the
-//! nanosecond, and then fire in either order: docs/design.md, "The stamp counter"). A zero
+//! ([`Timer::schedule_at`] and the other `_at` forms) and on a manual clock (delays that
+//! different threads schedule on the system clock, with deadlines in the same 256th of a tick, fire
+//! in either order: docs/design.md, "The stamp counter"). A zero
 //! delay (or any deadline already passed) runs at the next advance, also when scheduled mid-tick,
 //! so before tasks scheduled earlier that are due in the same tick, at or before its deadline:
 //! those wait for the end of the tick.

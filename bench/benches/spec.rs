@@ -22,7 +22,7 @@
 //! * `SPEC_CAPACITY`: delaywheel built with `TimerBuilder::capacity(n)` (its arena allocated and
 //!   written before the clock starts: a warmed timer against the default cold one).
 //! * `SPEC_LANES`: delaywheel built with `TimerBuilder::bucket_lanes(n)` instead of the host's
-//!   default (the cores rounded up to a power of two, 2 to 16: what a bigger host gets).
+//!   default (the cores rounded up to a power of two, 8 to 16: what a bigger host gets).
 //!
 //! stdout carries exactly the SPEC lines; comments (`# …`: caller-side times of asynchronous peers,
 //! checks, ratios) go to stderr.

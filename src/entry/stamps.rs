@@ -19,20 +19,26 @@
 //! So a schedule after a **delay on the system clock** takes its stamp from a block its thread
 //! reserved ([`Stamps::thread`]): the block's stamps are unique, and ordered on that thread; a block
 //! grows from 1 to [`MAX_BLOCK`] stamps while its thread keeps scheduling, so a thread wastes at
-//! most about as many stamps as it uses. Across threads, two schedules after a delay tie only when
-//! their deadlines (their clock readings plus their delays) are equal to the nanosecond; a schedule
-//! at an instant (`schedule_at` and the other `_at` forms, where equal deadlines are what users
-//! write) and every schedule on a manual clock (where readings repeat) take their stamps one at a
-//! time, ordered across threads too.
+//! most about as many stamps as it uses. Across threads, block stamps follow no happens-before
+//! order: the firing sorts by deadline to a 256th of a tick, then by stamp (`deadline.rs`,
+//! "Ties"), so delays scheduled by different threads whose deadlines fall in the same 256th of a
+//! tick (3.9 µs with a 1 ms tick) fire in either order, even when one was scheduled first with an
+//! earlier deadline. A schedule at an instant (`schedule_at` and the other `_at` forms, where equal
+//! deadlines are what users write) and every schedule on a manual clock (where readings repeat)
+//! take their stamps one at a time, ordered across threads too.
 //!
 //! **Rounds.** An advance fires only the due entries stamped at most what was issued when it began
 //! (`timer/advance.rs`): work scheduled by the tasks it runs waits for the next advance. A block
 //! reserved before that would break it, so an advance starts a new **round** ([`begin_round`]):
-//! it bumps `round`, then reads `issued`. A thread's block belongs to the round it was reserved in
-//! and serves no later one. A thread that learns of the advance (the driver itself, an executor
-//! thread handed a task, any thread the tasks talk to) reads the new round and reserves a new block
-//! after the advance read `issued`, so its stamps are above it; a thread with no such relation
-//! schedules concurrently with the advance, and either outcome is right for it.
+//! it reads `issued`, then bumps `round` (a `Release` read-modify-write). A thread's block belongs
+//! to the round it was reserved in and serves no later one. A thread that reads the new round (an
+//! `Acquire` load, so the advance's read of `issued` happens before it) reserves its block after
+//! that read in `issued`'s modification order, so its stamps are above it: the driver itself, an
+//! executor thread handed a task, any thread the tasks talk to. A block reserved between the two
+//! steps belongs to the old round and serves nothing after the bump (the other order, bump then
+//! read, let such a block of the new round hold stamps at or below what the advance read: unit
+//! test `a_block_reserved_while_a_round_begins_serves_nothing_at_or_below_it`). A thread with no
+//! relation to the advance schedules concurrently with it, and either outcome is right for it.
 //!
 //! [`begin_round`]: Stamps::begin_round
 
@@ -123,7 +129,7 @@ impl Stamps {
         if cfg!(delaywheel_loom) {
             return self.next_alone();
         }
-        let round = self.round.load(Ordering::Relaxed);
+        let round = self.round.load(Ordering::Acquire);
         BLOCK
             .try_with(|cell| {
                 let block = cell.get();
@@ -147,8 +153,19 @@ impl Stamps {
     /// the last stamp reserved: every stamp drawn after this on this thread, or on a thread that
     /// learns of this call, is above it.
     pub(crate) fn begin_round(&self) -> u64 {
-        self.round.fetch_add(1, Ordering::Relaxed);
-        self.issued.load(Ordering::Relaxed)
+        self.begin_round_with(|| {})
+    }
+
+    /// [`begin_round`](Stamps::begin_round), running `between` between its two steps (the unit
+    /// tests draw stamps there, as another thread may).
+    #[inline]
+    fn begin_round_with(&self, between: impl FnOnce()) -> u64 {
+        // First what was reserved, then the new round (`Release`, which `thread` reads with
+        // `Acquire`): a block reserved in the new round comes after this read, above it.
+        let issued = self.issued.load(Ordering::Relaxed);
+        between();
+        self.round.fetch_add(1, Ordering::Release);
+        issued
     }
 }
 
@@ -203,6 +220,20 @@ mod tests {
         assert!(stamps.thread() > issued, "this thread's old block is not used after a round");
         let other = std::thread::scope(|scope| scope.spawn(|| stamps.thread()).join().unwrap());
         assert!(other > issued);
+    }
+
+    #[test]
+    fn a_block_reserved_while_a_round_begins_serves_nothing_at_or_below_it() {
+        let stamps = Stamps::new();
+        let _ = stamps.thread();
+        // Blocks reserved between the round's two steps, as by a thread the advance does not wait
+        // for; this thread then learns of the advance and must stamp above what it read.
+        let issued = stamps.begin_round_with(|| {
+            let _ = stamps.thread();
+            let _ = stamps.thread();
+        });
+        let after = stamps.thread();
+        assert!(after > issued, "stamp {after} drawn after the round began is at or below {issued}");
     }
 
     #[test]

@@ -219,9 +219,10 @@ pub(crate) struct Handoff<'a> {
     /// stamp, the order of its schedule (`entry/`): the batch fires in deadline order, equal
     /// deadlines in stamp order.
     pub(crate) due: &'a mut Vec<DueEntry>,
-    /// The last stamp drawn before the advance began: an entry due at the cursor but stamped
-    /// later was scheduled while this advance runs, and goes to `cascade` instead, to be filed
-    /// for the next advance (one advance does bounded work: `delay_queue.rs`, "Rounds").
+    /// The last stamp reserved when the advance began (`entry/stamps.rs`, "Rounds"): an entry due
+    /// at the cursor but stamped later was scheduled while this advance runs, and goes to
+    /// `cascade` instead, to be filed for the next advance (one advance does bounded work:
+    /// `delay_queue.rs`, "Rounds").
     pub(crate) stamps: u64,
 }
 
