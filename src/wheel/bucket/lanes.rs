@@ -21,6 +21,7 @@ pub(crate) const MIN_BUCKET_LANES: usize = 2;
 /// lanes against 65–79 with 8, and W7's scaling at 16 threads 1.48–1.63 against 1.79–1.83
 /// (docs/design.md, "Contention on many cores"); 16 lanes measured the same as 8, and cost up to
 /// twice the lanes' memory under thread churn (a lane is created when a thread first adds to it).
+#[cfg(not(delaywheel_loom))]
 const MIN_DEFAULT_LANES: usize = 8;
 
 /// Lanes per bucket unless configured (see the module docs): the cores (`available_parallelism`)
