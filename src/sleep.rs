@@ -6,10 +6,10 @@
 //!
 //! Creating a sleep schedules one ordinary task on the timer, **at once**, at the deadline
 //! `timer.now() + duration` (or the instant given), at the full precision of the timer's clock. The
-//! future and the task share a small slot behind a lock: a phase (waiting, elapsed, dead) and the
-//! last [`Waker`] the future was polled with. Every poll stores the current waker (replacing it
-//! unless [`Waker::will_wake`] says it is the same), so a future that moves between tasks or
-//! executors wakes the right one. When the timer fires the task, it marks the slot elapsed and
+//! future and the task share a small slot behind a lock (`sleep/slot.rs`): a phase (waiting,
+//! elapsed, dead) and the last [`Waker`] the future was polled with. Every poll stores the current
+//! waker (replacing it unless [`Waker::will_wake`] says it is the same), so a future that moves
+//! between tasks or executors wakes the right one. When the timer fires the task, it marks the slot elapsed and
 //! hands the stored waker over, outside the lock: on the thread that advances the clock (the
 //! driver), the wakers of the sleeps due at one tick are woken together once every task of that
 //! tick has run (`timer/wakes.rs`, the batched hand-off); elsewhere (an executor thread, a
@@ -52,7 +52,9 @@
 //!
 //! Dropping a [`Sleep`] before it completes **cancels** its timer task (O(1), the entry leaves its
 //! bucket at once and [`Timer::len`] drops); nothing runs and nothing is woken later. This is what
-//! makes `select!`-style races and timeouts cheap: the loser is dropped.
+//! makes `select!`-style races and timeouts cheap: the loser is dropped. A drop whose cancel won
+//! keeps the slot as its thread's spare, for the next sleep made there (`sleep/slot.rs`: "The spare
+//! slot"): a sleep made and cancelled on one thread allocates nothing.
 //!
 //! ## Time
 //!
@@ -63,17 +65,22 @@
 //! deadline and the timer advanced ([`Timer::advance_clock`], or the driver thread of a
 //! non-manual timer).
 
+mod slot;
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+#[cfg(doc)]
+use std::task::Waker;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::clock::saturating_add;
-use crate::sync::{Arc, Mutex};
+use crate::sync::Arc;
 use crate::timer::refs::TimerRef;
 use crate::timer::{LiveTimer, When};
 use crate::{ScheduleError, Timer, TimerHandle};
+use slot::{Phase, Slot};
 
 impl Timer {
     /// A future that completes `duration` from now on this timer's clock.
@@ -165,102 +172,6 @@ impl Timer {
     }
 }
 
-/// Where a sleep's slot is in its life.
-#[derive(Debug)]
-enum Phase {
-    /// The deadline has not passed.
-    Waiting,
-    /// The timer task ran.
-    Elapsed,
-    /// The sleep never completes: its task was refused, or abandoned by a shutdown.
-    Dead(ScheduleError),
-}
-
-/// The state a future shares with its timer task.
-#[derive(Debug)]
-struct SlotState {
-    phase: Phase,
-    /// The waker of the last poll.
-    waker: Option<Waker>,
-}
-
-#[derive(Debug)]
-struct Slot {
-    state: Mutex<SlotState>,
-}
-
-impl Slot {
-    fn new() -> Arc<Slot> {
-        Arc::new(Slot { state: Mutex::new(SlotState { phase: Phase::Waiting, waker: None }) })
-    }
-
-    fn dead(err: ScheduleError) -> Arc<Slot> {
-        Arc::new(Slot { state: Mutex::new(SlotState { phase: Phase::Dead(err), waker: None }) })
-    }
-
-    /// `slot` (waiting, with no waker), its task scheduled `when` says, and `waker` stored in it
-    /// (woken at once if the task already fired), with the instant of the clock reading the
-    /// schedule used. The waker is stored only once the schedule succeeded, so a refused task,
-    /// dropped inside the schedule, wakes nobody.
-    #[inline]
-    fn arm_in(
-        slot: Arc<Slot>,
-        timer: &LiveTimer,
-        when: When,
-        waker: Option<Waker>,
-    ) -> (Instant, Result<(Arc<Slot>, TimerHandle), ScheduleError>) {
-        let notify = Notify(Arc::clone(&slot));
-        let (now, scheduled) = timer.try_schedule_reading(when, move || notify.fire());
-        let handle = match scheduled {
-            Ok(handle) => handle,
-            Err(refused) => return (now, Err(refused)),
-        };
-        if let Some(waker) = waker {
-            let mut state = slot.state.lock();
-            if let Phase::Waiting = state.phase {
-                state.waker = Some(waker);
-            } else {
-                drop(state);
-                waker.wake();
-            }
-        }
-        (now, Ok((slot, handle)))
-    }
-
-    /// Leaves `Waiting` for `to` and hands the stored waker (which stays stored for a later reset)
-    /// to the timer's batched wake (`timer/wakes.rs`), outside the lock; no-op if no longer waiting.
-    fn finish(&self, to: Phase) {
-        let waker = {
-            let mut state = self.state.lock();
-            if !matches!(state.phase, Phase::Waiting) {
-                return;
-            }
-            state.phase = to;
-            state.waker.clone()
-        };
-        if let Some(waker) = waker {
-            crate::timer::wakes::wake(waker);
-        }
-    }
-}
-
-/// What the timer task owns: completes the slot when run, kills it when dropped unrun (abandoned by
-/// a shutdown, or cancelled by the sleep itself).
-struct Notify(Arc<Slot>);
-
-impl Notify {
-    fn fire(self) {
-        self.0.finish(Phase::Elapsed);
-    }
-}
-
-impl Drop for Notify {
-    fn drop(&mut self) {
-        // After `fire` the phase is `Elapsed` and this does nothing.
-        self.0.finish(Phase::Dead(ScheduleError::ShutDown));
-    }
-}
-
 /// A future that completes at a deadline on a [`Timer`]; created by [`Timer::sleep`],
 /// [`Timer::sleep_until`] and their `try_` forms. Needs the `async` feature.
 ///
@@ -300,7 +211,8 @@ impl Drop for Notify {
 /// ```
 #[must_use = "futures do nothing unless polled; dropping a Sleep cancels its timer task"]
 pub struct Sleep {
-    slot: Arc<Slot>,
+    /// `None` only inside `drop`, which hands the slot on (`slot.rs`: "The spare slot").
+    slot: Option<Arc<Slot>>,
     handle: TimerHandle,
     /// The deadline asked for, at full precision.
     deadline: Instant,
@@ -315,7 +227,13 @@ impl Sleep {
         armed: Result<(Arc<Slot>, TimerHandle), ScheduleError>,
     ) -> Sleep {
         let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));
-        Sleep { slot, handle, deadline, timer }
+        Sleep { slot: Some(slot), handle, deadline, timer }
+    }
+
+    /// The slot shared with the task.
+    #[inline]
+    fn slot(&self) -> &Slot {
+        self.slot.as_deref().expect("a sleep's slot is taken only by its drop")
     }
 
     /// A sleep at `deadline` that never completes, dead of `err` (nothing is scheduled).
@@ -353,7 +271,7 @@ impl Sleep {
     /// Whether the deadline has passed: the timer fired the wake-up. After a
     /// [`reset`](Sleep::reset), whether the new deadline has.
     pub fn is_elapsed(&self) -> bool {
-        matches!(self.slot.state.lock().phase, Phase::Elapsed)
+        matches!(self.slot().state.lock().phase, Phase::Elapsed)
     }
 
     /// Why this sleep will never complete, if it will not: the timer refused its wake-up
@@ -362,7 +280,7 @@ impl Sleep {
     /// `None` while it waits and once it has completed. A [`reset`](Sleep::reset) that the timer
     /// accepts revives a dead sleep.
     pub fn error(&self) -> Option<ScheduleError> {
-        match &self.slot.state.lock().phase {
+        match &self.slot().state.lock().phase {
             Phase::Dead(err) => Some(err.clone()),
             Phase::Waiting | Phase::Elapsed => None,
         }
@@ -402,13 +320,13 @@ impl Sleep {
         }
         // Not pending any more (or refused the new deadline): a new slot and task. The old task, if
         // it is running now, completes the old slot, which nobody polls (module docs: "Reset").
-        let waker = self.slot.state.lock().waker.take();
+        let waker = self.slot().state.lock().waker.take();
         self.handle.cancel();
         let slot = if fault!("sleep_reset_reuses_slot") {
             // Seeded bug for the loom suite only (docs/loom.md): the old slot is reused for the new
             // task, so the old task, firing late, completes the re-armed sleep before its deadline.
-            self.slot.state.lock().phase = Phase::Waiting;
-            Arc::clone(&self.slot)
+            self.slot().state.lock().phase = Phase::Waiting;
+            Arc::clone(self.slot.as_ref().expect("a sleep's slot is taken only by its drop"))
         } else {
             Slot::new()
         };
@@ -416,7 +334,11 @@ impl Sleep {
             Some(live) => Slot::arm_in(slot, &live, When::At(deadline), waker).1,
             None => Err(ScheduleError::ShutDown),
         };
-        (self.slot, self.handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));
+        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));
+        self.handle = handle;
+        if let Some(old) = self.slot.replace(slot) {
+            Slot::recycle(old);
+        }
     }
 
     /// As [`reset`](Sleep::reset), returning the timer's refusal of the new wake-up.
@@ -434,7 +356,7 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut state = self.slot.state.lock();
+        let mut state = self.slot().state.lock();
         if let Phase::Elapsed = state.phase {
             return Poll::Ready(());
         }
@@ -453,19 +375,23 @@ impl Drop for Sleep {
         // sleep still waiting needs a cancel: an elapsed or dead one's entry is gone, and a cancel
         // would take its bucket's lock only to find that out (`timer/cancel.rs`).
         let waiting = {
-            let mut state = self.slot.state.lock();
+            let mut state = self.slot().state.lock();
             state.waker = None;
             matches!(state.phase, Phase::Waiting)
         };
         if waiting {
             self.handle.cancel();
         }
+        // A won cancel dropped the task's reference: the slot can be this thread's spare.
+        if let Some(slot) = self.slot.take() {
+            Slot::recycle(slot);
+        }
     }
 }
 
 impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let phase = match &self.slot.state.lock().phase {
+        let phase = match &self.slot().state.lock().phase {
             Phase::Waiting => "waiting",
             Phase::Elapsed => "elapsed",
             Phase::Dead(_) => "dead",
