@@ -190,8 +190,8 @@ impl Timer {
 ///
 /// Dropping a `Sleep` that has not completed cancels its timer task: it leaves the wheel at once,
 /// and its waker is not called afterwards, except when the task had already fired at the moment
-/// of the drop (it was firing, or its batch's wake-ups had not come yet), which can then wake the
-/// last waker once (a spurious wake-up, harmless to executors).
+/// of the drop (it was firing, or its batch's wake-ups had not come yet) or been abandoned by a
+/// shutdown, which can then wake the last waker once (a spurious wake-up, harmless to executors).
 ///
 /// ```
 /// use delaywheel::{ManualClock, Timer};
@@ -221,6 +221,7 @@ pub struct Sleep {
 
 impl Sleep {
     /// A sleep for `deadline`, from the outcome of arming it.
+    #[inline]
     fn from_arming(
         timer: Arc<TimerRef>,
         deadline: Instant,
@@ -371,20 +372,10 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        // Forget the waker first, so the cancelled task does not wake a task that dropped us. Only a
-        // sleep still waiting needs a cancel: an elapsed or dead one's entry is gone, and a cancel
-        // would take its bucket's lock only to find that out (`timer/cancel.rs`).
-        let waiting = {
-            let mut state = self.slot().state.lock();
-            state.waker = None;
-            matches!(state.phase, Phase::Waiting)
-        };
-        if waiting {
-            self.handle.cancel();
-        }
-        // A won cancel dropped the task's reference: the slot can be this thread's spare.
+        // Cancels the task, which then wakes nobody, and keeps the slot as this thread's spare if
+        // the cancel dropped the task's reference (`sleep/slot.rs`: "The drop").
         if let Some(slot) = self.slot.take() {
-            Slot::recycle(slot);
+            Slot::drop_sleep(slot, &self.handle);
         }
     }
 }

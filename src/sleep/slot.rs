@@ -26,12 +26,34 @@
 //! usual (that thread may still hold it). The spare is given its initial state (waiting, no
 //! waker) as it is kept. Loom model `sleep::spare_slot_after_fire`, seeded fault
 //! `sleep_spare_slot_shared` (a slot kept while the closure still holds it).
+//!
+//! ## The drop
+//!
+//! A sleep's drop takes no lock of the slot when its cancel wins. Two flags beside the lock tell
+//! it what it needs:
+//!
+//! * `settled`, set under the lock as the phase leaves waiting (the task ran, or its closure was
+//!   dropped unrun): the entry is no longer pending, so the drop needs no cancel, which would
+//!   take the bucket's lock only to find that out. Read `Relaxed`: a stale `false` costs a cancel
+//!   that returns `false`, never a wrong outcome, and `true` is never wrong (it is set only once
+//!   the phase left waiting, and cleared only by the reuse of an unshared slot).
+//! * `gone`, set by the drop before its cancel: the closure, dropped unrun, then neither marks the
+//!   slot dead nor wakes the stored waker. A cancel that wins drops the closure on the dropping
+//!   thread, after that store, so the closure sees it: a cancelled sleep wakes nobody. A cancel
+//!   that loses found the task fired, firing or abandoned by a shutdown on another thread, whose
+//!   closure need not see the store; the drop then clears the waker under the lock, so the
+//!   closure's `finish` either took it already (the task had fired or been abandoned at the
+//!   moment of the drop: the one wake-up the `Sleep` docs allow) or finds none.
+//!
+//! The waker of a won cancel stays in the slot until the slot is reused or freed. Loom model
+//! `sleep::spare_slot_after_fire` (seeded fault `sleep_drop_not_gone`: the drop does not mark the
+//! slot gone, and the closure its cancel drops wakes the sleep's last waker).
 
 use std::cell::Cell;
 use std::task::Waker;
 use std::time::Instant;
 
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::timer::{LiveTimer, When};
 use crate::{ScheduleError, TimerHandle};
 
@@ -57,6 +79,12 @@ pub(super) struct SlotState {
 #[derive(Debug)]
 pub(super) struct Slot {
     pub(super) state: Mutex<SlotState>,
+    /// Set under the lock as the phase leaves `Waiting` (never unset but by the reuse of an
+    /// unshared slot): the task's entry is no longer pending (module docs: "The drop").
+    settled: AtomicBool,
+    /// Set by the sleep's drop before its cancel: nobody polls the slot any more, and the task's
+    /// closure, dropped unrun, wakes nobody.
+    gone: AtomicBool,
 }
 
 crate::sync::thread_local! {
@@ -65,8 +93,9 @@ crate::sync::thread_local! {
 }
 
 impl Slot {
-    fn waiting() -> Slot {
-        Slot { state: Mutex::new(SlotState { phase: Phase::Waiting, waker: None }) }
+    fn with(phase: Phase) -> Slot {
+        let settled = AtomicBool::new(!matches!(phase, Phase::Waiting));
+        Slot { state: Mutex::new(SlotState { phase, waker: None }), settled, gone: AtomicBool::new(false) }
     }
 
     /// A waiting slot with no waker: the thread's spare if it has one, else a new one.
@@ -75,29 +104,28 @@ impl Slot {
         // (`try_with` fails only while the thread's locals are being destroyed.)
         match SPARE.try_with(Cell::take) {
             Ok(Some(spare)) => spare,
-            _ => Arc::new(Slot::waiting()),
+            _ => Arc::new(Slot::with(Phase::Waiting)),
         }
     }
 
     pub(super) fn dead(err: ScheduleError) -> Arc<Slot> {
-        Arc::new(Slot { state: Mutex::new(SlotState { phase: Phase::Dead(err), waker: None }) })
+        Arc::new(Slot::with(Phase::Dead(err)))
     }
 
     /// Keeps `slot` as this thread's spare if nothing else refers to it (module docs: "The spare
     /// slot"); otherwise drops this reference.
     #[inline]
     pub(super) fn recycle(mut slot: Arc<Slot>) {
-        let unshared = fault!("sleep_spare_slot_shared") || Arc::get_mut(&mut slot).is_some();
-        if !unshared {
-            return;
-        }
         if fault!("sleep_spare_slot_shared") {
             // Seeded bug for the loom suite only (docs/loom.md): the slot is kept whether or not the
             // closure of its task still holds it, so a late fire completes the next sleep early.
             *slot.state.lock() = SlotState { phase: Phase::Waiting, waker: None };
-        } else if let Some(unshared) = Arc::get_mut(&mut slot) {
+            slot.settled.store(false, Ordering::Relaxed);
+            slot.gone.store(false, Ordering::Relaxed);
+        } else {
+            let Some(unshared) = Arc::get_mut(&mut slot) else { return };
             // The old state's waker (if any) is dropped here, outside any lock.
-            *unshared = Slot::waiting();
+            *unshared = Slot::with(Phase::Waiting);
         }
         // A spare already kept (a second sleep dropped before a new one took the first) is freed.
         let _ = SPARE.try_with(|spare| drop(spare.replace(Some(slot))));
@@ -114,7 +142,7 @@ impl Slot {
         when: When,
         waker: Option<Waker>,
     ) -> (Instant, Result<(Arc<Slot>, TimerHandle), ScheduleError>) {
-        let notify = Notify(Arc::clone(&slot));
+        let notify = Notify(Some(Arc::clone(&slot)));
         let (now, scheduled) = timer.try_schedule_reading(when, move || notify.fire());
         let handle = match scheduled {
             Ok(handle) => handle,
@@ -141,6 +169,7 @@ impl Slot {
                 return;
             }
             state.phase = to;
+            self.settled.store(true, Ordering::Relaxed);
             state.waker.clone()
         };
         if let Some(waker) = waker {
@@ -150,18 +179,41 @@ impl Slot {
 }
 
 /// What the timer task owns: completes the slot when run, kills it when dropped unrun (abandoned by
-/// a shutdown, or cancelled by the sleep itself).
-struct Notify(Arc<Slot>);
+/// a shutdown) unless the sleep is gone (its drop cancelled the task). `None` once run.
+struct Notify(Option<Arc<Slot>>);
 
 impl Notify {
-    fn fire(self) {
-        self.0.finish(Phase::Elapsed);
+    fn fire(mut self) {
+        if let Some(slot) = self.0.take() {
+            slot.finish(Phase::Elapsed);
+        }
     }
 }
 
 impl Drop for Notify {
     fn drop(&mut self) {
-        // After `fire` the phase is `Elapsed` and this does nothing.
-        self.0.finish(Phase::Dead(ScheduleError::ShutDown));
+        let Some(slot) = self.0.take() else { return };
+        if fault!("sleep_drop_not_gone") || !slot.gone.load(Ordering::Relaxed) {
+            slot.finish(Phase::Dead(ScheduleError::ShutDown));
+        }
+    }
+}
+
+impl Slot {
+    /// What a sleep's drop does with its slot (module docs: "The drop"): cancels the task unless
+    /// the slot is settled, marking the slot gone first, then keeps the slot as the spare if it can.
+    #[inline]
+    pub(super) fn drop_sleep(slot: Arc<Slot>, handle: &TimerHandle) {
+        if !slot.settled.load(Ordering::Relaxed) {
+            if !fault!("sleep_drop_not_gone") {
+                slot.gone.store(true, Ordering::Relaxed);
+            }
+            if !handle.cancel() {
+                // Lost to a firing or a shutdown on another thread, whose closure may not see
+                // `gone`: forget the waker under the lock its `finish` takes.
+                slot.state.lock().waker = None;
+            }
+        }
+        Slot::recycle(slot);
     }
 }
