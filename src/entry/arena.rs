@@ -240,7 +240,8 @@ impl EntryArena {
         self.slot(id).0.prefetch();
     }
 
-    /// A free slot for a new entry: vacant, unlocked, its generation past every earlier occupant's.
+    /// A free slot for a new entry: vacant, unlocked (the new occupant's stamp, unique, becomes its
+    /// generation: `stamps.rs`).
     /// `None` once the never-used indices ran out (`EntryId::MAX_INDEX`, less a page) and neither
     /// this thread's cache, this stripe's list (beyond its `MIN_AGE`) nor the pool has a free one:
     /// other stripes may then still hold up to a page and `MIN_AGE` each, and other threads'

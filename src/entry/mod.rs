@@ -22,8 +22,8 @@
 //! due buffers, then possibly an executor's channel, or the shutdown drain. Holding passes only
 //! under the bucket lane's lock and the slot lock (insert, remove, visit) or with the buffer that carries
 //! the index. The holder that finds the entry no longer `Pending` (after its own claim, or a
-//! cancel's) **releases** the slot ([`EntryState::release`]: the generation goes up, the closure is
-//! gone) and returns it to the arena. A cancel becomes the holder when it takes the entry out of its
+//! cancel's) **releases** the slot ([`EntryState::release`]: vacant, the closure gone; its next
+//! occupant brings a generation no earlier one had) and returns it to the arena. A cancel becomes the holder when it takes the entry out of its
 //! bucket itself; when the entry is in transit the driver holds it and releases it when it re-adds
 //! or fires it.
 //!
