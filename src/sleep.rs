@@ -51,7 +51,9 @@
 //! ## Cancellation
 //!
 //! Dropping a [`Sleep`] before it completes **cancels** its timer task (O(1), the entry leaves its
-//! bucket at once and [`Timer::len`] drops); nothing runs and nothing is woken later. This is what
+//! bucket at once and [`Timer::len`] drops); nothing runs, and nothing is woken later unless the
+//! task had already fired or been abandoned by a shutdown at the moment of the drop (one spurious
+//! wake-up at most: the `Sleep` docs, "Cancellation"). This is what
 //! makes `select!`-style races and timeouts cheap: the loser is dropped. A drop whose cancel won
 //! keeps the slot as its thread's spare, for the next sleep made there (`sleep/slot.rs`: "The spare
 //! slot"): a sleep made and cancelled on one thread allocates nothing.

@@ -131,3 +131,32 @@ fn a_timer_in_a_thread_local_shuts_down_at_thread_exit_with_a_sleep_pending() {
     assert!(exited.is_ok(), "the thread's exit panicked");
     assert_eq!(*woken.lock().unwrap(), [(1, true)], "the abandoned sleep's waker was woken once, at once");
 }
+
+/// A dropped sleep's slot is kept as its thread's spare and serves the next sleep, here on another
+/// timer: a sleep made on a spare slot neither wakes nor completes while pending, and is woken
+/// exactly once by its timer's shutdown.
+#[test]
+fn a_sleep_on_a_spare_slot_from_another_timer_is_woken_once_by_a_shutdown() {
+    use common::waker::CountingWaker;
+    use std::pin::Pin;
+
+    let (_clock_a, a) = manual_timer(ms(1), 64);
+    let (_clock_b, b) = manual_timer(ms(1), 64);
+    let (wakes, waker) = CountingWaker::new();
+    for _ in 0..3 {
+        let mut sleep = a.sleep(ms(50));
+        assert!(poll(Pin::new(&mut sleep), &waker).is_pending());
+        // The cancel wins: nobody is woken, and the slot becomes this thread's spare.
+        drop(sleep);
+        let mut next = b.sleep(ms(50));
+        assert!(poll(Pin::new(&mut next), &waker).is_pending());
+        assert!(!next.is_elapsed() && next.error().is_none());
+    }
+    assert_eq!(wakes.count(), 0, "a cancelled sleep wakes nobody");
+    let mut last = b.sleep(ms(50));
+    assert!(poll(Pin::new(&mut last), &waker).is_pending());
+    drop(b.shutdown());
+    assert_eq!(wakes.count(), 1, "a shutdown wakes a pending sleep once");
+    assert!(last.error().is_some());
+    assert!(poll(Pin::new(&mut last), &waker).is_pending(), "a sleep whose timer shut down never completes");
+}

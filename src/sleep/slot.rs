@@ -4,9 +4,10 @@
 //!
 //! A [`Slot`] is a lock over a phase (waiting, elapsed, dead) and the waker of the last poll. Two
 //! parties hold it, each through an `Arc`: the sleep, and the closure of its timer task (a
-//! [`Notify`]). Run, the closure marks the slot elapsed; dropped unrun (cancelled by the sleep,
-//! abandoned by a shutdown), it marks it dead. Either way it hands the stored waker over outside
-//! the lock (`timer/wakes.rs`).
+//! [`Notify`]). Run, the closure marks the slot elapsed; dropped unrun (abandoned by a shutdown,
+//! or cancelled by a [`reset`](super::Sleep::reset) that moves the sleep to a new slot), it marks
+//! it dead. Either way it hands the stored waker over outside the lock (`timer/wakes.rs`). Dropped
+//! unrun by the cancel of the sleep's own drop, it marks nothing and wakes nobody ("The drop").
 //!
 //! ## The spare slot
 //!
@@ -22,9 +23,12 @@
 //! `Acquire`, and every other holder's drop of its reference is a `Release` decrement, so whatever
 //! the closure wrote to the slot (its last `finish`) happens before the reuse; and no closure of
 //! an earlier task can reach the slot any more, so none can complete the sleep that reuses it.
-//! A sleep whose task fired, or is firing, on another thread when it is dropped frees its slot as
-//! usual (that thread may still hold it). The spare is given its initial state (waiting, no
-//! waker) as it is kept. Loom model `sleep::spare_slot_after_fire`, seeded fault
+//! Every drop offers its slot ([`Slot::recycle`]): a sleep whose task fired, or is firing, on
+//! another thread keeps the slot as the spare too if that closure has already given up its
+//! reference, and only frees its own reference while the closure still holds one. A
+//! [`reset`](super::Sleep::reset) that moves the sleep to a new slot takes the spare for it, and
+//! offers the old slot the same way. The spare is given its initial state (waiting, no waker) as it
+//! is kept, so a stored waker is dropped then, within the drop. Loom model `sleep::spare_slot_after_fire`, seeded fault
 //! `sleep_spare_slot_shared` (a slot kept while the closure still holds it).
 //!
 //! ## The drop
@@ -45,7 +49,7 @@
 //!   closure's `finish` either took it already (the task had fired or been abandoned at the
 //!   moment of the drop: the one wake-up the `Sleep` docs allow) or finds none.
 //!
-//! The waker of a won cancel stays in the slot until the slot is reused or freed. Loom model
+//! Loom model
 //! `sleep::spare_slot_after_fire` (seeded fault `sleep_drop_not_gone`: the drop does not mark the
 //! slot gone, and the closure its cancel drops wakes the sleep's last waker).
 
