@@ -205,7 +205,7 @@ impl Interval {
             Some(sleep) => sleep.reset(self.next),
             None => {
                 self.sleep = Some(match self.timer.upgrade() {
-                    Some(live) => Sleep::at(Arc::clone(&self.timer), &live, self.next),
+                    Some(live) => Sleep::at(Arc::clone(&self.timer), live, self.next),
                     None => Sleep::dead(Arc::clone(&self.timer), self.next, ScheduleError::ShutDown),
                 });
             }

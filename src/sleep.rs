@@ -20,8 +20,10 @@
 //! ## Ownership
 //!
 //! The futures **do not borrow the timer**: they are `'static`, `Send`, `Sync` and `Unpin`, so
-//! they can be spawned freely. A sleep holds its slot, its task's [`TimerHandle`] and a weak way
-//! back to the timer (`timer/refs.rs`) for [`Sleep::reset`]; it never keeps the timer alive.
+//! they can be spawned freely. A sleep holds its slot, its task's [`TimerHandle`] and a way back to
+//! the timer (`timer/refs.rs`) for [`Sleep::reset`]; it never keeps the timer running: dropping
+//! the timer shuts it down, and the sleep then never completes (its memory is freed once the last
+//! future and handle are dropped).
 //!
 //! ## Refusal and shutdown: a sleep never panics
 //!
@@ -334,7 +336,7 @@ impl Sleep {
             Slot::new()
         };
         let armed = match self.timer.upgrade() {
-            Some(live) => Slot::arm_in(slot, &live, When::At(deadline), waker).1,
+            Some(live) => Slot::arm_in(slot, live, When::At(deadline), waker).1,
             None => Err(ScheduleError::ShutDown),
         };
         let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));

@@ -5,7 +5,8 @@
 //! Most timeouts in a server wrap a future that is ready at once (the data is already buffered, the
 //! lock is free). [`Timer::timeout`] and [`Timer::timeout_at`] therefore do not touch the wheel when
 //! they are created: the `Timeout` holds the inner future, the limit (a duration or an instant) and
-//! a weak way back to the timer (`timer/refs.rs`, one uncontended reference count). Its first poll
+//! a way back to the timer (`timer/refs.rs`: one uncontended reference count, and none written to
+//! arm). Its first poll
 //! polls the inner future; if that is ready, the output is returned and the timer was never
 //! involved (no clock read, no entry, no cancel). Only a poll that finds the inner future pending
 //! **arms** the limit: it schedules a [`Sleep`] and polls it (which stores the waker), and from then
@@ -207,14 +208,14 @@ impl Armed {
     /// The armed sleep; arms a lazy limit first.
     fn sleep(&mut self) -> &mut Sleep {
         if let Armed::Lazy(timer, limit) = self {
-            let timer = Arc::clone(timer);
             let sleep = match (timer.upgrade(), *limit) {
-                (Some(live), Limit::After(duration)) => Sleep::after(timer, &live, duration),
-                (Some(live), Limit::At(at)) => Sleep::at(timer, &live, at),
+                (Some(live), Limit::After(duration)) => Sleep::after(Arc::clone(timer), live, duration),
+                (Some(live), Limit::At(at)) => Sleep::at(Arc::clone(timer), live, at),
                 (None, Limit::After(duration)) => {
-                    Sleep::dead(timer, saturating_add(Instant::now(), duration), ScheduleError::ShutDown)
+                    let dies_at = saturating_add(Instant::now(), duration);
+                    Sleep::dead(Arc::clone(timer), dies_at, ScheduleError::ShutDown)
                 }
-                (None, Limit::At(at)) => Sleep::dead(timer, at, ScheduleError::ShutDown),
+                (None, Limit::At(at)) => Sleep::dead(Arc::clone(timer), at, ScheduleError::ShutDown),
             };
             *self = Armed::Armed(sleep);
         }

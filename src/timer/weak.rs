@@ -1,14 +1,16 @@
 //! [`LiveTimer`] and [`WeakTimer`]: how the crate's extras reach a timer they do not own.
 //!
 //! A future (`sleep.rs`, `interval.rs`, `timeout.rs`) or a repetition (`repeating.rs`) needs its
-//! timer after the call that made it returned, and must not keep the timer alive: dropping a
-//! [`Timer`] stops its driver, and a task that owned its timer would form a cycle (timer → wheel →
-//! entry → closure → timer). So an extra holds a [`WeakTimer`], and upgrading it gives a
-//! [`LiveTimer`]: the operations of the public [`Timer`] API that need no ownership of the timer
-//! (`now`, `tick`, `max_delay`, `try_schedule`, `try_schedule_at`), with the meaning they have
-//! there, plus whether the timer is shutting down. `Timer`'s own methods of those names call these
-//! (a `Timer` holds its `LiveTimer`), so each is written once. Nothing else of the timer's state is
-//! reachable through it: the extras stand on the public API, reached weakly.
+//! timer after the call that made it returned, and must not keep the timer running: dropping a
+//! [`Timer`] stops its driver and drops its tasks. What an extra reaches is a [`LiveTimer`]: the
+//! operations of the public [`Timer`] API that need no ownership of the timer (`now`, `tick`,
+//! `max_delay`, `try_schedule`, `try_schedule_at`), with the meaning they have there, plus whether
+//! the timer is shutting down. `Timer`'s own methods of those names call these (a `Timer` holds its
+//! `LiveTimer`), so each is written once. Nothing else of the timer's state is reachable through
+//! it: the extras stand on the public API. A repetition holds a [`WeakTimer`] and upgrades it (its
+//! closure lives in the timer's entries, where a strong reference would be a cycle: timer → wheel →
+//! entry → closure → timer); the futures hold a strong one, lent only until the timer shuts down
+//! (`refs.rs`).
 //!
 //! The whole seam between `timer/` and the extras: `Timer::live` and the two types here, the
 //! futures' per-thread references (`refs.rs`, `Timer::local_ref`), the inert handle a refused
