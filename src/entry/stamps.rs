@@ -7,14 +7,15 @@
 //!
 //! * **Unique**: no two schedules of one timer get the same stamp. Every stamp comes from one
 //!   counter, `issued` (the last stamp reserved), by `fetch_add`: one at a time, or a block.
-//! * **Ordered**: a schedule that happens before another (on one thread, or ordered by a lock or a
-//!   channel between threads) gets the smaller stamp, so that equal deadlines fire in scheduling
-//!   order.
+//! * **Ordered**: a schedule that happens before another gets the smaller stamp, so that equal
+//!   deadlines fire in scheduling order: on one thread always; across threads (ordered by a lock
+//!   or a channel) for stamps drawn one at a time.
 //!
-//! Drawn one at a time ([`Stamps::shared`]), both rules hold, at the price of one write to a line
-//! every scheduling thread writes: with two threads scheduling at once, that line moves between
-//! cores on nearly every schedule, and it was the largest part of the CPU a schedule + cancel pair
-//! gains from one to two threads (SPEC W7; docs/design.md, "Contention on many cores").
+//! Drawn one at a time ([`Stamps::shared`]), both rules hold across threads, at the price of one
+//! write to a line every scheduling thread writes: with two threads scheduling at once, that line
+//! moves between cores on nearly every schedule, which is most of what a schedule + cancel pair
+//! loses in CPU from one thread to two (SPEC W7 scaling at 2 threads 1.50–1.58 drawn so, 1.75–2.07
+//! from blocks; docs/design.md, "Contention on many cores").
 //!
 //! So a schedule after a **delay on the system clock** takes its stamp from a block its thread
 //! reserved ([`Stamps::thread`]): the block's stamps are unique, and ordered on that thread; a block
