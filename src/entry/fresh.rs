@@ -25,12 +25,14 @@ impl Fresh {
     where
         F: FnOnce() + Send + 'static,
     {
-        Some(Fresh {
-            task: Some(InlineTask::new_in(task, arena.tasks())?),
-            deadline,
-            generation: arena.stamp(by),
-            bucket: LaneKey::new(location::BucketKey::new(0, 0), 0),
-        })
+        Some(Fresh::holding(InlineTask::new_in(task, arena.tasks())?, deadline, arena, by))
+    }
+
+    /// A new entry for the stored `task` (a closure or a value), due at `deadline`, stamped here
+    /// as `by` says; its lane is set by the insert that publishes it.
+    pub(super) fn holding(task: InlineTask, deadline: Deadline, arena: &EntryArena, by: StampBy) -> Fresh {
+        let bucket = LaneKey::new(location::BucketKey::new(0, 0), 0);
+        Fresh { task: Some(task), deadline, generation: arena.stamp(by), bucket }
     }
 
     /// The new entry's deadline.

@@ -119,7 +119,12 @@ impl Stamps {
     }
 
     fn next_alone(&self) -> u64 {
-        self.issued.fetch_add(1, Ordering::Relaxed) + 1
+        self.reserve(1)
+    }
+
+    /// Reserves the next `size` stamps: returns the first.
+    fn reserve(&self, size: u64) -> u64 {
+        self.issued.fetch_add(size, Ordering::Relaxed) + 1
     }
 
     /// A stamp from this thread's block: unique, ordered on this thread and after every advance
@@ -142,7 +147,7 @@ impl Stamps {
                 // Twice what the last block served, so that a block's unused rest is at most what
                 // its thread used.
                 let size = if ours { ((block.end - block.start) * 2).clamp(1, MAX_BLOCK) } else { 1 };
-                let first = self.issued.fetch_add(size, Ordering::Relaxed) + 1;
+                let first = self.reserve(size);
                 cell.set(Block { id: self.id, round, start: first, next: first + 1, end: first + size });
                 first
             })

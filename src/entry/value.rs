@@ -43,8 +43,7 @@ impl Fresh {
         by: StampBy,
     ) -> Result<Fresh, V> {
         let task = InlineTask::value_in(value, exact, arena.tasks())?;
-        let bucket = LaneKey::new(BucketKey::new(0, 0), 0);
-        Ok(Fresh { task: Some(task), deadline, generation: arena.stamp(by), bucket })
+        Ok(Fresh::holding(task, deadline, arena, by))
     }
 
     /// The value of a new entry that was never inserted (a refused schedule).

@@ -99,9 +99,7 @@ impl Time {
             }
         }
     }
-}
 
-impl Time {
     /// Where the stamp of a task due at `when` comes from (`entry/stamps.rs`): a delay on the
     /// system clock takes one from its thread's block; an instant, or any schedule on a manual
     /// clock (where equal deadlines are common), one drawn alone, ordered across threads.
