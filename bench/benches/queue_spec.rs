@@ -51,7 +51,8 @@ use std::time::{Duration, Instant};
 
 use delaywheel::queue::DelayQueue;
 use delaywheel::Timer;
-use measure::{delays_ms, now_ns, process_cpu_ms, rss_bytes, Expiry};
+use delaywheel_bench::process_cpu_ms;
+use measure::{delays_ms, now_ns, rss_bytes, Expiry};
 
 /// Due times (on [`now_ns`]) of the values of Q3 and Q5, by value.
 static DUE_NS: OnceLock<Box<[AtomicU64]>> = OnceLock::new();

@@ -101,7 +101,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use measure::{counting_task, delays_ms, now_ns, process_cpu_ms, rss_bytes, FIRED};
+use delaywheel_bench::process_cpu_ms;
+use measure::{counting_task, delays_ms, now_ns, rss_bytes, FIRED};
 use systems::{DelayWheel, HeapTimer, Hhwt, System, TokioDelayQueue};
 
 const SYSTEMS: [&str; 5] =

@@ -54,24 +54,12 @@ fn firing_order(n: usize) -> Vec<u32> {
     order
 }
 
-/// Process CPU (user + system) so far, in milliseconds.
-#[cfg(target_os = "linux")]
-fn cpu_ms() -> f64 {
-    // SAFETY: `getrusage` writes one `rusage` we own; all-zero is a valid `rusage`.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let ms = |tv: libc::timeval| tv.tv_sec as f64 * 1e3 + tv.tv_usec as f64 / 1e3;
-    ms(usage.ru_utime) + ms(usage.ru_stime)
-}
-
 /// `n` tasks' state of `W` words: mapped, written, read back in `order`.
 #[cfg(target_os = "linux")]
 fn floor<const W: usize>(n: usize, order: &[u32]) -> Floor {
+    use delaywheel_bench::process_cpu_ms;
     let bytes = n * W * 8;
-    let start = cpu_ms();
+    let start = process_cpu_ms();
     // SAFETY: a fresh private anonymous mapping at an address of the kernel's choosing; checked below.
     let at = unsafe {
         libc::mmap(
@@ -87,13 +75,13 @@ fn floor<const W: usize>(n: usize, order: &[u32]) -> Floor {
     // SAFETY: `bytes` of zeroed memory, ours alone until the `munmap` below, aligned to a page (more
     // than a `u64` needs); all-zero words are valid `[u64; W]`s.
     let states = unsafe { std::slice::from_raw_parts_mut(at.cast::<[u64; W]>(), n) };
-    let mapped = cpu_ms();
+    let mapped = process_cpu_ms();
     for (i, state) in states.iter_mut().enumerate() {
         for (w, word) in state.iter_mut().enumerate() {
             *word = i as u64 ^ w as u64;
         }
     }
-    let written = cpu_ms();
+    let written = process_cpu_ms();
     let mut sum = 0u64;
     for (k, &task) in order.iter().enumerate() {
         if let Some(&ahead) = order.get(k + 16) {
@@ -102,7 +90,7 @@ fn floor<const W: usize>(n: usize, order: &[u32]) -> Floor {
         sum = states[task as usize].iter().fold(sum, |sum, &word| sum.wrapping_add(word));
     }
     std::hint::black_box(sum);
-    let read = cpu_ms();
+    let read = process_cpu_ms();
     // SAFETY: the whole mapping made above, unmapped once; `states` is not used past here.
     unsafe { libc::munmap(at, bytes) };
     Floor { bytes: W * 8, map: mapped - start, write: written - mapped, read: read - written }

@@ -1,5 +1,6 @@
 //! What the benchmarks and their profiling examples share: the inner futures the async timeout
-//! groups wrap (`benches/async_timeout.rs`, `examples/timeout_profile.rs`).
+//! groups wrap (`benches/async_timeout.rs`, `examples/timeout_profile.rs`), and the process CPU
+//! time the SPEC runner and the floors report.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,4 +28,18 @@ impl Future for PendingOnce {
         cx.waker().wake_by_ref();
         Poll::Pending
     }
+}
+
+/// Process CPU time (user + system, every thread), in milliseconds.
+#[cfg(unix)]
+pub fn process_cpu_ms() -> f64 {
+    // SAFETY: `getrusage` only writes the `rusage` we hand it, which is plain old data.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        let rc = libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        assert_eq!(rc, 0, "getrusage failed");
+        usage
+    };
+    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    (us(usage.ru_utime) + us(usage.ru_stime)) / 1e3
 }

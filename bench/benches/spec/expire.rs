@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::measure::{delays_ms, now_ns, process_cpu_ms, Expiry};
+use crate::measure::{delays_ms, now_ns, Expiry};
 use crate::systems::System;
 use crate::{line, note, stop, Config, Results};
+use delaywheel_bench::process_cpu_ms;
 
 /// The captured-state sizes of W4s, in bytes (SPEC.md).
 pub const SIZES: [usize; 5] = [8, 32, 64, 128, 256];

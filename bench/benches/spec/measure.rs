@@ -125,19 +125,6 @@ impl Expiry {
     }
 }
 
-/// Process CPU time (user + system, every thread), in milliseconds.
-pub fn process_cpu_ms() -> f64 {
-    // SAFETY: `getrusage` only writes the `rusage` we hand it, which is plain old data.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        let rc = libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        assert_eq!(rc, 0, "getrusage failed");
-        usage
-    };
-    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
-    (us(usage.ru_utime) + us(usage.ru_stime)) / 1e3
-}
-
 /// Resident set size of this process in bytes (`/proc/self/statm`, field 2, times the page size),
 /// read after `malloc_trim(0)`: glibc then returns the free pages it retains (e.g. a channel's
 /// transient backlog) to the kernel, so the figure is memory in use plus fragmentation.

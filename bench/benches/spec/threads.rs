@@ -33,9 +33,10 @@ use std::sync::{Arc, Barrier};
 use std::task::Poll;
 use std::time::Duration;
 
-use crate::measure::{counting_task, delays_ms, now_ns, process_cpu_ms};
+use crate::measure::{counting_task, delays_ms, now_ns};
 use crate::systems::System;
 use crate::{line, note, Results};
+use delaywheel_bench::process_cpu_ms;
 
 /// The name of tokio's own timer on the SPEC lines (W7 only).
 pub const TOKIO_TIMER: &str = "tokio-timer";
