@@ -1,4 +1,4 @@
-//! Loom models of every race in the timer (issue: loom-verified concurrency).
+//! Loom models of every race in the timer.
 //!
 //! Built only with `RUSTFLAGS="--cfg delaywheel_loom"`; otherwise this test target is empty. Run them
 //! with `scripts/loom.sh` (all of them, or one by name); `docs/loom.md` says what each proves and how
