@@ -218,9 +218,18 @@ pub struct Sleep {
     /// `None` only inside `drop`, which hands the slot on (`slot.rs`: "The spare slot").
     slot: Option<Arc<Slot>>,
     handle: TimerHandle,
-    /// The deadline asked for, at full precision.
-    deadline: Instant,
+    deadline: Due,
     timer: Arc<TimerRef>,
+}
+
+/// The deadline asked for, at full precision: an instant, or a duration after a reading of the
+/// timer's clock (in nanoseconds, `Timer::now`'s reading), made an instant only when
+/// [`Sleep::deadline`] asks (the conversion is most of a sleep's own arming cost, and a timeout
+/// rarely asks). Either way the same instant.
+#[derive(Clone, Copy, Debug)]
+enum Due {
+    At(Instant),
+    After(u64, Duration),
 }
 
 impl Sleep {
@@ -228,7 +237,7 @@ impl Sleep {
     #[inline]
     fn from_arming(
         timer: Arc<TimerRef>,
-        deadline: Instant,
+        deadline: Due,
         armed: Result<(Arc<Slot>, TimerHandle), ScheduleError>,
     ) -> Sleep {
         let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));
@@ -243,20 +252,48 @@ impl Sleep {
 
     /// A sleep at `deadline` that never completes, dead of `err` (nothing is scheduled).
     pub(crate) fn dead(timer: Arc<TimerRef>, deadline: Instant, err: ScheduleError) -> Sleep {
-        Sleep::from_arming(timer, deadline, Err(err))
+        Sleep::from_arming(timer, Due::At(deadline), Err(err))
     }
 
     /// A sleep `duration` from now on `live`, scheduled at once; `timer` is the way back to it.
     /// The deadline is `duration` from the clock reading the schedule itself used (one reading).
     pub(crate) fn after(timer: Arc<TimerRef>, live: &LiveTimer, duration: Duration) -> Sleep {
-        let (now, armed) = Slot::arm_in(Slot::new(), live, When::After(duration), None);
-        Sleep::from_arming(timer, saturating_add(now, duration), armed)
+        let (deadline, armed) = Sleep::arm(live, When::After(duration));
+        Sleep::from_arming(timer, deadline, armed)
     }
 
     /// A sleep at `deadline` on `live`, scheduled at once; `timer` is the way back to it.
     pub(crate) fn at(timer: Arc<TimerRef>, live: &LiveTimer, deadline: Instant) -> Sleep {
-        let (_, armed) = Slot::arm_in(Slot::new(), live, When::At(deadline), None);
+        let (deadline, armed) = Sleep::arm(live, When::At(deadline));
         Sleep::from_arming(timer, deadline, armed)
+    }
+
+    /// A sleep `when` says on the timer `timer` leads back to, scheduled at once (a lazy timeout's
+    /// arming): as [`after`](Sleep::after) and [`at`](Sleep::at), or dead if that timer shut down.
+    /// `timer` is moved into the sleep, not cloned.
+    pub(crate) fn on(timer: Arc<TimerRef>, when: When) -> Sleep {
+        let (deadline, armed) = match timer.upgrade() {
+            Some(live) => Sleep::arm(live, when),
+            None => {
+                let deadline = match when {
+                    When::After(duration) => saturating_add(Instant::now(), duration),
+                    When::At(at) => at,
+                };
+                (Due::At(deadline), Err(ScheduleError::ShutDown))
+            }
+        };
+        Sleep::from_arming(timer, deadline, armed)
+    }
+
+    /// A new slot's task scheduled on `live` as `when` says, and the deadline that names.
+    #[inline]
+    fn arm(live: &LiveTimer, when: When) -> (Due, Result<(Arc<Slot>, TimerHandle), ScheduleError>) {
+        let (reading, armed) = Slot::arm_in(Slot::new(), live, when, None);
+        let deadline = match when {
+            When::After(duration) => Due::After(reading, duration),
+            When::At(at) => Due::At(at),
+        };
+        (deadline, armed)
     }
 
     /// `Ok(self)`, or the error that killed it.
@@ -270,7 +307,10 @@ impl Sleep {
     /// The instant this sleep completes at (or after, by at most a tick): the deadline it was made
     /// with or last [`reset`](Sleep::reset) to, at full precision, on the timer's clock.
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        match self.deadline {
+            Due::At(at) => at,
+            Due::After(reading, duration) => saturating_add(self.timer.reading_instant(reading), duration),
+        }
     }
 
     /// Whether the deadline has passed: the timer fired the wake-up. After a
@@ -319,7 +359,7 @@ impl Sleep {
     /// assert_eq!(timer.len(), 0);
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
-        self.deadline = deadline;
+        self.deadline = Due::At(deadline);
         if self.handle.reset_at(deadline) {
             return;
         }
@@ -393,7 +433,7 @@ impl fmt::Debug for Sleep {
         };
         f.debug_struct("Sleep")
             .field("state", &phase)
-            .field("deadline", &self.deadline)
+            .field("deadline", &self.deadline())
             .field("handle", &self.handle)
             .finish()
     }

@@ -40,6 +40,7 @@ use crate::clock::saturating_add;
 use crate::sleep::Sleep;
 use crate::sync::Arc;
 use crate::timer::refs::TimerRef;
+use crate::timer::{LiveTimer, When};
 use crate::{ScheduleError, Timer};
 
 impl Timer {
@@ -70,7 +71,7 @@ impl Timer {
     /// assert_eq!(timer.stats().scheduled, 1); // the ready future never touched the wheel
     /// ```
     pub fn timeout<F: IntoFuture>(&self, duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-        Timeout::lazy(self.local_ref(), Limit::After(duration), future.into_future())
+        Timeout::lazy(self.local_ref(), When::After(duration), future.into_future())
     }
 
     /// Runs `future` until `deadline` on this timer's clock (the mapping of
@@ -97,7 +98,7 @@ impl Timer {
     /// assert!(matches!(t.as_mut().poll(&mut cx), Poll::Ready(Err(_))));
     /// ```
     pub fn timeout_at<F: IntoFuture>(&self, deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
-        Timeout::lazy(self.local_ref(), Limit::At(deadline), future.into_future())
+        Timeout::lazy(self.local_ref(), When::At(deadline), future.into_future())
     }
 
     /// Runs `future` with a time limit registered **at once** (the deadline counts from this call),
@@ -130,18 +131,11 @@ impl Timer {
     }
 }
 
-/// A limit not yet armed.
-#[derive(Clone, Copy, Debug)]
-enum Limit {
-    /// This long from the first pending poll.
-    After(Duration),
-    At(Instant),
-}
-
-/// A `Timeout`'s limit: not yet armed, or its sleep.
-#[derive(Debug)]
+/// A `Timeout`'s limit: not yet armed (`When::After` counts from the first pending poll), or its
+/// sleep. The way back to the timer is `Some` until the arming moves it into the sleep (moved, not
+/// cloned: no reference count written).
 enum Armed {
-    Lazy(Arc<TimerRef>, Limit),
+    Lazy(Option<Arc<TimerRef>>, When),
     Armed(Sleep),
 }
 
@@ -170,8 +164,8 @@ pin_project_lite::pin_project! {
 }
 
 impl<F> Timeout<F> {
-    fn lazy(timer: Arc<TimerRef>, limit: Limit, future: F) -> Timeout<F> {
-        Timeout { future, limit: Armed::Lazy(timer, limit) }
+    fn lazy(timer: Arc<TimerRef>, limit: When, future: F) -> Timeout<F> {
+        Timeout { future, limit: Armed::Lazy(Some(timer), limit) }
     }
 
     /// The instant the limit elapses at on the timer's clock. Before a `timeout` (duration) is
@@ -180,9 +174,10 @@ impl<F> Timeout<F> {
     pub fn deadline(&self) -> Instant {
         match &self.limit {
             Armed::Armed(sleep) => sleep.deadline(),
-            Armed::Lazy(_, Limit::At(at)) => *at,
-            Armed::Lazy(timer, Limit::After(duration)) => {
-                let now = timer.upgrade().map_or_else(Instant::now, |live| live.now());
+            Armed::Lazy(_, When::At(at)) => *at,
+            Armed::Lazy(timer, When::After(duration)) => {
+                let live = timer.as_deref().and_then(TimerRef::upgrade);
+                let now = live.map_or_else(Instant::now, LiveTimer::now);
                 saturating_add(now, *duration)
             }
         }
@@ -208,20 +203,23 @@ impl Armed {
     /// The armed sleep; arms a lazy limit first.
     fn sleep(&mut self) -> &mut Sleep {
         if let Armed::Lazy(timer, limit) = self {
-            let sleep = match (timer.upgrade(), *limit) {
-                (Some(live), Limit::After(duration)) => Sleep::after(Arc::clone(timer), live, duration),
-                (Some(live), Limit::At(at)) => Sleep::at(Arc::clone(timer), live, at),
-                (None, Limit::After(duration)) => {
-                    let dies_at = saturating_add(Instant::now(), duration);
-                    Sleep::dead(Arc::clone(timer), dies_at, ScheduleError::ShutDown)
-                }
-                (None, Limit::At(at)) => Sleep::dead(Arc::clone(timer), at, ScheduleError::ShutDown),
-            };
-            *self = Armed::Armed(sleep);
+            let timer = timer.take().expect("a lazy limit holds its timer until it is armed");
+            *self = Armed::Armed(Sleep::on(timer, *limit));
         }
         match self {
             Armed::Armed(sleep) => sleep,
             Armed::Lazy(..) => unreachable!("armed just above"),
+        }
+    }
+}
+
+impl fmt::Debug for Armed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Armed::Lazy(Some(timer), limit) => f.debug_tuple("Lazy").field(timer).field(limit).finish(),
+            // Only inside the arming.
+            Armed::Lazy(None, limit) => f.debug_tuple("Lazy").field(limit).finish(),
+            Armed::Armed(sleep) => f.debug_tuple("Armed").field(sleep).finish(),
         }
     }
 }

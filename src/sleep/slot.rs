@@ -55,7 +55,6 @@
 
 use std::cell::Cell;
 use std::task::Waker;
-use std::time::Instant;
 
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use crate::timer::{LiveTimer, When};
@@ -136,8 +135,8 @@ impl Slot {
     }
 
     /// `slot` (waiting, with no waker), its task scheduled `when` says, and `waker` stored in it
-    /// (woken at once if the task already fired), with the instant of the clock reading the
-    /// schedule used. The waker is stored only once the schedule succeeded, so a refused task,
+    /// (woken at once if the task already fired), with the clock reading the schedule used
+    /// (nanoseconds, as `LiveTimer::try_schedule_reading`). The waker is stored only once the schedule succeeded, so a refused task,
     /// dropped inside the schedule, wakes nobody.
     #[inline]
     pub(super) fn arm_in(
@@ -145,7 +144,7 @@ impl Slot {
         timer: &LiveTimer,
         when: When,
         waker: Option<Waker>,
-    ) -> (Instant, Result<(Arc<Slot>, TimerHandle), ScheduleError>) {
+    ) -> (u64, Result<(Arc<Slot>, TimerHandle), ScheduleError>) {
         let notify = Notify(Some(Arc::clone(&slot)));
         let (now, scheduled) = timer.try_schedule_reading(when, move || notify.fire());
         let handle = match scheduled {

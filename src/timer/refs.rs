@@ -37,6 +37,7 @@
 //! breaks that cycle, as it breaks a handle's.
 
 use std::fmt;
+use std::time::Instant;
 
 use super::{LiveTimer, Timer};
 use crate::sync::{thread_index, Arc, OnceLock};
@@ -50,6 +51,11 @@ impl TimerRef {
     #[inline]
     pub(crate) fn upgrade(&self) -> Option<&LiveTimer> {
         (!self.0.is_shut_down()).then_some(&self.0)
+    }
+
+    /// [`LiveTimer::reading_instant`], shut down or not (the clock outlives the shutdown).
+    pub(crate) fn reading_instant(&self, reading: u64) -> Instant {
+        self.0.reading_instant(reading)
     }
 }
 
@@ -84,7 +90,8 @@ impl Timer {
             let count = TimerRefs::count();
             (0..count).map(|_| Arc::new(TimerRef(LiveTimer(Arc::clone(&self.live().0))))).collect()
         });
-        Arc::clone(&refs[thread_index() % refs.len()])
+        // (`count` is a power of two.)
+        Arc::clone(&refs[thread_index() & (refs.len() - 1)])
     }
 }
 

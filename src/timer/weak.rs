@@ -74,20 +74,27 @@ impl LiveTimer {
         self.0.schedule(When::At(deadline), task)
     }
 
-    /// [`Timer::try_schedule`] or [`Timer::try_schedule_at`] as `when` says, with the instant of
-    /// the clock reading the schedule used (its [`Timer::now`]): one reading for both.
+    /// [`Timer::try_schedule`] or [`Timer::try_schedule_at`] as `when` says, with the clock reading
+    /// the schedule used (nanoseconds; [`reading_instant`](LiveTimer::reading_instant) makes it
+    /// the instant [`Timer::now`] would have returned): one reading for both.
     #[cfg(feature = "async")]
     #[inline]
     pub(crate) fn try_schedule_reading<F>(
         &self,
         when: When,
         task: F,
-    ) -> (Instant, Result<TimerHandle, ScheduleError>)
+    ) -> (u64, Result<TimerHandle, ScheduleError>)
     where
         F: FnOnce() + Send + 'static,
     {
-        let (now, scheduled) = self.0.schedule_reading(when, task);
-        (self.0.time().clock.reading_instant(now), scheduled)
+        self.0.schedule_reading(when, task)
+    }
+
+    /// The instant of a reading of this timer's clock in nanoseconds (as
+    /// [`try_schedule_reading`](LiveTimer::try_schedule_reading) returns one).
+    #[cfg(feature = "async")]
+    pub(crate) fn reading_instant(&self, reading: u64) -> Instant {
+        self.0.time().clock.reading_instant(reading)
     }
 
     /// A weak reference to this timer.
