@@ -20,8 +20,10 @@
 //! ## Ownership
 //!
 //! The futures **do not borrow the timer**: they are `'static`, `Send`, `Sync` and `Unpin`, so
-//! they can be spawned freely. A sleep holds its slot, its task's [`TimerHandle`] and a way back to
-//! the timer (`timer/refs.rs`) for [`Sleep::reset`]; it never keeps the timer running: dropping
+//! they can be spawned freely. A sleep holds its slot, its task's ticket (`timer/handle.rs`,
+//! `LentHandle`: a [`TimerHandle`] without a reference count of its own) and a way back to the
+//! timer (`timer/refs.rs`) through which it cancels or [resets](Sleep::reset) that task and reads
+//! the timer's clock; it never keeps the timer running: dropping
 //! the timer shuts it down, and the sleep then never completes (its memory is freed once the last
 //! future and handle are dropped).
 //!
@@ -82,8 +84,10 @@ use std::time::{Duration, Instant};
 use crate::clock::saturating_add;
 use crate::sync::Arc;
 use crate::timer::refs::TimerRef;
-use crate::timer::{LiveTimer, When};
-use crate::{ScheduleError, Timer, TimerHandle};
+use crate::timer::{LentHandle, LiveTimer, When};
+#[cfg(doc)]
+use crate::TimerHandle;
+use crate::{ScheduleError, Timer};
 use slot::{Phase, Slot};
 
 impl Timer {
@@ -217,7 +221,7 @@ impl Timer {
 pub struct Sleep {
     /// `None` only inside `drop`, which hands the slot on (`slot.rs`: "The spare slot").
     slot: Option<Arc<Slot>>,
-    handle: TimerHandle,
+    handle: LentHandle,
     deadline: Due,
     timer: Arc<TimerRef>,
 }
@@ -238,9 +242,9 @@ impl Sleep {
     fn from_arming(
         timer: Arc<TimerRef>,
         deadline: Due,
-        armed: Result<(Arc<Slot>, TimerHandle), ScheduleError>,
+        armed: Result<(Arc<Slot>, LentHandle), ScheduleError>,
     ) -> Sleep {
-        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));
+        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), LentHandle::refused()));
         Sleep { slot: Some(slot), handle, deadline, timer }
     }
 
@@ -287,7 +291,7 @@ impl Sleep {
 
     /// A new slot's task scheduled on `live` as `when` says, and the deadline that names.
     #[inline]
-    fn arm(live: &LiveTimer, when: When) -> (Due, Result<(Arc<Slot>, TimerHandle), ScheduleError>) {
+    fn arm(live: &LiveTimer, when: When) -> (Due, Result<(Arc<Slot>, LentHandle), ScheduleError>) {
         let (reading, armed) = Slot::arm_in(Slot::new(), live, when, None);
         let deadline = match when {
             When::After(duration) => Due::After(reading, duration),
@@ -309,7 +313,9 @@ impl Sleep {
     pub fn deadline(&self) -> Instant {
         match self.deadline {
             Due::At(at) => at,
-            Due::After(reading, duration) => saturating_add(self.timer.reading_instant(reading), duration),
+            Due::After(reading, duration) => {
+                saturating_add(self.timer.held().reading_instant(reading), duration)
+            }
         }
     }
 
@@ -360,13 +366,13 @@ impl Sleep {
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
         self.deadline = Due::At(deadline);
-        if self.handle.reset_at(deadline) {
+        if self.handle.reset_at(self.timer.held(), deadline) {
             return;
         }
         // Not pending any more (or refused the new deadline): a new slot and task. The old task, if
         // it is running now, completes the old slot, which nobody polls (module docs: "Reset").
         let waker = self.slot().state.lock().waker.take();
-        self.handle.cancel();
+        self.handle.cancel(self.timer.held());
         let slot = if fault!("sleep_reset_reuses_slot") {
             // Seeded bug for the loom suite only (docs/loom.md): the old slot is reused for the new
             // task, so the old task, firing late, completes the re-armed sleep before its deadline.
@@ -379,7 +385,7 @@ impl Sleep {
             Some(live) => Slot::arm_in(slot, live, When::At(deadline), waker).1,
             None => Err(ScheduleError::ShutDown),
         };
-        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), TimerHandle::refused()));
+        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), LentHandle::refused()));
         self.handle = handle;
         if let Some(old) = self.slot.replace(slot) {
             Slot::recycle(old);
@@ -419,7 +425,7 @@ impl Drop for Sleep {
         // Cancels the task, which then wakes nobody, and keeps the slot as this thread's spare if
         // the cancel dropped the task's reference (`sleep/slot.rs`: "The drop").
         if let Some(slot) = self.slot.take() {
-            Slot::drop_sleep(slot, &self.handle);
+            Slot::drop_sleep(slot, self.handle, self.timer.held());
         }
     }
 }
@@ -434,7 +440,7 @@ impl fmt::Debug for Sleep {
         f.debug_struct("Sleep")
             .field("state", &phase)
             .field("deadline", &self.deadline())
-            .field("handle", &self.handle)
+            .field("handle", &self.handle.debug(self.timer.held()))
             .finish()
     }
 }

@@ -57,8 +57,8 @@ use std::cell::Cell;
 use std::task::Waker;
 
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
-use crate::timer::{LiveTimer, When};
-use crate::{ScheduleError, TimerHandle};
+use crate::timer::{LentHandle, LiveTimer, When};
+use crate::ScheduleError;
 
 /// Where a sleep's slot is in its life.
 #[derive(Debug)]
@@ -136,15 +136,15 @@ impl Slot {
 
     /// `slot` (waiting, with no waker), its task scheduled `when` says, and `waker` stored in it
     /// (woken at once if the task already fired), with the clock reading the schedule used
-    /// (nanoseconds, as `LiveTimer::try_schedule_reading`). The waker is stored only once the schedule succeeded, so a refused task,
-    /// dropped inside the schedule, wakes nobody.
+    /// (nanoseconds, as `LiveTimer::try_schedule_reading`). The waker is stored only once the
+    /// schedule succeeded, so a refused task, dropped inside the schedule, wakes nobody.
     #[inline]
     pub(super) fn arm_in(
         slot: Arc<Slot>,
         timer: &LiveTimer,
         when: When,
         waker: Option<Waker>,
-    ) -> (u64, Result<(Arc<Slot>, TimerHandle), ScheduleError>) {
+    ) -> (u64, Result<(Arc<Slot>, LentHandle), ScheduleError>) {
         let notify = Notify(Some(Arc::clone(&slot)));
         let (now, scheduled) = timer.try_schedule_reading(when, move || notify.fire());
         let handle = match scheduled {
@@ -206,12 +206,12 @@ impl Slot {
     /// What a sleep's drop does with its slot (module docs: "The drop"): cancels the task unless
     /// the slot is settled, marking the slot gone first, then keeps the slot as the spare if it can.
     #[inline]
-    pub(super) fn drop_sleep(slot: Arc<Slot>, handle: &TimerHandle) {
+    pub(super) fn drop_sleep(slot: Arc<Slot>, handle: LentHandle, timer: &LiveTimer) {
         if !slot.settled.load(Ordering::Relaxed) {
             if !fault!("sleep_drop_not_gone") {
                 slot.gone.store(true, Ordering::Relaxed);
             }
-            if !handle.cancel() {
+            if !handle.cancel(timer) {
                 // Lost to a firing or a shutdown on another thread, whose closure may not see
                 // `gone`: forget the waker under the lock its `finish` takes.
                 slot.state.lock().waker = None;

@@ -16,8 +16,9 @@
 //!   abandonment. Each entry is counted out exactly once, and after it was counted in.
 //!
 //! `len()` is Σ`scheduled` − Σ(`cancelled` + `left`). A `cancel()` counts on the stripe its handle
-//! carries (the scheduler's; no per-entry pointer, and no reference count on a shared line), the
-//! driver on its own.
+//! carries (the scheduler's; no per-entry pointer, and no reference count on a shared line), a
+//! future's cancel (`handle.rs`, `LentHandle`) on its calling thread's, the driver on its own: only
+//! the sums mean anything, so any stripe will do.
 //!
 //! ## `len()`
 //!

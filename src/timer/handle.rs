@@ -3,8 +3,10 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "async")]
+use super::LiveTimer;
 use super::{cancel, position, reset, HandleStripe, When};
-use crate::entry::{self, Status, Ticket};
+use crate::entry::{self, EntryArena, Status, Ticket};
 use crate::sync::Arc;
 
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it or move it.
@@ -60,11 +62,7 @@ impl TimerHandle {
 
     fn status(&self) -> Option<Status> {
         let (stripe, ticket) = self.inner.as_ref()?;
-        let arena = &stripe.context().arena;
-        // Every look from a ticket is pinned: the slot's page may be given back meanwhile
-        // (`Timer::shrink`, `entry/readers.rs`).
-        let _pin = arena.pin();
-        entry::status(arena, *ticket)
+        status_in(&stripe.context().arena, *ticket)
     }
 
     /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
@@ -78,10 +76,7 @@ impl TimerHandle {
     /// Only if the closure's own `Drop` panics: that panic leaves this call, after the task was
     /// cancelled and counted and its slot freed (nothing leaks; the cancel happened).
     pub fn cancel(&self) -> bool {
-        self.inner.as_ref().is_some_and(|(stripe, ticket)| {
-            let _pin = stripe.context().arena.pin();
-            cancel::cancel(*ticket, stripe)
-        })
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| cancel_on(*ticket, stripe))
     }
 
     /// Moves the pending task to `delay` from now on the timer's clock, keeping its closure and
@@ -211,24 +206,99 @@ impl TimerHandle {
     /// [`reset`](TimerHandle::reset) or [`reset_at`](TimerHandle::reset_at) (`reset.rs`).
     #[inline(always)]
     fn reset_to(&self, when: When) -> bool {
-        let Some((stripe, ticket)) = &self.inner else { return false };
-        let _pin = stripe.context().arena.pin();
-        match stripe.context().time.deadline(when) {
-            Ok((_, to)) => reset::reset(*ticket, stripe, to),
-            Err(_) => false,
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| reset_on(*ticket, stripe, when))
+    }
+}
+
+/// [`TimerHandle::cancel`] of `ticket`, counted out on `stripe`.
+#[inline]
+fn cancel_on(ticket: Ticket, stripe: &HandleStripe) -> bool {
+    let _pin = stripe.context().arena.pin();
+    cancel::cancel(ticket, stripe)
+}
+
+/// [`TimerHandle::reset_to`] of `ticket`, counted on `stripe`.
+#[inline(always)]
+fn reset_on(ticket: Ticket, stripe: &HandleStripe, when: When) -> bool {
+    let _pin = stripe.context().arena.pin();
+    match stripe.context().time.deadline(when) {
+        Ok((_, to)) => reset::reset(ticket, stripe, to),
+        Err(_) => false,
+    }
+}
+
+/// A future's handle of its task (`sleep.rs`, feature `async`): the ticket alone, without the
+/// counter stripe's `Arc` a [`TimerHandle`] holds. The future already holds its timer (`refs.rs`),
+/// which keeps the arena and the wheel alive, and its cancel and reset reach them through that
+/// [`LiveTimer`], counting on the calling thread's stripe (any stripe will do: `counters.rs`). So
+/// arming and cancelling a future writes no reference count (a handle's: one at the schedule, one
+/// at its drop). `None` for a task the timer refused.
+#[cfg(feature = "async")]
+#[derive(Clone, Copy)]
+pub(crate) struct LentHandle(Option<Ticket>);
+
+#[cfg(feature = "async")]
+impl LentHandle {
+    #[inline]
+    pub(super) fn new(ticket: Ticket) -> Self {
+        LentHandle(Some(ticket))
+    }
+
+    /// A handle to nothing, for a task the timer refused.
+    pub(crate) fn refused() -> Self {
+        LentHandle(None)
+    }
+
+    /// [`TimerHandle::cancel`] on `timer`, the timer that scheduled the task (after its shutdown
+    /// too).
+    #[inline]
+    pub(crate) fn cancel(self, timer: &LiveTimer) -> bool {
+        self.0.is_some_and(|ticket| cancel_on(ticket, timer.0.counters.local()))
+    }
+
+    /// [`TimerHandle::reset_at`] on `timer`, the timer that scheduled the task (after its shutdown
+    /// too).
+    pub(crate) fn reset_at(self, timer: &LiveTimer, deadline: Instant) -> bool {
+        self.0.is_some_and(|ticket| reset_on(ticket, timer.0.counters.local(), When::At(deadline)))
+    }
+
+    /// The `Debug` form of the [`TimerHandle`] this stands for, on `timer`.
+    pub(crate) fn debug(self, timer: &LiveTimer) -> impl fmt::Debug + '_ {
+        LentDebug(self, timer)
+    }
+}
+
+#[cfg(feature = "async")]
+struct LentDebug<'a>(LentHandle, &'a LiveTimer);
+
+#[cfg(feature = "async")]
+impl fmt::Debug for LentDebug<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let LentDebug(LentHandle(ticket), timer) = *self;
+        fmt_handle(f, ticket, ticket.and_then(|ticket| status_in(&timer.0.store.arena, ticket)))
+    }
+}
+
+/// The status of the entry `ticket` names in `arena`.
+fn status_in(arena: &EntryArena, ticket: Ticket) -> Option<Status> {
+    // Every look from a ticket is pinned: the slot's page may be given back meanwhile
+    // (`Timer::shrink`, `entry/readers.rs`).
+    let _pin = arena.pin();
+    entry::status(arena, ticket)
+}
+
+/// A handle's `Debug` form, from its ticket (`None`: refused) and its task's status.
+fn fmt_handle(f: &mut fmt::Formatter<'_>, ticket: Option<Ticket>, status: Option<Status>) -> fmt::Result {
+    match ticket {
+        Some(ticket) => {
+            f.debug_struct("TimerHandle").field("slot", &ticket.id.index()).field("status", &status).finish()
         }
+        None => f.write_str("TimerHandle(refused)"),
     }
 }
 
 impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            Some((_, ticket)) => f
-                .debug_struct("TimerHandle")
-                .field("slot", &ticket.id.index())
-                .field("status", &self.status())
-                .finish(),
-            None => f.write_str("TimerHandle(refused)"),
-        }
+        fmt_handle(f, self.inner.as_ref().map(|(_, ticket)| *ticket), self.status())
     }
 }

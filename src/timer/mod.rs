@@ -73,6 +73,8 @@ use handle::TimerHandle;
 use stats::{BucketLoad, Lateness, TimerStats};
 use unfired::UnfiredTask;
 
+#[cfg(feature = "async")]
+pub(crate) use handle::LentHandle;
 pub(crate) use store::{BucketQueue, HandleStripe, Store, Time, When};
 pub(crate) use weak::{LiveTimer, WeakTimer};
 

@@ -37,7 +37,6 @@
 //! breaks that cycle, as it breaks a handle's.
 
 use std::fmt;
-use std::time::Instant;
 
 use super::{LiveTimer, Timer};
 use crate::sync::{thread_index, Arc, OnceLock};
@@ -53,9 +52,11 @@ impl TimerRef {
         (!self.0.is_shut_down()).then_some(&self.0)
     }
 
-    /// [`LiveTimer::reading_instant`], shut down or not (the clock outlives the shutdown).
-    pub(crate) fn reading_instant(&self, reading: u64) -> Instant {
-        self.0.reading_instant(reading)
+    /// The timer, shut down or not: for what a future does with the task it already has (its
+    /// cancel and reset, `LentHandle`) and with its clock, never for a new schedule.
+    #[inline]
+    pub(crate) fn held(&self) -> &LiveTimer {
+        &self.0
     }
 }
 

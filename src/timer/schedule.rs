@@ -30,13 +30,21 @@ impl Shared {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule_reading(when, task).1
+        let (_, scheduled) = self.schedule_reading(when, task);
+        scheduled.map(|(stripe, ticket)| TimerHandle::new(Arc::clone(stripe), ticket))
     }
 
-    /// [`schedule`](Shared::schedule), also handing back the reading of the clock (nanoseconds) it
-    /// used, so that a caller that needs "now" too (a sleep's deadline) reads the clock once.
+    /// [`schedule`](Shared::schedule), handing back the counter stripe and the ticket a handle is
+    /// made of (a future's handle takes only the ticket: `handle.rs`, `LentHandle`), and the
+    /// reading of the clock (nanoseconds) it used, so that a caller that needs "now" too (a
+    /// sleep's deadline) reads the clock once.
     #[inline(always)]
-    pub(crate) fn schedule_reading<F>(&self, when: When, task: F) -> (u64, Result<TimerHandle, ScheduleError>)
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn schedule_reading<F>(
+        &self,
+        when: When,
+        task: F,
+    ) -> (u64, Result<(&Arc<HandleStripe>, Ticket), ScheduleError>)
     where
         F: FnOnce() + Send + 'static,
     {
@@ -49,7 +57,7 @@ impl Shared {
                 let by = self.time.stamp_by(when);
                 let make = |(), arena: &EntryArena| Fresh::new(deadline, task, arena, by).ok_or(());
                 match self.insert_new(now, (), make) {
-                    Ok((stripe, ticket)) => Ok(TimerHandle::new(Arc::clone(stripe), ticket)),
+                    Ok(scheduled) => Ok(scheduled),
                     Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),
                 }
             }

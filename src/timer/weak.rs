@@ -14,7 +14,8 @@
 //!
 //! The whole seam between `timer/` and the extras: `Timer::live` and the two types here, the
 //! futures' per-thread references (`refs.rs`, `Timer::local_ref`), the inert handle a refused
-//! schedule returns (`TimerHandle::refused`).
+//! schedule returns (`TimerHandle::refused`), and the futures' handles (`handle.rs`,
+//! `LentHandle`: a ticket, cancelled or reset through the `LiveTimer` the future holds).
 //!
 //! This seam is crate-internal. A public weak timer would be a second public timer type with a
 //! contract of its own (what `schedule` on a dropped timer means, what an upgraded one may do), for
@@ -22,6 +23,8 @@
 
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "async")]
+use super::LentHandle;
 use super::{Shared, When};
 use crate::sync::{downgrade, Arc, Weak};
 use crate::{ScheduleError, TimerHandle};
@@ -74,20 +77,22 @@ impl LiveTimer {
         self.0.schedule(When::At(deadline), task)
     }
 
-    /// [`Timer::try_schedule`] or [`Timer::try_schedule_at`] as `when` says, with the clock reading
-    /// the schedule used (nanoseconds; [`reading_instant`](LiveTimer::reading_instant) makes it
-    /// the instant [`Timer::now`] would have returned): one reading for both.
+    /// [`Timer::try_schedule`] or [`Timer::try_schedule_at`] as `when` says, for a future: its
+    /// handle is a [`LentHandle`] (no reference count of its own), with the clock reading the
+    /// schedule used (nanoseconds; [`reading_instant`](LiveTimer::reading_instant) makes it the
+    /// instant [`Timer::now`] would have returned): one reading for both.
     #[cfg(feature = "async")]
     #[inline]
     pub(crate) fn try_schedule_reading<F>(
         &self,
         when: When,
         task: F,
-    ) -> (u64, Result<TimerHandle, ScheduleError>)
+    ) -> (u64, Result<LentHandle, ScheduleError>)
     where
         F: FnOnce() + Send + 'static,
     {
-        self.0.schedule_reading(when, task)
+        let (now, scheduled) = self.0.schedule_reading(when, task);
+        (now, scheduled.map(|(_, ticket)| LentHandle::new(ticket)))
     }
 
     /// The instant of a reading of this timer's clock in nanoseconds (as
