@@ -117,7 +117,7 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
         let mut chunk =
             Vec::with_capacity(if self.chunks.is_empty() { Self::MIN_CAPACITY } else { CHUNK_LEN });
         chunk.push(value);
-        self.chunks.push(chunk);
+        push_chunk(&mut self.chunks, chunk);
     }
 
     /// Pops the front element and then the elements after it while `pred` holds for them; returns
@@ -232,7 +232,7 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     pub(crate) fn retain(&mut self, capacity: usize, mut keep: impl FnMut(&T, usize, usize) -> bool) {
         let mut kept = ChunkDeque::default();
         if capacity > 0 {
-            kept.chunks.push(Vec::with_capacity(capacity.min(CHUNK_LEN)));
+            push_chunk(&mut kept.chunks, Vec::with_capacity(capacity.min(CHUNK_LEN)));
         }
         for (index, value) in self.iter().enumerate() {
             if keep(value, index, kept.len) {
@@ -335,6 +335,16 @@ impl<T: Copy, const CHUNK_LEN: usize> std::ops::IndexMut<usize> for ChunkDeque<T
         let position = self.head + index;
         &mut self.chunks[position / CHUNK_LEN][position % CHUNK_LEN]
     }
+}
+
+/// Appends `chunk` to `chunks`, giving a first chunk a vector of exactly one: a `Vec` grows from
+/// empty to room for four, 96 bytes of chunk headers for the lone chunk most lists only ever have,
+/// and a bucket keeps the buffers of every list it used (four stage lists per lane).
+fn push_chunk<T>(chunks: &mut Vec<Vec<T>>, chunk: Vec<T>) {
+    if chunks.capacity() == 0 {
+        chunks.reserve_exact(1);
+    }
+    chunks.push(chunk);
 }
 
 /// The panic of an index past the end, out of line (no spill on the indexing path).

@@ -166,6 +166,12 @@ fn a_small_list_is_one_buffer_that_grows_as_a_vec() {
     }
     assert_eq!(deque.capacity(), 16);
     assert_eq!(deque.chunks.len(), 1);
+    // One chunk header, not the four a `Vec` starts with: an idle list's buffers are all it keeps.
+    assert_eq!(deque.chunks.capacity(), 1);
+    let mut kept = ChunkDeque::<u32>::default();
+    kept.push_back(1);
+    kept.retain(8, |_, _, _| true);
+    assert_eq!((kept.chunks.capacity(), kept.capacity()), (1, 8));
 }
 
 #[test]
