@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use std::sync::Mutex;
+
 use crate::support::{manual_timer, spawn_advance, ticks, Runs};
 
 /// A task due at once goes to the level-0 bucket of its deadline tick, which here is the bucket being
@@ -23,6 +25,53 @@ fn schedule_racing_flush_of_same_bucket() {
         assert_eq!(a.count(), 1, "A fired once");
         assert_eq!(b.count(), 1, "B is neither lost nor fired twice");
         assert!(!handle_b.cancel(), "B already ran");
+        assert!(timer.is_empty());
+        assert_eq!(timer.stats().queued_buckets, 0, "no bucket left queued");
+    });
+}
+
+/// The order in which tasks ran, by id. Observation only, like `Runs`.
+#[derive(Clone, Default)]
+struct Order(std::sync::Arc<Mutex<Vec<usize>>>);
+
+impl Order {
+    fn task(&self, id: usize) -> impl FnOnce() + Send + 'static {
+        let order = self.clone();
+        move || order.0.lock().unwrap().push(id)
+    }
+
+    fn ids(&self) -> Vec<usize> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A level-0 bucket fires its tick a quarter at a time, queued again at the cursor between two
+/// (`wheel/place.rs`, "Level 0 by quarters"). A task scheduled for an instant already passed lands
+/// in the second quarter of the tick being fired: before a quarter still in the bucket, or after
+/// every quarter was taken. Every task runs exactly once, the tick's first quarter before its last,
+/// and no bucket stays queued.
+#[test]
+fn schedule_into_a_passed_quarter_racing_a_flush_by_quarters() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let order = Order::default();
+        timer.schedule(ticks(1) / 8, order.task(0)); // tick 1, first quarter
+        timer.schedule(ticks(1), order.task(2)); // tick 1, last quarter
+        clock.advance(ticks(1));
+        let passed = timer.now() - ticks(1) * 6 / 10; // 0.4 ticks in: tick 1, second quarter
+
+        let advancer = spawn_advance(&timer);
+        let handle = timer.schedule_at(passed, order.task(1));
+        advancer.join().unwrap();
+
+        timer.advance_clock(Duration::ZERO); // fires the late one if it landed after its round
+        let fired = order.ids();
+        let mut each = fired.clone();
+        each.sort_unstable();
+        assert_eq!(each, [0, 1, 2], "each task exactly once: fired {fired:?}");
+        let at = |id| fired.iter().position(|&f| f == id);
+        assert!(at(0) < at(2), "the first quarter before the last: {fired:?}");
+        assert!(!handle.cancel(), "it ran");
         assert!(timer.is_empty());
         assert_eq!(timer.stats().queued_buckets, 0, "no bucket left queued");
     });

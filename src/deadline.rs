@@ -41,6 +41,9 @@
 /// Bits of a deadline word that hold the rank.
 const RANK_BITS: u32 = 8;
 
+/// The parts of a tick a level-0 bucket fires one after the other ([`Deadline::quarter`]).
+pub(crate) const QUARTERS: usize = 4;
+
 /// Deadline ticks are at most this (a word must hold the tick above its rank); bucket expirations
 /// use `u64::MAX` for "none", which is thus never a deadline tick either.
 pub(crate) const MAX_DEADLINE_TICK: u64 = u64::MAX >> RANK_BITS;
@@ -77,10 +80,16 @@ impl Deadline {
     }
 
     /// Which 256th of its tick interval the deadline falls in (0 = just after the previous boundary).
-    #[cfg_attr(not(test), allow(dead_code))]
     #[inline]
     pub(crate) fn rank(self) -> u8 {
         self.0 as u8
+    }
+
+    /// Which quarter of its tick interval the deadline falls in, from 0 to [`QUARTERS`] - 1: its
+    /// stage in a level-0 bucket (`wheel/place.rs`, "Level 0 by quarters").
+    #[inline]
+    pub(crate) fn quarter(self) -> usize {
+        (usize::from(self.rank()) * QUARTERS) >> RANK_BITS
     }
 }
 

@@ -27,9 +27,9 @@
 //!
 //! An advance pops everything due in one **round**: [`round`](DelayQueue::round) marks its start,
 //! and [`poll_due`](DelayQueue::poll_due) sets aside the items offered by
-//! [`offer_next`](DelayQueue::offer_next) since that mark (the advance files there the entries
-//! that were scheduled while it runs, found due in a bucket it visits: a task scheduling zero
-//! delays, another thread scheduling meanwhile); [`end_round`](DelayQueue::end_round) puts them
+//! [`offer_next`](DelayQueue::offer_next) since that mark (the advance files there, once its
+//! visits are over, the entries that were scheduled while it runs, found due in a bucket it
+//! visits: a task scheduling zero delays, another thread scheduling meanwhile); [`end_round`](DelayQueue::end_round) puts them
 //! back, due, so the next advance takes them. Items offered by [`offer`](DelayQueue::offer) (a
 //! schedule) and [`offer_within`](DelayQueue::offer_within) (the advance's re-queues and cascades)
 //! are popped in the round: the bucket a schedule queues may also hold older entries due now

@@ -13,7 +13,8 @@
 //! ```
 //!
 //! A bucket has lanes, each with its own lock and its own stages (`wheel/bucket/`), at most
-//! [`MAX_LANES`]; a bucket above level 0 has stages, at most [`MAX_STAGES`] (`wheel/place.rs`).
+//! [`MAX_LANES`]; each lane has stages, at most [`MAX_STAGES`] (`wheel/place.rs`: the quarters of
+//! the tick in level 0).
 //! A [`LaneKey`] (`lane << 24 | key`) names one lane of one bucket in 32 bits: it is what a cancel
 //! locks, what a ticket carries (`entry/`), and, plus one (never zero), the location's top field.
 //!

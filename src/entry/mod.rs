@@ -334,12 +334,27 @@ pub(crate) fn new_entry<F>(arena: &EntryArena, deadline_tick: u64, task: F) -> O
 where
     F: FnOnce() + Send + 'static,
 {
-    let mut fresh = Fresh::new(Deadline::at_tick(deadline_tick), task, arena, StampBy::Timer)?;
+    new_entry_at(arena, Deadline::at_tick(deadline_tick), task)
+}
+
+/// [`new_entry`] at an exact `deadline`.
+#[cfg(test)]
+pub(crate) fn new_entry_at<F>(arena: &EntryArena, deadline: Deadline, task: F) -> Option<Ticket>
+where
+    F: FnOnce() + Send + 'static,
+{
+    let mut fresh = Fresh::new(deadline, task, arena, StampBy::Timer)?;
     let id = arena.alloc()?;
     // Its ticket names bucket key 0 (level 0, slot 0), lane 0: a cancel finds it there or, held, in
     // transit.
     arena.lock(id).occupy(&mut fresh, LaneKey::new(location::BucketKey::new(0, 0), 0));
     fresh.ticket(id)
+}
+
+/// Whether a visit marked the entry in slot `id` due (for unit tests).
+#[cfg(test)]
+pub(crate) fn is_due(arena: &EntryArena, id: EntryId) -> bool {
+    arena.lock(id).life().due()
 }
 
 /// Releases a slot its holder found no longer pending (e.g. cancelled in transit).

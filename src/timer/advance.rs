@@ -6,7 +6,11 @@
 //! and queues it again if the visit says so; the entries due at the cursor go straight to the batch
 //! to fire (`fire.rs`), and every other entry taken is re-added relative to the cursor: it lands in
 //! a finer level (cascade). Fired tasks of one bucket run after that bucket's visit, with no lock
-//! held but `advance_lock`.
+//! held but `advance_lock`. A level-0 bucket gives up its tick a quarter at a time, queued again at
+//! the cursor between two, and only a level-0 visit fires: a coarser bucket's entries due at the
+//! cursor are re-added into the quarters of the cursor's level-0 bucket, visited after them
+//! (`wheel/place.rs`, "Level 0 by quarters"). Entries found due but stamped after the advance
+//! began are set aside and re-added once its round is over, for the next advance.
 //!
 //! The drain, holding `advance_lock` (or inside a task of the advance), closes the levels not yet
 //! created, flushes every bucket and claims every pending entry as abandoned.
@@ -36,7 +40,7 @@ impl Shared {
         let now_tick = self.time.now_tick();
         let wheel = &self.store.wheel;
         let mut flushed = false;
-        let Scratch { cascade, due, spare, freed } = &mut *serial;
+        let Scratch { cascade, due, late, set_aside, spare, freed } = &mut *serial;
         // One round of the queue: what is scheduled meanwhile and already due waits for the next
         // advance (`delay_queue.rs`, "Rounds"), so an advance does bounded work.
         let round = self.queue.round();
@@ -54,15 +58,18 @@ impl Shared {
                 for coarse in wheel.round_starts(cursor) {
                     let due_at = coarse.expiration();
                     if due_at <= cursor {
-                        flushed |= self.visit(coarse, due_at, cursor, Handoff { cascade, due, stamps });
+                        let out = Handoff { cascade, due, late, stamps };
+                        flushed |= self.visit(coarse, due_at, cursor, out, set_aside);
                     }
                 }
             }
-            flushed |= self.visit(&bucket, expiration, cursor, Handoff { cascade, due, stamps });
+            flushed |=
+                self.visit(&bucket, expiration, cursor, Handoff { cascade, due, late, stamps }, set_aside);
             if !due.is_empty() {
                 self.fire(due, spare, freed);
             }
         }
+        self.readd_late(set_aside);
         self.queue.end_round();
         serial.trim();
         if now_tick > self.current_tick.load(Ordering::Relaxed) {
@@ -73,41 +80,69 @@ impl Shared {
 
     /// Visits `bucket`, popped at (or found due by) `expiration`, with the cursor at `cursor`:
     /// queues it again if the visit says so, re-adds what it cascades, and leaves the entries due
-    /// at the cursor in `out.due`, to fire. `false` for a stale queue entry (nothing done).
-    fn visit(&self, bucket: &Arc<TimerTaskList>, expiration: u64, cursor: u64, out: Handoff<'_>) -> bool {
-        let Store { arena, wheel, .. } = &self.store;
-        let Handoff { cascade, due, stamps } = out;
+    /// at the cursor in `out.due`, to fire, and those found due but stamped after the advance
+    /// began in `set_aside`, with `bucket`. `false` for a stale queue entry (nothing done).
+    fn visit(
+        &self,
+        bucket: &Arc<TimerTaskList>,
+        expiration: u64,
+        cursor: u64,
+        out: Handoff<'_>,
+        set_aside: &mut Vec<Late>,
+    ) -> bool {
+        let arena = &self.store.arena;
+        let Handoff { cascade, due, late, stamps } = out;
         let due_before = due.len();
-        match bucket.visit_into(arena, cursor, Handoff { cascade, due, stamps }) {
+        match bucket.visit_into(arena, cursor, Handoff { cascade, due, late, stamps }) {
             Popped::Stale => return false,
             Popped::Visited { requeue: Some(next) } => self.queue.offer_within(next, Arc::clone(bucket)),
             Popped::Visited { requeue: None } => {}
         }
-        let visited = cascade.len() + due.len() - due_before;
-        // The entries due at the cursor went straight to `due`; the rest cascade, by the
-        // deadline in their slots (a reset may have moved one in transit: `entry/`).
+        let visited = cascade.len() + due.len() - due_before + late.len();
+        set_aside.extend(late.drain(..).map(|held| (held, Arc::clone(bucket))));
+        // The entries of a level-0 bucket due at the cursor went straight to `due`; the rest
+        // cascade, by the deadline in their slots (a reset may have moved one in transit:
+        // `entry/`), queued in this round.
         for held in cascade.drain(..) {
-            let readded = match wheel.readd(arena, held, cursor, None) {
-                // A detached drain (`drain_detached`) closed the level it goes to meanwhile.
-                Readded::ShutDown => wheel.park(bucket, arena, held),
-                readded => readded,
-            };
-            match readded {
-                // Due, but scheduled during this advance: queued for the next one.
-                Readded::Inserted(Inserted::Queue(expiration, bucket)) if held.1.tick() <= cursor => {
-                    self.queue.offer_next(expiration, bucket)
-                }
-                Readded::Inserted(Inserted::Queue(expiration, bucket)) => {
-                    self.queue.offer_within(expiration, bucket)
-                }
-                Readded::Inserted(Inserted::Done) => {}
-                // Cancelled in transit: the cancel left the slot to us, its holder.
-                Readded::NotPending => entry::discard(arena, held.0),
-                Readded::ShutDown => unreachable!("a park ignores the shutdown flag"),
-            }
+            self.readd(bucket, held, cursor, |expiration, bucket| {
+                self.queue.offer_within(expiration, bucket)
+            });
         }
         trace::flushed(bucket.key(), expiration, cursor, visited, due.len() - due_before);
         true
+    }
+
+    /// Re-adds `held`, taken out of `from` with the cursor at `cursor`; `queue` queues the bucket it
+    /// lands in if that bucket's expiration was lowered.
+    fn readd(
+        &self,
+        from: &Arc<TimerTaskList>,
+        held: (EntryId, Deadline),
+        cursor: u64,
+        queue: impl FnOnce(u64, Arc<TimerTaskList>),
+    ) {
+        let Store { arena, wheel, .. } = &self.store;
+        let readded = match wheel.readd(arena, held, cursor, None) {
+            // A detached drain (`drain_detached`) closed the level it goes to meanwhile.
+            Readded::ShutDown => wheel.park(from, arena, held),
+            readded => readded,
+        };
+        match readded {
+            Readded::Inserted(Inserted::Queue(expiration, bucket)) => queue(expiration, bucket),
+            Readded::Inserted(Inserted::Done) => {}
+            // Cancelled in transit: the cancel left the slot to us, its holder.
+            Readded::NotPending => entry::discard(arena, held.0),
+            Readded::ShutDown => unreachable!("a park ignores the shutdown flag"),
+        }
+    }
+
+    /// Re-adds the entries found due but stamped after the advance began, once its round is over:
+    /// scheduled while it runs, they are queued for the next advance.
+    fn readd_late(&self, set_aside: &mut Vec<Late>) {
+        let cursor = self.current_tick.load(Ordering::Relaxed);
+        for (held, from) in set_aside.drain(..) {
+            self.readd(&from, held, cursor, |expiration, bucket| self.queue.offer_next(expiration, bucket));
+        }
     }
 
     /// Drains the wheel once no advance is in progress.
@@ -208,6 +243,9 @@ impl Shared {
     }
 }
 
+/// An entry a visit found due but stamped after the advance began, with the bucket it left.
+type Late = ((EntryId, Deadline), Arc<TimerTaskList>);
+
 /// Vectors reused by every advance, kept under `advance_lock`. A fresh vector per visit would be
 /// one large allocation per tick, and glibc consolidates every freed small chunk (the fired
 /// entries) on each large allocation: `malloc_consolidate` takes about 9% of the driver's time in
@@ -216,6 +254,10 @@ impl Shared {
 pub(super) struct Scratch {
     /// Entries a bucket visit took out to cascade, with their deadlines, to re-add (held: `entry/`).
     cascade: Vec<(EntryId, Deadline)>,
+    /// Entries a visit found due but stamped after the advance began (`Handoff::late`)...
+    late: Vec<(EntryId, Deadline)>,
+    /// ... set aside with the bucket they left, to re-add after the round.
+    set_aside: Vec<Late>,
     /// Entries found due, with their stamps and deadlines, to fire in deadline order (held).
     due: Vec<fire::Stamped>,
     /// The buffer `deadline::sort_batch` sorts `due` through (it swaps the two).
@@ -234,6 +276,10 @@ impl Scratch {
             entry::shrink_buffer(buffer, Scratch::KEEP);
         }
         keep(&mut self.cascade);
+        keep(&mut self.late);
+        if self.set_aside.capacity() > Scratch::KEEP {
+            self.set_aside = Vec::new();
+        }
         keep(&mut self.due);
         keep(&mut self.spare);
     }

@@ -221,7 +221,7 @@ mod tests {
             let popped = bucket.visit_into(
                 &arena,
                 cursor,
-                Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX },
+                Handoff { cascade: &mut cascade, due: &mut due, late: &mut Vec::new(), stamps: u64::MAX },
             );
             assert_eq!(popped, Popped::Visited { requeue: None });
             (cascade, due)
@@ -243,9 +243,15 @@ mod tests {
             panic!("not placed by the new deadline");
         };
         assert_eq!(level_of(stripe.context(), ticket), Some((1, 60)));
-        // In a level-0 bucket too: later in place, then not due at its round.
+        // Due at 60, it goes from there to the quarters of the level-0 bucket of 60, which fires.
+        let (cascade, due) = visit(&bucket, 60);
+        assert_eq!((cascade.as_slice(), due.len()), ([(ticket.id, Deadline::at_tick(60))].as_slice(), 0));
+        let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 60, None) else {
+            panic!("not filed in level 0 at 60");
+        };
         let (cascade, due) = visit(&bucket, 60);
         assert_eq!((cascade.len(), due.len()), (0, 1), "due at 60");
+        // In a level-0 bucket too: later in place, then not due at its round.
         let other = new_entry(&arena, 62, || {}).unwrap();
         let Readded::Inserted(Inserted::Queue(62, bucket)) =
             wheel.readd(&arena, (other.id, Deadline::at_tick(62)), 60, None)
@@ -271,8 +277,11 @@ mod tests {
         };
         // The visit at 48 takes it into transit to cascade (due at 50).
         let (mut cascade, mut due) = (Vec::new(), Vec::new());
-        let visit =
-            bucket.visit_into(&arena, 48, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
+        let visit = bucket.visit_into(
+            &arena,
+            48,
+            Handoff { cascade: &mut cascade, due: &mut due, late: &mut Vec::new(), stamps: u64::MAX },
+        );
         assert_eq!((visit, cascade.len(), due.len()), (Popped::Visited { requeue: None }, 1, 0));
         // A reset now writes the deadline; the driver's re-add, placing by the old one, is told.
         assert!(reset(ticket, stripe, Deadline::at_tick(60)));
@@ -281,10 +290,19 @@ mod tests {
             panic!("not placed by the new deadline");
         };
         assert_eq!(level_of(stripe.context(), ticket), Some((1, 60)));
-        // Taken out to fire at 60: due, so a reset changes nothing.
-        let visit =
-            bucket.visit_into(&arena, 60, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
-        assert_eq!((visit, due.len()), (Popped::Visited { requeue: None }, 1));
+        // At 60 it goes to the level-0 bucket of 60, taken out from there to fire: due, so a
+        // reset changes nothing.
+        let visit = |bucket: &TimerTaskList, cascade: &mut Vec<_>, due: &mut Vec<_>| {
+            let out = Handoff { cascade, due, late: &mut Vec::new(), stamps: u64::MAX };
+            bucket.visit_into(&arena, 60, out)
+        };
+        cascade.clear();
+        assert_eq!(visit(&bucket, &mut cascade, &mut due), Popped::Visited { requeue: None });
+        let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 60, None) else {
+            panic!("not filed in level 0 at 60");
+        };
+        assert_eq!(visit(&bucket, &mut cascade, &mut due), Popped::Visited { requeue: None });
+        assert_eq!(due.len(), 1);
         assert!(!reset(ticket, stripe, Deadline::at_tick(99)));
         assert_eq!(crate::entry::deadline(&arena, ticket), Some(Deadline::at_tick(60)));
         assert_eq!(counters.snapshot().rearmed, 1);

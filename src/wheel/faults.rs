@@ -11,6 +11,9 @@
 //!   bucket between the read and the insert.
 //! * `chunk_not_requeued` (`bucket/`): the rest of a chunked stage is not re-queued, so it waits
 //!   for a later add to lower the expiration, or forever.
+//! * `level0_rest_not_requeued` (`bucket/`): a level-0 visit that takes one quarter of its tick
+//!   leaves the quarters still in the bucket out of the next expiration, so they wait for a later
+//!   add to queue the bucket, or forever.
 //! * `lane_created_outside_gate` (`bucket/lanes.rs`): a lane is created without the gate, so a
 //!   visit that found it missing sets the expiration after an add to it read it.
 //! * `flush_resets_after_unlock` (`bucket/`): the visit's reset leaves the critical section, so an

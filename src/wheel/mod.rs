@@ -127,7 +127,7 @@ impl TimingWheel {
         base: u64,
         shut_down: &AtomicBool,
     ) -> Result<Inserted, ShutDown> {
-        let (level, slot, stage) = self.place(base, fresh.deadline().tick());
+        let (level, slot, stage) = self.place(base, fresh.deadline());
         // `None`: the level was closed by shutdown.
         let bucket = self.bucket(level, slot).ok_or(ShutDown)?;
         let queue = TimerTaskList::insert_new(bucket, arena, (entry, fresh), stage, shut_down)?;
@@ -138,9 +138,11 @@ impl TimingWheel {
     /// the level-0 bucket of its tick, which is then due, so that the advance running (or the next)
     /// visits it and fires the entry from there.
     #[inline(always)]
-    fn place(&self, base: u64, tick: u64) -> (usize, usize, StagePlan) {
+    fn place(&self, base: u64, deadline: Deadline) -> (usize, usize, StagePlan) {
+        let tick = deadline.tick();
         match self.table.place(base, tick) {
-            Placement::Due => (0, (tick % self.wheel_size) as usize, StagePlan::level0(tick)),
+            Placement::Due => (0, (tick % self.wheel_size) as usize, StagePlan::level0(deadline)),
+            Placement::Slot { level: 0, slot, .. } => (0, slot, StagePlan::level0(deadline)),
             Placement::Slot { level, slot, stage } => (level, slot, stage),
         }
     }
@@ -160,7 +162,7 @@ impl TimingWheel {
         shut_down: Option<&AtomicBool>,
     ) -> Readded {
         loop {
-            let (level, slot, stage) = self.place(base, deadline.tick());
+            let (level, slot, stage) = self.place(base, deadline);
             // `None`: the level was closed by shutdown, which only a reset can meet.
             let Some(bucket) = self.bucket(level, slot) else { return Readded::ShutDown };
             match TimerTaskList::readd(bucket, arena, (entry, deadline), stage, shut_down) {
@@ -184,7 +186,7 @@ impl TimingWheel {
         (entry, mut deadline): (EntryId, Deadline),
     ) -> Readded {
         loop {
-            let plan = StagePlan::level0(deadline.tick());
+            let plan = StagePlan::level0(deadline);
             match TimerTaskList::readd(bucket, arena, (entry, deadline), plan, None) {
                 Ok(_) => return Readded::Inserted(Inserted::Done),
                 Err(Refused::NotPending) => return Readded::NotPending,

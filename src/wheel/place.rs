@@ -27,8 +27,8 @@
 //! slots is `e - t + (j + 1)·t/4`, up to three quarters of a rotation early. A stage that holds only a few
 //! entries waits for its round, as in Kafka (so a lightly loaded timer cascades exactly when Kafka's
 //! would); a big one is visited from `opens` on, in chunks, one per tick, while its range (`due`) is
-//! still ahead of the cursor, so firing due buckets never waits behind a cascade. Level 0 has one
-//! stage, visited and fired when its round starts. See `bucket/` for the visit.
+//! still ahead of the cursor, so firing due buckets never waits behind a cascade. See `bucket/` for
+//! the visit.
 //!
 //! Worked example, wheel 512, tick 1 ms, base 0, deadline 700: level 1 (512-tick slots), slot 1,
 //! round 512, stage `(700 - 512) / 128 = 1` (ticks 640..767), open from `512 - 512 + 2·128 = 256`:
@@ -38,7 +38,21 @@
 //! a schedule may touch. Sixteen cost W1 about 40 ns per insert (tails spill out of the L1 cache),
 //! four about 15; chunking, not the stage count, is what bounds a tick's work.
 //!
+//! ## Level 0 by quarters
+//!
+//! A level-0 bucket holds one tick, all due at once, and its stages are the quarters of that tick
+//! ([`Deadline::quarter`], from the deadline's rank): the visit takes only the lowest quarter that
+//! holds entries and queues the bucket again at the cursor for the rest, and the advance fires each
+//! quarter before taking the next (`timer/advance.rs`). A tick of a thousand tasks then starts
+//! firing after a quarter of its visit (each slot a cache miss and a lock), not all of it: the
+//! tasks of the first quarter, the ones the rounding up made latest, wait least (SPEC W4 p99,
+//! docs/benchmarks.md). Only a level-0 visit fires: a coarser bucket whose round starts at the
+//! tick re-adds its entries due there into the quarters, and a reset within the tick to another
+//! quarter moves the entry (`entry/retarget.rs`), so the tick still fires in deadline order. A
+//! bucket holding overdue ticks too goes out whole. Cost: a level-0 lane keeps four lists' buffers.
+//!
 
+use crate::deadline::Deadline;
 use crate::entry::location::MAX_STAGES;
 
 /// Where a deadline belongs relative to a base tick.
@@ -68,11 +82,24 @@ pub(crate) struct StagePlan {
 }
 
 impl StagePlan {
-    /// The one stage of a level-0 bucket: opened, and due, at its round.
-    pub(crate) fn level0(round: u64) -> StagePlan {
+    /// The stage of `deadline` in its level-0 bucket: the quarter of the tick it falls in (see
+    /// "Level 0 by quarters"), opened, and due, at its round (its tick).
+    pub(crate) fn level0(deadline: Deadline) -> StagePlan {
+        let round = deadline.tick();
+        StagePlan { index: deadline.quarter(), round, opens: round, due: round }
+    }
+
+    /// The first stage of a level-0 bucket whose round starts at `round` (where the placement
+    /// arithmetic, which knows only ticks, files it; the wheel refines it by [`level0`]).
+    ///
+    /// [`level0`]: StagePlan::level0
+    pub(crate) fn level0_first(round: u64) -> StagePlan {
         StagePlan { index: 0, round, opens: round, due: round }
     }
 }
+
+// A level-0 bucket's stages are the quarters of its tick.
+const _: () = assert!(STAGES as usize == crate::deadline::QUARTERS);
 
 /// The stage of `deadline` in a bucket of `level` whose round starts at `round`, by definition (the
 /// general arithmetic; `LevelTable` has a shift-only path for power-of-two wheels).
@@ -83,7 +110,7 @@ impl StagePlan {
 /// `last + 1 - t`.
 fn stage_plan(wheel_size: u64, stages: u64, level: usize, round: u64, deadline: u64) -> StagePlan {
     if level == 0 {
-        return StagePlan::level0(round);
+        return StagePlan::level0_first(round);
     }
     let t = u128::from(slot_ticks(wheel_size, level).expect("a level's slot length fits u64"));
     let finer = t / u128::from(wheel_size);
@@ -209,7 +236,7 @@ impl LevelTable {
         let slot = round & ((1 << shift) - 1);
         let expiration = round << tick_bits;
         let stage = if level == 0 {
-            StagePlan::level0(expiration)
+            StagePlan::level0_first(expiration)
         } else {
             let width_bits = tick_bits - stage_bits;
             let due = deadline >> width_bits << width_bits;
@@ -340,8 +367,9 @@ mod tests {
         // One tick earlier the stage's last deadline (767) does not fit level 0 yet.
         assert_eq!(slot(table.place(255, 767)).map(|(level, ..)| level), Some(1));
         assert_eq!(slot(table.place(256, 767)).map(|(level, ..)| level), Some(0));
-        // Level 0 has one stage, visited when due; the last stage of a round opens at the round.
-        assert_eq!(slot_stage(table.place(0, 5)), StagePlan::level0(5));
+        // The placement files level 0 in its first stage (the wheel refines it by quarter); the
+        // last stage of a round opens at the round.
+        assert_eq!(slot_stage(table.place(0, 5)), StagePlan::level0_first(5));
         assert_eq!(
             slot_stage(table.place(0, 1_023)),
             StagePlan { index: 3, round: 512, opens: 512, due: 896 }

@@ -59,13 +59,13 @@
 //! fall in the round (see `wheel/place.rs`); each stage knows its round start, the tick from which it may be cascaded
 //! (`opens`) and the first tick of its range (`due`), each the minimum over the entries added since
 //! the stage was last empty (not recomputed on removal, nor when a reset moves an entry's deadline
-//! later in place, `timer/reset.rs`: at worst a visit comes early). A level-0
-//! bucket has one stage. A stage is to be visited at its round start (Kafka's flush time) while it
-//! holds at most [`EARLY_LANE_LEN`] entries, and from `opens` while it holds more ([`Stage::visit_at`]):
-//! a stage cascaded down to that size waits for the round with the rest.
+//! later in place, `timer/reset.rs`: at worst a visit comes early). A level-0 bucket's stages are
+//! the quarters of its tick (`place.rs`). A stage is to be visited at its round start (Kafka's
+//! flush time) while it holds at most [`EARLY_LANE_LEN`] entries, and from `opens` while it holds
+//! more ([`Stage::visit_at`]): a stage cascaded down to that size waits for the round with the rest.
 //! The expiration is the earliest `visit_at` of the stages of every lane (lower after removals: a visit then finds
 //! nothing to do and sets the right one). A **visit** at cursor `c` cascades every stage with
-//! `visit_at <= c`; a big one only in part while its `due` is more than a tick ahead: a chunk paced
+//! `visit_at <= c` (of a level-0 bucket, the lowest such quarter only); a big one only in part while its `due` is more than a tick ahead: a chunk paced
 //! to finish in half the ticks left (twice the even rate, at least [`CASCADE_CHUNK`] entries), in
 //! which case the bucket asks to be visited again at `c + 1`, after the buckets due then. Pacing, not
 //! a fixed chunk, is what keeps firing punctual: the cascade work of a rotation is spread over the
@@ -100,7 +100,8 @@
 //! due at the cursor (`expiration <= c`), whatever the popped key: also when an adder lowered it
 //! between the pop and the visit, so the entries due now are not left for the next advance. The
 //! visit sets the new expiration under every lane's lock (the earliest `visit_at` left, or `c + 1` for an
-//! unfinished chunk, or none), always after the cursor, and the driver queues it. A popped bucket
+//! unfinished chunk, or none), always after the cursor but for a level-0 bucket's quarters left
+//! (at the cursor, re-visited in the same round), and the driver queues it. A popped bucket
 //! that is not due is a stale entry (a visit raised the expiration since) and nothing is done. Only
 //! the visit raises the expiration, and it queues what it sets, so stale entries are bounded by
 //! lowerings and die out.
@@ -213,16 +214,19 @@ pub(crate) type DueEntry = ((EntryId, u64, TaskLines), Deadline);
 /// Where a visit puts the entries it takes out of a bucket, in transit (no location, held by the
 /// caller: `entry/`), each with its deadline.
 pub(crate) struct Handoff<'a> {
-    /// The entries to re-add through the wheel relative to the cursor (a cascade).
+    /// The entries to re-add through the wheel relative to the cursor (a cascade); from a coarser
+    /// bucket also those due at the cursor, which the re-add files in the quarters of the
+    /// level-0 bucket of their tick (`place.rs`, "Level 0 by quarters").
     pub(crate) cascade: &'a mut Vec<(EntryId, Deadline)>,
-    /// The entries due at the cursor, to fire (the re-add would only find them due), each with its
-    /// stamp, the order of its schedule (`entry/`): the batch fires in deadline order, equal
-    /// deadlines in stamp order.
+    /// The entries of a level-0 bucket due at the cursor, to fire, each with its stamp, the order
+    /// of its schedule (`entry/`): the batch fires in deadline order, equal deadlines in stamp
+    /// order.
     pub(crate) due: &'a mut Vec<DueEntry>,
-    /// The last stamp reserved when the advance began (`entry/stamps.rs`, "Rounds"): an entry due
-    /// at the cursor but stamped later was scheduled while this advance runs, and goes to
-    /// `cascade` instead, to be filed for the next advance (one advance does bounded work:
-    /// `delay_queue.rs`, "Rounds").
+    /// The entries due at the cursor but stamped after `stamps`, scheduled while this advance runs:
+    /// re-added once its round is over, for the next advance (`delay_queue.rs`, "Rounds"); at once,
+    /// into a bucket the round visits again, they would be taken again.
+    pub(crate) late: &'a mut Vec<(EntryId, Deadline)>,
+    /// The last stamp reserved when the advance began (`entry/stamps.rs`, "Rounds").
     pub(crate) stamps: u64,
 }
 
@@ -371,18 +375,39 @@ impl TimerTaskList {
     /// expiration, which the caller must queue. A bucket not due at the cursor was a stale queue
     /// entry (see the module docs): [`Popped::Stale`], nothing changes.
     pub(crate) fn visit_into(&self, arena: &EntryArena, cursor: u64, out: Handoff<'_>) -> Popped {
-        let Handoff { cascade, due, stamps } = out;
+        let Handoff { cascade, due, late, stamps } = out;
         let mut lanes = self.lock_all();
         if self.expiration.load(Ordering::Acquire) > cursor {
             return Popped::Stale;
         }
         let mut next = NO_EXPIRATION;
-        for stage in lanes.locked.iter_mut().flatten().flat_map(|stages| stages.iter_mut()) {
+        // Only a level-0 visit fires: a coarser bucket's entries due at the cursor are not marked
+        // due as they leave (`leave_for_transit` marks none stamped above 0) and go to `cascade`.
+        // A level-0 bucket gives up its tick a quarter at a time (the lowest with entries), queued
+        // again at the cursor for the rest (`place.rs`, "Level 0 by quarters"); overdue ticks in it
+        // (passed deadlines filed in their tick's slot) go out whole, one batch in deadline order.
+        let fires = self.key.level() == 0;
+        let marks = if fires { stamps } else { 0 };
+        let open = |stage: &&Stage| fires && stage.slots.live() > 0 && stage.visit_at() <= cursor;
+        let stages = || lanes.locked.iter().flatten().flat_map(|stages| stages.iter().enumerate());
+        let overdue = stages().any(|(_, stage)| open(&stage) && stage.round < cursor);
+        let quarter = stages().filter(|(_, stage)| !overdue && open(stage)).map(|(index, _)| index).min();
+        for (index, stage) in
+            lanes.locked.iter_mut().flatten().flat_map(|stages| stages.iter_mut().enumerate())
+        {
             if stage.slots.live() == 0 {
                 continue;
             }
             if stage.visit_at() > cursor {
                 next = next.min(stage.visit_at());
+                continue;
+            }
+            if quarter.is_some_and(|quarter| index != quarter) {
+                // Seeded fault `level0_rest_not_requeued` (docs/loom.md): the quarters left are
+                // not in the next expiration, so nothing re-queues them.
+                if !fault!("level0_rest_not_requeued") {
+                    next = next.min(stage.visit_at());
+                }
                 continue;
             }
             let live = stage.slots.live();
@@ -402,8 +427,10 @@ impl TimerTaskList {
             // Seeded fault `visit_fires_level0_by_round` (docs/loom.md): a level-0 bucket's
             // entries are taken as due at its round, so one re-armed later fires early.
             let by_round = fault!("visit_fires_level0_by_round") && self.key.level() == 0;
-            stage.slots.take_front(take, arena, (cursor, stamps), |entry, (deadline, stamp, lines)| {
-                if (deadline.tick() <= cursor || by_round) && stamp <= stamps {
+            stage.slots.take_front(take, arena, (cursor, marks), |entry, (deadline, stamp, lines)| {
+                if stamp > stamps && deadline.tick() <= cursor {
+                    late.push((entry, deadline));
+                } else if fires && (deadline.tick() <= cursor || by_round) {
                     due.push(((entry, stamp, lines), deadline));
                 } else {
                     cascade.push((entry, deadline));

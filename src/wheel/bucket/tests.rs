@@ -1,7 +1,7 @@
 //! The bucket's unit tests.
 
 use super::*;
-use crate::entry::{new_entry, Status};
+use crate::entry::{new_entry, new_entry_at, Status};
 use crate::sync::{thread_index, Arc, Mutex};
 use crate::wheel::slots::MIN_COMPACT;
 
@@ -27,7 +27,7 @@ impl TimerTaskList {
     fn visit(&self, arena: &EntryArena, cursor: u64) -> Visit {
         let mut entries = Vec::new();
         let mut due = Vec::new();
-        let out = Handoff { cascade: &mut entries, due: &mut due, stamps: u64::MAX };
+        let out = Handoff { cascade: &mut entries, due: &mut due, late: &mut Vec::new(), stamps: u64::MAX };
         let requeue = match self.visit_into(arena, cursor, out) {
             Popped::Visited { requeue } => requeue,
             Popped::Stale => None,
@@ -59,7 +59,7 @@ fn same_entry(a: &EntryId, b: &Ticket) -> bool {
 }
 
 fn at(tick: u64) -> StagePlan {
-    StagePlan::level0(tick)
+    StagePlan::level0_first(tick)
 }
 
 /// A held entry as a re-add passes it: its slot and the deadline it is placed by (its own).
@@ -100,7 +100,12 @@ fn expiration_is_set_once_per_round_and_only_lowered() {
         bucket.visit_into(
             arena,
             10,
-            Handoff { cascade: &mut Vec::new(), due: &mut Vec::new(), stamps: u64::MAX }
+            Handoff {
+                cascade: &mut Vec::new(),
+                due: &mut Vec::new(),
+                late: &mut Vec::new(),
+                stamps: u64::MAX
+            }
         ),
         Popped::Stale,
         "the entry left at 10"
@@ -111,31 +116,48 @@ fn expiration_is_set_once_per_round_and_only_lowered() {
 }
 
 #[test]
-fn a_visit_hands_over_the_entries_due_at_the_cursor_apart_from_those_to_cascade() {
+fn a_coarse_visit_cascades_the_entries_due_at_the_cursor_and_sets_aside_the_late_ones() {
     let arena = &EntryArena::unaudited();
     // A level-1 bucket whose round starts at 100: one stage, deadlines 100 to 103 in turn.
     let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
     let es: Vec<Ticket> = (0..12).map(|i| new_entry(arena, 100 + i % 4, || {}).unwrap()).collect();
     add_all(arena, &bucket, &es, stage(0, 100, 100, 100));
-    let (mut cascade, mut due) = (Vec::new(), Vec::new());
-    let popped =
-        bucket.visit_into(arena, 101, Handoff { cascade: &mut cascade, due: &mut due, stamps: u64::MAX });
-    assert_eq!(popped, Popped::Visited { requeue: None });
-    let due: Vec<(EntryId, Deadline)> = due.into_iter().map(|((id, ..), deadline)| (id, deadline)).collect();
+    // The advance began after the first eight were stamped.
+    let stamps = es[7].generation;
+    let (mut cascade, mut due, mut late) = (Vec::new(), Vec::new(), Vec::new());
+    let out = Handoff { cascade: &mut cascade, due: &mut due, late: &mut late, stamps };
+    assert_eq!(bucket.visit_into(arena, 101, out), Popped::Visited { requeue: None });
     let ticks = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(_, d)| d.tick()).collect::<Vec<_>>();
-    assert_eq!(ticks(&due), [100, 101, 100, 101, 100, 101], "due at 101, in list order");
-    assert_eq!(ticks(&cascade), [102, 103, 102, 103, 102, 103], "to cascade");
-    let ids = |v: &Vec<(EntryId, Deadline)>| v.iter().map(|(id, _)| *id).collect::<Vec<_>>();
-    let expected = |r: std::ops::Range<u64>| {
-        let deadline = |i: usize| 100 + i as u64 % 4;
-        es.iter()
-            .enumerate()
-            .filter(|&(i, _)| r.contains(&deadline(i)))
-            .map(|(_, e)| e.id)
-            .collect::<Vec<_>>()
+    // Only a level-0 visit fires: the entries due at 101 go to the re-add, which files them in
+    // the quarters of level 0; those stamped later are set aside for the next advance.
+    assert!(due.is_empty());
+    assert_eq!(ticks(&cascade), [100, 101, 102, 103, 100, 101, 102, 103, 102, 103], "in list order");
+    assert_eq!(ticks(&late), [100, 101], "due at 101, stamped after the advance began");
+    assert!(es.iter().all(|e| location(arena, e).is_none()), "every kind is in transit");
+    assert!(es.iter().all(|e| !crate::entry::is_due(arena, e.id)), "none is marked due");
+}
+
+#[test]
+fn a_level0_visit_takes_the_lowest_quarter_and_is_queued_again_for_the_rest() {
+    let arena = &EntryArena::unaudited();
+    let bucket = Arc::new(TimerTaskList::new(0, 5, LANES));
+    // Tick 5: ranks 200 (fourth quarter) and 10 (first), added in that order.
+    let at_rank = |rank| Deadline::new(5, rank).unwrap();
+    let last = new_entry_at(arena, at_rank(200), || {}).unwrap();
+    let first = new_entry_at(arena, at_rank(10), || {}).unwrap();
+    for (entry, rank) in [(&last, 200), (&first, 10)] {
+        add_all(arena, &bucket, std::slice::from_ref(entry), StagePlan::level0(at_rank(rank)));
+    }
+    let (mut cascade, mut due) = (Vec::new(), Vec::new());
+    let mut visit = |due: &mut Vec<DueEntry>| {
+        let out = Handoff { cascade: &mut cascade, due, late: &mut Vec::new(), stamps: u64::MAX };
+        bucket.visit_into(arena, 5, out)
     };
-    assert_eq!((ids(&due), ids(&cascade)), (expected(100..102), expected(102..104)));
-    assert!(es.iter().all(|e| location(arena, e).is_none()), "both kinds are in transit");
+    assert_eq!(visit(&mut due), Popped::Visited { requeue: Some(5) }, "again at the cursor");
+    assert_eq!(due.iter().map(|((id, ..), _)| *id).collect::<Vec<_>>(), [first.id]);
+    assert_eq!(visit(&mut due), Popped::Visited { requeue: None });
+    assert_eq!(due.iter().map(|((id, ..), _)| *id).collect::<Vec<_>>(), [first.id, last.id]);
+    assert!(cascade.is_empty());
 }
 
 #[test]
