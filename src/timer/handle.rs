@@ -211,7 +211,7 @@ impl TimerHandle {
 }
 
 /// [`TimerHandle::cancel`] of `ticket`, counted out on `stripe`.
-#[inline]
+#[inline(always)]
 fn cancel_on(ticket: Ticket, stripe: &HandleStripe) -> bool {
     let _pin = stripe.context().arena.pin();
     cancel::cancel(ticket, stripe)

@@ -423,6 +423,7 @@ impl fmt::Debug for Timer {
 }
 
 impl Shared {
+    #[inline]
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::Acquire)
     }

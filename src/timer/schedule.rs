@@ -25,7 +25,7 @@ impl Shared {
     /// The one way a task enters the timer ([`Timer::try_schedule`](crate::Timer::try_schedule),
     /// [`try_schedule_at`](crate::Timer::try_schedule_at)): refused after shutdown, else due at the
     /// deadline of `when` on one reading of the clock.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn schedule<F>(&self, when: When, task: F) -> Result<TimerHandle, ScheduleError>
     where
         F: FnOnce() + Send + 'static,
