@@ -381,17 +381,18 @@ impl TimerTaskList {
             return Popped::Stale;
         }
         let mut next = NO_EXPIRATION;
-        // Only a level-0 visit fires: a coarser bucket's entries due at the cursor are not marked
-        // due as they leave (`leave_for_transit` marks none stamped above 0) and go to `cascade`.
-        // A level-0 bucket gives up its tick a quarter at a time (the lowest with entries), queued
+        // Only a level-0 visit fires (a coarser one marks nothing due: `leave_for_transit` marks
+        // none stamped above 0), a quarter of its tick at a time, the lowest with entries, queued
         // again at the cursor for the rest (`place.rs`, "Level 0 by quarters"); overdue ticks in it
         // (passed deadlines filed in their tick's slot) go out whole, one batch in deadline order.
         let fires = self.key.level() == 0;
         let marks = if fires { stamps } else { 0 };
-        let open = |stage: &&Stage| fires && stage.slots.live() > 0 && stage.visit_at() <= cursor;
-        let stages = || lanes.locked.iter().flatten().flat_map(|stages| stages.iter().enumerate());
-        let overdue = stages().any(|(_, stage)| open(&stage) && stage.round < cursor);
-        let quarter = stages().filter(|(_, stage)| !overdue && open(stage)).map(|(index, _)| index).min();
+        let stages = lanes.locked.iter().flatten().flat_map(|stages| stages.iter().enumerate());
+        let open = stages.filter(|(_, stage)| fires && stage.slots.live() > 0 && stage.visit_at() <= cursor);
+        let (lowest, overdue) = open.fold((usize::MAX, false), |(lowest, overdue), (index, stage)| {
+            (lowest.min(index), overdue || stage.round < cursor)
+        });
+        let quarter = (lowest != usize::MAX && !overdue).then_some(lowest);
         for (index, stage) in
             lanes.locked.iter_mut().flatten().flat_map(|stages| stages.iter_mut().enumerate())
         {
@@ -426,7 +427,7 @@ impl TimerTaskList {
             // (`leave_for_transit`): a reset may have moved it later in place (`timer/reset.rs`).
             // Seeded fault `visit_fires_level0_by_round` (docs/loom.md): a level-0 bucket's
             // entries are taken as due at its round, so one re-armed later fires early.
-            let by_round = fault!("visit_fires_level0_by_round") && self.key.level() == 0;
+            let by_round = fault!("visit_fires_level0_by_round") && fires;
             stage.slots.take_front(take, arena, (cursor, marks), |entry, (deadline, stamp, lines)| {
                 if stamp > stamps && deadline.tick() <= cursor {
                     late.push((entry, deadline));
