@@ -29,6 +29,7 @@ use crate::missed_tick::MissedTickBehavior;
 use crate::sleep::Sleep;
 use crate::sync::Arc;
 use crate::timer::refs::TimerRef;
+use crate::timer::When;
 use crate::{ScheduleError, Timer};
 
 impl Timer {
@@ -204,10 +205,7 @@ impl Interval {
         match &mut self.sleep {
             Some(sleep) => sleep.reset(self.next),
             None => {
-                self.sleep = Some(match self.timer.upgrade() {
-                    Some(live) => Sleep::at(Arc::clone(&self.timer), live, self.next),
-                    None => Sleep::dead(Arc::clone(&self.timer), self.next, ScheduleError::ShutDown),
-                });
+                self.sleep = Some(Sleep::on(Arc::clone(&self.timer), When::At(self.next)));
             }
         }
     }

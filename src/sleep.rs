@@ -273,8 +273,8 @@ impl Sleep {
     }
 
     /// A sleep `when` says on the timer `timer` leads back to, scheduled at once (a lazy timeout's
-    /// arming): as [`after`](Sleep::after) and [`at`](Sleep::at), or dead if that timer shut down.
-    /// `timer` is moved into the sleep, not cloned.
+    /// arming, an interval's next tick): as [`after`](Sleep::after) and [`at`](Sleep::at), or dead
+    /// if that timer shut down. `timer` is moved into the sleep, not cloned.
     pub(crate) fn on(timer: Arc<TimerRef>, when: When) -> Sleep {
         let (deadline, armed) = match timer.upgrade() {
             Some(live) => Sleep::arm(live, when),
