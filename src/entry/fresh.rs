@@ -29,7 +29,9 @@ impl Fresh {
     }
 
     /// A new entry for the stored `task` (a closure or a value), due at `deadline`, stamped here
-    /// as `by` says; its lane is set by the insert that publishes it.
+    /// as `by` says; its lane is set by the insert that publishes it. Inlined into every schedule:
+    /// out of line, the task is moved through the stack and a W7 pair costs about 12 ns more.
+    #[inline(always)]
     pub(super) fn holding(task: InlineTask, deadline: Deadline, arena: &EntryArena, by: StampBy) -> Fresh {
         let bucket = LaneKey::new(location::BucketKey::new(0, 0), 0);
         Fresh { task: Some(task), deadline, generation: arena.stamp(by), bucket }
