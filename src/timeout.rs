@@ -239,9 +239,15 @@ impl<F: Future> Future for Timeout<F> {
     }
 }
 
-impl<F: fmt::Debug> fmt::Debug for Timeout<F> {
+/// For every inner future (an `async` block has no `Debug`), so that a `Result` holding a
+/// `Timeout`, as [`Timer::try_timeout`] returns, can be unwrapped either way: the inner future
+/// shows as its type name.
+impl<F> fmt::Debug for Timeout<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Timeout").field("future", &self.future).field("limit", &self.limit).finish()
+        f.debug_struct("Timeout")
+            .field("future", &format_args!("{}", std::any::type_name::<F>()))
+            .field("limit", &self.limit)
+            .finish()
     }
 }
 

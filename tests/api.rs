@@ -112,12 +112,11 @@ fn debug_output_shows_the_state_that_matters() {
         );
         assert!(text.ends_with(", status: Some(Pending) } }"), "{text}");
         let timeout = format!("{:?}", timer.timeout(Duration::from_millis(1), std::future::ready(1)));
-        assert_eq!(timeout, "Timeout { future: Ready(Some(1)), limit: Lazy(TimerRef, After(1ms)) }");
+        // The inner future shows as its type's name (`std::any::type_name`, whose text may vary).
+        assert!(timeout.starts_with("Timeout { future: ") && timeout.contains("Ready<i32>"), "{timeout}");
+        assert!(timeout.ends_with(", limit: Lazy(TimerRef, After(1ms)) }"), "{timeout}");
         let armed = timer.try_timeout(Duration::from_millis(1), std::future::ready(1)).unwrap();
         let timeout = format!("{armed:?}");
-        assert!(
-            timeout.starts_with("Timeout { future: Ready(Some(1)), limit: Armed(Sleep { state: \"waiting\""),
-            "{timeout}"
-        );
+        assert!(timeout.contains("Ready<i32>, limit: Armed(Sleep { state: \"waiting\""), "{timeout}");
     }
 }

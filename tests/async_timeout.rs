@@ -235,3 +235,14 @@ async fn tokio_multi_thread_many_timeouts() {
     assert!(timer.is_empty());
     assert_eq!(timer.stats().scheduled, 64, "only the pending timeouts were armed");
 }
+
+#[test]
+fn a_timeout_is_debug_whatever_its_future_so_try_timeout_unwraps_either_way() {
+    let (_clock, timer) = manual_timer(ms(1), 8);
+    let armed = timer.try_timeout(ms(5), async { 1 }).unwrap();
+    assert!(format!("{armed:?}").starts_with("Timeout { future: "));
+    let refused = timer.try_timeout(Duration::MAX, async { 2 }).unwrap_err();
+    assert!(matches!(refused, ScheduleError::DelayTooLong { .. }), "{refused:?}");
+    timer.shutdown();
+    assert_eq!(timer.try_timeout(ms(5), async { 3 }).unwrap_err(), ScheduleError::ShutDown);
+}
