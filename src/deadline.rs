@@ -10,18 +10,32 @@
 //! (insertion order, or whatever order cascades left), any task may also wait for the whole batch;
 //! fired in deadline order, that wait falls on the tasks the rounding made least late, and the
 //! lateness a caller sees (deadline to run) is bounded by about one tick instead of one tick plus
-//! the batch. So every entry keeps its deadline to a 256th of a tick, in the same word as its tick:
+//! the batch. So every entry keeps its deadline, in the same word as its tick, in one of two
+//! encodings:
 //!
 //! ```text
-//!  63                                                   8 7          0
-//! [ tick: the first tick boundary at or after the deadline | rank (8)   ]
+//!  63  62     58 57                                                 s s-1                 0
+//! [ 0 | s - 10 | tick: the first tick boundary at or after the deadline | fraction (s bits)   ]  exact
+//!  63 62                                                            8 7                     0
+//! [ 1 | tick                                                          | rank (8)            ]  far
 //! ```
 //!
-//! The **rank** says in which 256th of the interval `(tick - 1, tick]` (in tick lengths) the
-//! deadline falls: 0 just after the previous boundary, 255 on the boundary itself. Comparing two
-//! words compares `(tick, rank)`, so sorting a batch by its words puts it in deadline order to
-//! within 1/256 of a tick (3.9 µs with a 1 ms tick). The driver sorts each batch it fires
-//! (`timer/`); everything else (placement, cascades, expirations) uses the tick alone.
+//! An **exact** word keeps where the deadline falls in the interval `(tick - 1, tick]` as a
+//! fraction of the tick in `s` bits, `s` the bits a tick's nanoseconds need (at least 10: ticks
+//! are at least 1 µs). The fraction scales the nanoseconds by about `2^s / tick_nanos` (at least
+//! 1), so it gives the nanoseconds back exactly ([`Fractions`]): a task's deadline reads back as
+//! the instant it was given, to the nanosecond (`TimerHandle::deadline`). A tick must leave room
+//! for the fraction in 58 bits, which holds up to 2^57 nanoseconds of the clock (4.5 years)
+//! whatever the tick; later deadlines, and those of ticks over 2^41 ns (36 minutes), are **far**
+//! words, which keep their 256th of the tick (the **rank**) and read back rounded up to their
+//! tick. Exact words are below every far one and their ticks below every far tick, so within one
+//! timer, whose exact words all have the same `s`, comparing two words compares deadlines.
+//!
+//! Either way, the **rank** says in which 256th of the interval (in tick lengths) the deadline
+//! falls: 0 just after the previous boundary, 255 on the boundary itself (an exact word's top 8
+//! fraction bits). The driver sorts each batch it fires by rank, then each rank by the words
+//! (`timer/`), so a batch comes out in deadline order; everything else (placement, cascades,
+//! expirations) uses the tick alone.
 //!
 //! **Batches.** The driver fires the due entries of each tick as one batch: those of the tick's
 //! level-0 bucket and of the coarser buckets whose round starts at that tick (entries placed there
@@ -32,24 +46,39 @@
 //! (`bench/benches/spec.rs`, `docs/benchmarks.md`). Equal deadlines are put in the order they were
 //! scheduled by the entries' stamps ([`sort_batch`], "Ties").
 //!
-//! The price is range: ticks go up to [`MAX_DEADLINE_TICK`] = 2^56 - 1 instead of 2^64 - 2, which is
-//! still 2284 years with the smallest tick (1 µs). The clock's reading ends sooner, at `u64::MAX`
+//! The price is range: ticks go up to [`MAX_DEADLINE_TICK`] = 2^55 - 1 instead of 2^64 - 2, which is
+//! still 1142 years with the smallest tick (1 µs). The clock's reading ends sooner, at `u64::MAX`
 //! nanoseconds (584 years): a deadline tick is also at most the last tick that begins by then
 //! (`clock/`), since a later one would never be reached. Beyond either bound `try_schedule`
 //! refuses with `ScheduleError::DelayTooLong`.
 
-/// Bits of a deadline word that hold the rank.
+/// Bits of a far deadline word that hold the rank, and of an exact word's fraction that give it.
 const RANK_BITS: u32 = 8;
+
+/// The bit that marks a far word (module docs).
+const FAR: u64 = 1 << 63;
+
+/// Where an exact word keeps its `s - SPLIT_MIN` (5 bits), above its tick and fraction.
+const SPLIT_AT: u32 = 58;
+
+/// The tick and fraction of an exact word.
+const PAYLOAD: u64 = (1 << SPLIT_AT) - 1;
+
+/// The fewest fraction bits: ticks are at least 1 µs, whose nanoseconds need 10.
+const SPLIT_MIN: u32 = 10;
+
+/// The most fraction bits an exact word may have (5 bits hold `s - SPLIT_MIN`).
+const SPLIT_MAX: u32 = SPLIT_MIN + 31;
 
 /// The parts of a tick a level-0 bucket fires one after the other ([`Deadline::quarter`]).
 pub(crate) const QUARTERS: usize = 4;
 
-/// Deadline ticks are at most this (a word must hold the tick above its rank); bucket expirations
-/// use `u64::MAX` for "none", which is thus never a deadline tick either.
-pub(crate) const MAX_DEADLINE_TICK: u64 = u64::MAX >> RANK_BITS;
+/// Deadline ticks are at most this (a far word holds the tick between its mark and its rank);
+/// bucket expirations use `u64::MAX` for "none", which is thus never a deadline tick either.
+pub(crate) const MAX_DEADLINE_TICK: u64 = (u64::MAX >> 1) >> RANK_BITS;
 
-/// A task's deadline: its tick and its rank within the tick (see the module docs). Ordered as
-/// deadlines are, to a 256th of a tick.
+/// A task's deadline: its tick and where it falls within the tick (see the module docs). Within
+/// one timer, ordered as the deadlines are.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Deadline(u64);
 
@@ -57,10 +86,12 @@ impl Deadline {
     /// The rank of a deadline that is a tick boundary (the last moment of its interval).
     pub(crate) const ON_BOUNDARY: u8 = u8::MAX;
 
-    /// `None` if `tick` is beyond [`MAX_DEADLINE_TICK`].
+    /// A far word (module docs): `None` if `tick` is beyond [`MAX_DEADLINE_TICK`]. A timer's
+    /// clock makes exact words where they fit ([`Fractions::deadline`]); unit tests, which know
+    /// only ticks and ranks, make far ones.
     #[inline]
     pub(crate) fn new(tick: u64, rank: u8) -> Option<Deadline> {
-        (tick <= MAX_DEADLINE_TICK).then_some(Deadline(tick << RANK_BITS | u64::from(rank)))
+        (tick <= MAX_DEADLINE_TICK).then_some(Deadline(FAR | tick << RANK_BITS | u64::from(rank)))
     }
 
     /// A deadline on the boundary of `tick` (unit tests, and callers that only know a tick).
@@ -76,13 +107,31 @@ impl Deadline {
     /// The first tick boundary at or after the deadline: where the wheel files the task.
     #[inline]
     pub(crate) fn tick(self) -> u64 {
-        self.0 >> RANK_BITS
+        match self.split() {
+            Some(split) => (self.0 & PAYLOAD) >> split,
+            None => (self.0 & !FAR) >> RANK_BITS,
+        }
+    }
+
+    /// An exact word's fraction bits `s`; `None` for a far word.
+    #[inline]
+    fn split(self) -> Option<u32> {
+        (self.0 & FAR == 0).then(|| (self.0 >> SPLIT_AT) as u32 + SPLIT_MIN)
+    }
+
+    /// An exact word's fraction of its tick interval; `None` for a far word.
+    #[inline]
+    pub(crate) fn fraction(self) -> Option<u64> {
+        self.split().map(|split| self.0 & ((1 << split) - 1))
     }
 
     /// Which 256th of its tick interval the deadline falls in (0 = just after the previous boundary).
     #[inline]
     pub(crate) fn rank(self) -> u8 {
-        self.0 as u8
+        match self.split() {
+            Some(split) => (self.0 >> (split - RANK_BITS)) as u8,
+            None => self.0 as u8,
+        }
     }
 
     /// Which quarter of its tick interval the deadline falls in, from 0 to [`QUARTERS`] - 1: its
@@ -121,6 +170,48 @@ impl Ranker {
     }
 }
 
+/// Converts a position within a tick into an exact word's fraction and back, for one tick length
+/// (module docs). `below` is as for [`Ranker`]; the fraction is `floor(below * k)` with
+/// `k = reciprocal / 2^64`, a little under `2^s / tick_nanos` and at least 1, so that distinct
+/// positions get distinct fractions and `ceil(fraction / k)` is `below` again (`below` lies in
+/// `[fraction / k, (fraction + 1) / k)`, an interval no longer than 1 starting at `fraction / k`).
+/// Its top 8 bits are the rank, to within one as [`Ranker`]'s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fractions {
+    /// `floor(2^(64 + s) / tick_nanos)`: at least 2^64, as `2^s >= tick_nanos`.
+    reciprocal: u128,
+    /// The fraction's bits `s`.
+    split: u32,
+    /// Ticks below this have exact words: `tick << s` fits in the payload.
+    exact_below: u64,
+}
+
+impl Fractions {
+    /// `None` for ticks longer than `2^SPLIT_MAX` nanoseconds: their deadlines are far words.
+    pub(crate) fn new(tick_nanos: u64) -> Option<Fractions> {
+        let split = (u64::BITS - tick_nanos.saturating_sub(1).leading_zeros()).max(SPLIT_MIN);
+        (split <= SPLIT_MAX).then(|| Fractions {
+            reciprocal: (1u128 << (64 + split)) / u128::from(tick_nanos),
+            split,
+            exact_below: 1 << (SPLIT_AT - split),
+        })
+    }
+
+    /// The exact word of a deadline `below` nanoseconds into the interval before `tick` (less one,
+    /// as for [`Ranker`]); `None` if `tick` is too far for one (the caller makes a far word).
+    #[inline]
+    pub(crate) fn deadline(self, tick: u64, below: u64) -> Option<Deadline> {
+        let fraction = ((u128::from(below) * self.reciprocal) >> 64) as u64;
+        let split = u64::from(self.split - SPLIT_MIN) << SPLIT_AT;
+        (tick < self.exact_below).then_some(Deadline(split | tick << self.split | fraction))
+    }
+
+    /// The `below` of an exact word's `fraction` (see [`Fractions`]).
+    pub(crate) fn below(self, fraction: u64) -> u64 {
+        (u128::from(fraction) << 64).div_ceil(self.reciprocal) as u64
+    }
+}
+
 /// The smallest batch [`sort_batch`] counting-sorts.
 const COUNTING_SORT_MIN: usize = 64;
 
@@ -138,9 +229,8 @@ const COUNTING_SORT_MIN: usize = 64;
 /// arrives in chunks, and two threads schedule into two lanes of a bucket. Each entry carries
 /// its **stamp**, its schedule's place among the timer's (`entry/stamps.rs`: ordered on each
 /// thread, and across threads for instants and on a manual clock; the slot's generation too),
-/// and equal deadlines (to the 256th of a tick: a stronger order than the instant alone) are put
-/// in stamp order. After the counting sort that is one pass that compares neighbours and sorts only
-/// the runs found out of order.
+/// and equal deadlines are put in stamp order. After the counting sort that is one pass that
+/// compares neighbours of one rank and sorts only the runs found out of order.
 pub(crate) fn sort_batch<T: Copy>(
     batch: &mut Vec<(T, Deadline)>,
     spare: &mut Vec<(T, Deadline)>,
@@ -180,19 +270,20 @@ pub(crate) fn sort_batch<T: Copy>(
     order_ties(batch, stamp);
 }
 
-/// Puts each run of equal deadlines in a batch sorted by deadline into stamp order: one pass,
-/// sorting only a run found out of order (it usually is in order: what one thread scheduled into
-/// one bucket lane).
+/// Puts each run of one rank in a batch counting-sorted by rank into deadline order, and equal
+/// deadlines into stamp order: one pass, sorting only a run found out of order (a run is usually
+/// small, or in order: what one thread scheduled into one bucket lane).
 fn order_ties<T>(batch: &mut [(T, Deadline)], stamp: impl Fn(&T) -> u64) {
+    let key = |(item, deadline): &(T, Deadline)| (*deadline, stamp(item));
     let mut run = 0;
     let mut in_order = true;
     for i in 1..=batch.len() {
-        if i < batch.len() && batch[i].1 == batch[run].1 {
-            in_order &= stamp(&batch[i - 1].0) <= stamp(&batch[i].0);
+        if i < batch.len() && batch[i].1.rank() == batch[run].1.rank() {
+            in_order &= key(&batch[i - 1]) <= key(&batch[i]);
             continue;
         }
         if !in_order {
-            batch[run..i].sort_by_key(|(item, _)| stamp(item));
+            batch[run..i].sort_by_key(key);
             in_order = true;
         }
         run = i;
@@ -236,6 +327,60 @@ mod tests {
             let mut reversed: Vec<(usize, Deadline)> = batch.iter().rev().copied().collect();
             sort_batch(&mut reversed, &mut spare, |&i| i as u64);
             assert_eq!(reversed, expected, "round {round}, ties in stamp order");
+        }
+    }
+
+    #[test]
+    fn exact_words_read_back_rank_and_order_below_far_ones() {
+        for tick_nanos in [1_000u64, 1_003, 7_000, 1_000_000, 10_000_000, 1_500_000_000, 1 << 41] {
+            let fractions = Fractions::new(tick_nanos).unwrap();
+            let ranker = Ranker::new(tick_nanos);
+            let exact = |below: u64| (u128::from(below) * 256 / u128::from(tick_nanos)) as u8;
+            let mut previous = None;
+            for i in 0..=4_096u64 {
+                let below = (u128::from(tick_nanos - 1) * u128::from(i) / 4_096) as u64;
+                let word = fractions.deadline(5, below).unwrap();
+                assert_eq!(word.tick(), 5);
+                assert_eq!(fractions.below(word.fraction().unwrap()), below, "{tick_nanos} {below}");
+                assert!(
+                    word.rank() == exact(below) || word.rank() + 1 == exact(below),
+                    "{tick_nanos} {below}"
+                );
+                assert!(word.rank().abs_diff(ranker.rank(below)) <= 1);
+                // Distinct positions, distinct words, in order.
+                if let Some((before, word_before)) = previous {
+                    assert_eq!(below.cmp(&before), word.cmp(&word_before), "{tick_nanos} {below}");
+                }
+                previous = Some((below, word));
+            }
+            assert_eq!(fractions.deadline(5, tick_nanos - 1).unwrap().rank(), Deadline::ON_BOUNDARY);
+            let last = fractions.exact_below - 1;
+            let (latest, far) =
+                (fractions.deadline(last, tick_nanos - 1).unwrap(), Deadline::new(last + 1, 0).unwrap());
+            assert!(latest < far && latest.tick() < far.tick() && far.fraction().is_none());
+            assert_eq!(fractions.deadline(last + 1, 0), None);
+        }
+        assert_eq!(Fractions::new((1 << 41) + 1), None);
+    }
+
+    #[test]
+    fn batches_of_exact_words_sort_by_deadline_then_stamp() {
+        let mut rng = crate::test_rng::XorShift::new(0x5151_2626_3737_4848);
+        let mut next = move || rng.next();
+        let mut spare = Vec::new();
+        let fractions = Fractions::new(1_000_000).unwrap();
+        for round in 0..200 {
+            let len = 64 + (next() % 500) as usize;
+            // Few distinct positions, so that equal deadlines are common and ranks hold several.
+            let spread = if round % 2 == 0 { 40 } else { 1_000_000 };
+            let mut batch: Vec<(usize, Deadline)> = (0..len)
+                .map(|i| (i, fractions.deadline(100, next() % spread * (1_000_000 / spread)).unwrap()))
+                .collect();
+            let mut expected = batch.clone();
+            expected.sort_by_key(|&(i, deadline)| (deadline, i));
+            batch.reverse();
+            sort_batch(&mut batch, &mut spare, |&i| i as u64);
+            assert_eq!(batch, expected, "round {round}");
         }
     }
 

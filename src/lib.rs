@@ -32,7 +32,7 @@
 //! so before tasks scheduled earlier that are due in the same tick, at or before its deadline:
 //! those wait for the end of the tick.
 //! Deadlines as far as the clock reaches (its reading ends at `u64::MAX` nanoseconds, 584 years)
-//! are served by further levels, up to 2^56 - 1 ticks; beyond that [`Timer::try_schedule`] returns
+//! are served by further levels, up to 2^55 - 1 ticks; beyond that [`Timer::try_schedule`] returns
 //! [`ScheduleError::DelayTooLong`] (see [`Timer::max_delay`]).
 //!
 //! ## Cancellation

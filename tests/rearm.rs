@@ -133,11 +133,12 @@ fn try_schedule_at_after_shutdown_is_refused() {
 }
 
 #[test]
-fn deadline_is_the_tick_the_task_fires_at_and_none_once_it_is_gone() {
+fn deadline_is_the_instant_given_and_none_once_the_task_is_gone() {
     let (clock, timer) = manual_timer(ms(10), 8);
     let start = timer.now();
     let h = timer.schedule(ms(25), || {});
-    assert_eq!(h.deadline(), Some(start + ms(30)));
+    // The deadline itself, not the tick boundary it fires at (30 ms).
+    assert_eq!(h.deadline(), Some(start + ms(25)));
     let exact = timer.schedule_at(start + ms(200), || {});
     assert_eq!(exact.deadline(), Some(start + ms(200)));
     step_to(&clock, &timer, ms(30));
@@ -145,6 +146,29 @@ fn deadline_is_the_tick_the_task_fires_at_and_none_once_it_is_gone() {
     assert_eq!(h.deadline(), None);
     assert!(exact.cancel());
     assert_eq!(exact.deadline(), None);
+}
+
+#[test]
+fn deadline_reads_back_to_the_nanosecond_mid_tick_and_on_the_system_clock() {
+    let (clock, timer) = manual_timer(ms(10), 8);
+    let start = timer.now();
+    clock.advance(Duration::from_nanos(3_000_123));
+    let h = timer.schedule(ms(25), || {});
+    assert_eq!(h.deadline(), Some(start + Duration::from_nanos(28_000_123)));
+    assert!(h.reset_at(start + Duration::from_nanos(41_999_999)));
+    assert_eq!(h.deadline(), Some(start + Duration::from_nanos(41_999_999)));
+    step_to(&clock, &timer, ms(40));
+    assert!(h.is_pending(), "due at 42 ms, fires at the 50 ms boundary");
+    step_to(&clock, &timer, ms(50));
+    assert!(h.is_fired());
+
+    let timer = Timer::new();
+    let at = timer.now() + Duration::from_nanos(30_000_123);
+    let h = timer.schedule_at(at, || {});
+    assert_eq!(h.deadline(), Some(at));
+    assert!(h.reset_at(at + ms(7)));
+    assert_eq!(h.deadline(), Some(at + ms(7)));
+    assert!(h.cancel());
 }
 
 #[test]

@@ -28,7 +28,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::deadline::{Deadline, Ranker, MAX_DEADLINE_TICK};
+use crate::deadline::{Deadline, Fractions, Ranker, MAX_DEADLINE_TICK};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 // A module with `unsafe` code (see the crate's "Unsafe code"): one `clock_gettime` call.
@@ -244,14 +244,22 @@ impl ClockSource {
     pub(crate) fn tick_instant(&self, ticks: TickLength, tick: u64) -> Option<Instant> {
         self.instant_at(ticks.start_nanos(tick))
     }
+
+    /// The instant of `deadline` ([`TickLength::deadline_nanos`]), `None` past what `Instant`
+    /// represents.
+    pub(crate) fn deadline_instant(&self, ticks: TickLength, deadline: Deadline) -> Option<Instant> {
+        self.instant_at(ticks.deadline_nanos(deadline))
+    }
 }
 
 /// The tick length, and conversions between nanoseconds and ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TickLength {
     nanos: u64,
-    /// Ranks deadlines within a tick (`deadline.rs`).
+    /// Ranks far deadlines within a tick (`deadline.rs`).
     ranker: Ranker,
+    /// Keeps exact deadlines' place within a tick (`deadline.rs`); `None` for ticks too long.
+    fractions: Option<Fractions>,
     /// The last deadline tick: the last tick the clock can reach (its reading saturates at
     /// `u64::MAX` nanoseconds, so a later tick would never begin), or [`MAX_DEADLINE_TICK`].
     last: u64,
@@ -262,7 +270,36 @@ impl TickLength {
     pub(crate) fn new(tick: Duration) -> Option<Self> {
         let nanos = u64::try_from(tick.as_nanos()).ok()?;
         let last = (u64::MAX / nanos.max(1)).min(MAX_DEADLINE_TICK);
-        (nanos >= 1_000).then(|| TickLength { nanos, ranker: Ranker::new(nanos), last })
+        (nanos >= 1_000).then(|| TickLength {
+            nanos,
+            ranker: Ranker::new(nanos),
+            fractions: Fractions::new(nanos),
+            last,
+        })
+    }
+
+    /// The deadline `below` nanoseconds into the interval before `tick` (less one: `below` is in
+    /// `0..nanos`), exact where its word can be (`deadline.rs`); `None` beyond
+    /// [`MAX_DEADLINE_TICK`].
+    #[inline]
+    fn encode(self, tick: u64, below: u64) -> Option<Deadline> {
+        match self.fractions.and_then(|fractions| fractions.deadline(tick, below)) {
+            Some(exact) => Some(exact),
+            None => Deadline::new(tick, self.ranker.rank(below)),
+        }
+    }
+
+    /// The clock time of `deadline` in nanoseconds: exact for an exact word, its tick's start
+    /// (the deadline rounded up to the tick) for a far one (`deadline.rs`).
+    pub(crate) fn deadline_nanos(self, deadline: Deadline) -> u128 {
+        let tick = deadline.tick();
+        match (self.fractions, deadline.fraction()) {
+            (Some(fractions), Some(fraction)) if tick > 0 => {
+                let below = fractions.below(fraction);
+                u128::from(tick - 1) * u128::from(self.nanos) + u128::from(below) + 1
+            }
+            _ => self.start_nanos(tick),
+        }
     }
 
     pub(crate) fn as_duration(self) -> Duration {
@@ -282,7 +319,7 @@ impl TickLength {
         // into the interval `(tick - 1, tick]` (less one), which the rank needs.
         let x = nanos + u128::from(self.nanos - 1);
         let tick = u64::try_from(x / u128::from(self.nanos)).ok().filter(|&tick| tick <= self.last)?;
-        Deadline::new(tick, self.ranker.rank((x % u128::from(self.nanos)) as u64))
+        self.encode(tick, (x % u128::from(self.nanos)) as u64)
     }
 
     /// The deadline of a task due at `now_nanos` itself: a deadline equal to now has passed, so it
@@ -291,7 +328,7 @@ impl TickLength {
     #[inline]
     pub(crate) fn passed(self, now_nanos: u64) -> Deadline {
         // `floor(u64::MAX / nanos)` is at most `last`: always a deadline tick.
-        Deadline::new(self.floor(now_nanos), Deadline::ON_BOUNDARY).unwrap_or_default()
+        self.encode(self.floor(now_nanos), self.nanos - 1).unwrap_or_default()
     }
 
     /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
@@ -309,9 +346,7 @@ impl TickLength {
             .and_then(|delay| now_nanos.checked_add(delay))
             .and_then(|deadline| deadline.checked_add(self.nanos - 1));
         match x {
-            Some(x) if x / self.nanos <= self.last => {
-                Deadline::new(x / self.nanos, self.ranker.rank(x % self.nanos))
-            }
+            Some(x) if x / self.nanos <= self.last => self.encode(x / self.nanos, x % self.nanos),
             Some(_) => None,
             None => self.ceil(u128::from(now_nanos) + delay.as_nanos()),
         }

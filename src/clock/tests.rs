@@ -30,7 +30,10 @@ fn deadline_tick_never_before_deadline_and_ranked_within_it() {
     for now in [0u64, 1, 6_999, 7_000, 123_456_789] {
         // A zero delay has passed: filed at the current tick (`passed`).
         assert_eq!(t.deadline(now, Duration::ZERO), Some(t.passed(now)));
-        assert_eq!(t.passed(now), Deadline::new(now / 7_000, Deadline::ON_BOUNDARY).unwrap());
+        let passed = t.passed(now);
+        assert_eq!((passed.tick(), passed.rank()), (now / 7_000, Deadline::ON_BOUNDARY));
+        // It reads back as the start of the tick under way.
+        assert_eq!(t.deadline_nanos(passed), u128::from(now / 7_000 * 7_000));
         for delay in [1u64, 3_500, 6_999, 7_000, 7_001, 1_000_000] {
             let d = t.deadline(now, Duration::from_nanos(delay)).unwrap();
             let deadline = u128::from(now) + u128::from(delay);
@@ -40,6 +43,8 @@ fn deadline_tick_never_before_deadline_and_ranked_within_it() {
             let below = deadline + 7_000 - 1 - t.start_nanos(d.tick());
             let exact = (below * 256 / 7_000) as u8;
             assert!(d.rank() == exact || d.rank() + 1 == exact, "now {now} delay {delay}: {d:?}");
+            // And it reads back to the nanosecond.
+            assert_eq!(t.deadline_nanos(d), deadline, "now {now} delay {delay}: {d:?}");
         }
     }
     let on_boundary = t.deadline(0, Duration::from_micros(14)).unwrap();
@@ -132,6 +137,11 @@ fn deadlines_match_a_u128_reference_across_the_range() {
                     got_rank == rank || got_rank + 1 == rank,
                     "rank {got_rank} vs {rank}: tick {n} at {at}"
                 );
+                // Read back to the nanosecond where the word is exact: always up to 2^56 ns of
+                // the clock with ticks up to 2^41 ns (`deadline.rs`); otherwise the tick's start.
+                let back = t.deadline_nanos(word);
+                assert!(back == at || back == t.start_nanos(tick), "read back {back}: tick {n} at {at}");
+                assert!(back == at || at >= 1 << 56 || n > 1 << 41, "not exact: tick {n} at {at}");
                 if let Some(later) = t.ceil(at + u128::from(wide(&mut next) % n)) {
                     assert!(later >= word, "a later deadline ranked earlier: tick {n} at {at}");
                 }

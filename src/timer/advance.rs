@@ -236,9 +236,9 @@ impl Shared {
     }
 
     fn unfired(&self, mut unfired: Vec<(Deadline, entry::Task)>) -> Vec<UnfiredTask> {
-        // In deadline order to a 256th of a tick, each reported at its tick (when it would have run).
+        // In deadline order, each reported at its deadline (`TickLength::deadline_nanos`).
         unfired.sort_by_key(|&(deadline, _)| deadline);
-        let at = |deadline: Deadline| nanos_to_duration(self.time.ticks.start_nanos(deadline.tick()));
+        let at = |deadline: Deadline| nanos_to_duration(self.time.ticks.deadline_nanos(deadline));
         unfired.into_iter().map(|(deadline, task)| UnfiredTask { deadline: at(deadline), task }).collect()
     }
 }

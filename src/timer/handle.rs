@@ -141,10 +141,13 @@ impl TimerHandle {
     }
 
     /// When the pending task is due, on the timer's clock ([`Timer::now`](crate::Timer::now)): its
-    /// deadline rounded up to the timer's tick, the instant it fires at (the deadline itself when
-    /// that is a tick boundary). `None` once it is no longer pending (fired, cancelled or
-    /// abandoned), for an inert handle, and for a deadline past what `Instant` represents (only
-    /// with ticks of minutes and deadlines millions of years away).
+    /// deadline, `now + delay` or the instant given, to the nanosecond; it fires at the first tick
+    /// boundary at or after it. Three deadlines read back rounded up to that boundary instead: one
+    /// that had already passed when it was set (it reads as the start of the tick that runs it),
+    /// one more than about 4.5 years after the clock's origin, and any with a tick longer than
+    /// 36 minutes (`deadline.rs`, "exact" and "far" words). `None` once the task is no longer
+    /// pending (fired, cancelled or abandoned), for an inert handle, and for a deadline past what
+    /// `Instant` represents (only with ticks of minutes and deadlines millions of years away).
     ///
     /// ```
     /// use delaywheel::{ManualClock, Timer};
@@ -154,7 +157,7 @@ impl TimerHandle {
     /// let timer = Timer::builder().tick(Duration::from_millis(10)).clock(clock.clone()).manual().build();
     /// let start = timer.now();
     /// let handle = timer.schedule(Duration::from_millis(25), || {});
-    /// assert_eq!(handle.deadline(), Some(start + Duration::from_millis(30))); // rounded up to a tick
+    /// assert_eq!(handle.deadline(), Some(start + Duration::from_millis(25))); // fires at 30 ms
     /// assert!(handle.cancel());
     /// assert_eq!(handle.deadline(), None);
     /// ```
@@ -165,7 +168,7 @@ impl TimerHandle {
             entry::deadline(&stripe.context().arena, *ticket)?
         };
         let reach = stripe.context();
-        reach.time.clock.tick_instant(reach.time.ticks, deadline.tick())
+        reach.time.clock.deadline_instant(reach.time.ticks, deadline)
     }
 
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.

@@ -12,8 +12,9 @@ pub struct UnfiredTask {
 }
 
 impl UnfiredTask {
-    /// When the task was due to fire (its deadline rounded up to a tick boundary), as time since
-    /// the clock's origin.
+    /// When the task was due, as time since the clock's origin: its deadline, exact as
+    /// [`TimerHandle::deadline`](crate::TimerHandle::deadline) gives it (and rounded up to its
+    /// tick where that is).
     pub fn deadline(&self) -> Duration {
         self.deadline
     }

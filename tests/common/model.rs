@@ -36,6 +36,22 @@ fn due_tick(now: Duration, delay: Duration, tick: Duration) -> Duration {
     ceil_to_tick(now.saturating_add(delay), tick)
 }
 
+/// What the timer reports as the deadline of a task given `delay` at `now` (`TimerHandle::deadline`,
+/// `UnfiredTask::deadline`): the deadline itself, to the nanosecond; its due tick instead when it had
+/// passed as it was set (a zero delay), when that tick is too far for an exact deadline word (from
+/// 2^57 ns of the clock on, whatever the tick), or for ticks over 2^41 ns (`src/deadline.rs`).
+fn reported(now: Duration, delay: Duration, tick: Duration) -> Duration {
+    let due = due_tick(now, delay, tick);
+    let nanos = tick.as_nanos();
+    let split = (u128::BITS - (nanos - 1).leading_zeros()).max(10);
+    let exact = !delay.is_zero() && split <= 41 && due.as_nanos() / nanos < 1u128 << (58 - split);
+    if exact {
+        now + delay
+    } else {
+        due
+    }
+}
+
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
         if !$cond {
@@ -164,6 +180,8 @@ struct Task {
     deadline: Duration,
     /// The tick boundary it becomes due at ([`due_tick`]).
     due: Duration,
+    /// What the timer reports as its deadline ([`reported`]).
+    reported: Duration,
     expect: Expect,
     handle: Option<TimerHandle>,
 }
@@ -236,6 +254,7 @@ fn schedule_one(
         shuts_down,
         deadline: Duration::ZERO,
         due: Duration::ZERO,
+        reported: Duration::ZERO,
         expect: Expect::Gone,
         handle: None,
     };
@@ -244,11 +263,13 @@ fn schedule_one(
             ensure!(!shut_down, "step {step}: accepted after shutdown");
             let deadline = deadline.expect("an accepted deadline is representable");
             let due = due_tick(clock.now(), delay, timer.tick());
+            let reported = reported(clock.now(), delay, timer.tick());
             tasks.push(Task {
                 panics,
                 shuts_down,
                 deadline,
                 due,
+                reported,
                 expect: Expect::Pending,
                 handle: Some(handle),
             });
@@ -348,10 +369,11 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 if moved {
                     task.deadline = clock.now() + delay;
                     task.due = due_tick(clock.now(), delay, tick);
+                    task.reported = reported(clock.now(), delay, tick);
                     // As a reading of the clock: the instant minus the clock's base instant.
                     let base = timer.now() - clock.now();
                     let when = task.handle.as_ref().and_then(TimerHandle::deadline).map(|at| at - base);
-                    ensure_eq!(when, Some(task.due), "step {}: deadline after reset", step);
+                    ensure_eq!(when, Some(task.reported), "step {}: deadline after reset", step);
                 }
             }
             Op::MoveClock(nanos) => clock.advance(Duration::from_nanos(nanos)),
@@ -392,7 +414,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                         tasks[id].expect = Expect::Fired;
                     }
                     for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
-                        expected.push(task.due);
+                        expected.push(task.reported);
                         task.expect = Expect::Gone;
                     }
                     for chain in chains.iter_mut().filter(|c| c.left > 0) {
@@ -429,12 +451,17 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
             }
             Op::Shutdown => {
                 let unfired = timer.shutdown();
-                // Exactly the pending tasks come back, as their tick-rounded deadlines, in order.
+                // Exactly the pending tasks come back, with their deadlines as reported, in order.
                 let mut expected: Vec<Duration> = if shut_down {
                     Vec::new()
                 } else {
                     let links = chains.iter().filter(|c| c.left > 0).map(|c| c.due);
-                    tasks.iter().filter(|t| t.expect == Expect::Pending).map(|t| t.due).chain(links).collect()
+                    tasks
+                        .iter()
+                        .filter(|t| t.expect == Expect::Pending)
+                        .map(|t| t.reported)
+                        .chain(links)
+                        .collect()
                 };
                 expected.sort();
                 let returned: Vec<Duration> = unfired.iter().map(|u| u.deadline()).collect();
