@@ -88,7 +88,7 @@ impl Timer {
             sleep: None,
             period,
             missed: MissedTickBehavior::default(),
-            tolerance: self.tick(),
+            tolerance: crate::missed_tick::on_time(self.tick()),
         };
         interval.arm(self.now());
         interval

@@ -11,12 +11,21 @@
 //! | behaviour | `offset` | the next tick |
 //! |---|---|---|
 //! | `Burst` | `period` | on the grid; possibly already passed, then due at once |
-//! | `Delay` | `period`, or `late + period` if `late` exceeds one timer tick | a period after `now` |
+//! | `Delay` | `late + period` | a period after `now` |
 //! | `Skip` | `late + period - late % period` (`period` while `late < period`) | the first grid point after `now` |
 //!
-//! `Delay` counts a tick taken within one timer tick of its due time as on time: the timer fires
-//! every task up to one tick late by design, and that rounding must not move the grid (tokio allows
-//! 5 ms for the same reason). Everything is in `u128` nanoseconds: no overflow for any `Duration`.
+//! As tokio's, a tick taken at most 5 ms after its due time is on time whatever the behaviour
+//! (`offset` is `period`): the timer fires every task up to one tick late by design, and that
+//! rounding must not move the grid. With ticks longer than 5 ms, the bound is one tick
+//! ([`on_time`]). Everything is in `u128` nanoseconds: no overflow for any `Duration`.
+
+use std::time::Duration;
+
+/// How late a tick may be taken and still count as on time, on a timer of `tick`-long ticks: 5 ms
+/// as tokio's `Interval` allows, or one tick if that is longer (the timer's own rounding).
+pub(crate) fn on_time(tick: Duration) -> Duration {
+    tick.max(Duration::from_millis(5))
+}
 
 /// What a periodic schedule does when a tick comes late: when the previous tick was taken after the
 /// next one was already due (a slow consumer, a stalled executor, a clock moved in one jump).
@@ -31,8 +40,8 @@
 /// * `Delay`: the next tick is due at 45 ms, then 55, 65 ms … (the grid moves to the late tick);
 /// * `Skip`: the next tick is due at 40 ms, then 50 ms … (the grid is kept, missed ticks dropped).
 ///
-/// For `Delay`, a tick taken at most one timer tick after its due time is not late (the timer's
-/// own rounding).
+/// A tick taken at most 5 ms after its due time (one timer tick, if ticks are longer) is not late,
+/// as in tokio, whatever the behaviour.
 ///
 /// ```
 /// use delaywheel::{ManualClock, MissedTickBehavior, Repeat, Timer};
@@ -71,8 +80,8 @@ impl MissedTickBehavior {
     pub(crate) fn next_offset(self, late: u128, period: u128, tolerance: u128) -> u128 {
         let period = period.max(1);
         match self {
+            _ if late <= tolerance => period,
             MissedTickBehavior::Burst => period,
-            MissedTickBehavior::Delay if late <= tolerance => period,
             MissedTickBehavior::Delay => late + period,
             MissedTickBehavior::Skip => late + period - late % period,
         }
@@ -89,7 +98,12 @@ mod tests {
     fn on_time_ticks_keep_the_grid_whatever_the_behaviour() {
         for b in [Burst, Delay, Skip] {
             assert_eq!(b.next_offset(0, 10 * MS, MS), 10 * MS, "{b:?}");
-            assert_eq!(b.next_offset(MS, 10 * MS, MS), 10 * MS, "{b:?}: one timer tick late is on time");
+            assert_eq!(
+                b.next_offset(MS, 10 * MS, MS),
+                10 * MS,
+                "{b:?}: late within the tolerance is on time"
+            );
+            assert_eq!(b.next_offset(5 * MS, 2 * MS, 5 * MS), 2 * MS, "{b:?}: also past a short period");
         }
         assert_eq!(MissedTickBehavior::default(), Burst);
     }

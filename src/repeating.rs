@@ -66,8 +66,8 @@ pub enum Repeat {
     /// [`MissedTickBehavior`] says what happens when a run ends after the next one was due, with
     /// the meanings it has for an `Interval`: `Burst` runs the missed runs back to back (each is due
     /// at once when the previous one returns, so it runs at the next advance of the clock), `Delay` starts a new grid one period after the late
-    /// run began (a run that begins within one timer tick of its due time is on time, whatever it
-    /// takes), `Skip` runs next at the first grid point still ahead when the late run returns.
+    /// run began (a run that begins within 5 ms of its due time, or one timer tick if ticks are
+    /// longer, is on time whatever it takes, as in tokio), `Skip` runs next at the first grid point still ahead when the late run returns.
     Every(Duration, MissedTickBehavior),
 }
 
@@ -261,7 +261,7 @@ impl<F: FnMut() + Send + 'static> Run<F> {
                 // The next point on the grid (`missed_tick.rs`), from this run's due time.
                 let mut state = self.ctx.state.lock();
                 let late = started.unwrap_or(now).saturating_duration_since(state.due).as_nanos();
-                let tolerance = live.tick().as_nanos();
+                let tolerance = crate::missed_tick::on_time(live.tick()).as_nanos();
                 let offset = missed.next_offset(late, period.as_nanos(), tolerance);
                 state.due = saturating_add(state.due, nanos_to_duration(offset));
                 state.due.saturating_duration_since(now)

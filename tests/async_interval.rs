@@ -102,7 +102,7 @@ fn skip_drops_missed_ticks_and_keeps_the_grid() {
 }
 
 #[test]
-fn a_tick_late_by_one_timer_tick_is_on_time_for_delay() {
+fn a_tick_late_by_the_timers_rounding_is_on_time_for_delay() {
     let (clock, timer) = manual_timer(ms(1), 8);
     let base = timer.now();
     let mut interval = timer.interval_at(base + Duration::from_micros(9_500), ms(10));
@@ -113,6 +113,30 @@ fn a_tick_late_by_one_timer_tick_is_on_time_for_delay() {
     assert!(ready_ticks(&mut interval, base).is_empty());
     advance(&clock, &timer, ms(1));
     assert_eq!(ready_ticks(&mut interval, base), [Duration::from_micros(19_500)], "the grid kept");
+}
+
+#[test]
+fn a_tick_up_to_5_ms_late_is_on_time_for_every_behaviour_as_in_tokio() {
+    for missed in [MissedTickBehavior::Burst, MissedTickBehavior::Delay, MissedTickBehavior::Skip] {
+        let (clock, timer) = manual_timer(ms(1), 8);
+        let base = timer.now();
+        let mut interval = timer.interval_at(base + ms(10), ms(10));
+        interval.set_missed_tick_behavior(missed);
+        advance(&clock, &timer, ms(15)); // the tick due at 10 ms, taken 5 ms late
+        assert_eq!(ready_ticks(&mut interval, base), [ms(10)], "{missed:?}");
+        advance(&clock, &timer, ms(5));
+        assert_eq!(ready_ticks(&mut interval, base), [ms(20)], "{missed:?}: the grid kept");
+        advance(&clock, &timer, ms(16)); // the tick due at 30 ms, taken 6 ms late
+        assert_eq!(ready_ticks(&mut interval, base), [ms(30)], "{missed:?}");
+        let next = match missed {
+            MissedTickBehavior::Delay => ms(46),
+            _ => ms(40),
+        };
+        advance(&clock, &timer, next - ms(36) - ms(1));
+        assert!(ready_ticks(&mut interval, base).is_empty(), "{missed:?}");
+        advance(&clock, &timer, ms(1));
+        assert_eq!(ready_ticks(&mut interval, base), [next], "{missed:?}");
+    }
 }
 
 #[test]
