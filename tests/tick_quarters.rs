@@ -162,3 +162,22 @@ fn passed_deadlines_of_two_ticks_in_one_bucket_fire_in_deadline_order() {
     timer.advance_clock(Duration::ZERO);
     assert_eq!(log.ids(), vec![0, 1], "7.9 ms before 15.1 ms");
 }
+
+/// Passed deadlines of ticks filed in different level-0 buckets (a wheel of 4: ticks 109 and 133
+/// share a slot, 130 has another) fire in tick order: the bucket popped for tick 109 does not
+/// take tick 133's task along before tick 130's bucket has fired.
+#[test]
+fn passed_deadlines_of_ticks_in_different_buckets_fire_in_tick_order() {
+    let us = Duration::from_micros;
+    let (clock, timer) = manual_timer(ms(1), 4);
+    let log = FireLog::default();
+    let base = timer.now();
+    clock.advance(us(135_612));
+    timer.advance_clock(Duration::ZERO);
+    let _ = timer.schedule_at(base + us(108_516), log.task(0, &clock));
+    let _ = timer.schedule_at(base + us(132_971), log.task(2, &clock));
+    let _ = timer.schedule_at(base + us(129_831), log.task(1, &clock));
+    clock.advance(us(410));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.ids(), vec![0, 1, 2], "{:?}", log.runs());
+}

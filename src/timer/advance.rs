@@ -1,7 +1,10 @@
 //! Advancing the clock, and the shutdown drain.
 //!
 //! An advance (serialised by `advance_lock`) pops every due bucket in expiration order; for each,
-//! it moves the cursor to its expiration, visits it (takes out what is due there: a level-0
+//! it moves the cursor to its expiration (never back: a bucket queued during the advance for a tick
+//! already passed is visited as of its own tick, the cursor staying where it is, so that a bucket
+//! does not fire a later tick's entries before another bucket's earlier tick), visits it (takes
+//! out what is due there: a level-0
 //! bucket's entries, or the stages of a coarser bucket that may cascade now, see `wheel/bucket/`),
 //! and queues it again if the visit says so; the entries due at the cursor go straight to the batch
 //! to fire (`fire.rs`), and every other entry taken is re-added relative to the cursor: it lands in
@@ -54,10 +57,13 @@ impl Shared {
             // order (`deadline.rs`, "Ties"): the coarser buckets whose round starts at this tick
             // may hold some (filed there while the tick was past level 0's window), so they are
             // visited first, into the same batch (their own queue entries are then stale).
+            // A driver running late pops ticks that the cursor has passed: each is visited as of
+            // its own tick, not the cursor, so that what a bucket holds for a later tick waits for
+            // that tick's turn (re-queued there) and ticks fire in order across buckets.
             if bucket.key().level() == 0 {
-                for coarse in wheel.round_starts(cursor) {
+                for coarse in wheel.round_starts(expiration) {
                     let due_at = coarse.expiration();
-                    if due_at <= cursor {
+                    if due_at <= expiration {
                         let out = Handoff { cascade, due, late, stamps };
                         flushed |= self.visit(coarse, due_at, cursor, out, set_aside);
                     }
@@ -78,9 +84,10 @@ impl Shared {
         flushed
     }
 
-    /// Visits `bucket`, popped at (or found due by) `expiration`, with the cursor at `cursor`:
+    /// Visits `bucket`, popped at (or found due by) `expiration`, as of that tick, with the cursor
+    /// at `cursor` (at or after it; what is re-added is placed relative to the cursor):
     /// queues it again if the visit says so, re-adds what it cascades, and leaves the entries due
-    /// at the cursor in `out.due`, to fire, and those found due but stamped after the advance
+    /// by `expiration` in `out.due`, to fire, and those found due but stamped after the advance
     /// began in `set_aside`, with `bucket`. `false` for a stale queue entry (nothing done).
     fn visit(
         &self,
@@ -93,7 +100,7 @@ impl Shared {
         let arena = &self.store.arena;
         let Handoff { cascade, due, late, stamps } = out;
         let due_before = due.len();
-        match bucket.visit_into(arena, cursor, Handoff { cascade, due, late, stamps }) {
+        match bucket.visit_into(arena, expiration, Handoff { cascade, due, late, stamps }) {
             Popped::Stale => return false,
             Popped::Visited { requeue: Some(next) } => self.queue.offer_within(next, Arc::clone(bucket)),
             Popped::Visited { requeue: None } => {}
