@@ -29,6 +29,7 @@ fn delay_strategy() -> impl Strategy<Value = Option<u64>> {
 fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => delay_strategy().prop_map(Op::Schedule),
+        1 => prop_oneof![0u64..2_000_000, 0u64..50_000_000].prop_map(Op::SchedulePast),
         1 => delay_strategy().prop_map(Op::SchedulePanicking),
         1 => delay_strategy().prop_map(Op::ScheduleDropPanicking),
         3 => any::<usize>().prop_map(Op::Cancel),

@@ -117,6 +117,9 @@ pub enum Op {
     /// Move the clock only: later schedules then work from a time the wheel has not reached.
     MoveClock(u64),
     Shutdown,
+    /// Schedule at an instant this many nanoseconds before now (`schedule_at`): already passed,
+    /// possibly ticks ago, so that it is due at once at the tick of its instant.
+    SchedulePast(u64),
     /// Schedule a task that panics when it runs (after recording its run), with a panic payload
     /// whose own `Drop` panics: caught and counted, the timer goes on.
     SchedulePanicking(Option<u64>),
@@ -211,6 +214,59 @@ fn drop_each(unfired: Vec<UnfiredTask>) {
     for task in unfired {
         caught(|| drop(task));
     }
+}
+
+/// Schedules a plain task at the instant `back` nanoseconds before now (not before the clock's
+/// origin) and records what the model expects of it: due at its instant's tick, or at the tick
+/// under way if its instant lies within that tick; its deadline read back exactly, or as that
+/// tick's start (`src/deadline.rs`, `TickLength::deadline_at`).
+fn schedule_past(
+    timer: &Timer,
+    clock: &ManualClock,
+    fired: &Arc<Mutex<Vec<(usize, Duration)>>>,
+    tasks: &mut Vec<Task>,
+    shut_down: bool,
+    (step, back): (usize, u64),
+) -> Result<(), String> {
+    let (now, id) = (clock.now(), tasks.len());
+    let at = now.saturating_sub(Duration::from_nanos(back));
+    let (log, c) = (Arc::clone(fired), clock.clone());
+    let result =
+        timer.try_schedule_at(timer.now() - now + at, move || log.lock().unwrap().push((id, c.now())));
+    let nanos = timer.tick().as_nanos();
+    let (ceil, floor) = (at.as_nanos().div_ceil(nanos), now.as_nanos() / nanos);
+    let to_tick = |tick: u128| Duration::from_nanos((tick * nanos) as u64);
+    let split = (u128::BITS - (nanos - 1).leading_zeros()).max(10);
+    let exact = |tick: u128| split <= 41 && tick < 1u128 << (58 - split);
+    let (due, reported) = match ceil <= floor {
+        true if exact(ceil) => (to_tick(ceil), at),
+        true => (to_tick(ceil), to_tick(ceil)),
+        false => (to_tick(floor), to_tick(floor)),
+    };
+    match result {
+        Ok(handle) => {
+            ensure!(!shut_down, "step {step}: accepted after shutdown");
+            let expect = Expect::Pending;
+            let (panics, shuts_down, handle) = (false, false, Some(handle));
+            tasks.push(Task { panics, shuts_down, deadline: at, due, reported, expect, handle });
+        }
+        Err(ScheduleError::ShutDown) => {
+            ensure!(shut_down, "step {step}: refused as shut down while running");
+            let zero = Duration::ZERO;
+            let expect = Expect::Gone;
+            tasks.push(Task {
+                panics: false,
+                shuts_down: false,
+                deadline: zero,
+                due: zero,
+                reported: zero,
+                expect,
+                handle: None,
+            });
+        }
+        Err(e) => return Err(format!("step {step}: unexpected error {e}")),
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -311,6 +367,9 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
         match op {
             Op::Schedule(nanos) => {
                 schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, Kind::Plain), None)?
+            }
+            Op::SchedulePast(back) => {
+                schedule_past(&timer, &clock, &fired, &mut tasks, shut_down, (step, back))?
             }
             Op::SchedulePanicking(nanos) => {
                 let one = (nanos, Kind::PanicsWhenRun);
