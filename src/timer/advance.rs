@@ -57,9 +57,10 @@ impl Shared {
             // order (`deadline.rs`, "Ties"): the coarser buckets whose round starts at this tick
             // may hold some (filed there while the tick was past level 0's window), so they are
             // visited first, into the same batch (their own queue entries are then stale).
-            // A driver running late pops ticks that the cursor has passed: each is visited as of
-            // its own tick, not the cursor, so that what a bucket holds for a later tick waits for
-            // that tick's turn (re-queued there) and ticks fire in order across buckets.
+            // A bucket queued for a tick the cursor has passed (a schedule at an instant already
+            // passed, a re-add) is visited as of its own tick, not the cursor, so that what it
+            // holds for a later tick waits for that tick's turn (re-queued there) and ticks fire
+            // in order across buckets.
             if bucket.key().level() == 0 {
                 for coarse in wheel.round_starts(expiration) {
                     let due_at = coarse.expiration();
