@@ -16,41 +16,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle, UnfiredTask};
+use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
 
-/// The first tick boundary at or after `deadline`.
-fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
-    let nanos = deadline.as_nanos().div_ceil(tick.as_nanos()) * tick.as_nanos();
-    // Exact, also past the clock's u64 nanoseconds (such a deadline is never reached; it must not
-    // wrap to an early one).
-    Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32)
-}
+// The timer's rounding of deadlines, as the model expects it.
+#[path = "model_deadlines.rs"]
+mod deadlines;
+use deadlines::{due_tick, passed_instant, reported};
 
-/// The tick boundary at which a task given `delay` at `now` becomes due: the first one at or after
-/// its deadline, or for a zero delay (a deadline already passed) the current tick, also mid-tick.
-fn due_tick(now: Duration, delay: Duration, tick: Duration) -> Duration {
-    if delay.is_zero() {
-        let nanos = now.as_nanos() / tick.as_nanos() * tick.as_nanos();
-        return Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32);
-    }
-    ceil_to_tick(now.saturating_add(delay), tick)
-}
-
-/// What the timer reports as the deadline of a task given `delay` at `now` (`TimerHandle::deadline`,
-/// `UnfiredTask::deadline`): the deadline itself, to the nanosecond; its due tick instead when it had
-/// passed as it was set (a zero delay), when that tick is too far for an exact deadline word (from
-/// 2^57 ns of the clock on, whatever the tick), or for ticks over 2^41 ns (`src/deadline.rs`).
-fn reported(now: Duration, delay: Duration, tick: Duration) -> Duration {
-    let due = due_tick(now, delay, tick);
-    let nanos = tick.as_nanos();
-    let split = (u128::BITS - (nanos - 1).leading_zeros()).max(10);
-    let exact = !delay.is_zero() && split <= 41 && due.as_nanos() / nanos < 1u128 << (58 - split);
-    if exact {
-        now + delay
-    } else {
-        due
-    }
-}
+// The panics the model provokes, and how it catches them.
+#[path = "model_panics.rs"]
+mod panics;
+pub use panics::pass_over_expected_panics;
+use panics::{caught, drop_each, Bomb};
 
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
@@ -67,40 +44,6 @@ macro_rules! ensure_eq {
             return Err(format!("{}: {:?} != {:?}", format!($($fmt)+), a, b));
         }
     }};
-}
-
-/// A panic payload whose `Drop` panics too; also captured by a closure that panics when it is
-/// dropped unrun.
-struct Bomb;
-
-/// Installs (once per process) a panic hook that passes over the panics the model provokes (a
-/// [`Bomb`] as payload, or a bomb's drop) and hands every other to the hook in place before: so
-/// they print nothing in the property test, and do not abort the fuzzer, whose hook aborts on any
-/// panic, caught or not.
-pub fn pass_over_expected_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let before = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let payload = info.payload();
-            let message = payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or(payload.downcast_ref::<String>().map(|s| s.as_str()));
-            if !(payload.is::<Bomb>() || message.is_some_and(|m| m.contains(EXPECTED))) {
-                before(info);
-            }
-        }));
-    });
-}
-
-/// In the message of every panic the model provokes.
-const EXPECTED: &str = "(expected by the model)";
-
-impl Drop for Bomb {
-    fn drop(&mut self) {
-        panic!("a bomb dropped {EXPECTED}");
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -203,19 +146,6 @@ enum Kind {
     PanicsWhenDropped,
 }
 
-/// Runs `f`, catching a panic (`None`): the model's way with closures that panic when dropped.
-fn caught<T>(f: impl FnOnce() -> T) -> Option<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
-}
-
-/// Drops the tasks a shutdown returned one by one, each drop's panic caught (a panic while a
-/// vector drops the rest would abort).
-fn drop_each(unfired: Vec<UnfiredTask>) {
-    for task in unfired {
-        caught(|| drop(task));
-    }
-}
-
 /// Schedules a plain task at the instant `back` nanoseconds before now (not before the clock's
 /// origin) and records what the model expects of it: due at its instant's tick, or at the tick
 /// under way if its instant lies within that tick; its deadline read back exactly, or as that
@@ -233,16 +163,7 @@ fn schedule_past(
     let (log, c) = (Arc::clone(fired), clock.clone());
     let result =
         timer.try_schedule_at(timer.now() - now + at, move || log.lock().unwrap().push((id, c.now())));
-    let nanos = timer.tick().as_nanos();
-    let (ceil, floor) = (at.as_nanos().div_ceil(nanos), now.as_nanos() / nanos);
-    let to_tick = |tick: u128| Duration::from_nanos((tick * nanos) as u64);
-    let split = (u128::BITS - (nanos - 1).leading_zeros()).max(10);
-    let exact = |tick: u128| split <= 41 && tick < 1u128 << (58 - split);
-    let (due, reported) = match ceil <= floor {
-        true if exact(ceil) => (to_tick(ceil), at),
-        true => (to_tick(ceil), to_tick(ceil)),
-        false => (to_tick(floor), to_tick(floor)),
-    };
+    let (due, reported) = passed_instant(now, at, timer.tick());
     match result {
         Ok(handle) => {
             ensure!(!shut_down, "step {step}: accepted after shutdown");
