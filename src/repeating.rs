@@ -67,7 +67,8 @@ pub enum Repeat {
     /// the meanings it has for an `Interval`: `Burst` runs the missed runs back to back (each is due
     /// at once when the previous one returns, so it runs at the next advance of the clock), `Delay` starts a new grid one period after the late
     /// run began (a run that begins within 5 ms of its due time, or one timer tick if ticks are
-    /// longer, is on time whatever it takes, as in tokio), `Skip` runs next at the first grid point still ahead when the late run returns.
+    /// longer, is on time whatever it takes, as in tokio), `Skip` runs next at the first grid
+    /// point still ahead when the late run returns.
     Every(Duration, MissedTickBehavior),
 }
 

@@ -1,14 +1,14 @@
 //! Advancing the clock, and the shutdown drain.
 //!
 //! An advance (serialised by `advance_lock`) pops every due bucket in expiration order; for each,
-//! it moves the cursor to its expiration (never back: a bucket queued during the advance for a tick
-//! already passed is visited as of its own tick, the cursor staying where it is, so that a bucket
-//! does not fire a later tick's entries before another bucket's earlier tick), visits it (takes
-//! out what is due there: a level-0
-//! bucket's entries, or the stages of a coarser bucket that may cascade now, see `wheel/bucket/`),
-//! and queues it again if the visit says so; the entries due at the cursor go straight to the batch
-//! to fire (`fire.rs`), and every other entry taken is re-added relative to the cursor: it lands in
-//! a finer level (cascade). Fired tasks of one bucket run after that bucket's visit, with no lock
+//! it moves the cursor to its expiration (never back) and visits it as of that tick: it takes out
+//! what is due there (a level-0 bucket's entries, or the stages of a coarser bucket that may
+//! cascade now, see `wheel/bucket/`) and queues it again if the visit says so. A bucket queued
+//! during the advance for a tick the cursor has passed is visited as of its own tick, so that it
+//! does not fire a later tick's entries before another bucket's earlier tick. The entries due at
+//! the bucket's tick go straight to the batch to fire (`fire.rs`), and every other entry taken is
+//! re-added relative to the cursor: it lands in a finer level (cascade), or back in a level-0
+//! bucket for its own tick. Fired tasks of one bucket run after that bucket's visit, with no lock
 //! held but `advance_lock`. A level-0 bucket gives up its tick a quarter at a time, queued again at
 //! the cursor between two, and only a level-0 visit fires: a coarser bucket's entries due at the
 //! cursor are re-added into the quarters of the cursor's level-0 bucket, visited after them

@@ -145,9 +145,10 @@ impl TimerHandle {
     /// boundary at or after it. Three deadlines read back as a tick boundary instead: one set
     /// already passed within the tick under way (a zero delay, say), as the start of that tick,
     /// which runs it; one more than about 4.5 years after the clock's origin, and any with a tick
-    /// longer than 36 minutes, rounded up to their tick (`deadline.rs`, "exact" and "far" words). `None` once the task is no longer
-    /// pending (fired, cancelled or abandoned), for an inert handle, and for a deadline past what
-    /// `Instant` represents (only with ticks of minutes and deadlines millions of years away).
+    /// longer than 36 minutes, rounded up to their tick (`deadline.rs`, "exact" and "far" words).
+    /// `None` once the task is no longer pending (fired, cancelled or abandoned), for an inert
+    /// handle, and for a deadline past what `Instant` represents (only with ticks of minutes and
+    /// deadlines millions of years away).
     ///
     /// ```
     /// use delaywheel::{ManualClock, Timer};

@@ -132,6 +132,15 @@ struct Task {
     handle: Option<TimerHandle>,
 }
 
+impl Task {
+    /// A task the timer refused: never pending, nothing expected of its deadline.
+    fn refused(panics: bool, shuts_down: bool) -> Task {
+        let zero = Duration::ZERO;
+        let (deadline, due, reported, expect) = (zero, zero, zero, Expect::Gone);
+        Task { panics, shuts_down, deadline, due, reported, expect, handle: None }
+    }
+}
+
 /// Schedules one task (`None`: `Duration::MAX`) and checks `try_schedule`'s answer against the model.
 /// What a task that shuts the timer down got back: the deadlines of the returned tasks.
 type InTask = Arc<Mutex<Option<Vec<Duration>>>>;
@@ -173,17 +182,7 @@ fn schedule_past(
         }
         Err(ScheduleError::ShutDown) => {
             ensure!(shut_down, "step {step}: refused as shut down while running");
-            let zero = Duration::ZERO;
-            let expect = Expect::Gone;
-            tasks.push(Task {
-                panics: false,
-                shuts_down: false,
-                deadline: zero,
-                due: zero,
-                reported: zero,
-                expect,
-                handle: None,
-            });
+            tasks.push(Task::refused(false, false));
         }
         Err(e) => return Err(format!("step {step}: unexpected error {e}")),
     }
@@ -226,15 +225,7 @@ fn schedule_one(
     });
     let deadline = clock.now().checked_add(delay);
     let shuts_down = in_task.is_some();
-    let gone = Task {
-        panics,
-        shuts_down,
-        deadline: Duration::ZERO,
-        due: Duration::ZERO,
-        reported: Duration::ZERO,
-        expect: Expect::Gone,
-        handle: None,
-    };
+    let gone = Task::refused(panics, shuts_down);
     match result {
         Ok(handle) => {
             ensure!(!shut_down, "step {step}: accepted after shutdown");

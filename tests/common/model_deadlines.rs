@@ -3,22 +3,21 @@
 
 use std::time::Duration;
 
-/// The first tick boundary at or after `deadline`.
-fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
-    let nanos = deadline.as_nanos().div_ceil(tick.as_nanos()) * tick.as_nanos();
-    // Exact, also past the clock's u64 nanoseconds (such a deadline is never reached; it must not
-    // wrap to an early one).
+/// The start of tick `tick` of `tick_nanos` nanoseconds. Exact, also past the clock's u64
+/// nanoseconds (such a deadline is never reached; it must not wrap to an early one).
+fn tick_start(tick: u128, tick_nanos: u128) -> Duration {
+    let nanos = tick * tick_nanos;
     Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32)
 }
 
 /// The tick boundary at which a task given `delay` at `now` becomes due: the first one at or after
 /// its deadline, or for a zero delay (a deadline already passed) the current tick, also mid-tick.
 pub(super) fn due_tick(now: Duration, delay: Duration, tick: Duration) -> Duration {
-    if delay.is_zero() {
-        let nanos = now.as_nanos() / tick.as_nanos() * tick.as_nanos();
-        return Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32);
+    let nanos = tick.as_nanos();
+    match delay.is_zero() {
+        true => tick_start(now.as_nanos() / nanos, nanos),
+        false => tick_start(now.saturating_add(delay).as_nanos().div_ceil(nanos), nanos),
     }
-    ceil_to_tick(now.saturating_add(delay), tick)
 }
 
 /// What the timer reports as the deadline of a task given `delay` at `now` (`TimerHandle::deadline`,
@@ -49,10 +48,9 @@ fn exact_word(tick_nanos: u128, tick: u128) -> bool {
 pub(super) fn passed_instant(now: Duration, at: Duration, tick: Duration) -> (Duration, Duration) {
     let nanos = tick.as_nanos();
     let (ceil, floor) = (at.as_nanos().div_ceil(nanos), now.as_nanos() / nanos);
-    let to_tick = |tick: u128| Duration::from_nanos((tick * nanos) as u64);
     match ceil <= floor {
-        true if exact_word(nanos, ceil) => (to_tick(ceil), at),
-        true => (to_tick(ceil), to_tick(ceil)),
-        false => (to_tick(floor), to_tick(floor)),
+        true if exact_word(nanos, ceil) => (tick_start(ceil, nanos), at),
+        true => (tick_start(ceil, nanos), tick_start(ceil, nanos)),
+        false => (tick_start(floor, nanos), tick_start(floor, nanos)),
     }
 }
