@@ -167,8 +167,7 @@
 //! that entries can live densely in slots, and `entry::slot_lock`, the slots' lock, whose state lives in two
 //! spare bits of the entry's generation word (an `UnsafeCell` behind a guard, parking through
 //! `parking_lot_core`), so that a slot is 48 bytes, and which also offers a prefetch of a slot's
-//! cache line (`_mm_prefetch`, for loops over many slots). Every `unsafe` block there carries a `// SAFETY:`
-//! comment (enforced by `clippy::undocumented_unsafe_blocks`), the module docs give the whole
+//! cache line (`_mm_prefetch`, for loops over many slots). Their module docs give the whole
 //! argument, and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s
 //! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. Two call
 //! the kernel (Linux, Android): `driver::timer_slack`, two `prctl` calls by which the driver thread asks
@@ -179,7 +178,11 @@
 //! ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of up to 256 bytes), `entry::pages`
 //! (the arena's pages, published as raw pointers and freed after a grace period), `entry::os`
 //! (`mmap`, `mremap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and mappings of its
-//! own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own).
+//! own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own). In all
+//! eight, every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment saying why it is
+//! sound (checked by clippy's `undocumented_unsafe_blocks`, denied in CI), and every `unsafe fn`
+//! (all crate-private, which clippy's `missing_safety_doc` does not see) a `# Safety` section with
+//! its caller's obligations.
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
@@ -191,6 +194,9 @@
 // `entry::pages`, `entry::os`, `entry::mapped_vec`, `driver::timer_slack` and `clock::monotonic`
 // (see "Unsafe code" above); everything else is safe Rust.
 #![deny(unsafe_code)]
+// In those modules every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment, every
+// `unsafe fn` a `# Safety` section, and each unsafe operation in an `unsafe fn` a block of its own.
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc, unsafe_op_in_unsafe_fn)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Whether the seeded fault `name` is on: `true` only in a loom build with

@@ -131,7 +131,8 @@ impl<E> Calendar<E> {
 /// User + system CPU time of the whole process.
 pub fn process_cpu() -> Duration {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `getrusage` only writes the struct we pass, which is valid and writable.
+    // SAFETY: `getrusage` only writes the struct we pass, which is valid and writable; it was
+    // zeroed first, a valid `rusage` (integers only) even if the call fails.
     let usage = unsafe {
         libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
         usage.assume_init()

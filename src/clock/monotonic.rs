@@ -21,6 +21,9 @@
 //! A module with `unsafe` code (docs/design.md, "Unsafe code"): one call, with a pointer to a local
 //! `timespec` it writes.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use std::time::Instant;
 
 /// A system clock's origin: `Instant::now()`, and the `CLOCK_MONOTONIC` value it holds when that

@@ -20,9 +20,10 @@
 //! was, which is only less punctual. On other systems, and under Miri (which has no `prctl` on
 //! Linux), this does nothing.
 //!
-//! The `unsafe` blocks are the two `prctl` calls (see their SAFETY comments); the crate otherwise
-//! allows `unsafe` only in `entry::inline_task` and `entry::slot_lock` (`lib.rs`, `docs/design.md`).
+//! The `unsafe` blocks are the two `prctl` calls (see their SAFETY comments); the crate allows
+//! `unsafe` in seven other modules, listed in `lib.rs` and `docs/design.md` ("Unsafe code").
 
+#![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use crate::clock::TickLength;

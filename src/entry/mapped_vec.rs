@@ -90,8 +90,8 @@ impl<T: Copy> MappedVec<T> {
         if len > self.capacity() {
             self.resize(Self::pages_for(len.max(2 * self.capacity())));
         }
-        // SAFETY: the mapping holds `len` items (just resized); `items` is not in it (it is
-        // borrowed while `self` is borrowed mutably).
+        // SAFETY: the mapping holds `len` items (just resized), aligned for `T` (a page, or dangling
+        // with nothing to copy); `items` is not in it (borrowed while `self` is mutably borrowed).
         unsafe { self.at.as_ptr().add(self.len).copy_from_nonoverlapping(items.as_ptr(), items.len()) };
         self.len = len;
     }

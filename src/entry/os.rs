@@ -103,7 +103,8 @@ impl PageSource {
         }
         chunks.left -= 1;
         let last = *chunks.mapped.last().expect("a chunk was mapped");
-        // SAFETY: page `PAGES_PER_CHUNK - 1 - left` of the last chunk: within its `chunk_bytes`.
+        // SAFETY: page `PAGES_PER_CHUNK - 1 - left` of the last chunk: an offset within its
+        // `chunk_bytes` from its non-null start, so in bounds and not null.
         unsafe {
             NonNull::new_unchecked(last.as_ptr().add((PAGES_PER_CHUNK - 1 - chunks.left) * self.page_bytes))
         }
@@ -113,7 +114,12 @@ impl PageSource {
     /// memory goes back to the kernel (runs of adjacent pages in one call), and so does that of the
     /// pages of the last chunk not handed out yet (populated with it: a shrink leaves nothing
     /// resident that no page holds).
-    pub(crate) fn give_back(&self, mut pages: Vec<NonNull<u8>>) {
+    ///
+    /// # Safety
+    ///
+    /// Each page is one this source's `take` handed out and not given back since, and nothing
+    /// reads, writes or refers to its bytes any more: they are zeroed, then handed out again.
+    pub(crate) unsafe fn give_back(&self, mut pages: Vec<NonNull<u8>>) {
         pages.sort_unstable();
         let mut run = 0;
         while run < pages.len() {
@@ -123,16 +129,21 @@ impl PageSource {
             {
                 end += 1;
             }
-            imp::discard(pages[run], (end - run) * self.page_bytes);
+            // SAFETY: pages `run..end` are adjacent whole pages of this source's chunks that the
+            // caller gives back unused (this function's contract).
+            unsafe { imp::discard(pages[run], (end - run) * self.page_bytes) };
             run = end;
         }
         let mut chunks = self.state.lock();
         if let (Some(&last), left @ 1..) = (chunks.mapped.last(), chunks.left) {
-            // SAFETY: pages `PAGES_PER_CHUNK - left ..` of the last chunk: within its `chunk_bytes`.
+            // SAFETY: pages `PAGES_PER_CHUNK - left ..` of the last chunk (`left` >= 1): an offset
+            // within its `chunk_bytes` from its non-null start, so in bounds and not null.
             let rest = unsafe {
                 NonNull::new_unchecked(last.as_ptr().add((PAGES_PER_CHUNK - left) * self.page_bytes))
             };
-            imp::discard(rest, left * self.page_bytes);
+            // SAFETY: pages never handed out, so nobody refers to them; the source hands them out
+            // later as fresh (their bytes of any value).
+            unsafe { imp::discard(rest, left * self.page_bytes) };
         }
         chunks.spare.extend(pages);
     }
@@ -201,10 +212,15 @@ mod imp {
     }
 
     /// Empties `bytes` of mapped memory at `at` (whole system pages): zero when next read.
-    pub(super) fn discard(at: NonNull<u8>, bytes: usize) {
-        // SAFETY: `at..at + bytes` is part of a private anonymous mapping of ours (whole pages of
-        // a chunk) that nobody uses (the caller gave it back); `MADV_DONTNEED` only drops its
-        // contents. A failure only leaves the memory resident.
+    ///
+    /// # Safety
+    ///
+    /// `at..at + bytes` is whole pages of memory the caller owns (a source's pages, a vector's spare
+    /// capacity), whose contents nothing reads again before writing them.
+    pub(super) unsafe fn discard(at: NonNull<u8>, bytes: usize) {
+        // SAFETY: by the contract the range is the caller's and nothing reads its contents before
+        // writing them; `MADV_DONTNEED` only drops those contents (private anonymous memory reads
+        // back zeros) and touches no other memory. A failure only leaves the memory resident.
         unsafe { libc::madvise(at.as_ptr().cast(), bytes, libc::MADV_DONTNEED) };
     }
 
@@ -274,7 +290,10 @@ mod imp {
         NonNull::new(moved).unwrap_or_else(|| alloc::handle_alloc_error(layout(new)))
     }
 
-    pub(super) fn discard(_at: NonNull<u8>, _bytes: usize) {}
+    /// # Safety
+    ///
+    /// As on Linux (this does nothing).
+    pub(super) unsafe fn discard(_at: NonNull<u8>, _bytes: usize) {}
 
     /// # Safety
     ///
@@ -322,11 +341,12 @@ pub(crate) fn shrink_buffer<T: Copy>(buffer: &mut Vec<T>, keep: usize) {
     let first = (start + keep * size).next_multiple_of(OS_PAGE);
     let last = (start + buffer.capacity() * size) / OS_PAGE * OS_PAGE;
     if last > first {
-        // `first..last` is whole pages of the vector's spare capacity, past its last item: memory
-        // its allocation owns and nothing reads (`T: Copy`: no drop either), so discarding it only
-        // zeroes it. The allocator's own records lie outside a live allocation, and what it writes
-        // into the cut-off part once it is freed lands on fresh zero pages.
-        imp::discard(NonNull::new(first as *mut u8).expect("inside an allocation"), last - first);
+        // SAFETY: `first..last` is whole pages of the vector's spare capacity, past its last item:
+        // memory its allocation owns (the allocator's own records lie outside a live allocation)
+        // and that nothing reads (`T: Copy`: no drop either; `&mut` excludes other users), so
+        // discarding it only zeroes it. What the allocator writes into the cut-off part once it is
+        // freed lands on fresh zero pages.
+        unsafe { imp::discard(NonNull::new(first as *mut u8).expect("inside an allocation"), last - first) };
     }
     buffer.shrink_to(keep);
 }

@@ -144,7 +144,9 @@ impl Pages {
         }
     }
 
-    /// Drops a page's slots and gives its memory back. The page is nobody's any more.
+    /// Drops a page's slots and gives its memory back. The caller's word (its callers are `free`
+    /// and the directory's drop): each page is one `allocate` made, passed here once, and nobody
+    /// refers to it any more.
     fn deallocate(&self, pages: Vec<*mut Page>) {
         #[cfg(delaywheel_loom)]
         for page in pages {
@@ -158,8 +160,10 @@ impl Pages {
                 // nobody refers to it any more.
                 unsafe { ptr::drop_in_place(page) };
             }
-            self.source
-                .give_back(pages.into_iter().filter_map(|page| ptr::NonNull::new(page.cast())).collect());
+            let pages = pages.into_iter().filter_map(|page| ptr::NonNull::new(page.cast())).collect();
+            // SAFETY: pages `allocate` took from this source, each given back once and no longer
+            // referred to (the caller's word: `free`'s grace period, or the directory's drop).
+            unsafe { self.source.give_back(pages) };
         }
     }
 
@@ -192,10 +196,11 @@ impl Pages {
             return None;
         }
         let page = self.pointer(page)?.load(Ordering::Acquire);
-        // SAFETY: a non-null pointer in the directory is a live `Box<Page>` (`create`), freed only
-        // by `free` after it was retired and a grace period passed; the caller holds a slot of the
-        // page (then it is not retired) or is pinned since before this load (then the grace period
-        // of any retire after this load waits for it): see the module docs.
+        // SAFETY: a non-null pointer in the directory is a live page (`create` stores what
+        // `allocate` made), freed only by `free` after it was retired and a grace period passed;
+        // the caller holds a slot of the page (then it is not retired) or is pinned since before
+        // this load (then the grace period of any retire after this load waits for it): see the
+        // module docs.
         (!page.is_null()).then(|| unsafe { &*page })
     }
 

@@ -138,7 +138,8 @@ impl Class {
         });
         let size = self.size;
         page.into_iter().flat_map(move |page| {
-            // SAFETY: `block * size` is within the page's `BLOCKS_PER_PAGE * size` bytes.
+            // SAFETY: the source's pages are `size * BLOCKS_PER_PAGE` bytes (`Class::new`) and
+            // `block < BLOCKS_PER_PAGE`, so the offset stays inside this page.
             (0..BLOCKS_PER_PAGE).map(move |block| Block::from_ptr(unsafe { page.add(block * size) }))
         })
     }
@@ -185,9 +186,10 @@ impl Class {
         pages.retain(|page| empty.binary_search(page).is_err());
         pages.shrink_to_fit();
         drop(pages);
-        // No longer in `pages` (given back once); every block of theirs was free and has been taken
-        // off the free lists, so nobody holds one or can take one.
-        self.source.give_back(empty.iter().map(|page| page.0).collect());
+        // SAFETY: pages this class's source handed out, no longer in `pages` (given back once);
+        // every block of theirs was free and has been taken off the free lists, so nobody holds
+        // one or can take one, and only a block's holder touches its bytes.
+        unsafe { self.source.give_back(empty.iter().map(|page| page.0).collect()) };
         empty.len()
     }
 

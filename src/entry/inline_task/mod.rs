@@ -148,15 +148,21 @@ pub(crate) struct InlineTask {
 }
 
 /// The operations on one closure type `F`, each taking the word of a task that holds an `F`.
+///
+/// `call`, `drop` and `into_box` are `unsafe fn`s with [`Erased::take`]'s contract: the word passed
+/// is one `Erased::<F>::store` wrote for this vtable's `F`, still holding that `F`, and it is not
+/// used again (each consumes the `F`). A task keeps its vtable beside its word and passes the word
+/// to exactly one of them (module docs, "Ownership").
 struct VTable {
     /// For a value task (`value.rs`): the `TypeId` of the value it holds; `None` for a closure.
     value: Option<fn() -> std::any::TypeId>,
     /// Moves the `F` out and calls it; a block it was in goes to the `Freed`, if one is given, or
-    /// back to its class at once.
+    /// back to its class at once. `unsafe`: the contract above.
     call: unsafe fn(Word, Option<&mut Freed>),
-    /// Drops the `F` without calling it.
+    /// Drops the `F` without calling it. `unsafe`: the contract above.
     drop: unsafe fn(Word),
     /// Moves the `F` out into a `Box<dyn FnOnce() + Send>` (reusing its box if it has one).
+    /// `unsafe`: the contract above.
     into_box: unsafe fn(Word) -> Box<dyn FnOnce() + Send + 'static>,
     /// Whether the word holds `F` itself, a block holding it, or its box.
     storage: Storage,
@@ -361,8 +367,9 @@ impl<F: Send + 'static> Erased<F> {
     ///
     /// # Safety
     ///
-    /// `data` is the word of a task made by `InlineTask::new::<F>`, whose `F` has not been consumed,
-    /// and it is not used again after this (the `F` now belongs to the caller).
+    /// `data` is a word that [`Self::store`] wrote (for `InlineTask::new_in` or `value_in`), whose
+    /// `F` has not been consumed, and it is not used again after this (the `F` now belongs to the
+    /// caller).
     #[inline]
     unsafe fn take(data: Word, freed: Option<&mut Freed>) -> F {
         if Self::INLINE {
@@ -387,8 +394,8 @@ impl<F: Send + 'static> Erased<F> {
             }
             f
         } else {
-            // SAFETY: forwarded from this function's own contract; moving `F` out of the box frees
-            // the allocation.
+            // SAFETY: this function's contract is `unbox`'s, and `F` is boxed (neither INLINE nor
+            // in a block: the branches above). Moving `F` out of the box frees the allocation.
             *unsafe { Self::unbox(data) }
         }
     }
@@ -397,7 +404,8 @@ impl<F: Send + 'static> Erased<F> {
     ///
     /// # Safety
     ///
-    /// As [`Self::take`], and `F` is boxed (neither `INLINE` nor in a block).
+    /// As [`Self::take`], and `F` is boxed (neither `INLINE` nor in a block: `store` then wrote the
+    /// `*mut F` of a `Box<F>`).
     #[inline]
     unsafe fn unbox(data: Word) -> Box<F> {
         debug_assert!(!Self::INLINE && Self::CLASS.is_none());
@@ -407,16 +415,18 @@ impl<F: Send + 'static> Erased<F> {
         unsafe { Box::from_raw(data.as_ptr().cast::<*mut F>().read()) }
     }
 
+    /// Drops the `F` a word holds (the vtable's `drop`).
+    ///
     /// # Safety
     ///
     /// As [`Self::take`].
     unsafe fn drop(data: Word) {
         if Self::INLINE || Self::CLASS.is_some() {
-            // SAFETY: forwarded from this function's own contract.
+            // SAFETY: this function's contract is `take`'s, passed on unchanged.
             drop(unsafe { Self::take(data, None) });
         } else {
-            // SAFETY: forwarded from this function's own contract; dropping the box drops `F` in
-            // place and frees it.
+            // SAFETY: this function's contract, and `F` is boxed (the branch), as `unbox` requires;
+            // dropping the box drops `F` in place and frees it.
             drop(unsafe { Self::unbox(data) });
         }
     }
@@ -433,24 +443,29 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
         storage: Self::STORAGE,
     };
 
+    /// Moves the `F` out and calls it (the vtable's `call`).
+    ///
     /// # Safety
     ///
     /// As [`Self::take`].
     unsafe fn call(data: Word, freed: Option<&mut Freed>) {
-        // SAFETY: forwarded from this function's own contract.
+        // SAFETY: this function's contract is `take`'s, passed on unchanged.
         let f = unsafe { Self::take(data, freed) };
         f();
     }
 
+    /// Moves the `F` out into a box, or re-types its own box (the vtable's `into_box`).
+    ///
     /// # Safety
     ///
     /// As [`Self::take`].
     unsafe fn into_box(data: Word) -> Box<dyn FnOnce() + Send + 'static> {
         if Self::INLINE || Self::CLASS.is_some() {
-            // SAFETY: forwarded from this function's own contract.
+            // SAFETY: this function's contract is `take`'s, passed on unchanged.
             Box::new(unsafe { Self::take(data, None) })
         } else {
-            // SAFETY: forwarded from this function's own contract: the box is re-typed, unmoved.
+            // SAFETY: this function's contract, and `F` is boxed (the branch), as `unbox` requires;
+            // the box is re-typed, unmoved.
             unsafe { Self::unbox(data) }
         }
     }

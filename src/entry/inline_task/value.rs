@@ -40,7 +40,7 @@ impl<V: Send + 'static> Erased<Valued<V>> {
     ///
     /// As [`Erased::take`].
     unsafe fn discard(data: Word, freed: Option<&mut Freed>) {
-        // SAFETY: forwarded from this function's own contract.
+        // SAFETY: this function's contract is `take`'s, passed on unchanged.
         drop(unsafe { Self::take(data, freed) });
     }
 
@@ -50,7 +50,7 @@ impl<V: Send + 'static> Erased<Valued<V>> {
     ///
     /// As [`Erased::take`].
     unsafe fn dropper(data: Word) -> Box<dyn FnOnce() + Send + 'static> {
-        // SAFETY: forwarded from this function's own contract.
+        // SAFETY: this function's contract is `take`'s, passed on unchanged.
         let valued = unsafe { Self::take(data, None) };
         Box::new(move || drop(valued))
     }
@@ -114,10 +114,10 @@ impl InlineTask {
         if !self.is_value() {
             return None;
         }
-        // SAFETY: a value task's storage begins with its `Valued`'s `exact` (`#[repr(C)]`, first
-        // field), which is live and aligned for an `i64` there (the word and blocks are at least
-        // `usize`-aligned, and a box is aligned for its `Valued`); `&mut self` excludes any other
-        // access to the task.
+        // SAFETY: only `value_in` makes a value task, and its storage begins with the live
+        // `Valued`'s `exact` (`#[repr(C)]`, first field), aligned for an `i64`: `store` placed the
+        // `Valued` at its own alignment, at least an `i64`'s (inline only if the word's suffices,
+        // else in a block or a box aligned for it). `&mut self` excludes any other access to it.
         Some(unsafe { self.payload().cast::<i64>().read() })
     }
 

@@ -326,7 +326,7 @@ mod cell {
 
     impl<T> Access<T> {
         /// # Safety
-        /// No `&mut T` to the body may live as long as the returned reference.
+        /// `self` is a held guard's, and no `&mut T` to the body lives as long as the result.
         #[inline]
         pub(super) unsafe fn as_ref(&self) -> &T {
             // SAFETY: the pointer comes from the live lock's cell (the guard borrows the lock);
@@ -335,7 +335,7 @@ mod cell {
         }
 
         /// # Safety
-        /// No other reference to the body may live as long as the returned one.
+        /// `self` is a held guard's, and no other reference to the body lives as long as the result.
         #[inline]
         #[allow(clippy::mut_from_ref)]
         pub(super) unsafe fn as_mut(&self) -> &mut T {
