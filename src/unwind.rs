@@ -4,16 +4,32 @@
 //! A caught panic's payload is a user value too, and its `Drop` may panic again: dropped where the
 //! driver runs, that second panic would end the driver thread. [`drop_payload`] drops it inside a
 //! second `catch_unwind` and forgets whatever that one catches (a payload that panics on drop once
-//! may do it again). [`drop_caught`] drops any value that way.
+//! may do it again). [`drop_caught`] drops any value that way, and [`wake_caught`] wakes a waker
+//! that way: a waker is user code too (an executor's, or a hand-written one).
 
 use std::any::Any;
 use std::mem;
 use std::panic::{self, AssertUnwindSafe};
+#[cfg(feature = "async")]
+use std::task::Waker;
 
 /// Drops `value`, catching a panic of its `Drop` (whose payload is dropped by [`drop_payload`]).
 /// Returns whether the drop panicked.
 pub(crate) fn drop_caught<T>(value: T) -> bool {
     match panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        Ok(()) => false,
+        Err(payload) => {
+            drop_payload(payload);
+            true
+        }
+    }
+}
+
+/// Wakes `waker`, catching a panic of the wake (its payload dropped by [`drop_payload`]). Returns
+/// whether the wake panicked.
+#[cfg(feature = "async")]
+pub(crate) fn wake_caught(waker: Waker) -> bool {
+    match panic::catch_unwind(AssertUnwindSafe(move || waker.wake())) {
         Ok(()) => false,
         Err(payload) => {
             drop_payload(payload);

@@ -4,8 +4,9 @@
 
 mod common;
 
+use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
@@ -210,4 +211,60 @@ fn a_next_expired_future_moved_to_another_task_drops_the_old_waker_outside_the_l
         done.send(()).unwrap();
     });
     finished.recv_timeout(Duration::from_secs(10)).expect("the second poll deadlocked");
+}
+
+/// A task's waker that panics when woken.
+struct Panicking;
+
+impl Wake for Panicking {
+    fn wake(self: Arc<Self>) {
+        panic!("a consumer's waker that panics");
+    }
+}
+
+#[test]
+fn a_consumer_waker_that_panics_is_caught_counted_and_the_other_consumers_still_wake() {
+    let (clock, queue) = manual_queue();
+    let bad = Waker::from(Arc::new(Panicking));
+    let (good, good_waker) = CountingWaker::new();
+    queue.insert(1, ms(1));
+    queue.insert(2, ms(2));
+    assert!(queue.poll_expired(&mut Context::from_waker(&bad)).is_pending());
+    let mut next = Box::pin(queue.next_expired());
+    assert!(next.as_mut().poll(&mut Context::from_waker(&good_waker)).is_pending());
+    advance(&clock, &queue, ms(1)); // the expiry wakes both: the panic stays inside
+    assert_eq!(good.count(), 1);
+    assert_eq!(queue.timer().stats().panicked, 1, "counted as a sleep's panicking wake is");
+    drop(next);
+    advance(&clock, &queue, ms(1)); // the timer goes on
+    assert_eq!(queue.len(), 2);
+    assert_eq!(queue.try_recv().map(|e| e.into_inner()), Some(1));
+    assert_eq!(queue.try_recv().map(|e| e.into_inner()), Some(2));
+
+    // A remove that empties the queue wakes every waiting consumer and still returns its value.
+    let key = queue.insert(3, ms(5));
+    assert!(queue.poll_expired(&mut Context::from_waker(&bad)).is_pending());
+    assert!(queue.poll_expired(&mut Context::from_waker(&good_waker)).is_pending());
+    assert_eq!(queue.remove(&key), Some(3));
+    assert_eq!(good.count(), 2);
+
+    // So does the shutdown.
+    queue.insert(4, ms(5));
+    assert!(queue.poll_expired(&mut Context::from_waker(&bad)).is_pending());
+    assert!(queue.poll_expired(&mut Context::from_waker(&good_waker)).is_pending());
+    assert_eq!(queue.timer().shutdown().len(), 1);
+    assert_eq!(good.count(), 3);
+}
+
+#[test]
+fn a_consumer_waker_that_panics_does_not_end_the_driver_thread() {
+    let queue = DelayQueue::new();
+    queue.insert(1, ms(1));
+    assert!(queue.poll_expired(&mut Context::from_waker(&Waker::from(Arc::new(Panicking)))).is_pending());
+    let first = queue.recv_timeout(Duration::from_secs(5)).map(|e| e.into_inner());
+    assert_eq!(first, Some(1));
+    queue.insert(2, ms(1));
+    let second = queue.recv_timeout(Duration::from_secs(5)).map(|e| e.into_inner());
+    assert_eq!(second, Some(2), "the driver expires values after the panicking wake");
+    assert_eq!(queue.timer().stats().panicked, 1);
 }

@@ -163,9 +163,12 @@ impl Purged {
         !self.wakers.is_empty()
     }
 
-    /// Wakes the purged tasks and drops the probes done with; with no queue lock held.
+    /// Wakes the purged tasks and drops the probes done with; with no queue lock held. Each wake
+    /// is caught (`unwind.rs`), so every purged task is woken whatever one waker does.
     pub(super) fn wake(self) {
-        self.wakers.into_iter().for_each(Waker::wake);
+        for waker in self.wakers {
+            crate::unwind::wake_caught(waker);
+        }
         drop(self.probes);
     }
 }

@@ -24,7 +24,9 @@
 //! * **reset**: the timer's reset of the entry, which also rewrites the deadline the value carries.
 //! * **expire**: the timer's firing claims the entry and hands the values of each fired batch to
 //!   the queue (this module's `ValueSink`), which appends them to the ready list's arrivals
-//!   (`ready.rs`) under one lock per batch and wakes every waiting consumer.
+//!   (`ready.rs`) under one lock per batch and wakes every waiting consumer (each wake caught: a
+//!   waker that panics ends neither the timer's thread nor the other wakes; the timer counts it in
+//!   `TimerStats::panicked`).
 //! * **consume**: take the oldest value from the ready list's taking side, which a consumer
 //!   refills with all the arrivals at once when it runs empty; count it out of `len`.
 //! * **drop**: the queue drops the ready list's values, and marks it so that a batch arriving
@@ -165,7 +167,7 @@ struct Inner<T> {
 struct Sink<T>(Arc<Inner<T>>);
 
 impl<T: Send + 'static> ValueSink for Sink<T> {
-    fn deliver(&self, fired: &mut FiredValues<'_>) {
+    fn deliver(&self, fired: &mut FiredValues<'_>) -> u64 {
         let inner = &*self.0;
         let base = inner.base;
         let expired = fired.drain::<T>().map(|(value, ticket, exact)| Expired {
@@ -173,11 +175,11 @@ impl<T: Send + 'static> ValueSink for Sink<T> {
             key: Key { ticket: Some(ticket), queue: inner.id },
             deadline: instant_of(base, exact),
         });
-        inner.ready.push_all(expired);
+        inner.ready.push_all(expired)
     }
 
-    fn closed(&self) {
-        self.0.ready.close();
+    fn closed(&self) -> u64 {
+        self.0.ready.close()
     }
 }
 

@@ -83,6 +83,8 @@ use super::len::Len;
 use super::Expired;
 use crate::sync::{fence, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use crate::unwind::drop_caught;
+#[cfg(feature = "async")]
+use crate::unwind::wake_caught;
 
 /// What the arrival lock guards.
 struct Arrived<T> {
@@ -181,8 +183,9 @@ impl<T> Ready<T> {
     }
 
     /// Appends a batch of expired values, in order, under one lock, and wakes every waiting
-    /// consumer once.
-    pub(super) fn push_all(&self, expired: impl Iterator<Item = Expired<T>>) {
+    /// consumer once. Returns how many of those wakes panicked (each caught: on the timer's
+    /// thread, a waker's panic must not end it, nor keep the other consumers asleep).
+    pub(super) fn push_all(&self, expired: impl Iterator<Item = Expired<T>>) -> u64 {
         let mut arrived = self.arrived.lock();
         if arrived.discarding {
             drop(arrived);
@@ -190,10 +193,10 @@ impl<T> Ready<T> {
             expired.for_each(|expired| {
                 drop_caught(expired);
             });
-            return;
+            return 0;
         }
         arrived.values.extend(expired);
-        self.wake(arrived);
+        self.wake(arrived)
     }
 
     /// The queue is dropped: drops every expired value it holds, now, and any that arrives later.
@@ -208,11 +211,11 @@ impl<T> Ready<T> {
     }
 
     /// The timer shut down: consumers take what expired and then wait no more; wakes every
-    /// waiting consumer.
-    pub(super) fn close(&self) {
+    /// waiting consumer. Returns how many of those wakes panicked (each caught).
+    pub(super) fn close(&self) -> u64 {
         let mut arrived = self.arrived.lock();
         arrived.closed = true;
-        self.wake(arrived);
+        self.wake(arrived)
     }
 
     /// With the fence that orders it after a count-out: wakes every waiting consumer if the queue
@@ -224,10 +227,14 @@ impl<T> Ready<T> {
         }
     }
 
+    /// Wakes every waiting consumer, with no lock held once the wakes begin; returns how many of
+    /// the tasks' wakes panicked. Each wake is caught, so that every consumer is woken whatever
+    /// one waker does, and no waker's panic leaves through the timer that expires the values (or
+    /// through a take or a remove that empties the queue: the value is the caller's either way).
     #[cfg_attr(not(feature = "async"), allow(unused_mut))]
-    fn wake(&self, mut arrived: MutexGuard<'_, Arrived<T>>) {
+    fn wake(&self, mut arrived: MutexGuard<'_, Arrived<T>>) -> u64 {
         if arrived.waiting_threads == 0 && !arrived.has_tasks() {
-            return;
+            return 0;
         }
         let threads = arrived.waiting_threads != 0;
         #[cfg(feature = "async")]
@@ -244,7 +251,9 @@ impl<T> Ready<T> {
             self.available.notify_all();
         }
         #[cfg(feature = "async")]
-        wakers.into_iter().for_each(Waker::wake);
+        return wakers.into_iter().map(|waker| u64::from(wake_caught(waker))).sum();
+        #[cfg(not(feature = "async"))]
+        0
     }
 
     /// With `taking` empty: moves the arrived values over (`Ok`), or finds none and hands back the

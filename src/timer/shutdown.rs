@@ -89,7 +89,7 @@ impl Timer {
         }
         // A delay queue's consumers stop waiting for values that will never expire.
         if let Some(sink) = shared.values.get() {
-            sink.closed();
+            shared.counters.local().panicked(sink.closed());
         }
         unfired
     }

@@ -45,7 +45,8 @@ pub struct TimerStats {
     pub fired: u64,
     /// Tasks cancelled by a `cancel()` that returned `true`.
     pub cancelled: u64,
-    /// Tasks that panicked while running (the panic was caught; the timer went on).
+    /// Tasks that panicked while running, and wakes the timer made that panicked (of a sleep, of a
+    /// delay queue's waiting consumers); each panic was caught and the timer went on.
     pub panicked: u64,
     /// Re-arms: resets ([`TimerHandle::reset`](crate::TimerHandle::reset),
     /// [`reset_at`](crate::TimerHandle::reset_at)) that returned `true`.

@@ -42,11 +42,13 @@ use crate::ScheduleError;
 
 /// Where a timer's fired values go: the delay queue that owns the timer.
 pub(crate) trait ValueSink: Send + Sync {
-    /// Takes the values of one fired batch, in the order they fired.
-    fn deliver(&self, fired: &mut FiredValues<'_>);
+    /// Takes the values of one fired batch, in the order they fired, and wakes the consumers
+    /// waiting for them; returns how many of those wakes panicked (caught, and counted by the
+    /// timer as panicked tasks, as a sleep's wake is: `wakes.rs`).
+    fn deliver(&self, fired: &mut FiredValues<'_>) -> u64;
 
-    /// The timer shut down (after its drain): no value fires any more.
-    fn closed(&self);
+    /// The timer shut down (after its drain): no value fires any more. Returns as `deliver`.
+    fn closed(&self) -> u64;
 }
 
 /// A timer's value sink, set once by the queue that owns it.
@@ -218,7 +220,7 @@ impl Shared {
         });
         if !values.is_empty() {
             stripe.fired(values.len() as u64);
-            sink.deliver(&mut FiredValues(&mut values));
+            stripe.panicked(sink.deliver(&mut FiredValues(&mut values)));
         }
     }
 }

@@ -29,8 +29,9 @@
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::panic::{self, AssertUnwindSafe};
 use std::task::Waker;
+
+use crate::unwind::wake_caught;
 
 crate::sync::thread_local! {
     /// The wakers handed over on this thread since its outermost open batch, or `None` outside
@@ -117,18 +118,6 @@ impl Drop for Batch {
             for waker in self.take() {
                 wake_caught(waker);
             }
-        }
-    }
-}
-
-/// Wakes `waker`, catching a panic of the wake (its payload dropped by `unwind.rs`): `true` if
-/// it panicked.
-fn wake_caught(waker: Waker) -> bool {
-    match panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-        Ok(()) => false,
-        Err(payload) => {
-            crate::unwind::drop_payload(payload);
-            true
         }
     }
 }
