@@ -41,7 +41,9 @@
 //! is dropped with its runtime (or by whatever `select!` it waits in). When the timer abandons the
 //! task, the stored waker is woken once, so that a task polling by hand can notice `error()`. That
 //! wake-up happens when the abandoned task is dropped: at once when the timer is dropped, but after
-//! [`Timer::shutdown`] only once the returned list of unfired tasks is dropped.
+//! [`Timer::shutdown`] only once the returned list of unfired tasks is dropped. Running such a task
+//! ([`UnfiredTask::run`](crate::UnfiredTask::run)) does the same as dropping it: its deadline has
+//! not come, so it completes nothing.
 //!
 //! ## Reset
 //!

@@ -236,6 +236,39 @@ fn shutdown_before_the_deadline_wakes_the_sleep_once_and_it_stays_pending() {
 }
 
 #[test]
+fn running_the_unfired_tasks_of_a_shutdown_completes_no_sleep_early() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let (counter, waker) = CountingWaker::new();
+    let mut sleep = Box::pin(timer.sleep(ms(5)));
+    let mut timeout = Box::pin(timer.timeout(ms(5), std::future::pending::<()>()));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    assert!(poll(timeout.as_mut(), &waker).is_pending());
+    let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let r = Arc::clone(&ran);
+    timer.schedule(ms(5), move || r.store(true, std::sync::atomic::Ordering::SeqCst));
+    // An unfired task that advances another timer: that timer's sleeps fire as usual.
+    let (other_clock, other) = manual_timer(ms(1), 8);
+    let other = Arc::new(other);
+    let mut other_sleep = Box::pin(other.sleep(ms(1)));
+    assert!(poll(other_sleep.as_mut(), &waker).is_pending());
+    let o = Arc::clone(&other);
+    timer.schedule(ms(5), move || {
+        other_clock.advance(ms(1));
+        o.advance_clock(Duration::ZERO);
+    });
+    let unfired = timer.shutdown();
+    assert_eq!(unfired.len(), 4);
+    unfired.into_iter().for_each(|task| task.run()); // "run what is left"
+    assert!(ran.load(std::sync::atomic::Ordering::SeqCst), "the user's task runs");
+    assert_eq!(sleep.error(), Some(ScheduleError::ShutDown), "as if the task were dropped");
+    assert!(poll(sleep.as_mut(), &waker).is_pending(), "never early");
+    assert!(poll(timeout.as_mut(), &waker).is_pending(), "the limit never elapses early");
+    assert!(poll(other_sleep.as_mut(), &waker).is_ready());
+    assert_eq!(counter.count(), 3, "each woken once");
+    assert_eq!(clock.now(), Duration::ZERO);
+}
+
+#[test]
 fn dropping_the_timer_wakes_a_pending_sleep_which_stays_pending() {
     let (_clock, timer) = manual_timer(ms(1), 8);
     let (counter, waker) = CountingWaker::new();

@@ -57,6 +57,7 @@ use std::cell::Cell;
 use std::task::Waker;
 
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use crate::timer::unfired::TimerId;
 use crate::timer::{LentHandle, LiveTimer, When};
 use crate::ScheduleError;
 
@@ -145,7 +146,7 @@ impl Slot {
         when: When,
         waker: Option<Waker>,
     ) -> (u64, Result<(Arc<Slot>, LentHandle), ScheduleError>) {
-        let notify = Notify(Some(Arc::clone(&slot)));
+        let notify = Notify(Some(Arc::clone(&slot)), timer.id());
         let (now, scheduled) = timer.try_schedule_reading(when, move || notify.fire());
         let handle = match scheduled {
             Ok(handle) => handle,
@@ -182,11 +183,16 @@ impl Slot {
 }
 
 /// What the timer task owns: completes the slot when run, kills it when dropped unrun (abandoned by
-/// a shutdown) unless the sleep is gone (its drop cancelled the task). `None` once run.
-struct Notify(Option<Arc<Slot>>);
+/// a shutdown) unless the sleep is gone (its drop cancelled the task). `None` once run. With its
+/// timer's identity: run as an [`UnfiredTask`](crate::UnfiredTask) after a shutdown, it was not
+/// fired by the timer (its deadline may be ahead) and does what its drop does.
+struct Notify(Option<Arc<Slot>>, TimerId);
 
 impl Notify {
     fn fire(mut self) {
+        if self.1.runs_unfired_here() {
+            return;
+        }
         if let Some(slot) = self.0.take() {
             slot.finish(Phase::Elapsed);
         }

@@ -247,7 +247,11 @@ impl Shared {
         // In deadline order, each reported at its deadline (`TickLength::deadline_nanos`).
         unfired.sort_by_key(|&(deadline, _)| deadline);
         let at = |deadline: Deadline| nanos_to_duration(self.time.ticks.deadline_nanos(deadline));
-        unfired.into_iter().map(|(deadline, task)| UnfiredTask { deadline: at(deadline), task }).collect()
+        let timer = self.timer_id();
+        unfired
+            .into_iter()
+            .map(|(deadline, task)| UnfiredTask { deadline: at(deadline), task, timer })
+            .collect()
     }
 }
 

@@ -445,6 +445,11 @@ impl Shared {
         self as *const Shared as usize
     }
 
+    /// This timer's identity, as its unfired tasks carry it (`unfired.rs`).
+    pub(crate) fn timer_id(&self) -> unfired::TimerId {
+        unfired::TimerId(self.id())
+    }
+
     /// Whether this thread is inside this timer's `advance` (running one of its tasks).
     fn advancing_here(&self) -> bool {
         advancing::is_advancing(self.id())

@@ -14,8 +14,10 @@
 //!
 //! The whole seam between `timer/` and the extras: `Timer::live` and the two types here, the
 //! futures' per-thread references (`refs.rs`, `Timer::local_ref`), the inert handle a refused
-//! schedule returns (`TimerHandle::refused`), and the futures' handles (`handle.rs`,
-//! `LentHandle`: a ticket, cancelled or reset through the `LiveTimer` the future holds).
+//! schedule returns (`TimerHandle::refused`), the futures' handles (`handle.rs`,
+//! `LentHandle`: a ticket, cancelled or reset through the `LiveTimer` the future holds), and the
+//! timer's identity a sleep's task keeps to know whether it runs as an unfired task
+//! (`unfired.rs`, `TimerId`).
 //!
 //! This seam is crate-internal. A public weak timer would be a second public timer type with a
 //! contract of its own (what `schedule` on a dropped timer means, what an upgraded one may do), for
@@ -40,6 +42,13 @@ impl LiveTimer {
     #[inline]
     pub(crate) fn now(&self) -> Instant {
         self.0.time().clock.now_instant()
+    }
+
+    /// The timer's identity: a wake-up task keeps it to tell a run by the timer from a run of its
+    /// [`UnfiredTask`](crate::UnfiredTask) after a shutdown (`unfired.rs`).
+    #[cfg(feature = "async")]
+    pub(crate) fn id(&self) -> super::unfired::TimerId {
+        self.0.timer_id()
     }
 
     /// [`Timer::tick`].
