@@ -7,8 +7,10 @@ use crate::support::{manual_timer, spawn_advance, ticks, Runs};
 /// With 2 slots, level-0 slot 1 serves ticks 1, 3, 5, … At tick 2 the advancing thread flushes round
 /// 1 of that bucket while the main thread schedules two tasks for round 3 into it. Adds that beat the
 /// flush leave the expiration at 1 and cascade with the flush; adds after it find the expiration reset
-/// and queue the bucket again. Either way the bucket is queued exactly once for round 3 (the second
-/// add of a round never re-queues), and B and C fire at tick 3.
+/// and queue the bucket again. Either way the bucket is queued for round 3, at most twice (once by
+/// each add that lowers its expiration: the flush's re-add and a schedule in the other lane may
+/// both find it unset; the second add of a round in one lane never re-queues), and B and C fire at
+/// tick 3.
 #[test]
 fn bucket_expiration_reset_on_reuse() {
     loom::model(|| {
@@ -23,7 +25,8 @@ fn bucket_expiration_reset_on_reuse() {
         advancer.join().unwrap();
 
         assert_eq!(a.count(), 1);
-        assert_eq!(timer.stats().queued_buckets, 1, "queued exactly once for round 3");
+        let queued = timer.stats().queued_buckets;
+        assert!((1..=2).contains(&queued), "queued for round 3, by at most two lowering adds: {queued}");
         clock.advance(ticks(1));
         assert!(timer.advance_clock(Duration::ZERO));
         assert_eq!((b.count(), c.count()), (1, 1), "round 3 fired once each");

@@ -76,3 +76,33 @@ fn schedule_into_a_passed_quarter_racing_a_flush_by_quarters() {
         assert_eq!(timer.stats().queued_buckets, 0, "no bucket left queued");
     });
 }
+
+/// Two schedulers in two lanes add to one empty bucket: X's add lowers its expiration, and the
+/// main thread's, reading it lowered, does not queue the bucket itself. An advance the main thread
+/// starts once its schedule returned must fire its task, wherever X is (`src/wheel/bucket/
+/// expiration.rs`, "Queued before lowered"): X queues the bucket before it lowers the expiration,
+/// under its lane lock, which the visit waits for. X's task fires once, in that advance or by the
+/// next tick's.
+#[test]
+fn an_add_relying_on_another_lanes_lowering_is_fired() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(4);
+        let (x, y) = (Runs::default(), Runs::default());
+        let scheduler = {
+            let (timer, x) = (timer.clone(), x.clone());
+            loom::thread::spawn(move || {
+                timer.schedule(ticks(1), x.task());
+            })
+        };
+        timer.schedule(ticks(1), y.task()); // level 0, slot 1: the same bucket, the other lane
+        clock.advance(ticks(1));
+        timer.advance_clock(Duration::ZERO);
+        assert_eq!(y.count(), 1, "a task due at tick 1, scheduled before the advance, fired in it");
+        scheduler.join().unwrap();
+        clock.advance(ticks(1)); // X's deadline is tick 1, or 2 if it scheduled after the clock moved
+        timer.advance_clock(Duration::ZERO);
+        assert_eq!((x.count(), y.count()), (1, 1), "each fired once");
+        assert!(timer.is_empty());
+        assert_eq!(timer.stats().queued_buckets, 0, "no bucket left queued");
+    });
+}

@@ -24,7 +24,7 @@ use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
 use crate::entry::{self, EntryId, Freed, Return};
 use crate::sync::{Arc, Ordering};
-use crate::wheel::{Handoff, Inserted, Popped, Readded, TimerTaskList};
+use crate::wheel::{Handoff, Popped, Readded, TimerTaskList};
 use crate::UnfiredTask;
 
 use super::advancing::Advancing;
@@ -121,23 +121,23 @@ impl Shared {
     }
 
     /// Re-adds `held`, taken out of `from` with the cursor at `cursor`; `queue` queues the bucket it
-    /// lands in if that bucket's expiration was lowered.
+    /// lands in if that lowers the bucket's expiration.
     fn readd(
         &self,
         from: &Arc<TimerTaskList>,
         held: (EntryId, Deadline),
         cursor: u64,
-        queue: impl FnOnce(u64, Arc<TimerTaskList>),
+        queue: impl Fn(u64, Arc<TimerTaskList>),
     ) {
         let Store { arena, wheel, .. } = &self.store;
-        let readded = match wheel.readd(arena, held, cursor, None) {
+        let queue = |expiration, bucket: &Arc<_>| queue(expiration, Arc::clone(bucket));
+        let readded = match wheel.readd(arena, held, cursor, None, queue) {
             // A detached drain (`drain_detached`) closed the level it goes to meanwhile.
             Readded::ShutDown => wheel.park(from, arena, held),
             readded => readded,
         };
         match readded {
-            Readded::Inserted(Inserted::Queue(expiration, bucket)) => queue(expiration, bucket),
-            Readded::Inserted(Inserted::Done) => {}
+            Readded::Inserted => {}
             // Cancelled in transit: the cancel left the slot to us, its holder.
             Readded::NotPending => entry::discard(arena, held.0),
             Readded::ShutDown => unreachable!("a park ignores the shutdown flag"),

@@ -76,8 +76,9 @@ use super::{HandleStripe, Store};
 #[cfg(test)]
 use crate::deadline::Deadline;
 use crate::entry::{self, EntryId, Retargeted, Target, Ticket};
+use crate::sync::Arc;
 use crate::sync::{AtomicUsize, Mutex, Ordering};
-use crate::wheel::{Inserted, Readded, TimerTaskList};
+use crate::wheel::{Readded, TimerTaskList};
 
 #[cfg(doc)]
 use crate::{entry::EntryState, wheel::TimingWheel};
@@ -157,9 +158,9 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, to: impl Into<Target>
     }
     // 3. Held by this call: re-added as a schedule adds, or refused if the timer is shutting down.
     let base = time.ticks.floor(time.clock.now_nanos());
-    match wheel.readd(arena, (ticket.id, deadline), base, Some(shut_down)) {
-        Readded::Inserted(Inserted::Queue(expiration, bucket)) => queue.offer(expiration, bucket),
-        Readded::Inserted(Inserted::Done) => {}
+    let queue = |expiration, bucket: &Arc<_>| queue.offer(expiration, Arc::clone(bucket));
+    match wheel.readd(arena, (ticket.id, deadline), base, Some(shut_down), queue) {
+        Readded::Inserted => {}
         // Cancelled while held: the cancel left the slot to this call (`entry/`). Seeded fault
         // `reset_leaks_cancelled` (docs/loom.md): the holder forgets to release it.
         Readded::NotPending if fault!("reset_leaks_cancelled") => {}
@@ -193,6 +194,17 @@ mod tests {
         (Arc::clone(&store.arena), Arc::clone(&store.wheel), counters)
     }
 
+    /// Re-adds `held` relative to `base`: the tick and bucket it queued, if it queued one.
+    fn readd(wheel: &TimingWheel, arena: &EntryArena, held: (EntryId, Deadline), base: u64) -> Queued {
+        let mut queued = None;
+        let readded =
+            wheel.readd(arena, held, base, None, |at, bucket| queued = Some((at, Arc::clone(bucket))));
+        assert!(matches!(readded, Readded::Inserted));
+        queued
+    }
+
+    type Queued = Option<(u64, Arc<TimerTaskList>)>;
+
     fn level_of(store: &Store, ticket: Ticket) -> Option<(usize, u64)> {
         crate::timer::position::of(store, ticket).map(|p| (p.level, p.deadline_tick))
     }
@@ -203,7 +215,7 @@ mod tests {
         let stripe = counters.local();
         let ticket = new_entry(&arena, 50, || {}).unwrap();
         let held = (ticket.id, Deadline::at_tick(50));
-        assert!(matches!(wheel.readd(&arena, held, 0, None), Readded::Inserted(Inserted::Queue(48, _))));
+        assert!(matches!(readd(&wheel, &arena, held, 0), Some((48, _))));
         assert_eq!(level_of(stripe.context(), ticket), Some((2, 50)));
         // Not in the bucket its ticket names: found where its location says.
         assert!(reset(ticket, stripe, Deadline::at_tick(5)));
@@ -228,9 +240,7 @@ mod tests {
         };
         // In a level-2 bucket (slots of 16 ticks) whose round starts at 48.
         let ticket = new_entry(&arena, 50, || {}).unwrap();
-        let Readded::Inserted(Inserted::Queue(48, bucket)) =
-            wheel.readd(&arena, (ticket.id, Deadline::at_tick(50)), 0, None)
-        else {
+        let Some((48, bucket)) = readd(&wheel, &arena, (ticket.id, Deadline::at_tick(50)), 0) else {
             panic!("not queued at 48");
         };
         assert!(reset(ticket, stripe, Deadline::at_tick(60)));
@@ -239,23 +249,21 @@ mod tests {
         // Its visit at 48 finds it not due and re-adds it by 60: level 1, round 60.
         let (cascade, due) = visit(&bucket, 48);
         assert_eq!((cascade.as_slice(), due.len()), ([(ticket.id, Deadline::at_tick(60))].as_slice(), 0));
-        let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 48, None) else {
+        let Some((60, bucket)) = readd(&wheel, &arena, cascade[0], 48) else {
             panic!("not placed by the new deadline");
         };
         assert_eq!(level_of(stripe.context(), ticket), Some((1, 60)));
         // Due at 60, it goes from there to the quarters of the level-0 bucket of 60, which fires.
         let (cascade, due) = visit(&bucket, 60);
         assert_eq!((cascade.as_slice(), due.len()), ([(ticket.id, Deadline::at_tick(60))].as_slice(), 0));
-        let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 60, None) else {
+        let Some((60, bucket)) = readd(&wheel, &arena, cascade[0], 60) else {
             panic!("not filed in level 0 at 60");
         };
         let (cascade, due) = visit(&bucket, 60);
         assert_eq!((cascade.len(), due.len()), (0, 1), "due at 60");
         // In a level-0 bucket too: later in place, then not due at its round.
         let other = new_entry(&arena, 62, || {}).unwrap();
-        let Readded::Inserted(Inserted::Queue(62, bucket)) =
-            wheel.readd(&arena, (other.id, Deadline::at_tick(62)), 60, None)
-        else {
+        let Some((62, bucket)) = readd(&wheel, &arena, (other.id, Deadline::at_tick(62)), 60) else {
             panic!("not queued at 62");
         };
         assert!(reset(other, stripe, Deadline::at_tick(63)));
@@ -270,9 +278,7 @@ mod tests {
         let (arena, wheel, counters) = parts();
         let stripe = counters.local();
         let ticket = new_entry(&arena, 50, || {}).unwrap();
-        let Readded::Inserted(Inserted::Queue(48, bucket)) =
-            wheel.readd(&arena, (ticket.id, Deadline::at_tick(50)), 0, None)
-        else {
+        let Some((48, bucket)) = readd(&wheel, &arena, (ticket.id, Deadline::at_tick(50)), 0) else {
             panic!("not queued at 48");
         };
         // The visit at 48 takes it into transit to cascade (due at 50).
@@ -286,7 +292,7 @@ mod tests {
         // A reset now writes the deadline; the driver's re-add, placing by the old one, is told.
         assert!(reset(ticket, stripe, Deadline::at_tick(60)));
         assert_eq!(level_of(stripe.context(), ticket), None, "in transit");
-        let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 48, None) else {
+        let Some((60, bucket)) = readd(&wheel, &arena, cascade[0], 48) else {
             panic!("not placed by the new deadline");
         };
         assert_eq!(level_of(stripe.context(), ticket), Some((1, 60)));
@@ -298,7 +304,7 @@ mod tests {
         };
         cascade.clear();
         assert_eq!(visit(&bucket, &mut cascade, &mut due), Popped::Visited { requeue: None });
-        let Readded::Inserted(Inserted::Queue(60, bucket)) = wheel.readd(&arena, cascade[0], 60, None) else {
+        let Some((60, bucket)) = readd(&wheel, &arena, cascade[0], 60) else {
             panic!("not filed in level 0 at 60");
         };
         assert_eq!(visit(&bucket, &mut cascade, &mut due), Popped::Visited { requeue: None });
@@ -313,10 +319,7 @@ mod tests {
         let (arena, wheel, counters) = parts();
         let stripe = counters.local();
         let ticket = new_entry(&arena, 50, || {}).unwrap();
-        assert!(matches!(
-            wheel.readd(&arena, (ticket.id, Deadline::at_tick(50)), 0, None),
-            Readded::Inserted(_)
-        ));
+        readd(&wheel, &arena, (ticket.id, Deadline::at_tick(50)), 0);
         stripe.context().shut_down.store(true, crate::sync::Ordering::SeqCst);
         assert!(reset(ticket, stripe, Deadline::at_tick(3)), "moved before the shutdown's claim");
         assert_eq!(crate::entry::status(&arena, ticket), Some(crate::entry::Status::Pending), "not dropped");

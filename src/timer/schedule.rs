@@ -3,7 +3,8 @@
 //! A schedule (any thread, no timer-wide lock), given a delay or an instant ([`When`]), reads the
 //! clock once and computes the deadline tick (`Time::deadline`), counts
 //! the entry in on the calling thread's counter stripe (`counters.rs`), and adds it to the wheel
-//! relative to the *current tick*; it queues the bucket if its expiration changed. A task already
+//! relative to the *current tick*; it queues the bucket if it lowered its expiration (under the
+//! lane lock, before the lowering: `wheel/bucket/expiration.rs`). A task already
 //! due goes to the level-0 bucket of its deadline, which is then due, so the next advance fires it
 //! (tasks never run inside `schedule`). The insert reads the shutdown flag under the bucket lane's
 //! lock (see the parent module's docs on the race with shutdown).
@@ -11,7 +12,7 @@
 use super::{HandleStripe, Shared, Store, When};
 use crate::entry::{EntryArena, EntryId, Fresh, Ticket};
 use crate::sync::Arc;
-use crate::wheel::{Inserted, ShutDown};
+use crate::wheel::ShutDown;
 use crate::{ScheduleError, TimerHandle};
 
 /// Why [`Shared::insert_new`] refused an entry, with what it had of it: the payload it was not
@@ -99,16 +100,15 @@ impl Shared {
             return Err(Refused::Fresh(fresh, full));
         };
         // The insert occupies the slot it publishes: one slot lock (`entry/`).
-        match wheel.schedule(arena, (id, &mut fresh), ticks.floor(now), &self.shut_down) {
-            Ok(Inserted::Queue(expiration, bucket)) => self.queue.offer(expiration, bucket),
-            Ok(Inserted::Done) => {}
-            Err(ShutDown) => {
-                // Never occupied, never seen by anyone else: uncount it, give the vacant slot
-                // back; the caller drops the task (still in `fresh`) or takes it back.
-                arena.free(id);
-                stripe.unschedule();
-                return Err(Refused::Fresh(fresh, ScheduleError::ShutDown));
-            }
+        let queue = |expiration, bucket: &Arc<_>| self.queue.offer(expiration, Arc::clone(bucket));
+        if let Err(ShutDown) =
+            wheel.schedule(arena, (id, &mut fresh), ticks.floor(now), &self.shut_down, queue)
+        {
+            // Never occupied, never seen by anyone else: uncount it, give the vacant slot back; the
+            // caller drops the task (still in `fresh`) or takes it back.
+            arena.free(id);
+            stripe.unschedule();
+            return Err(Refused::Fresh(fresh, ScheduleError::ShutDown));
         }
         let ticket = fresh.ticket(id).expect("an inserted entry occupies its slot");
         Ok((stripe, ticket))

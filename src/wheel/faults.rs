@@ -35,9 +35,8 @@ pub(super) fn never_lowered(current: u64) -> bool {
 }
 
 /// `lowering_not_atomic`: lowers `expiration` to `tick` with a store.
-pub(super) fn lower_by_store(expiration: &AtomicU64, tick: u64) -> bool {
+pub(super) fn lower_by_store(expiration: &AtomicU64, tick: u64) {
     expiration.store(tick, Ordering::Release);
-    true
 }
 
 /// `shutdown_flag_read_before_lock`: `TimerTaskList::insert_new` with the flag read before the
@@ -48,6 +47,7 @@ pub(super) fn insert_reading_the_flag_first(
     (entry, fresh): (EntryId, &mut Fresh),
     plan: StagePlan,
     shut_down: &AtomicBool,
+    queue: impl FnOnce(u64),
 ) -> Result<Option<u64>, ShutDown> {
     if shut_down.load(Ordering::Acquire) {
         return Err(ShutDown);
@@ -61,6 +61,7 @@ pub(super) fn insert_reading_the_flag_first(
             state.occupy(fresh, lane);
             true
         },
+        queue,
     );
     added.ok_or(ShutDown)
 }

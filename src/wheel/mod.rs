@@ -48,16 +48,6 @@ pub(crate) struct TimingWheel {
     levels: Box<[OnceLock<Level>]>,
 }
 
-/// Where an entry went: into a bucket, which the caller must queue at `Queue`'s expiration, or
-/// which is already queued early enough (`Done`).
-#[derive(Debug)]
-pub(crate) enum Inserted {
-    /// Inserted into a bucket that must now be queued at this expiration.
-    Queue(u64, Arc<TimerTaskList>),
-    /// Inserted into a bucket that is already queued early enough. Nothing more to do.
-    Done,
-}
-
 /// Why [`TimingWheel::schedule`] refused a new entry: the timer is shutting down.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct ShutDown;
@@ -65,8 +55,8 @@ pub(crate) struct ShutDown;
 /// What [`TimingWheel::readd`] did with a held entry.
 #[derive(Debug)]
 pub(crate) enum Readded {
-    /// Inserted.
-    Inserted(Inserted),
+    /// Inserted (and its bucket queued if that lowered its expiration).
+    Inserted,
     /// Not inserted: the entry is no longer pending (cancelled while held).
     NotPending,
     /// Not inserted: the timer is shutting down (only with the flag: a reset's re-add).
@@ -119,19 +109,23 @@ impl TimingWheel {
     /// bucket of its deadline relative to `base` (see the module docs), or, if it is already due,
     /// in the level-0 bucket of its deadline, so that the next advance of the clock flushes and
     /// fires it (tasks never run inside `schedule`). Refused once `shut_down` is set (see
-    /// `TimerTaskList::insert_new`); `fresh` then keeps the task.
+    /// `TimerTaskList::insert_new`); `fresh` then keeps the task. An add that lowers the bucket's
+    /// expiration calls `queue` with it and the bucket first, under its lane lock
+    /// (`bucket/expiration.rs`, "Queued before lowered").
     pub(crate) fn schedule(
         &self,
         arena: &EntryArena,
         (entry, fresh): (EntryId, &mut Fresh),
         base: u64,
         shut_down: &AtomicBool,
-    ) -> Result<Inserted, ShutDown> {
+        queue: impl FnOnce(u64, &Arc<TimerTaskList>),
+    ) -> Result<(), ShutDown> {
         let (level, slot, stage) = self.place(base, fresh.deadline());
         // `None`: the level was closed by shutdown.
         let bucket = self.bucket(level, slot).ok_or(ShutDown)?;
-        let queue = TimerTaskList::insert_new(bucket, arena, (entry, fresh), stage, shut_down)?;
-        Ok(Self::inserted(bucket, queue))
+        let queue = |expiration| queue(expiration, bucket);
+        TimerTaskList::insert_new(bucket, arena, (entry, fresh), stage, shut_down, queue)?;
+        Ok(())
     }
 
     /// Where an entry due at `tick` goes relative to `base`: its bucket, or if it is already due,
@@ -153,20 +147,23 @@ impl TimingWheel {
     /// deadline, as a schedule's does ([`place`](TimingWheel::place)): it is fired from there,
     /// marked due by the visit (`entry/`, "Re-arming"). With `shut_down` (a reset's re-add) it is
     /// refused once the flag is set, as a schedule is; without it (the driver's cascade, which
-    /// runs before the drain closes the levels) never.
+    /// runs before the drain closes the levels) never. `queue` as for
+    /// [`schedule`](TimingWheel::schedule).
     pub(crate) fn readd(
         &self,
         arena: &EntryArena,
         (entry, mut deadline): (EntryId, Deadline),
         base: u64,
         shut_down: Option<&AtomicBool>,
+        mut queue: impl FnMut(u64, &Arc<TimerTaskList>),
     ) -> Readded {
         loop {
             let (level, slot, stage) = self.place(base, deadline);
             // `None`: the level was closed by shutdown, which only a reset can meet.
             let Some(bucket) = self.bucket(level, slot) else { return Readded::ShutDown };
-            match TimerTaskList::readd(bucket, arena, (entry, deadline), stage, shut_down) {
-                Ok(queue) => return Readded::Inserted(Self::inserted(bucket, queue)),
+            let queue = |expiration| queue(expiration, bucket);
+            match TimerTaskList::readd(bucket, arena, (entry, deadline), stage, shut_down, queue) {
+                Ok(_) => return Readded::Inserted,
                 Err(Refused::NotPending) => return Readded::NotPending,
                 Err(Refused::ShutDown) => return Readded::ShutDown,
                 Err(Refused::Moved(moved)) => deadline = moved,
@@ -187,19 +184,13 @@ impl TimingWheel {
     ) -> Readded {
         loop {
             let plan = StagePlan::level0(deadline);
-            match TimerTaskList::readd(bucket, arena, (entry, deadline), plan, None) {
-                Ok(_) => return Readded::Inserted(Inserted::Done),
+            // Not queued: the expiration it may lower is never visited (see above).
+            match TimerTaskList::readd(bucket, arena, (entry, deadline), plan, None, |_| {}) {
+                Ok(_) => return Readded::Inserted,
                 Err(Refused::NotPending) => return Readded::NotPending,
                 Err(Refused::ShutDown) => unreachable!("a park ignores the shutdown flag"),
                 Err(Refused::Moved(moved)) => deadline = moved,
             }
-        }
-    }
-
-    fn inserted(bucket: &Arc<TimerTaskList>, queue: Option<u64>) -> Inserted {
-        match queue {
-            Some(at) => Inserted::Queue(at, Arc::clone(bucket)),
-            None => Inserted::Done,
         }
     }
 

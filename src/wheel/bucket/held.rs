@@ -5,7 +5,7 @@
 use super::{take_out, StagePlan, TimerTaskList};
 use crate::deadline::Deadline;
 use crate::entry::location::LaneKey;
-use crate::entry::{EntryArena, EntryId, Retargeted, Status, Target, Ticket};
+use crate::entry::{EntryArena, EntryId, EntryState, Retargeted, Status, Target, Ticket};
 use crate::sync::{AtomicBool, Ordering};
 
 /// Why [`TimerTaskList::readd`] did not insert a held entry.
@@ -21,7 +21,8 @@ pub(crate) enum Refused {
 
 impl TimerTaskList {
     /// Re-adds a held, occupied entry (a cascade, a reset: `entry/`), placed by `deadline`, as
-    /// [`insert_new`](TimerTaskList::insert_new): `Ok` with whether to queue the bucket, or why not
+    /// [`insert_new`](TimerTaskList::insert_new): `Ok` with the tick it queued the bucket at (if
+    /// it lowered its expiration), or why not
     /// ([`Refused`]): the entry is no longer pending (cancelled in transit), a reset wrote another
     /// deadline into its slot since it was placed (`entry/`, "Re-arming"), or (with `shut_down`,
     /// a reset's re-add) the timer is shutting down.
@@ -32,10 +33,11 @@ impl TimerTaskList {
         (entry, deadline): (EntryId, Deadline),
         plan: StagePlan,
         shut_down: Option<&AtomicBool>,
+        queue: impl FnOnce(u64),
     ) -> Result<Option<u64>, Refused> {
         let mut refused = Refused::ShutDown;
         let shutting_down = || shut_down.is_some_and(|flag| flag.load(Ordering::Acquire));
-        let added = this.add_with(arena, entry, plan, shutting_down, |state, _| {
+        let enter = |state: &mut EntryState<'_>, _| {
             if state.status() != Status::Pending {
                 refused = Refused::NotPending;
                 return false;
@@ -47,7 +49,8 @@ impl TimerTaskList {
                 return false;
             }
             true
-        });
+        };
+        let added = this.add_with(arena, entry, plan, shutting_down, enter, queue);
         added.ok_or(refused)
     }
 

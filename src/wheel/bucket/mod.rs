@@ -81,36 +81,17 @@
 //! early, which re-adds each entry through the wheel to where it belongs (a later round comes back to
 //! this bucket with its own, later ticks).
 //!
-//! ## The delay-queue trick
+//! ## The expiration
 //!
-//! [`set_expiration`](TimerTaskList::set_expiration) reports whether it changed the expiration; only
-//! then is the bucket pushed into the shared `DelayQueue`. An empty bucket has no expiration, so the
-//! first add of a round sets it and queues the bucket, and the rest of that round's adds do nothing
-//! more: a bucket is queued once per lane's stage per wheel cycle, and only non-empty buckets are queued.
-//!
-//! Unlike Kafka, the setter only ever *lowers* the expiration. Schedulers do not take a timer-wide
-//! lock (Kafka takes a read lock), so a scheduler working from a slightly stale view of time can add
-//! an entry of an earlier round to a bucket that already holds a later one; lowering re-queues the
-//! bucket at the earlier time, and the visit then re-adds the stage's entries through the wheel,
-//! which puts each where it belongs. Raising it could strand the earlier entry for a whole rotation.
-//!
-//! **Stale queue entries.** Lowering leaves the bucket's older, later queue entry behind. The
-//! invariant: while the expiration is `x`, the queue holds the bucket at `x` (or the driver has just
-//! popped it, or the adder that lowered it is about to push it). A popped bucket is visited if it is
-//! due at the cursor (`expiration <= c`), whatever the popped key: also when an adder lowered it
-//! between the pop and the visit, so the entries due now are not left for the next advance. The
-//! visit sets the new expiration under every lane's lock (the earliest `visit_at` left, or `c + 1` for an
-//! unfinished chunk, or none), always after the cursor but for a level-0 bucket's quarters left
-//! (at the cursor, re-visited in the same round), and the driver queues it. A popped bucket
-//! that is not due is a stale entry (a visit raised the expiration since) and nothing is done. Only
-//! the visit raises the expiration, and it queues what it sets, so stale entries are bounded by
-//! lowerings and die out.
+//! The expiration is lowered by adds, which queue the bucket in the timer's delay queue first, and
+//! raised only by visits (`expiration.rs`, "The delay-queue trick").
 //!
 //! ## Locking
 //!
 //! A lane lock is taken before any slot lock (see `entry/`); several lane locks only by a visit or
 //! a flush, every lane in lane order (held in a fixed array of [`MAX_BUCKET_LANES`] guards: no
-//! allocation per visit). No callback ever runs under them.
+//! allocation per visit). No user code runs under them; an add that lowers the expiration queues
+//! the bucket under its lane lock (lane lock, then the queue's).
 
 use std::fmt;
 
@@ -245,32 +226,11 @@ impl TimerTaskList {
         self.key
     }
 
-    /// The tick at which this bucket is next to be visited, or [`NO_EXPIRATION`].
-    pub(crate) fn expiration(&self) -> u64 {
-        self.expiration.load(Ordering::Acquire)
-    }
-
-    /// Lowers the expiration to `tick` (see the module docs); `true` iff it changed, in which case
-    /// the caller must queue the bucket at `tick`. Called with a lane's lock held.
-    fn set_expiration(&self, tick: u64) -> bool {
-        let current = self.expiration.load(Ordering::Acquire);
-        if tick >= current || faults::never_lowered(current) {
-            // The common case, a read only: the line stays shared between the lanes' adders.
-            return false;
-        }
-        // An add in another lane may be lowering it at the same time: one atomic step, so that
-        // exactly the adds that lowered it queue the bucket, and none raises it back. (Only a visit
-        // raises it, holding every lane's lock.)
-        if fault!("lowering_not_atomic") {
-            return faults::lower_by_store(&self.expiration, tick);
-        }
-        self.expiration.fetch_min(tick, Ordering::AcqRel) > tick
-    }
-
     /// Inserts a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`'s
     /// contents in the same critical section that sets its location (`entry/`), in the calling
-    /// thread's lane, in the stage `plan` names (see [`add_with`](TimerTaskList::add_with)). With
-    /// `Ok(Some(tick))` the caller must queue the bucket at `tick`.
+    /// thread's lane, in the stage `plan` names (see [`add_with`](TimerTaskList::add_with)).
+    /// `Ok(Some(tick))` if it lowered the expiration to `tick`, having queued the bucket there with
+    /// `queue`.
     ///
     /// The flag `shut_down` is read under the lane lock and the entry is refused if it is set: the
     /// shutdown drain sets the flag before it locks every bucket, so an entry is either refused
@@ -282,23 +242,32 @@ impl TimerTaskList {
         (entry, fresh): (EntryId, &mut Fresh),
         plan: StagePlan,
         shut_down: &AtomicBool,
+        queue: impl FnOnce(u64),
     ) -> Result<Option<u64>, ShutDown> {
         if fault!("shutdown_flag_read_before_lock") {
-            return faults::insert_reading_the_flag_first(this, arena, (entry, fresh), plan, shut_down);
+            return faults::insert_reading_the_flag_first(
+                this,
+                arena,
+                (entry, fresh),
+                plan,
+                shut_down,
+                queue,
+            );
         }
         let refused = || shut_down.load(Ordering::Acquire);
-        let added = this.add_with(arena, entry, plan, refused, |state, lane| {
+        let enter = |state: &mut EntryState<'_>, lane| {
             state.occupy(fresh, lane);
             true
-        });
+        };
+        let added = this.add_with(arena, entry, plan, refused, enter, queue);
         added.ok_or(ShutDown)
     }
 
     /// What both adds do: under the calling thread's lane lock, unless `refused()`, and then under
     /// the slot lock, if `enter` admits the entry, inserts it in the stage `plan` names, lowering
-    /// that stage's ticks to the plan's and the bucket's expiration to the stage's `visit_at`.
-    /// `None` if refused or not admitted; else `Some(tick)` if the caller must queue the bucket at
-    /// `tick`.
+    /// that stage's ticks to the plan's and the bucket's expiration to the stage's `visit_at` (having
+    /// queued the bucket there with `queue`: `expiration.rs`). `None` if refused or not admitted;
+    /// else `Some(tick)` if it lowered the expiration to `tick`.
     #[inline(always)]
     pub(in crate::wheel) fn add_with(
         &self,
@@ -307,6 +276,7 @@ impl TimerTaskList {
         plan: StagePlan,
         refused: impl FnOnce() -> bool,
         enter: impl FnOnce(&mut EntryState<'_>, LaneKey) -> bool,
+        queue: impl FnOnce(u64),
     ) -> Option<Option<u64>> {
         let lane = self.local_lane();
         let mut stages = self.lane(lane).stages.lock();
@@ -329,7 +299,7 @@ impl TimerTaskList {
         stage.opens = stage.opens.min(plan.opens);
         stage.due = stage.due.min(plan.due);
         let visit_at = stage.visit_at();
-        Some(self.set_expiration(visit_at).then_some(visit_at))
+        Some(self.lower_expiration(visit_at, queue).then_some(visit_at))
     }
 
     /// Takes the entry `ticket` names out of lane `lane` of this bucket if it is there, and
@@ -490,6 +460,7 @@ impl fmt::Debug for TimerTaskList {
     }
 }
 
+mod expiration;
 mod held;
 mod lanes;
 pub(crate) use held::Refused;

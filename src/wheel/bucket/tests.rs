@@ -79,7 +79,7 @@ fn add_all(
 ) -> Vec<Option<u64>> {
     es.iter()
         .map(|e| {
-            TimerTaskList::readd(bucket, arena, held(arena, e), plan, None)
+            TimerTaskList::readd(bucket, arena, held(arena, e), plan, None, |_| {})
                 .expect("a pending entry is inserted")
         })
         .collect()
@@ -213,7 +213,7 @@ fn removal_in_any_order_keeps_every_location_exact() {
     let bucket = Arc::new(TimerTaskList::new(0, 0, LANES));
     let es = entries(arena, 1_000);
     for e in &es {
-        assert!(TimerTaskList::readd(&bucket, arena, held(arena, e), at(5), None).is_ok());
+        assert!(TimerTaskList::readd(&bucket, arena, held(arena, e), at(5), None, |_| {}).is_ok());
     }
     // FIFO-ish, then LIFO-ish, then scattered removals, checking locations after each.
     let mut order: Vec<usize> = (0..300).collect();
@@ -315,12 +315,12 @@ fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let flag = AtomicBool::new(true);
     let mut fresh = Fresh::new(Deadline::at_tick(5), || {}, arena, crate::entry::StampBy::Timer).unwrap();
     let id = arena.alloc().unwrap();
-    let refused = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag);
+    let refused = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag, |_| {});
     assert_eq!(refused, Err(ShutDown));
     assert_eq!(fresh.ticket(id), None, "the task stays with the scheduler, the slot vacant");
     assert!(!arena.lock(id).is_occupied());
     flag.store(false, Ordering::Relaxed);
-    let inserted = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag);
+    let inserted = TimerTaskList::insert_new(&bucket, arena, (id, &mut fresh), at(5), &flag, |_| {});
     assert_eq!(inserted, Ok(Some(5)), "the first add queues the bucket");
     let ticket = fresh.ticket(id).expect("occupied by the insert");
     assert_eq!(ticket.bucket, LaneKey::new(bucket.key(), local_lane()));
@@ -328,7 +328,7 @@ fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let es = entries(arena, 1);
     assert!(arena.lock(es[0].id).claim_for_test(Status::Cancelled));
     assert_eq!(
-        TimerTaskList::readd(&bucket, arena, held(arena, &es[0]), at(5), None),
+        TimerTaskList::readd(&bucket, arena, held(arena, &es[0]), at(5), None, |_| {}),
         Err(Refused::NotPending),
         "a cancelled entry stays out"
     );
@@ -336,11 +336,11 @@ fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let es = entries(arena, 1);
     let placed_by = Deadline::at_tick(4);
     assert_ne!(held(arena, &es[0]).1, placed_by);
-    let moved = TimerTaskList::readd(&bucket, arena, (es[0].id, placed_by), at(5), None);
+    let moved = TimerTaskList::readd(&bucket, arena, (es[0].id, placed_by), at(5), None, |_| {});
     assert_eq!(moved, Err(Refused::Moved(held(arena, &es[0]).1)));
     // With the flag (a reset's re-add), refused once shutting down.
     flag.store(true, Ordering::Relaxed);
-    let refused = TimerTaskList::readd(&bucket, arena, held(arena, &es[0]), at(5), Some(&flag));
+    let refused = TimerTaskList::readd(&bucket, arena, held(arena, &es[0]), at(5), Some(&flag), |_| {});
     assert_eq!(refused, Err(Refused::ShutDown));
     assert!(arena.lock(es[0].id).claim_for_test(Status::Cancelled));
     let flushed: Vec<_> = bucket.flush(arena).into_iter().map(|(entry, _)| entry).collect();
