@@ -94,6 +94,7 @@ impl LaneKey {
 pub(crate) struct Location(NonZeroU64);
 
 impl Location {
+    #[inline(always)]
     pub(crate) fn new(lane: LaneKey, stage: usize, index: u64) -> Location {
         debug_assert!(index < INDEX_LIMIT && u64::from(lane.0) + 1 < 1 << (KEY_BITS + LANE_BITS));
         let word =

@@ -318,6 +318,7 @@ pub(crate) enum Fire {
 
 impl EntryState<'_> {
     /// Makes the vacant slot's new occupant out of `fresh` (its holder, under the slot lock).
+    #[inline(always)]
     pub(crate) fn occupy(&mut self, fresh: &mut Fresh, bucket: LaneKey) {
         debug_assert!(!self.is_occupied());
         fresh.bucket = bucket;

@@ -71,6 +71,7 @@ impl Shared {
     /// `payload` with `make` (`Err` when the task slab has no room: the payload, if it is still
     /// there), takes a slot and inserts it relative to the tick of `now`. Returns the counter stripe
     /// it was counted on and its ticket.
+    #[inline(always)]
     pub(super) fn insert_new<P>(
         &self,
         now: u64,

@@ -90,6 +90,7 @@ impl TimingWheel {
 
     /// The bucket at `level`/`slot`, creating the level on first use (exactly once). `None` if the
     /// level was closed by [`close_levels`](TimingWheel::close_levels) before it was ever used.
+    #[inline(always)]
     pub(crate) fn bucket(&self, level: usize, slot: usize) -> Option<&Arc<TimerTaskList>> {
         let level_buckets = self.levels[level].get_or_init(|| Level {
             buckets: (0..self.wheel_size as usize)

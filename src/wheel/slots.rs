@@ -39,6 +39,7 @@ impl Slots {
     /// The absolute index the next [`push`](Slots::push) will get. If it would not fit a
     /// location ([`INDEX_LIMIT`]: only after ~2^37 pushes into a list that never emptied), every
     /// entry is first renumbered from zero.
+    #[inline(always)]
     pub(crate) fn next_index(&mut self, arena: &EntryArena) -> u64 {
         if self.end() >= INDEX_LIMIT {
             self.renumber(arena, true);
@@ -57,6 +58,7 @@ impl Slots {
     }
 
     /// Appends an entry at [`next_index`](Slots::next_index).
+    #[inline(always)]
     pub(crate) fn push(&mut self, entry: EntryId) {
         self.entries.push_back(Some(entry));
         self.live += 1;

@@ -51,12 +51,21 @@ impl TimerTaskList {
     /// Lowers the expiration to `tick` if that is earlier, having first queued the bucket at
     /// `tick` with `queue` (see the module docs); `true` iff it did. Called with a lane's lock
     /// held.
+    #[inline(always)]
     pub(super) fn lower_expiration(&self, tick: u64, queue: impl FnOnce(u64)) -> bool {
         let current = self.expiration.load(Ordering::Acquire);
         if tick >= current || faults::never_lowered(current) {
             // The common case, a read only: the line stays shared between the lanes' adders.
             return false;
         }
+        self.queue_and_lower(tick, queue);
+        true
+    }
+
+    /// The lowering itself, once per bucket and round: out of the adds' line.
+    #[cold]
+    #[inline(never)]
+    fn queue_and_lower(&self, tick: u64, queue: impl FnOnce(u64)) {
         // An add in another lane may be lowering it at the same time: one atomic step, so that none
         // raises it back. (Only a visit raises it, holding every lane's lock.)
         let lower = |expiration: &AtomicU64| {
@@ -75,6 +84,5 @@ impl TimerTaskList {
             queue(tick);
             lower(&self.expiration);
         }
-        true
     }
 }
