@@ -104,6 +104,31 @@ fn closures_that_panic_on_drop_are_dropped_by_the_timers_drop_without_panicking_
 }
 
 #[test]
+fn values_that_panic_on_drop_are_dropped_by_the_queues_drop_without_panicking_it() {
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            panic!("dropping this value panics (expected by this test)");
+        }
+    }
+    let (clock, timer) = manual_timer(ms(1), 4);
+    let queue = delaywheel::queue::DelayQueue::with_timer(timer);
+    let drops = Arc::new(AtomicUsize::new(0));
+    for delay in [1, 1, 1, 2, 9, 9] {
+        queue.insert(Counted(Arc::clone(&drops)), ms(delay));
+    }
+    clock.advance(ms(1));
+    queue.advance_clock(Duration::ZERO);
+    // Taking one moves the batch to the taking side (the value taken is ours: its drop panics here).
+    assert!(panic::catch_unwind(AssertUnwindSafe(|| drop(queue.try_recv()))).is_err());
+    clock.advance(ms(1));
+    queue.advance_clock(Duration::ZERO);
+    drop(queue); // two values on the taking side, one arrived, two pending: each drop panics, caught
+    assert_eq!(drops.load(Ordering::SeqCst), 6, "expired (taken, taking side, arrived) and pending");
+}
+
+#[test]
 fn a_zero_delay_scheduled_mid_tick_runs_at_the_next_advance() {
     let (clock, timer) = manual_timer(ms(1), 8);
     let log = FireLog::default();

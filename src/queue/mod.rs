@@ -121,7 +121,9 @@ impl fmt::Debug for Key {
 /// Dropping the queue stops its timer and drops every value it holds, expired or pending, before
 /// it returns. The one exception is a batch of values that the timer's driver thread is handing
 /// over at that moment: the drop does not wait for an advance under way (it may be running a task
-/// scheduled on [`timer`](Self::timer)), and the driver drops those values as it finishes.
+/// scheduled on [`timer`](Self::timer)), and the driver drops those values as it finishes. A
+/// value whose `Drop` panics is dropped all the same, the panic caught: the drop goes on with the
+/// others and does not panic.
 /// Deadlines are instants on the timer's clock ([`Timer::now`]): with a
 /// [`ManualClock`](crate::ManualClock), the queue is as deterministic as its timer.
 ///

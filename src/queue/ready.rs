@@ -200,6 +200,9 @@ impl<T> Ready<T> {
     }
 
     /// The queue is dropped: drops every expired value it holds, now, and any that arrives later.
+    /// Each value is dropped on its own, a panic of its `Drop` caught, as the timer's drop does
+    /// with the pending ones: one that panics stops neither the others' drops nor the queue's (and
+    /// a second would otherwise abort the process, panicking while the first unwinds).
     pub(super) fn discard(&self) {
         let taking = mem::take(&mut *self.taking.lock());
         let arrived = {
@@ -207,7 +210,9 @@ impl<T> Ready<T> {
             arrived.discarding = true;
             mem::take(&mut arrived.values)
         };
-        drop((taking, arrived));
+        for expired in taking.into_iter().chain(arrived) {
+            drop_caught(expired);
+        }
     }
 
     /// The timer shut down: consumers take what expired and then wait no more; wakes every
