@@ -17,7 +17,10 @@
 //! Every tick obeys the sleep's rules: never before its due time on the timer's clock, at most a
 //! tick after when the interval is polled in time. The instant returned is the due time, not the
 //! time of the poll. Once the timer has shut down (or is gone), an interval yields no more ticks:
-//! `poll_tick` returns `Pending` for good (never a panic), as a dead [`Sleep`] does.
+//! `poll_tick` returns `Pending` for good (never a panic), as a dead [`Sleep`] does. So does an
+//! interval whose next tick's sleep the timer refuses (its
+//! [`max_pending`](crate::TimerBuilder::max_pending) reached, or the tick beyond its range), as a
+//! refused re-arm ends a [`Repeat`](crate::Repeat): the sleep is dead, and nothing re-arms it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -105,7 +108,9 @@ impl Timer {
 /// * **Never early**: a tick completes only once its due time has passed on the timer's clock.
 /// * **Exactly once**: each due instant is returned once (with `Skip`, missed ones never).
 /// * **Cancel-safe**: dropping a `tick()` future before it completes loses no tick.
-/// * **Never a panic**: after its timer shuts down, it yields no more ticks.
+/// * **Never a panic**: after its timer shuts down, it yields no more ticks; nor after the timer
+///   refuses a tick's wake-up ([`max_pending`](crate::TimerBuilder::max_pending) reached, or the
+///   tick beyond the timer's range).
 ///
 /// It is a [`Stream`](futures_core::Stream) of those instants too (never ending). It is `'static`,
 /// `Send`, `Sync` and `Unpin`, and holds a weak reference to the timer.

@@ -234,6 +234,23 @@ fn after_shutdown_an_interval_yields_no_more_ticks() {
     assert!(interval.poll_tick(&mut cx()).is_pending());
 }
 
+#[test]
+fn an_interval_whose_next_tick_the_timer_refuses_yields_no_more_ticks() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().clock(clock.clone()).manual().max_pending(1).build();
+    let mut interval = timer.interval(ms(10));
+    assert!(interval.poll_tick(&mut cx()).is_ready());
+    advance(&clock, &timer, ms(10));
+    let blocker = timer.schedule(ms(1000), || {}); // the one pending task the timer takes
+    assert!(interval.poll_tick(&mut cx()).is_ready(), "the tick due at 10 ms");
+    assert!(blocker.cancel()); // room again, but the next tick's sleep was refused
+    for _ in 0..3 {
+        advance(&clock, &timer, ms(10));
+        assert!(interval.poll_tick(&mut cx()).is_pending(), "dead, as after a shutdown; never a panic");
+    }
+    assert!(timer.is_empty());
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn tokio_current_thread_ticks_never_early() {
     let timer = Timer::new();
