@@ -284,11 +284,12 @@ fn shutdown_from_a_task_on_an_executor_thread_works() {
         let timer = Arc::new(Timer::builder().tick(ms(1)).execution(TaskExecution::Threads(2)).build());
         let (tx, rx) = mpsc::channel();
         let weak = Arc::downgrade(&timer);
+        // Scheduled first: the task due in 1 ms may run before a later schedule on a busy machine.
+        let _ = timer.schedule(Duration::from_secs(60), || {});
         let _ = timer.schedule(ms(1), move || {
             let unfired = weak.upgrade().unwrap().shutdown();
             tx.send(unfired.len()).unwrap();
         });
-        let _ = timer.schedule(Duration::from_secs(60), || {});
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
         assert_eq!(timer.stats().panicked, 0, "shutdown must not panic on an executor thread");
     });
