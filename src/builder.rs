@@ -28,6 +28,11 @@ pub const DEFAULT_WHEEL_SIZE: usize = 512;
 /// with 16); Netty's largest useful wheels are far below it.
 pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 
+/// The most pending tasks a timer holds, and the largest [`TimerBuilder::capacity`]: 2^32 - 2, the
+/// slots its arena can number (48 bytes each: all of them are 206 GB). A schedule beyond it is
+/// refused with [`ScheduleError::TooManyPending`](crate::ScheduleError::TooManyPending).
+pub const MAX_CAPACITY: usize = u32::MAX as usize - 1;
+
 /// Where fired tasks run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -195,6 +200,9 @@ impl TimerBuilder {
     /// that knows its load pays that at start-up instead, as tokio-util's
     /// `DelayQueue::with_capacity` and the warm-up of the source articles do. The slots stay: a
     /// timer never holds fewer than it ever held (48 bytes each; 1,000,000 are 48 MB).
+    /// More than [`MAX_CAPACITY`] makes [`try_build`](TimerBuilder::try_build) fail with
+    /// [`BuildError::CapacityTooLarge`] before anything is allocated; below it, the memory asked
+    /// for is allocated and written at once, so a capacity beyond the host's memory exhausts it.
     ///
     /// It covers the tasks' slots and closures of up to 16 bytes; bigger closures' blocks
     /// (`schedule`'s "What a task's size costs") and the buckets' lists grow on first use.
@@ -270,6 +278,9 @@ impl TimerBuilder {
         let bucket_lanes = self.bucket_lanes.unwrap_or_else(default_lanes);
         if !bucket_lanes.is_power_of_two() || !(MIN_BUCKET_LANES..=MAX_BUCKET_LANES).contains(&bucket_lanes) {
             return Err(BuildError::InvalidBucketLanes(bucket_lanes));
+        }
+        if self.capacity > MAX_CAPACITY {
+            return Err(BuildError::CapacityTooLarge(self.capacity));
         }
         let config = Config {
             ticks,

@@ -237,7 +237,9 @@ mod timer;
 mod unwind;
 mod wheel;
 
-pub use builder::{TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE};
+pub use builder::{
+    TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_CAPACITY, MAX_WHEEL_SIZE,
+};
 pub use clock::ManualClock;
 pub use global::{global, GLOBAL_THREAD_NAME};
 #[cfg(feature = "async")]

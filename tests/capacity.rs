@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use delaywheel::{ManualClock, Timer};
+use delaywheel::{BuildError, ManualClock, Timer, MAX_CAPACITY};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -35,4 +35,13 @@ fn a_timer_built_with_capacity_fires_and_cancels_as_any_other() {
     timer.advance_clock(Duration::ZERO);
     assert_eq!(fired.load(Ordering::SeqCst), 10_000);
     assert!(timer.is_empty());
+}
+
+#[test]
+fn a_capacity_beyond_what_a_timer_holds_is_refused_before_anything_is_allocated() {
+    for tasks in [MAX_CAPACITY + 1, usize::MAX] {
+        let err = Timer::builder().manual().capacity(tasks).try_build().unwrap_err();
+        assert!(matches!(err, BuildError::CapacityTooLarge(t) if t == tasks), "{err}");
+        assert!(err.to_string().contains(&MAX_CAPACITY.to_string()), "{err}");
+    }
 }

@@ -23,6 +23,9 @@ pub enum BuildError {
     /// [`TimerBuilder::bucket_lanes`](crate::TimerBuilder::bucket_lanes) is not a power of two
     /// from 2 to 16.
     InvalidBucketLanes(usize),
+    /// [`TimerBuilder::capacity`](crate::TimerBuilder::capacity) asks for more than
+    /// [`MAX_CAPACITY`](crate::builder::MAX_CAPACITY) tasks, the most a timer can hold.
+    CapacityTooLarge(usize),
     /// The driver or an executor thread could not be started.
     Spawn(std::io::Error),
 }
@@ -48,6 +51,13 @@ impl fmt::Display for BuildError {
             }
             BuildError::InvalidBucketLanes(lanes) => {
                 write!(f, "timer bucket lanes must be a power of two from 2 to 16, got {lanes}")
+            }
+            BuildError::CapacityTooLarge(tasks) => {
+                write!(
+                    f,
+                    "timer capacity must be at most {} tasks, got {tasks}",
+                    crate::builder::MAX_CAPACITY
+                )
             }
             BuildError::Spawn(err) => write!(f, "could not start a timer thread: {err}"),
         }

@@ -37,7 +37,7 @@ use crate::builder::{Config, TaskExecution, TimerBuilder};
 use crate::clock::nanos_to_duration;
 use crate::delay_queue::{DelayQueue, Timeline};
 use crate::driver::{Driver, Executor};
-use crate::entry::EntryArena;
+use crate::entry::{EntryArena, EntryId};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wheel::TimingWheel;
 
@@ -163,6 +163,7 @@ impl Timer {
     }
 
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
+        const _: () = assert!(EntryId::MAX_INDEX as usize == crate::builder::MAX_CAPACITY);
         let arena = Arc::new(EntryArena::new());
         arena.reserve(config.capacity);
         let wheel = Arc::new(TimingWheel::with_lanes(config.wheel_size, config.bucket_lanes));
