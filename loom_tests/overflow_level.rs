@@ -31,5 +31,6 @@ fn overflow_level_created_once() {
         assert!(timer.advance_clock(Duration::ZERO));
         assert_eq!((a.count(), b.count()), (1, 1), "no task lost");
         assert!(timer.is_empty());
+        assert_eq!(timer.stats().queued_buckets, 0, "a second queue entry is popped too");
     });
 }

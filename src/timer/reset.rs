@@ -50,7 +50,8 @@
 //! refused it (the list has it); one counted after the wait finds no entry pending in a bucket, since
 //! the flush and the scan took them all, and returns `false` (the task comes back from the drain
 //! with its old deadline). The wait is short: a reset in flight runs no user code and takes only
-//! lane and slot locks, which the drain does not hold while it waits. (loom model `reset::earlier_reset_racing_shutdown`; seeded fault
+//! lane and slot locks, and the delay queue's inside a lane lock, none of which the drain holds
+//! while it waits. (loom model `reset::earlier_reset_racing_shutdown`; seeded fault
 //! `reset_drops_refused_entry`: the reset abandons the entry itself.)
 //!
 //! A rewrite in place racing shutdown: the drain takes the entry out of its bucket under the slot

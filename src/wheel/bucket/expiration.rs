@@ -5,8 +5,9 @@
 //!
 //! An add queues the bucket in the timer's `DelayQueue` only when it lowers the expiration. An
 //! empty bucket has no expiration, so the first add of a round sets it and queues the bucket, and
-//! the rest of that round's adds do nothing more: a bucket is queued once per lane's stage per
-//! wheel cycle, and only non-empty buckets are queued.
+//! the rest of that round's adds do nothing more: barring adds in several lanes at the same moment
+//! (below), a bucket is queued once per lane's stage per wheel cycle, and only non-empty buckets
+//! are queued.
 //!
 //! Unlike Kafka, an add only ever *lowers* the expiration. Schedulers do not take a timer-wide
 //! lock (Kafka takes a read lock), so a scheduler working from a slightly stale view of time can add
@@ -16,7 +17,8 @@
 //!
 //! **Queued before lowered.** The add that lowers the expiration to `x` queues the bucket at `x`
 //! first, then lowers it, both under its lane lock. The invariant: while the expiration is `x`,
-//! the queue holds the bucket at `x`, or the driver has popped it and is about to visit it. An add
+//! the queue holds the bucket at `x`, or the driver has popped it and is about to visit it, or has
+//! visited it and is about to queue it at the `x` its visit set. An add
 //! in another lane that reads the lowered expiration does not queue the bucket again: it relies on
 //! that queue entry, and the lowering (`AcqRel`) orders the push before its read. Had the lowering
 //! come first, a scheduler preempted between the two would leave the bucket unqueued for as long as
@@ -24,8 +26,9 @@
 //! late by the preemption, and fired after entries due later (loom model
 //! `schedule_vs_flush::an_add_relying_on_another_lanes_lowering_is_fired`, seeded fault
 //! `queued_after_lowering`). A pop of the bucket at `x` cannot be visited before the lowering
-//! either: the visit takes every lane's lock, the adder's too. An add that lowers it while another
-//! lane's add lowers it further queues it too: one stale entry more.
+//! either: the visit takes every lane's lock, the adder's too. Adds in two lanes that both find the
+//! expiration above their own both queue the bucket (at the same tick, or at two: one entry more,
+//! visited or found stale at its turn): at most one queue entry per add that finds it above.
 //!
 //! **Stale queue entries.** Lowering leaves the bucket's older, later queue entry behind. A popped
 //! bucket is visited if it is due at the cursor (`expiration <= c`), whatever the popped key: also
@@ -49,8 +52,8 @@ impl TimerTaskList {
     }
 
     /// Lowers the expiration to `tick` if that is earlier, having first queued the bucket at
-    /// `tick` with `queue` (see the module docs); `true` iff it did. Called with a lane's lock
-    /// held.
+    /// `tick` with `queue` (see the module docs); `true` iff it queued it (an add in another lane
+    /// may have lowered it further meanwhile). Called with a lane's lock held.
     #[inline(always)]
     pub(super) fn lower_expiration(&self, tick: u64, queue: impl FnOnce(u64)) -> bool {
         let current = self.expiration.load(Ordering::Acquire);

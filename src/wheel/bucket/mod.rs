@@ -34,8 +34,9 @@
 //!
 //! * An **add** takes its lane's lock (then the slot's), inserts, and lowers the expiration under
 //!   it, as with one lock; but two lanes' adds may lower it at once, so a lowering is one atomic
-//!   `fetch_min` (after a plain load, so the common add writes nothing shared): exactly the adds
-//!   that lowered it queue the bucket, and none raises it back.
+//!   `fetch_min` (after a plain load, so the common add writes nothing shared), which none raises
+//!   back. Each add that finds the expiration above its own queues the bucket first
+//!   (`expiration.rs`).
 //! * A **cancel** takes the lock of the lane its ticket names (the one the entry was added to), and
 //!   if the entry has moved, that of the lane its location names (`entry/location.rs`, `timer/cancel.rs`):
 //!   one lane lock at a time.
@@ -229,8 +230,8 @@ impl TimerTaskList {
     /// Inserts a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`'s
     /// contents in the same critical section that sets its location (`entry/`), in the calling
     /// thread's lane, in the stage `plan` names (see [`add_with`](TimerTaskList::add_with)).
-    /// `Ok(Some(tick))` if it lowered the expiration to `tick`, having queued the bucket there with
-    /// `queue`.
+    /// `Ok(Some(tick))` if it queued the bucket at `tick` with `queue`, having found the expiration
+    /// later.
     ///
     /// The flag `shut_down` is read under the lane lock and the entry is refused if it is set: the
     /// shutdown drain sets the flag before it locks every bucket, so an entry is either refused
@@ -267,7 +268,7 @@ impl TimerTaskList {
     /// the slot lock, if `enter` admits the entry, inserts it in the stage `plan` names, lowering
     /// that stage's ticks to the plan's and the bucket's expiration to the stage's `visit_at` (having
     /// queued the bucket there with `queue`: `expiration.rs`). `None` if refused or not admitted;
-    /// else `Some(tick)` if it lowered the expiration to `tick`.
+    /// else `Some(tick)` if it queued the bucket at `tick`, having found the expiration later.
     #[inline(always)]
     pub(in crate::wheel) fn add_with(
         &self,
