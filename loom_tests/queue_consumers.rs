@@ -1,4 +1,4 @@
-//! The delay queue of values' consumer side (`src/queue/ready.rs`): a consumer that finds nothing
+//! The delay queue of values' consumer side (`src/queue/ready/`): a consumer that finds nothing
 //! to take registers to be woken, and must be woken when the queue becomes empty, whether a remove
 //! (holding no queue lock) or another consumer's take (under the taking lock) empties it.
 //!

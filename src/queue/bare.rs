@@ -10,7 +10,7 @@
 //! that would make them more than `limit` first takes every kept waker out and wakes it (a
 //! **purge**). The wake is spurious, which the `Future` and `Stream` contracts allow: a task still
 //! waiting polls again and registers again; a task that is gone has its waker dropped. For the
-//! queue's protocol (`ready.rs`) a purge is one more wake that takes the wakers: it lowers
+//! queue's protocol (`ready/`) a purge is one more wake that takes the wakers: it lowers
 //! `waiting` under the arrival lock, and the tasks it took are woken after the locks are released.
 //! The scan that finds a task polling again goes over the kept wakers only, so it is bounded too.
 //!

@@ -11,7 +11,7 @@
 //! and is exact when no call is in flight.
 //!
 //! Deciding that the queue **became empty**, which wakes waiting consumers, needs more than a read:
-//! `ready.rs`'s module docs give that protocol.
+//! the module docs of `ready/` give that protocol.
 
 use crate::sync::striped::{InOut, Striped};
 

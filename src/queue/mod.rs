@@ -20,11 +20,11 @@
 //!   (`len`, striped per thread: `len.rs`) goes up first, so it never lags a consumer's count-out.
 //! * **remove**: a cancel that hands the value back; `None` once the entry was claimed (fired) or
 //!   the key's generation no longer matches its slot. It counts the value out, and wakes the
-//!   waiting consumers if that left the queue empty (`ready.rs`).
+//!   waiting consumers if that left the queue empty (`ready/`).
 //! * **reset**: the timer's reset of the entry, which also rewrites the deadline the value carries.
 //! * **expire**: the timer's firing claims the entry and hands the values of each fired batch to
 //!   the queue (this module's `ValueSink`), which appends them to the ready list's arrivals
-//!   (`ready.rs`) under one lock per batch and wakes every waiting consumer (each wake caught: a
+//!   (`ready/`) under one lock per batch and wakes every waiting consumer (each wake caught: a
 //!   waker that panics ends neither the timer's thread nor the other wakes; the timer counts it in
 //!   `TimerStats::panicked`).
 //! * **consume**: take the oldest value from the ready list's taking side, which a consumer
