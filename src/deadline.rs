@@ -14,10 +14,10 @@
 //! encodings:
 //!
 //! ```text
-//!  63  62     58 57                                                 s s-1                 0
-//! [ 0 | s - 10 | tick: the first tick boundary at or after the deadline | fraction (s bits)   ]  exact
-//!  63 62                                                            8 7                     0
-//! [ 1 | tick                                                          | rank (8)            ]  far
+//!  63  62     58 57                                            s+1   s  s-1                0
+//! [ 0 | s - 10 | tick: the first tick boundary at or after the deadline | P | fraction (s bits) ]  exact
+//!  63 62                                                              8 7                     0
+//! [ 1 | tick                                                            | rank (8)              ]  far
 //! ```
 //!
 //! An **exact** word keeps where the deadline falls in the interval `(tick - 1, tick]` as a
@@ -25,11 +25,21 @@
 //! are at least 1 µs). The fraction scales the nanoseconds by about `2^s / tick_nanos` (at least
 //! 1), so it gives the nanoseconds back exactly ([`Fractions`]): a task's deadline reads back as
 //! the instant it was given, to the nanosecond (`TimerHandle::deadline`). A tick must leave room
-//! for the fraction in 58 bits, which holds up to 2^57 nanoseconds of the clock (4.5 years)
-//! whatever the tick; later deadlines, and those of ticks over 2^41 ns (36 minutes), are **far**
-//! words, which keep their 256th of the tick (the **rank**) and read back rounded up to their
-//! tick. Exact words are below every far one and their ticks below every far tick, so within one
-//! timer, whose exact words all have the same `s`, comparing two words compares deadlines.
+//! for the fraction and `P` in 58 bits, which holds up to 2^56 nanoseconds of the clock (2.3
+//! years) whatever the tick; later deadlines, and those of ticks over 2^41 ns (36 minutes), are
+//! **far** words, which keep their 256th of the tick (the **rank**) and read back rounded up to
+//! their tick. Exact words are below every far one and their ticks below every far tick, so within
+//! one timer, whose exact words all have the same `s`, comparing two words compares deadlines (but
+//! for `P`, below).
+//!
+//! **Passed within the tick under way** (`P`). A deadline already passed when it is set must fire
+//! by the next advance, also mid-tick (`clock/`): one in the interval `(f, now]`, `f` the last
+//! boundary, is filed at tick `f`, which is due, although its own tick is `f + 1`. Its word has
+//! tick `f`, `P` set and the fraction of its place in `(f, f + 1]`: it reads back exactly, sorts
+//! after every deadline of tick `f` itself, among others like it by deadline, and before every
+//! word of tick `f + 1`, also those of earlier deadlines (it fires before them: a batch holds one
+//! tick's words, and the shutdown sorts what it hands back by the instants). Its rank is the last (255), so it is placed and counted with the tick's last 256th.
+//! A far word has no `P`: such a deadline is filed at `f` on the boundary rank.
 //!
 //! Either way, the **rank** says in which 256th of the interval (in tick lengths) the deadline
 //! falls: 0 just after the previous boundary, 255 on the boundary itself (an exact word's top 8
@@ -104,13 +114,21 @@ impl Deadline {
         Deadline::new(tick, Deadline::ON_BOUNDARY).expect("a deadline tick within the range")
     }
 
-    /// The first tick boundary at or after the deadline: where the wheel files the task.
+    /// The first tick boundary at or after the deadline: where the wheel files the task (the one
+    /// before it for a deadline passed within the tick under way: module docs, `P`).
     #[inline]
     pub(crate) fn tick(self) -> u64 {
         match self.split() {
-            Some(split) => (self.0 & PAYLOAD) >> split,
+            Some(split) => (self.0 & PAYLOAD) >> (split + 1),
             None => (self.0 & !FAR) >> RANK_BITS,
         }
+    }
+
+    /// Whether the word is an exact one filed at the tick before its own, set already passed
+    /// within the tick under way (module docs, `P`).
+    #[inline]
+    pub(crate) fn passed_mid_tick(self) -> bool {
+        self.split().is_some_and(|split| self.0 >> split & 1 == 1)
     }
 
     /// An exact word's fraction bits `s`; `None` for a far word.
@@ -125,11 +143,13 @@ impl Deadline {
         self.split().map(|split| self.0 & ((1 << split) - 1))
     }
 
-    /// Which 256th of its tick interval the deadline falls in (0 = just after the previous boundary).
+    /// Which 256th of its tick interval the deadline falls in (0 = just after the previous
+    /// boundary); the last for a deadline passed within the tick under way (module docs, `P`).
     #[inline]
     pub(crate) fn rank(self) -> u8 {
         match self.split() {
-            Some(split) => (self.0 >> (split - RANK_BITS)) as u8,
+            // The fraction's top 8 bits, and `P` above them: 256 or more when it is set.
+            Some(split) => ((self.0 >> (split - RANK_BITS)) & 0x1FF).min(0xFF) as u8,
             None => self.0 as u8,
         }
     }
@@ -182,7 +202,7 @@ pub(crate) struct Fractions {
     reciprocal: u128,
     /// The fraction's bits `s`.
     split: u32,
-    /// Ticks below this have exact words: `tick << s` fits in the payload.
+    /// Ticks below this have exact words: `tick << (s + 1)` fits in the payload.
     exact_below: u64,
 }
 
@@ -193,7 +213,7 @@ impl Fractions {
         (split <= SPLIT_MAX).then(|| Fractions {
             reciprocal: (1u128 << (64 + split)) / u128::from(tick_nanos),
             split,
-            exact_below: 1 << (SPLIT_AT - split),
+            exact_below: 1 << (SPLIT_AT - split - 1),
         })
     }
 
@@ -201,9 +221,23 @@ impl Fractions {
     /// as for [`Ranker`]); `None` if `tick` is too far for one (the caller makes a far word).
     #[inline]
     pub(crate) fn deadline(self, tick: u64, below: u64) -> Option<Deadline> {
+        self.word(tick, 0, below)
+    }
+
+    /// The exact word of a deadline `below` nanoseconds into the interval *after* `tick` (as for
+    /// [`Ranker`]), set already passed and filed at `tick` (module docs, `P`); `None` if `tick` is
+    /// too far for one.
+    #[inline]
+    pub(crate) fn passed(self, tick: u64, below: u64) -> Option<Deadline> {
+        self.word(tick, 1, below)
+    }
+
+    #[inline(always)]
+    fn word(self, tick: u64, passed: u64, below: u64) -> Option<Deadline> {
         let fraction = ((u128::from(below) * self.reciprocal) >> 64) as u64;
         let split = u64::from(self.split - SPLIT_MIN) << SPLIT_AT;
-        (tick < self.exact_below).then_some(Deadline(split | tick << self.split | fraction))
+        let word = split | tick << (self.split + 1) | passed << self.split | fraction;
+        (tick < self.exact_below).then_some(Deadline(word))
     }
 
     /// The `below` of an exact word's `fraction` (see [`Fractions`]).

@@ -123,9 +123,10 @@ fn equal_deadlines_scheduled_from_two_threads_in_turn_fire_in_scheduling_order()
 }
 
 /// The one exception to deadline order, documented in the crate docs: a deadline already passed
-/// when it is scheduled (here a zero delay at 7.5 ms) runs at the next advance, mid-tick, while the
-/// tasks scheduled earlier for 7.3 ms and for that very instant wait for the end of the tick, where
-/// they fire in deadline and scheduling order.
+/// when it is scheduled (here a zero delay at 7.5 ms, and 7.4 ms) runs at the next advance,
+/// mid-tick, while the tasks scheduled earlier for 7.3 ms and for that very instant wait for the
+/// end of the tick, where they fire in deadline and scheduling order. The passed ones run in
+/// deadline order among themselves.
 #[test]
 fn a_passed_deadline_runs_mid_tick_before_earlier_tasks_due_in_that_tick() {
     let (clock, timer, log) = timer(8);
@@ -135,11 +136,11 @@ fn a_passed_deadline_runs_mid_tick_before_earlier_tasks_due_in_that_tick() {
     timer.schedule(us(7_500), log.task(2, &clock));
     advance_to(&clock, &timer, us(7_500));
     timer.schedule(Duration::ZERO, log.task(3, &clock));
-    timer.schedule_at(timer.now() - us(100), log.task(4, &clock));
+    timer.schedule_at(timer.now() - us(100), log.task(4, &clock)); // earlier, scheduled later
     timer.advance_clock(Duration::ZERO);
-    assert_eq!(log.runs(), [(3, us(7_500)), (4, us(7_500))], "only the passed deadlines, at once");
+    assert_eq!(log.runs(), [(4, us(7_500)), (3, us(7_500))], "only the passed deadlines, at once");
     advance_to(&clock, &timer, ms(8));
-    assert_eq!(log.ids(), [3, 4, 1, 0, 2], "the rest at the tick's end, in deadline order");
+    assert_eq!(log.ids(), [4, 3, 1, 0, 2], "the rest at the tick's end, in deadline order");
 }
 
 /// On the system clock a thread takes the stamps of its delays from a block of its own, but an

@@ -73,6 +73,22 @@ fn within_one_tick_values_come_out_in_deadline_order() {
 }
 
 #[test]
+fn values_inserted_at_instants_passed_within_the_tick_come_out_at_once_in_deadline_order() {
+    let (clock, queue) = manual_queue();
+    clock.advance(Duration::from_micros(10_900)); // tick 10 began 0.9 ms ago
+    let now = queue.timer().now();
+    let us = Duration::from_micros;
+    for (value, ago) in [("b", 100), ("a", 800), ("c", 0), ("boundary", 900)] {
+        queue.insert_at(value, now - us(ago));
+    }
+    queue.advance_clock(Duration::ZERO);
+    let out: Vec<(&str, Duration)> =
+        std::iter::from_fn(|| queue.try_recv()).map(|e| (*e.get_ref(), now - e.deadline())).collect();
+    let expected = [("boundary", us(900)), ("a", us(800)), ("b", us(100)), ("c", us(0))];
+    assert_eq!(out, expected, "by the next advance, mid-tick, in deadline order, deadlines exact");
+}
+
+#[test]
 fn with_executor_threads_the_driver_hands_values_over_in_order() {
     let clock = ManualClock::new();
     let timer = Timer::builder()

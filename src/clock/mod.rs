@@ -293,10 +293,13 @@ impl TickLength {
     /// (the deadline rounded up to the tick) for a far one (`deadline.rs`).
     pub(crate) fn deadline_nanos(self, deadline: Deadline) -> u128 {
         let tick = deadline.tick();
-        match (self.fractions, deadline.fraction()) {
-            (Some(fractions), Some(fraction)) if tick > 0 => {
+        // The interval the fraction is of: `(tick - 1, tick]`, or the one after `tick` for a
+        // deadline filed there, passed within the tick under way (`deadline.rs`, `P`).
+        let interval = if deadline.passed_mid_tick() { Some(tick) } else { tick.checked_sub(1) };
+        match (self.fractions, deadline.fraction(), interval) {
+            (Some(fractions), Some(fraction), Some(start)) => {
                 let below = fractions.below(fraction);
-                u128::from(tick - 1) * u128::from(self.nanos) + u128::from(below) + 1
+                u128::from(start) * u128::from(self.nanos) + u128::from(below) + 1
             }
             _ => self.start_nanos(tick),
         }
@@ -324,11 +327,27 @@ impl TickLength {
 
     /// The deadline of a task due at `now_nanos` itself: a deadline equal to now has passed, so it
     /// is filed at the current tick (`floor`), which the next advance reaches whatever the time
-    /// within the tick, on the boundary rank (after the tick's other tasks).
+    /// within the tick: [`passed_at`](TickLength::passed_at).
     #[inline]
     pub(crate) fn passed(self, now_nanos: u64) -> Deadline {
+        self.passed_at(self.floor(now_nanos), now_nanos)
+    }
+
+    /// The deadline of clock time `at_nanos`, passed already, filed at tick `floor`, the current
+    /// one (`at_nanos` lies in `(floor - 1, floor + 1]` in tick lengths): on `floor`'s own
+    /// interval if it falls there, else in the next one, filed early (`deadline.rs`, `P`), after
+    /// the tick's other tasks either way. A far word has no room for that: it is filed on
+    /// `floor`'s boundary rank.
+    fn passed_at(self, floor: u64, at_nanos: u64) -> Deadline {
         // `floor(u64::MAX / nanos)` is at most `last`: always a deadline tick.
-        self.encode(self.floor(now_nanos), self.nanos - 1).unwrap_or_default()
+        let start = u128::from(floor) * u128::from(self.nanos);
+        let word = match u64::try_from(u128::from(at_nanos).saturating_sub(start)) {
+            Ok(0) | Err(_) => None,
+            Ok(into_next) => self.fractions.and_then(|fractions| fractions.passed(floor, into_next - 1)),
+        };
+        word.or_else(|| self.ceil(u128::from(at_nanos)).filter(|deadline| deadline.tick() <= floor))
+            .or_else(|| self.encode(floor, self.nanos - 1))
+            .unwrap_or_default()
     }
 
     /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
@@ -358,9 +377,11 @@ impl TickLength {
     /// when it rounds up past now).
     pub(crate) fn deadline_at(self, now_nanos: u64, at_nanos: u128) -> Option<Deadline> {
         if at_nanos <= u128::from(now_nanos) {
+            let floor = self.floor(now_nanos);
             return Some(match self.ceil(at_nanos) {
-                Some(deadline) if deadline.tick() <= self.floor(now_nanos) => deadline,
-                _ => self.passed(now_nanos),
+                Some(deadline) if deadline.tick() <= floor => deadline,
+                // Within the tick under way: `at_nanos <= now_nanos` fits in u64.
+                _ => self.passed_at(floor, at_nanos as u64),
             });
         }
         self.ceil(at_nanos)

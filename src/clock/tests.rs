@@ -32,8 +32,8 @@ fn deadline_tick_never_before_deadline_and_ranked_within_it() {
         assert_eq!(t.deadline(now, Duration::ZERO), Some(t.passed(now)));
         let passed = t.passed(now);
         assert_eq!((passed.tick(), passed.rank()), (now / 7_000, Deadline::ON_BOUNDARY));
-        // It reads back as the start of the tick under way.
-        assert_eq!(t.deadline_nanos(passed), u128::from(now / 7_000 * 7_000));
+        // It reads back as the instant itself.
+        assert_eq!(t.deadline_nanos(passed), u128::from(now));
         for delay in [1u64, 3_500, 6_999, 7_000, 7_001, 1_000_000] {
             let d = t.deadline(now, Duration::from_nanos(delay)).unwrap();
             let deadline = u128::from(now) + u128::from(delay);
@@ -54,6 +54,25 @@ fn deadline_tick_never_before_deadline_and_ranked_within_it() {
     assert_eq!((just_after.tick(), just_after.rank()), (3, 0));
     assert_eq!((mid.tick(), mid.rank()), (3, 127));
     assert!(on_boundary < just_after && just_after < mid);
+}
+
+#[test]
+fn instants_passed_within_the_tick_under_way_are_due_and_keep_their_order() {
+    let t = TickLength::new(ms(1)).unwrap();
+    let now = 10_900_000; // 10.9 ms: tick 10 is the last boundary
+    let at = |nanos: u64| t.deadline_at(now, u128::from(nanos)).unwrap();
+    let (early, late, on_boundary) = (at(10_100_000), at(10_800_000), at(10_000_000));
+    let (own_tick, next_tick) = (t.ceil(9_999_999).unwrap(), t.ceil(10_000_001).unwrap());
+    for passed in [early, late, t.passed(now)] {
+        assert_eq!((passed.tick(), passed.rank()), (10, Deadline::ON_BOUNDARY), "due, ranked last");
+        assert!(on_boundary < passed && own_tick < passed && passed < next_tick, "{passed:?}");
+    }
+    assert!(early < late && late < t.passed(now), "in deadline order among themselves");
+    assert_eq!((on_boundary.tick(), on_boundary.passed_mid_tick()), (10, false));
+    assert!(early.passed_mid_tick() && !next_tick.passed_mid_tick());
+    for nanos in [10_000_000, 10_000_001, 10_100_000, 10_800_000, now] {
+        assert_eq!(t.deadline_nanos(at(nanos)), u128::from(nanos), "reads back exactly");
+    }
 }
 
 #[test]

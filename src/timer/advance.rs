@@ -244,14 +244,19 @@ impl Shared {
     }
 
     fn unfired(&self, mut unfired: Vec<(Deadline, entry::Task)>) -> Vec<UnfiredTask> {
-        // In deadline order, each reported at its deadline (`TickLength::deadline_nanos`).
+        // In deadline order, each reported at its deadline (`TickLength::deadline_nanos`): sorted
+        // by the words for equal deadlines, then by the instants, since a deadline passed within
+        // the tick under way is filed a tick early, its word below the next tick's (`deadline.rs`,
+        // `P`).
         unfired.sort_by_key(|&(deadline, _)| deadline);
         let at = |deadline: Deadline| nanos_to_duration(self.time.ticks.deadline_nanos(deadline));
         let timer = self.timer_id();
-        unfired
+        let mut unfired: Vec<UnfiredTask> = unfired
             .into_iter()
             .map(|(deadline, task)| UnfiredTask { deadline: at(deadline), task, timer })
-            .collect()
+            .collect();
+        unfired.sort_by_key(|task| task.deadline);
+        unfired
     }
 }
 

@@ -93,8 +93,9 @@ struct Chain {
     ran: usize,
     /// Links still to run; the next one is pending while this is above 0 and no shutdown came.
     left: usize,
-    /// When the pending link became due: the tick of the clock when it was scheduled.
-    due: Duration,
+    /// What the pending link's deadline reads back as: the clock when it was scheduled (a zero
+    /// delay), or its tick's start where the deadline word is not exact ([`reported`]).
+    reported: Duration,
 }
 
 /// The task of a chain's link: records its run, then schedules the next link with a zero delay.
@@ -269,7 +270,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
     let in_task: InTask = Arc::default();
     // Tasks returned by every shutdown.
     let mut returned_total = 0u64;
-    let floor = |at: Duration| due_tick(at, Duration::ZERO, tick);
+    let zero_delay = |at: Duration| reported(at, Duration::ZERO, tick);
 
     let steps = ops.len();
     for (step, op) in ops.into_iter().enumerate() {
@@ -301,7 +302,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                     timer.try_schedule(Duration::ZERO, link(Arc::downgrade(&timer), Arc::clone(&runs), left));
                 ensure_eq!(accepted.is_ok(), !shut_down, "step {}: chain accepted", step);
                 let left = if shut_down { 0 } else { left };
-                chains.push(Chain { runs, ran: 0, left, due: floor(clock.now()) });
+                chains.push(Chain { runs, ran: 0, left, reported: zero_delay(clock.now()) });
             }
             Op::Burst { nanos, count, spread } => {
                 for i in 0..u64::from(count) {
@@ -393,10 +394,10 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                         let runs = chain.runs.load(Ordering::SeqCst);
                         ensure!(runs == chain.ran || runs == chain.ran + 1, "step {step}: chain ran {runs}");
                         if runs > chain.ran {
-                            (chain.ran, chain.left, chain.due) = (runs, chain.left - 1, floor(now));
+                            (chain.ran, chain.left, chain.reported) = (runs, chain.left - 1, zero_delay(now));
                         }
                         if chain.left > 0 {
-                            expected.push(chain.due);
+                            expected.push(chain.reported);
                         }
                         chain.left = 0;
                     }
@@ -412,7 +413,8 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                     }
                     // One link of each chain per advance: the next one waits for the next advance.
                     for chain in chains.iter_mut().filter(|c| c.left > 0) {
-                        (chain.ran, chain.left, chain.due) = (chain.ran + 1, chain.left - 1, floor(now));
+                        (chain.ran, chain.left, chain.reported) =
+                            (chain.ran + 1, chain.left - 1, zero_delay(now));
                     }
                 }
                 for (i, chain) in chains.iter().enumerate() {
@@ -426,7 +428,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                 let mut expected: Vec<Duration> = if shut_down {
                     Vec::new()
                 } else {
-                    let links = chains.iter().filter(|c| c.left > 0).map(|c| c.due);
+                    let links = chains.iter().filter(|c| c.left > 0).map(|c| c.reported);
                     tasks
                         .iter()
                         .filter(|t| t.expect == Expect::Pending)

@@ -21,14 +21,13 @@ pub(super) fn due_tick(now: Duration, delay: Duration, tick: Duration) -> Durati
 }
 
 /// What the timer reports as the deadline of a task given `delay` at `now` (`TimerHandle::deadline`,
-/// `UnfiredTask::deadline`): the deadline itself, to the nanosecond; its due tick instead when it had
-/// passed as it was set (a zero delay), when that tick is too far for an exact deadline word (from
-/// 2^57 ns of the clock on, whatever the tick), or for ticks over 2^41 ns (`src/deadline.rs`).
+/// `UnfiredTask::deadline`): the deadline itself, to the nanosecond; its due tick instead when that
+/// tick is too far for an exact deadline word (from 2^56 ns of the clock on, whatever the tick), or
+/// for ticks over 2^41 ns (`src/deadline.rs`).
 pub(super) fn reported(now: Duration, delay: Duration, tick: Duration) -> Duration {
     let due = due_tick(now, delay, tick);
     let nanos = tick.as_nanos();
-    let exact = !delay.is_zero() && exact_word(nanos, due.as_nanos() / nanos);
-    if exact {
+    if exact_word(nanos, due.as_nanos() / nanos) {
         now + delay
     } else {
         due
@@ -36,10 +35,11 @@ pub(super) fn reported(now: Duration, delay: Duration, tick: Duration) -> Durati
 }
 
 /// Whether a deadline tick has an exact deadline word (`src/deadline.rs`): its tick leaves room for
-/// the fraction's `s` bits in 58, and `s` (the bits the tick's nanoseconds need) is at most 41.
+/// the fraction's `s` bits and the bit that marks a deadline passed mid-tick in 58, and `s` (the
+/// bits the tick's nanoseconds need) is at most 41.
 fn exact_word(tick_nanos: u128, tick: u128) -> bool {
     let split = (u128::BITS - (tick_nanos - 1).leading_zeros()).max(10);
-    split <= 41 && tick < 1u128 << (58 - split)
+    split <= 41 && tick < 1u128 << (58 - split - 1)
 }
 
 /// When a task scheduled at `now` for the instant `at`, already passed, is due, and what its
@@ -48,9 +48,9 @@ fn exact_word(tick_nanos: u128, tick: u128) -> bool {
 pub(super) fn passed_instant(now: Duration, at: Duration, tick: Duration) -> (Duration, Duration) {
     let nanos = tick.as_nanos();
     let (ceil, floor) = (at.as_nanos().div_ceil(nanos), now.as_nanos() / nanos);
-    match ceil <= floor {
-        true if exact_word(nanos, ceil) => (tick_start(ceil, nanos), at),
-        true => (tick_start(ceil, nanos), tick_start(ceil, nanos)),
-        false => (tick_start(floor, nanos), tick_start(floor, nanos)),
+    let due = ceil.min(floor);
+    match exact_word(nanos, due) {
+        true => (tick_start(due, nanos), at),
+        false => (tick_start(due, nanos), tick_start(due, nanos)),
     }
 }
