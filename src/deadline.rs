@@ -148,8 +148,12 @@ impl Deadline {
     #[inline]
     pub(crate) fn rank(self) -> u8 {
         match self.split() {
-            // The fraction's top 8 bits, and `P` above them: 256 or more when it is set.
-            Some(split) => ((self.0 >> (split - RANK_BITS)) & 0x1FF).min(0xFF) as u8,
+            // The fraction's top 8 bits, all set when `P` (the bit above them) is.
+            Some(split) => {
+                let rank = (self.0 >> (split - RANK_BITS)) as u8;
+                let passed = (self.0 >> split) as u8 & 1;
+                rank | passed.wrapping_neg()
+            }
             None => self.0 as u8,
         }
     }
