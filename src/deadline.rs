@@ -38,8 +38,10 @@
 //! tick `f`, `P` set and the fraction of its place in `(f, f + 1]`: it reads back exactly, sorts
 //! after every deadline of tick `f` itself, among others like it by deadline, and before every
 //! word of tick `f + 1`, also those of earlier deadlines (it fires before them: a batch holds one
-//! tick's words, and the shutdown sorts what it hands back by the instants). Its rank is the last (255), so it is placed and counted with the tick's last 256th.
-//! A far word has no `P`: such a deadline is filed at `f` on the boundary rank.
+//! tick's words, and the shutdown sorts what it hands back by the instants). Its rank is the last
+//! (255), so it is placed and counted with the tick's last 256th. A far word has no `P`: such a
+//! deadline is filed at `f` on the boundary rank, fires in scheduling order among those like it,
+//! and reads back as `f`, the start of the tick under way.
 //!
 //! Either way, the **rank** says in which 256th of the interval (in tick lengths) the deadline
 //! falls: 0 just after the previous boundary, 255 on the boundary itself (an exact word's top 8

@@ -86,9 +86,9 @@ pub enum ScheduleError {
         /// The configured maximum.
         max: usize,
     },
-    /// The deadline lies beyond the last tick the timer can represent (2^56 - 1 ticks from the
-    /// clock's origin: about 2.28 million years at a 1 ms tick). `max` is the longest delay accepted
-    /// at the time of the call.
+    /// The deadline lies beyond the last tick the timer can reach: tick 2^55 - 1 from the clock's
+    /// origin, and no tick that begins after the clock's end at 2^64 - 1 ns (about 584 years).
+    /// `max` is the longest delay accepted at the time of the call.
     DelayTooLong {
         /// The delay asked for.
         delay: Duration,

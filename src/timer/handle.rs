@@ -142,9 +142,10 @@ impl TimerHandle {
 
     /// When the pending task is due, on the timer's clock ([`Timer::now`](crate::Timer::now)): its
     /// deadline, `now + delay` or the instant given, to the nanosecond; it fires at the first tick
-    /// boundary at or after it. Two deadlines read back as a tick boundary instead, rounded up to
-    /// their tick: one more than about 2.3 years after the clock's origin, and any with a tick
-    /// longer than 36 minutes (`deadline.rs`, "exact" and "far" words).
+    /// boundary at or after it. Two kinds of deadline read back as a tick boundary instead: one more
+    /// than about 2.3 years after the clock's origin, and any with a tick longer than 36 minutes
+    /// (`deadline.rs`, "exact" and "far" words), rounded up to their tick, or if set already passed
+    /// within the tick under way, as that tick's start.
     /// `None` once the task is no longer pending (fired, cancelled or abandoned), for an inert
     /// handle, and for a deadline past what `Instant` represents (only with ticks of minutes and
     /// deadlines millions of years away).

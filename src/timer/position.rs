@@ -29,8 +29,9 @@ pub struct WheelPosition {
     /// deadline stays in its bucket ([`TimerHandle::reset`](crate::TimerHandle::reset)), whose
     /// visit re-adds it by the new deadline, to whichever level that needs.
     pub expiration_tick: u64,
-    /// The task's deadline, rounded up to a tick: when it will fire (after a later re-arm, later
-    /// than `expiration_tick`'s bucket would suggest).
+    /// The tick the task fires at: its deadline rounded up to a tick, or the tick under way for a
+    /// deadline set already passed (after a later re-arm, later than `expiration_tick`'s bucket
+    /// would suggest).
     pub deadline_tick: u64,
 }
 

@@ -43,8 +43,8 @@ pub struct UnfiredTask {
 
 impl UnfiredTask {
     /// When the task was due, as time since the clock's origin: its deadline, exact as
-    /// [`TimerHandle::deadline`](crate::TimerHandle::deadline) gives it (and rounded up to its
-    /// tick where that is).
+    /// [`TimerHandle::deadline`](crate::TimerHandle::deadline) gives it (a tick boundary where
+    /// that is).
     pub fn deadline(&self) -> Duration {
         self.deadline
     }

@@ -369,6 +369,14 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                     ties.clone().all(|w| w[0] < w[1]),
                     "step {step}: equal deadlines out of order: {ran:?}"
                 );
+                // Within one due tick, in deadline order where the timer keeps it exactly (a passed
+                // deadline filed at the tick under way comes after the tick's own, being later).
+                let exact = |id: usize| tasks[id].reported == tasks[id].deadline;
+                let same_tick = ran.windows(2).filter(|w| tasks[w[0]].due == tasks[w[1]].due);
+                ensure!(
+                    same_tick.filter(|w| exact(w[0]) && exact(w[1])).all(|w| key(w[0]) <= key(w[1])),
+                    "step {step}: out of deadline order within a tick: {ran:?}"
+                );
                 let shutdown_in_task = in_task.lock().unwrap().take();
                 if let Some(returned) = shutdown_in_task {
                     // A task of this advance shut the timer down: it ran last; everything that
