@@ -127,10 +127,9 @@ impl Shared {
         from: &Arc<TimerTaskList>,
         held: (EntryId, Deadline),
         cursor: u64,
-        queue: impl Fn(u64, Arc<TimerTaskList>),
+        queue: impl FnMut(u64, Arc<TimerTaskList>),
     ) {
         let Store { arena, wheel, .. } = &self.store;
-        let queue = |expiration, bucket: &Arc<_>| queue(expiration, Arc::clone(bucket));
         let readded = match wheel.readd(arena, held, cursor, None, queue) {
             // A detached drain (`drain_detached`) closed the level it goes to meanwhile.
             Readded::ShutDown => wheel.park(from, arena, held),

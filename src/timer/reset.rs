@@ -77,7 +77,6 @@ use super::{HandleStripe, Store};
 #[cfg(test)]
 use crate::deadline::Deadline;
 use crate::entry::{self, EntryId, Retargeted, Target, Ticket};
-use crate::sync::Arc;
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::wheel::{Readded, TimerTaskList};
 
@@ -159,7 +158,7 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, to: impl Into<Target>
     }
     // 3. Held by this call: re-added as a schedule adds, or refused if the timer is shutting down.
     let base = time.ticks.floor(time.clock.now_nanos());
-    let queue = |expiration, bucket: &Arc<_>| queue.offer(expiration, Arc::clone(bucket));
+    let queue = |expiration, bucket| queue.offer(expiration, bucket);
     match wheel.readd(arena, (ticket.id, deadline), base, Some(shut_down), queue) {
         Readded::Inserted => {}
         // Cancelled while held: the cancel left the slot to this call (`entry/`). Seeded fault
@@ -198,8 +197,7 @@ mod tests {
     /// Re-adds `held` relative to `base`: the tick and bucket it queued, if it queued one.
     fn readd(wheel: &TimingWheel, arena: &EntryArena, held: (EntryId, Deadline), base: u64) -> Queued {
         let mut queued = None;
-        let readded =
-            wheel.readd(arena, held, base, None, |at, bucket| queued = Some((at, Arc::clone(bucket))));
+        let readded = wheel.readd(arena, held, base, None, |at, bucket| queued = Some((at, bucket)));
         assert!(matches!(readded, Readded::Inserted));
         queued
     }

@@ -101,7 +101,7 @@ impl Shared {
             return Err(Refused::Fresh(fresh, full));
         };
         // The insert occupies the slot it publishes: one slot lock (`entry/`).
-        let queue = |expiration, bucket: &Arc<_>| self.queue.offer(expiration, Arc::clone(bucket));
+        let queue = |expiration, bucket| self.queue.offer(expiration, bucket);
         if let Err(ShutDown) =
             wheel.schedule(arena, (id, &mut fresh), ticks.floor(now), &self.shut_down, queue)
         {

@@ -119,12 +119,12 @@ impl TimingWheel {
         (entry, fresh): (EntryId, &mut Fresh),
         base: u64,
         shut_down: &AtomicBool,
-        queue: impl FnOnce(u64, &Arc<TimerTaskList>),
+        queue: impl FnOnce(u64, Arc<TimerTaskList>),
     ) -> Result<(), ShutDown> {
         let (level, slot, stage) = self.place(base, fresh.deadline());
         // `None`: the level was closed by shutdown.
         let bucket = self.bucket(level, slot).ok_or(ShutDown)?;
-        let queue = |expiration| queue(expiration, bucket);
+        let queue = |expiration| queue(expiration, Arc::clone(bucket));
         TimerTaskList::insert_new(bucket, arena, (entry, fresh), stage, shut_down, queue)?;
         Ok(())
     }
@@ -156,13 +156,13 @@ impl TimingWheel {
         (entry, mut deadline): (EntryId, Deadline),
         base: u64,
         shut_down: Option<&AtomicBool>,
-        mut queue: impl FnMut(u64, &Arc<TimerTaskList>),
+        mut queue: impl FnMut(u64, Arc<TimerTaskList>),
     ) -> Readded {
         loop {
             let (level, slot, stage) = self.place(base, deadline);
             // `None`: the level was closed by shutdown, which only a reset can meet.
             let Some(bucket) = self.bucket(level, slot) else { return Readded::ShutDown };
-            let queue = |expiration| queue(expiration, bucket);
+            let queue = |expiration| queue(expiration, Arc::clone(bucket));
             match TimerTaskList::readd(bucket, arena, (entry, deadline), stage, shut_down, queue) {
                 Ok(_) => return Readded::Inserted,
                 Err(Refused::NotPending) => return Readded::NotPending,
