@@ -339,13 +339,13 @@ impl TickLength {
     /// the tick's other tasks either way. A far word has no room for that: it is filed on
     /// `floor`'s boundary rank.
     fn passed_at(self, floor: u64, at_nanos: u64) -> Deadline {
-        // `floor(u64::MAX / nanos)` is at most `last`: always a deadline tick.
-        let start = u128::from(floor) * u128::from(self.nanos);
-        let word = match u64::try_from(u128::from(at_nanos).saturating_sub(start)) {
-            Ok(0) | Err(_) => None,
-            Ok(into_next) => self.fractions.and_then(|fractions| fractions.passed(floor, into_next - 1)),
-        };
-        word.or_else(|| self.ceil(u128::from(at_nanos)).filter(|deadline| deadline.tick() <= floor))
+        // `floor` starts at or before `at_nanos` (a clock reading), so the product fits.
+        let into_next = at_nanos.saturating_sub(floor * self.nanos);
+        let filed_early = (into_next > 0).then_some(self.fractions).flatten();
+        filed_early
+            .and_then(|fractions| fractions.passed(floor, into_next - 1))
+            // On `floor`'s boundary itself, or no exact word: the boundary word. (`floor(u64::MAX
+            // / nanos)` is at most `last`: always a deadline tick.)
             .or_else(|| self.encode(floor, self.nanos - 1))
             .unwrap_or_default()
     }
