@@ -312,3 +312,29 @@ fn a_key_of_another_queue_names_nothing() {
     advance(&clock_a, &a, ms(5));
     assert_eq!(a.try_recv().map(Expired::into_inner), Some("a2"));
 }
+
+/// A value due further out than the 292 years an `i64` of nanoseconds from the clock's base
+/// holds (the clock reaches 584): its deadline reads back as the start of the tick it is due in,
+/// never before the deadline asked for, pending and expired, by `insert`, `insert_at` and `reset`.
+#[test]
+fn a_value_due_centuries_away_reads_back_never_early_and_expires_at_its_tick() {
+    let (clock, queue) = manual_queue::<&str>();
+    let tick = queue.timer().tick();
+    let now = queue.timer().now();
+    let far = Duration::from_secs(400 * 365 * 24 * 3_600) + Duration::from_nanos(1);
+    let by_delay = queue.insert("by delay", far);
+    let due = queue.deadline(&by_delay).expect("pending");
+    assert!(due >= now + far && due < now + far + tick, "{due:?} for a deadline of {:?}", now + far);
+    let by_instant = queue.insert_at("by instant", now + far);
+    assert_eq!(queue.deadline(&by_instant), Some(due));
+    let reset = queue.insert("reset", ms(5));
+    assert!(queue.reset(&reset, far));
+    assert_eq!(queue.deadline(&reset), Some(due));
+
+    advance(&clock, &queue, far - Duration::from_nanos(1));
+    assert!(queue.try_recv().is_none(), "nothing before its deadline");
+    advance(&clock, &queue, tick);
+    let out: Vec<_> = std::iter::from_fn(|| queue.try_recv()).map(|e| (*e.get_ref(), e.deadline())).collect();
+    assert_eq!(out, [("by delay", due), ("by instant", due), ("reset", due)]);
+    assert!(queue.is_empty());
+}

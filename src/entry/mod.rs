@@ -412,7 +412,7 @@ pub(crate) fn fire(
     };
     claimed(deadline.tick());
     if let (true, Some(values)) = (task.is_value(), values) {
-        values.push(FiredValue::new(task, id, generation));
+        values.push(FiredValue::new(task, id, generation, deadline));
         return Fire::Ran;
     }
     match panic::catch_unwind(AssertUnwindSafe(|| task.run_into(freed))) {

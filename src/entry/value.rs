@@ -17,11 +17,14 @@ use crate::deadline::Deadline;
 pub(crate) struct FiredValue {
     pub(crate) task: InlineTask,
     pub(crate) ticket: Ticket,
+    /// The entry's deadline word, for a value whose exact deadline is past what the task's
+    /// `i64` holds (`timer/values.rs`, "Far deadlines").
+    pub(crate) deadline: Deadline,
 }
 
 impl FiredValue {
-    pub(super) fn new(task: InlineTask, id: EntryId, generation: u64) -> FiredValue {
-        FiredValue { task, ticket: Ticket::placeholder(id, generation) }
+    pub(super) fn new(task: InlineTask, id: EntryId, generation: u64, deadline: Deadline) -> FiredValue {
+        FiredValue { task, ticket: Ticket::placeholder(id, generation), deadline }
     }
 }
 
@@ -62,17 +65,18 @@ pub(crate) fn claim_value(arena: &EntryArena, id: EntryId) -> Option<FiredValue>
     }
     let task = state.claim(Status::Fired)?;
     state.release();
-    Some(FiredValue::new(task, id, state.generation()))
+    Some(FiredValue::new(task, id, state.generation(), state.deadline))
 }
 
-/// The exact deadline of the pending value entry `ticket` names: `None` once it is no longer
-/// pending (or its slot was reused), and for a closure.
-pub(crate) fn exact(arena: &EntryArena, ticket: Ticket) -> Option<i64> {
+/// The exact deadline of the pending value entry `ticket` names, with the entry's deadline word:
+/// `None` once it is no longer pending (or its slot was reused), and for a closure.
+pub(crate) fn exact(arena: &EntryArena, ticket: Ticket) -> Option<(i64, Deadline)> {
     let mut state = arena.lock(ticket.id);
     if !state.is(ticket) || state.status() != Status::Pending {
         return None;
     }
-    state.task.as_mut()?.exact()
+    let deadline = state.deadline;
+    Some((state.task.as_mut()?.exact()?, deadline))
 }
 
 /// The ticket of whatever occupies slot `id` now (the seeded fault `queue_take_ignores_generation`

@@ -72,7 +72,7 @@ pub use expired::{Expired, InsertError};
 pub use stream::NextExpired;
 
 use crate::sync::Arc;
-use crate::timer::values::{instant_of, FiredValues, ValueSink, ValueTicket};
+use crate::timer::values::{FiredValues, ValueSink, ValueTicket};
 use crate::timer::When;
 use crate::Timer;
 use ready::Ready;
@@ -161,8 +161,6 @@ struct Inner<T> {
     ready: Ready<T>,
     /// This queue's number, in its keys (never 0, the number of no queue).
     id: u64,
-    /// The instant the timer's clock readings count from: exact deadlines are offsets from it.
-    base: Instant,
 }
 
 /// The queue's side of its timer: the timer's fired values go to the ready list, a batch at a time.
@@ -171,11 +169,10 @@ struct Sink<T>(Arc<Inner<T>>);
 impl<T: Send + 'static> ValueSink for Sink<T> {
     fn deliver(&self, fired: &mut FiredValues<'_>) -> u64 {
         let inner = &*self.0;
-        let base = inner.base;
-        let expired = fired.drain::<T>().map(|(value, ticket, exact)| Expired {
+        let expired = fired.drain::<T>().map(|(value, ticket, deadline)| Expired {
             value,
             key: Key { ticket: Some(ticket), queue: inner.id },
-            deadline: instant_of(base, exact),
+            deadline,
         });
         inner.ready.push_all(expired)
     }
@@ -212,7 +209,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     pub fn with_timer(timer: Timer) -> Self {
         static QUEUES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = QUEUES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let inner = Inner { ready: Ready::new(), id, base: timer.clock_base() };
+        let inner = Inner { ready: Ready::new(), id };
         let inner = Arc::new(inner);
         timer.set_value_sink(Box::new(Sink(Arc::clone(&inner))));
         DelayQueue { timer, inner }
@@ -265,7 +262,7 @@ impl<T: Send + 'static> DelayQueue<T> {
         // Counted in before the entry exists: a consumer can count it out only after it expired.
         inner.ready.count_in();
         match self.timer.insert_value(when, value) {
-            Ok((ticket, _)) => Ok(Key { ticket: Some(ticket), queue: inner.id }),
+            Ok(ticket) => Ok(Key { ticket: Some(ticket), queue: inner.id }),
             Err((value, error)) => {
                 inner.ready.count_out_untaken();
                 Err(InsertError { value, error })
@@ -299,8 +296,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// The deadline of the value `key` names, while it is pending; `None` once it has expired (or
     /// is expiring) or was removed.
     pub fn deadline(&self, key: &Key) -> Option<Instant> {
-        let exact = self.timer.value_deadline(self.ticket(key)?)?;
-        Some(instant_of(self.inner.base, exact))
+        self.timer.value_deadline(self.ticket(key)?)
     }
 
     /// The ticket `key` carries, if it is a key of this queue.

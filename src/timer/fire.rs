@@ -124,7 +124,7 @@ impl Shared {
         stripe.fired(fired);
         if let (Some(sink), Some(values)) = (sink, &mut values) {
             if !values.is_empty() {
-                stripe.panicked(sink.deliver(&mut super::values::FiredValues(values)));
+                stripe.panicked(sink.deliver(&mut super::values::FiredValues(values, &self.time)));
             }
         }
     }

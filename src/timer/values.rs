@@ -14,6 +14,13 @@
 //! * **reset** ([`Timer::reset_value`]): the timer's reset (`reset.rs`), whose retarget writes the
 //!   new exact deadline into the task in the same critical section as the wheel's deadline.
 //! * **deadline** ([`Timer::value_deadline`]): the exact deadline, read under the slot lock.
+//!
+//! **Far deadlines.** The exact deadline beside a value is an `i64` of nanoseconds from the
+//! clock's base, 292 years either way, while the timer's clock reaches 584 years (and a long tick
+//! further). A deadline past that range is stored as [`FAR`] and reads back through the entry's
+//! deadline word instead: the start of the tick it is due in, never before the deadline, as a
+//! closure's far deadline reads back (`deadline.rs`). An instant more than 292 years before the
+//! base (a deadline long passed, due at once) reads back as base − 292 years.
 //! * **expiry**: the firing claims the entry as it claims any (`fire.rs`), but does not run it: the
 //!   claimed value tasks of a batch are handed, after the batch, in its order (deadline order, ties
 //!   in insertion order), to the timer's [`ValueSink`] in one call (the queue takes its ready list's
@@ -35,7 +42,9 @@ use std::hash::{Hash, Hasher};
 use std::time::Instant;
 
 use super::cancel::cancel_take;
+use super::store::Time;
 use super::{reset, Shared, Timer, When};
+use crate::deadline::Deadline;
 use crate::entry::{self, FiredValue, Fresh, Target, Ticket};
 use crate::sync::OnceLock;
 use crate::ScheduleError;
@@ -55,15 +64,18 @@ pub(crate) trait ValueSink: Send + Sync {
 pub(crate) type Sink = OnceLock<Box<dyn ValueSink>>;
 
 /// The value entries of one fired batch, for the sink to take the values out of.
-pub(crate) struct FiredValues<'a>(pub(super) &'a mut Vec<FiredValue>);
+pub(crate) struct FiredValues<'a>(pub(super) &'a mut Vec<FiredValue>, pub(super) &'a Time);
 
 impl FiredValues<'_> {
     /// The batch's values of type `V` (a queue's timer holds no other), with their tickets and
-    /// exact deadlines, in firing order. Any other task of the batch is dropped.
-    pub(crate) fn drain<V: Send + 'static>(&mut self) -> impl Iterator<Item = (V, ValueTicket, i64)> + '_ {
-        self.0.drain(..).filter_map(|fired| {
+    /// deadlines, in firing order. Any other task of the batch is dropped.
+    pub(crate) fn drain<V: Send + 'static>(
+        &mut self,
+    ) -> impl Iterator<Item = (V, ValueTicket, Instant)> + '_ {
+        let time = self.1;
+        self.0.drain(..).filter_map(move |fired| {
             let (value, exact) = fired.task.take_value::<V>().ok()?;
-            Some((value, ValueTicket(fired.ticket), exact))
+            Some((value, ValueTicket(fired.ticket), time.value_instant(exact, fired.deadline)))
         })
     }
 }
@@ -96,8 +108,12 @@ impl fmt::Debug for ValueTicket {
     }
 }
 
-/// The signed nanoseconds from `base` to `at`, saturating (292 years either way).
-pub(crate) fn exact_of(base: Instant, at: Instant) -> i64 {
+/// The exact deadline of a value due past what an `i64` of nanoseconds from the clock's base
+/// holds: read back through the entry's deadline word (module docs, "Far deadlines").
+pub(crate) const FAR: i64 = i64::MAX;
+
+/// The signed nanoseconds from `base` to `at`, saturating ([`FAR`] after, 292 years before).
+fn exact_of(base: Instant, at: Instant) -> i64 {
     let (nanos, before) = match at.checked_duration_since(base) {
         Some(after) => (after.as_nanos(), false),
         None => (base.duration_since(at).as_nanos(), true),
@@ -111,10 +127,32 @@ pub(crate) fn exact_of(base: Instant, at: Instant) -> i64 {
 }
 
 /// The instant `exact` nanoseconds from `base` ([`exact_of`]'s inverse, saturating at `base`).
-pub(crate) fn instant_of(base: Instant, exact: i64) -> Instant {
+fn instant_of(base: Instant, exact: i64) -> Instant {
     let offset = std::time::Duration::from_nanos(exact.unsigned_abs());
     let at = if exact < 0 { base.checked_sub(offset) } else { base.checked_add(offset) };
     at.unwrap_or(base)
+}
+
+impl Time {
+    /// The exact deadline of `when` on the reading `now`, as a value task keeps it.
+    fn value_exact(&self, now: u64, when: When) -> i64 {
+        match when {
+            When::After(delay) => i64::try_from(u128::from(now) + delay.as_nanos()).unwrap_or(FAR),
+            When::At(at) => exact_of(self.clock.base(), at),
+        }
+    }
+
+    /// The instant of a value's deadline: `exact` from the clock's base, or for [`FAR`] the
+    /// instant of the entry's deadline word `deadline`.
+    fn value_instant(&self, exact: i64, deadline: Deadline) -> Instant {
+        let base = self.clock.base();
+        if exact == FAR {
+            if let Some(at) = self.clock.deadline_instant(self.ticks, deadline) {
+                return at;
+            }
+        }
+        instant_of(base, exact)
+    }
 }
 
 impl Timer {
@@ -123,18 +161,13 @@ impl Timer {
         self.shared().values.get_or_init(|| sink);
     }
 
-    /// The instant the timer's clock readings count from (see [`exact_of`]).
-    pub(crate) fn clock_base(&self) -> Instant {
-        self.shared().time.clock.base()
-    }
-
     /// Inserts `value` due at `when` (see the module docs): its ticket and exact deadline, or the
     /// value back with the reason.
     pub(crate) fn insert_value<V: Send + 'static>(
         &self,
         when: When,
         value: V,
-    ) -> Result<(ValueTicket, i64), (V, ScheduleError)> {
+    ) -> Result<ValueTicket, (V, ScheduleError)> {
         let shared = self.shared();
         if shared.is_shut_down() {
             return Err((value, ScheduleError::ShutDown));
@@ -143,17 +176,11 @@ impl Timer {
             Ok(found) => found,
             Err(error) => return Err((value, error)),
         };
-        let exact = match when {
-            When::After(delay) => {
-                let nanos = u128::from(now) + delay.as_nanos();
-                i64::try_from(nanos).unwrap_or(i64::MAX)
-            }
-            When::At(at) => exact_of(shared.time.clock.base(), at),
-        };
+        let exact = shared.time.value_exact(now, when);
         let by = shared.time.stamp_by(when);
         let make = |value, arena: &_| Fresh::value(deadline, (value, exact), arena, by);
         match shared.insert_new(now, value, make) {
-            Ok((_, ticket)) => Ok((ValueTicket(ticket), exact)),
+            Ok((_, ticket)) => Ok(ValueTicket(ticket)),
             Err(super::schedule::Refused::Payload(value, error)) => Err((value, error)),
             Err(super::schedule::Refused::Fresh(fresh, error)) => {
                 Err((fresh.into_value().expect("a refused value entry keeps its value"), error))
@@ -186,19 +213,20 @@ impl Timer {
     pub(crate) fn reset_value(&self, ticket: ValueTicket, when: When) -> bool {
         let shared = self.shared();
         let Ok((now, deadline)) = shared.time.deadline(when) else { return false };
-        let exact = match when {
-            When::After(delay) => i64::try_from(u128::from(now) + delay.as_nanos()).unwrap_or(i64::MAX),
-            When::At(at) => exact_of(shared.time.clock.base(), at),
-        };
+        let exact = shared.time.value_exact(now, when);
         let _pin = shared.store.arena.pin();
         reset::reset(ticket.0, shared.counters.local(), Target { deadline, exact: Some(exact) })
     }
 
-    /// The exact deadline of the pending value entry `ticket` names.
-    pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<i64> {
-        let arena = &self.shared().store.arena;
-        let _pin = arena.pin();
-        entry::exact(arena, ticket.0)
+    /// The deadline of the pending value entry `ticket` names.
+    pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<Instant> {
+        let shared = self.shared();
+        let arena = &shared.store.arena;
+        let (exact, deadline) = {
+            let _pin = arena.pin();
+            entry::exact(arena, ticket.0)?
+        };
+        Some(shared.time.value_instant(exact, deadline))
     }
 }
 
@@ -220,7 +248,7 @@ impl Shared {
         });
         if !values.is_empty() {
             stripe.fired(values.len() as u64);
-            stripe.panicked(sink.deliver(&mut FiredValues(&mut values)));
+            stripe.panicked(sink.deliver(&mut FiredValues(&mut values, &self.time)));
         }
     }
 }
