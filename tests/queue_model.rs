@@ -1,0 +1,302 @@
+//! Property test of the delay queue of values (`queue::DelayQueue`) against a reference model, on
+//! a manual timer: random inserts (by delay, by instant, at instants already passed, far future),
+//! removes, resets (by delay and by instant) of any key, clock moves, advances, and takes.
+//!
+//! The model is a list of values with their deadlines, using the timer's rounding rules
+//! (`common/model_deadlines.rs`). After every step: `len()` counts the pending and the expired
+//! values not yet taken; `remove` hands a value back iff it is pending; `reset` is true iff the
+//! value is pending and the deadline representable; `deadline` reads back the deadline set, to
+//! the nanosecond (past the 292 years an `i64` of nanoseconds holds: the start of its tick). After
+//! an advance exactly the values whose tick has begun have expired. Taken values come out once,
+//! in the order the advances expired them, and within one advance in due-tick order, in deadline
+//! order within a tick (where the timer keeps deadlines exactly), equal deadlines in insertion
+//! order; each with its deadline.
+//!
+//! `DELAYWHEEL_PROPTEST_CASES` sets the number of cases (default 256).
+
+#[path = "common/model_deadlines.rs"]
+mod deadlines;
+
+use std::time::{Duration, Instant};
+
+use deadlines::{due_tick, passed_instant, reported};
+use delaywheel::queue::{DelayQueue, Key};
+use delaywheel::{ManualClock, Timer};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// `try_insert` with a delay of this many nanoseconds (`None`: `Duration::MAX`).
+    Insert(Option<u64>),
+    /// `try_insert_at` this many nanoseconds from now.
+    InsertAt(u64),
+    /// `try_insert_at` this many nanoseconds before now: already passed.
+    InsertPast(u64),
+    /// `remove` of the key with this index (modulo the number of keys).
+    Remove(usize),
+    /// `reset` (even index) or `reset_at(now + delay)` (odd) of the key with this index.
+    Reset(usize, Option<u64>),
+    /// Move the clock by this many nanoseconds, then `advance_clock`.
+    Advance(u64),
+    /// Move the clock only.
+    MoveClock(u64),
+    /// `try_recv` up to this many values.
+    Take(u8),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Pending,
+    Expired,
+    Taken,
+    Removed,
+    Refused,
+}
+
+#[derive(Debug)]
+struct Entry {
+    key: Option<Key>,
+    /// The deadline, as a reading of the clock.
+    deadline: Duration,
+    /// The tick boundary at which it expires.
+    due: Duration,
+    /// Whether the timer keeps the deadline exactly within its tick (the order check's scope).
+    ordered: bool,
+    state: State,
+    /// The advance that expired it.
+    batch: usize,
+}
+
+impl Entry {
+    fn refused() -> Entry {
+        let zero = Duration::ZERO;
+        Entry { key: None, deadline: zero, due: zero, ordered: false, state: State::Refused, batch: 0 }
+    }
+
+    /// What `deadline` reads back: the deadline, or past an `i64` of nanoseconds its due tick.
+    fn reads_back(&self) -> Duration {
+        match self.deadline.as_nanos() < i64::MAX as u128 {
+            true => self.deadline,
+            false => self.due,
+        }
+    }
+
+    fn set(&mut self, now: Duration, delay: Duration, tick: Duration) {
+        self.deadline = now + delay;
+        self.due = due_tick(now, delay, tick);
+        self.ordered = reported(now, delay, tick) == self.deadline;
+    }
+}
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+/// Whether `a` may come out right before `b`, both expired by the same advance.
+fn in_order(entries: &[Entry], a: usize, b: usize) -> bool {
+    let (x, y) = (&entries[a], &entries[b]);
+    if x.due != y.due {
+        return x.due < y.due;
+    }
+    if (x.deadline, x.due) == (y.deadline, y.due) {
+        return a < b;
+    }
+    !(x.ordered && y.ordered) || x.deadline <= y.deadline
+}
+
+struct Model {
+    clock: ManualClock,
+    queue: DelayQueue<usize>,
+    base: Instant,
+    tick: Duration,
+    entries: Vec<Entry>,
+    advances: usize,
+    last_taken: Option<usize>,
+}
+
+impl Model {
+    fn key(&self, i: usize) -> Option<(usize, Key)> {
+        let i = i % self.entries.len().max(1);
+        Some((i, self.entries.get(i)?.key?))
+    }
+
+    fn insert(&mut self, delay: Option<Duration>, at: Option<Duration>, step: usize) -> Result<(), String> {
+        let (id, now, tick) = (self.entries.len(), self.clock.now(), self.tick);
+        let result = match (delay, at) {
+            (Some(delay), _) => self.queue.try_insert(id, delay),
+            (None, Some(at)) => self.queue.try_insert_at(id, self.base + at),
+            (None, None) => unreachable!(),
+        };
+        let key = match result {
+            Ok(key) => key,
+            Err(refused) => {
+                let max = self.queue.timer().max_delay();
+                ensure!(delay.is_some_and(|d| d > max), "step {step}: refused {delay:?} {at:?}: {refused:?}");
+                ensure!(refused.into_inner() == id, "step {step}: refused value not handed back");
+                self.entries.push(Entry::refused());
+                return Ok(());
+            }
+        };
+        let mut entry = Entry { key: Some(key), ..Entry::refused() };
+        entry.state = State::Pending;
+        match (delay, at) {
+            (Some(delay), _) => entry.set(now, delay, tick),
+            (None, Some(at)) if at > now => entry.set(now, at - now, tick),
+            (None, Some(at)) => {
+                let (due, read) = passed_instant(now, at, tick);
+                (entry.deadline, entry.due, entry.ordered) = (at, due, read == at);
+            }
+            (None, None) => unreachable!(),
+        }
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    fn step(&mut self, step: usize, op: Op) -> Result<(), String> {
+        let now = self.clock.now();
+        match op {
+            Op::Insert(nanos) => {
+                self.insert(Some(nanos.map_or(Duration::MAX, Duration::from_nanos)), None, step)?
+            }
+            Op::InsertAt(nanos) => self.insert(None, Some(now + Duration::from_nanos(nanos)), step)?,
+            Op::InsertPast(back) => {
+                self.insert(None, Some(now.saturating_sub(Duration::from_nanos(back))), step)?
+            }
+            Op::Remove(i) => {
+                let Some((i, key)) = self.key(i) else { return Ok(()) };
+                let pending = self.entries[i].state == State::Pending;
+                ensure!(self.queue.remove(&key) == pending.then_some(i), "step {step}: remove of {i}");
+                if pending {
+                    self.entries[i].state = State::Removed;
+                }
+            }
+            Op::Reset(i, nanos) => {
+                let Some((i, key)) = self.key(i) else { return Ok(()) };
+                let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
+                let in_range = delay <= self.queue.timer().max_delay();
+                let moved = match now.checked_add(delay).and_then(|d| self.base.checked_add(d)) {
+                    Some(at) if i % 2 == 1 => self.queue.reset_at(&key, at),
+                    _ => self.queue.reset(&key, delay),
+                };
+                let entry = &mut self.entries[i];
+                ensure!(
+                    moved == (entry.state == State::Pending && in_range),
+                    "step {step}: reset of {i}: {moved}"
+                );
+                if moved {
+                    entry.set(now, delay, self.tick);
+                }
+            }
+            Op::MoveClock(nanos) => self.clock.advance(Duration::from_nanos(nanos)),
+            Op::Advance(nanos) => {
+                self.clock.advance(Duration::from_nanos(nanos));
+                self.queue.advance_clock(Duration::ZERO);
+                self.advances += 1;
+                let now = self.clock.now();
+                for entry in self.entries.iter_mut().filter(|e| e.state == State::Pending && e.due <= now) {
+                    (entry.state, entry.batch) = (State::Expired, self.advances);
+                }
+                for (i, entry) in self.entries.iter().enumerate() {
+                    let Some(key) = &entry.key else { continue };
+                    let expected = (entry.state == State::Pending).then(|| self.base + entry.reads_back());
+                    ensure!(self.queue.deadline(key) == expected, "step {step}: deadline of {i}: {entry:?}");
+                }
+            }
+            Op::Take(n) => {
+                for _ in 0..n {
+                    let Some(out) = self.queue.try_recv() else {
+                        ensure!(
+                            self.entries.iter().all(|e| e.state != State::Expired),
+                            "step {step}: an expired value is not handed out"
+                        );
+                        break;
+                    };
+                    let deadline = out.deadline() - self.base;
+                    self.take(step, (out.into_inner(), deadline))?;
+                }
+            }
+        }
+        let live = self.entries.iter().filter(|e| matches!(e.state, State::Pending | State::Expired)).count();
+        ensure!(self.queue.len() == live, "step {step}: len {} against {live}", self.queue.len());
+        Ok(())
+    }
+
+    /// Checks the value `id`, taken with `deadline`, against the model.
+    fn take(&mut self, step: usize, (id, deadline): (usize, Duration)) -> Result<(), String> {
+        let entry = &self.entries[id];
+        ensure!(entry.state == State::Expired, "step {step}: took {id}: {entry:?}");
+        ensure!(deadline == entry.reads_back(), "step {step}: {id} came out with {deadline:?}: {entry:?}");
+        let earlier = self.entries.iter().position(|e| e.state == State::Expired && e.batch < entry.batch);
+        ensure!(earlier.is_none(), "step {step}: {id} came out before {earlier:?}, expired earlier");
+        if let Some(last) = self.last_taken.filter(|&last| self.entries[last].batch == entry.batch) {
+            ensure!(
+                in_order(&self.entries, last, id),
+                "step {step}: {id} after {last}: {:?}",
+                self.entries[last]
+            );
+        }
+        self.entries[id].state = State::Taken;
+        self.last_taken = Some(id);
+        Ok(())
+    }
+}
+
+fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
+    let clock = ManualClock::new();
+    let tick = Duration::from_micros(tick_us);
+    let timer = Timer::builder().tick(tick).wheel_size(wheel_size).clock(clock.clone()).manual().build();
+    let base = timer.now() - clock.now();
+    let queue = DelayQueue::with_timer(timer);
+    let mut model = Model { clock, queue, base, tick, entries: Vec::new(), advances: 0, last_taken: None };
+    for (step, op) in ops.into_iter().enumerate() {
+        model.step(step, op)?;
+    }
+    model.step(usize::MAX, Op::Advance(0))?;
+    model.step(usize::MAX, Op::Take(u8::MAX))
+}
+
+fn delay() -> impl Strategy<Value = Option<u64>> {
+    prop_oneof![
+        3 => (0u64..3).prop_map(Some),
+        4 => (0u64..50_000_000).prop_map(Some),
+        2 => (0u64..5_000_000_000_000).prop_map(Some),
+        1 => (0u64..u64::MAX / 4).prop_map(Some),
+        1 => (1u64 << 63..u64::MAX).prop_map(Some), // past an i64 of nanoseconds
+        1 => Just(None),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => delay().prop_map(Op::Insert),
+        2 => delay().prop_map(|d| Op::InsertAt(d.unwrap_or(u64::MAX / 2))),
+        1 => prop_oneof![0u64..2_000_000, 0u64..50_000_000].prop_map(Op::InsertPast),
+        2 => any::<usize>().prop_map(Op::Remove),
+        3 => (any::<usize>(), delay()).prop_map(|(i, d)| Op::Reset(i, d)),
+        4 => prop_oneof![Just(0u64), 0u64..2_000, 0u64..20_000_000, 0u64..2_000_000_000, 0u64..10_000_000_000_000]
+            .prop_map(Op::Advance),
+        1 => prop_oneof![Just(0u64), 0u64..2_000, 0u64..20_000_000].prop_map(Op::MoveClock),
+        3 => (0u8..8).prop_map(Op::Take),
+    ]
+}
+
+fn cases() -> u32 {
+    std::env::var("DELAYWHEEL_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn delay_queue_matches_the_reference_model(
+        tick_us in prop_oneof![Just(1u64), 1u64..100, 100u64..20_000],
+        wheel_size in prop_oneof![Just(2usize), 2usize..8, 8usize..128],
+        ops in proptest::collection::vec(op(), 100..400),
+    ) {
+        check(tick_us, wheel_size, ops).map_err(TestCaseError::fail)?;
+    }
+}
