@@ -20,7 +20,8 @@
 //! `poll_tick` returns `Pending` for good (never a panic), as a dead [`Sleep`] does. So does an
 //! interval whose next tick's sleep the timer refuses (its
 //! [`max_pending`](crate::TimerBuilder::max_pending) reached, or the tick beyond its range), as a
-//! refused re-arm ends a [`Repeat`](crate::Repeat): the sleep is dead, and nothing re-arms it.
+//! refused re-arm ends a [`Repeat`](crate::Repeat): the sleep is dead, and nothing but a
+//! [`reset`](Interval::reset) re-arms it.
 
 use std::future::Future;
 use std::pin::Pin;

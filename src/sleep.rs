@@ -50,7 +50,8 @@
 //! [`Sleep::reset`] first moves the pending task in place ([`TimerHandle::reset_at`]: same entry,
 //! same slot, no allocation). If the task is no longer pending (it fired, is firing, was abandoned
 //! or never scheduled), the sleep takes a **new slot** and schedules a new task for it, carrying the
-//! stored waker over. The old task may still be running (a fire racing the reset): it completes the
+//! stored waker over (a refused task leaves it in the dead slot, so that a later reset that the
+//! timer accepts carries it on). The old task may still be running (a fire racing the reset): it completes the
 //! old slot, which nobody polls any more, and so cannot complete the re-armed sleep before its new
 //! deadline (loom model `sleep::reset_racing_fire`, seeded fault `sleep_reset_reuses_slot`).
 //!
@@ -246,7 +247,7 @@ impl Sleep {
         deadline: Due,
         armed: Result<(Arc<Slot>, LentHandle), ScheduleError>,
     ) -> Sleep {
-        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), LentHandle::refused()));
+        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err, None), LentHandle::refused()));
         Sleep { slot: Some(slot), handle, deadline, timer }
     }
 
@@ -294,7 +295,7 @@ impl Sleep {
     /// A new slot's task scheduled on `live` as `when` says, and the deadline that names.
     #[inline]
     fn arm(live: &LiveTimer, when: When) -> (Due, Result<(Arc<Slot>, LentHandle), ScheduleError>) {
-        let (reading, armed) = Slot::arm_in(Slot::new(), live, when, None);
+        let (reading, armed) = Slot::arm_in(Slot::new(), live, when, &mut None);
         let deadline = match when {
             When::After(duration) => Due::After(reading, duration),
             When::At(at) => Due::At(at),
@@ -373,7 +374,7 @@ impl Sleep {
         }
         // Not pending any more (or refused the new deadline): a new slot and task. The old task, if
         // it is running now, completes the old slot, which nobody polls (module docs: "Reset").
-        let waker = self.slot().state.lock().waker.take();
+        let mut waker = self.slot().state.lock().waker.take();
         self.handle.cancel(self.timer.held());
         let slot = if fault!("sleep_reset_reuses_slot") {
             // Seeded bug for the loom suite only (docs/loom.md): the old slot is reused for the new
@@ -384,10 +385,11 @@ impl Sleep {
             Slot::new()
         };
         let armed = match self.timer.upgrade() {
-            Some(live) => Slot::arm_in(slot, live, When::At(deadline), waker).1,
+            Some(live) => Slot::arm_in(slot, live, When::At(deadline), &mut waker).1,
             None => Err(ScheduleError::ShutDown),
         };
-        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err), LentHandle::refused()));
+        // Refused: the dead slot keeps the waker, for a later reset that revives the sleep.
+        let (slot, handle) = armed.unwrap_or_else(|err| (Slot::dead(err, waker), LentHandle::refused()));
         self.handle = handle;
         if let Some(old) = self.slot.replace(slot) {
             Slot::recycle(old);

@@ -251,6 +251,26 @@ fn an_interval_whose_next_tick_the_timer_refuses_yields_no_more_ticks() {
     assert!(timer.is_empty());
 }
 
+#[test]
+fn a_reset_revives_an_interval_whose_tick_was_refused_and_wakes_the_last_poller() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().clock(clock.clone()).manual().max_pending(1).build();
+    let (counter, waker) = common::waker::CountingWaker::new();
+    let mut cx = Context::from_waker(&waker);
+    let mut interval = timer.interval(ms(10));
+    assert!(interval.poll_tick(&mut cx).is_ready());
+    assert!(interval.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, ms(10));
+    assert_eq!(counter.count(), 1);
+    let blocker = timer.schedule(ms(1000), || {}); // the one pending task the timer takes
+    assert!(interval.poll_tick(&mut cx).is_ready(), "the tick due at 10 ms; the next one is refused");
+    assert!(blocker.cancel());
+    interval.reset(); // due at 20 ms, and the sleep keeps the waker of the last pending poll
+    advance(&clock, &timer, ms(10));
+    assert_eq!(counter.count(), 2, "the revived interval woke nobody");
+    assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(timer.now()));
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn tokio_current_thread_ticks_never_early() {
     let timer = Timer::new();

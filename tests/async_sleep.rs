@@ -319,6 +319,33 @@ fn refusals_are_errors_from_try_sleep_and_dead_sleeps_from_sleep() {
     assert_eq!(refused.error(), Some(ScheduleError::ShutDown));
 }
 
+/// A reset the timer refuses (beyond its range, or after a shutdown) leaves the sleep dead but
+/// keeps the waker of the last poll: a later reset that the timer accepts wakes it at the new
+/// deadline, with no poll in between (the task polling it may not be the one resetting it).
+#[test]
+fn a_refused_reset_keeps_the_waker_for_the_reset_that_revives_the_sleep() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let beyond = |timer: &Timer| timer.now() + Duration::from_secs(1 << 62);
+    let (counter, waker) = CountingWaker::new();
+    let mut sleep = Box::pin(timer.sleep(ms(10)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    sleep.as_mut().reset(beyond(&timer)); // waiting: the move in place is refused
+    assert!(matches!(sleep.error(), Some(ScheduleError::DelayTooLong { .. })));
+    sleep.as_mut().reset(timer.now() + ms(3));
+    assert_eq!(sleep.error(), None);
+    advance(&clock, &timer, ms(3));
+    assert!(sleep.is_elapsed());
+    assert_eq!(counter.count(), 1, "the waker of the last poll was lost");
+
+    // Elapsed, then refused twice: the waker stays with the sleep through both dead slots.
+    sleep.as_mut().reset(beyond(&timer));
+    sleep.as_mut().reset(beyond(&timer));
+    sleep.as_mut().reset(timer.now() + ms(2));
+    advance(&clock, &timer, ms(2));
+    assert_eq!(counter.count(), 2);
+    assert!(timer.is_empty());
+}
+
 #[test]
 fn futures_executor_block_on() {
     let timer = Timer::new();

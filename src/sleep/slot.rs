@@ -97,9 +97,9 @@ crate::sync::thread_local! {
 }
 
 impl Slot {
-    fn with(phase: Phase) -> Slot {
+    fn with(phase: Phase, waker: Option<Waker>) -> Slot {
         let settled = AtomicBool::new(!matches!(phase, Phase::Waiting));
-        Slot { state: Mutex::new(SlotState { phase, waker: None }), settled, gone: AtomicBool::new(false) }
+        Slot { state: Mutex::new(SlotState { phase, waker }), settled, gone: AtomicBool::new(false) }
     }
 
     /// A waiting slot with no waker: the thread's spare if it has one, else a new one.
@@ -108,12 +108,14 @@ impl Slot {
         // (`try_with` fails only while the thread's locals are being destroyed.)
         match SPARE.try_with(Cell::take) {
             Ok(Some(spare)) => spare,
-            _ => Arc::new(Slot::with(Phase::Waiting)),
+            _ => Arc::new(Slot::with(Phase::Waiting, None)),
         }
     }
 
-    pub(super) fn dead(err: ScheduleError) -> Arc<Slot> {
-        Arc::new(Slot::with(Phase::Dead(err)))
+    /// A slot dead of `err`, keeping `waker` (the waker of the last poll, for a reset that
+    /// revives the sleep to wake).
+    pub(super) fn dead(err: ScheduleError, waker: Option<Waker>) -> Arc<Slot> {
+        Arc::new(Slot::with(Phase::Dead(err), waker))
     }
 
     /// Keeps `slot` as this thread's spare if nothing else refers to it (module docs: "The spare
@@ -129,22 +131,23 @@ impl Slot {
         } else {
             let Some(unshared) = Arc::get_mut(&mut slot) else { return };
             // The old state's waker (if any) is dropped here, outside any lock.
-            *unshared = Slot::with(Phase::Waiting);
+            *unshared = Slot::with(Phase::Waiting, None);
         }
         // A spare already kept (a second sleep dropped before a new one took the first) is freed.
         let _ = SPARE.try_with(|spare| drop(spare.replace(Some(slot))));
     }
 
-    /// `slot` (waiting, with no waker), its task scheduled `when` says, and `waker` stored in it
-    /// (woken at once if the task already fired), with the clock reading the schedule used
-    /// (nanoseconds, as `LiveTimer::try_schedule_reading`). The waker is stored only once the
-    /// schedule succeeded, so a refused task, dropped inside the schedule, wakes nobody.
+    /// `slot` (waiting, with no waker), its task scheduled `when` says, and the waker in `waker`
+    /// moved into it (woken at once if the task already fired), with the clock reading the
+    /// schedule used (nanoseconds, as `LiveTimer::try_schedule_reading`). The waker is taken only
+    /// once the schedule succeeded: a refused task, dropped inside the schedule, wakes nobody, and
+    /// the caller keeps the waker for the dead slot it makes instead.
     #[inline]
     pub(super) fn arm_in(
         slot: Arc<Slot>,
         timer: &LiveTimer,
         when: When,
-        waker: Option<Waker>,
+        waker: &mut Option<Waker>,
     ) -> (u64, Result<(Arc<Slot>, LentHandle), ScheduleError>) {
         let notify = Notify(Some(Arc::clone(&slot)), timer.id());
         let (now, scheduled) = timer.try_schedule_reading(when, move || notify.fire());
@@ -152,7 +155,7 @@ impl Slot {
             Ok(handle) => handle,
             Err(refused) => return (now, Err(refused)),
         };
-        if let Some(waker) = waker {
+        if let Some(waker) = waker.take() {
             let mut state = slot.state.lock();
             if let Phase::Waiting = state.phase {
                 state.waker = Some(waker);
