@@ -128,7 +128,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `async` | off | `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at`, `interval`, their `try_` forms and their futures (dependencies: `pin-project-lite`, `futures-core`); `DelayQueue::poll_expired`, `next_expired` and its `Stream` |
+//! | `async` | off | `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at`, `interval`, `interval_at`, the `try_sleep`, `try_sleep_until` and `try_timeout` forms, and their futures (dependencies: `pin-project-lite`, `futures-core`); `DelayQueue::poll_expired`, `next_expired` and its `Stream` |
 //! | `tracing` | off | trace-level `tracing` events (target `delaywheel`) for every bucket flush and cascade |
 //!
 //! ## Delay queue of values
