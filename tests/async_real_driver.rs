@@ -86,7 +86,7 @@ async fn sleeps_timeouts_and_intervals_on_executor_threads() {
 
 /// The driver sleeps toward a deadline 10 s away; a reset in place, a reset of an elapsed sleep
 /// (a new task), a queue's reset and an insert each move the earliest deadline to 5 ms from now,
-/// and the driver must wake for it.
+/// or to one already passed, and the driver must wake for it.
 #[test]
 fn a_driver_asleep_toward_a_far_deadline_wakes_for_an_earlier_one() {
     let timer = Timer::new();
@@ -121,6 +121,21 @@ fn a_driver_asleep_toward_a_far_deadline_wakes_for_an_earlier_one() {
         let next = guard.timeout(LOST, queue.next_expired()).await.expect("an insert woke no driver");
         assert_eq!(next.map(|e| e.into_inner()), Some(3));
         assert_eq!(queue.len(), 1);
+
+        // Deadlines already passed: due by the next advance, which the driver must not put off.
+        let_the_driver_sleep();
+        guard.timeout(LOST, timer.sleep(Duration::ZERO)).await.expect("a zero sleep woke no driver");
+        let_the_driver_sleep();
+        let past = timer.sleep_until(timer.now() - ms(5));
+        guard.timeout(LOST, past).await.expect("a passed deadline woke no driver");
+        sleep.reset(timer.now() + far);
+        let_the_driver_sleep();
+        sleep.reset(timer.now() - ms(3));
+        guard.timeout(LOST, &mut sleep).await.expect("a reset into the past woke no driver");
+        let_the_driver_sleep();
+        queue.insert_at(4, queue.timer().now() - ms(1));
+        let next = guard.timeout(LOST, queue.next_expired()).await.expect("a passed insert woke no driver");
+        assert_eq!(next.map(|e| e.into_inner()), Some(4));
     });
 }
 
