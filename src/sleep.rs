@@ -415,11 +415,14 @@ impl Future for Sleep {
         if let Phase::Elapsed = state.phase {
             return Poll::Ready(());
         }
-        // Waiting, or dead: keep the waker (a reset carries it to a new task).
-        match &state.waker {
-            Some(waker) if waker.will_wake(cx.waker()) => {}
-            _ => state.waker = Some(cx.waker().clone()),
-        }
+        // Waiting, or dead: keep the waker (a reset carries it to a new task). The one it replaces
+        // is dropped once the lock is released (`sleep/slot.rs`: "Wakers are dropped unlocked").
+        let replaced = match &state.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => None,
+            _ => state.waker.replace(cx.waker().clone()),
+        };
+        drop(state);
+        drop(replaced);
         Poll::Pending
     }
 }

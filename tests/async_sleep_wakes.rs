@@ -160,3 +160,44 @@ fn a_sleep_on_a_spare_slot_from_another_timer_is_woken_once_by_a_shutdown() {
     assert!(last.error().is_some());
     assert!(poll(Pin::new(&mut last), &waker).is_pending(), "a sleep whose timer shut down never completes");
 }
+
+/// A task whose last reference holds the last handle on a timer.
+struct HoldsTheTimer(#[allow(dead_code)] Arc<delaywheel::Timer>);
+
+impl Wake for HoldsTheTimer {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// A sleep polled by a second task drops the first task's waker, here the last reference to that
+/// task, which holds the timer's last handle: the timer's drop abandons the sleep's own task, whose
+/// closure takes the sleep's lock. The poll drops the replaced waker after releasing that lock (it
+/// waited for itself), and the sleep, dead now, wakes the second task once. A timeout's limit and
+/// an interval's tick are the same sleep.
+#[test]
+fn a_replaced_waker_whose_drop_drops_the_timer_deadlocks_nothing() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for kind in 0..3 {
+            let (_clock, timer) = manual_timer(ms(1), 8);
+            let timer = Arc::new(timer);
+            let first = Waker::from(Arc::new(HoldsTheTimer(Arc::clone(&timer))));
+            let (counter, second) = common::waker::CountingWaker::new();
+            let mut sleep = Box::pin(timer.sleep(ms(50)));
+            let mut timeout = Box::pin(timer.timeout(ms(50), std::future::pending::<()>()));
+            let mut interval = timer.interval_at(timer.now() + ms(50), ms(10));
+            let mut with = |waker: &Waker| match kind {
+                0 => poll(sleep.as_mut(), waker).is_pending(),
+                1 => poll(timeout.as_mut(), waker).is_pending(),
+                _ => interval.poll_tick(&mut std::task::Context::from_waker(waker)).is_pending(),
+            };
+            assert!(with(&first));
+            drop((first, timer)); // the stored waker holds the timer's last handle
+            assert!(with(&second));
+            done.send((kind, counter.count())).unwrap();
+        }
+    });
+    for kind in 0..3 {
+        let got = finished.recv_timeout(Duration::from_secs(10));
+        assert_eq!(got, Ok((kind, 1)), "kind {kind}: the poll waited for itself, or woke no one");
+    }
+}

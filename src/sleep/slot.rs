@@ -52,6 +52,14 @@
 //! Loom model
 //! `sleep::spare_slot_after_fire` (seeded fault `sleep_drop_not_gone`: the drop does not mark the
 //! slot gone, and the closure its cancel drops wakes the sleep's last waker).
+//!
+//! ## Wakers are dropped unlocked
+//!
+//! A waker the slot stops holding (replaced by a poll's, or taken out by a drop that lost its
+//! cancel) is taken out under the lock and dropped after it is released. Its drop may be its
+//! task's last reference, and run any code: the drop of a future that holds the sleep's timer
+//! last, say, whose shutdown drops this very sleep's task, whose closure then takes this lock
+//! (`finish`): under the lock, the thread would wait for itself.
 
 use std::cell::Cell;
 use std::task::Waker;
@@ -222,8 +230,9 @@ impl Slot {
             }
             if !handle.cancel(timer) {
                 // Lost to a firing or a shutdown on another thread, whose closure may not see
-                // `gone`: forget the waker under the lock its `finish` takes.
-                slot.state.lock().waker = None;
+                // `gone`: take the waker out under the lock its `finish` takes (and drop it after).
+                let waker = slot.state.lock().waker.take();
+                drop(waker);
             }
         }
         Slot::recycle(slot);
