@@ -278,3 +278,50 @@ fn resets_racing_a_shutdown_beside_a_blocked_driver_lose_no_task() {
         assert_eq!(stats.pending, 0, "{how:?}");
     }
 }
+
+/// Two threads call `shutdown()` at once while an executor thread runs a task that waits to be
+/// released, with another task queued behind it: neither call returns before both tasks ran,
+/// whichever of them took the executor's threads to join: the other, finding none left to join,
+/// still waits for their exits.
+#[test]
+fn concurrent_shutdowns_each_wait_for_the_executor_tasks_handed_over() {
+    let clock = ManualClock::new();
+    let timer =
+        Arc::new(Timer::builder().clock(clock.clone()).manual().execution(TaskExecution::Threads(1)).build());
+    let (started, release) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let running = Arc::new(AtomicBool::new(false));
+    let ran = Counter::default();
+    let (s, r, flag) = (Arc::clone(&started), Arc::clone(&release), Arc::clone(&running));
+    timer.schedule(ms(1), move || {
+        flag.store(true, Ordering::SeqCst);
+        s.wait();
+        r.wait();
+        flag.store(false, Ordering::SeqCst);
+    });
+    timer.schedule(ms(1), ran.task());
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    started.wait();
+    let (done, returned) = mpsc::channel();
+    for _ in 0..2 {
+        let (timer, running, ran, done) =
+            (Arc::clone(&timer), Arc::clone(&running), ran.clone(), done.clone());
+        std::thread::spawn(move || {
+            let unfired = timer.shutdown();
+            done.send((unfired.len(), running.load(Ordering::SeqCst), ran.get())).unwrap();
+        });
+    }
+    // A shutdown that returns now returns while the first task still runs.
+    let early = returned.recv_timeout(Duration::from_millis(500));
+    assert_eq!(
+        early,
+        Err(mpsc::RecvTimeoutError::Timeout),
+        "a shutdown returned before the executor's tasks ran"
+    );
+    release.wait();
+    for _ in 0..2 {
+        let (unfired, still_running, queued_ran) =
+            returned.recv_timeout(DEADLOCK).expect("shutdown returned");
+        assert_eq!((unfired, still_running, queued_ran), (0, false, 1));
+    }
+}

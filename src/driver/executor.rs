@@ -84,17 +84,23 @@ impl Executor {
     }
 
     /// Stops accepting tasks. With `join`, waits until the threads have run what they were given
-    /// (except the calling thread, if it is one of them); with `discard`, what is still queued is
-    /// abandoned instead.
+    /// (except the calling thread, if it is one of them), also when another call is joining them
+    /// already (shutdowns from several threads: each returns once the tasks ran); with `discard`,
+    /// what is still queued is abandoned instead. Without `join` the threads are left to exit on
+    /// their own (their handles are dropped with the executor).
     pub(crate) fn close(&self, join: bool, discard: bool) {
         if discard {
             self.discard.store(true, Ordering::Release);
         }
         drop(self.sender.lock().take());
-        let threads = std::mem::take(&mut *self.threads.lock());
         if join {
+            // Held while joining, so that a concurrent joiner waits for the same exits. Only a
+            // caller that may wait joins (`Timer::stop`: never from a timer's driver or executor
+            // thread), and the threads never take this lock: a task that closes its own executor
+            // without joining cannot wait for a joiner that waits for it.
+            let mut threads = self.threads.lock();
             let me = std_thread::current().id();
-            for thread in threads.into_iter().filter(|t| t.thread().id() != me) {
+            for thread in threads.drain(..).filter(|t| t.thread().id() != me) {
                 let _ = thread.join();
             }
         }

@@ -14,9 +14,12 @@
 //! With `TaskExecution::Threads(n)`, `advance` sends due entries down a channel to `n` threads. An
 //! entry is claimed (`Pending → Fired`) on the executor thread just before it runs, so a `cancel()`
 //! that arrives while it waits in the channel still wins. Closing drops the sender: on `shutdown()`
-//! the threads run what is already queued (it was due) and are joined, except the thread calling
-//! shutdown from inside a task, which cannot join itself; on drop they are not joined (drop must
-//! not wait for slow tasks) and discard what is still queued, so no task starts after the drop.
+//! the threads run what is already queued (it was due) and are joined, under the lock of their
+//! handles, so that concurrent shutdowns all wait for them (a shutdown from a timer's thread joins
+//! nothing and never takes that lock: the joiner may be waiting for that very thread); on drop they
+//! are not joined (drop must not wait for slow tasks) and discard what is still queued, so no task
+//! starts after the drop but one an executor thread had already taken from the channel (it read the
+//! discard flag before the drop set it; as `shutdown_timeout` says of a task just claimed).
 //!
 //! These are real OS threads, started with `std::thread::Builder` so they can be named; they are not
 //! part of the loom models, which drive a manual timer from model threads instead.

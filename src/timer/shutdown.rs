@@ -25,8 +25,8 @@ impl Timer {
     /// from inside any timer's task, it waits for no driver (two timers shutting each other down
     /// from their tasks would otherwise wait for each other): it returns at once, like
     /// [`shutdown_timeout`](Timer::shutdown_timeout) with a zero timeout. If several threads call
-    /// it at once, each returns once the driver has stopped; the unfired tasks go to whichever
-    /// call drained them first.
+    /// it at once, each returns once the driver has stopped and the executor threads have run what
+    /// they were handed; the unfired tasks go to whichever call drained them first.
     pub fn shutdown(&self) -> Vec<UnfiredTask> {
         self.stop(false, None)
     }
