@@ -96,7 +96,8 @@ impl Timer {
     /// overlap. The task runs where this timer runs tasks ([`TaskExecution`](crate::TaskExecution)).
     /// A panicking run ends the repetition.
     ///
-    /// Like [`schedule`](Timer::schedule) this never panics: if the first run cannot be scheduled,
+    /// Like [`schedule`](Timer::schedule) this never panics for any input (only a refused closure's
+    /// own `Drop` can, as there): if the first run cannot be scheduled,
     /// the task is dropped and the handle is inert (`cancel()` returns `false`). Use
     /// [`try_schedule_repeating`](Timer::try_schedule_repeating) to learn why.
     ///

@@ -145,7 +145,9 @@ impl TimerHandle {
     /// boundary at or after it. Two kinds of deadline read back as a tick boundary instead: one more
     /// than about 2.3 years after the clock's origin, and any with a tick longer than 36 minutes
     /// (`deadline.rs`, "exact" and "far" words), rounded up to their tick, or if set already passed
-    /// within the tick under way, as that tick's start.
+    /// within the tick under way, as that tick's start. An instant before the clock's origin
+    /// ([`Timer::now`](crate::Timer::now): the timer's start, or the `ManualClock`'s creation) reads
+    /// back as the origin.
     /// `None` once the task is no longer pending (fired, cancelled or abandoned), for an inert
     /// handle, and for a deadline past what `Instant` represents (only with ticks of minutes and
     /// deadlines millions of years away).
@@ -177,7 +179,11 @@ impl TimerHandle {
         self.status() == Some(Status::Pending)
     }
 
-    /// Whether the task was claimed for running (it ran, is running, or is queued on an executor).
+    /// Whether the task was claimed for running: it ran or is running. A task taken out of the
+    /// wheel to fire that has not started yet (later in the batch being fired, or waiting in the
+    /// queue of an executor thread, [`TaskExecution::Threads`](crate::TaskExecution::Threads)) is
+    /// still pending: `is_pending()` is `true`, a `cancel()` still wins (it then never runs), and a
+    /// `reset` returns `false` (it is being fired).
     ///
     /// How a task ended is kept in its slot of the timer's entry arena until a later task reuses
     /// the slot; after that this returns `false` (as does [`is_cancelled`](TimerHandle::is_cancelled)):

@@ -39,7 +39,8 @@ impl Timer {
     /// late (plus the time the driver needs to wake). A deadline already passed (also one before the
     /// clock's origin, however far) runs at the next advance of the clock, never inside this call.
     ///
-    /// Like [`schedule`](Timer::schedule) this never panics: when the task cannot be scheduled
+    /// Like [`schedule`](Timer::schedule) this never panics for any input (only a refused closure's
+    /// own `Drop` can, as there): when the task cannot be scheduled
     /// (shut down, [`max_pending`](crate::TimerBuilder::max_pending) reached, or `deadline` beyond the
     /// last representable tick, more than `now() + max_delay()` away) the task is dropped unrun
     /// and the returned handle is inert. Use [`try_schedule_at`](Timer::try_schedule_at) to learn why.
@@ -94,8 +95,9 @@ impl Timer {
     /// task is due at; it may be earlier (a bucket emptied by cancels, or a coarse bucket that
     /// cascades its tasks before they are due), and it may be in the past (work is due now). A
     /// simulation on a [`ManualClock`](crate::ManualClock) can jump the clock straight to it. A
-    /// snapshot: a concurrent schedule, cancel or advance may change it at once. While an advance
-    /// has taken every pending task out of the wheel (or they wait for an executor thread), it is
+    /// snapshot: a concurrent schedule, cancel or advance may change it at once. Tasks an advance
+    /// has taken out of the wheel (the batch being fired, or tasks waiting for an executor thread)
+    /// need no further advance and do not count here; while they are all that is pending, it is
     /// the wheel's cursor ([`current_time`](Timer::current_time)).
     ///
     /// ```

@@ -220,12 +220,17 @@ impl Timer {
     /// has passed) runs at the next advance of the clock, also when scheduled mid-tick; never inside
     /// this call.
     ///
-    /// This never panics. When the task cannot be scheduled (the timer is shut down, it holds its
-    /// [`max_pending`](TimerBuilder::max_pending) tasks, or the delay is beyond
+    /// This never panics for any input. When the task cannot be scheduled (the timer is shut down,
+    /// it holds its [`max_pending`](TimerBuilder::max_pending) tasks, or the delay is beyond
     /// [`max_delay`](Timer::max_delay): e.g. `Duration::MAX`) the task is dropped unrun and the
     /// returned handle is inert (`cancel()` returns `false`, `is_pending()` is `false`). A task that
     /// can never fire is thus treated like one that never fires. Use
     /// [`try_schedule`](Timer::try_schedule) to learn why.
+    ///
+    /// # Panics
+    ///
+    /// Only if the closure's own `Drop` panics when a refused task is dropped: that panic leaves
+    /// this call (as it leaves [`TimerHandle::cancel`]), with nothing counted or kept.
     ///
     /// # What a task's size costs
     ///
