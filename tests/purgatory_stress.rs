@@ -265,3 +265,74 @@ fn a_watch_racing_its_trigger_never_misses_it() {
     assert_eq!((purgatory.delayed(), purgatory.watched(), purgatory.watched_keys()), (0, 0, 0));
     assert!(start.elapsed() < Duration::from_secs(60));
 }
+
+/// A thread cancelling keys races a thread checking others and a manually advanced clock, with
+/// every operation watched under one key of each: each operation finishes exactly once, as one of
+/// completed, expired or returned by one `cancel_for_key` (then with no callback), and the stats
+/// add up to the registrations with nothing left watched.
+#[test]
+fn cancels_racing_checks_and_expiry_finish_each_operation_exactly_once() {
+    const OPS: usize = 6_000;
+    let (clock, purgatory) = manual_purgatory::<u64, MockOp>();
+    let purgatory = Arc::new(purgatory);
+    let ops: Arc<Vec<Arc<MockOp>>> = Arc::new((0..OPS).map(|_| Arc::new(MockOp::new())).collect());
+    let (registered, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let advancer = {
+        let (purgatory, stop) = (Arc::clone(&purgatory), Arc::clone(&stop));
+        thread::spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                advance(&clock, &purgatory, ms(1));
+                thread::yield_now();
+            }
+            advance(&clock, &purgatory, ms(100));
+        })
+    };
+    let racers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (purgatory, ops) = (Arc::clone(&purgatory), Arc::clone(&ops));
+            let (registered, stop) = (Arc::clone(&registered), Arc::clone(&stop));
+            thread::spawn(move || {
+                let (mut rng, mut cancelled) = (SplitMix(t + 20), Vec::new());
+                while !stop.load(Ordering::Acquire) {
+                    let upto = registered.load(Ordering::Acquire);
+                    if upto == 0 {
+                        thread::yield_now();
+                        continue;
+                    }
+                    let i = upto - 1 - (rng.next() as usize % upto.min(200));
+                    if t == 0 {
+                        ops[i].set_completable();
+                        purgatory.check_and_complete(&(i as u64 % 16));
+                    } else {
+                        cancelled.extend(purgatory.cancel_for_key(&(100 + i as u64 % 7)));
+                    }
+                }
+                cancelled
+            })
+        })
+        .collect();
+    for (i, op) in ops.iter().enumerate() {
+        purgatory.try_complete_else_watch(
+            Arc::clone(op),
+            ms(1 + i as u64 % 4),
+            [i as u64 % 16, 100 + i as u64 % 7],
+        );
+        registered.store(i + 1, Ordering::Release);
+    }
+    let settle = Instant::now() + Duration::from_secs(20);
+    while purgatory.delayed() + purgatory.watched() > 0 && Instant::now() < settle {
+        thread::sleep(ms(1));
+    }
+    stop.store(true, Ordering::Release);
+    let cancelled: Vec<Arc<MockOp>> = racers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    advancer.join().unwrap();
+    for op in ops.iter() {
+        let times_cancelled = cancelled.iter().filter(|c| Arc::ptr_eq(c, op)).count();
+        let finished = (op.completions(), op.expirations(), times_cancelled);
+        assert!(matches!(finished, (1, 0 | 1, 0) | (0, 0, 1)), "finished as {finished:?}");
+        assert_eq!(op.violations(), 0);
+    }
+    let stats = purgatory.stats();
+    assert_eq!((stats.delayed, stats.watched, stats.keys), (0, 0, 0));
+    assert_eq!(stats.completed + stats.expired + cancelled.len() as u64, OPS as u64, "{stats:?}");
+}
