@@ -133,6 +133,14 @@ impl Deadline {
         self.split().is_some_and(|split| self.0 >> split & 1 == 1)
     }
 
+    /// The first tick boundary at or after the deadline itself: its [`tick`](Deadline::tick), or
+    /// the next one for a deadline passed within the tick under way, which is filed a tick early
+    /// (module docs, `P`). What firing lateness counts from (`timer/stats.rs`).
+    #[inline]
+    pub(crate) fn rounded_up_tick(self) -> u64 {
+        self.tick() + u64::from(self.passed_mid_tick())
+    }
+
     /// An exact word's fraction bits `s`; `None` for a far word.
     #[inline]
     fn split(self) -> Option<u32> {

@@ -34,6 +34,29 @@ fn lateness_is_fire_time_minus_the_tick_rounded_deadline() {
     assert_eq!(timer.stats().fired, 4);
 }
 
+/// A deadline already passed within the tick under way (a zero delay, or an instant in that tick)
+/// is filed at the tick's start so that the next advance fires it, but it rounds up to the next
+/// boundary like any deadline in that interval: fired at once it is not late, and fired after the
+/// boundary it is as late as a task due there.
+#[test]
+fn a_deadline_passed_within_the_tick_counts_from_the_boundary_after_it() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    clock.advance(Duration::from_micros(2_500));
+    timer.advance_clock(Duration::ZERO);
+    let counter = Counter::default();
+    timer.schedule(Duration::ZERO, counter.task());
+    timer.schedule_at(timer.now() - Duration::from_micros(200), counter.task());
+    timer.advance_clock(Duration::ZERO);
+    let s = timer.stats().lateness;
+    assert_eq!((counter.get(), s.count, s.max), (2, 2, Duration::ZERO), "fired at once");
+    timer.schedule(Duration::ZERO, counter.task());
+    timer.schedule(Duration::from_micros(300), counter.task()); // due at the 3 ms boundary
+    clock.advance(Duration::from_micros(800)); // 3.3 ms
+    timer.advance_clock(Duration::ZERO);
+    let s = timer.stats().lateness;
+    assert_eq!((counter.get(), s.count, s.max), (4, 4, Duration::from_micros(300)), "both 0.3 ms late");
+}
+
 #[test]
 fn cancelled_tasks_are_not_measured() {
     let (clock, timer) = manual_timer(ms(1), 8);

@@ -394,8 +394,9 @@ fn claim_and_release(
     claimed
 }
 
-/// The holder's firing: claims the entry; if this call won, calls `claimed` with the deadline's
-/// tick (no lock held: the caller counts the entry out there), then runs the closure on this
+/// The holder's firing: claims the entry; if this call won, calls `claimed` with the tick its
+/// deadline rounds up to ([`Deadline::rounded_up_tick`]; no lock held: the caller counts the entry
+/// out there, and measures the lateness from it), then runs the closure on this
 /// thread, catching a panic, or, for a value task, appends it to `values` (`value.rs`). The slot
 /// is released either way, and returned to the arena as `ret` says; a block the closure was in
 /// (`task_slab.rs`) goes to `freed`.
@@ -410,7 +411,7 @@ pub(crate) fn fire(
     let Some(task) = task else {
         return Fire::Lost;
     };
-    claimed(deadline.tick());
+    claimed(deadline.rounded_up_tick());
     if let (true, Some(values)) = (task.is_value(), values) {
         values.push(FiredValue::new(task, id, generation, deadline));
         return Fire::Ran;

@@ -2,9 +2,14 @@
 //!
 //! **Lateness** = the time on the timer's clock when a task **starts running**, minus the task's
 //! **tick-rounded deadline** (the first tick boundary at or after `now + delay`, where the wheel
-//! places it). The rounding itself (up to one tick, by design) is therefore *not* counted: what is
-//! measured is how late the task started — the driver waking up, flushing, and running the tasks
-//! ahead of it (a slow task shows up in the lateness of those after it). With
+//! places it; a deadline already passed within the tick under way is filed at that tick's start so
+//! that the next advance fires it, and still counts from the boundary after it). The rounding
+//! itself (up to one tick, by design) is therefore *not* counted: what is measured is how late the
+//! task started — the driver waking up, flushing, and running the tasks ahead of it (a slow task
+//! shows up in the lateness of those after it). A deadline set already ticks in the past counts
+//! from its own boundary, so the time it had passed by then counts too. (A far deadline word,
+//! `deadline.rs`, has no room to tell a deadline passed within the tick under way: such a one
+//! counts from that tick's start.) With
 //! [`TaskExecution::Threads`](crate::TaskExecution::Threads) it is measured on the executor thread
 //! when the task starts, so the wait in the executor's queue is included, and a task cancelled while
 //! queued is not counted.
