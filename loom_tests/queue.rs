@@ -87,3 +87,52 @@ fn reset_racing_expiry() {
         assert!(queue.is_empty());
     });
 }
+
+/// A `remove` racing the timer's shutdown, with a second value expired and not yet taken: the
+/// pending value goes to exactly one of them (the remove's cancel or the shutdown's drain claims
+/// it), and either way it leaves `len()`, which ends at the expired value alone.
+#[test]
+fn remove_racing_shutdown_leaves_len_exact() {
+    loom::model(|| {
+        let (clock, queue) = manual_queue();
+        let expired = queue.insert(1, ticks(1));
+        let pending = queue.insert(2, ticks(5));
+        clock.advance(ticks(1));
+        queue.advance_clock(Duration::ZERO);
+
+        let shutdown = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || queue.timer().shutdown().len())
+        };
+        let removed = queue.remove(&pending);
+        let handed_back = shutdown.join().unwrap();
+
+        assert_eq!(usize::from(removed.is_some()) + handed_back, 1, "the pending value went to one side");
+        assert!(matches!(removed, None | Some(2)), "removed the wrong value");
+        assert_eq!(queue.remove(&expired), None, "an expired value is not removed");
+        assert_eq!(queue.len(), 1, "len after the shutdown: the expired value alone");
+        assert_eq!(queue.try_recv().map(|e| e.into_inner()), Some(1));
+        assert!(queue.is_empty());
+    });
+}
+
+/// Two shutdowns of the queue's timer at once: the pending value's count leaves `len()` once,
+/// whichever drain claimed it and whichever shutdown hands the count over.
+#[test]
+fn two_shutdowns_count_a_pending_value_out_once() {
+    loom::model(|| {
+        let (clock, queue) = manual_queue();
+        queue.insert(1, ticks(1));
+        queue.insert(2, ticks(5));
+        clock.advance(ticks(1));
+        queue.advance_clock(Duration::ZERO);
+
+        let other = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || queue.timer().shutdown().len())
+        };
+        let here = queue.timer().shutdown().len();
+        assert_eq!(here + other.join().unwrap(), 1, "the pending value handed back once");
+        assert_eq!(queue.len(), 1, "len after the shutdowns: the expired value alone");
+    });
+}

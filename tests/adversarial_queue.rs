@@ -213,7 +213,9 @@ fn shutdown_hands_refused_values_back_and_drops_the_pending_ones_once() {
         queue.insert(counted(id), ms(id as u64 % 3));
     }
     advance(&clock, &queue, ms(1)); // ids 0,1,3,4,6,7,9 expire (delays 0 and 1)
+    assert_eq!(queue.len(), 10);
     let unfired = queue.timer().shutdown();
+    assert_eq!((unfired.len(), queue.len()), (3, 7), "the pending values left with the shutdown");
     assert_eq!(drops.load(Ordering::SeqCst), 0, "values handed back, not yet dropped");
     drop(unfired);
     assert_eq!(drops.load(Ordering::SeqCst), 3, "the three pending values");
@@ -224,6 +226,7 @@ fn shutdown_hands_refused_values_back_and_drops_the_pending_ones_once() {
     assert_eq!(drops.load(Ordering::SeqCst), 4);
     let taken: Vec<usize> = std::iter::from_fn(|| queue.try_recv()).map(|e| e.get_ref().id).collect();
     assert_eq!(taken, [0, 3, 6, 9, 1, 4, 7]);
+    assert!(queue.is_empty());
     assert_eq!(drops.load(Ordering::SeqCst), 11);
     drop(queue);
     assert_eq!(drops.load(Ordering::SeqCst), 11, "nothing dropped twice");
@@ -337,4 +340,33 @@ fn a_value_due_centuries_away_reads_back_never_early_and_expires_at_its_tick() {
     let out: Vec<_> = std::iter::from_fn(|| queue.try_recv()).map(|e| (*e.get_ref(), e.deadline())).collect();
     assert_eq!(out, [("by delay", due), ("by instant", due), ("reset", due)]);
     assert!(queue.is_empty());
+}
+
+/// A queue dropped by its shutdown (the timer's drop path: nothing handed back) and one shut
+/// down while other threads remove, insert and take: `len` ends at what is still to be taken, and
+/// a consumer that drains until `is_empty` returns.
+#[test]
+fn len_after_a_shutdown_racing_removes_and_inserts_counts_only_what_can_be_taken() {
+    for round in 0..20u64 {
+        let queue = Arc::new(DelayQueue::<u64>::new());
+        let keys: Vec<Key> =
+            (0..2_000).map(|i| queue.insert(i, Duration::from_micros(i * 7 % 3_000))).collect();
+        let remover = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || keys.iter().filter(|k| queue.remove(k).is_some()).count())
+        };
+        let inserter = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || (0..2_000).filter(|&i| queue.try_insert(i, ms(i % 5)).is_ok()).count())
+        };
+        thread::sleep(Duration::from_micros(round * 150));
+        let unfired = queue.timer().shutdown().len();
+        let (removed, inserted) = (remover.join().unwrap(), inserter.join().unwrap());
+        let mut taken = 0;
+        while !queue.is_empty() {
+            assert!(queue.try_recv().is_some(), "len {} with nothing to take", queue.len());
+            taken += 1;
+        }
+        assert_eq!(removed + unfired + taken, 2_000 + inserted, "round {round}");
+    }
 }

@@ -460,10 +460,10 @@ pub(crate) fn abandon_held_elsewhere(
     Some((task, state.deadline, in_bucket))
 }
 
-/// [`abandon`], handing back the closure, boxed, and the deadline.
-pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId) -> Option<(Task, Deadline)> {
+/// [`abandon`], handing back the closure and the deadline.
+pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId) -> Option<(InlineTask, Deadline)> {
     let (task, deadline, _) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
-    Some((task?.into_box(), deadline))
+    Some((task?, deadline))
 }
 
 /// The status of the entry `ticket` names, while the slot is not reused: `None` once a later task

@@ -177,8 +177,8 @@ impl<T: Send + 'static> ValueSink for Sink<T> {
         inner.ready.push_all(expired)
     }
 
-    fn closed(&self) -> u64 {
-        self.0.ready.close()
+    fn closed(&self, abandoned: u64) -> u64 {
+        self.0.ready.close(abandoned)
     }
 }
 
@@ -203,9 +203,9 @@ impl<T: Send + 'static> DelayQueue<T> {
     ///
     /// If the timer is [shut down](Timer::shutdown) (through [`timer`](Self::timer)), nothing
     /// expires any more: inserts are refused, and the pending values are the shutdown's (dropped,
-    /// or handed back inside the [`UnfiredTask`](crate::UnfiredTask)s, whose run drops them);
-    /// `len` still counts them, but consumers no longer wait for them: they take the values that
-    /// had expired, then find the queue empty (`recv_timeout` and `poll_expired` return `None`).
+    /// or handed back inside the [`UnfiredTask`](crate::UnfiredTask)s, whose run drops them) and
+    /// leave the queue's `len`; consumers take the values that had expired, then find the queue
+    /// empty (`recv_timeout` and `poll_expired` return `None`, `is_empty` is true).
     pub fn with_timer(timer: Timer) -> Self {
         static QUEUES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = QUEUES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

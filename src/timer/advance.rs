@@ -186,11 +186,13 @@ impl Shared {
         self.drain_buckets(report, &mut unfired);
         let stripe = self.counters.local();
         let arena = &self.store.arena;
+        let mut values = 0;
         for index in 0..arena.high_water() as usize {
             let Some((task, deadline, in_bucket)) = entry::abandon_held_elsewhere(arena, index) else {
                 continue;
             };
             stripe.left();
+            values += u64::from(task.is_value());
             // (The seeded fault `drain_scan_leaves_bucketed` leaves it there: its slot is never
             // released.)
             if let Some(ticket) = in_bucket.filter(|_| !fault!("drain_scan_leaves_bucketed")) {
@@ -202,6 +204,7 @@ impl Shared {
                 stripe.panicked(1);
             }
         }
+        self.abandoned_values.fetch_add(values, Ordering::Relaxed);
         self.drain_refused_resets(report, &mut unfired);
         self.unfired(unfired)
     }
@@ -214,7 +217,8 @@ impl Shared {
     }
 
     /// Claims each held entry of `entries` as abandoned: with `report`, its task and deadline go
-    /// to `unfired`; otherwise the task is dropped (a panic of its drop caught and counted).
+    /// to `unfired`; otherwise the task is dropped (a panic of its drop caught and counted). The
+    /// values among them are counted in `abandoned_values`.
     fn abandon_held(
         &self,
         entries: impl IntoIterator<Item = EntryId>,
@@ -223,12 +227,20 @@ impl Shared {
     ) {
         let stripe = self.counters.local();
         let arena = &self.store.arena;
+        let mut values = 0;
         for entry in entries {
             if !report {
-                fire::abandon(arena, (entry, Return::Now), stripe);
+                values +=
+                    u64::from(fire::abandon(arena, (entry, Return::Now), stripe) == fire::Abandoned::Value);
             } else if let Some((task, deadline)) = fire::abandon_take(arena, entry, stripe) {
-                unfired.push((deadline, task));
+                values += u64::from(task.is_value());
+                unfired.push((deadline, task.into_box()));
             }
+        }
+        // Seeded fault `shutdown_leaves_values_counted` (docs/loom.md): the values are not counted,
+        // so the queue's `len` keeps them after the shutdown.
+        if !fault!("shutdown_leaves_values_counted") {
+            self.abandoned_values.fetch_add(values, Ordering::Relaxed);
         }
     }
 

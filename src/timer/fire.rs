@@ -10,7 +10,7 @@ use super::counters::Stripe;
 use super::{Shared, Store};
 use crate::deadline::{self, Deadline};
 use crate::entry::arena::prefetch_ahead;
-use crate::entry::{self, EntryArena, EntryId, Fire, FiredValue, Freed, Return, Task};
+use crate::entry::{self, EntryArena, EntryId, Fire, FiredValue, Freed, InlineTask, Return};
 use crate::wheel::DueEntry;
 
 /// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe`, calls
@@ -44,26 +44,38 @@ pub(crate) fn fire_one<C>(
     fire
 }
 
+/// What an abandonment ([`abandon`]) claimed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Abandoned {
+    /// Nothing: the entry was no longer pending.
+    Lost,
+    /// A closure.
+    Closure,
+    /// A value of a delay queue (`values.rs`).
+    Value,
+}
+
 /// Abandons the held entry `held` (shutdown, a closed executor): if this call claimed it, counts it
 /// out on `stripe`, then drops the closure, last, catching a panic of its drop (counted as a
-/// panicked task: no caller could take it). `true` iff this call claimed it.
-pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &Stripe<C>) -> bool {
+/// panicked task: no caller could take it).
+pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &Stripe<C>) -> Abandoned {
     let Some(task) = entry::abandon(arena, held) else {
-        return false;
+        return Abandoned::Lost;
     };
     stripe.left();
+    let kind = if task.is_value() { Abandoned::Value } else { Abandoned::Closure };
     if crate::unwind::drop_caught(task) {
         stripe.panicked(1);
     }
-    true
+    kind
 }
 
-/// [`abandon`], handing back the closure, boxed, and the deadline.
+/// [`abandon`], handing back the closure and the deadline.
 pub(crate) fn abandon_take<C>(
     arena: &EntryArena,
     id: EntryId,
     stripe: &Stripe<C>,
-) -> Option<(Task, Deadline)> {
+) -> Option<(InlineTask, Deadline)> {
     let taken = entry::abandon_take(arena, id);
     if taken.is_some() {
         stripe.left();

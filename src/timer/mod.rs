@@ -142,6 +142,9 @@ pub(crate) struct Shared {
     lateness: Arc<Lateness>,
     /// Where fired value entries go: the delay queue of values that owns this timer (`values.rs`).
     values: values::Sink,
+    /// Value entries a shutdown's drain claimed and its queue has not yet counted out
+    /// (`shutdown.rs`).
+    abandoned_values: AtomicU64,
     /// When the driver shrinks the arena next (`shrink.rs`).
     auto_shrink: shrink::AutoShrink,
 }
@@ -197,6 +200,7 @@ impl Timer {
             max_pending: config.max_pending,
             lateness,
             values: values::Sink::new(),
+            abandoned_values: AtomicU64::new(0),
             auto_shrink: shrink::AutoShrink::default(),
         });
         shared.current_tick.store(shared.time.now_tick(), Ordering::Relaxed);

@@ -87,9 +87,21 @@ impl Timer {
         if let Some(executor) = &shared.executor {
             executor.close(wait_fully, dropping);
         }
-        // A delay queue's consumers stop waiting for values that will never expire.
+        // A delay queue's consumers stop waiting for values that will never expire, and its
+        // `len` no longer counts the pending values the drain claimed: each drain counts its own,
+        // and each shutdown hands over what the drains counted so far (a concurrent one's values
+        // are handed over by it or here, once).
         if let Some(sink) = shared.values.get() {
-            shared.counters.local().panicked(sink.closed());
+            // Seeded fault `abandoned_values_read_then_cleared` (docs/loom.md): two shutdowns may
+            // both read the same count before either clears it, and count those values out twice.
+            let abandoned = if fault!("abandoned_values_read_then_cleared") {
+                let abandoned = shared.abandoned_values.load(Ordering::Relaxed);
+                shared.abandoned_values.store(0, Ordering::Relaxed);
+                abandoned
+            } else {
+                shared.abandoned_values.swap(0, Ordering::Relaxed)
+            };
+            shared.counters.local().panicked(sink.closed(abandoned));
         }
         unfired
     }

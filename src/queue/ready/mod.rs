@@ -216,9 +216,11 @@ impl<T> Ready<T> {
         }
     }
 
-    /// The timer shut down: consumers take what expired and then wait no more; wakes every
-    /// waiting consumer. Returns how many of those wakes panicked (each caught).
-    pub(super) fn close(&self) -> u64 {
+    /// The timer shut down, taking `abandoned` pending values: they are counted out, consumers
+    /// take what expired and then wait no more; wakes every waiting consumer. Returns how many of
+    /// those wakes panicked (each caught).
+    pub(super) fn close(&self, abandoned: u64) -> u64 {
+        self.len.count_out(usize::try_from(abandoned).unwrap_or(usize::MAX));
         let mut arrived = self.arrived.lock();
         arrived.closed = true;
         self.wake(arrived)
