@@ -94,7 +94,7 @@ impl Timer {
             missed: MissedTickBehavior::default(),
             tolerance: crate::missed_tick::on_time(self.tick()),
         };
-        interval.arm(self.now());
+        interval.arm(self.now(), Taken::Reset);
         interval
     }
 }
@@ -171,7 +171,7 @@ impl Interval {
         let late = now.saturating_duration_since(due).as_nanos();
         let offset = self.missed.next_offset(late, self.period.as_nanos(), self.tolerance.as_nanos());
         self.next = saturating_add(due, nanos_to_duration(offset));
-        self.arm(now);
+        self.arm(now, Taken::Tick);
         Poll::Ready(due)
     }
 
@@ -184,7 +184,7 @@ impl Interval {
         };
         let now = live.now();
         self.next = saturating_add(now, self.period);
-        self.arm(now);
+        self.arm(now, Taken::Reset);
     }
 
     /// What the interval does after a late tick; `Burst` unless set.
@@ -203,12 +203,16 @@ impl Interval {
     }
 
     /// Arms the sleep at `next` if that is after `now`; leaves no sleep if it is due already.
-    fn arm(&mut self, now: Instant) {
+    /// After a tick is taken (`Taken::Tick`) the sleep keeps no waker: the task that polls for the
+    /// next tick registers its own, as tokio's `Interval` re-arms without re-registering. A
+    /// [`reset`](Interval::reset) keeps the waker of the last pending poll.
+    fn arm(&mut self, now: Instant, after: Taken) {
         if self.next <= now {
             self.sleep = None;
             return;
         }
         match &mut self.sleep {
+            Some(sleep) if after == Taken::Tick => sleep.reset_unregistered(self.next),
             Some(sleep) => sleep.reset(self.next),
             None => {
                 self.sleep = Some(Sleep::on(Arc::clone(&self.timer), When::At(self.next)));
@@ -221,6 +225,15 @@ impl Interval {
         let timer = Arc::clone(&self.timer);
         self.sleep = Some(Sleep::dead(timer, self.next, ScheduleError::ShutDown));
     }
+}
+
+/// What the interval re-arms its sleep after (`Interval::arm`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Taken {
+    /// A tick was taken: the next one wakes only a task that polls for it.
+    Tick,
+    /// [`Interval::reset`]: the task waiting for a tick stays registered.
+    Reset,
 }
 
 impl futures_core::Stream for Interval {

@@ -396,6 +396,16 @@ impl Sleep {
         }
     }
 
+    /// [`reset`](Sleep::reset) without the waker of the last poll: the new deadline wakes only a
+    /// task that polls the sleep again (an interval's next tick, armed as its last one is taken,
+    /// as tokio's `Interval` re-arms without re-registering).
+    pub(crate) fn reset_unregistered(&mut self, deadline: Instant) {
+        // Taken out under the slot's lock, dropped after it (module docs of `sleep/slot.rs`).
+        let waker = self.slot().state.lock().waker.take();
+        drop(waker);
+        self.reset(deadline);
+    }
+
     /// As [`reset`](Sleep::reset), returning the timer's refusal of the new wake-up.
     ///
     /// # Errors

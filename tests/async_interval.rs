@@ -265,7 +265,8 @@ fn a_reset_revives_an_interval_whose_tick_was_refused_and_wakes_the_last_poller(
     let blocker = timer.schedule(ms(1000), || {}); // the one pending task the timer takes
     assert!(interval.poll_tick(&mut cx).is_ready(), "the tick due at 10 ms; the next one is refused");
     assert!(blocker.cancel());
-    interval.reset(); // due at 20 ms, and the sleep keeps the waker of the last pending poll
+    assert!(interval.poll_tick(&mut cx).is_pending(), "dead: the next tick never comes by itself");
+    interval.reset(); // due at 20 ms, and the sleep keeps the waker of that pending poll
     advance(&clock, &timer, ms(10));
     assert_eq!(counter.count(), 2, "the revived interval woke nobody");
     assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(timer.now()));
@@ -324,4 +325,25 @@ async fn tokio_multi_thread_intervals_on_spawned_tasks() {
         assert!(task.await.unwrap(), "a tick came early");
     }
     assert!(timer.is_empty());
+}
+
+/// A tick taken (`poll_tick` ready) arms the next one without the waker of the task's last poll,
+/// as tokio's `Interval` does: a task that does not poll again is not woken by the next tick.
+#[test]
+fn a_tick_taken_does_not_wake_the_task_for_the_next_one_until_it_polls() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let (counter, waker) = common::waker::CountingWaker::new();
+    let mut cx = Context::from_waker(&waker);
+    let mut interval = timer.interval(ms(10));
+    assert!(interval.poll_tick(&mut cx).is_ready(), "the first tick is due at once");
+    assert!(interval.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, ms(10));
+    assert_eq!(counter.count(), 1, "woken for the second tick");
+    assert!(interval.poll_tick(&mut cx).is_ready());
+    advance(&clock, &timer, ms(10));
+    assert_eq!(counter.count(), 1, "woken for a tick it did not wait for");
+    assert!(interval.poll_tick(&mut cx).is_ready(), "the third tick is due");
+    assert!(interval.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, ms(10));
+    assert_eq!(counter.count(), 2, "woken for the fourth tick it waits for");
 }
