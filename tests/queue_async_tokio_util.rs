@@ -314,7 +314,8 @@ fn inserts_after_a_ready_poll_and_a_clock_far_from_its_origin() {
 
 /// The queue's own driver shut down while consumer tasks wait (a `next_expired` future, the
 /// `Stream`, a bare `poll_expired`): each is woken and ends with `None`, whether it registered
-/// before the shutdown or polls after it; the values that expired before are taken first.
+/// before the shutdown or polls after it, and the queue is empty (the value that expired before
+/// was taken first, the pending ones went with the shutdown).
 fn shutdown_ends_every_waiting_consumer(runtime: tokio::runtime::Runtime) {
     let queue = Arc::new(DelayQueue::new());
     queue.insert(0u32, Duration::ZERO);
@@ -354,6 +355,7 @@ fn shutdown_ends_every_waiting_consumer(runtime: tokio::runtime::Runtime) {
             taken += ended.expect("a consumer still waits after the shutdown").unwrap();
         }
         assert_eq!(taken, 0, "the expired value was taken before the consumers started");
+        assert!(queue.is_empty(), "len {} after the shutdown", queue.len());
     });
 }
 

@@ -14,6 +14,11 @@
 //! * **reset** ([`Timer::reset_value`]): the timer's reset (`reset.rs`), whose retarget writes the
 //!   new exact deadline into the task in the same critical section as the wheel's deadline.
 //! * **deadline** ([`Timer::value_deadline`]): the exact deadline, read under the slot lock.
+//! * **expiry**: the firing claims the entry as it claims any (`fire.rs`), but does not run it: the
+//!   claimed value tasks of a batch are handed, after the batch, in its order (deadline order, ties
+//!   in insertion order), to the timer's [`ValueSink`] in one call (the queue takes its ready list's
+//!   lock once per batch). With executor threads, the driver claims the batch's value entries itself
+//!   before handing the rest to the executors. The sink never blocks (its list is unbounded).
 //!
 //! **Far deadlines.** The exact deadline beside a value is an `i64` of nanoseconds from the
 //! clock's base, 292 years either way, while the timer's clock reaches 584 years (and a long tick
@@ -21,18 +26,14 @@
 //! deadline word instead: the start of the tick it is due in, never before the deadline, as a
 //! closure's far deadline reads back (`deadline.rs`). An instant more than 292 years before the
 //! base (a deadline long passed, due at once) reads back as base − 292 years.
-//! * **expiry**: the firing claims the entry as it claims any (`fire.rs`), but does not run it: the
-//!   claimed value tasks of a batch are handed, after the batch, in its order (deadline order, ties
-//!   in insertion order), to the timer's [`ValueSink`] in one call (the queue takes its ready list's
-//!   lock once per batch). With executor threads, the driver claims the batch's value entries itself
-//!   before handing the rest to the executors. The sink never blocks (its list is unbounded).
 //!
 //! **Exactly once.** A value leaves its entry only with the task, and the task only through the
 //! entry's one `Pending → _` claim under its slot lock: to the firing (and then to the sink), to a
 //! remove's cancel (and then to its caller), or to a shutdown (which drops it, or hands it back
-//! inside an `UnfiredTask` whose run drops it). A reset never claims. So `remove` racing expiry gives
-//! the value to exactly one side, with no protocol of the queue's own (loom model
-//! `queue::remove_racing_expiry_then_reuse`).
+//! inside an `UnfiredTask` whose run drops it; the drain counts the values it claims, and the
+//! shutdown hands that count to the sink's `closed`, which counts them out of the queue's `len`). A
+//! reset never claims. So `remove` racing expiry gives the value to exactly one side, with no
+//! protocol of the queue's own (loom model `queue::remove_racing_expiry_then_reuse`).
 //!
 //! Locks: none beyond the timer's. The sink is called by the thread that advances the timer with
 //! no wheel, bucket or entry lock held, as a task runs; it takes only its own lock.
