@@ -10,7 +10,8 @@
 //! an advance exactly the values whose tick has begun have expired. Taken values come out once,
 //! in the order the advances expired them, and within one advance in due-tick order, in deadline
 //! order within a tick (where the timer keeps deadlines exactly), equal deadlines in insertion
-//! order; each with its deadline.
+//! order; each with its deadline. A shutdown, late in some sequences, hands back exactly the
+//! pending values, which leave `len()`; inserts are refused then, the value handed back.
 //!
 //! `DELAYWHEEL_PROPTEST_CASES` sets the number of cases (default 256).
 
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use deadlines::{due_tick, passed_instant, reported};
 use delaywheel::queue::{DelayQueue, Key};
-use delaywheel::{ManualClock, Timer};
+use delaywheel::{ManualClock, ScheduleError, Timer};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -42,6 +43,8 @@ enum Op {
     MoveClock(u64),
     /// `try_recv` up to this many values.
     Take(u8),
+    /// Shut the queue's timer down.
+    Shutdown,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +54,8 @@ enum State {
     Taken,
     Removed,
     Refused,
+    /// Taken by the shutdown, with the rest of the pending values.
+    ShutDown,
 }
 
 #[derive(Debug)]
@@ -116,6 +121,7 @@ struct Model {
     entries: Vec<Entry>,
     advances: usize,
     last_taken: Option<usize>,
+    shut_down: bool,
 }
 
 impl Model {
@@ -132,7 +138,14 @@ impl Model {
             (None, None) => unreachable!(),
         };
         let key = match result {
+            Ok(_) if self.shut_down => return Err(format!("step {step}: accepted after the shutdown")),
             Ok(key) => key,
+            Err(refused) if self.shut_down => {
+                ensure!(refused.error() == &ScheduleError::ShutDown, "step {step}: {refused:?}");
+                ensure!(refused.into_inner() == id, "step {step}: refused value not handed back");
+                self.entries.push(Entry::refused());
+                return Ok(());
+            }
             Err(refused) => {
                 let max = self.queue.timer().max_delay();
                 ensure!(delay.is_some_and(|d| d > max), "step {step}: refused {delay:?} {at:?}: {refused:?}");
@@ -206,6 +219,15 @@ impl Model {
                     ensure!(self.queue.deadline(key) == expected, "step {step}: deadline of {i}: {entry:?}");
                 }
             }
+            Op::Shutdown => {
+                let unfired = self.queue.timer().shutdown();
+                let pending = self.entries.iter().filter(|e| e.state == State::Pending).count();
+                ensure!(unfired.len() == pending, "step {step}: {} handed back of {pending}", unfired.len());
+                for entry in self.entries.iter_mut().filter(|e| e.state == State::Pending) {
+                    entry.state = State::ShutDown;
+                }
+                self.shut_down = true;
+            }
             Op::Take(n) => {
                 for _ in 0..n {
                     let Some(out) = self.queue.try_recv() else {
@@ -251,7 +273,8 @@ fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
     let timer = Timer::builder().tick(tick).wheel_size(wheel_size).clock(clock.clone()).manual().build();
     let base = timer.now() - clock.now();
     let queue = DelayQueue::with_timer(timer);
-    let mut model = Model { clock, queue, base, tick, entries: Vec::new(), advances: 0, last_taken: None };
+    let (entries, advances, last_taken, shut_down) = (Vec::new(), 0, None, false);
+    let mut model = Model { clock, queue, base, tick, entries, advances, last_taken, shut_down };
     for (step, op) in ops.into_iter().enumerate() {
         model.step(step, op)?;
     }
@@ -284,6 +307,18 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// A sequence with at most one shutdown, late in it, so that most operations run on a live timer.
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let at = proptest::option::of(0.8f64..1.0);
+    (proptest::collection::vec(op(), 100..400), at).prop_map(|(mut ops, at)| {
+        if let Some(at) = at {
+            let at = (ops.len() as f64 * at) as usize;
+            ops.insert(at, Op::Shutdown);
+        }
+        ops
+    })
+}
+
 fn cases() -> u32 {
     std::env::var("DELAYWHEEL_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
 }
@@ -295,7 +330,7 @@ proptest! {
     fn delay_queue_matches_the_reference_model(
         tick_us in prop_oneof![Just(1u64), 1u64..100, 100u64..20_000],
         wheel_size in prop_oneof![Just(2usize), 2usize..8, 8usize..128],
-        ops in proptest::collection::vec(op(), 100..400),
+        ops in ops(),
     ) {
         check(tick_us, wheel_size, ops).map_err(TestCaseError::fail)?;
     }
