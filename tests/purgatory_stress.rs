@@ -196,16 +196,7 @@ fn checks_racing_a_manually_advanced_clock_complete_each_operation_exactly_once(
     let (clock, purgatory) = manual_purgatory::<u64, MockOp>();
     let purgatory = Arc::new(purgatory);
     let stop = Arc::new(AtomicBool::new(false));
-    let advancer = {
-        let (purgatory, stop) = (Arc::clone(&purgatory), Arc::clone(&stop));
-        thread::spawn(move || {
-            while !stop.load(Ordering::Acquire) {
-                advance(&clock, &purgatory, ms(1));
-                thread::yield_now();
-            }
-            advance(&clock, &purgatory, ms(100));
-        })
-    };
+    let advancer = spawn_advancer(clock, Arc::clone(&purgatory), Arc::clone(&stop));
     let workers: Vec<_> = (0..2u64)
         .map(|t| {
             let purgatory = Arc::clone(&purgatory);
@@ -277,16 +268,7 @@ fn cancels_racing_checks_and_expiry_finish_each_operation_exactly_once() {
     let purgatory = Arc::new(purgatory);
     let ops: Arc<Vec<Arc<MockOp>>> = Arc::new((0..OPS).map(|_| Arc::new(MockOp::new())).collect());
     let (registered, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
-    let advancer = {
-        let (purgatory, stop) = (Arc::clone(&purgatory), Arc::clone(&stop));
-        thread::spawn(move || {
-            while !stop.load(Ordering::Acquire) {
-                advance(&clock, &purgatory, ms(1));
-                thread::yield_now();
-            }
-            advance(&clock, &purgatory, ms(100));
-        })
-    };
+    let advancer = spawn_advancer(clock, Arc::clone(&purgatory), Arc::clone(&stop));
     let racers: Vec<_> = (0..2u64)
         .map(|t| {
             let (purgatory, ops) = (Arc::clone(&purgatory), Arc::clone(&ops));
@@ -335,4 +317,20 @@ fn cancels_racing_checks_and_expiry_finish_each_operation_exactly_once() {
     let stats = purgatory.stats();
     assert_eq!((stats.delayed, stats.watched, stats.keys), (0, 0, 0));
     assert_eq!(stats.completed + stats.expired + cancelled.len() as u64, OPS as u64, "{stats:?}");
+}
+
+/// A thread that advances `purgatory`'s manual clock by 1 ms at a time until `stop`, then by
+/// 100 ms, past every operation's timeout.
+fn spawn_advancer(
+    clock: delaywheel::ManualClock,
+    purgatory: Arc<Purgatory<u64, MockOp>>,
+    stop: Arc<AtomicBool>,
+) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        while !stop.load(Ordering::Acquire) {
+            advance(&clock, &purgatory, ms(1));
+            thread::yield_now();
+        }
+        advance(&clock, &purgatory, ms(100));
+    })
 }
