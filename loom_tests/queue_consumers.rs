@@ -159,3 +159,35 @@ fn a_purge_racing_a_remove() {
         assert!(queue.is_empty());
     });
 }
+
+/// A shutdown that does not wait for the advance in progress (`shutdown_timeout(0)`, as one from
+/// a task or a timer's thread) races the hand-over of a batch whose value the advance fired
+/// before it: the value is never lost, and a consumer polling after the shutdown never sees the
+/// end before it (the advance closes the queue after its batch when the shutdown could not).
+/// A second value, due later, is handed back by the shutdown and counted out only by the queue's
+/// closing, so the queue's end after the join is that closing, which some side must have done.
+#[test]
+fn shutdown_racing_the_hand_over_of_a_batch() {
+    loom::model(|| {
+        let (clock, queue) = manual_queue();
+        queue.insert(1, ticks(1));
+        queue.insert(2, ticks(2));
+        clock.advance(ticks(1));
+        let advancer = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || {
+                queue.advance_clock(Duration::ZERO);
+            })
+        };
+        let returned = queue.timer().shutdown_timeout(Duration::ZERO).len();
+        let first = poll_once(&queue);
+        advancer.join().unwrap();
+        let ended_first = matches!(first.0, Poll::Ready(None));
+        let got = settle(&queue, first);
+        let later = queue.try_recv().map(|e| e.into_inner());
+        assert!(!(ended_first && later.is_some()), "the queue ended, then a value came");
+        let out = usize::from(got.is_some()) + usize::from(later.is_some());
+        assert_eq!(returned + out, 2, "a value was lost or came out twice");
+        assert!(matches!(poll_once(&queue).0, Poll::Ready(None)), "the queue was never closed");
+    });
+}

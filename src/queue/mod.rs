@@ -206,6 +206,9 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// or handed back inside the [`UnfiredTask`](crate::UnfiredTask)s, whose run drops them) and
     /// leave the queue's `len`; consumers take the values that had expired, then find the queue
     /// empty (`recv_timeout` and `poll_expired` return `None`, `is_empty` is true).
+    /// Values that an advance in progress fired before the shutdown (one the shutdown did not wait
+    /// for: it was called from a task of that advance, or gave up waiting) reach the consumers
+    /// first: the queue ends once that advance is over.
     pub fn with_timer(timer: Timer) -> Self {
         static QUEUES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = QUEUES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -23,7 +23,7 @@ use crate::clock::nanos_to_duration;
 use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
 use crate::entry::{self, EntryId, Freed, Return};
-use crate::sync::{Arc, Ordering};
+use crate::sync::{fence, Arc, MutexGuard, Ordering};
 use crate::wheel::{Handoff, Popped, Readded, TimerTaskList};
 use crate::UnfiredTask;
 
@@ -35,7 +35,19 @@ impl Shared {
         if self.advancing_here() {
             return false;
         }
-        let mut serial = self.advance_lock.lock();
+        let flushed = self.advance_serial(self.advance_lock.lock());
+        // A shutdown that did not wait for this advance left the closing of a delay queue's
+        // consumers to it (`shutdown.rs`, `close_values`): the fence orders the lock's release
+        // before the read of the flag.
+        fence(Ordering::SeqCst);
+        if self.is_shut_down() {
+            self.close_values();
+        }
+        flushed
+    }
+
+    /// [`advance`](Self::advance) holding `advance_lock`.
+    fn advance_serial(&self, mut serial: MutexGuard<'_, Scratch>) -> bool {
         if self.is_shut_down() {
             return false;
         }

@@ -20,7 +20,8 @@
 //!   (`advance.rs`, `drain_detached`). Either drain then waits for the resets holding an entry
 //!   out of every bucket and claims those they could not re-add (`reset.rs`, "Held entries and
 //!   the drain"). Each entry is claimed once, under its slot lock, by the firing or by the drain:
-//!   nothing is lost from the accounting.
+//!   nothing is lost from the accounting. A delay queue's consumers are told last, once no
+//!   advance holds values it fired and has not handed over (`shutdown.rs`, `close_values`).
 //!
 //! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
 //! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::{advancing, Timer, UnfiredTask};
-use crate::sync::Ordering;
+use super::{advancing, Shared, Timer, UnfiredTask};
+use crate::sync::{fence, Ordering};
 
 #[cfg(doc)]
 use super::{ScheduleError, TaskExecution};
@@ -27,6 +27,10 @@ impl Timer {
     /// [`shutdown_timeout`](Timer::shutdown_timeout) with a zero timeout. If several threads call
     /// it at once, each returns once the driver has stopped and the executor threads have run what
     /// they were handed; the unfired tasks go to whichever call drained them first.
+    ///
+    /// A [`DelayQueue`](crate::queue::DelayQueue) on this timer ends (its consumers find it
+    /// empty) once no advance holds values it fired before the shutdown: when this call does not
+    /// wait for the advance in progress, that advance ends the queue after handing its batch over.
     pub fn shutdown(&self) -> Vec<UnfiredTask> {
         self.stop(false, None)
     }
@@ -87,22 +91,44 @@ impl Timer {
         if let Some(executor) = &shared.executor {
             executor.close(wait_fully, dropping);
         }
-        // A delay queue's consumers stop waiting for values that will never expire, and its
-        // `len` no longer counts the pending values the drain claimed: each drain counts its own,
-        // and each shutdown hands over what the drains counted so far (a concurrent one's values
-        // are handed over by it or here, once).
-        if let Some(sink) = shared.values.get() {
-            // Seeded fault `abandoned_values_read_then_cleared` (docs/loom.md): two shutdowns may
-            // both read the same count before either clears it, and count those values out twice.
-            let abandoned = if fault!("abandoned_values_read_then_cleared") {
-                let abandoned = shared.abandoned_values.load(Ordering::Relaxed);
-                shared.abandoned_values.store(0, Ordering::Relaxed);
-                abandoned
-            } else {
-                shared.abandoned_values.swap(0, Ordering::Relaxed)
-            };
-            shared.counters.local().panicked(sink.closed(abandoned));
-        }
+        shared.close_values();
         unfired
+    }
+}
+
+impl Shared {
+    /// A delay queue's timer, shut down: tells the queue's consumers that no value expires any
+    /// more, once no advance is handing a batch over. An advance in progress (this call may come
+    /// from one of its tasks, or give up waiting for it) may hold values it fired before the
+    /// shutdown and has not handed over yet: then the advance closes the queue itself, after its
+    /// last batch (`advance.rs`), so that a consumer never sees the end and then more values.
+    ///
+    /// Called after `shut_down` is set, by the shutdown and by every advance as it releases
+    /// `advance_lock`. A `SeqCst` fence between the flag and the lock on each side (store
+    /// buffering): either the shutdown's `try_lock` finds the lock free (or held by a later
+    /// holder, which calls this in turn), or the advance, having released it, reads the flag. An
+    /// advance that takes the lock after a closing call reads the flag under it and fires nothing.
+    /// Closing twice is harmless. (loom model `queue_consumers::shutdown_racing_the_hand_over_of_a_batch`.)
+    pub(super) fn close_values(&self) {
+        let Some(sink) = self.values.get() else { return };
+        fence(Ordering::SeqCst);
+        // Seeded fault `queue_closed_during_hand_over` (docs/loom.md): the queue is closed
+        // whatever advance is in progress.
+        if !fault!("queue_closed_during_hand_over") && self.advance_lock.try_lock().is_none() {
+            return;
+        }
+        // Its `len` no longer counts the pending values the drains claimed: each drain counts its
+        // own, and each closing hands over what the drains counted so far (a concurrent
+        // shutdown's values are handed over by it or here, once).
+        // Seeded fault `abandoned_values_read_then_cleared` (docs/loom.md): two closings may both
+        // read the same count before either clears it, and count those values out twice.
+        let abandoned = if fault!("abandoned_values_read_then_cleared") {
+            let abandoned = self.abandoned_values.load(Ordering::Relaxed);
+            self.abandoned_values.store(0, Ordering::Relaxed);
+            abandoned
+        } else {
+            self.abandoned_values.swap(0, Ordering::Relaxed)
+        };
+        self.counters.local().panicked(sink.closed(abandoned));
     }
 }
