@@ -283,7 +283,8 @@ impl Sleep {
             Some(live) => Sleep::arm(live, when),
             None => {
                 let deadline = match when {
-                    When::After(duration) => saturating_add(Instant::now(), duration),
+                    // On the timer's clock, which a shut-down timer still has.
+                    When::After(duration) => saturating_add(timer.held().now(), duration),
                     When::At(at) => at,
                 };
                 (Due::At(deadline), Err(ScheduleError::ShutDown))

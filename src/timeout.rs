@@ -176,8 +176,11 @@ impl<F> Timeout<F> {
             Armed::Armed(sleep) => sleep.deadline(),
             Armed::Lazy(_, When::At(at)) => *at,
             Armed::Lazy(timer, When::After(duration)) => {
-                let live = timer.as_deref().and_then(TimerRef::upgrade);
-                let now = live.map_or_else(Instant::now, LiveTimer::now);
+                // The timer's clock, also once it is shut down (the lazy limit then never
+                // elapses, but its deadline is still on that clock). A lazy limit holds its
+                // timer outside its own arming, where no one can call this.
+                let held = timer.as_deref().map(TimerRef::held);
+                let now = held.map_or_else(Instant::now, LiveTimer::now);
                 saturating_add(now, *duration)
             }
         }
