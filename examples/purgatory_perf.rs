@@ -32,7 +32,9 @@ use hdrhistogram::Histogram;
 
 mod support;
 use support::flags::Flags;
-use support::{mib, proc_status_bytes, process_cpu, thread_cpu, Calendar, Latencies, SplitMix};
+use support::{
+    build_timer, mib, proc_status_bytes, process_cpu, thread_cpu, Calendar, Latencies, Pacer, SplitMix,
+};
 
 #[derive(Clone, Copy, Debug)]
 enum Mix {
@@ -107,6 +109,10 @@ impl Args {
             ),
             window: f.value("window", 20_000, "Live requests in the single-thread run."),
         };
+        f.require(args.rates.iter().all(|&rate| rate > 0.0), "every rate of --rates must be positive");
+        f.require(args.duration > 0.0, "--duration must be positive");
+        f.require(args.key_space > 0, "--key-space must be at least 1");
+        f.require(args.single_thread != Some(0), "--single-thread must be at least 1");
         f.finish();
         args
     }
@@ -195,6 +201,10 @@ fn main() {
     };
     let p50 = args.pct50_ms.unwrap_or(p50);
     let p75 = args.pct75_ms.unwrap_or(p75);
+    if !(0.0 < p50 && p50 < p75) {
+        eprintln!("error: need 0 < median < p75 (--pct50-ms {p50}, --pct75-ms {p75})");
+        std::process::exit(2);
+    }
     let timeout = Duration::from_millis(args.timeout_ms.unwrap_or(timeout));
 
     println!(
@@ -259,7 +269,7 @@ fn run(args: &Args, rate: f64, timeout: Duration, latencies: Latencies) -> RunRe
     if let Some(size) = args.wheel_size {
         builder = builder.wheel_size(size);
     }
-    let purgatory: Arc<Purgatory<u64, FakeOperation>> = Arc::new(Purgatory::with_timer(builder.build()));
+    let purgatory: Arc<Purgatory<u64, FakeOperation>> = Arc::new(Purgatory::with_timer(build_timer(builder)));
     let stats: &'static Stats = Box::leak(Box::new(Stats {
         start: Instant::now(),
         completed: AtomicU64::new(0),
@@ -290,7 +300,7 @@ fn run(args: &Args, rate: f64, timeout: Duration, latencies: Latencies) -> RunRe
             })
             .unwrap()
     };
-    let (arrival_secs, generator_cpu) = generator.join().unwrap();
+    let (requests, arrival_secs, generator_cpu) = generator.join().unwrap();
     let pending_at_end_of_arrivals = purgatory.delayed();
     let rss_at_end_of_arrivals = proc_status_bytes("VmRSS:");
     arriving.store(false, Ordering::Release);
@@ -308,8 +318,8 @@ fn run(args: &Args, rate: f64, timeout: Duration, latencies: Latencies) -> RunRe
     drop(purgatory);
     RunResult {
         target: rate,
-        achieved: total as f64 / arrival_secs,
-        requests: total,
+        achieved: requests as f64 / arrival_secs,
+        requests,
         completed: stats.completed.load(Ordering::Relaxed),
         expired: stats.expired.load(Ordering::Relaxed),
         violations: stats.violations.load(Ordering::Relaxed),
@@ -365,7 +375,8 @@ fn single_thread(args: &Args, n: u64, timeout: Duration) {
     );
 }
 
-/// Registers `total` requests at `rate` per second; returns the arrival time and its own CPU time.
+/// Registers `total` requests at `rate` per second (fewer if the rate is out of reach: `Pacer`);
+/// returns how many, the arrival time and its own CPU time.
 #[allow(clippy::too_many_arguments)]
 fn generate(
     purgatory: &Purgatory<u64, FakeOperation>,
@@ -377,18 +388,13 @@ fn generate(
     timeout: Duration,
     shared_keys: usize,
     key_space: u64,
-) -> (f64, Duration) {
+) -> (u64, f64, Duration) {
     let mut rng = SplitMix(7);
     let timeout_ns = timeout.as_nanos() as u64;
-    let mut sent = 0u64;
+    let mut pacer = Pacer::new(stats.start, rate, total);
     let mut batch = Vec::with_capacity(4096);
-    while sent < total {
-        let due = ((stats.start.elapsed().as_secs_f64() * rate) as u64).min(total);
-        if due == sent {
-            thread::sleep(Duration::from_micros(50));
-            continue;
-        }
-        for id in sent..due {
+    while let Some(due) = pacer.next_due(Duration::from_micros(50)) {
+        for id in due {
             let now = stats.now_ns();
             let latency_ns = latencies.next_nanos();
             let acked_in_time = latency_ns < timeout_ns;
@@ -409,9 +415,8 @@ fn generate(
         if !batch.is_empty() {
             let _ = acks.send(std::mem::replace(&mut batch, Vec::with_capacity(4096)));
         }
-        sent = due;
     }
-    (stats.start.elapsed().as_secs_f64(), thread_cpu())
+    (pacer.sent(), stats.start.elapsed().as_secs_f64(), thread_cpu())
 }
 
 /// Delivers acknowledgements when due: sets the flag, then checks the request's own key.

@@ -29,7 +29,7 @@ use hdrhistogram::Histogram;
 mod support;
 use support::flags::Flags;
 use support::progress::Progress;
-use support::{log_normal, mib, proc_status_bytes, process_cpu, SplitMix};
+use support::{build_timer, log_normal, mib, proc_status_bytes, process_cpu, Pacer, SplitMix};
 
 #[derive(Debug)]
 struct Args {
@@ -67,6 +67,8 @@ impl Args {
             ),
             no_progress: f.switch("no-progress", "Do not draw the progress bar."),
         };
+        f.require(args.rate > 0.0 && args.duration > 0.0, "--rate and --duration must be positive");
+        f.require(0.0 < args.median_ms && args.median_ms < args.p75_ms, "need 0 < --median-ms < --p75-ms");
         f.finish();
         args
     }
@@ -103,7 +105,6 @@ struct Outcome {
 
 fn main() {
     let args = Args::parse();
-    assert!(args.rate > 0.0 && args.duration > 0.0, "rate and duration must be positive");
     let service = log_normal(args.median_ms, args.p75_ms);
 
     let mut builder = Timer::builder().tick(Duration::from_micros(args.tick_us));
@@ -113,7 +114,7 @@ fn main() {
     if let Some(n) = args.executor_threads {
         builder = builder.execution(TaskExecution::Threads(n));
     }
-    let timer = Arc::new(builder.build());
+    let timer = Arc::new(build_timer(builder));
     let timeout = Duration::from_millis(args.timeout_ms);
     let total = (args.rate * args.duration) as u64;
 
@@ -162,14 +163,9 @@ fn main() {
         thread::spawn(move || {
             let mut rng = SplitMix(42);
             let mut batch = Vec::with_capacity(1024);
-            let mut sent = 0u64;
-            while sent < total {
-                let due = ((start.elapsed().as_secs_f64() * rate) as u64).min(total);
-                if due == sent {
-                    thread::sleep(Duration::from_micros(100));
-                    continue;
-                }
-                for id in sent..due {
+            let mut pacer = Pacer::new(start, rate, total);
+            while let Some(due) = pacer.next_due(Duration::from_micros(100)) {
+                for id in due {
                     let armed = Instant::now();
                     let deadline = armed + timeout;
                     let (outcome, lateness) = (Arc::clone(&outcome), Arc::clone(&lateness));
@@ -186,8 +182,7 @@ fn main() {
                     }
                 }
                 completions.lock().unwrap().extend(batch.drain(..));
-                outcome.arrived.store(due, Ordering::Relaxed);
-                sent = due;
+                outcome.arrived.store(pacer.sent(), Ordering::Relaxed);
             }
             arriving.store(false, Ordering::Release);
         })

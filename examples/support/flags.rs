@@ -56,6 +56,14 @@ impl Flags {
         }
     }
 
+    /// Records `message` as an error unless `ok`: a value out of its range (reported by
+    /// [`finish`](Flags::finish) with the malformed flags).
+    pub fn require(&mut self, ok: bool, message: &str) {
+        if !ok {
+            self.errors.push(message.to_owned());
+        }
+    }
+
     /// Prints the help and exits on `--help` or `-h`; exits with status 2 on an unknown, repeated
     /// or malformed flag.
     pub fn finish(mut self) {

@@ -63,6 +63,61 @@ impl Latencies {
     }
 }
 
+/// Arrivals at a target rate from `start`, for the load generators: the numbers of the requests
+/// due so far, at most [`Pacer::BATCH`] at a time, until `total` were handed out or the arrival
+/// time (`total / rate`) is over. A generator that falls behind a rate it cannot reach stops at
+/// that time (the achieved rate shows the shortfall) instead of catching up without end, one
+/// ever larger batch after another.
+pub struct Pacer {
+    start: std::time::Instant,
+    rate: f64,
+    total: u64,
+    sent: u64,
+}
+
+impl Pacer {
+    /// The most requests handed out at once.
+    pub const BATCH: u64 = 4096;
+
+    pub fn new(start: std::time::Instant, rate: f64, total: u64) -> Self {
+        Pacer { start, rate, total, sent: 0 }
+    }
+
+    /// The next requests due, sleeping `nap` at a time until some are; `None` once every
+    /// request was handed out, or the arrival time is over with more than a batch still to come.
+    pub fn next_due(&mut self, nap: Duration) -> Option<std::ops::Range<u64>> {
+        loop {
+            let left = self.total - self.sent;
+            let elapsed = self.start.elapsed().as_secs_f64();
+            let over = elapsed * self.rate >= self.total as f64;
+            if left == 0 || (over && left > Self::BATCH) {
+                return None;
+            }
+            let due = ((elapsed * self.rate) as u64).min(self.total).min(self.sent + Self::BATCH);
+            if due > self.sent {
+                let due = self.sent..due;
+                self.sent = due.end;
+                return Some(due);
+            }
+            std::thread::sleep(nap);
+        }
+    }
+
+    /// The requests handed out so far.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+}
+
+/// The timer `builder` describes, or, for a configuration the flags made invalid (a tick under
+/// 1 µs, a wheel size under 2, ...), the builder's error and exit status 2, as for a bad flag.
+pub fn build_timer(builder: delaywheel::TimerBuilder) -> delaywheel::Timer {
+    builder.try_build().unwrap_or_else(|error| {
+        eprintln!("error: {error}\n\nFor more information, try '--help'.");
+        std::process::exit(2)
+    })
+}
+
 /// splitmix64: a tiny, fast PRNG for hot loops.
 pub struct SplitMix(pub u64);
 
