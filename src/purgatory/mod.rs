@@ -81,6 +81,7 @@ mod watchers;
 
 use std::fmt;
 use std::hash::Hash;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 pub use operation::DelayedOperation;
@@ -300,9 +301,18 @@ where
     /// check goes on with the rest of the list: one faulty operation does not block its keys. The
     /// operation that panicked stays pending and watched, until a later try completes it, its
     /// timeout expires it, or it is cancelled.
+    ///
+    /// # Panics
+    ///
+    /// If an `on_complete` panics: once the rest of the list is checked (every other operation
+    /// whose condition holds completes in this call), the first such panic resumes here. The
+    /// operation whose `on_complete` panicked is finished all the same (its callback ran).
     pub fn check_and_complete(&self, key: &K) -> usize {
         let (first, rest) = self.inner.watchers.snapshot(key);
         let mut completed = 0;
+        // The first `on_complete` panic, resumed once the rest of the list is checked: one
+        // faulty callback must not cost the other operations of the key their trigger.
+        let mut panic = None;
         for operation in first.into_iter().chain(rest) {
             if operation.is_done() {
                 continue;
@@ -320,8 +330,16 @@ where
             drop(state);
             self.retire(&operation, timeout);
             self.completed.fetch_add(1, Ordering::Relaxed);
-            operation.op.on_complete();
             completed += 1;
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| operation.op.on_complete())) {
+                match panic {
+                    None => panic = Some(payload),
+                    Some(_) => crate::unwind::drop_payload(payload),
+                }
+            }
+        }
+        if let Some(payload) = panic {
+            resume_unwind(payload);
         }
         completed
     }
