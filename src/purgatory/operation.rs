@@ -53,8 +53,11 @@ use crate::TimerHandle;
 ///
 /// Keep `try_complete` short and side-effect free: it runs on the threads that call
 /// [`check_and_complete`](super::Purgatory::check_and_complete), while other checks of the same
-/// operation wait for it. It must not call the purgatory with a key that watches this same operation
-/// (the lock it needs is held by the caller, so that would deadlock).
+/// operation wait for it. It must not call `check_and_complete`, `cancel_for_key`,
+/// `try_complete_else_watch` or `advance_clock` of its purgatory, whatever the key: the operation's
+/// own lock is held, and those wait for other operations' locks (or for an expiry that needs this
+/// one), so two operations doing it to each other deadlock, and one watched under the key it
+/// checks deadlocks alone. Reading `delayed()`, `watched()` or `stats()` is fine.
 ///
 /// ```
 /// use delaywheel::purgatory::DelayedOperation;
