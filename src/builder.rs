@@ -198,8 +198,9 @@ impl TimerBuilder {
     /// of 256 (12 KiB) at a time, and the first touch of fresh memory is a page fault: about a
     /// quarter of an insert's time while a timer first grows (SPEC W1 on a cold timer). A server
     /// that knows its load pays that at start-up instead, as tokio-util's
-    /// `DelayQueue::with_capacity` and the warm-up of the source articles do. The slots stay: a
-    /// timer never holds fewer than it ever held (48 bytes each; 1,000,000 are 48 MB).
+    /// `DelayQueue::with_capacity` and the warm-up of the source articles do. The slots stay (48
+    /// bytes each; 1,000,000 are 48 MB): [`Timer::shrink`](crate::Timer::shrink), and the driver's
+    /// own shrink after a spike, give back only what the timer grew beyond them.
     /// More than [`MAX_CAPACITY`] makes [`try_build`](TimerBuilder::try_build) fail with
     /// [`BuildError::CapacityTooLarge`] before anything is allocated; below it, the memory asked
     /// for is allocated and written at once, so a capacity beyond the host's memory exhausts it.

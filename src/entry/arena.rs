@@ -137,6 +137,9 @@ pub(crate) struct EntryArena {
     pub(super) vacated: Mutex<Vec<usize>>,
     /// The shrink's own state (`shrink.rs`).
     pub(super) shrinking: Shrinking,
+    /// Pages a shrink never gives back: those [`reserve`](EntryArena::reserve) created (the
+    /// timer's capacity, which it keeps through any spike).
+    pub(super) kept_pages: usize,
     /// The stamps of new entries (`stamps.rs`).
     stamps: Stamps,
     /// Free indices: per thread stripe, with a cache on each thread (see the module docs).
@@ -176,6 +179,7 @@ impl EntryArena {
             fresh: UnmodelledAtomicU64::new(0),
             vacated: Mutex::new(Vec::new()),
             shrinking: Shrinking::new(),
+            kept_pages: 0,
             stamps: Stamps::new(),
             free: SlotFree::new(0),
             tasks: TaskSlab::new(),
@@ -318,10 +322,11 @@ impl EntryArena {
 
     /// Creates (and so writes) the pages of the first `slots` indices, or of every index up to
     /// `EntryId::MAX_INDEX`: the pages that allocations hand out first, which then find them
-    /// created (a timer's warm-up: `TimerBuilder::capacity`).
-    pub(crate) fn reserve(&self, slots: usize) {
+    /// created (a timer's warm-up: `TimerBuilder::capacity`), and keeps them through every shrink.
+    pub(crate) fn reserve(&mut self, slots: usize) {
         let slots = slots.min(EntryId::MAX_INDEX as usize + 1 - PAGE);
         (0..slots).step_by(PAGE).for_each(|start| self.create_page(start));
+        self.kept_pages = self.kept_pages.max(slots.div_ceil(PAGE));
     }
 
     /// Locks the state of the slot at `index`, if its page exists (any index below
@@ -396,7 +401,7 @@ mod tests {
 
     #[test]
     fn a_reserve_creates_the_pages_allocations_take_first() {
-        let arena = EntryArena::new();
+        let mut arena = EntryArena::new();
         arena.reserve(3 * PAGE - 1);
         assert!(arena.lock_index(3 * PAGE - 1).is_some(), "the third page exists");
         assert!(arena.lock_index(3 * PAGE).is_none(), "no fourth page");

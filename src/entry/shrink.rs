@@ -6,7 +6,8 @@
 //! 1. **Find empty pages.** Under every free list's lock at once (`FreeLists::reclaim`), count the
 //!    free indices of each page; a page with all [`PAGE`] of its indices listed has no occupant and
 //!    no holder (an index is listed only after its holder released and returned it). Its indices
-//!    are taken off the lists there, so no allocation can hand one out any more.
+//!    are taken off the lists there, so no allocation can hand one out any more. The pages
+//!    [`reserve`](EntryArena::reserve) created (the timer's capacity) are not counted: they stay.
 //! 2. **Retire them** (`Pages::retire`): their pointers leave the directory. A ticket that looks
 //!    from now on finds the vacant stand-in slot, generation 0: not pending. The page numbers go to
 //!    `vacated`, where new pages are created first (a new page's slots start at generation 0, below
@@ -79,10 +80,14 @@ impl EntryArena {
         // The lists are what the reclaim sees: this thread's cached indices go back to them first,
         // other threads' at their next take (`slot_cache.rs`).
         self.free.before_shrink();
-        // Pages created after this reading are not counted: their indices are left on the lists.
+        // Pages created after this reading are not counted: their indices are left on the lists,
+        // as are those of the pages the timer's capacity keeps.
         let pages = (self.fresh.load(Ordering::Relaxed) as usize).div_ceil(PAGE);
-        let empty =
-            self.free.lists.reclaim(PAGE, pages, |id| Some(id.index() >> PAGE_BITS).filter(|&p| p < pages));
+        let kept = self.kept_pages;
+        let empty = self
+            .free
+            .lists
+            .reclaim(PAGE, pages, |id| Some(id.index() >> PAGE_BITS).filter(|&p| p < pages && p >= kept));
         for page in empty {
             // A page's place is offered to new pages only once the page is out of the directory:
             // a page created there before (`fresh_page`) would be the old one, still in place,

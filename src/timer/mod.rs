@@ -168,8 +168,9 @@ impl Timer {
 
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
         const _: () = assert!(EntryId::MAX_INDEX as usize == crate::builder::MAX_CAPACITY);
-        let arena = Arc::new(EntryArena::new());
+        let mut arena = EntryArena::new();
         arena.reserve(config.capacity);
+        let arena = Arc::new(arena);
         let wheel = Arc::new(TimingWheel::with_lanes(config.wheel_size, config.bucket_lanes));
         let time = Time { clock: config.clock, ticks: config.ticks };
         let (queue, shut_down) = (Arc::new(DelayQueue::new()), Arc::new(AtomicBool::new(false)));

@@ -63,6 +63,9 @@ impl Timer {
     /// concurrent `schedule` waits), and makes one `membarrier` system call. Scheduling, cancelling
     /// and firing are not slowed by it otherwise; a later spike allocates the pages again.
     ///
+    /// The room a timer was built with ([`TimerBuilder::capacity`](crate::TimerBuilder::capacity))
+    /// stays: only the pages beyond it go back.
+    ///
     /// Handles of tasks whose slots were given back stay safe: they report the task as not pending
     /// (`cancel` and `reset` return `false`), as for any task that ended. It waits for handle
     /// operations running on other threads at the time to return (a `cancel` dropping its task's
