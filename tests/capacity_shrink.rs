@@ -3,16 +3,13 @@
 //! it goes back. The only test of its binary, so that no other test's memory moves the process's
 //! RSS meanwhile.
 
+mod common;
+
 use std::time::Duration;
 
-use delaywheel::Timer;
-
-/// Resident memory of this process, in bytes (`/proc/self/statm`, assuming 4 KiB pages).
 #[cfg(target_os = "linux")]
-fn rss() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    statm.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * 4096
-}
+use common::rss;
+use delaywheel::Timer;
 
 #[test]
 #[cfg(target_os = "linux")]

@@ -7,18 +7,14 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::rss;
 use delaywheel::{ManualClock, Timer};
-
-fn rss() -> usize {
-    // SAFETY: `sysconf` takes an integer and reads no memory of ours.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    statm.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * page
-}
 
 fn spike(big: bool, tasks: usize) -> (usize, usize, usize) {
     let clock = ManualClock::new();

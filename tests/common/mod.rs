@@ -90,3 +90,14 @@ pub fn ceil_to_tick(deadline: Duration, tick: Duration) -> Duration {
 pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
+
+/// Resident memory of this process, in bytes (`/proc/self/statm`, in system pages). The memory
+/// tests that read it are each the only test of their binary, so that no other test's memory
+/// moves it meanwhile.
+#[cfg(target_os = "linux")]
+pub fn rss() -> usize {
+    // SAFETY: `sysconf` takes an integer and reads no memory of ours.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    statm.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * page
+}
