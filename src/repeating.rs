@@ -56,11 +56,12 @@ pub enum Repeat {
     /// `scheduleWithFixedDelay`): the gap between runs is constant, the rate drifts by the time
     /// the task takes.
     FixedDelay(Duration),
-    /// Runs are due at `start + initial_delay + k × period` on the timer's clock (Java's
-    /// `scheduleAtFixedRate`): the rate does not drift. If a run ends after the next one was due
-    /// (a slow task, a stalled driver), the missed runs are **skipped**, not run in a burst: the
-    /// next run is the first one on that grid still in the future. The same as
-    /// `Every(period, MissedTickBehavior::Skip)`.
+    /// Runs are due at `start + initial_delay + k × period` on the timer's clock: the rate does
+    /// not drift. If a run ends after the next one was due (a slow task, a stalled driver), the
+    /// missed runs are **skipped**, not run in a burst: the next run is the first one on that grid
+    /// still in the future. The same as `Every(period, MissedTickBehavior::Skip)`. (Java's
+    /// `scheduleAtFixedRate` keeps the same grid but runs the missed runs late, back to back:
+    /// that is `Every(period, MissedTickBehavior::Burst)`.)
     FixedRate(Duration),
     /// Runs are due at `start + initial_delay + k × period` on the timer's clock, and the
     /// [`MissedTickBehavior`] says what happens when a run ends after the next one was due, with
