@@ -58,13 +58,17 @@ pub struct TimerStats {
     pub rearmed: u64,
     /// Entries in the delay queue (about the number of non-empty buckets).
     pub queued_buckets: usize,
-    /// Levels of the wheel created so far.
+    /// Levels of the wheel created so far. A level is created when a task first needs it, not
+    /// the levels below it: a task 100 s out on a fresh timer creates its level alone, so this
+    /// can be smaller than `pending_per_level.len()`.
     pub levels_in_use: usize,
     /// Tasks in the buckets of each level now: index 0 is the finest level, up to the highest
-    /// level created (empty before any). Counted by walking the buckets when `stats()` is called
-    /// (each bucket lane's lock taken briefly, nothing kept on the scheduling paths), so it is a
-    /// snapshot: tasks in transit (being cascaded down or fired) are in no level, and the sum may
-    /// differ from `pending` under concurrent use.
+    /// level created (empty before any; levels not created count zero). Counted by walking the
+    /// buckets when `stats()` is called (each bucket lane's lock taken briefly, nothing kept on the
+    /// scheduling paths), so it is a snapshot: tasks in transit (being cascaded down or fired) are
+    /// in no level, and the sum may differ from `pending` under concurrent use. A task reset to a
+    /// later deadline stays in its bucket until that bucket comes due (`timer/reset.rs`), and is
+    /// counted there until then.
     pub pending_per_level: Vec<usize>,
     /// The bucket holding the most tasks now (the wheel's slot load balance), `None` when every
     /// bucket is empty; on a tie, the one at the lowest level, then slot. A snapshot, as
