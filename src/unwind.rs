@@ -5,7 +5,8 @@
 //! driver runs, that second panic would end the driver thread. [`drop_payload`] drops it inside a
 //! second `catch_unwind` and forgets whatever that one catches (a payload that panics on drop once
 //! may do it again). [`drop_caught`] drops any value that way, and [`wake_caught`] wakes a waker
-//! that way: a waker is user code too (an executor's, or a hand-written one).
+//! that way: a waker is user code too (an executor's, or a hand-written one). [`FirstPanic`] runs
+//! several callbacks whose caller must see a panic, but only after all of them ran.
 
 use std::any::Any;
 use std::mem;
@@ -34,6 +35,30 @@ pub(crate) fn wake_caught(waker: Waker) -> bool {
         Err(payload) => {
             drop_payload(payload);
             true
+        }
+    }
+}
+
+/// Runs callbacks one after another, each to the end whatever the others do: the first panic is
+/// kept and resumed by [`resume`](FirstPanic::resume), the later ones' payloads dropped.
+#[derive(Default)]
+pub(crate) struct FirstPanic(Option<Box<dyn Any + Send>>);
+
+impl FirstPanic {
+    /// Runs `f`, catching its panic.
+    pub(crate) fn run(&mut self, f: impl FnOnce()) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(f)) {
+            match self.0 {
+                None => self.0 = Some(payload),
+                Some(_) => drop_payload(payload),
+            }
+        }
+    }
+
+    /// Resumes the first panic caught, if any.
+    pub(crate) fn resume(self) {
+        if let Some(payload) = self.0 {
+            panic::resume_unwind(payload);
         }
     }
 }

@@ -81,7 +81,6 @@ mod watchers;
 
 use std::fmt;
 use std::hash::Hash;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 pub use operation::DelayedOperation;
@@ -312,7 +311,7 @@ where
         let mut completed = 0;
         // The first `on_complete` panic, resumed once the rest of the list is checked: one
         // faulty callback must not cost the other operations of the key their trigger.
-        let mut panic = None;
+        let mut panics = crate::unwind::FirstPanic::default();
         for operation in first.into_iter().chain(rest) {
             if operation.is_done() {
                 continue;
@@ -331,16 +330,9 @@ where
             self.retire(&operation, timeout);
             self.completed.fetch_add(1, Ordering::Relaxed);
             completed += 1;
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| operation.op.on_complete())) {
-                match panic {
-                    None => panic = Some(payload),
-                    Some(_) => crate::unwind::drop_payload(payload),
-                }
-            }
+            panics.run(|| operation.op.on_complete());
         }
-        if let Some(payload) = panic {
-            resume_unwind(payload);
-        }
+        panics.resume();
         completed
     }
 
