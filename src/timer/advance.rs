@@ -216,7 +216,7 @@ impl Shared {
                 stripe.panicked(1);
             }
         }
-        self.abandoned_values.fetch_add(values, Ordering::Relaxed);
+        self.count_abandoned_values(values);
         self.drain_refused_resets(report, &mut unfired);
         self.unfired(unfired)
     }
@@ -249,6 +249,12 @@ impl Shared {
                 unfired.push((deadline, task.into_box()));
             }
         }
+        self.count_abandoned_values(values);
+    }
+
+    /// Counts `values` value entries a drain claimed, for the closing of the delay queue to count
+    /// out of its `len` (`shutdown.rs`, `close_values`).
+    fn count_abandoned_values(&self, values: u64) {
         // Seeded fault `shutdown_leaves_values_counted` (docs/loom.md): the values are not counted,
         // so the queue's `len` keeps them after the shutdown.
         if !fault!("shutdown_leaves_values_counted") {
