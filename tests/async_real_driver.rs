@@ -63,24 +63,7 @@ async fn sleeps_timeouts_and_intervals_on_executor_threads() {
     for i in 0..300u32 {
         queue.insert(i, ms(u64::from(i % 5)));
     }
-    let consumers: Vec<_> = (0..3)
-        .map(|_| {
-            let queue = Arc::clone(&queue);
-            tokio::spawn(async move {
-                let mut got = Vec::new();
-                while let Some(expired) = queue.next_expired().await {
-                    assert!(queue.timer().now() >= expired.deadline(), "early");
-                    got.push(expired.into_inner());
-                }
-                got
-            })
-        })
-        .collect();
-    let mut all = Vec::new();
-    for consumer in consumers {
-        all.extend(consumer.await.unwrap());
-    }
-    all.sort_unstable();
+    let all = common::queue::take_all_with_tasks(&queue, 3).await;
     assert_eq!(all, (0..300).collect::<Vec<_>>(), "each value once");
 }
 

@@ -98,23 +98,7 @@ async fn consumer_tasks_under_tokio_share_the_queue_and_see_each_value_once() {
     for i in 0..200u32 {
         queue.insert(i, ms(u64::from(i % 7)));
     }
-    let consumers: Vec<_> = (0..3)
-        .map(|_| {
-            let queue = Arc::clone(&queue);
-            tokio::spawn(async move {
-                let mut got = Vec::new();
-                while let Some(expired) = queue.next_expired().await {
-                    got.push(expired.into_inner());
-                }
-                got
-            })
-        })
-        .collect();
-    let mut all = Vec::new();
-    for consumer in consumers {
-        all.extend(consumer.await.unwrap());
-    }
-    all.sort_unstable();
+    let all = common::queue::take_all_with_tasks(&queue, 3).await;
     assert_eq!(all, (0..200).collect::<Vec<_>>());
 }
 

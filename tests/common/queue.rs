@@ -16,3 +16,32 @@ pub fn advance<T: Send + 'static>(clock: &ManualClock, queue: &DelayQueue<T>, by
     clock.advance(by);
     queue.advance_clock(Duration::ZERO);
 }
+
+/// Takes every value of `queue` with `consumers` tokio tasks, each looping on `next_expired`
+/// until the queue is empty, and checking that no value comes out before its deadline; returns
+/// the values taken, sorted.
+#[cfg(feature = "async")]
+pub async fn take_all_with_tasks<T: Ord + Send + 'static>(
+    queue: &std::sync::Arc<DelayQueue<T>>,
+    consumers: usize,
+) -> Vec<T> {
+    let consumers: Vec<_> = (0..consumers)
+        .map(|_| {
+            let queue = std::sync::Arc::clone(queue);
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                while let Some(expired) = queue.next_expired().await {
+                    assert!(queue.timer().now() >= expired.deadline(), "early");
+                    got.push(expired.into_inner());
+                }
+                got
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for consumer in consumers {
+        all.extend(consumer.await.unwrap());
+    }
+    all.sort_unstable();
+    all
+}
