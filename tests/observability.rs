@@ -202,6 +202,41 @@ mod tracing_events {
         assert!(lines[2].starts_with("message=flush level=0 slot=20 expiration=500"), "{lines:#?}");
         assert!(lines[2].contains("due=1"), "{lines:#?}");
     }
+
+    /// An entry scheduled by a task during an advance, at an instant the advance has already
+    /// passed, is set aside for the next advance when its bucket's visit finds it: the `flush`
+    /// event counts it as `late`, apart from the entries due and those moved down.
+    #[test]
+    fn entries_set_aside_for_the_next_advance_are_counted_as_late() {
+        let collect = Collect::default();
+        let fired = Arc::new(Mutex::new(Vec::new()));
+        let first = tracing::subscriber::with_default(collect.clone(), || {
+            let (clock, timer) = manual_timer(ms(10), 60);
+            let timer = Arc::new(timer);
+            let (weak, f) = (Arc::downgrade(&timer), Arc::clone(&fired));
+            let origin = timer.now();
+            // Due at tick 10; it schedules at tick 480, which this advance (to tick 500) passes.
+            let c = clock.clone();
+            timer.schedule(ms(100), move || {
+                let timer = weak.upgrade().unwrap();
+                let (f, c) = (Arc::clone(&f), c.clone());
+                timer.schedule_at(origin + ms(4_800), move || f.lock().unwrap().push(c.now()));
+            });
+            clock.advance(ms(5_000));
+            timer.advance_clock(Duration::ZERO);
+            let first = collect.0.lock().unwrap().len();
+            assert!(fired.lock().unwrap().is_empty(), "scheduled during the advance: the next one fires it");
+            timer.advance_clock(Duration::ZERO);
+            assert_eq!(*fired.lock().unwrap(), [ms(5_000)]);
+            first
+        });
+        let lines = collect.0.lock().unwrap().clone();
+        let visit: Vec<_> =
+            lines[..first].iter().filter(|l| l.contains("expiration=480 cursor=480")).collect();
+        assert_eq!(visit.len(), 1, "{lines:#?}");
+        assert!(visit[0].contains("entries=1 due=0 late=1"), "{lines:#?}");
+        assert!(lines[first..].iter().any(|l| l.contains("entries=1 due=1 late=0")), "{lines:#?}");
+    }
 }
 
 /// Regression (review): the clock was read once per batch, so a slow task hid the lateness of the

@@ -118,7 +118,7 @@ impl Shared {
             Popped::Visited { requeue: Some(next) } => self.queue.offer_within(next, Arc::clone(bucket)),
             Popped::Visited { requeue: None } => {}
         }
-        let visited = cascade.len() + due.len() - due_before + late.len();
+        let out = trace::Flushed { due: due.len() - due_before, moved: cascade.len(), late: late.len() };
         set_aside.extend(late.drain(..).map(|held| (held, Arc::clone(bucket))));
         // The entries of a level-0 bucket due at the cursor went straight to `due`; the rest
         // cascade, by the deadline in their slots (a reset may have moved one in transit:
@@ -128,7 +128,7 @@ impl Shared {
                 self.queue.offer_within(expiration, bucket)
             });
         }
-        trace::flushed(bucket.key(), expiration, cursor, visited, due.len() - due_before);
+        trace::flushed(bucket.key(), expiration, cursor, out);
         true
     }
 

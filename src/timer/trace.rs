@@ -1,30 +1,36 @@
 //! The optional `tracing` feature: trace-level events from the thread advancing the clock.
 //!
 //! One `flush` event per flushed bucket (level, slot, its expiration tick, the cursor, how many
-//! entries it held and how many of them were due) and, for buckets above level 0, one `cascade`
-//! event counting the entries moved down to finer levels. Events use the target `delaywheel` and
+//! entries came out, how many of them were due, and how many were set aside for the next advance
+//! as `late`: due, but scheduled after this advance began) and, for buckets above level 0 that
+//! moved entries down to finer levels, one `cascade` event counting them. Events use the target `delaywheel` and
 //! are emitted after the flush, with no lock held. Without the feature these functions are empty
 //! and inlined away.
 
 use crate::entry::location::BucketKey;
 
-/// A bucket was flushed at `cursor`: `entries` entries came out, `due` of them are about to fire.
+/// What one bucket visit took out: entries about to fire, re-added elsewhere, and set aside.
+/// (Read only by the `tracing` feature's events.)
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) struct Flushed {
+    pub(crate) due: usize,
+    pub(crate) moved: usize,
+    pub(crate) late: usize,
+}
+
+/// A bucket was flushed at `cursor`, giving out `out`.
 #[cfg(feature = "tracing")]
-pub(crate) fn flushed(bucket: BucketKey, expiration: u64, cursor: u64, entries: usize, due: usize) {
+pub(crate) fn flushed(bucket: BucketKey, expiration: u64, cursor: u64, out: Flushed) {
     let (level, slot) = (bucket.level(), bucket.slot());
-    tracing::trace!(target: "delaywheel", level, slot, expiration, cursor, entries, due, "flush");
-    if level > 0 && entries > due {
-        tracing::trace!(
-            target: "delaywheel",
-            from_level = level,
-            slot,
-            moved = entries - due,
-            "cascade"
-        );
+    let Flushed { due, moved, late } = out;
+    let entries = due + moved + late;
+    tracing::trace!(target: "delaywheel", level, slot, expiration, cursor, entries, due, late, "flush");
+    if level > 0 && moved > 0 {
+        tracing::trace!(target: "delaywheel", from_level = level, slot, moved, "cascade");
     }
 }
 
 /// Without the `tracing` feature: nothing.
 #[cfg(not(feature = "tracing"))]
 #[inline(always)]
-pub(crate) fn flushed(_bucket: BucketKey, _expiration: u64, _cursor: u64, _entries: usize, _due: usize) {}
+pub(crate) fn flushed(_bucket: BucketKey, _expiration: u64, _cursor: u64, _out: Flushed) {}
