@@ -258,21 +258,24 @@ impl<F: FnMut() + Send + 'static> Run<F> {
             Repeat::FixedRate(period) => (period, Some(MissedTickBehavior::Skip)),
             Repeat::Every(period, missed) => (period, Some(missed)),
         };
-        let delay = match missed {
-            None => period,
-            Some(missed) => {
-                // The next point on the grid (`missed_tick.rs`), from this run's due time.
-                let mut state = self.ctx.state.lock();
-                let late = started.unwrap_or(now).saturating_duration_since(state.due).as_nanos();
-                let tolerance = crate::missed_tick::on_time(live.tick()).as_nanos();
-                let offset = missed.next_offset(late, period.as_nanos(), tolerance);
-                state.due = saturating_add(state.due, nanos_to_duration(offset));
-                state.due.saturating_duration_since(now)
-            }
-        };
+        // `FixedDelay`: `period` after now; the others: the next point on the grid
+        // (`missed_tick.rs`), from this run's due time, scheduled at that instant itself (a delay
+        // from `now` would be counted again from a later clock reading and could cross a tick).
+        let due = missed.map(|missed| {
+            let mut state = self.ctx.state.lock();
+            let late = started.unwrap_or(now).saturating_duration_since(state.due).as_nanos();
+            let tolerance = crate::missed_tick::on_time(live.tick()).as_nanos();
+            let offset = missed.next_offset(late, period.as_nanos(), tolerance);
+            state.due = saturating_add(state.due, nanos_to_duration(offset));
+            state.due
+        });
         let next = Run { ctx: Arc::clone(&self.ctx), task: Some(task), handed_over: false };
         // No lock is held here: a refused `next` is dropped inside `schedule` and ends the repetition.
-        let Ok(handle) = live.try_schedule(delay, move || next.run()) else { return };
+        let scheduled = match due {
+            None => live.try_schedule(period, move || next.run()),
+            Some(due) => live.try_schedule_at(due, move || next.run()),
+        };
+        let Ok(handle) = scheduled else { return };
         self.handed_over = true;
         let mut state = self.ctx.state.lock();
         if state.cancelled || state.ended {
