@@ -12,6 +12,8 @@
 //! `DELAYWHEEL_PROPTEST_CASES` for more.
 
 mod common;
+#[path = "common/model_runs.rs"]
+mod runs;
 
 use common::model::{check, Op};
 use proptest::prelude::*;
@@ -57,27 +59,16 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 fn ops_strategy() -> impl Strategy<Value = Vec<Op>> {
     let shutdown =
         prop_oneof![Just(Op::Shutdown), (0u64..5_000_000).prop_map(|n| Op::ShutdownInTask(Some(n)))];
-    let at = proptest::option::of((0.8f64..1.0, shutdown));
-    (proptest::collection::vec(op_strategy(), 300..500), at).prop_map(|(mut ops, shutdown_at)| {
-        if let Some((at, shutdown)) = shutdown_at {
-            let at = (ops.len() as f64 * at) as usize;
-            ops.insert(at, shutdown);
-        }
-        ops
-    })
-}
-
-fn cases() -> u32 {
-    std::env::var("DELAYWHEEL_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    runs::with_one_late(proptest::collection::vec(op_strategy(), 300..500), shutdown)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: runs::cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn timer_matches_the_reference_model(
-        tick_us in prop_oneof![Just(1u64), 1u64..100, 100u64..20_000],
-        wheel_size in prop_oneof![Just(2usize), 2usize..8, 8usize..128],
+        tick_us in runs::tick_us(),
+        wheel_size in runs::wheel_size(),
         ops in ops_strategy(),
     ) {
         check(tick_us, wheel_size, ops).map_err(TestCaseError::fail)?;

@@ -17,6 +17,8 @@
 
 #[path = "common/model_deadlines.rs"]
 mod deadlines;
+#[path = "common/model_runs.rs"]
+mod runs;
 
 use std::time::{Duration, Instant};
 
@@ -309,27 +311,16 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// A sequence with at most one shutdown, late in it, so that most operations run on a live timer.
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    let at = proptest::option::of(0.8f64..1.0);
-    (proptest::collection::vec(op(), 100..400), at).prop_map(|(mut ops, at)| {
-        if let Some(at) = at {
-            let at = (ops.len() as f64 * at) as usize;
-            ops.insert(at, Op::Shutdown);
-        }
-        ops
-    })
-}
-
-fn cases() -> u32 {
-    std::env::var("DELAYWHEEL_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    runs::with_one_late(proptest::collection::vec(op(), 100..400), Just(Op::Shutdown))
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: runs::cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn delay_queue_matches_the_reference_model(
-        tick_us in prop_oneof![Just(1u64), 1u64..100, 100u64..20_000],
-        wheel_size in prop_oneof![Just(2usize), 2usize..8, 8usize..128],
+        tick_us in runs::tick_us(),
+        wheel_size in runs::wheel_size(),
         ops in ops(),
     ) {
         check(tick_us, wheel_size, ops).map_err(TestCaseError::fail)?;
