@@ -178,12 +178,63 @@ impl Interval {
     /// Restarts the interval: the next tick is due one period from now (as tokio's
     /// `Interval::reset`), whatever was due before.
     pub fn reset(&mut self) {
+        let period = self.period;
+        self.restart(|now| saturating_add(now, period));
+    }
+
+    /// Restarts the interval with a tick due at once: the next [`tick`](Interval::tick) completes
+    /// without waiting, with the instant of this call on the timer's clock, and the ticks after it
+    /// follow a period apart (as tokio's `Interval::reset_immediately`; the same as
+    /// [`reset_at`](Interval::reset_at)`(timer.now())`).
+    pub fn reset_immediately(&mut self) {
+        self.restart(|now| now);
+    }
+
+    /// Restarts the interval with the next tick due `after` from now, and the ticks after it a
+    /// period apart (as tokio's `Interval::reset_after`).
+    pub fn reset_after(&mut self, after: Duration) {
+        self.restart(|now| saturating_add(now, after));
+    }
+
+    /// Restarts the interval with the next tick due at `deadline` on the timer's clock, even if
+    /// that is more than a period away, and the ticks after it a period apart (as tokio's
+    /// `Interval::reset_at`). Missed ticks from before are dropped. A `deadline` already passed is
+    /// a late tick: the next `tick` returns it at once, and the
+    /// [`MissedTickBehavior`] decides what follows.
+    ///
+    /// The task waiting on the last pending poll keeps waiting, for the new deadline; it is woken
+    /// at once if that has passed. As after any tick, never early: the tick completes only once
+    /// `deadline` has passed.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().clock(clock.clone()).manual().build();
+    /// let ms = Duration::from_millis;
+    /// let start = timer.now();
+    /// futures::executor::block_on(async {
+    ///     let mut poll = timer.interval(ms(10));
+    ///     assert_eq!(poll.tick().await, start);
+    ///     poll.reset_at(start + ms(25)); // back off: the ticks at 10 and 20 ms are dropped
+    ///     clock.advance(ms(25));
+    ///     timer.advance_clock(Duration::ZERO);
+    ///     assert_eq!(poll.tick().await, start + ms(25)); // then 35, 45 ms …
+    /// });
+    /// ```
+    pub fn reset_at(&mut self, deadline: Instant) {
+        self.restart(|_| deadline);
+    }
+
+    /// Makes the next tick due at what `next` makes of the timer's clock reading.
+    fn restart(&mut self, next: impl FnOnce(Instant) -> Instant) {
         let Some(live) = self.timer.upgrade() else {
             self.die();
             return;
         };
         let now = live.now();
-        self.next = saturating_add(now, self.period);
+        self.next = next(now);
         self.arm(now, Taken::Reset);
     }
 
@@ -205,10 +256,14 @@ impl Interval {
     /// Arms the sleep at `next` if that is after `now`; leaves no sleep if it is due already.
     /// After a tick is taken (`Taken::Tick`) the sleep keeps no waker: the task that polls for the
     /// next tick registers its own, as tokio's `Interval` re-arms without re-registering. A
-    /// [`reset`](Interval::reset) keeps the waker of the last pending poll.
+    /// reset keeps the waker of the last pending poll, and wakes it if the tick is due already.
     fn arm(&mut self, now: Instant, after: Taken) {
         if self.next <= now {
-            self.sleep = None;
+            if let Some(mut sleep) = self.sleep.take() {
+                if after == Taken::Reset {
+                    sleep.wake_registered();
+                }
+            }
             return;
         }
         match &mut self.sleep {
@@ -232,7 +287,7 @@ impl Interval {
 enum Taken {
     /// A tick was taken: the next one wakes only a task that polls for it.
     Tick,
-    /// [`Interval::reset`]: the task waiting for a tick stays registered.
+    /// A reset (`Interval::reset` and its kin): the task waiting for a tick stays registered.
     Reset,
 }
 

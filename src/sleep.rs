@@ -407,6 +407,16 @@ impl Sleep {
         self.reset(deadline);
     }
 
+    /// Wakes the task of the last pending poll, if one is registered (an interval reset to a tick
+    /// due at once, which needs no timer task to wake it).
+    pub(crate) fn wake_registered(&mut self) {
+        // Taken out under the slot's lock, woken after it (module docs of `sleep/slot.rs`).
+        let waker = self.slot().state.lock().waker.take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
     /// As [`reset`](Sleep::reset), returning the timer's refusal of the new wake-up.
     ///
     /// # Errors

@@ -1,5 +1,5 @@
 //! The `async` feature's `Interval`: exact tick instants on a manual clock for each
-//! `MissedTickBehavior`, `reset`, cancel safety, the `Stream`, drop and shutdown, and tokio (both
+//! `MissedTickBehavior`, `reset` and its kin, cancel safety, the `Stream`, drop and shutdown, and tokio (both
 //! runtime flavours).
 #![cfg(feature = "async")]
 
@@ -152,6 +152,88 @@ fn reset_moves_the_next_tick_a_period_from_now() {
     advance(&clock, &timer, ms(1));
     assert_eq!(ready_ticks(&mut interval, base), [ms(14)]);
     assert_eq!(timer.len(), 1);
+}
+
+#[test]
+fn reset_immediately_makes_a_tick_due_at_once_then_a_period_apart() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let base = timer.now();
+    let mut interval = timer.interval(ms(10));
+    assert_eq!(ready_ticks(&mut interval, base), [ms(0)]);
+    advance(&clock, &timer, ms(4));
+    assert!(ready_ticks(&mut interval, base).is_empty());
+    interval.reset_immediately();
+    assert_eq!(ready_ticks(&mut interval, base), [ms(4)], "due at the reset's instant");
+    advance(&clock, &timer, ms(9));
+    assert!(ready_ticks(&mut interval, base).is_empty(), "the old tick at 10 ms is gone");
+    advance(&clock, &timer, ms(1));
+    assert_eq!(ready_ticks(&mut interval, base), [ms(14)]);
+    assert_eq!(timer.len(), 1);
+}
+
+#[test]
+fn reset_after_and_reset_at_move_the_next_tick_and_the_grid() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let base = timer.now();
+    let mut interval = timer.interval(ms(10));
+    assert_eq!(ready_ticks(&mut interval, base), [ms(0)]);
+    advance(&clock, &timer, ms(4));
+    interval.reset_after(ms(3));
+    advance(&clock, &timer, ms(2));
+    assert!(ready_ticks(&mut interval, base).is_empty(), "6 ms: not yet");
+    advance(&clock, &timer, ms(1));
+    assert_eq!(ready_ticks(&mut interval, base), [ms(7)]);
+    // Further than a period away: the ticks in between are not delivered.
+    interval.reset_at(base + ms(40));
+    for _ in 7..40 {
+        advance(&clock, &timer, ms(1));
+        let expected: &[Duration] = if timer.now() - base == ms(40) { &[ms(40)] } else { &[] };
+        assert_eq!(ready_ticks(&mut interval, base), expected, "at {:?}", timer.now() - base);
+    }
+    advance(&clock, &timer, ms(10));
+    assert_eq!(ready_ticks(&mut interval, base), [ms(50)], "a period after the reset's tick");
+}
+
+/// A `reset_at` an instant already passed is a late tick: returned at once, then what follows is
+/// the interval's `MissedTickBehavior` (as tokio's `reset_at`).
+fn reset_into_the_past(missed: MissedTickBehavior) -> (Vec<Duration>, Vec<Duration>) {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let base = timer.now();
+    let mut interval = timer.interval(ms(10));
+    interval.set_missed_tick_behavior(missed);
+    assert_eq!(ready_ticks(&mut interval, base), [ms(0)]);
+    for at in [10, 20, 30] {
+        advance(&clock, &timer, ms(10));
+        assert_eq!(ready_ticks(&mut interval, base), [ms(at)]);
+    }
+    advance(&clock, &timer, ms(2));
+    interval.reset_at(base + ms(5));
+    let at_once = ready_ticks(&mut interval, base);
+    advance(&clock, &timer, ms(10));
+    (at_once, ready_ticks(&mut interval, base))
+}
+
+#[test]
+fn reset_at_a_passed_instant_catches_up_by_the_missed_tick_behavior() {
+    use MissedTickBehavior::*;
+    assert_eq!(reset_into_the_past(Burst), (vec![ms(5), ms(15), ms(25)], vec![ms(35)]));
+    assert_eq!(reset_into_the_past(Skip), (vec![ms(5)], vec![ms(35)]));
+    assert_eq!(reset_into_the_past(Delay), (vec![ms(5)], vec![ms(42)]));
+}
+
+#[test]
+fn a_reset_to_a_tick_due_at_once_wakes_the_waiting_task() {
+    let (_clock, timer) = manual_timer(ms(1), 8);
+    let (counter, waker) = common::waker::CountingWaker::new();
+    let mut cx = Context::from_waker(&waker);
+    let mut interval = timer.interval(ms(10));
+    assert!(interval.poll_tick(&mut cx).is_ready());
+    assert!(interval.poll_tick(&mut cx).is_pending());
+    assert_eq!(counter.count(), 0);
+    interval.reset_immediately();
+    assert_eq!(counter.count(), 1, "the registered task learns that a tick is due");
+    assert_eq!(interval.poll_tick(&mut cx), Poll::Ready(timer.now()));
+    assert_eq!(timer.len(), 1, "one task: the next tick");
 }
 
 #[test]
