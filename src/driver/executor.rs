@@ -16,7 +16,8 @@ use crate::timer::{Store, Time};
 pub(crate) struct Executor {
     sender: Mutex<Option<Sender<EntryId>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Set when the timer is dropped: queued entries are abandoned instead of run.
+    /// Set when the timer is dropped: queued entries (claimed by the drop's drain already) are
+    /// released without a try to fire them.
     discard: Arc<AtomicBool>,
     counters: Arc<Counters<Store>>,
     arena: Arc<EntryArena>,

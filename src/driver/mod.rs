@@ -17,9 +17,11 @@
 //! the threads run what is already queued (it was due) and are joined, under the lock of their
 //! handles, so that concurrent shutdowns all wait for them (a shutdown from a timer's thread joins
 //! nothing and never takes that lock: the joiner may be waiting for that very thread); on drop they
-//! are not joined (drop must not wait for slow tasks) and discard what is still queued, so no task
-//! starts after the drop but one an executor thread had already taken from the channel (it read the
-//! discard flag before the drop set it; as `shutdown_timeout` says of a task just claimed).
+//! are not joined (drop must not wait for slow tasks): the drop's drain scans the arena and claims
+//! every entry still pending, those in the channel or just taken from it included (`timer/advance.rs`,
+//! `drain_detached`), so their closures are dropped before the drop returns, and no task starts
+//! after it but one an executor had already claimed (it may be just starting, as `shutdown_timeout`
+//! says). The threads then only release what they take; the discard flag spares them the claims.
 //!
 //! These are real OS threads, started with `std::thread::Builder` so they can be named; they are not
 //! part of the loom models, which drive a manual timer from model threads instead.

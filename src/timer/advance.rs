@@ -180,8 +180,9 @@ impl Shared {
     }
 
     /// The drain when the advance in progress cannot be waited for (called from inside one of its
-    /// tasks, from a timer's thread, or by a drop or a timed shutdown that gave up waiting): the
-    /// bucket drain, then a scan of the arena that claims every entry still pending as abandoned,
+    /// tasks, from a timer's thread, or by a drop or a timed shutdown that gave up waiting or does
+    /// not join the executor threads): the bucket drain, then a scan of the arena that claims
+    /// every entry still pending as abandoned,
     /// wherever it is held (the rest of the batch being fired, a visit's transit, an executor's
     /// channel, a bucket a visit re-added to after its flush). The holders only release what they
     /// then find claimed (`entry/`), except a bucket, which no visit reaches any more: the scan

@@ -14,8 +14,8 @@
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned. When
 //!   the advance in progress cannot be waited for (the call comes from one of its tasks, from any
-//!   timer's driver or executor thread, from a drop while the driver is inside a task, or from
-//!   `shutdown_timeout` after its wait), the drain runs without `advance_lock` and then scans the
+//!   timer's driver or executor thread, from a drop while the driver is inside a task or with
+//!   executor threads, or from `shutdown_timeout` after its wait), the drain runs without `advance_lock` and then scans the
 //!   arena, claiming every entry still pending wherever it is held; its holder only releases it
 //!   (`advance.rs`, `drain_detached`). Either drain then waits for the resets holding an entry
 //!   out of every bucket and claims those they could not re-add (`reset.rs`, "Held entries and
@@ -86,10 +86,11 @@ pub(crate) use weak::{LiveTimer, WeakTimer};
 /// [`TimerBuilder::manual`] time advances only in [`advance_clock`](Timer::advance_clock).
 ///
 /// `Timer` is `Send + Sync`: share it behind an `Arc` to schedule from many threads. Dropping it
-/// stops the driver and drops the closures of tasks that have not started; with executor threads,
-/// tasks queued for them but not started are dropped too. Drop never waits for a task: a driver
-/// inside one is told to stop and exits on its own once that task returns (no other task of the
-/// timer starts after the drop), a driver that is not is joined. Use [`shutdown`](Timer::shutdown)
+/// stops the driver and drops the closures of tasks that have not started before it returns; with
+/// executor threads, tasks queued for them but not started are dropped too, also while the threads
+/// are busy. Drop never waits for a task: a driver inside one is told to stop and exits on its own
+/// once that task returns, a driver that is not is joined. No task of the timer starts after the
+/// drop, except one a thread had already claimed (it may be just starting). Use [`shutdown`](Timer::shutdown)
 /// to get the unfired tasks back instead, or [`shutdown_timeout`](Timer::shutdown_timeout) for a
 /// bounded wait.
 ///

@@ -49,8 +49,8 @@ impl Timer {
 
     /// Shutdown (`dropping == false`, waiting up to `wait`, `None` for as long as it takes) or drop.
     /// Drop joins only a driver that is not advancing (it is then about to exit); one inside a
-    /// task is told to stop and left to exit on its own, and executor threads discard what is
-    /// still queued for them.
+    /// task is told to stop and left to exit on its own; with executor threads, the drain scans
+    /// the arena (their queues) too, and the threads discard what they still take.
     pub(super) fn stop(&self, dropping: bool, wait: Option<Duration>) -> Vec<UnfiredTask> {
         let shared = self.shared();
         shared.shut_down.store(true, Ordering::SeqCst);
@@ -81,8 +81,10 @@ impl Timer {
             shared.drain_locked(report)
         } else {
             let serial = shared.advance_lock.try_lock();
-            // Without joined executors, their queues are scanned too (unless dropped: they discard).
-            if serial.is_some() && (dropping || shared.executor.is_none()) {
+            // Without joined executors, their queues are scanned too, also by a drop: a thread
+            // inside a task would hold the closures queued behind it until that task returns, and
+            // one that has taken an entry may claim it after the drop returned.
+            if serial.is_some() && shared.executor.is_none() {
                 shared.drain(report)
             } else {
                 shared.drain_detached(report)

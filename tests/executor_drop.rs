@@ -1,0 +1,92 @@
+//! Dropping a timer whose executor threads are busy: when the drop returns, every task queued
+//! for them and not started has had its closure dropped (its handle finds nothing pending), and
+//! none starts afterwards, also while the threads are taking tasks from their channel.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::Duration;
+
+use common::ms;
+use delaywheel::{ManualClock, TaskExecution, Timer, TimerHandle};
+
+fn manual_with_executors(threads: usize) -> (ManualClock, Timer) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .tick(ms(1))
+        .wheel_size(8)
+        .clock(clock.clone())
+        .execution(TaskExecution::Threads(threads))
+        .manual()
+        .build();
+    (clock, timer)
+}
+
+#[test]
+fn a_drop_beside_a_blocked_executor_releases_the_queued_closures_before_it_returns() {
+    let (clock, timer) = manual_with_executors(1);
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let _ = timer.schedule(ms(1), move || {
+        started_tx.send(()).unwrap();
+        let _ = release_rx.recv_timeout(Duration::from_secs(30));
+    });
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    // Due and handed to the one executor thread, which is inside the blocked task.
+    let resource = Arc::new(());
+    let ran = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<TimerHandle> = (0..100)
+        .map(|_| {
+            let (r, ran) = (Arc::clone(&resource), Arc::clone(&ran));
+            timer.schedule(ms(1), move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+                drop(r);
+            })
+        })
+        .collect();
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    drop(timer);
+    assert_eq!(Arc::strong_count(&resource), 1, "queued closures outlive the drop");
+    assert!(handles.iter().all(|h| !h.is_pending() && !h.cancel()), "a queued task is still pending");
+    release_tx.send(()).unwrap();
+    thread::sleep(ms(100));
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "a queued task ran after the drop");
+}
+
+#[test]
+fn drops_racing_executor_threads_leave_no_task_to_start_after_them() {
+    for round in 0..40 {
+        let (clock, timer) = manual_with_executors(4);
+        let after_drop = Arc::new(AtomicBool::new(false));
+        let late = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<TimerHandle> = (0..2_000u64)
+            .map(|i| {
+                let (after_drop, late) = (Arc::clone(&after_drop), Arc::clone(&late));
+                timer.schedule(ms(1 + i % 3), move || {
+                    if after_drop.load(Ordering::SeqCst) {
+                        late.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        clock.advance(ms(3));
+        timer.advance_clock(Duration::ZERO);
+        // Drop while the executors are busy taking the batch from their channel.
+        for _ in 0..(round % 8) * 50 {
+            std::hint::spin_loop();
+        }
+        drop(timer);
+        // Each task was claimed by an executor before the drop returned (it may be just
+        // starting: at most one per thread) or dropped by the drop: none is left to start later.
+        let pending = handles.iter().filter(|h| h.is_pending() || h.cancel()).count();
+        assert_eq!(pending, 0, "round {round}: tasks still pending after the drop returned");
+        after_drop.store(true, Ordering::SeqCst);
+        thread::sleep(ms(20));
+        assert!(late.load(Ordering::SeqCst) <= 4, "round {round}: tasks started after the drop");
+    }
+}
