@@ -33,6 +33,12 @@
 //! begun (including the one calling `cancel()` from inside the closure) finishes and does not
 //! re-arm. Each run is one timer entry, so it runs at most once.
 //!
+//! A shutdown hands the next run back as an `UnfiredTask` (its entry is claimed, the `Run` inside
+//! its closure is not dropped): until that task is run or dropped the repetition has not ended.
+//! The handle still says it is active and can cancel it, by the same flag: a `cancel()` that
+//! returns `true` then makes the handed-back run do nothing; otherwise running it runs the task
+//! once, and its re-arm, refused, ends the repetition (as dropping it does).
+//!
 //! A run's closure that panics ends the repetition (the timer catches and counts the panic; the
 //! closure is dropped), as in Java's `ScheduledExecutorService`.
 
@@ -108,6 +114,12 @@ impl Timer {
     /// and then no run begins after it returns (a run already under way finishes). It works from
     /// inside the task too. Dropping the handle does not cancel (as with [`TimerHandle`]). After
     /// the timer shuts down or is dropped, the next re-arm fails and the repetition ends.
+    ///
+    /// [`shutdown`](Timer::shutdown) hands the next run back as an
+    /// [`UnfiredTask`](crate::UnfiredTask), and the repetition ends only once that task is run (the
+    /// task runs once; its re-arm is refused) or dropped. Until then the handle is still
+    /// [active](RepeatingHandle::is_active), and a [`cancel`](RepeatingHandle::cancel) returning
+    /// `true` makes the handed-back run do nothing.
     ///
     /// ```
     /// use delaywheel::{ManualClock, Repeat, Timer};
@@ -330,9 +342,13 @@ impl RepeatingHandle {
     }
 
     /// Stops the repetition. Returns `true` iff this call stopped it: `false` if it was already
-    /// cancelled or had ended (its timer shut down, a re-arm was refused, or a run panicked).
-    /// After `true`, no further run begins (one already under way finishes). The pending entry
-    /// leaves the wheel at once and the closure is dropped (once no run holds it).
+    /// cancelled or had ended (its timer was dropped or shut down, a re-arm was refused, or a run
+    /// panicked). After `true`, no further run begins (one already under way finishes). The
+    /// pending entry leaves the wheel at once and the closure is dropped (once no run holds it).
+    ///
+    /// A run that a [`shutdown`](Timer::shutdown) handed back as an
+    /// [`UnfiredTask`](crate::UnfiredTask) has not ended the repetition while that task exists:
+    /// this returns `true` then, and running the handed-back task does nothing.
     pub fn cancel(&self) -> bool {
         let current = {
             let mut state = self.ctx.state.lock();
@@ -410,7 +426,8 @@ impl RepeatingHandle {
         moved
     }
 
-    /// Whether runs may still begin: neither cancelled nor ended.
+    /// Whether runs may still begin: neither cancelled nor ended. Also `true` while a run that a
+    /// shutdown handed back is held unrun (see [`cancel`](RepeatingHandle::cancel)).
     pub fn is_active(&self) -> bool {
         let state = self.ctx.state.lock();
         !state.cancelled && !state.ended

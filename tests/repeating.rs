@@ -187,6 +187,26 @@ fn shutdown_ends_the_repetition() {
 }
 
 #[test]
+fn a_run_handed_back_by_shutdown_keeps_the_repetition_until_it_is_run_dropped_or_cancelled() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let runs = Runs::default();
+    let handle = timer.schedule_repeating(ms(10), Repeat::FixedRate(ms(10)), runs.task(&clock, ms(0)));
+    let unfired = timer.shutdown();
+    assert!(handle.is_active(), "the handed-back run may still begin");
+    assert!(handle.cancel(), "the cancel stops the handed-back run");
+    assert!(!handle.is_active() && !handle.cancel());
+    unfired.into_iter().for_each(|task| task.run());
+    assert!(runs.get().is_empty(), "a run began after cancel returned true");
+    assert_eq!(Arc::strong_count(&runs.0), 1, "the task's closure was dropped");
+
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let runs = Runs::default();
+    let handle = timer.schedule_repeating(ms(10), Repeat::FixedRate(ms(10)), runs.task(&clock, ms(0)));
+    drop(timer.shutdown());
+    assert!(!handle.is_active() && !handle.cancel(), "dropping the handed-back run ends it");
+}
+
+#[test]
 fn dropping_the_timer_ends_the_repetition_and_the_handle_does_not_keep_it_alive() {
     let (clock, timer) = manual_timer(ms(1), 8);
     let runs = Runs::default();
