@@ -150,6 +150,12 @@ impl ManualClock {
         self.inner.listeners.lock().0.len()
     }
 
+    /// Runs the listeners under the listeners lock. That is sound because a listener only wakes
+    /// its driver's delay queue (no user code, no other clock call), and the reference to the
+    /// timer it upgrades is the last only for a timer whose driver thread failed to start (nothing
+    /// pending, so its drop runs no user code): a timer stopping its driver removes the listener
+    /// first, and that removal waits for a notify under way. A listener that could run user code,
+    /// or drop a timer holding tasks, would have to be called outside the lock.
     fn notify(&self) {
         self.inner.listeners.lock().0.retain(|(_, listener)| listener());
     }
