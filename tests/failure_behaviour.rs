@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::{manual_timer, ms, Counter, FireLog};
 use delaywheel::purgatory::{DelayedOperation, Purgatory};
+use delaywheel::queue::DelayQueue;
 use delaywheel::{ManualClock, ScheduleError, TaskExecution, Timer};
 
 /// Panics when dropped: as a panic payload, or captured by a closure.
@@ -126,6 +127,33 @@ fn values_that_panic_on_drop_are_dropped_by_the_queues_drop_without_panicking_it
     queue.advance_clock(Duration::ZERO);
     drop(queue); // two values on the taking side, one arrived, two pending: each drop panics, caught
     assert_eq!(drops.load(Ordering::SeqCst), 6, "expired (taken, taking side, arrived) and pending");
+}
+
+#[test]
+fn a_refused_value_or_closure_whose_drop_panics_leaves_insert_and_schedule_with_nothing_kept() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().clock(clock.clone()).manual().max_pending(1).build();
+    let queue = DelayQueue::with_timer(timer);
+    let kept = queue.insert(7u8, ms(1));
+    // Refused for capacity and for range: `insert` and `insert_at` drop the value, and its panic
+    // leaves them, as a refused closure's leaves `Timer::schedule`.
+    let full = Timer::builder().clock(clock.clone()).manual().max_pending(0).build();
+    let (full, open) = (DelayQueue::with_timer(full), DelayQueue::with_timer(manual_timer(ms(1), 4).1));
+    let refused = [
+        panic::catch_unwind(AssertUnwindSafe(|| full.insert(Bomb, ms(1)))),
+        panic::catch_unwind(AssertUnwindSafe(|| full.insert_at(Bomb, full.timer().now()))),
+        panic::catch_unwind(AssertUnwindSafe(|| open.insert(Bomb, Duration::MAX))),
+    ];
+    assert!(refused.iter().all(Result::is_err));
+    assert!(full.is_empty() && full.timer().is_empty() && open.is_empty() && open.timer().is_empty());
+    let timer = queue.timer();
+    assert!(panic::catch_unwind(AssertUnwindSafe(|| timer.schedule(ms(1), closure_with_bomb()))).is_err());
+    assert_eq!((queue.len(), timer.len()), (1, 1), "only the value inserted first is kept");
+    clock.advance(ms(1));
+    queue.advance_clock(Duration::ZERO);
+    let first = queue.try_recv().expect("the kept value expires as ever");
+    assert_eq!((first.key(), first.into_inner()), (kept, 7));
+    assert!(queue.is_empty());
 }
 
 #[test]

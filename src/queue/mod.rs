@@ -225,11 +225,16 @@ impl<T: Send + 'static> DelayQueue<T> {
 
     /// Inserts `value`, to expire `delay` from now; returns its key.
     ///
-    /// Never panics. If the timer refuses it (it is shut down, holds its
+    /// If the timer refuses it (it is shut down, holds its
     /// [`max_pending`](crate::TimerBuilder::max_pending) tasks, or the deadline is beyond its range,
     /// e.g. `Duration::MAX`) the value is dropped and the key names nothing, as
     /// [`Timer::schedule`] treats a refused task. Use [`try_insert`](Self::try_insert) to get the
     /// value back with the reason.
+    ///
+    /// # Panics
+    ///
+    /// Only if the value's own `Drop` panics when a refused value is dropped: that panic leaves
+    /// this call (as a refused closure's leaves [`Timer::schedule`]), with nothing counted or kept.
     pub fn insert(&self, value: T, delay: Duration) -> Key {
         self.try_insert(value, delay).unwrap_or(Key::NOTHING)
     }
