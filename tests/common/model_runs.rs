@@ -11,9 +11,10 @@ pub fn cases() -> u32 {
     std::env::var("DELAYWHEEL_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
 }
 
-/// Tick lengths in µs: the finest, fine, and coarse.
+/// Tick lengths in µs: the finest, fine, coarse, and now and then of 37 min to 28 h (ticks over
+/// 2^41 ns keep their deadlines as far words: `deadline.rs`).
 pub fn tick_us() -> impl Strategy<Value = u64> {
-    prop_oneof![Just(1u64), 1u64..100, 100u64..20_000]
+    prop_oneof![3 => Just(1u64), 3 => 1u64..100, 3 => 100u64..20_000, 1 => 2_199_024u64..100_000_000_000]
 }
 
 /// Wheel sizes: the smallest, small (many levels), and ordinary.
