@@ -164,8 +164,6 @@ fn invalid_configurations_are_clear_errors() {
     assert!(err.to_string().contains("at least 1µs"), "{err}");
     let err = Timer::builder().tick(Duration::from_nanos(999)).manual().try_build().unwrap_err();
     assert!(matches!(err, BuildError::TickTooShort(_)));
-    let err = Timer::builder().tick(Duration::MAX).manual().try_build().unwrap_err();
-    assert!(matches!(err, BuildError::TickTooLong(_)));
     for size in [0, 1] {
         let err = Timer::builder().wheel_size(size).manual().try_build().unwrap_err();
         assert!(matches!(err, BuildError::WheelSizeTooSmall(s) if s == size));
@@ -392,6 +390,34 @@ fn long_ticks_report_the_range_honestly() {
     let timer = Timer::builder().tick(Duration::from_secs(257)).manual().build();
     assert!(timer.max_delay() < Duration::from_nanos(u64::MAX));
     assert!(timer.try_schedule(Duration::MAX, || {}).is_err());
+}
+
+#[test]
+fn a_tick_longer_than_the_clock_reaches_runs_what_is_due_and_refuses_the_rest() {
+    // Any tick from 1 µs is a tick, also one whose first boundary lies past the clock's end
+    // (u64::MAX ns, 584 years): nothing scheduled ahead can fire, and is refused as out of range;
+    // what is due already still runs at the next advance.
+    let past_the_clock = Duration::from_nanos(u64::MAX) + Duration::from_nanos(1);
+    for tick in [past_the_clock, Duration::from_secs(u64::MAX), Duration::MAX] {
+        let clock = ManualClock::new();
+        let timer = Timer::builder().tick(tick).wheel_size(3).clock(clock.clone()).manual().build();
+        assert_eq!((timer.tick(), timer.max_delay()), (tick, Duration::ZERO));
+        let err = timer.try_schedule(Duration::from_nanos(1), || {}).unwrap_err();
+        assert!(matches!(err, ScheduleError::DelayTooLong { max: Duration::ZERO, .. }), "{err}");
+        assert!(timer.try_schedule_at(timer.now() + ms(5), || {}).is_err());
+        let log = FireLog::default();
+        let now = timer.schedule(Duration::ZERO, log.task(1, &clock));
+        clock.advance(ms(3));
+        let past = timer.schedule_at(timer.now() - ms(1), log.task(2, &clock));
+        assert_eq!(timer.len(), 2);
+        assert!(timer.advance_clock(Duration::ZERO));
+        assert_eq!(log.ids(), vec![1, 2]);
+        assert!(now.is_fired() && past.is_fired() && timer.is_empty());
+        clock.advance(Duration::MAX);
+        let _ = timer.schedule(Duration::ZERO, log.task(3, &clock));
+        timer.advance_clock(Duration::ZERO);
+        assert_eq!(log.ids(), vec![1, 2, 3]);
+    }
 }
 
 #[test]

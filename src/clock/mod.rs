@@ -261,6 +261,10 @@ impl ClockSource {
 /// The tick length, and conversions between nanoseconds and ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TickLength {
+    /// The tick as configured.
+    length: Duration,
+    /// Its nanoseconds; `u64::MAX` for a tick longer than that, whose first boundary the clock
+    /// never reaches (`last` is then 0).
     nanos: u64,
     /// Ranks far deadlines within a tick (`deadline.rs`).
     ranker: Ranker,
@@ -272,11 +276,17 @@ pub(crate) struct TickLength {
 }
 
 impl TickLength {
-    /// `None` if `tick` is below 1 µs or above `u64::MAX` nanoseconds.
+    /// `None` if `tick` is below 1 µs. A tick longer than `u64::MAX` nanoseconds is counted as
+    /// that long, with tick 0 the last deadline tick: its first boundary lies past the clock's end,
+    /// so only tasks already due have a deadline (tick 0, or the one the clock's last reading
+    /// floors to).
     pub(crate) fn new(tick: Duration) -> Option<Self> {
-        let nanos = u64::try_from(tick.as_nanos()).ok()?;
-        let last = (u64::MAX / nanos.max(1)).min(MAX_DEADLINE_TICK);
+        let (nanos, last) = match u64::try_from(tick.as_nanos()) {
+            Ok(nanos) => (nanos, (u64::MAX / nanos.max(1)).min(MAX_DEADLINE_TICK)),
+            Err(_) => (u64::MAX, 0),
+        };
         (nanos >= 1_000).then(|| TickLength {
+            length: tick,
             nanos,
             ranker: Ranker::new(nanos),
             fractions: Fractions::new(nanos),
@@ -312,7 +322,7 @@ impl TickLength {
     }
 
     pub(crate) fn as_duration(self) -> Duration {
-        Duration::from_nanos(self.nanos)
+        self.length
     }
 
     /// The last tick boundary at or before `nanos`.

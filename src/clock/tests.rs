@@ -9,7 +9,15 @@ fn tick_length_bounds() {
     assert!(TickLength::new(Duration::ZERO).is_none());
     assert!(TickLength::new(Duration::from_nanos(999)).is_none());
     assert!(TickLength::new(Duration::from_micros(1)).is_some());
-    assert!(TickLength::new(Duration::MAX).is_none());
+    // Longer than the clock's whole range: only what is due already has a deadline.
+    for tick in [Duration::from_nanos(u64::MAX) + Duration::from_nanos(1), Duration::MAX] {
+        let t = TickLength::new(tick).unwrap();
+        assert_eq!((t.as_duration(), t.max_delay(0)), (tick, Duration::ZERO));
+        assert_eq!(t.deadline(0, Duration::from_nanos(1)), None);
+        assert_eq!(t.deadline(5, Duration::ZERO).map(Deadline::tick), Some(0));
+        assert_eq!(t.deadline_at(5, 3).map(Deadline::tick), Some(0));
+        assert_eq!(t.deadline_at(5, 6), None);
+    }
 }
 
 #[test]

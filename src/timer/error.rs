@@ -10,8 +10,6 @@ use std::time::Duration;
 pub enum BuildError {
     /// The tick is shorter than 1 µs (this includes a zero tick).
     TickTooShort(Duration),
-    /// The tick is longer than `u64::MAX` nanoseconds (about 584 years).
-    TickTooLong(Duration),
     /// The wheel has fewer than 2 slots.
     WheelSizeTooSmall(usize),
     /// The wheel has more than [`MAX_WHEEL_SIZE`](crate::builder::MAX_WHEEL_SIZE) slots.
@@ -34,9 +32,6 @@ impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BuildError::TickTooShort(tick) => write!(f, "timer tick must be at least 1µs, got {tick:?}"),
-            BuildError::TickTooLong(tick) => {
-                write!(f, "timer tick must be at most u64::MAX nanoseconds, got {tick:?}")
-            }
             BuildError::WheelSizeTooSmall(size) => {
                 write!(f, "timer wheel size must be at least 2, got {size}")
             }
