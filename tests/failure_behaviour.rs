@@ -216,6 +216,41 @@ fn deadlines_past_the_clocks_last_reachable_tick_are_refused_and_max_delay_says_
     assert!(timer.shutdown().is_empty());
 }
 
+#[test]
+fn max_delay_is_exact_for_every_tick_and_clock_reading() {
+    // Ticks of 3 µs to the whole clock, fine and far deadline words (over 2^41 ns), read at the
+    // origin, mid-tick, and near the clock's end: `max_delay` is accepted (also as an instant),
+    // a nanosecond more is refused with that same `max`, and the task at `max_delay` fires once
+    // the clock gets there.
+    let ticks = [3_000, 7_000_000, (1 << 41) + 1, 3_600_000_000_000, u64::MAX / 3, u64::MAX];
+    for (tick, at) in
+        ticks.into_iter().flat_map(|t| [0, 12_345, 1 << 50, u64::MAX - 5_000_000].map(|a| (t, a)))
+    {
+        let clock = ManualClock::new();
+        clock.advance(Duration::from_nanos(at));
+        let timer = Timer::builder()
+            .tick(Duration::from_nanos(tick))
+            .wheel_size(3)
+            .clock(clock.clone())
+            .manual()
+            .build();
+        let max = timer.max_delay();
+        let log = FireLog::default();
+        let last = timer.try_schedule(max, log.task(0, &clock)).expect("max_delay is accepted");
+        assert!(timer.try_schedule_at(timer.now() + max, || {}).is_ok(), "tick {tick} at {at}");
+        let over = timer.try_schedule(max + Duration::from_nanos(1), || {}).unwrap_err();
+        assert_eq!(
+            over,
+            ScheduleError::DelayTooLong { delay: max + Duration::from_nanos(1), max },
+            "tick {tick} at {at}"
+        );
+        clock.advance(Duration::MAX);
+        timer.advance_clock(Duration::ZERO);
+        assert!(last.is_fired() && timer.is_empty(), "tick {tick} at {at}: fired at the clock's end");
+        assert_eq!(log.ids(), vec![0]);
+    }
+}
+
 /// A purgatory operation: waiting, ready, or poisoned (its `try_complete` panics).
 struct Op {
     mode: AtomicUsize,
