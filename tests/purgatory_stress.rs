@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{ms, SplitMix};
 use delaywheel::purgatory::{DelayedOperation, Purgatory};
-use delaywheel::Timer;
+use delaywheel::{TaskExecution, Timer};
 use purgatory_support::{advance, manual_purgatory, MockOp};
 
 /// Totals over many light operations (a `MockOp` each would be the memory under test).
@@ -122,10 +122,20 @@ fn a_million_operations_run_in_flat_memory() {
 /// those the checks did not complete.
 #[test]
 fn checks_racing_the_reaper_complete_each_operation_exactly_once() {
+    checks_racing_expiry_on(TaskExecution::OnDriver);
+}
+
+/// The same with the expirations run on executor threads, several at a time.
+#[test]
+fn checks_racing_expiry_on_executor_threads_complete_each_operation_exactly_once() {
+    checks_racing_expiry_on(TaskExecution::Threads(2));
+}
+
+fn checks_racing_expiry_on(execution: TaskExecution) {
     const OPS: usize = 40_000;
     const CHECKERS: usize = 3;
     let purgatory: Arc<Purgatory<u64, MockOp>> =
-        Arc::new(Purgatory::with_timer(Timer::builder().tick(ms(1)).build()));
+        Arc::new(Purgatory::with_timer(Timer::builder().tick(ms(1)).execution(execution).build()));
     let ops: Arc<Vec<Arc<MockOp>>> = Arc::new((0..OPS).map(|_| Arc::new(MockOp::new())).collect());
     let registered = Arc::new(AtomicUsize::new(0));
     let start = Arc::new(Barrier::new(CHECKERS + 1));
