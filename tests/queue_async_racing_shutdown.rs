@@ -92,7 +92,7 @@ fn round(runtime: &tokio::runtime::Runtime, execution: TaskExecution, seed: u64)
                             assert!(queue.timer().now() >= expired.deadline(), "early");
                             assert!(taken.lock().unwrap().insert(expired.get_ref().id), "twice");
                             n += 1;
-                            if c == 2 && n == 300 + seed * 40 && !shut.swap(true, Ordering::SeqCst) {
+                            if c == 2 && n == 100 + seed * 30 && !shut.swap(true, Ordering::SeqCst) {
                                 // From a consumer task: waits for the driver, as any shutdown.
                                 drop(queue.timer().shutdown());
                             }
@@ -136,5 +136,5 @@ fn async_consumers_and_producers_racing_a_shutdown_see_each_value_once() {
     let shut = done_rx
         .recv_timeout(Duration::from_secs(60))
         .expect("a consumer never saw the end (or a round failed)");
-    assert!(shut >= 8, "only {shut} of 16 rounds shut the timer down mid-stream");
+    assert!(shut >= 4, "only {shut} of 16 rounds shut the timer down mid-stream");
 }
