@@ -18,10 +18,12 @@
 //! ([`offer`](DelayQueue::offer) notifies only then), when a manual clock advances, and on close.
 //! The waiter reads the clock and the head under the queue lock and every waker notifies under the
 //! same lock, so no wake-up is lost. With an empty heap it waits without a timeout: an idle timer
-//! burns no CPU and never ticks through empty slots. It also returns when **another thread popped**
-//! a due item meanwhile (every pop notifies the waiters, if any): a caller waiting for the head it
-//! saw (`advance_clock(timeout)` beside a driver thread) then stops waiting for it, since whoever
-//! popped it is flushing it.
+//! burns no CPU and never ticks through empty slots. The driver's wait has one more bound, when
+//! the next automatic shrink may come once the timer has held a spike
+//! ([`wait_due_within`](DelayQueue::wait_due_within)), read under the same lock at every wake. It
+//! also returns when **another thread popped** a due item meanwhile (every pop notifies the
+//! waiters, if any): a caller waiting for the head it saw (`advance_clock(timeout)` beside a driver
+//! thread) then stops waiting for it, since whoever popped it is flushing it.
 //!
 //! ## Rounds: bounded work per advance
 //!
@@ -211,11 +213,19 @@ impl<T: Identity> DelayQueue<T> {
     /// closed. Returns `true` if an item is due. On a manual clock an item can only become due when
     /// the clock advances, which wakes this wait (see `ManualClock::on_advance`).
     pub(crate) fn wait_due(&self, time: &impl Timeline, timeout: Option<Duration>) -> bool {
-        let give_up = timeout.and_then(|t| Instant::now().checked_add(t));
+        self.wait_due_within(time, || timeout)
+    }
+
+    /// [`wait_due`](DelayQueue::wait_due) with a timeout that `bound` gives, read under the queue
+    /// lock at the start and again at every wake (the earliest instant it gave is kept): a waker
+    /// that changes what `bound` reads, then calls [`wake`](DelayQueue::wake), cuts the wait short
+    /// whenever it comes, as a manual clock's advance does (the driver's wait for a shrink:
+    /// `timer/shrink.rs`, `Shared::shrink_wait`).
+    pub(crate) fn wait_due_within(&self, time: &impl Timeline, bound: impl Fn() -> Option<Duration>) -> bool {
         let mut state = self.state.lock();
         let pops = state.pops;
         state.waiters += 1;
-        let due = self.wait_locked(&mut state, time, give_up, pops);
+        let due = self.wait_locked(&mut state, time, &bound, pops);
         state.waiters -= 1;
         due
     }
@@ -224,9 +234,10 @@ impl<T: Identity> DelayQueue<T> {
         &self,
         state: &mut crate::sync::MutexGuard<'_, QueueState<T>>,
         time: &impl Timeline,
-        give_up: Option<Instant>,
+        bound: &impl Fn() -> Option<Duration>,
         pops: u64,
     ) -> bool {
+        let mut give_up: Option<Instant> = None;
         loop {
             if state.closed {
                 return false;
@@ -238,6 +249,13 @@ impl<T: Identity> DelayQueue<T> {
             let head = state.heap.peek().map(|Reverse(head)| head.expiration);
             if head.is_some_and(|expiration| expiration <= time.now_tick()) {
                 return true;
+            }
+            // Read under the lock, as the clock and the head: a wake after a change is not lost.
+            if let Some(at) = bound().map(|bound| Instant::now().checked_add(bound)) {
+                give_up = match (give_up, at) {
+                    (Some(earlier), Some(at)) => Some(earlier.min(at)),
+                    (earlier, at) => earlier.or(at),
+                };
             }
             // How long until the head is due, in real time (unknown on a manual clock).
             let until_head = head.and_then(|expiration| time.until(expiration));
@@ -257,8 +275,8 @@ impl<T: Identity> DelayQueue<T> {
         }
     }
 
-    /// Wakes every waiter to look at the clock again (a manual clock advanced). (Unused under loom:
-    /// no driver in models.)
+    /// Wakes every waiter to look at the clock (a manual clock advanced) and its bound again
+    /// ([`wait_due_within`](DelayQueue::wait_due_within)). (Unused under loom: no driver in models.)
     #[cfg_attr(delaywheel_loom, allow(dead_code))]
     pub(crate) fn wake(&self) {
         let _state = self.state.lock();
@@ -382,6 +400,34 @@ mod tests {
         time.0.store(5, Ordering::Relaxed);
         assert!(q.wait_due(&time, Some(Duration::from_secs(60))), "due at tick 5: at once");
         assert_eq!(q.poll_due(time.now_tick(), u64::MAX), Some((5, 0)));
+    }
+
+    #[test]
+    fn a_bound_changed_then_woken_ends_a_wait_that_began_without_one() {
+        // The driver's wait for a shrink: `bound` reads what another thread changes, then wakes
+        // the queue. Read under the lock at every wake, the change is never missed, whether it
+        // comes before the wait reads it, while it sleeps, or between the two.
+        for round in 0..500 {
+            let q = Arc::new(DelayQueue::<u64>::new());
+            let bounded = Arc::new(AtomicU64::new(0));
+            q.offer(3_600_000, 0); // an hour away
+            let (done, result) = std::sync::mpsc::channel();
+            {
+                let (q, bounded) = (Arc::clone(&q), Arc::clone(&bounded));
+                std::thread::spawn(move || {
+                    let time = Millis(Instant::now());
+                    let bound = || (bounded.load(Ordering::Relaxed) == 1).then_some(Duration::ZERO);
+                    done.send(q.wait_due_within(&time, bound)).unwrap();
+                });
+            }
+            if round % 2 == 1 {
+                std::thread::yield_now();
+            }
+            bounded.store(1, Ordering::Relaxed);
+            q.wake();
+            let ended = result.recv_timeout(Duration::from_secs(10));
+            assert_eq!(ended, Ok(false), "round {round}: the bound ran out, nothing due");
+        }
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! One thread loops: wait in the delay queue until the earliest bucket is due (or an earlier one is
 //! added, or the manual clock moves, or the queue is closed), then `advance`. With nothing queued it
 //! waits without a timeout: an idle timer uses no CPU. After an advance it gives back the memory of
-//! a spike that has drained (`timer/shrink.rs`). Shutdown closes the queue, which wakes it for
+//! a spike that has drained (`timer/shrink.rs`); once a timer has held a spike, its wait is also
+//! bounded by when the next such shrink may come, so that a spike drained by cancels (which leaves
+//! nothing due) is given back too. Shutdown closes the queue, which wakes it for
 //! good; the thread then exits after the task it is running, if any.
 //!
 //! ## Executor
@@ -73,6 +75,8 @@ impl Driver {
             }));
             listener = Some((clock.clone(), id));
         }
+        #[cfg(not(delaywheel_loom))]
+        Shared::wake_driver_at_spikes(shared);
         let shared = Arc::clone(shared);
         let thread = Builder::new().name(name).spawn(move || {
             crate::timer::advancing::mark_timer_thread();
@@ -82,8 +86,10 @@ impl Driver {
                 timer_slack::lower_for_this_thread(shared.time().ticks);
             }
             while !shared.is_shut_down() {
-                shared.queue().wait_due(shared.time(), None);
-                shared.advance();
+                // Woken without a due bucket (the wait for a shrink ran out): no advance.
+                if shared.queue().wait_due_within(shared.time(), || shared.shrink_wait()) {
+                    shared.advance();
+                }
                 shared.shrink_if_spent();
             }
         })?;

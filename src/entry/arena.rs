@@ -142,6 +142,9 @@ pub(crate) struct EntryArena {
     pub(super) kept_pages: usize,
     /// The stamps of new entries (`stamps.rs`).
     stamps: Stamps,
+    /// Called once, by the allocation whose new page brings the slots ever handed out to the
+    /// given number ([`on_high_water`](EntryArena::on_high_water)).
+    grown: std::sync::OnceLock<(u64, GrowHook)>,
     /// Free indices: per thread stripe, with a cache on each thread (see the module docs).
     pub(super) free: std::sync::Arc<SlotFree>,
     /// Blocks for the closures too big for a slot (`task_slab.rs`). After `segments`: fields drop
@@ -152,6 +155,9 @@ pub(crate) struct EntryArena {
     #[cfg(debug_assertions)]
     audit_on_drop: bool,
 }
+
+/// What [`EntryArena::on_high_water`] calls.
+pub(crate) type GrowHook = Box<dyn Fn() + Send + Sync>;
 
 /// Pages a loom build creates with the arena, on the thread that builds the timer: every model
 /// thread then reaches their slots (loom objects) after their creation, also the shutdown scan
@@ -181,6 +187,7 @@ impl EntryArena {
             shrinking: Shrinking::new(),
             kept_pages: 0,
             stamps: Stamps::new(),
+            grown: std::sync::OnceLock::new(),
             free: SlotFree::new(0),
             tasks: TaskSlab::new(),
             #[cfg(debug_assertions)]
@@ -267,9 +274,22 @@ impl EntryArena {
             self.fresh.fetch_sub(PAGE as u64, Ordering::Relaxed);
             return 0..0;
         }
+        if let Some((mark, hook)) = self.grown.get() {
+            if start < *mark && start + PAGE as u64 >= *mark {
+                hook();
+            }
+        }
         let start = start as usize;
         self.create_page(start);
         start..start + PAGE
+    }
+
+    /// Has `hook` called once, by the allocation that first brings the slots ever handed out
+    /// ([`high_water`](EntryArena::high_water)) to `slots` (from its thread, with no lock of the
+    /// arena held): the driver's wait for a shrink (`timer/shrink.rs`). Set at most once.
+    #[cfg_attr(delaywheel_loom, allow(dead_code))]
+    pub(crate) fn on_high_water(&self, slots: u64, hook: GrowHook) {
+        let _ = self.grown.set((slots, hook));
     }
 
     /// Returns a slot whose occupant was released (`EntryState::release`): only its holder calls
@@ -398,6 +418,29 @@ impl std::fmt::Debug for EntryArena {
 #[cfg(all(test, not(delaywheel_loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_high_water_hook_runs_once_when_its_mark_is_reached() {
+        let arena = EntryArena::new();
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = std::sync::Arc::clone(&calls);
+        arena.on_high_water(
+            3 * PAGE as u64,
+            Box::new(move || {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }),
+        );
+        let count = || calls.load(std::sync::atomic::Ordering::SeqCst);
+        // (The free list takes a page ahead once it runs low: at most two pages for one.)
+        let mut held: Vec<EntryId> = (0..PAGE).map(|_| arena.alloc().unwrap()).collect();
+        assert_eq!(count(), 0, "a page handed out");
+        held.extend((0..3 * PAGE).map(|_| arena.alloc().unwrap()));
+        assert_eq!(count(), 1, "the third page reached the mark");
+        arena.free_all(held.drain(..));
+        held.extend((0..8 * PAGE).map(|_| arena.alloc().unwrap()));
+        assert_eq!(count(), 1, "once");
+        arena.free_all(held.into_iter());
+    }
 
     #[test]
     fn a_reserve_creates_the_pages_allocations_take_first() {

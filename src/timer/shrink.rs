@@ -119,6 +119,37 @@ impl Shared {
         *next = Some((now + interval, interval));
     }
 
+    /// How long the driver may wait for a due bucket before it looks again whether to shrink
+    /// (see the module docs): `None`, as long as the queue says, until [`AUTO_MIN_SLOTS`] slots
+    /// were ever handed out; then until the next automatic shrink may come, and at least
+    /// [`AUTO_INTERVAL`] (a shrink allowed now but not wanted, the load being high, must not make
+    /// the driver spin). Read under the bucket queue's lock: the back-off's lock is only tried
+    /// (`shrink_if_spent` holds it while it reads the queue's head).
+    pub(crate) fn shrink_wait(&self) -> Option<Duration> {
+        if self.store.arena.high_water() < AUTO_MIN_SLOTS as u64 {
+            return None;
+        }
+        let next = self.auto_shrink.next.try_lock().and_then(|next| next.map(|(at, _)| at));
+        Some(next.map_or(AUTO_INTERVAL, |at| at.saturating_duration_since(Instant::now()).max(AUTO_INTERVAL)))
+    }
+
+    /// Has the allocation that first hands out [`AUTO_MIN_SLOTS`] slots wake the driver's wait, so
+    /// that it bounds its wait by [`shrink_wait`](Shared::shrink_wait) from then on (see the
+    /// module docs). For a timer with a driver thread, when it starts (never under loom, whose
+    /// models run no driver and have no weak references).
+    #[cfg(not(delaywheel_loom))]
+    pub(crate) fn wake_driver_at_spikes(this: &crate::sync::Arc<Shared>) {
+        let shared = crate::sync::Arc::downgrade(this);
+        this.store.arena.on_high_water(
+            AUTO_MIN_SLOTS as u64,
+            Box::new(move || {
+                if let Some(shared) = shared.upgrade() {
+                    shared.queue().wake();
+                }
+            }),
+        );
+    }
+
     /// Whether nothing is due within [`AUTO_LULL`]: no bucket is queued that soon (by the timer's
     /// clock, manual or not).
     fn in_lull(&self) -> bool {
