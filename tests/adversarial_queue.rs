@@ -10,22 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::queue::{advance, manual_queue};
+use common::queue::{advance, manual_queue, Counted};
 use common::{ms, SplitMix};
 use delaywheel::queue::{DelayQueue, Expired, Key};
 use delaywheel::{ManualClock, ScheduleError, TaskExecution, Timer};
-
-/// A value that counts its drops.
-struct Counted {
-    id: usize,
-    drops: Arc<AtomicUsize>,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 /// Several producers, removers racing the expiry of what they inserted, and consumers taking by
 /// `try_recv`, `try_recv_many` and `recv_timeout` on a driven queue: every value comes out once or

@@ -11,22 +11,11 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use common::queue::Counted;
 use common::SplitMix;
 use delaywheel::queue::{DelayQueue, Expired, Key};
 use delaywheel::{TaskExecution, Timer};
 use futures::StreamExt;
-
-/// A value that counts its drops.
-struct Counted {
-    id: usize,
-    drops: Arc<AtomicUsize>,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 const PRODUCERS: usize = 2;
 const PER_PRODUCER: usize = 2_000;

@@ -11,21 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::queue::Counted;
 use common::SplitMix;
 use delaywheel::queue::{DelayQueue, Expired, Key};
 use delaywheel::{TaskExecution, Timer};
-
-/// A value that counts its drops.
-struct Counted {
-    id: usize,
-    drops: Arc<AtomicUsize>,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 const PRODUCERS: usize = 3;
 const PER_PRODUCER: usize = 2_000;

@@ -1,9 +1,23 @@
 //! A delay queue of values on a manual timer, for the queue's tests.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use delaywheel::queue::DelayQueue;
 use delaywheel::ManualClock;
+
+/// A value that counts its drops, and says which it was.
+pub struct Counted {
+    pub id: usize,
+    pub drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 /// A queue on a manual timer with a 1 ms tick and 8 slots, and the clock that drives it.
 pub fn manual_queue<T: Send + 'static>() -> (ManualClock, DelayQueue<T>) {
