@@ -375,7 +375,7 @@ impl Sleep {
         }
         // Not pending any more (or refused the new deadline): a new slot and task. The old task, if
         // it is running now, completes the old slot, which nobody polls (module docs: "Reset").
-        let mut waker = self.slot().state.lock().waker.take();
+        let mut waker = self.slot().take_waker();
         self.handle.cancel(self.timer.held());
         let slot = if fault!("sleep_reset_reuses_slot") {
             // Seeded bug for the loom suite only (docs/loom.md): the old slot is reused for the new
@@ -401,18 +401,14 @@ impl Sleep {
     /// task that polls the sleep again (an interval's next tick, armed as its last one is taken,
     /// as tokio's `Interval` re-arms without re-registering).
     pub(crate) fn reset_unregistered(&mut self, deadline: Instant) {
-        // Taken out under the slot's lock, dropped after it (module docs of `sleep/slot.rs`).
-        let waker = self.slot().state.lock().waker.take();
-        drop(waker);
+        drop(self.slot().take_waker());
         self.reset(deadline);
     }
 
     /// Wakes the task of the last pending poll, if one is registered (an interval reset to a tick
     /// due at once, which needs no timer task to wake it).
     pub(crate) fn wake_registered(&mut self) {
-        // Taken out under the slot's lock, woken after it (module docs of `sleep/slot.rs`).
-        let waker = self.slot().state.lock().waker.take();
-        if let Some(waker) = waker {
+        if let Some(waker) = self.slot().take_waker() {
             waker.wake();
         }
     }

@@ -105,6 +105,12 @@ crate::sync::thread_local! {
 }
 
 impl Slot {
+    /// Takes the registered waker out under the slot's lock, for the caller to drop or wake once
+    /// the lock is released ("Wakers are dropped unlocked").
+    pub(super) fn take_waker(&self) -> Option<Waker> {
+        self.state.lock().waker.take()
+    }
+
     fn with(phase: Phase, waker: Option<Waker>) -> Slot {
         let settled = AtomicBool::new(!matches!(phase, Phase::Waiting));
         Slot { state: Mutex::new(SlotState { phase, waker }), settled, gone: AtomicBool::new(false) }
@@ -231,8 +237,7 @@ impl Slot {
             if !handle.cancel(timer) {
                 // Lost to a firing or a shutdown on another thread, whose closure may not see
                 // `gone`: take the waker out under the lock its `finish` takes (and drop it after).
-                let waker = slot.state.lock().waker.take();
-                drop(waker);
+                drop(slot.take_waker());
             }
         }
         Slot::recycle(slot);
