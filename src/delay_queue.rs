@@ -251,12 +251,8 @@ impl<T: Identity> DelayQueue<T> {
                 return true;
             }
             // Read under the lock, as the clock and the head: a wake after a change is not lost.
-            if let Some(at) = bound().map(|bound| Instant::now().checked_add(bound)) {
-                give_up = match (give_up, at) {
-                    (Some(earlier), Some(at)) => Some(earlier.min(at)),
-                    (earlier, at) => earlier.or(at),
-                };
-            }
+            let at = bound().and_then(|bound| Instant::now().checked_add(bound));
+            give_up = give_up.into_iter().chain(at).min();
             // How long until the head is due, in real time (unknown on a manual clock).
             let until_head = head.and_then(|expiration| time.until(expiration));
             let until_give_up = match give_up {

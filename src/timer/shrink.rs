@@ -90,7 +90,7 @@ impl Shared {
     /// The driver's automatic shrink (see the module docs), after an advance.
     pub(crate) fn shrink_if_spent(&self) {
         let arena = &self.store.arena;
-        if arena.high_water() < AUTO_MIN_SLOTS as u64 {
+        if !self.held_a_spike() {
             return;
         }
         let resident = arena.resident_slots();
@@ -119,6 +119,12 @@ impl Shared {
         *next = Some((now + interval, interval));
     }
 
+    /// Whether the timer ever handed out [`AUTO_MIN_SLOTS`] slots: below that, no automatic
+    /// shrink runs, and the driver's wait has no bound of its own.
+    fn held_a_spike(&self) -> bool {
+        self.store.arena.high_water() >= AUTO_MIN_SLOTS as u64
+    }
+
     /// How long the driver may wait for a due bucket before it looks again whether to shrink
     /// (see the module docs): `None`, as long as the queue says, until [`AUTO_MIN_SLOTS`] slots
     /// were ever handed out; then until the next automatic shrink may come, and at least
@@ -126,7 +132,7 @@ impl Shared {
     /// the driver spin). Read under the bucket queue's lock: the back-off's lock is only tried
     /// (`shrink_if_spent` holds it while it reads the queue's head).
     pub(crate) fn shrink_wait(&self) -> Option<Duration> {
-        if self.store.arena.high_water() < AUTO_MIN_SLOTS as u64 {
+        if !self.held_a_spike() {
             return None;
         }
         let next = self.auto_shrink.next.try_lock().and_then(|next| next.map(|(at, _)| at));
