@@ -33,6 +33,16 @@ fn ready_ticks(interval: &mut Interval, base: Instant) -> Vec<Duration> {
     ticks
 }
 
+/// A 10 ms interval on a manual timer of 1 ms ticks, its first tick (due at once) taken, and the
+/// instant its ticks count from.
+fn started_interval() -> (ManualClock, Timer, Instant, Interval) {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let base = timer.now();
+    let mut interval = timer.interval(ms(10));
+    assert_eq!(ready_ticks(&mut interval, base), [ms(0)]);
+    (clock, timer, base, interval)
+}
+
 const _: () = {
     const fn assert_traits<T: Unpin + Send + Sync + 'static>() {}
     assert_traits::<Interval>();
@@ -141,10 +151,7 @@ fn a_tick_up_to_5_ms_late_is_on_time_for_every_behaviour_as_in_tokio() {
 
 #[test]
 fn reset_moves_the_next_tick_a_period_from_now() {
-    let (clock, timer) = manual_timer(ms(1), 8);
-    let base = timer.now();
-    let mut interval = timer.interval(ms(10));
-    assert_eq!(ready_ticks(&mut interval, base), [ms(0)]);
+    let (clock, timer, base, mut interval) = started_interval();
     advance(&clock, &timer, ms(4));
     interval.reset();
     advance(&clock, &timer, ms(9));
@@ -156,10 +163,7 @@ fn reset_moves_the_next_tick_a_period_from_now() {
 
 #[test]
 fn reset_immediately_makes_a_tick_due_at_once_then_a_period_apart() {
-    let (clock, timer) = manual_timer(ms(1), 8);
-    let base = timer.now();
-    let mut interval = timer.interval(ms(10));
-    assert_eq!(ready_ticks(&mut interval, base), [ms(0)]);
+    let (clock, timer, base, mut interval) = started_interval();
     advance(&clock, &timer, ms(4));
     assert!(ready_ticks(&mut interval, base).is_empty());
     interval.reset_immediately();
@@ -173,10 +177,7 @@ fn reset_immediately_makes_a_tick_due_at_once_then_a_period_apart() {
 
 #[test]
 fn reset_after_and_reset_at_move_the_next_tick_and_the_grid() {
-    let (clock, timer) = manual_timer(ms(1), 8);
-    let base = timer.now();
-    let mut interval = timer.interval(ms(10));
-    assert_eq!(ready_ticks(&mut interval, base), [ms(0)]);
+    let (clock, timer, base, mut interval) = started_interval();
     advance(&clock, &timer, ms(4));
     interval.reset_after(ms(3));
     advance(&clock, &timer, ms(2));
@@ -197,11 +198,8 @@ fn reset_after_and_reset_at_move_the_next_tick_and_the_grid() {
 /// A `reset_at` an instant already passed is a late tick: returned at once, then what follows is
 /// the interval's `MissedTickBehavior` (as tokio's `reset_at`).
 fn reset_into_the_past(missed: MissedTickBehavior) -> (Vec<Duration>, Vec<Duration>) {
-    let (clock, timer) = manual_timer(ms(1), 8);
-    let base = timer.now();
-    let mut interval = timer.interval(ms(10));
+    let (clock, timer, base, mut interval) = started_interval();
     interval.set_missed_tick_behavior(missed);
-    assert_eq!(ready_ticks(&mut interval, base), [ms(0)]);
     for at in [10, 20, 30] {
         advance(&clock, &timer, ms(10));
         assert_eq!(ready_ticks(&mut interval, base), [ms(at)]);

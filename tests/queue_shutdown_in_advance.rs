@@ -11,6 +11,24 @@ use common::ms;
 use common::queue::manual_queue;
 use delaywheel::queue::DelayQueue;
 
+/// A consumer thread: takes `queue`'s values, waiting up to `wait` for each, until it finds the
+/// queue ended (or waited in vain), then says so on `ended` and returns what it took.
+fn consume<T: Send + 'static>(
+    queue: &Arc<DelayQueue<T>>,
+    wait: Duration,
+    ended: mpsc::Sender<()>,
+) -> thread::JoinHandle<Vec<T>> {
+    let queue = Arc::clone(queue);
+    thread::spawn(move || {
+        let mut seen = Vec::new();
+        while let Some(expired) = queue.recv_timeout(wait) {
+            seen.push(expired.into_inner());
+        }
+        ended.send(()).ok();
+        seen
+    })
+}
+
 /// A task of the queue's timer, in the batch after a value of the same tick, shuts the timer
 /// down: the value fired first, so it is handed to the queue, and a consumer that waits sees it
 /// before the end (`None`), never the end and then the value. The end does come once the advance
@@ -24,17 +42,7 @@ fn a_shutdown_from_a_task_keeps_the_batch_fired_before_it_and_ends_after_it() {
     queue.insert("never", ms(6));
     let (ended_tx, ended_rx) = mpsc::channel();
     let ended_rx = Arc::new(Mutex::new(ended_rx));
-    let consumer = {
-        let queue = Arc::clone(&queue);
-        thread::spawn(move || {
-            let mut seen = Vec::new();
-            while let Some(expired) = queue.recv_timeout(Duration::from_secs(60)) {
-                seen.push(expired.into_inner());
-            }
-            ended_tx.send(()).ok();
-            seen
-        })
-    };
+    let consumer = consume(&queue, Duration::from_secs(60), ended_tx);
     let during = Arc::new(Mutex::new(None));
     {
         let (weak, during, ended_rx) = (Arc::downgrade(&queue), Arc::clone(&during), Arc::clone(&ended_rx));
@@ -78,17 +86,7 @@ fn a_timed_shutdown_that_gives_up_waiting_ends_the_queue_after_the_batch() {
     started_rx.recv().unwrap();
     assert!(queue.timer().shutdown_timeout(Duration::ZERO).is_empty());
     let (ended_tx, ended_rx) = mpsc::channel();
-    let consumer = {
-        let queue = Arc::clone(&queue);
-        thread::spawn(move || {
-            let mut seen = Vec::new();
-            while let Some(expired) = queue.recv_timeout(Duration::from_secs(10)) {
-                seen.push(expired.into_inner());
-            }
-            ended_tx.send(()).ok();
-            seen
-        })
-    };
+    let consumer = consume(&queue, Duration::from_secs(10), ended_tx);
     assert!(ended_rx.recv_timeout(ms(300)).is_err(), "the consumer ended inside the advance");
     go_tx.send(()).unwrap();
     advancer.join().unwrap();
