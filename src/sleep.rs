@@ -100,8 +100,8 @@ impl Timer {
     /// call, not at the first poll. It never completes before that deadline, and completes at the
     /// first tick boundary at or after it (by the next advance if it has passed). This never panics,
     /// and neither does polling: if the timer refuses the wake-up (it is shut down, holds its
-    /// [`max_pending`](crate::TimerBuilder::max_pending) tasks, or `duration` is beyond
-    /// [`max_delay`](Timer::max_delay), e.g. `Duration::MAX`), the sleep never completes and
+    /// [`max_pending`](crate::TimerBuilder::max_pending) tasks, or `duration` is beyond the
+    /// timer's range, a second past [`max_delay`](Timer::max_delay), e.g. `Duration::MAX`), the sleep never completes and
     /// [`Sleep::error`] says why. Use [`try_sleep`](Timer::try_sleep) to get that error at once.
     ///
     /// # Cancellation

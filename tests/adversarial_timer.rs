@@ -247,10 +247,12 @@ fn a_tiny_wheel_takes_bad_input_with_clear_errors_and_loses_nothing() {
     assert!(!c.reset(Duration::MAX));
     timer.advance_clock(Duration::ZERO);
     assert!(a.is_fired() && b.is_fired() && c.is_pending());
-    for delay in [Duration::MAX, timer.max_delay() + Duration::from_micros(1)] {
+    // The range ends a second (`max_delay`'s slack) past `max_delay`.
+    let reach = timer.max_delay() + Duration::from_secs(1);
+    for delay in [Duration::MAX, reach + Duration::from_micros(1)] {
         assert!(matches!(timer.try_schedule(delay, || {}), Err(ScheduleError::DelayTooLong { .. })));
     }
-    if let Some(beyond) = now.checked_add(timer.max_delay() + Duration::from_secs(1)) {
+    if let Some(beyond) = now.checked_add(reach + Duration::from_secs(1)) {
         assert!(matches!(timer.try_schedule_at(beyond, || {}), Err(ScheduleError::DelayTooLong { .. })));
     }
     // The longest delay accepted is served, many levels up a 2-slot wheel.

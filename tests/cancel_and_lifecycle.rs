@@ -202,7 +202,9 @@ fn far_future_deadlines_are_refused_clearly_or_served() {
     assert!(max < Duration::from_nanos(u64::MAX), "{max:?}");
     let h = timer.try_schedule(max, || unreachable!()).expect("max_delay is accepted");
     assert_eq!(timer.stats().levels_in_use, 1, "only the top level is needed");
-    assert!(timer.try_schedule(max + Duration::from_nanos(1), || {}).is_err());
+    // The range ends a second (`max_delay`'s slack) past it.
+    assert!(timer.try_schedule(max + Duration::from_secs(1), || {}).unwrap().cancel());
+    assert!(timer.try_schedule(max + Duration::from_secs(1) + Duration::from_nanos(1), || {}).is_err());
     clock.advance(Duration::from_secs(86_400 * 365 * 100));
     timer.advance_clock(Duration::ZERO);
     assert!(h.is_pending());
@@ -370,13 +372,14 @@ fn more_invalid_configurations_are_clear_errors_not_panics() {
 fn long_ticks_report_the_range_honestly() {
     // A deadline's tick has 56 bits (the rest ranks it within the tick): with 1.5 s ticks that is
     // about 3.4 billion years, but the clock's reading ends at u64::MAX ns (584 years), and a tick
-    // it never reaches would never fire: `max_delay` says exactly where the reachable range ends
-    // (on a manual clock, so that it does not move in between).
+    // it never reaches would never fire: `max_delay` says where the reachable range ends, less its
+    // second of slack (on a manual clock, so that nothing moves in between).
     let timer =
         Timer::builder().tick(Duration::from_millis(1_500)).clock(ManualClock::new()).manual().build();
     let max = timer.max_delay();
     let last_tick = u64::MAX / 1_500_000_000;
-    assert_eq!(max, Duration::from_nanos(last_tick * 1_500_000_000), "{max:?}");
+    let reach = Duration::from_nanos(last_tick * 1_500_000_000);
+    assert_eq!(max + Duration::from_secs(1), reach, "{max:?}");
     let h = timer.try_schedule(max, || {}).expect("max_delay is accepted");
     assert!(h.cancel());
     let err = timer.try_schedule(max + Duration::from_millis(1_500), || {}).unwrap_err();
@@ -385,7 +388,7 @@ fn long_ticks_report_the_range_honestly() {
         let _ = timer.schedule(max, || {});
         timer.shutdown()
     };
-    assert_eq!(unfired[0].deadline(), max, "the clock's last tick");
+    assert_eq!(unfired[0].deadline(), reach, "the clock's last tick");
     // However long the ticks, `Duration::MAX` is past the clock's end.
     let timer = Timer::builder().tick(Duration::from_secs(257)).manual().build();
     assert!(timer.max_delay() < Duration::from_nanos(u64::MAX));

@@ -192,15 +192,18 @@ fn tasks_due_at_the_same_instant_fire_in_scheduling_order() {
 }
 
 #[test]
-fn deadlines_past_the_clocks_last_reachable_tick_are_refused_and_max_delay_says_so() {
+fn deadlines_past_the_clocks_last_reachable_tick_are_refused() {
     let (clock, timer) = manual_timer(ms(1), 8);
-    clock.advance(Duration::from_nanos(u64::MAX - 3_000_000));
+    let now = u64::MAX - 3_000_000;
+    clock.advance(Duration::from_nanos(now));
     timer.advance_clock(Duration::ZERO);
-    let max = timer.max_delay();
-    assert!(max < ms(3), "the clock's last tick begins within 3 ms: {max:?}");
+    // The clock's last tick begins within 3 ms: less than `max_delay`'s second of slack is left.
+    assert_eq!(timer.max_delay(), Duration::ZERO);
+    let reach = Duration::from_nanos(u64::MAX / 1_000_000 * 1_000_000 - now);
+    assert!(reach < ms(3), "{reach:?}");
     let log = FireLog::default();
-    let last = timer.try_schedule(max, log.task(0, &clock)).expect("max_delay is accepted");
-    let refused = timer.try_schedule(max + Duration::from_nanos(1), log.task(1, &clock));
+    let last = timer.try_schedule(reach, log.task(0, &clock)).expect("the last tick is accepted");
+    let refused = timer.try_schedule(reach + Duration::from_nanos(1), log.task(1, &clock));
     assert!(matches!(refused, Err(ScheduleError::DelayTooLong { .. })), "{refused:?}");
     clock.advance(Duration::MAX); // saturates at the clock's end
     timer.advance_clock(Duration::ZERO);
@@ -217,10 +220,11 @@ fn deadlines_past_the_clocks_last_reachable_tick_are_refused_and_max_delay_says_
 }
 
 #[test]
-fn max_delay_is_exact_for_every_tick_and_clock_reading() {
+fn max_delay_is_accepted_and_the_range_ends_a_second_past_it_for_every_tick_and_clock_reading() {
     // Ticks of 3 µs to the whole clock, fine and far deadline words (over 2^41 ns), read at the
-    // origin, mid-tick, and near the clock's end: `max_delay` is accepted (also as an instant),
-    // a nanosecond more is refused with that same `max`, and the task at `max_delay` fires once
+    // origin, mid-tick, and near the clock's end: `max_delay` is the range (to the last tick the
+    // clock reaches) less a second, and accepted (also as an instant); the range itself is
+    // accepted, a nanosecond more refused with that `max`, and the task at `max_delay` fires once
     // the clock gets there.
     let ticks = [3_000, 7_000_000, (1 << 41) + 1, 3_600_000_000_000, u64::MAX / 3, u64::MAX];
     for (tick, at) in
@@ -234,20 +238,41 @@ fn max_delay_is_exact_for_every_tick_and_clock_reading() {
             .clock(clock.clone())
             .manual()
             .build();
+        let reach = Duration::from_nanos((u64::MAX / tick * tick).saturating_sub(at));
         let max = timer.max_delay();
+        assert_eq!(max, reach.saturating_sub(Duration::from_secs(1)), "tick {tick} at {at}");
         let log = FireLog::default();
         let last = timer.try_schedule(max, log.task(0, &clock)).expect("max_delay is accepted");
         assert!(timer.try_schedule_at(timer.now() + max, || {}).is_ok(), "tick {tick} at {at}");
-        let over = timer.try_schedule(max + Duration::from_nanos(1), || {}).unwrap_err();
+        assert!(timer.try_schedule(reach, || {}).is_ok(), "tick {tick} at {at}");
+        let over = timer.try_schedule(reach + Duration::from_nanos(1), || {}).unwrap_err();
         assert_eq!(
             over,
-            ScheduleError::DelayTooLong { delay: max + Duration::from_nanos(1), max },
+            ScheduleError::DelayTooLong { delay: reach + Duration::from_nanos(1), max },
             "tick {tick} at {at}"
         );
         clock.advance(Duration::MAX);
         timer.advance_clock(Duration::ZERO);
         assert!(last.is_fired() && timer.is_empty(), "tick {tick} at {at}: fired at the clock's end");
         assert_eq!(log.ids(), vec![0]);
+    }
+}
+
+#[test]
+fn max_delay_is_accepted_by_a_prompt_schedule_on_the_system_clock() {
+    // The system clock moves between `max_delay`'s reading and the schedule's: the schedule still
+    // accepts it, as a delay and as an instant, whatever the tick; past the range is refused.
+    for tick in [Duration::from_micros(1), ms(1), Duration::from_millis(1_500)] {
+        let timer = Timer::builder().tick(tick).wheel_size(4).manual().build();
+        for i in 0..1_000 {
+            let h = timer.try_schedule(timer.max_delay(), || {});
+            assert!(h.is_ok_and(|h| h.cancel()), "tick {tick:?}, try {i}");
+            let h = timer.try_schedule_at(timer.now() + timer.max_delay(), || {});
+            assert!(h.is_ok_and(|h| h.cancel()), "tick {tick:?}, try {i} (instant)");
+        }
+        let far = timer.try_schedule(timer.max_delay() + Duration::from_secs(2), || {});
+        assert!(matches!(far, Err(ScheduleError::DelayTooLong { .. })), "{far:?}");
+        assert!(matches!(timer.try_schedule(Duration::MAX, || {}), Err(ScheduleError::DelayTooLong { .. })));
     }
 }
 

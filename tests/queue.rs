@@ -159,7 +159,8 @@ fn keys_name_nothing_once_their_slot_holds_a_later_value() {
 #[test]
 fn refused_values_come_back_with_the_reason() {
     let (_clock, timer) = manual_timer(TICK, 8);
-    let too_far = timer.max_delay() + ms(1);
+    // Past the range, which ends a second (`max_delay`'s slack) past `max_delay`.
+    let too_far = timer.max_delay() + Duration::from_secs(1) + ms(1);
     let queue = DelayQueue::with_timer(timer);
     for delay in [Duration::MAX, too_far] {
         let refused = queue.try_insert(vec![7u8], delay).unwrap_err();

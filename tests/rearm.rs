@@ -106,12 +106,13 @@ fn try_schedule_at_refuses_a_deadline_beyond_the_range_and_drops_the_task() {
     let (_clock, timer) = manual_timer(Duration::from_micros(1), 8);
     let drops = Drops::default();
     let value = drops.value();
-    let far = timer.now().checked_add(timer.max_delay() + Duration::from_secs(1));
+    // The range ends a second (`max_delay`'s slack) past `max_delay`.
+    let far = timer.now().checked_add(timer.max_delay() + Duration::from_secs(2));
     let Some(far) = far else { return }; // an Instant this far is not representable here
     match timer.try_schedule_at(far, move || drop(value)) {
         Err(ScheduleError::DelayTooLong { delay, max }) => {
             assert_eq!(max, timer.max_delay());
-            assert_eq!(delay, max + Duration::from_secs(1));
+            assert_eq!(delay, max + Duration::from_secs(2));
         }
         other => panic!("expected DelayTooLong, got {other:?}"),
     }
@@ -319,7 +320,7 @@ fn a_reset_beyond_the_range_is_refused_and_leaves_the_deadline() {
     let h = timer.schedule(ms(10), log.task(1, &clock));
     let deadline = h.deadline();
     assert!(!h.reset(Duration::MAX));
-    if let Some(far) = timer.now().checked_add(timer.max_delay() + ms(1)) {
+    if let Some(far) = timer.now().checked_add(timer.max_delay() + Duration::from_secs(1) + ms(1)) {
         assert!(!h.reset_at(far));
     }
     assert_eq!(h.deadline(), deadline);

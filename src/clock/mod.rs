@@ -409,11 +409,24 @@ impl TickLength {
     }
 
     /// The longest delay that still has a deadline tick when scheduled at `now_nanos`: one whose
-    /// tick the clock can reach (see `last`).
-    pub(crate) fn max_delay(self, now_nanos: u64) -> Duration {
+    /// tick the clock can reach (see `last`). A schedule accepts every delay up to this.
+    pub(crate) fn reach(self, now_nanos: u64) -> Duration {
         nanos_to_duration(self.start_nanos(self.last).saturating_sub(u128::from(now_nanos)))
     }
+
+    /// What `Timer::max_delay` reports at `now_nanos`: [`reach`](TickLength::reach) less
+    /// [`MAX_DELAY_SLACK`], so that a schedule reading the clock up to that much later still
+    /// accepts it (zero where the reach is shorter than the slack).
+    pub(crate) fn max_delay(self, now_nanos: u64) -> Duration {
+        self.reach(now_nanos).saturating_sub(MAX_DELAY_SLACK)
+    }
 }
+
+/// How much later than `Timer::max_delay` read the clock a schedule of that delay may read it and
+/// still be accepted: the clock (a system one) moves between the two readings, and a second covers
+/// any prompt schedule, a preempted thread's too. Nothing of the range is lost that matters: it
+/// ends centuries away (`TickLength::last`).
+pub(crate) const MAX_DELAY_SLACK: Duration = Duration::from_secs(1);
 
 /// `at + by`, or the farthest instant a halving search finds (thousands of years ahead: a deadline
 /// that never comes) when `Instant` cannot represent the sum.

@@ -114,7 +114,8 @@ fn the_u64_fast_paths_agree_with_u128_arithmetic() {
 /// `u64::MAX` ns, clocks up to `u64::MAX` and delays up to `Duration::MAX`: the tick is the
 /// reference ceiling (never early, never a whole tick late) or `None` exactly past the range,
 /// the rank is the exact 256th or one less, the fast and slow paths agree, a later deadline
-/// never gets a smaller word, and `max_delay` is exactly the largest delay accepted.
+/// never gets a smaller word, `reach` is exactly the largest delay accepted, and `max_delay` is
+/// that less the slack a schedule made a little later needs.
 #[test]
 fn deadlines_match_a_u128_reference_across_the_range() {
     let mut rng = crate::test_rng::XorShift::new(0x1234_5678_9abc_def1);
@@ -178,16 +179,20 @@ fn deadlines_match_a_u128_reference_across_the_range() {
             }
         }
         if i % 16 == 0 {
-            let max = t.max_delay(now);
-            assert!(t.deadline(now, max).is_some(), "max_delay refused: tick {n} now {now}");
+            let max = t.reach(now);
+            assert!(t.deadline(now, max).is_some(), "reach refused: tick {n} now {now}");
             assert!(
                 t.deadline(now, max).is_some_and(|d| t.start_nanos(d.tick()) <= u128::from(u64::MAX)),
-                "max_delay's tick is out of the clock's reach: tick {n} now {now}"
+                "reach's tick is out of the clock's reach: tick {n} now {now}"
             );
             match max.checked_add(Duration::from_nanos(1)) {
-                Some(more) => assert_eq!(t.deadline(now, more), None, "max_delay {max:?} is not the max"),
+                Some(more) => assert_eq!(t.deadline(now, more), None, "reach {max:?} is not the max"),
                 None => assert_eq!(max, Duration::MAX),
             }
+            assert_eq!(t.max_delay(now), max.saturating_sub(MAX_DELAY_SLACK));
+            // A schedule reading the clock up to the slack later accepts `max_delay`.
+            let later = now.saturating_add(MAX_DELAY_SLACK.as_nanos() as u64);
+            assert!(t.deadline(later, t.max_delay(now)).is_some(), "tick {n} now {now}");
         }
     }
 }
@@ -218,12 +223,13 @@ fn a_passed_deadline_is_due_at_the_current_tick() {
 fn far_future_has_no_deadline_tick() {
     let t = TickLength::new(ms(1)).unwrap();
     assert_eq!(t.deadline(0, Duration::MAX), None);
-    let max = t.max_delay(5);
+    let max = t.reach(5);
     // The clock saturates at u64::MAX ns: its last tick is the last deadline tick.
     assert_eq!(t.deadline(5, max).map(Deadline::tick), Some(u64::MAX / 1_000_000));
     assert_eq!(t.deadline(5, max + Duration::from_nanos(1)), None);
+    assert_eq!(t.max_delay(5), max - MAX_DELAY_SLACK);
     // In the clock's last partial tick only a zero delay is left.
-    assert_eq!(t.max_delay(u64::MAX - 1), Duration::ZERO);
+    assert_eq!((t.reach(u64::MAX - 1), t.max_delay(u64::MAX - 1)), (Duration::ZERO, Duration::ZERO));
     assert_eq!(t.deadline(u64::MAX - 1, Duration::from_micros(1)), None);
     assert_eq!(t.deadline(u64::MAX, Duration::ZERO).map(Deadline::tick), Some(u64::MAX / 1_000_000));
 }
@@ -234,11 +240,11 @@ fn long_ticks_reach_as_far_as_the_clock_and_say_so() {
     // (584 years): the last tick that begins by then is the last deadline tick.
     let t = TickLength::new(Duration::from_secs(257)).unwrap();
     let last = u64::MAX / 257_000_000_000;
-    assert_eq!(t.max_delay(0), Duration::from_secs(last * 257));
-    assert!(t.deadline(0, t.max_delay(0)).is_some());
+    assert_eq!(t.reach(0), Duration::from_secs(last * 257));
+    assert!(t.deadline(0, t.reach(0)).is_some());
     assert_eq!(t.deadline(0, Duration::MAX), None);
     let t = TickLength::new(Duration::from_nanos(u64::MAX)).unwrap();
-    assert_eq!(t.max_delay(0), Duration::from_nanos(u64::MAX), "one tick, the whole clock");
+    assert_eq!(t.reach(0), Duration::from_nanos(u64::MAX), "one tick, the whole clock");
     assert_eq!(nanos_to_duration(u128::from(u64::MAX) * 10), Duration::from_nanos(u64::MAX) * 10);
     assert_eq!(nanos_to_duration(u128::MAX), Duration::MAX);
 }

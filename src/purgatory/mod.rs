@@ -225,7 +225,8 @@ where
     /// `on_complete` can then run once for each registration). Pass an `Arc<T>` once. `keys` may
     /// repeat a key (the operation is then watched twice under it, as in Kafka) or be empty (it then
     /// completes only by a try in this call or by its timeout). The timeout counts from the end of the
-    /// registration; one beyond the timer's range ([`Timer::max_delay`], e.g. `Duration::MAX`) means
+    /// registration; one beyond the timer's range (a second past [`Timer::max_delay`], e.g.
+    /// `Duration::MAX`) means
     /// the operation never expires. If the timer refuses the timeout for any other reason (its
     /// [`max_pending`](crate::TimerBuilder::max_pending) is reached, or it was shut down), the
     /// operation expires at once, on this thread (`on_complete`, then `on_expiration`), unless a

@@ -83,11 +83,12 @@ pub enum ScheduleError {
     },
     /// The deadline lies beyond the last tick the timer can reach: tick 2^55 - 1 from the clock's
     /// origin, and no tick that begins after the clock's end at 2^64 - 1 ns (about 584 years).
-    /// `max` is the longest delay accepted at the time of the call.
+    /// `max` is [`Timer::max_delay`](crate::Timer::max_delay) at the time of the call: a delay a
+    /// schedule made promptly accepts.
     DelayTooLong {
         /// The delay asked for.
         delay: Duration,
-        /// The longest delay accepted at that moment.
+        /// [`Timer::max_delay`](crate::Timer::max_delay) at that moment.
         max: Duration,
     },
 }

@@ -42,7 +42,7 @@ impl Timer {
     /// Like [`schedule`](Timer::schedule) this never panics for any input (only a refused closure's
     /// own `Drop` can, as there): when the task cannot be scheduled
     /// (shut down, [`max_pending`](crate::TimerBuilder::max_pending) reached, or `deadline` beyond the
-    /// last representable tick, more than `now() + max_delay()` away) the task is dropped unrun
+    /// last representable tick, over a second past `now() + max_delay()`) the task is dropped unrun
     /// and the returned handle is inert. Use [`try_schedule_at`](Timer::try_schedule_at) to learn why.
     ///
     /// ```

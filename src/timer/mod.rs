@@ -228,8 +228,9 @@ impl Timer {
     /// this call.
     ///
     /// This never panics for any input. When the task cannot be scheduled (the timer is shut down,
-    /// it holds its [`max_pending`](TimerBuilder::max_pending) tasks, or the delay is beyond
-    /// [`max_delay`](Timer::max_delay): e.g. `Duration::MAX`) the task is dropped unrun and the
+    /// it holds its [`max_pending`](TimerBuilder::max_pending) tasks, or the delay is beyond the
+    /// timer's range, which ends a second past [`max_delay`](Timer::max_delay): e.g.
+    /// `Duration::MAX`) the task is dropped unrun and the
     /// returned handle is inert (`cancel()` returns `false`, `is_pending()` is `false`). A task that
     /// can never fire is thus treated like one that never fires. Use
     /// [`try_schedule`](Timer::try_schedule) to learn why.
@@ -264,8 +265,8 @@ impl Timer {
     /// * [`ScheduleError::TooManyPending`] when [`TimerBuilder::max_pending`] tasks are pending (or
     ///   when the timer's slots, or its task slab's blocks of this task's size, are exhausted: over
     ///   four billion of each);
-    /// * [`ScheduleError::DelayTooLong`] if the delay is beyond [`max_delay`](Timer::max_delay): the
-    ///   deadline's tick is past the last representable tick or past the last tick the clock can
+    /// * [`ScheduleError::DelayTooLong`] if the delay is beyond the timer's range (a second past
+    ///   [`max_delay`](Timer::max_delay), which a prompt schedule accepts): the deadline's tick is past the last representable tick or past the last tick the clock can
     ///   reach (its reading saturates at `u64::MAX` nanoseconds).
     ///
     /// The task is dropped unrun in both cases.
@@ -310,7 +311,28 @@ impl Timer {
         self.len() == 0
     }
 
-    /// The longest delay [`try_schedule`](Timer::try_schedule) accepts right now.
+    /// A delay [`try_schedule`](Timer::try_schedule) accepts when called promptly afterwards:
+    /// `timer.try_schedule(timer.max_delay(), task)` succeeds, also on the system clock, which
+    /// moves between the two readings.
+    ///
+    /// The timer's range ends at the last tick its clock can reach (the clock's reading ends at
+    /// 2^64 - 1 ns from its origin, about 584 years): a schedule accepts every deadline up to that
+    /// tick's boundary, and refuses a later one with [`ScheduleError::DelayTooLong`] (never
+    /// wrapped, never a panic). `max_delay` is the distance from now to that boundary **less one
+    /// second**: a schedule that reads the clock up to a second after this call still accepts it
+    /// (and so do longer delays, up to the boundary itself). Within the last second of the range
+    /// it is zero; with ticks longer than the clock's whole range, zero as well (only what is due
+    /// already is accepted).
+    ///
+    /// ```
+    /// use delaywheel::{ScheduleError, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let timer = Timer::builder().manual().build(); // the system clock
+    /// assert!(timer.try_schedule(timer.max_delay(), || {}).is_ok());
+    /// let far = timer.try_schedule(timer.max_delay() + Duration::from_secs(3_600), || {});
+    /// assert!(matches!(far, Err(ScheduleError::DelayTooLong { .. })));
+    /// ```
     pub fn max_delay(&self) -> Duration {
         self.live.max_delay()
     }
