@@ -270,3 +270,21 @@ fn on_a_driver_thread_no_run_begins_after_cancel_returns_true() {
     }
     assert!(timer.is_empty());
 }
+
+#[test]
+fn a_first_run_beyond_the_range_is_refused_with_the_delay_asked_for() {
+    let (_clock, timer) = manual_timer(ms(1), 8);
+    let repeats = [
+        Repeat::FixedDelay(ms(5)),
+        Repeat::FixedRate(ms(5)),
+        Repeat::Every(ms(5), MissedTickBehavior::Delay),
+    ];
+    for repeat in repeats {
+        for delay in [Duration::MAX, timer.max_delay() + Duration::from_secs(2)] {
+            let refused = timer.try_schedule_repeating(delay, repeat, || {}).unwrap_err();
+            let max = timer.max_delay();
+            assert_eq!(refused, delaywheel::ScheduleError::DelayTooLong { delay, max }, "{repeat:?}");
+        }
+    }
+    assert!(timer.is_empty());
+}
