@@ -268,6 +268,31 @@ fn running_the_unfired_tasks_of_a_shutdown_completes_no_sleep_early() {
     assert_eq!(clock.now(), Duration::ZERO);
 }
 
+/// An unfired task of a timer since dropped, run after a new timer was built (which may take the
+/// dropped one's memory), advances the new timer: its due sleep completes, as with any other timer.
+#[test]
+fn an_unfired_task_of_a_dropped_timer_leaves_a_later_timers_sleeps_alone() {
+    let (_, waker) = CountingWaker::new();
+    for round in 0..20 {
+        let later: Arc<std::sync::Mutex<Option<Timer>>> = Arc::default();
+        let (_clock, first) = manual_timer(ms(1), 8);
+        let l = Arc::clone(&later);
+        first.schedule(ms(5), move || {
+            l.lock().unwrap().as_ref().unwrap().advance_clock(Duration::ZERO);
+        });
+        let mut unfired = first.shutdown();
+        drop(first);
+        let (clock, timer) = manual_timer(ms(1), 8);
+        let mut sleep = Box::pin(timer.sleep(ms(5)));
+        assert!(poll(sleep.as_mut(), &waker).is_pending());
+        clock.advance(ms(5));
+        *later.lock().unwrap() = Some(timer);
+        unfired.pop().unwrap().run();
+        assert_eq!(sleep.error(), None, "round {round}: the later timer's sleep was killed");
+        assert!(poll(sleep.as_mut(), &waker).is_ready(), "round {round}: its advance fired it");
+    }
+}
+
 #[test]
 fn dropping_the_timer_wakes_a_pending_sleep_which_stays_pending() {
     let (_clock, timer) = manual_timer(ms(1), 8);

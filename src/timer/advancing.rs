@@ -2,10 +2,10 @@
 //!
 //! Tasks run inside `advance_clock` (on the driver, or on the caller's thread) while that thread
 //! holds the timer's `advance_lock`. A task that calls `advance_clock` or `shutdown` on the same
-//! timer must not wait for that lock: the timer checks this thread's mark first (`advance.rs`, `mod.rs`). The
-//! mark is a thread-local holding the advancing timer's identity (its shared state's address), set
-//! for the duration of an advance by [`Advancing`] and restored on drop, also when a task unwinds, so
-//! a task of one timer may still advance another.
+//! timer must not wait for that lock: the timer checks this thread's mark first (`advance.rs`,
+//! `mod.rs`). The mark is a thread-local holding the advancing timer's identity (`Shared::id`), set
+//! for the duration of an advance by [`Advancing`] and restored on drop, also when a task unwinds,
+//! so a task of one timer may still advance another.
 
 use std::cell::Cell;
 

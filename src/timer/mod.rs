@@ -150,6 +150,8 @@ pub(crate) struct Shared {
     abandoned_values: AtomicU64,
     /// When the driver shrinks the arena next (`shrink.rs`).
     auto_shrink: shrink::AutoShrink,
+    /// This timer's identity, never another timer's (see [`Shared::id`]).
+    id: usize,
 }
 
 impl Timer {
@@ -207,6 +209,7 @@ impl Timer {
             values: values::Sink::new(),
             abandoned_values: AtomicU64::new(0),
             auto_shrink: shrink::AutoShrink::default(),
+            id: Shared::new_id(),
         });
         shared.current_tick.store(shared.time.now_tick(), Ordering::Relaxed);
         let driver = if config.manual {
@@ -478,8 +481,20 @@ impl Shared {
         &self.time
     }
 
+    /// This timer's identity, as this thread's marks hold it (`advancing.rs`, `unfired.rs`): drawn
+    /// from a process-wide count, not the shared state's address, which a timer built after this
+    /// one is dropped may take; an unfired task outlives its timer, and run then, its mark must not
+    /// name the later timer (whose sleeps' wake-ups would take themselves for unfired tasks).
     fn id(&self) -> usize {
-        self as *const Shared as usize
+        self.id
+    }
+
+    /// A new timer's identity: never 0 (no timer), never one handed out before.
+    fn new_id() -> usize {
+        // Not a loom atomic: the count orders nothing, and a static one of loom's would outlive its
+        // model. (A 64-bit count never wraps; a 32-bit one only after four billion timers.)
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// This timer's identity, as its unfired tasks carry it (`unfired.rs`).

@@ -18,8 +18,8 @@ crate::sync::thread_local! {
     static RUNNING: Cell<usize> = const { Cell::new(0) };
 }
 
-/// A timer's identity (its shared state's address), as a task of the crate's own keeps it to ask
-/// [`runs_unfired_here`](TimerId::runs_unfired_here).
+/// A timer's identity (`Shared::id`: no other timer's, also once this one is gone), as a task of
+/// the crate's own keeps it to ask [`runs_unfired_here`](TimerId::runs_unfired_here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TimerId(pub(super) usize);
 
