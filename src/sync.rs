@@ -210,7 +210,9 @@ mod imp {
 pub(crate) use imp::*;
 
 // **Unmodelled** primitives: the same in both builds, invisible to loom. Only for the entry arena's
-// free lists, fresh-index counter and page directory (`entry/arena.rs`, `entry/pages.rs`). Slot indices do travel through
+// free lists, fresh-index counter and page directory (`entry/arena.rs`, `entry/pages.rs`), and for
+// the thread a timer's advance runs on (`timer/advancing.rs`: each thread reads there only whether
+// it wrote its own number, which orders nothing across threads). Slot indices do travel through
 // them, from the thread that released a slot to the one that reuses it, but the state of every slot
 // is ordered by the slot's own lock, which is modelled; so the models need not explore the lists.
 // The rule that makes hiding them sound: **no loom operation inside an unmodelled lock or once-cell

@@ -51,7 +51,7 @@ impl Shared {
         if self.is_shut_down() {
             return false;
         }
-        let _advancing = Advancing::enter(self.id());
+        let _advancing = Advancing::enter(&self.advancer);
         let now_tick = self.time.now_tick();
         let wheel = &self.store.wheel;
         let mut flushed = false;

@@ -39,7 +39,7 @@ use crate::clock::nanos_to_duration;
 use crate::delay_queue::{DelayQueue, Timeline};
 use crate::driver::{Driver, Executor};
 use crate::entry::{EntryArena, EntryId};
-use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering, UnmodelledAtomicU64};
 use crate::wheel::TimingWheel;
 
 mod advance;
@@ -150,8 +150,10 @@ pub(crate) struct Shared {
     abandoned_values: AtomicU64,
     /// When the driver shrinks the arena next (`shrink.rs`).
     auto_shrink: shrink::AutoShrink,
-    /// This timer's identity, never another timer's (see [`Shared::id`]).
+    /// This timer's identity, never another timer's (see [`Shared::new_id`]).
     id: usize,
+    /// The thread inside this timer's advance, if any (`advancing.rs`).
+    advancer: UnmodelledAtomicU64,
 }
 
 impl Timer {
@@ -210,6 +212,7 @@ impl Timer {
             abandoned_values: AtomicU64::new(0),
             auto_shrink: shrink::AutoShrink::default(),
             id: Shared::new_id(),
+            advancer: UnmodelledAtomicU64::new(0),
         });
         shared.current_tick.store(shared.time.now_tick(), Ordering::Relaxed);
         let driver = if config.manual {
@@ -298,7 +301,8 @@ impl Timer {
     ///
     /// Called from inside one of this timer's tasks running on the thread that advances the clock
     /// (the driver, or the caller of `advance_clock`), it returns `false` at once: that thread is
-    /// already advancing the clock. From a task on an executor thread it behaves as from any thread.
+    /// already advancing the clock. So it does from a task of another timer whose advance such a
+    /// task called. From a task on an executor thread it behaves as from any thread.
     pub fn advance_clock(&self, timeout: Duration) -> bool {
         if !timeout.is_zero() && !self.shared().time.clock.is_manual() && !self.shared().advancing_here() {
             self.shared().queue.wait_due(&self.shared().time, Some(timeout));
@@ -481,15 +485,10 @@ impl Shared {
         &self.time
     }
 
-    /// This timer's identity, as this thread's marks hold it (`advancing.rs`, `unfired.rs`): drawn
-    /// from a process-wide count, not the shared state's address, which a timer built after this
-    /// one is dropped may take; an unfired task outlives its timer, and run then, its mark must not
-    /// name the later timer (whose sleeps' wake-ups would take themselves for unfired tasks).
-    fn id(&self) -> usize {
-        self.id
-    }
-
-    /// A new timer's identity: never 0 (no timer), never one handed out before.
+    /// A new timer's identity: never 0 (no timer), never one handed out before. Not the shared
+    /// state's address, which a timer built after this one is dropped may take: an unfired task
+    /// outlives its timer, and run then, its mark must not name the later timer, whose sleeps'
+    /// wake-ups would take themselves for unfired tasks (`unfired.rs`).
     fn new_id() -> usize {
         // Not a loom atomic: the count orders nothing, and a static one of loom's would outlive its
         // model. (A 64-bit count never wraps; a 32-bit one only after four billion timers.)
@@ -499,11 +498,11 @@ impl Shared {
 
     /// This timer's identity, as its unfired tasks carry it (`unfired.rs`).
     pub(crate) fn timer_id(&self) -> unfired::TimerId {
-        unfired::TimerId(self.id())
+        unfired::TimerId(self.id)
     }
 
     /// Whether this thread is inside this timer's `advance` (running one of its tasks).
     fn advancing_here(&self) -> bool {
-        advancing::is_advancing(self.id())
+        advancing::is_advancing(&self.advancer)
     }
 }
