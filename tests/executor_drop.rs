@@ -1,6 +1,7 @@
 //! Dropping a timer whose executor threads are busy: when the drop returns, every task queued
 //! for them and not started has had its closure dropped (its handle finds nothing pending), and
-//! none starts afterwards, also while the threads are taking tasks from their channel.
+//! none starts afterwards, also while the threads are taking tasks from their channel, and while
+//! the tasks cancel and reset one another and closures panic as they are dropped.
 
 mod common;
 
@@ -88,5 +89,67 @@ fn drops_racing_executor_threads_leave_no_task_to_start_after_them() {
         after_drop.store(true, Ordering::SeqCst);
         thread::sleep(ms(20));
         assert!(late.load(Ordering::SeqCst) <= 4, "round {round}: tasks started after the drop");
+    }
+}
+
+/// Counts its drops, and panics in one of them when told to (the closure owning it unwinds).
+struct Token {
+    drops: Arc<AtomicUsize>,
+    panics: bool,
+}
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+        if self.panics && !thread::panicking() {
+            panic!("a closure's drop panics");
+        }
+    }
+}
+
+#[test]
+fn a_drop_racing_executors_whose_tasks_panic_and_move_others_drops_each_closure_once() {
+    const TASKS: usize = 2_000;
+    for round in 0..10u64 {
+        let timer = Timer::builder().execution(TaskExecution::Threads(2)).build();
+        let mut rng = common::SplitMix(round);
+        let drops: Vec<Arc<AtomicUsize>> = (0..TASKS).map(|_| Arc::default()).collect();
+        let (after_drop, late) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+        let others: Arc<std::sync::OnceLock<Vec<TimerHandle>>> = Arc::default();
+        let handles: Vec<TimerHandle> = drops
+            .iter()
+            .map(|drops| {
+                let token = Token { drops: Arc::clone(drops), panics: rng.next() % 7 == 0 };
+                let (after_drop, late, others, pick) =
+                    (Arc::clone(&after_drop), Arc::clone(&late), Arc::clone(&others), rng.next());
+                timer.schedule(Duration::from_micros(rng.range(0, 20_000)), move || {
+                    late.fetch_add(usize::from(after_drop.load(Ordering::SeqCst)), Ordering::SeqCst);
+                    // The task moves or cancels another task, which may be queued for an executor.
+                    if let Some(others) = others.get() {
+                        let other = &others[pick as usize % others.len()];
+                        match pick % 3 {
+                            0 => _ = other.cancel(),
+                            1 => _ = other.reset(Duration::ZERO),
+                            _ => _ = other.reset(ms(5)),
+                        }
+                    }
+                    drop(token);
+                })
+            })
+            .collect();
+        let _ = others.set(handles.clone());
+        thread::sleep(Duration::from_micros(rng.range(0, 15_000)));
+        drop(timer);
+        after_drop.store(true, Ordering::SeqCst);
+        // Each closure ran or was dropped by the drop, but those the two executors were running.
+        let undropped = drops.iter().filter(|d| d.load(Ordering::SeqCst) == 0).count();
+        assert!(undropped <= 2, "round {round}: {undropped} closures outlive the drop");
+        assert!(handles.iter().all(|h| !h.is_pending()), "round {round}: a task is still pending");
+        thread::sleep(ms(20));
+        assert!(late.load(Ordering::SeqCst) <= 2, "round {round}: tasks started after the drop");
+        assert!(
+            drops.iter().all(|d| d.load(Ordering::SeqCst) == 1),
+            "round {round}: a closure dropped twice"
+        );
     }
 }
