@@ -2,29 +2,18 @@
 //! dropped unrun: a cancel, a refused schedule, a shutdown's drain (the handed-back task dropped),
 //! the timer's drop (through handles: the timer itself is gone by then), and a cancel that drops
 //! the last reference to the timer. Nothing deadlocks or panics, on every kind of timer, and every
-//! closure is dropped exactly once. Each case runs on a thread of its own and fails, instead of
-//! hanging, if it does not end in time.
+//! closure is dropped exactly once. Each case runs watched (`common::watched`): a deadlock fails
+//! it instead of hanging it. (The drains' drops of closures calling back, every call on its own:
+//! `drain_drops_call_back.rs`.)
 
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, Weak};
-use std::thread;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use common::{ms, SplitMix};
+use common::{ms, watched, SplitMix};
 use delaywheel::{ManualClock, TaskExecution, Timer, TimerHandle};
-
-/// Runs `case` on a thread of its own; fails if it panics or does not end within 10 s.
-fn bounded(name: &str, case: impl FnOnce() + Send + 'static) {
-    let (done, finished) = mpsc::channel();
-    thread::spawn(move || done.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(case))));
-    match finished.recv_timeout(Duration::from_secs(10)) {
-        Ok(Ok(())) => {}
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => panic!("{name}: deadlock"),
-    }
-}
 
 /// Runs its closure when dropped.
 struct OnDrop(Option<Box<dyn FnOnce() + Send>>);
@@ -77,7 +66,7 @@ fn calls_back(timer: Weak<Timer>, drops: &Arc<AtomicUsize>) -> OnDrop {
 #[test]
 fn drops_from_a_cancel_a_refused_schedule_and_a_shutdown_call_back_into_the_timer() {
     for (name, kind) in kinds() {
-        bounded(name, move || {
+        watched(name, move || {
             let timer = Arc::new(kind());
             let drops = Arc::new(AtomicUsize::new(0));
             let guard = calls_back(Arc::downgrade(&timer), &drops);
@@ -105,7 +94,7 @@ fn drops_from_a_cancel_a_refused_schedule_and_a_shutdown_call_back_into_the_time
 #[test]
 fn a_cancel_that_drops_the_last_reference_to_the_timer_stops_it() {
     for (name, kind) in kinds() {
-        bounded(name, move || {
+        watched(name, move || {
             let timer = Arc::new(kind());
             let gone = Arc::new(AtomicBool::new(false));
             let (last, g) = (Arc::clone(&timer), Arc::clone(&gone));
@@ -126,7 +115,7 @@ fn a_cancel_that_drops_the_last_reference_to_the_timer_stops_it() {
 /// Drops that cancel and reset other tasks of the timer while its drop (`drop`) or its shutdown
 /// drains it: every closure is dropped once, and no task is left pending.
 fn drops_using_handles(name: &'static str, kind: fn() -> Timer, drop_timer: bool) {
-    bounded(name, move || {
+    watched(name, move || {
         const TASKS: usize = 2_000;
         let timer = kind();
         let handles: Arc<Mutex<Vec<TimerHandle>>> = Arc::default();

@@ -8,36 +8,10 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, Weak};
-use std::thread;
 use std::time::Duration;
 
-use common::ms;
+use common::{ms, watched, DEADLOCK};
 use delaywheel::{ManualClock, TaskExecution, Timer, TimerHandle};
-
-/// How long a scenario may take before it is called a deadlock.
-const DEADLOCK: Duration = Duration::from_secs(20);
-
-/// Runs `scenario` on its own thread; panics if it panics or does not finish within [`DEADLOCK`].
-fn watched(name: &str, scenario: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let worker = thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            scenario();
-            let _ = tx.send(());
-        })
-        .unwrap();
-    match rx.recv_timeout(DEADLOCK) {
-        Ok(()) => worker.join().unwrap(),
-        // The sender is gone without a message: the scenario panicked.
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{name}: deadlocked (no end within {DEADLOCK:?})"),
-    }
-}
 
 /// What a dropped closure calls back into.
 #[derive(Clone, Copy, Debug)]

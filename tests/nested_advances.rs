@@ -6,15 +6,12 @@
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::{manual_timer, ms};
+use common::{manual_timer, ms, watched, DEADLOCK};
 use delaywheel::{ManualClock, Timer};
-
-/// How long a call that should return at once may take before the test calls it a deadlock.
-const DEADLOCK: Duration = Duration::from_secs(5);
 
 /// What the task of `b` does with `a`.
 #[derive(Clone, Copy, Debug)]
@@ -26,10 +23,10 @@ enum Back {
 
 /// Runs, on a thread of its own, a task of `a` that advances the manual timer `b` (on `b_clock`),
 /// whose due task does `back` to `a`; returns what `a.advance_clock` answered inside (if it was
-/// asked), or panics if the whole does not end within [`DEADLOCK`]. `advance_a` drives `a`.
+/// asked), or panics if the whole does not end in time (`common::watched`). `advance_a` drives
+/// `a`.
 fn nested(a: Timer, back: Back, advance_a: impl Fn(&Timer) + Send + 'static) -> Option<bool> {
-    let (done, finished) = mpsc::channel();
-    thread::spawn(move || {
+    watched(&format!("{back:?}"), move || {
         let a = Arc::new(Mutex::new(Some(Arc::new(a))));
         let (b_clock, b) = manual_timer(ms(1), 8);
         let answer = Arc::new(Mutex::new(None));
@@ -58,15 +55,14 @@ fn nested(a: Timer, back: Back, advance_a: impl Fn(&Timer) + Send + 'static) -> 
         });
         advance_a(&a_timer);
         drop(a_timer);
-        let give_up = std::time::Instant::now() + DEADLOCK;
+        let give_up = std::time::Instant::now() + DEADLOCK / 2;
         while ran.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < give_up {
             thread::sleep(ms(1));
         }
         assert_eq!(ran.load(Ordering::SeqCst), 1, "{back:?}: the task of a ran to its end");
         let answer = *answer.lock().unwrap();
-        done.send(answer).unwrap();
-    });
-    finished.recv_timeout(DEADLOCK * 2).unwrap_or_else(|_| panic!("{back:?}: deadlock"))
+        answer
+    })
 }
 
 fn manual_a() -> Timer {

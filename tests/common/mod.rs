@@ -30,6 +30,36 @@ impl SplitMix {
     }
 }
 
+/// How long a scenario run by [`watched`] may take before it is called a deadlock.
+pub const DEADLOCK: Duration = Duration::from_secs(20);
+
+/// Runs `scenario` on a thread of its own, named `name`, and returns what it returns; panics if
+/// it panics or does not finish within [`DEADLOCK`]: a deadlock fails the test instead of hanging
+/// it.
+pub fn watched<T: Send + 'static>(name: &str, scenario: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let _ = tx.send(scenario());
+        })
+        .unwrap();
+    match rx.recv_timeout(DEADLOCK) {
+        Ok(out) => {
+            worker.join().unwrap();
+            out
+        }
+        // The sender is gone without a message: the scenario panicked.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("a scenario that returned sent what it returned"),
+        },
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{name}: deadlocked (no end within {DEADLOCK:?})")
+        }
+    }
+}
+
 /// A manual timer on a fresh manual clock.
 pub fn manual_timer(tick: Duration, wheel_size: usize) -> (ManualClock, Timer) {
     let clock = ManualClock::new();
