@@ -197,7 +197,10 @@ impl TimerBuilder {
     }
 
     /// Room for this many pending tasks, allocated and written when the timer is built (default 0:
-    /// none until needed). The slots of a timer's arena are otherwise created on first use, a page
+    /// none until needed). Tasks scheduled from one thread take slots of that room only, up to
+    /// this many pending; each scheduling thread takes its slots a page (256) at a time, and a
+    /// freed slot is reused after others, so many threads, or a load that churns, may grow the
+    /// timer past it with fewer pending. The slots of a timer's arena are otherwise created on first use, a page
     /// of 256 (12 KiB) at a time, and the first touch of fresh memory is a page fault: about a
     /// quarter of an insert's time while a timer first grows (SPEC W1 on a cold timer). A server
     /// that knows its load pays that at start-up instead, as tokio-util's

@@ -343,7 +343,11 @@ impl EntryArena {
     /// Creates (and so writes) the pages of the first `slots` indices, or of every index up to
     /// `EntryId::MAX_INDEX`: the pages that allocations hand out first, which then find them
     /// created (a timer's warm-up: `TimerBuilder::capacity`), and keeps them through every shrink.
+    /// So that `slots` entries scheduled from one thread take slots of these pages only, it
+    /// creates `MIN_AGE` slots more: a thread's cache takes its next page once it is down to that
+    /// many (`slot_cache.rs`, `thread_cache.rs`).
     pub(crate) fn reserve(&mut self, slots: usize) {
+        let slots = if slots == 0 { 0 } else { slots.saturating_add(crate::entry::free_lists::MIN_AGE) };
         let slots = slots.min(EntryId::MAX_INDEX as usize + 1 - PAGE);
         (0..slots).step_by(PAGE).for_each(|start| self.create_page(start));
         self.kept_pages = self.kept_pages.max(slots.div_ceil(PAGE));
@@ -445,7 +449,7 @@ mod tests {
     #[test]
     fn a_reserve_creates_the_pages_allocations_take_first() {
         let mut arena = EntryArena::new();
-        arena.reserve(3 * PAGE - 1);
+        arena.reserve(3 * PAGE - crate::entry::free_lists::MIN_AGE);
         assert!(arena.lock_index(3 * PAGE - 1).is_some(), "the third page exists");
         assert!(arena.lock_index(3 * PAGE).is_none(), "no fourth page");
         assert_eq!(arena.high_water(), 0, "nothing handed out yet");
