@@ -100,7 +100,7 @@ pub(crate) use retarget::{deadline, retarget, Retargeted, Target};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 pub(crate) use stamps::StampBy;
 pub(crate) use task_slab::Freed;
-pub(crate) use value::{claim_value, current, exact, FiredValue};
+pub(crate) use value::{cancel_value_at, claim_value, current, exact, FiredValue};
 
 /// A task's closure, boxed: what shutdown hands back.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
@@ -445,12 +445,25 @@ pub(crate) fn abandon_held_elsewhere(
     arena: &EntryArena,
     index: usize,
 ) -> Option<(InlineTask, Deadline, Option<Ticket>)> {
+    claim_held_elsewhere(arena, index, Status::Abandoned, |_| true)
+}
+
+/// Claims the entry in the slot at `index` as `to` if it is pending and `wanted` accepts its
+/// task, without releasing it (see [`abandon_held_elsewhere`] and `value::cancel_value_at`): the
+/// claim, its task and deadline, and its ticket naming the bucket lane it is in, if any, which
+/// the caller leaves as a cancel that found its entry elsewhere does.
+fn claim_held_elsewhere(
+    arena: &EntryArena,
+    index: usize,
+    to: Status,
+    wanted: impl FnOnce(&InlineTask) -> bool,
+) -> Option<(InlineTask, Deadline, Option<Ticket>)> {
     let _pin = arena.pin();
     let mut state = arena.lock_index(index)?;
-    if !state.is_occupied() {
+    if !state.is_occupied() || state.task.as_ref().is_some_and(|task| !wanted(task)) {
         return None;
     }
-    let task = state.claim(Status::Abandoned)?;
+    let task = state.claim(to)?;
     let id = EntryId::new(index);
     let in_bucket = state.location.map(|location| Ticket {
         id,

@@ -68,6 +68,17 @@ pub(crate) fn claim_value(arena: &EntryArena, id: EntryId) -> Option<FiredValue>
     Some(FiredValue::new(task, id, state.generation(), state.deadline))
 }
 
+/// For a clear of the delay queue (`timer/values.rs`): claims the entry in the slot at `index` if
+/// it is a pending value entry, as a cancel claims (`Pending → Cancelled`), wherever it is held,
+/// without releasing it. Hands back its task and, if it is in a bucket lane, its ticket naming
+/// that lane, which the caller leaves as a cancel that found its entry elsewhere does; an entry
+/// in transit is released by its holder, which finds it cancelled.
+pub(crate) fn cancel_value_at(arena: &EntryArena, index: usize) -> Option<(InlineTask, Option<Ticket>)> {
+    let wanted = |task: &InlineTask| task.is_value() || fault!("queue_clear_claims_closures");
+    let (task, _, in_bucket) = super::claim_held_elsewhere(arena, index, Status::Cancelled, wanted)?;
+    Some((task, in_bucket))
+}
+
 /// The exact deadline of the pending value entry `ticket` names, with the entry's deadline word:
 /// `None` once it is no longer pending (or its slot was reused), and for a closure.
 pub(crate) fn exact(arena: &EntryArena, ticket: Ticket) -> Option<(i64, Deadline)> {

@@ -118,6 +118,12 @@ impl Timer {
         if self.is_empty() {
             return None;
         }
+        self.next_work()
+    }
+
+    /// [`next_wakeup`](Timer::next_wakeup) whether or not a task is pending: the tick of the
+    /// earliest queued bucket, else the wheel's cursor.
+    pub(crate) fn next_work(&self) -> Option<Instant> {
         let tick = match self.shared().queue().head() {
             Some(tick) => tick,
             None => self.shared().current_tick(),

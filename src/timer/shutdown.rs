@@ -21,7 +21,7 @@
 
 use std::time::Duration;
 
-use super::{advancing, Shared, Timer, UnfiredTask};
+use super::{Shared, Timer, UnfiredTask};
 use crate::sync::{fence, Ordering};
 
 #[cfg(doc)]
@@ -75,7 +75,7 @@ impl Timer {
         shared.queue.close();
         let inside_task = shared.advancing_here();
         // From a timer's own thread, the driver may be waiting for this very thread.
-        let may_wait = !inside_task && !advancing::on_timer_thread();
+        let may_wait = shared.may_wait_for_advance();
         let wait_fully = may_wait && !dropping && wait.is_none();
         // Take the driver out first: the lock must not be held while joining (a task may be calling
         // shutdown concurrently and would wait on it).

@@ -35,6 +35,15 @@
 //! reset never claims. So `remove` racing expiry gives the value to exactly one side, with no
 //! protocol of the queue's own (loom model `queue::remove_racing_expiry_then_reuse`).
 //!
+//! **Clear** ([`Timer::clear_values`]): a scan of every slot the arena has handed out claims each
+//! pending value entry as a cancel does (`Pending → Cancelled` under its slot lock,
+//! `entry::cancel_value_at`), wherever it is held, and takes it out of the bucket lane it is in as a
+//! cancel that found its entry elsewhere does (`cancel.rs`, `leave_bucket`); an entry in transit is
+//! released by its holder. Only value entries: a timer has one sink, so they are all its queue's.
+//! The scan holds `advance_lock` (unless called from a timer's thread, which must not wait for an
+//! advance), so that an advance cannot claim a value before the scan reaches its slot and hand it
+//! over after the queue emptied its ready list (loom models `queue_clear::*`).
+//!
 //! Locks: none beyond the timer's. The sink is called by the thread that advances the timer with
 //! no wheel, bucket or entry lock held, as a task runs; it takes only its own lock.
 
@@ -230,6 +239,56 @@ impl Timer {
             entry::exact(arena, ticket.0)?
         };
         Some(shared.time.value_instant(exact, deadline))
+    }
+}
+
+impl Timer {
+    /// Claims every pending value entry of this timer, as a remove's cancel does, and drops the
+    /// values; calls `then` with their number before any advance may hand values over again.
+    /// Returns what `then` returned. Plain tasks are left alone: a timer has one value sink, so
+    /// every value entry of it is its queue's.
+    ///
+    /// So that no value is claimed by an advance before the scan reaches it and handed over after
+    /// `then` emptied the ready list, this holds `advance_lock` throughout: it waits for an
+    /// advance in progress. Where it must not wait (`Shared::may_wait_for_advance`) it only tries
+    /// the lock, and goes on without it if it is held. Either way each value goes to exactly one
+    /// claim, the firing's, a remove's or this one (module docs, "Exactly once").
+    ///
+    /// Cost: one pinned lock of every slot the arena has handed out, and a bucket lane lock per
+    /// value it claims. The values are dropped after the lock is released, each drop caught.
+    pub(crate) fn clear_values<R>(&self, then: impl FnOnce(usize) -> R) -> R {
+        let shared = self.shared();
+        let store = &shared.store;
+        let arena = &store.arena;
+        // Seeded fault `queue_clear_skips_advance_lock` (docs/loom.md): an advance that claimed a
+        // value before the scan reached it hands it over after the ready list was emptied.
+        let serial = if fault!("queue_clear_skips_advance_lock") {
+            None
+        } else if shared.may_wait_for_advance() {
+            Some(shared.advance_lock.lock())
+        } else {
+            shared.advance_lock.try_lock()
+        };
+        let stripe = shared.counters.local();
+        let mut claimed = Vec::new();
+        for index in 0..arena.high_water() as usize {
+            // A look at a slot it does not hold is pinned: its page may be given back meanwhile.
+            let _pin = arena.pin();
+            let Some((task, in_bucket)) = entry::cancel_value_at(arena, index) else { continue };
+            stripe.cancelled();
+            // (The seeded fault `queue_clear_leaves_bucketed` leaves it there: its slot is never
+            // released.)
+            if let Some(ticket) = in_bucket.filter(|_| !fault!("queue_clear_leaves_bucketed")) {
+                super::cancel::leave_bucket(store, ticket, ticket.bucket);
+            }
+            claimed.push(task);
+        }
+        let result = then(claimed.len());
+        drop(serial);
+        for task in claimed {
+            crate::unwind::drop_caught(task);
+        }
+        result
     }
 }
 
