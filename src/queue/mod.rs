@@ -29,6 +29,12 @@
 //!   `TimerStats::panicked`).
 //! * **consume**: take the oldest value from the ready list's taking side, which a consumer
 //!   refills with all the arrivals at once when it runs empty; count it out of `len`.
+//! * **clear** (`whole.rs`): the timer's scan of every slot it has handed out claims each
+//!   pending value entry as a remove's cancel does and drops the value
+//!   (`timer/values.rs`, `clear_values`); the ready list's values are taken
+//!   out under both its locks (`ready/`). Both happen holding the timer's advance lock, so that no
+//!   value an advance took out of the wheel is handed over after the clear; all are counted out
+//!   afterwards, as a remove counts out its value.
 //! * **drop**: the queue drops the ready list's values, and marks it so that a batch arriving
 //!   later (from a driver thread that was advancing, which the timer's drop does not wait for) is
 //!   dropped as it arrives; then the timer's drop drops the pending values. The ready list itself
@@ -63,6 +69,9 @@ mod len;
 mod ready;
 #[cfg(feature = "async")]
 mod stream;
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests;
+mod whole;
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -110,7 +119,10 @@ impl fmt::Debug for Key {
 /// * by key: [`remove`](Self::remove) (the value back, if it had not expired),
 ///   [`reset`](Self::reset) / [`reset_at`](Self::reset_at), [`deadline`](Self::deadline);
 /// * consumers: [`try_recv`](Self::try_recv), [`try_recv_many`](Self::try_recv_many),
-///   [`recv_timeout`](Self::recv_timeout), and with the `async` feature `poll_expired`, `next_expired` and `Stream`.
+///   [`recv_timeout`](Self::recv_timeout), and with the `async` feature `poll_expired`, `next_expired` and `Stream`;
+/// * the whole queue: [`len`](Self::len), [`is_empty`](Self::is_empty),
+///   [`next_deadline`](Self::next_deadline), [`clear`](Self::clear); built with
+///   [`new`](Self::new), [`with_capacity`](Self::with_capacity) or [`with_timer`](Self::with_timer).
 ///
 /// Every method takes `&self`: share the queue by reference (or `Arc`) between any number of
 /// producers and consumers. A value expires at the first tick of the queue's [`Timer`] at or after
@@ -190,7 +202,39 @@ impl<T: Send + 'static> DelayQueue<T> {
     ///
     /// If the driver thread cannot be started.
     pub fn new() -> Self {
-        Self::with_timer(Timer::builder().thread_name("delaywheel-queue").build())
+        Self::with_capacity(0)
+    }
+
+    /// A queue with its own timer and driver thread, as [`new`](Self::new), whose timer is built
+    /// with room for `values` pending values ([`TimerBuilder::capacity`](crate::TimerBuilder::capacity)):
+    /// their slots are allocated and written before this returns, so that inserting up to that
+    /// many from one thread allocates nothing more for the slots (48 bytes a value, kept for the
+    /// queue's life: [`Timer::shrink`] gives back only what the timer grew beyond them). The room
+    /// covers values of up to 8 bytes, which live in their slots beside their deadlines; a larger
+    /// value takes a block of the timer's task slab (or a box past 248 bytes), created on first
+    /// use. With 0, nothing is allocated until needed, as [`new`](Self::new).
+    ///
+    /// Each inserting thread takes slots a page (256) at a time, and a slot freed by a remove or
+    /// an expiry is reused only after others have been: a queue that churns, or is fed by many
+    /// threads, may grow past `values` even with fewer pending.
+    ///
+    /// ```
+    /// use delaywheel::queue::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// let queue = DelayQueue::with_capacity(10_000);
+    /// for i in 0..10_000u64 {
+    ///     queue.insert(i, Duration::from_secs(30)); // into slots written up front
+    /// }
+    /// assert_eq!(queue.len(), 10_000);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `values` is beyond [`MAX_CAPACITY`](crate::MAX_CAPACITY), or if the driver thread cannot
+    /// be started.
+    pub fn with_capacity(values: usize) -> Self {
+        Self::with_timer(Timer::builder().thread_name("delaywheel-queue").capacity(values).build())
     }
 
     /// A queue whose values expire on `timer`, which it owns from now on.
@@ -272,7 +316,7 @@ impl<T: Send + 'static> DelayQueue<T> {
         match self.timer.insert_value(when, value) {
             Ok(ticket) => Ok(Key { ticket: Some(ticket), queue: inner.id }),
             Err((value, error)) => {
-                inner.ready.count_out_untaken();
+                inner.ready.count_out_untaken(1);
                 Err(InsertError { value, error })
             }
         }
@@ -283,7 +327,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// slot now holds a later value. A value it returns never comes out of the queue.
     pub fn remove(&self, key: &Key) -> Option<T> {
         let (value, _) = self.timer.remove_value::<T>(self.ticket(key)?)?;
-        self.inner.ready.count_out_untaken();
+        self.inner.ready.count_out_untaken(1);
         Some(value)
     }
 
@@ -314,16 +358,6 @@ impl<T: Send + 'static> DelayQueue<T> {
 }
 
 impl<T> DelayQueue<T> {
-    /// Values pending or expired and not yet taken.
-    pub fn len(&self) -> usize {
-        self.inner.ready.len()
-    }
-
-    /// Whether no value is pending or waiting to be taken.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The oldest expired value, if any; never waits.
     pub fn try_recv(&self) -> Option<Expired<T>> {
         self.inner.ready.try_pop()

@@ -26,6 +26,12 @@
 //! that a batch arriving later is dropped as it arrives (`drop_caught`: on the timer's thread)
 //! instead of kept.
 //!
+//! ## Clearing the queue
+//!
+//! A clear (`take_all`) takes both lists out under both locks at once, in the consumers' order: a
+//! consumer refilling its taking side in between would otherwise keep values the clear missed.
+//! The clear counts them out afterwards, with no queue lock held, as a remove does (below).
+//!
 //! ## Waiting, and the queue becoming empty
 //!
 //! A consumer waits only if nothing is ready and the count is not zero: holding both locks (so
@@ -168,10 +174,10 @@ impl<T> Ready<T> {
         self.len.count_in();
     }
 
-    /// Counts one value out that no consumer took (removed, or refused), with no queue lock held;
-    /// wakes the waiting consumers if that left the queue empty (module docs).
-    pub(super) fn count_out_untaken(&self) {
-        self.len.count_out(1);
+    /// Counts `n` values out that no consumer took (removed, refused, or cleared), with no queue
+    /// lock held; wakes the waiting consumers if that left the queue empty (module docs).
+    pub(super) fn count_out_untaken(&self, n: usize) {
+        self.len.count_out(n);
         // Seeded fault `queue_count_out_without_fence` (docs/loom.md): the remover's read of
         // `waiting` is not ordered after its count-out, and a consumer registering meanwhile can
         // miss both.
@@ -205,15 +211,31 @@ impl<T> Ready<T> {
     /// with the pending ones: one that panics stops neither the others' drops nor the queue's (and
     /// a second would otherwise abort the process, panicking while the first unwinds).
     pub(super) fn discard(&self) {
-        let taking = mem::take(&mut *self.taking.lock());
-        let arrived = {
-            let mut arrived = self.arrived.lock();
-            arrived.discarding = true;
-            mem::take(&mut arrived.values)
-        };
-        for expired in taking.into_iter().chain(arrived) {
+        for expired in self.take_all(true) {
             drop_caught(expired);
         }
+    }
+
+    /// Takes every expired value out, for the caller to drop (a clear, not yet counted out): the
+    /// taking side and the arrivals under both locks at once, in the consumers' order, so that no
+    /// consumer moves arrivals over between the two. With `discarding`, marks the arrivals so
+    /// that a batch arriving later is dropped as it arrives (the queue's drop).
+    pub(super) fn take_all(&self, discarding: bool) -> impl ExactSizeIterator<Item = Expired<T>> {
+        let mut taking = self.taking.lock();
+        let mut arrived = self.arrived.lock();
+        arrived.discarding |= discarding;
+        let mut all = mem::take(&mut *taking);
+        all.append(&mut arrived.values);
+        all.into_iter()
+    }
+
+    /// The deadline of the oldest expired value, the one a consumer takes next, if any.
+    pub(super) fn first_deadline(&self) -> Option<Instant> {
+        let taking = self.taking.lock();
+        if let Some(first) = taking.front() {
+            return Some(first.deadline);
+        }
+        self.arrived.lock().values.front().map(|first| first.deadline)
     }
 
     /// The timer shut down, taking `abandoned` pending values: they are counted out, consumers
