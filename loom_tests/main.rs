@@ -19,6 +19,7 @@ mod len;
 mod overflow_level;
 mod purgatory;
 mod queue;
+mod queue_clear;
 #[cfg(feature = "async")]
 mod queue_consumers;
 mod reset;
