@@ -48,7 +48,8 @@ pub struct TimerStats {
     pub scheduled: u64,
     /// Tasks claimed for running since the timer started.
     pub fired: u64,
-    /// Tasks cancelled by a `cancel()` that returned `true`.
+    /// Tasks cancelled by a `cancel()` that returned `true`, and values a delay queue handed back
+    /// by `remove` or dropped by `clear` before they expired.
     pub cancelled: u64,
     /// Tasks that panicked while running, and wakes the timer made that panicked (of a sleep, of a
     /// delay queue's waiting consumers); each panic was caught and the timer went on.

@@ -240,9 +240,7 @@ impl Timer {
         };
         Some(shared.time.value_instant(exact, deadline))
     }
-}
 
-impl Timer {
     /// Claims every pending value entry of this timer, as a remove's cancel does, and drops the
     /// values; calls `then` with their number before any advance may hand values over again.
     /// Returns what `then` returned. Plain tasks are left alone: a timer has one value sink, so
@@ -276,8 +274,8 @@ impl Timer {
             let _pin = arena.pin();
             let Some((task, in_bucket)) = entry::cancel_value_at(arena, index) else { continue };
             stripe.cancelled();
-            // (The seeded fault `queue_clear_leaves_bucketed` leaves it there: its slot is never
-            // released.)
+            // (The seeded fault `queue_clear_leaves_bucketed` leaves it there, until a visit of
+            // its bucket finds it cancelled.)
             if let Some(ticket) = in_bucket.filter(|_| !fault!("queue_clear_leaves_bucketed")) {
                 super::cancel::leave_bucket(store, ticket, ticket.bucket);
             }
