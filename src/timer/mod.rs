@@ -410,14 +410,6 @@ impl Timer {
         self.shared().store.arena.high_water()
     }
 
-    /// The pages of slots the timer's entry arena has created (in index order, before any shrink).
-    #[cfg(test)]
-    pub(crate) fn arena_pages(&self) -> usize {
-        let arena = &self.shared().store.arena;
-        let _pin = arena.pin();
-        (0..).take_while(|page| arena.lock_index(page * crate::entry::arena::PAGE).is_some()).count()
-    }
-
     /// The timer's shared state, kept alive past the timer's drop so that `fault_tests.rs` can
     /// look at what the drop (or a shutdown) left behind.
     #[cfg(test)]
@@ -512,12 +504,5 @@ impl Shared {
     /// Whether this thread is inside this timer's `advance` (running one of its tasks).
     fn advancing_here(&self) -> bool {
         advancing::is_advancing(&self.advancer)
-    }
-
-    /// Whether this thread may wait for an advance in progress: not from inside one of this
-    /// timer's (it would wait for itself), nor from any timer's driver or executor thread or task
-    /// (two timers' tasks waiting for each other's advances would never return).
-    fn may_wait_for_advance(&self) -> bool {
-        !self.advancing_here() && !advancing::on_timer_thread()
     }
 }

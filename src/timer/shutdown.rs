@@ -21,7 +21,7 @@
 
 use std::time::Duration;
 
-use super::{Shared, Timer, UnfiredTask};
+use super::{advancing, Shared, Timer, UnfiredTask};
 use crate::sync::{fence, Ordering};
 
 #[cfg(doc)]
@@ -117,6 +117,14 @@ impl Timer {
 }
 
 impl Shared {
+    /// Whether this thread may wait for an advance in progress: not from inside one of this
+    /// timer's (it would wait for itself), nor from any timer's driver or executor thread or task
+    /// (two timers' tasks waiting for each other's advances would never return). A shutdown's
+    /// wait and a delay queue's clear (`values.rs`) ask.
+    pub(super) fn may_wait_for_advance(&self) -> bool {
+        !self.advancing_here() && !advancing::on_timer_thread()
+    }
+
     /// A delay queue's timer, shut down: tells the queue's consumers that no value expires any
     /// more, once no advance is handing a batch over. An advance in progress (this call may come
     /// from one of its tasks, or give up waiting for it) may hold values it fired before the
