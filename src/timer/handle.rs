@@ -146,10 +146,8 @@ impl TimerHandle {
     /// than about 2.3 years after the clock's origin, and any with a tick longer than 36 minutes
     /// (`deadline.rs`, "exact" and "far" words), rounded up to their tick, or if set already passed
     /// within the tick under way, as that tick's start. An instant before the clock's origin
-    /// ([`Timer::now`](crate::Timer::now): the timer's start, or the `ManualClock`'s creation), given
-    /// to [`Timer::schedule_at`](crate::Timer::schedule_at) or [`reset_at`](TimerHandle::reset_at),
-    /// reads back as given too (to the nanosecond up to 292 years before the origin; as the origin
-    /// less 292 years beyond), as a `Sleep`'s and a delay queue value's do.
+    /// ([`Timer::now`](crate::Timer::now): the timer's start, or the `ManualClock`'s creation) reads
+    /// back as the origin.
     /// `None` once the task is no longer pending (fired, cancelled or abandoned), for an inert
     /// handle, and for a deadline past what `Instant` represents (only with ticks of minutes and
     /// deadlines millions of years away).
@@ -172,9 +170,8 @@ impl TimerHandle {
             let _pin = stripe.context().arena.pin();
             entry::deadline(&stripe.context().arena, *ticket)?
         };
-        // The word's instant, or one before the clock's origin kept beside it (`before_origin.rs`).
         let reach = stripe.context();
-        reach.before_origin.instant(&reach.time, *ticket, deadline)
+        reach.time.clock.deadline_instant(reach.time.ticks, deadline)
     }
 
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
@@ -234,17 +231,9 @@ fn cancel_on(ticket: &Ticket, stripe: &HandleStripe) -> bool {
 /// [`TimerHandle::reset_to`] of `ticket`, counted on `stripe`.
 #[inline(always)]
 fn reset_on(ticket: &Ticket, stripe: &HandleStripe, when: When) -> bool {
-    let context = stripe.context();
-    let _pin = context.arena.pin();
-    match context.time.deadline(when) {
-        Ok((_, to)) => {
-            let moved = reset::reset(*ticket, stripe, to);
-            if moved {
-                // A deadline before the clock's origin is kept for `deadline` (`before_origin.rs`).
-                context.before_origin.reset(&context.arena, &context.time, (*ticket, when, to));
-            }
-            moved
-        }
+    let _pin = stripe.context().arena.pin();
+    match stripe.context().time.deadline(when) {
+        Ok((_, to)) => reset::reset(*ticket, stripe, to),
         Err(_) => false,
     }
 }
