@@ -101,7 +101,8 @@ impl fmt::Display for ScheduleError {
                 write!(f, "the timer already holds its maximum of {max} pending tasks")
             }
             ScheduleError::DelayTooLong { delay, max } => {
-                write!(f, "delay {delay:?} is beyond the timer's range (at most {max:?})")
+                let end = "the range ends at most a second later";
+                write!(f, "delay {delay:?} is beyond the timer's range (max_delay {max:?}: {end})")
             }
         }
     }

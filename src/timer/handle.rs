@@ -84,10 +84,10 @@ impl TimerHandle {
     /// the first tick boundary at or after `now + delay` (a zero delay: at the next advance), never
     /// before. Returns `false` and changes nothing if the task already fired or is being fired,
     /// was cancelled or abandoned, the handle is inert, or `now + delay` is beyond the timer's
-    /// range ([`Timer::max_delay`](crate::Timer::max_delay)). Earlier or later than the old
-    /// deadline alike; O(1), no allocation. Racing a shutdown, the task is handed back by
-    /// [`Timer::shutdown`](crate::Timer::shutdown) either way, with the new deadline iff this
-    /// returned `true`.
+    /// range (which ends at most a second past [`Timer::max_delay`](crate::Timer::max_delay)).
+    /// Earlier or later than the old deadline alike; O(1), no allocation. Racing a shutdown, the
+    /// task is handed back by [`Timer::shutdown`](crate::Timer::shutdown) either way, with the new
+    /// deadline iff this returned `true`.
     ///
     /// ```
     /// use delaywheel::{ManualClock, Timer};
