@@ -101,8 +101,9 @@ impl Timer {
     /// first tick boundary at or after it (by the next advance if it has passed). This never panics,
     /// and neither does polling: if the timer refuses the wake-up (it is shut down, holds its
     /// [`max_pending`](crate::TimerBuilder::max_pending) tasks, or `duration` is beyond the
-    /// timer's range, a second past [`max_delay`](Timer::max_delay), e.g. `Duration::MAX`), the sleep never completes and
-    /// [`Sleep::error`] says why. Use [`try_sleep`](Timer::try_sleep) to get that error at once.
+    /// timer's range, a second past [`max_delay`](Timer::max_delay), e.g. `Duration::MAX`), the
+    /// sleep never completes and [`Sleep::error`] says why. Use [`try_sleep`](Timer::try_sleep) to
+    /// get that error at once.
     ///
     /// # Cancellation
     ///

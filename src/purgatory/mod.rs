@@ -226,11 +226,11 @@ where
     /// repeat a key (the operation is then watched twice under it, as in Kafka) or be empty (it then
     /// completes only by a try in this call or by its timeout). The timeout counts from the end of the
     /// registration; one beyond the timer's range (a second past [`Timer::max_delay`], e.g.
-    /// `Duration::MAX`) means
-    /// the operation never expires. If the timer refuses the timeout for any other reason (its
-    /// [`max_pending`](crate::TimerBuilder::max_pending) is reached, or it was shut down), the
-    /// operation expires at once, on this thread (`on_complete`, then `on_expiration`), unless a
-    /// check completes it first: it is never left waiting without a timeout.
+    /// `Duration::MAX`) means the operation never expires. If the timer refuses the timeout for
+    /// any other reason (its [`max_pending`](crate::TimerBuilder::max_pending) is reached, or it
+    /// was shut down), the operation expires at once, on this thread (`on_complete`, then
+    /// `on_expiration`), unless a check completes it first: it is never left waiting without a
+    /// timeout.
     ///
     /// # Panics
     ///

@@ -272,8 +272,9 @@ impl Timer {
     ///   when the timer's slots, or its task slab's blocks of this task's size, are exhausted: over
     ///   four billion of each);
     /// * [`ScheduleError::DelayTooLong`] if the delay is beyond the timer's range (a second past
-    ///   [`max_delay`](Timer::max_delay), which a prompt schedule accepts): the deadline's tick is past the last representable tick or past the last tick the clock can
-    ///   reach (its reading saturates at `u64::MAX` nanoseconds).
+    ///   [`max_delay`](Timer::max_delay), which a prompt schedule accepts): the deadline's tick is
+    ///   past the last representable tick or past the last tick the clock can reach (its reading
+    ///   saturates at `u64::MAX` nanoseconds).
     ///
     /// The task is dropped unrun in both cases.
     pub fn try_schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
