@@ -12,6 +12,7 @@
 mod support;
 
 mod advance;
+mod before_origin;
 mod bucket_reuse;
 mod cancel;
 mod early_cascade;

@@ -273,6 +273,8 @@ pub(crate) struct TickLength {
     /// The last deadline tick: the last tick the clock can reach (its reading saturates at
     /// `u64::MAX` nanoseconds, so a later tick would never begin), or [`MAX_DEADLINE_TICK`].
     last: u64,
+    /// The deadline of the clock's origin, and of every instant before it: [`origin`](Self::origin).
+    origin: Deadline,
 }
 
 impl TickLength {
@@ -285,13 +287,22 @@ impl TickLength {
             Ok(nanos) => (nanos, (u64::MAX / nanos.max(1)).min(MAX_DEADLINE_TICK)),
             Err(_) => (u64::MAX, 0),
         };
-        (nanos >= 1_000).then(|| TickLength {
-            length: tick,
-            nanos,
-            ranker: Ranker::new(nanos),
-            fractions: Fractions::new(nanos),
-            last,
+        (nanos >= 1_000).then(|| {
+            let (ranker, fractions) = (Ranker::new(nanos), Fractions::new(nanos));
+            let ticks =
+                TickLength { length: tick, nanos, ranker, fractions, last, origin: Deadline::default() };
+            // Tick 0 is a deadline tick whatever the length.
+            TickLength { origin: ticks.ceil(0).unwrap_or_default(), ..ticks }
         })
+    }
+
+    /// The deadline word of the clock's origin: the word of every deadline at or before it (the
+    /// ceiling of 0; also of a zero delay at reading 0). It reads back as the origin; a handle
+    /// whose entry has this word finds the instant of a deadline before the origin beside the
+    /// entry (`timer/before_origin.rs`).
+    #[inline]
+    pub(crate) fn origin(self) -> Deadline {
+        self.origin
     }
 
     /// The deadline `below` nanoseconds into the interval before `tick` (less one: `below` is in

@@ -10,6 +10,9 @@
 //! * `len_reads_scheduled_first`, `len_relaxed_reads` ([`misread_pending`]): `len()` reads the
 //!   "in" stripes before the "out" ones, or the "out" ones `Relaxed` (`sync/striped.rs` shows why
 //!   either can read one less than the truth).
+//! * `before_origin_word_outside_records` (`before_origin.rs`, at its site: two lines): a reset
+//!   writes the word before it takes the records' lock, and only a reset to the origin's word
+//!   sets or removes the record.
 
 use super::counters::Counters;
 use super::{HandleStripe, Store};

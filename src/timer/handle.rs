@@ -146,8 +146,10 @@ impl TimerHandle {
     /// than about 2.3 years after the clock's origin, and any with a tick longer than 36 minutes
     /// (`deadline.rs`, "exact" and "far" words), rounded up to their tick, or if set already passed
     /// within the tick under way, as that tick's start. An instant before the clock's origin
-    /// ([`Timer::now`](crate::Timer::now): the timer's start, or the `ManualClock`'s creation) reads
-    /// back as the origin.
+    /// ([`Timer::now`](crate::Timer::now): the timer's start, or the `ManualClock`'s creation), given
+    /// to [`Timer::schedule_at`](crate::Timer::schedule_at) or [`reset_at`](TimerHandle::reset_at),
+    /// reads back as given too (to the nanosecond up to 292 years before the origin; as the origin
+    /// less 292 years beyond), as a `Sleep`'s and a delay queue value's do.
     /// `None` once the task is no longer pending (fired, cancelled or abandoned), for an inert
     /// handle, and for a deadline past what `Instant` represents (only with ticks of minutes and
     /// deadlines millions of years away).
@@ -170,8 +172,9 @@ impl TimerHandle {
             let _pin = stripe.context().arena.pin();
             entry::deadline(&stripe.context().arena, *ticket)?
         };
+        // The word's instant, or one before the clock's origin kept beside it (`before_origin.rs`).
         let reach = stripe.context();
-        reach.time.clock.deadline_instant(reach.time.ticks, deadline)
+        reach.before_origin.instant(&reach.arena, &reach.time, *ticket, deadline)
     }
 
     /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
@@ -216,7 +219,7 @@ impl TimerHandle {
     /// [`reset`](TimerHandle::reset) or [`reset_at`](TimerHandle::reset_at) (`reset.rs`).
     #[inline(always)]
     fn reset_to(&self, when: When) -> bool {
-        self.inner.as_ref().is_some_and(|(stripe, ticket)| reset_on(ticket, stripe, when))
+        self.inner.as_ref().is_some_and(|(stripe, ticket)| reset_on(ticket, stripe, when, true))
     }
 }
 
@@ -228,13 +231,21 @@ fn cancel_on(ticket: &Ticket, stripe: &HandleStripe) -> bool {
     cancel::cancel(*ticket, stripe)
 }
 
-/// [`TimerHandle::reset_to`] of `ticket`, counted on `stripe`.
+/// [`TimerHandle::reset_to`] of `ticket`, counted on `stripe`; a deadline before the clock's
+/// origin kept for `deadline` iff `keep` (`before_origin.rs`: a `Sleep` keeps its own).
 #[inline(always)]
-fn reset_on(ticket: &Ticket, stripe: &HandleStripe, when: When) -> bool {
-    let _pin = stripe.context().arena.pin();
-    match stripe.context().time.deadline(when) {
-        Ok((_, to)) => reset::reset(*ticket, stripe, to),
-        Err(_) => false,
+fn reset_on(ticket: &Ticket, stripe: &HandleStripe, when: When, keep: bool) -> bool {
+    let context = stripe.context();
+    let Ok((_, to)) = context.time.deadline(when) else {
+        return false;
+    };
+    let reset = || {
+        let _pin = context.arena.pin();
+        reset::reset(*ticket, stripe, to)
+    };
+    match keep {
+        true => context.before_origin.reset((&context.arena, &context.time), (*ticket, when, to), reset),
+        false => reset(),
     }
 }
 
@@ -270,7 +281,7 @@ impl LentHandle {
     /// [`TimerHandle::reset_at`] on `timer`, the timer that scheduled the task (after its shutdown
     /// too).
     pub(crate) fn reset_at(self, timer: &LiveTimer, deadline: Instant) -> bool {
-        self.0.is_some_and(|ticket| reset_on(&ticket, timer.0.counters.local(), When::At(deadline)))
+        self.0.is_some_and(|ticket| reset_on(&ticket, timer.0.counters.local(), When::At(deadline), false))
     }
 
     /// The `Debug` form of the [`TimerHandle`] this stands for, on `timer`.

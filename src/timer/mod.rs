@@ -44,6 +44,7 @@ use crate::wheel::TimingWheel;
 
 mod advance;
 pub(crate) mod advancing;
+mod before_origin;
 mod cancel;
 pub(crate) mod counters;
 pub(crate) mod error;
@@ -186,6 +187,7 @@ impl Timer {
             shut_down: Arc::clone(&shut_down),
             time: time.clone(),
             resets: Arc::default(),
+            before_origin: Arc::default(),
         };
         let counters = Arc::new(Counters::new(config.max_pending, &store));
         let lateness = Arc::new(Lateness::new());

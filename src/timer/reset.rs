@@ -128,7 +128,7 @@ impl Drop for InFlight<'_> {
 pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, to: impl Into<Target>) -> bool {
     let to = to.into();
     let deadline = to.deadline;
-    let Store { arena, wheel, queue, shut_down, time, resets } = stripe.context();
+    let Store { arena, wheel, queue, shut_down, time, resets, .. } = stripe.context();
     // 1. Under the slot lock alone: done unless the entry must move earlier.
     let mut lane = match entry::retarget(arena, ticket, to) {
         Retargeted::Rewritten => {

@@ -32,7 +32,13 @@ impl Shared {
         F: FnOnce() + Send + 'static,
     {
         let (_, scheduled) = self.schedule_reading(when, task);
-        scheduled.map(|(stripe, ticket)| TimerHandle::new(Arc::clone(stripe), ticket))
+        scheduled.map(|(stripe, ticket)| {
+            if let When::At(at) = when {
+                // A deadline before the clock's origin is kept for the handle (`before_origin.rs`).
+                self.store.before_origin.scheduled(&self.store.arena, &self.time, ticket, at);
+            }
+            TimerHandle::new(Arc::clone(stripe), ticket)
+        })
     }
 
     /// [`schedule`](Shared::schedule), handing back the counter stripe and the ticket a handle is

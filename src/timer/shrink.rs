@@ -82,7 +82,10 @@ impl Timer {
     /// assert!(!burst[0].cancel() && !burst[0].is_pending());
     /// ```
     pub fn shrink(&self) {
-        let _ = self.shared().store.arena.shrink(None);
+        let store = &self.shared().store;
+        let _ = store.arena.shrink(None);
+        // The records of ended tasks' deadlines before the origin go too (`before_origin.rs`).
+        store.before_origin.prune(&store.arena);
     }
 }
 
@@ -120,6 +123,7 @@ impl Shared {
         *low_since = None;
         drop(low_since);
         let shrunk = arena.shrink(Some(AUTO_WAIT));
+        self.store.before_origin.prune(arena);
         let interval = match *next {
             Some((_, interval)) if shrunk.pages + shrunk.block_pages + shrunk.waiting == 0 => {
                 (interval * 2).min(AUTO_MAX_INTERVAL)

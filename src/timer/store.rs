@@ -9,6 +9,7 @@ use crate::entry::{EntryArena, StampBy};
 use crate::sync::{Arc, AtomicBool};
 use crate::wheel::{TimerTaskList, TimingWheel};
 
+use super::before_origin::BeforeOrigin;
 use super::counters::Stripe;
 use super::error::ScheduleError;
 use super::reset::ResetsInFlight;
@@ -29,6 +30,8 @@ pub(crate) struct Store {
     pub(crate) time: Time,
     /// The resets that may hold an entry out of every bucket, for the drain (`reset.rs`).
     pub(crate) resets: Arc<ResetsInFlight>,
+    /// The instants of deadlines before the clock's origin (`before_origin.rs`).
+    pub(crate) before_origin: Arc<BeforeOrigin>,
 }
 
 impl Store {
@@ -44,6 +47,7 @@ impl Store {
             shut_down: Arc::new(AtomicBool::new(false)),
             time: Time { clock: ClockSource::Manual(crate::clock::ManualClock::new()), ticks },
             resets: Arc::default(),
+            before_origin: Arc::default(),
         }
     }
 }

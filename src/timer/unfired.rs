@@ -44,7 +44,7 @@ pub struct UnfiredTask {
 impl UnfiredTask {
     /// When the task was due, as time since the clock's origin: its deadline, exact as
     /// [`TimerHandle::deadline`](crate::TimerHandle::deadline) gives it (a tick boundary where
-    /// that is).
+    /// that is). A deadline before the origin, which no `Duration` since it can say, is zero.
     pub fn deadline(&self) -> Duration {
         self.deadline
     }

@@ -125,7 +125,7 @@ impl fmt::Debug for ValueTicket {
 pub(crate) const FAR: i64 = i64::MAX;
 
 /// The signed nanoseconds from `base` to `at`, saturating ([`FAR`] after, 292 years before).
-fn exact_of(base: Instant, at: Instant) -> i64 {
+pub(super) fn exact_of(base: Instant, at: Instant) -> i64 {
     let (nanos, before) = match at.checked_duration_since(base) {
         Some(after) => (after.as_nanos(), false),
         None => (base.duration_since(at).as_nanos(), true),
@@ -139,7 +139,7 @@ fn exact_of(base: Instant, at: Instant) -> i64 {
 }
 
 /// The instant `exact` nanoseconds from `base` ([`exact_of`]'s inverse, saturating at `base`).
-fn instant_of(base: Instant, exact: i64) -> Instant {
+pub(super) fn instant_of(base: Instant, exact: i64) -> Instant {
     let offset = std::time::Duration::from_nanos(exact.unsigned_abs());
     let at = if exact < 0 { base.checked_sub(offset) } else { base.checked_add(offset) };
     at.unwrap_or(base)

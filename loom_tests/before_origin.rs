@@ -1,0 +1,30 @@
+//! `TimerHandle::deadline` racing a reset, on the records of deadlines before the clock's origin
+//! (`src/timer/before_origin.rs`).
+
+use crate::support::{manual_timer, ticks};
+
+/// The task was reset before the origin, then later: a reset to the origin races `deadline`, which
+/// reads the later instant or the origin, never the instant of the first reset (the origin's word
+/// beside the record the first reset left).
+#[test]
+fn a_reset_to_the_origin_racing_deadline() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let origin = timer.now();
+        let (before, later) = (origin - ticks(5), origin + ticks(10));
+        let handle = loom::sync::Arc::new(timer.schedule(ticks(50), || {}));
+        assert!(handle.reset_at(before) && handle.deadline() == Some(before));
+        assert!(handle.reset_at(later));
+
+        let resetter = {
+            let handle = loom::sync::Arc::clone(&handle);
+            loom::thread::spawn(move || assert!(handle.reset_at(origin)))
+        };
+        let read = handle.deadline();
+        resetter.join().unwrap();
+
+        assert!(read == Some(later) || read == Some(origin), "read {read:?}, never due then");
+        assert_eq!(handle.deadline(), Some(origin));
+        assert!(handle.cancel());
+    });
+}

@@ -1,0 +1,201 @@
+//! Deadlines before the clock's origin, as [`TimerHandle::deadline`](crate::TimerHandle::deadline)
+//! reads them back.
+//!
+//! A deadline word counts from the clock's origin (`deadline.rs`), so every instant before it (a
+//! deadline long passed: the task is due at once) has the origin's word ([`TickLength::origin`]),
+//! and the 48-byte slot has no room for more. A `Sleep` keeps its instant itself, a value of the
+//! delay queue its exact deadline beside the value (`values.rs`); a closure's entry cannot without
+//! growing every slot, or wrapping the closure. So the timer keeps those instants here, beside
+//! the entries: the signed nanoseconds from the clock's base (292 years either way, as a value's),
+//! by the entry's stamp (its generation: unique among the timer's schedules, so a later occupant
+//! of the slot never finds an earlier one's). A schedule that sets such a deadline records it.
+//!
+//! **Word and record from the same reset.** A handle's reset whose word is the origin's, and every
+//! handle's reset while any record is kept (the `kept` flag, written under the lock: one relaxed
+//! load otherwise), runs its slot work under this lock and sets or removes the record in the same
+//! critical section: set for an instant before the origin, removed for any other. `deadline`,
+//! finding the origin's word, takes this lock and reads the word again under it: so the word and
+//! the record it reads are always those of one reset, never an origin word beside a record an
+//! earlier reset left (loom model `before_origin::a_reset_to_the_origin_racing_deadline`; seeded
+//! fault `before_origin_word_outside_records`). A reset that read `kept` clear while another
+//! thread recorded may leave a record beside a later word; no one reads it (the word is not the
+//! origin's), and the next reset to the origin's word replaces or removes it under the lock. A
+//! `Sleep`'s reset never records: the sleep keeps its instant.
+//!
+//! Entries that ended leave their record here until a pruning, which keeps only those of entries
+//! still pending: every time the records double (from 64), and at every shrink of the arena
+//! (`shrink.rs`: `Timer::shrink` and the driver's), so the memory stays proportional to the
+//! pending tasks that have such a deadline. Locking: this lock, then a slot's; never the other way
+//! round. No thread waits for this lock pinned (`entry/readers.rs`): the pins taken under it cover
+//! a reset's slot work, or one entry's look, each.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::store::{Time, When};
+use super::values::{exact_of, instant_of};
+use crate::clock::TickLength;
+use crate::deadline::Deadline;
+use crate::entry::{self, EntryArena, Ticket};
+use crate::sync::{AtomicBool, Mutex, Ordering};
+
+/// Records kept before the first pruning.
+const PRUNE_FROM: usize = 64;
+
+/// The deadlines before the clock's origin of a timer's pending entries (module docs).
+#[derive(Debug, Default)]
+pub(crate) struct BeforeOrigin {
+    /// Whether any record is kept: a reset takes the lock while it is set. Written under the lock.
+    kept: AtomicBool,
+    records: Mutex<Records>,
+}
+
+#[derive(Debug, Default)]
+struct Records {
+    /// By the entry's stamp: its ticket (to prune by) and its deadline from the clock's base.
+    by_stamp: HashMap<u64, (Ticket, i64)>,
+    /// The count at which the next pruning runs.
+    prune_at: usize,
+}
+
+impl BeforeOrigin {
+    /// After a schedule of `ticket` at `at`: records `at` if it is before the origin.
+    #[inline]
+    pub(crate) fn scheduled(&self, arena: &EntryArena, time: &Time, ticket: Ticket, at: Instant) {
+        if at < time.clock.base() {
+            let mut records = self.records.lock();
+            self.set(&mut records, arena, time, ticket, When::At(at));
+        }
+    }
+
+    /// A handle's reset of `ticket` to `when`, whose deadline word is `to`, by `reset` (the slot
+    /// work, pinned): under the lock, recording or removing its instant, if `to` is the origin's
+    /// word or records are kept; else `reset` alone.
+    #[inline]
+    pub(crate) fn reset(
+        &self,
+        (arena, time): (&EntryArena, &Time),
+        (ticket, when, to): (Ticket, When, Deadline),
+        reset: impl FnOnce() -> bool,
+    ) -> bool {
+        if to != time.ticks.origin() && !self.kept.load(Ordering::Relaxed) {
+            return reset();
+        }
+        // Seeded fault `before_origin_word_outside_records` (docs/loom.md): the word is written
+        // before the lock is taken, and only a reset to the origin's word records.
+        if fault!("before_origin_word_outside_records") {
+            let moved = reset();
+            if moved && to == time.ticks.origin() {
+                self.set(&mut self.records.lock(), arena, time, ticket, when);
+            }
+            return moved;
+        }
+        self.reset_cold(arena, time, (ticket, when), reset)
+    }
+
+    #[cold]
+    fn reset_cold(
+        &self,
+        arena: &EntryArena,
+        time: &Time,
+        (ticket, when): (Ticket, When),
+        reset: impl FnOnce() -> bool,
+    ) -> bool {
+        let mut records = self.records.lock();
+        let moved = reset();
+        if moved {
+            self.set(&mut records, arena, time, ticket, when);
+        }
+        moved
+    }
+
+    /// Records `when` for `ticket` if it is before the origin, else removes its record; prunes
+    /// when the records doubled.
+    fn set(&self, records: &mut Records, arena: &EntryArena, time: &Time, ticket: Ticket, when: When) {
+        let base = time.clock.base();
+        match when {
+            When::At(at) if at < base => {
+                records.by_stamp.insert(ticket.generation, (ticket, exact_of(base, at)));
+            }
+            _ => {
+                records.by_stamp.remove(&ticket.generation);
+            }
+        }
+        if records.by_stamp.len() >= records.prune_at.max(PRUNE_FROM) {
+            self.prune_locked(records, arena);
+        }
+        self.kept.store(!records.by_stamp.is_empty(), Ordering::Relaxed);
+    }
+
+    /// Drops the records of entries no longer pending (after a shrink: `shrink.rs`).
+    pub(crate) fn prune(&self, arena: &EntryArena) {
+        if self.kept.load(Ordering::Relaxed) {
+            self.prune_locked(&mut self.records.lock(), arena);
+        }
+    }
+
+    fn prune_locked(&self, records: &mut Records, arena: &EntryArena) {
+        // One pin per look: a shrink's grace period never waits for the whole pass.
+        records.by_stamp.retain(|_, (ticket, _)| {
+            let _pin = arena.pin();
+            entry::deadline(arena, *ticket).is_some()
+        });
+        records.prune_at = records.by_stamp.len() * 2;
+        self.kept.store(!records.by_stamp.is_empty(), Ordering::Relaxed);
+    }
+
+    /// The instant of the pending entry `ticket`, whose deadline word read `deadline`: the recorded
+    /// one before the origin if the word is the origin's (read again under the lock) and one is
+    /// recorded, else the word's. `None` if the entry ended meanwhile.
+    pub(crate) fn instant(
+        &self,
+        arena: &EntryArena,
+        time: &Time,
+        ticket: Ticket,
+        deadline: Deadline,
+    ) -> Option<Instant> {
+        let ticks: TickLength = time.ticks;
+        if deadline != ticks.origin() {
+            return time.clock.deadline_instant(ticks, deadline);
+        }
+        let records = self.records.lock();
+        let deadline = {
+            let _pin = arena.pin();
+            entry::deadline(arena, ticket)?
+        };
+        match records.by_stamp.get(&ticket.generation) {
+            Some(&(_, exact)) if deadline == ticks.origin() => Some(instant_of(time.clock.base(), exact)),
+            _ => time.clock.deadline_instant(ticks, deadline),
+        }
+    }
+
+    /// How many records are kept.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.records.lock().by_stamp.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{ManualClock, Timer};
+
+    /// Records of tasks that fired go at the next shrink, whatever else is scheduled.
+    #[test]
+    fn a_shrink_drops_the_records_of_tasks_that_ended() {
+        let timer =
+            Timer::builder().tick(Duration::from_millis(1)).clock(ManualClock::new()).manual().build();
+        let at = timer.now() - Duration::from_millis(5);
+        let handles: Vec<_> = (0..30_000).map(|_| timer.schedule_at(at, || {})).collect();
+        let records = &timer.shared().store.before_origin;
+        assert_eq!(records.len(), 30_000);
+        assert_eq!(handles[0].deadline(), Some(at));
+        timer.advance_clock(Duration::ZERO);
+        assert!(timer.is_empty() && handles.iter().all(|h| h.deadline().is_none()));
+        timer.shrink();
+        assert_eq!(records.len(), 0);
+        assert!(!records.kept.load(crate::sync::Ordering::Relaxed));
+    }
+}
