@@ -95,3 +95,29 @@ fn clear_racing_reset_and_remove() {
         assert!(queue.timer().is_empty());
     });
 }
+
+/// A pending value while the queue is cleared and its timer shut down without waiting
+/// (`shutdown_timeout(ZERO)`): whichever claims the value, the clear's scan or the shutdown's
+/// drain, it is dropped once, and when both have returned the queue counts nothing and is
+/// closed. A shutdown that found the advance lock held by the clear leaves the closing to it
+/// (as to an advance), so the values its drain claimed are counted out either way.
+#[test]
+fn clear_racing_shutdown() {
+    loom::model(|| {
+        let (_clock, queue) = manual_queue();
+        let (pending, drops) = value();
+        queue.insert(pending, ticks(3));
+
+        let stopper = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || drop(queue.timer().shutdown_timeout(Duration::ZERO)))
+        };
+        queue.clear();
+        stopper.join().unwrap();
+
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "the value dropped once");
+        assert_eq!(queue.len(), 0, "the value claimed by the shutdown is still counted");
+        assert!(queue.is_empty());
+        assert!(queue.try_recv().is_none());
+    });
+}

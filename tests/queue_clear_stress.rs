@@ -3,12 +3,13 @@
 //! them, plain tasks on the queue's timer, and a thread that clears the queue again and again.
 //! Every value is dropped exactly once (counted per value) and goes to at most one of remove and
 //! take; every plain task runs; and each clear made while no insert or remove is in flight leaves
-//! `len()` at 0, although values keep expiring and being taken meanwhile.
+//! `len()` at 0, although values keep expiring and being taken meanwhile. And clears racing a
+//! shutdown: the queue ends at `len()` 0 and its consumers are told it ended.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use delaywheel::queue::{DelayQueue, Key};
 use delaywheel::Timer;
@@ -161,4 +162,37 @@ fn clears_racing_inserts_removes_expiries_and_consumers_drop_each_value_once() {
     }
     assert_eq!(tasks_ran.load(Ordering::SeqCst), tasks);
     assert!(queue.is_empty() && queue.try_recv().is_none());
+}
+
+/// A clear, a shutdown that does not wait and a waiting consumer, racing, round after round:
+/// whoever claims each value (the clear, the shutdown, the firing and then the consumer), it is
+/// dropped once, `len()` ends at 0, and the consumer is told the queue ended rather than waiting
+/// out its timeout (a shutdown that finds the advance lock held by the clear leaves the closing
+/// to the clear).
+#[test]
+fn clears_racing_a_shutdown_leave_the_queue_empty_and_ended() {
+    const VALUES: usize = 64;
+    for round in 0..200 {
+        let timer = Timer::builder().tick(Duration::from_micros(100)).build();
+        let queue = DelayQueue::with_timer(timer);
+        let drops: Arc<Vec<AtomicU8>> = Arc::new((0..VALUES).map(|_| AtomicU8::new(0)).collect());
+        for id in 0..VALUES {
+            let value = Tracked { id, drops: Arc::clone(&drops) };
+            queue.insert(value, Duration::from_micros(50 * (id as u64 % 8)));
+        }
+        thread::scope(|s| {
+            s.spawn(|| queue.clear());
+            s.spawn(|| drop(queue.timer().shutdown_timeout(Duration::ZERO)));
+            s.spawn(|| {
+                let started = Instant::now();
+                while queue.recv_timeout(Duration::from_secs(5)).is_some() {}
+                assert!(started.elapsed() < Duration::from_secs(4), "round {round}: never told the end");
+            });
+        });
+        assert_eq!(queue.len(), 0, "round {round}: values counted after the clear and the shutdown");
+        assert!(
+            drops.iter().all(|d| d.load(Ordering::SeqCst) == 1),
+            "round {round}: a value not dropped once"
+        );
+    }
 }

@@ -23,7 +23,7 @@ use crate::clock::nanos_to_duration;
 use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
 use crate::entry::{self, EntryId, Freed, Return};
-use crate::sync::{fence, Arc, MutexGuard, Ordering};
+use crate::sync::{Arc, MutexGuard, Ordering};
 use crate::wheel::{Handoff, Popped, Readded, TimerTaskList};
 use crate::UnfiredTask;
 
@@ -36,13 +36,7 @@ impl Shared {
             return false;
         }
         let flushed = self.advance_serial(self.advance_lock.lock());
-        // A shutdown that did not wait for this advance left the closing of a delay queue's
-        // consumers to it (`shutdown.rs`, `close_values`): the fence orders the lock's release
-        // before the read of the flag.
-        fence(Ordering::SeqCst);
-        if self.is_shut_down() {
-            self.close_values();
-        }
+        self.released_advance_lock();
         flushed
     }
 

@@ -125,14 +125,25 @@ impl Shared {
         !self.advancing_here() && !advancing::on_timer_thread()
     }
 
+    /// After a release of `advance_lock` by a holder a shutdown may not have waited for (an
+    /// advance, a delay queue's clear: `values.rs`): a shutdown that found the lock held left the
+    /// closing of the queue's consumers to its holder ([`close_values`](Self::close_values)). The
+    /// fence orders the release before the read of the flag.
+    pub(super) fn released_advance_lock(&self) {
+        fence(Ordering::SeqCst);
+        if self.is_shut_down() {
+            self.close_values();
+        }
+    }
+
     /// A delay queue's timer, shut down: tells the queue's consumers that no value expires any
     /// more, once no advance is handing a batch over. An advance in progress (this call may come
     /// from one of its tasks, or give up waiting for it) may hold values it fired before the
     /// shutdown and has not handed over yet: then the advance closes the queue itself, after its
     /// last batch (`advance.rs`), so that a consumer never sees the end and then more values.
     ///
-    /// Called after `shut_down` is set, by the shutdown and by every advance as it releases
-    /// `advance_lock`. A `SeqCst` fence between the flag and the lock on each side (store
+    /// Called after `shut_down` is set, by the shutdown and by every advance and clear as it
+    /// releases `advance_lock` ([`released_advance_lock`](Self::released_advance_lock)). A `SeqCst` fence between the flag and the lock on each side (store
     /// buffering): either the shutdown's `try_lock` finds the lock free (or held by a later
     /// holder, which calls this in turn), or the advance, having released it, reads the flag. An
     /// advance that takes the lock after a closing call reads the flag under it and fires nothing.

@@ -42,7 +42,9 @@
 //! released by its holder. Only value entries: a timer has one sink, so they are all its queue's.
 //! The scan holds `advance_lock` (unless called from a timer's thread, which must not wait for an
 //! advance), so that an advance cannot claim a value before the scan reaches its slot and hand it
-//! over after the queue emptied its ready list (loom models `queue_clear::*`).
+//! over after the queue emptied its ready list (loom models `queue_clear::*`). A shutdown that
+//! finds the lock held by a clear leaves the closing of the queue's consumers to the clear, as
+//! to an advance (`shutdown.rs`, `released_advance_lock`).
 //!
 //! Locks: none beyond the timer's. The sink is called by the thread that advances the timer with
 //! no wheel, bucket or entry lock held, as a task runs; it takes only its own lock.
@@ -283,6 +285,11 @@ impl Timer {
         }
         let result = then(claimed.len());
         drop(serial);
+        // Seeded fault `queue_clear_leaves_closing` (docs/loom.md): a shutdown that found the
+        // lock held by this clear left the queue's closing to it, and nobody closes it.
+        if !fault!("queue_clear_leaves_closing") {
+            shared.released_advance_lock();
+        }
         for task in claimed {
             crate::unwind::drop_caught(task);
         }
