@@ -81,8 +81,9 @@ impl<T> DelayQueue<T> {
     /// [`remove`](Self::remove) the others by key.
     ///
     /// Cost: a scan of every slot the timer has handed out since it was built (about the most
-    /// values and tasks it ever held at once, or its [`capacity`](Self::with_capacity) if more),
-    /// each looked at under its lock, plus a bucket lock per pending value taken out: linear in
+    /// values and tasks it ever held at once, plus up to a page of 256 slots per inserting thread
+    /// taken ahead; room reserved by [`with_capacity`](Self::with_capacity) and not yet handed
+    /// out is not scanned), each looked at under its lock, plus a bucket lock per pending value taken out: linear in
     /// that high-water mark, not in the values it holds. A full queue clears in about the time
     /// removing each value by key takes (1.15× for a million); a queue that once held a million
     /// values and holds ten thousand takes 36× that (about 23 ns a slot looked at;

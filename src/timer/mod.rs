@@ -55,6 +55,8 @@ mod instants;
 pub(crate) mod position;
 #[cfg(feature = "async")]
 pub(crate) mod refs;
+#[cfg(test)]
+mod remains;
 mod reset;
 mod schedule;
 mod shrink;
@@ -405,19 +407,6 @@ impl Timer {
         &self.live
     }
 
-    /// The highest slot index the timer's entry arena has handed out (`fault_tests.rs`).
-    #[cfg(test)]
-    pub(crate) fn arena_high_water(&self) -> u64 {
-        self.shared().store.arena.high_water()
-    }
-
-    /// The timer's shared state, kept alive past the timer's drop so that `fault_tests.rs` can
-    /// look at what the drop (or a shutdown) left behind.
-    #[cfg(test)]
-    pub(crate) fn remains(&self) -> Remains {
-        Remains(Arc::clone(self.shared()))
-    }
-
     /// The futures' per-thread references to the shared state (`refs.rs`).
     #[cfg(feature = "async")]
     pub(crate) fn refs(&self) -> &refs::TimerRefs {
@@ -428,25 +417,6 @@ impl Timer {
 impl Default for Timer {
     fn default() -> Self {
         Timer::new()
-    }
-}
-
-/// A timer's shared state seen from a test, also after the timer's drop ([`Timer::remains`]).
-#[cfg(test)]
-pub(crate) struct Remains(Arc<Shared>);
-
-#[cfg(test)]
-impl Remains {
-    /// Once no advance is in progress (a detached driver may still be finishing one), audits the
-    /// entry arena: every slot released and back on a free list exactly once (`entry/arena.rs`).
-    pub(crate) fn audit_slots(&self) {
-        let _serial = self.0.advance_lock.lock();
-        self.0.store.arena.audit();
-    }
-
-    /// [`TimerStats::panicked`], readable after the drop.
-    pub(crate) fn panicked(&self) -> u64 {
-        self.0.counters.snapshot().panicked
     }
 }
 
