@@ -119,7 +119,8 @@ impl fmt::Debug for Key {
 /// * by key: [`remove`](Self::remove) (the value back, if it had not expired),
 ///   [`reset`](Self::reset) / [`reset_at`](Self::reset_at), [`deadline`](Self::deadline);
 /// * consumers: [`try_recv`](Self::try_recv), [`try_recv_many`](Self::try_recv_many),
-///   [`recv_timeout`](Self::recv_timeout), and with the `async` feature `poll_expired`, `next_expired` and `Stream`;
+///   [`recv_timeout`](Self::recv_timeout), and with the `async` feature `poll_expired`,
+///   `next_expired` and `Stream`;
 /// * the whole queue: [`len`](Self::len), [`is_empty`](Self::is_empty),
 ///   [`next_deadline`](Self::next_deadline), [`clear`](Self::clear); built with
 ///   [`new`](Self::new), [`with_capacity`](Self::with_capacity) or [`with_timer`](Self::with_timer).

@@ -82,21 +82,21 @@ impl<T> DelayQueue<T> {
     ///
     /// Cost: a scan of every slot the timer has handed out since it was built (about the most
     /// values and tasks it ever held at once, plus up to a page of 256 slots per inserting thread
-    /// taken ahead; room reserved by [`with_capacity`](Self::with_capacity) and not yet handed
-    /// out is not scanned), each looked at under its lock, plus a bucket lock per pending value taken out: linear in
-    /// that high-water mark, not in the values it holds. A full queue clears in about the time
-    /// removing each value by key takes (1.15× for a million); a queue that once held a million
-    /// values and holds ten thousand takes 36× that (about 23 ns a slot looked at;
+    /// taken ahead; room reserved by [`with_capacity`](Self::with_capacity) and not yet handed out
+    /// is not scanned), each looked at under its lock, plus a bucket lock per pending value taken
+    /// out: linear in that high-water mark, not in the values it holds. A full queue clears in
+    /// about the time removing each value by key takes (1.15× for a million); a queue that once
+    /// held a million values and holds ten thousand takes 36× that (about 23 ns a slot looked at;
     /// docs/design.md, "The delay queue of values"). It waits for an advance of the timer in
-    /// progress to finish (the tasks it runs included) and holds the next one off until the scan
-    /// is done, so that no value an advance took out of the wheel comes out after the clear.
-    /// Called from a timer's own thread (a task of this queue's timer or of another, a waker one
-    /// of them runs, a driver or executor thread), it waits for no advance, as
+    /// progress to finish (the tasks it runs included) and holds the next one off until the scan is
+    /// done, so that no value an advance took out of the wheel comes out after the clear. Called
+    /// from a timer's own thread (a task of this queue's timer or of another, a waker one of them
+    /// runs, a driver or executor thread), it waits for no advance, as
     /// [`Timer::shutdown`](crate::Timer::shutdown) does not: the values of a batch being fired at
     /// that moment, taken out of the wheel and not yet handed over, are not cleared and come out
-    /// after it. The values are dropped after the scan, on the calling thread; a value whose
-    /// `Drop` panics is dropped all the same, the panic caught, and the
-    /// clear goes on with the others and does not panic.
+    /// after it. The values are dropped after the scan, on the calling thread; a value whose `Drop`
+    /// panics is dropped all the same, the panic caught, and the clear goes on with the others and
+    /// does not panic.
     ///
     /// ```
     /// use delaywheel::queue::DelayQueue;

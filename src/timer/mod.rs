@@ -15,13 +15,14 @@
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned. When
 //!   the advance in progress cannot be waited for (the call comes from one of its tasks, from any
 //!   timer's driver or executor thread, from a drop while the driver is inside a task or with
-//!   executor threads, or from `shutdown_timeout` after its wait), the drain runs without `advance_lock` and then scans the
-//!   arena, claiming every entry still pending wherever it is held; its holder only releases it
-//!   (`advance.rs`, `drain_detached`). Either drain then waits for the resets holding an entry
-//!   out of every bucket and claims those they could not re-add (`reset.rs`, "Held entries and
-//!   the drain"). Each entry is claimed once, under its slot lock, by the firing or by the drain:
-//!   nothing is lost from the accounting. A delay queue's consumers are told last, once no
-//!   advance holds values it fired and has not handed over (`shutdown.rs`, `close_values`).
+//!   executor threads, or from `shutdown_timeout` after its wait), the drain runs without
+//!   `advance_lock` and then scans the arena, claiming every entry still pending wherever it is
+//!   held; its holder only releases it (`advance.rs`, `drain_detached`). Either drain then waits
+//!   for the resets holding an entry out of every bucket and claims those they could not re-add
+//!   (`reset.rs`, "Held entries and the drain"). Each entry is claimed once, under its slot lock,
+//!   by the firing or by the drain: nothing is lost from the accounting. A delay queue's consumers
+//!   are told last, once no advance holds values it fired and has not handed over (`shutdown.rs`,
+//!   `close_values`).
 //!
 //! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
 //! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every
@@ -372,11 +373,11 @@ impl Timer {
     /// the levels created (each lane's lock taken briefly): O(levels · wheel size), paid here and
     /// never on the schedule, cancel or fire paths.
     ///
-    /// The fields are read one after the other without stopping the timer, so under concurrent
-    /// use they need not add up exactly (e.g. `scheduled` may already count a task that `pending`
-    /// does not yet). On the driver, `fired` is counted per batch (one flushed bucket) and
-    /// `lateness` written when a run of values in one histogram bin ends, or the batch: a task sees its own batch
-    /// counted only after the batch.
+    /// The fields are read one after the other without stopping the timer, so under concurrent use
+    /// they need not add up exactly (e.g. `scheduled` may already count a task that `pending` does
+    /// not yet). On the driver, `fired` is counted per batch (one flushed bucket) and `lateness`
+    /// written when a run of values in one histogram bin ends, or the batch: a task sees its own
+    /// batch counted only after the batch.
     pub fn stats(&self) -> TimerStats {
         let totals = self.shared().counters.snapshot();
         let (pending_per_level, fullest) = self.shared().store.wheel.load();

@@ -143,11 +143,13 @@ impl Shared {
     /// last batch (`advance.rs`), so that a consumer never sees the end and then more values.
     ///
     /// Called after `shut_down` is set, by the shutdown and by every advance and clear as it
-    /// releases `advance_lock` ([`released_advance_lock`](Self::released_advance_lock)). A `SeqCst` fence between the flag and the lock on each side (store
-    /// buffering): either the shutdown's `try_lock` finds the lock free (or held by a later
-    /// holder, which calls this in turn), or the advance, having released it, reads the flag. An
-    /// advance that takes the lock after a closing call reads the flag under it and fires nothing.
-    /// Closing twice is harmless. (loom model `queue_consumers::shutdown_racing_the_hand_over_of_a_batch`.)
+    /// releases `advance_lock` ([`released_advance_lock`](Self::released_advance_lock)). A `SeqCst`
+    /// fence between the flag and the lock on each side (store buffering): either the shutdown's
+    /// `try_lock` finds the lock free (or held by a later holder, which calls this in turn), or the
+    /// advance, having released it, reads the flag. An advance that takes the lock after a closing
+    /// call reads the flag under it and fires nothing. Closing twice is harmless. (loom models
+    /// `queue_consumers::shutdown_racing_the_hand_over_of_a_batch`,
+    /// `queue_clear::clear_racing_shutdown`.)
     pub(super) fn close_values(&self) {
         let Some(sink) = self.values.get() else { return };
         fence(Ordering::SeqCst);

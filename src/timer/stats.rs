@@ -97,8 +97,9 @@ pub struct BucketLoad {
 /// Lateness is the time on the timer's clock at which a task started running minus the task's
 /// deadline **rounded up to its tick** (where the wheel placed it). So it measures the driver's
 /// delay (waking up, flushing, running earlier tasks, and with executor threads the wait in their
-/// queue), not the up-to-one-tick rounding the timer does by design. On a [`ManualClock`](crate::ManualClock) it is how far the
-/// clock had been advanced past the deadline when `advance_clock` ran.
+/// queue), not the up-to-one-tick rounding the timer does by design. On a
+/// [`ManualClock`](crate::ManualClock) it is how far the clock had been advanced past the deadline
+/// when `advance_clock` ran.
 ///
 /// Quantiles come from an HDR histogram with two significant digits (within 1 %); `max` is exact.
 /// All fields are zero until a task has fired.

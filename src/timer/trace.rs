@@ -1,11 +1,11 @@
 //! The optional `tracing` feature: trace-level events from the thread advancing the clock.
 //!
 //! One `flush` event per flushed bucket (level, slot, its expiration tick, the cursor, how many
-//! entries came out, how many of them were due, and how many were set aside for the next advance
-//! as `late`: due, but scheduled after this advance began) and, for buckets above level 0 that
-//! moved entries down to finer levels, one `cascade` event counting them. Events use the target `delaywheel` and
-//! are emitted after the flush, with no lock held. Without the feature these functions are empty
-//! and inlined away.
+//! entries came out, how many of them were due, and how many were set aside for the next advance as
+//! `late`: due, but scheduled after this advance began) and, for buckets above level 0 that moved
+//! entries down to finer levels, one `cascade` event counting them. Events use the target
+//! `delaywheel` and are emitted after the flush, with no lock held. Without the feature these
+//! functions are empty and inlined away.
 
 use crate::entry::location::BucketKey;
 
