@@ -9,18 +9,9 @@
 
 use std::time::Duration;
 
-use delaywheel::queue::DelayQueue;
-use delaywheel::{ManualClock, Timer};
 use loom::sync::Arc;
 
-use crate::support::{ticks, TICK};
-
-/// A queue on a manual timer (wheel size 2) on a fresh clock, shareable between model threads.
-fn manual_queue() -> (ManualClock, Arc<DelayQueue<u8>>) {
-    let clock = ManualClock::new();
-    let timer = Timer::builder().tick(TICK).wheel_size(2).clock(clock.clone()).manual().build();
-    (clock, Arc::new(DelayQueue::with_timer(timer)))
-}
+use crate::support::{manual_queue, ticks};
 
 /// Exactly one of "`remove` returned the value" and "a consumer took it" happens, whichever of the
 /// remove's cancel and the firing claims the entry first; and the first key, stale once its value

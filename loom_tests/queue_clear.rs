@@ -9,11 +9,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use delaywheel::queue::DelayQueue;
-use delaywheel::{ManualClock, Timer};
 use loom::sync::Arc;
 
-use crate::support::{ticks, Runs, TICK};
+use crate::support::{manual_queue, ticks, Runs};
 
 /// A value that counts its drops.
 struct Value(std::sync::Arc<AtomicUsize>);
@@ -27,12 +25,6 @@ impl Drop for Value {
 fn value() -> (Value, std::sync::Arc<AtomicUsize>) {
     let drops = std::sync::Arc::new(AtomicUsize::new(0));
     (Value(std::sync::Arc::clone(&drops)), drops)
-}
-
-fn manual_queue() -> (ManualClock, Arc<DelayQueue<Value>>) {
-    let clock = ManualClock::new();
-    let timer = Timer::builder().tick(TICK).wheel_size(2).clock(clock.clone()).manual().build();
-    (clock, Arc::new(DelayQueue::with_timer(timer)))
 }
 
 /// A value due now and a plain task due now, while the queue is cleared: the advance fires the

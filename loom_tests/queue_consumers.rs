@@ -12,10 +12,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use delaywheel::queue::DelayQueue;
-use delaywheel::{ManualClock, Timer};
 use loom::sync::Arc;
 
-use crate::support::{ticks, TICK};
+use crate::support::{manual_queue, ticks};
 
 /// A waker counting its wake-ups.
 #[derive(Default)]
@@ -48,12 +47,6 @@ fn settle(queue: &DelayQueue<u8>, (polled, woken): (Poll<Option<u8>>, std::sync:
             }
         }
     }
-}
-
-fn manual_queue() -> (ManualClock, Arc<DelayQueue<u8>>) {
-    let clock = ManualClock::new();
-    let timer = Timer::builder().tick(TICK).wheel_size(2).clock(clock.clone()).manual().build();
-    (clock, Arc::new(DelayQueue::with_timer(timer)))
 }
 
 /// A consumer polls while the only pending value is removed: either its read of the count saw the

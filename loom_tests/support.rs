@@ -1,9 +1,10 @@
-//! What the models share: a small manual timer, the usual start (one task, the clock moved), steps
+//! What the models share: a small manual timer and a delay queue on one, the usual start (one task, the clock moved), steps
 //! of the clock, and task closures that count their runs and drops.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use delaywheel::queue::DelayQueue;
 use delaywheel::{ManualClock, Timer, TimerHandle};
 use loom::sync::Arc;
 
@@ -13,6 +14,14 @@ pub const TICK: Duration = Duration::from_millis(1);
 /// `n` ticks.
 pub fn ticks(n: u32) -> Duration {
     TICK * n
+}
+
+/// A delay queue on a manual timer (wheel size 2) on a fresh clock, shareable between model
+/// threads.
+pub fn manual_queue<T: Send + 'static>() -> (ManualClock, Arc<DelayQueue<T>>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(TICK).wheel_size(2).clock(clock.clone()).manual().build();
+    (clock, Arc::new(DelayQueue::with_timer(timer)))
 }
 
 /// A manual timer of `wheel_size` slots per level on a fresh manual clock (both at time zero),
