@@ -10,17 +10,17 @@
 //! by the entry's stamp (its generation: unique among the timer's schedules, so a later occupant
 //! of the slot never finds an earlier one's). A schedule that sets such a deadline records it.
 //!
-//! **Word and record from the same reset.** A handle's reset whose word is the origin's, and every
-//! handle's reset while any record is kept (the `kept` flag, written under the lock: one relaxed
-//! load otherwise), runs its slot work under this lock and sets or removes the record in the same
-//! critical section: set for an instant before the origin, removed for any other. `deadline`,
-//! finding the origin's word, takes this lock and reads the word again under it: so the word and
-//! the record it reads are always those of one reset, never an origin word beside a record an
-//! earlier reset left (loom model `before_origin::a_reset_to_the_origin_racing_deadline`; seeded
-//! fault `before_origin_word_outside_records`). A reset that read `kept` clear while another
-//! thread recorded may leave a record beside a later word; no one reads it (the word is not the
-//! origin's), and the next reset to the origin's word replaces or removes it under the lock. A
-//! `Sleep`'s reset never records: the sleep keeps its instant.
+//! **Word and record from the same reset.** A handle's reset whose word is the origin's runs its
+//! slot work under this lock and sets or removes the record in the same critical section: set
+//! for an instant before the origin, removed for any other (the origin itself). Only such a reset
+//! (or the schedule, before its handle exists) writes the origin's word. `deadline`, finding the
+//! origin's word, takes this lock and reads the word again under it: so the word and the record
+//! it reads are always those of one reset, never an origin word beside a record an earlier reset
+//! left (loom model `before_origin::a_reset_to_the_origin_racing_deadline`; seeded fault
+//! `before_origin_word_outside_records`). A reset to any later word takes no lock (one comparison
+//! of the word): it may leave a record beside its word, which no one reads (the word is not the
+//! origin's) and which the next reset to the origin's word replaces or removes, or a pruning
+//! drops once the entry ended. A `Sleep`'s reset never records: the sleep keeps its instant.
 //!
 //! Entries that ended leave their record here until a pruning, which keeps only those of entries
 //! still pending: every time the records double (from 64), and at every shrink of the arena
@@ -45,7 +45,7 @@ const PRUNE_FROM: usize = 64;
 /// The deadlines before the clock's origin of a timer's pending entries (module docs).
 #[derive(Debug, Default)]
 pub(crate) struct BeforeOrigin {
-    /// Whether any record is kept: a reset takes the lock while it is set. Written under the lock.
+    /// Whether any record is kept: a pruning looks only then. Written under the lock.
     kept: AtomicBool,
     records: Mutex<Records>,
 }
@@ -70,7 +70,7 @@ impl BeforeOrigin {
 
     /// A handle's reset of `ticket` to `when`, whose deadline word is `to`, by `reset` (the slot
     /// work, pinned): under the lock, recording or removing its instant, if `to` is the origin's
-    /// word or records are kept; else `reset` alone.
+    /// word; else `reset` alone.
     #[inline]
     pub(crate) fn reset(
         &self,
@@ -78,7 +78,7 @@ impl BeforeOrigin {
         (ticket, when, to): (Ticket, When, Deadline),
         reset: impl FnOnce() -> bool,
     ) -> bool {
-        if to != time.ticks.origin() && !self.kept.load(Ordering::Relaxed) {
+        if to != time.ticks.origin() {
             return reset();
         }
         // Seeded fault `before_origin_word_outside_records` (docs/loom.md): the word is written
