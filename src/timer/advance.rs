@@ -194,23 +194,21 @@ impl Shared {
         let stripe = self.counters.local();
         let arena = &self.store.arena;
         let mut values = 0;
-        for index in 0..arena.high_water() as usize {
-            let Some((task, deadline, in_bucket)) = entry::abandon_held_elsewhere(arena, index) else {
-                continue;
-            };
+        let claim = |index| {
+            entry::abandon_held_elsewhere(arena, index).map(|(task, at, in_bucket)| ((task, at), in_bucket))
+        };
+        // (The seeded fault `drain_scan_leaves_bucketed` leaves a claimed entry in its bucket: its
+        // slot is never released.)
+        let leave = !fault!("drain_scan_leaves_bucketed");
+        super::cancel::claim_each_held(&self.store, claim, leave, |(task, deadline)| {
             stripe.left();
             values += u64::from(task.is_value());
-            // (The seeded fault `drain_scan_leaves_bucketed` leaves it there: its slot is never
-            // released.)
-            if let Some(ticket) = in_bucket.filter(|_| !fault!("drain_scan_leaves_bucketed")) {
-                super::cancel::leave_bucket(&self.store, ticket, ticket.bucket);
-            }
             if report {
                 unfired.push((deadline, task.into_box()));
             } else if crate::unwind::drop_caught(task) {
                 stripe.panicked(1);
             }
-        }
+        });
         self.count_abandoned_values(values);
         self.drain_refused_resets(report, &mut unfired);
         self.unfired(unfired)

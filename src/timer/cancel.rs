@@ -48,6 +48,25 @@ pub(crate) fn cancel_take(ticket: Ticket, stripe: &HandleStripe) -> Option<Inlin
     Some(task)
 }
 
+/// A scan of every slot the arena has handed out: `claim` claims the entry at an index wherever
+/// it is held (without releasing it) and names the bucket lane it is in, if any; each claimed
+/// entry is taken out of that lane (unless `leave` is false: the seeded faults of the callers)
+/// and its task handed to `each`. The shutdown's detached drain and a delay queue's clear.
+pub(super) fn claim_each_held<T>(
+    store: &Store,
+    claim: impl Fn(usize) -> Option<(T, Option<Ticket>)>,
+    leave: bool,
+    mut each: impl FnMut(T),
+) {
+    for index in 0..store.arena.high_water() as usize {
+        let Some((task, in_bucket)) = claim(index) else { continue };
+        if let Some(ticket) = in_bucket.filter(|_| leave) {
+            leave_bucket(store, ticket, ticket.bucket);
+        }
+        each(task);
+    }
+}
+
 /// Takes a claimed entry (cancelled, or abandoned by the shutdown scan) out of the bucket lane
 /// `lane`, if it is still there, and then releases it.
 pub(super) fn leave_bucket(Store { arena, wheel, .. }: &Store, ticket: Ticket, lane: LaneKey) {

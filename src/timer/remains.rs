@@ -9,6 +9,13 @@ impl Timer {
         self.shared().store.arena.high_water()
     }
 
+    /// The pages of slots the timer's entry arena has created (in index order, before any shrink).
+    pub(crate) fn arena_pages(&self) -> usize {
+        let arena = &self.shared().store.arena;
+        let _pin = arena.pin();
+        (0..).take_while(|page| arena.lock_index(page * crate::entry::arena::PAGE).is_some()).count()
+    }
+
     /// The timer's shared state, kept alive past the timer's drop so that a test can look at what
     /// the drop (or a shutdown) left behind.
     pub(crate) fn remains(&self) -> Remains {

@@ -89,16 +89,6 @@ impl Timer {
     }
 }
 
-#[cfg(test)]
-impl Timer {
-    /// The pages of slots the timer's entry arena has created (in index order, before any shrink).
-    pub(crate) fn arena_pages(&self) -> usize {
-        let arena = &self.shared().store.arena;
-        let _pin = arena.pin();
-        (0..).take_while(|page| arena.lock_index(page * crate::entry::arena::PAGE).is_some()).count()
-    }
-}
-
 impl Shared {
     /// The driver's automatic shrink (see the module docs), after an advance.
     pub(crate) fn shrink_if_spent(&self) {

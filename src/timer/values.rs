@@ -53,7 +53,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::time::Instant;
 
-use super::cancel::cancel_take;
+use super::cancel::{cancel_take, claim_each_held};
 use super::store::Time;
 use super::{reset, Shared, Timer, When};
 use crate::deadline::Deadline;
@@ -271,18 +271,18 @@ impl Timer {
         };
         let stripe = shared.counters.local();
         let mut claimed = Vec::new();
-        for index in 0..arena.high_water() as usize {
-            // A look at a slot it does not hold is pinned: its page may be given back meanwhile.
-            let _pin = arena.pin();
-            let Some((task, in_bucket)) = entry::cancel_value_at(arena, index) else { continue };
-            stripe.cancelled();
-            // (The seeded fault `queue_clear_leaves_bucketed` leaves it there, until a visit of
-            // its bucket finds it cancelled.)
-            if let Some(ticket) = in_bucket.filter(|_| !fault!("queue_clear_leaves_bucketed")) {
-                super::cancel::leave_bucket(store, ticket, ticket.bucket);
-            }
-            claimed.push(task);
-        }
+        // (The seeded fault `queue_clear_leaves_bucketed` leaves a claimed value in its bucket,
+        // until a visit of the bucket finds it cancelled.)
+        let leave = !fault!("queue_clear_leaves_bucketed");
+        claim_each_held(
+            store,
+            |index| entry::cancel_value_at(arena, index),
+            leave,
+            |task| {
+                stripe.cancelled();
+                claimed.push(task);
+            },
+        );
         let result = then(claimed.len());
         drop(serial);
         // Seeded fault `queue_clear_leaves_closing` (docs/loom.md): a shutdown that found the
