@@ -192,6 +192,31 @@ fn far_deadlines_are_refused_or_served_never_wrapped() {
 }
 
 #[test]
+fn deadlines_up_to_max_delay_fire_on_their_tick_for_every_shape() {
+    for tick in [Duration::from_micros(1), ms(1), Duration::from_secs(1), Duration::from_nanos(1_234_567)] {
+        for size in [2usize, 3, 7, 64, 1000, 65_536] {
+            let (clock, timer) = manual_timer(tick, size);
+            clock.advance(Duration::from_nanos(123_456_789));
+            let (log, max, base) = (FireLog::default(), timer.max_delay(), clock.now());
+            let delays = [max, max - tick, max / 2, max / 3 + Duration::from_nanos(17), max / size as u32];
+            for (id, &d) in delays.iter().enumerate() {
+                timer.schedule(d, log.task(id, &clock));
+            }
+            assert_eq!(timer.len(), delays.len(), "max_delay and below are accepted");
+            while !timer.is_empty() {
+                let (next, now) = (timer.next_wakeup().unwrap(), timer.now());
+                if next > now {
+                    clock.advance(next - now);
+                }
+                timer.advance_clock(Duration::ZERO);
+            }
+            let deadlines: Vec<Duration> = delays.iter().map(|&d| base + d).collect();
+            assert_on_time(&log, &deadlines, tick);
+        }
+    }
+}
+
+#[test]
 fn a_tick_longer_than_the_clock_runs_due_tasks_and_refuses_the_rest() {
     let clock = ManualClock::new();
     let timer = Timer::builder().tick(Duration::MAX).wheel_size(2).clock(clock.clone()).manual().build();

@@ -154,6 +154,24 @@ fn missed_ticks_burst_delay_or_skip_as_tokio() {
 }
 
 #[test]
+fn a_tick_returns_the_instant_it_was_due_also_between_ticks_of_the_timer() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let mut iv = timer.interval(Duration::from_micros(1_500));
+    let start = timer.now() - clock.now();
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        match poll(&mut Box::pin(iv.tick())) {
+            Poll::Ready(at) => got.push((at - start, clock.now())),
+            Poll::Pending => step(&clock, &timer, Duration::from_micros(250)),
+        }
+    }
+    let us = Duration::from_micros;
+    // Due at 0, 1.5, 3, 4.5, 6 ms; each taken at the first tick boundary at or after it.
+    let want = [(us(0), us(0)), (us(1_500), ms(2)), (ms(3), ms(3)), (us(4_500), ms(5)), (ms(6), ms(6))];
+    assert_eq!(got, want);
+}
+
+#[test]
 fn a_zero_period_ticks_once_per_tick_and_reset_restarts_the_period() {
     let (clock, timer) = manual_timer(ms(2), 8);
     let mut iv = timer.interval(Duration::ZERO);

@@ -213,6 +213,17 @@ fn an_operation_watched_under_no_key_expires_once_on_time() {
 }
 
 #[test]
+fn a_zero_timeout_expires_at_the_next_advance_not_inside_the_registration() {
+    let (_clock, p) = manual_purgatory();
+    let op = Arc::new(Op::default());
+    assert!(!p.try_complete_else_watch(Arc::clone(&op), Duration::ZERO, [1]));
+    assert_eq!((op.log(), p.delayed(), p.watched()), (vec![], 1, 1));
+    p.advance_clock(Duration::ZERO);
+    assert_eq!(op.log(), vec!["complete", "expire"]);
+    assert_eq!((p.delayed(), p.watched(), p.check_and_complete(&1)), (0, 0, 0));
+}
+
+#[test]
 fn completion_is_exactly_once_and_leaves_every_list() {
     let (clock, p) = manual_purgatory();
     let op = Arc::new(Op::default());
