@@ -212,3 +212,38 @@ fn the_real_clock_never_fires_early_by_instant_or_by_delay() {
         }
     });
 }
+
+/// Waits (up to the watchdog) until `ran` reaches `n`.
+fn wait_for(ran: &Counter, n: usize) {
+    while ran.get() < n {
+        thread::sleep(Duration::from_micros(200));
+    }
+}
+
+#[test]
+fn a_sleeping_driver_wakes_for_work_due_before_its_next_bucket() {
+    watched("driver wakes", || {
+        for tick in [ms(1), ms(100), Duration::from_secs(10)] {
+            let timer = Timer::builder().tick(tick).build();
+            let ran = Counter::default();
+            let far = timer.schedule(Duration::from_secs(3600), ran.task());
+            thread::sleep(ms(5)); // the driver sleeps towards the far bucket
+            timer.schedule(Duration::ZERO, ran.task());
+            wait_for(&ran, 1);
+            timer.schedule_at(Instant::now() - ms(5), ran.task());
+            wait_for(&ran, 2);
+            assert!(far.reset(Duration::ZERO));
+            wait_for(&ran, 3);
+            let h = timer.schedule(Duration::from_secs(3600), ran.task());
+            thread::sleep(ms(5));
+            assert!(h.reset_at(Instant::now()));
+            wait_for(&ran, 4);
+            assert!(timer.is_empty(), "tick {tick:?}");
+        }
+        let q = DelayQueue::new();
+        q.insert(1, Duration::from_secs(3600));
+        thread::sleep(ms(5));
+        q.insert_at(2, Instant::now());
+        assert_eq!(q.recv_timeout(Duration::MAX).map(|e| e.into_inner()), Some(2));
+    });
+}

@@ -114,6 +114,24 @@ fn values_in_the_past_come_out_at_the_next_advance_in_deadline_order() {
 }
 
 #[test]
+fn values_come_out_in_deadline_order_across_advances_and_a_passed_one_after_those_waiting() {
+    let (clock, q) = manual_queue::<u32>();
+    for (v, d) in [(4u32, 9), (2, 5), (3, 7), (1, 2)] {
+        q.insert(v, ms(d));
+    }
+    let late = q.insert(6, ms(50));
+    for _ in 0..10 {
+        advance(&clock, &q, ms(1)); // expired over several advances, none taken meanwhile
+    }
+    // Set to deadlines already passed: they expire at the next advance, after those waiting.
+    q.insert_at(5, q.timer().now() - ms(8));
+    assert!(q.reset_at(&late, q.timer().now() - ms(9)));
+    q.advance_clock(Duration::ZERO);
+    let out: Vec<u32> = std::iter::from_fn(|| q.try_recv()).map(|e| e.into_inner()).collect();
+    assert_eq!(out, vec![1, 2, 3, 4, 6, 5], "the documented order (the queue module's \"Order\")");
+}
+
+#[test]
 fn a_value_whose_drop_panics_loses_no_other_value() {
     let drops = Arc::new(AtomicUsize::new(0));
     let value = |panic_on_drop| Tracked { drops: Arc::clone(&drops), panic_on_drop };
