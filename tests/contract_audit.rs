@@ -35,7 +35,7 @@ fn the_contract_names_have_the_contract_types() {
     let h: TimerHandle = timer.schedule(ms(5), move || cell.set(2));
     let pending: usize = timer.len();
     assert_eq!((pending, timer.is_empty()), (1, false));
-    clock.clone().advance(ms(5));
+    clock.advance(ms(5));
     let flushed: bool = timer.advance_clock(Duration::ZERO);
     assert!(flushed);
     assert!(!h.cancel(), "fired");
@@ -331,23 +331,25 @@ fn after_shutdown_every_schedule_is_refused_and_nothing_runs() {
 
 #[test]
 fn handles_outlive_their_timer_and_its_driver_stops_promptly() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let ran = Counter::default();
-    let timer = Timer::builder().tick(ms(1)).wheel_size(20).build();
-    let mut handles = Vec::new();
-    for _ in 0..100 {
-        let (guard, run) = (Dropped(Arc::clone(&drops)), ran.task());
-        handles.push(timer.schedule(Duration::from_secs(3600), move || {
-            let _g = guard;
-            run()
-        }));
-    }
-    drop(timer);
-    assert_eq!(drops.load(Ordering::SeqCst), 100, "unfired closures dropped with the timer");
-    for h in &handles {
-        assert!(!h.cancel() && !h.reset(ms(1)) && h.deadline().is_none() && !h.is_pending());
-    }
-    assert_eq!(ran.get(), 0, "dropped, not run");
+    common::watched("drop with a driver", || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let ran = Counter::default();
+        let timer = Timer::builder().tick(ms(1)).wheel_size(20).build();
+        let mut handles = Vec::new();
+        for _ in 0..100 {
+            let (guard, run) = (Dropped(Arc::clone(&drops)), ran.task());
+            handles.push(timer.schedule(Duration::from_secs(3600), move || {
+                let _g = guard;
+                run()
+            }));
+        }
+        drop(timer);
+        assert_eq!(drops.load(Ordering::SeqCst), 100, "unfired closures dropped with the timer");
+        for h in &handles {
+            assert!(!h.cancel() && !h.reset(ms(1)) && h.deadline().is_none() && !h.is_pending());
+        }
+        assert_eq!(ran.get(), 0, "dropped, not run");
+    });
 }
 
 #[test]
