@@ -28,3 +28,29 @@ fn a_reset_to_the_origin_racing_deadline() {
         assert!(handle.cancel());
     });
 }
+
+/// The task was reset before the origin: `deadline` reads the origin's word while a reset to a
+/// later instant (no lock: one comparison of the word) races its second read under the records'
+/// lock. The read is the instant before the origin or the later one, never the origin (the word
+/// the first read found, whose instant the task never had).
+#[test]
+fn a_reset_to_a_later_word_racing_deadline() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let origin = timer.now();
+        let (before, later) = (origin - ticks(5), origin + ticks(10));
+        let handle = loom::sync::Arc::new(timer.schedule(ticks(50), || {}));
+        assert!(handle.reset_at(before));
+
+        let reader = {
+            let handle = loom::sync::Arc::clone(&handle);
+            loom::thread::spawn(move || handle.deadline())
+        };
+        assert!(handle.reset_at(later));
+        let read = reader.join().unwrap();
+
+        assert!(read == Some(before) || read == Some(later), "read {read:?}, never due then");
+        assert_eq!(handle.deadline(), Some(later));
+        assert!(handle.cancel());
+    });
+}

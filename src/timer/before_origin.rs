@@ -20,7 +20,11 @@
 //! `before_origin_word_outside_records`). A reset to any later word takes no lock (one comparison
 //! of the word): it may leave a record beside its word, which no one reads (the word is not the
 //! origin's) and which the next reset to the origin's word replaces or removes, or a pruning
-//! drops once the entry ended. A `Sleep`'s reset never records: the sleep keeps its instant.
+//! drops once the entry ended. Such a reset may come between `deadline`'s two reads: the second
+//! then finds the later word, and `deadline` returns that word's instant, never the first read's
+//! (loom model `before_origin::a_reset_to_a_later_word_racing_deadline`; seeded fault
+//! `before_origin_converts_first_read`). A `Sleep`'s reset never records: the sleep keeps its
+//! instant.
 //!
 //! Entries that ended leave their record here until a pruning, which keeps only those of entries
 //! still pending: every time the records double (from 64), and at every shrink of the arena
@@ -159,13 +163,17 @@ impl BeforeOrigin {
             return time.clock.deadline_instant(ticks, deadline);
         }
         let records = self.records.lock();
-        let deadline = {
+        let word = {
             let _pin = arena.pin();
             entry::deadline(arena, ticket)?
         };
         match records.by_stamp.get(&ticket.generation) {
-            Some(&(_, exact)) if deadline == ticks.origin() => Some(instant_of(time.clock.base(), exact)),
-            _ => time.clock.deadline_instant(ticks, deadline),
+            Some(&(_, exact)) if word == ticks.origin() => Some(instant_of(time.clock.base(), exact)),
+            // Seeded fault `before_origin_converts_first_read` (docs/loom.md): a word read under
+            // the lock that is no longer the origin's only turns the record down, and the instant
+            // is the first read's.
+            _ if fault!("before_origin_converts_first_read") => time.clock.deadline_instant(ticks, deadline),
+            _ => time.clock.deadline_instant(ticks, word),
         }
     }
 
