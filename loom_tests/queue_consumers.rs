@@ -1,6 +1,7 @@
 //! The delay queue of values' consumer side (`src/queue/ready/`): a consumer that finds nothing
 //! to take registers to be woken, and must be woken when the queue becomes empty, whether a remove
-//! (holding no queue lock) or another consumer's take (under the taking lock) empties it.
+//! (holding no queue lock) or another consumer's take (under the taking lock) empties it; and a
+//! consumer woken by a clear that ends the queue of a timer shut down finds nothing counted.
 //!
 //! Consumers poll with `poll_expired` (feature `async`: under loom a thread cannot block on a
 //! condition variable) and a waker that counts its wake-ups in a std atomic, out of loom's sight.
@@ -182,5 +183,54 @@ fn shutdown_racing_the_hand_over_of_a_batch() {
         let out = usize::from(got.is_some()) + usize::from(later.is_some());
         assert_eq!(returned + out, 2, "a value was lost or came out twice");
         assert!(matches!(poll_once(&queue).0, Poll::Ready(None)), "the queue was never closed");
+    });
+}
+
+/// A waker that, when woken, looks at the queue as its consumer would: whether a poll finds the
+/// queue ended, and `len()` then.
+struct LooksWhenWoken {
+    queue: Arc<DelayQueue<u8>>,
+    seen: std::sync::Mutex<Vec<(bool, usize)>>,
+}
+
+impl Wake for LooksWhenWoken {
+    fn wake(self: std::sync::Arc<Self>) {
+        let ended = poll_once(&self.queue).0 == Poll::Ready(None);
+        self.seen.lock().unwrap().push((ended, self.queue.len()));
+    }
+}
+
+/// A consumer waits on a pending value while the queue is cleared and its timer shut down without
+/// waiting. A shutdown that finds the advance lock held by the clear leaves the closing of the
+/// queue to the clear, which closes it as it releases the lock; the clear counts its values out
+/// before, under the ready list's locks, so the consumer, woken by that closing, finds the queue
+/// ended and `len()` 0. (When the shutdown's drain claims the value instead, the closing counts it
+/// out, once the drain that claimed it has counted it: this model looks at the clear's values.)
+#[test]
+fn a_consumer_woken_by_a_clear_closing_the_queue() {
+    loom::model(|| {
+        let (_clock, queue) = manual_queue();
+        queue.insert(1, ticks(3));
+        let looks = std::sync::Arc::new(LooksWhenWoken {
+            queue: Arc::clone(&queue),
+            seen: std::sync::Mutex::new(Vec::new()),
+        });
+        let waker = Waker::from(std::sync::Arc::clone(&looks));
+        assert!(queue.poll_expired(&mut Context::from_waker(&waker)).is_pending());
+        drop(waker);
+
+        let stopper = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || queue.timer().shutdown_timeout(Duration::ZERO).len())
+        };
+        queue.clear();
+        let drained = stopper.join().unwrap();
+
+        let seen = looks.seen.lock().unwrap().clone();
+        assert!(!seen.is_empty(), "the waiting consumer was never woken");
+        if drained == 0 {
+            assert!(seen.iter().all(|&(ended, len)| !ended || len == 0), "ended while counting: {seen:?}");
+        }
+        assert!(queue.is_empty() && poll_once(&queue).0 == Poll::Ready(None));
     });
 }

@@ -1,12 +1,12 @@
 //! `DelayQueue::clear`, `with_capacity` and `next_deadline`, exactly, on a manual clock: what a
 //! clear drops (pending and expired values, once each) and what it leaves (tasks scheduled on the
 //! queue's timer, values inserted after it), a clear from inside a task of the queue's own timer,
-//! and the deadline the queue reports next.
+//! a consumer finding the queue ended during a clear, and the deadline the queue reports next.
 
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -109,6 +109,39 @@ fn a_clear_from_a_task_of_the_queues_timer_leaves_the_values_its_batch_fired_bef
     assert_eq!(drops.load(Ordering::SeqCst), 3);
     advance(&clock, &queue, ms(10));
     assert!(queue.try_recv().is_none() && queue.is_empty());
+}
+
+/// A value whose drop, the first time a clear drops it, shuts the queue's timer down and looks at
+/// the queue as a consumer: what it finds.
+struct ShutsDown {
+    queue: Weak<DelayQueue<ShutsDown>>,
+    seen: Arc<Mutex<Option<(bool, usize)>>>,
+}
+
+impl Drop for ShutsDown {
+    fn drop(&mut self) {
+        if let Some(queue) = self.queue.upgrade() {
+            drop(queue.timer().shutdown_timeout(Duration::ZERO));
+            let ended = queue.recv_timeout(Duration::from_secs(30)).is_none();
+            *self.seen.lock().unwrap() = Some((ended, queue.len()));
+        }
+    }
+}
+
+/// The clear drops the pending values it claimed after it let advances run again: a shutdown of
+/// the timer then (here from the drop of such a value, as it may come from any other thread)
+/// closes the queue, and a consumer finds it ended. By then the clear has counted its values
+/// out, so `len()` agrees: no consumer sees the end while the count still holds values the clear
+/// took.
+#[test]
+fn a_consumer_that_finds_the_queue_ended_during_a_clear_finds_it_empty() {
+    let (_clock, queue) = manual_queue::<ShutsDown>();
+    let queue = Arc::new(queue);
+    let seen = Arc::new(Mutex::new(None));
+    queue.insert(ShutsDown { queue: Arc::downgrade(&queue), seen: Arc::clone(&seen) }, ms(50));
+    queue.clear();
+    assert_eq!(*seen.lock().unwrap(), Some((true, 0)), "(ended, len) as the clear dropped a value");
+    assert_eq!(queue.len(), 0);
 }
 
 #[test]

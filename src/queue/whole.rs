@@ -3,8 +3,9 @@
 //!
 //! A clear is the timer's scan of its slots (`timer/values.rs`, `clear_values`), claiming each
 //! pending value as a remove does, with no advance running; then, still with no advance running,
-//! the ready list's values (`ready/`, "Clearing the queue"). It counts them all out afterwards, as
-//! a remove counts out its value.
+//! the ready list's values, counting them all out under the ready list's locks (`ready/`,
+//! "Clearing the queue"): a consumer that then finds the queue ended (the timer shut down) or
+//! empty reads a count without them.
 
 use std::time::Instant;
 
@@ -117,11 +118,8 @@ impl<T> DelayQueue<T> {
     /// ```
     pub fn clear(&self) {
         let ready = &self.inner.ready;
-        let (pending, expired) = self.timer.clear_values(|pending| (pending, ready.take_all(false)));
-        let cleared = pending + expired.len();
-        if cleared != 0 {
-            ready.count_out_untaken(cleared);
-        }
+        let (cleared, expired) = self.timer.clear_values(|pending| ready.clear(pending));
+        ready.cleared(cleared);
         for expired in expired {
             crate::unwind::drop_caught(expired);
         }
