@@ -1,5 +1,5 @@
-//! `TimerHandle::deadline` racing a reset, on the records of deadlines before the clock's origin
-//! (`src/timer/before_origin.rs`).
+//! `TimerHandle::deadline` racing a reset, or the end of the task and a pruning, on the records of
+//! deadlines before the clock's origin (`src/timer/before_origin.rs`).
 
 use crate::support::{manual_timer, ticks};
 
@@ -52,5 +52,29 @@ fn a_reset_to_a_later_word_racing_deadline() {
         assert!(read == Some(before) || read == Some(later), "read {read:?}, never due then");
         assert_eq!(handle.deadline(), Some(later));
         assert!(handle.cancel());
+    });
+}
+
+/// The task was reset before the origin: `deadline` reads the origin's word while the task is
+/// cancelled and the timer shrunk, which prunes the record of the ended task. The read is the
+/// recorded instant or nothing (the task ended), never the origin: `deadline` reads the word again
+/// under the records' lock, and finds the task ended when its record is gone.
+#[test]
+fn a_cancel_and_a_pruning_racing_deadline() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        let before = timer.now() - ticks(5);
+        let handle = timer.schedule(ticks(50), || {});
+        assert!(handle.reset_at(before));
+        let reader = {
+            let handle = handle.clone();
+            loom::thread::spawn(move || handle.deadline())
+        };
+        assert!(handle.cancel());
+        timer.shrink();
+        let read = reader.join().unwrap();
+
+        assert!(read == Some(before) || read.is_none(), "read {read:?}, never due then");
+        assert_eq!(handle.deadline(), None);
     });
 }

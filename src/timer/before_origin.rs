@@ -23,7 +23,11 @@
 //! drops once the entry ended. Such a reset may come between `deadline`'s two reads: the second
 //! then finds the later word, and `deadline` returns that word's instant, never the first read's
 //! (loom model `before_origin::a_reset_to_a_later_word_racing_deadline`; seeded fault
-//! `before_origin_converts_first_read`). A `Sleep`'s reset never records: the sleep keeps its
+//! `before_origin_converts_first_read`). So may the end of the entry and a pruning of its record:
+//! the second read finds the entry ended, and `deadline` returns `None`, never the origin's
+//! instant for want of the record (loom model
+//! `before_origin::a_cancel_and_a_pruning_racing_deadline`; seeded fault
+//! `before_origin_trusts_first_read`). A `Sleep`'s reset never records: the sleep keeps its
 //! instant.
 //!
 //! Entries that ended leave their record here until a pruning, which keeps only those of entries
@@ -163,7 +167,11 @@ impl BeforeOrigin {
             return time.clock.deadline_instant(ticks, deadline);
         }
         let records = self.records.lock();
-        let word = {
+        // Seeded fault `before_origin_trusts_first_read` (docs/loom.md): the word is not read
+        // again, so an entry that ended meanwhile, its record pruned, reads as due at the origin.
+        let word = if fault!("before_origin_trusts_first_read") {
+            deadline
+        } else {
             let _pin = arena.pin();
             entry::deadline(arena, ticket)?
         };
