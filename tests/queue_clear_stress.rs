@@ -168,7 +168,7 @@ fn clears_racing_inserts_removes_expiries_and_consumers_drop_each_value_once() {
 /// whoever claims each value (the clear, the shutdown, the firing and then the consumer), it is
 /// dropped once, `len()` ends at 0, and the consumer is told the queue ended rather than waiting
 /// out its timeout (a shutdown that finds the advance lock held by the clear leaves the closing
-/// to the clear).
+/// to the clear), with `len()` 0 as it is told.
 #[test]
 fn clears_racing_a_shutdown_leave_the_queue_empty_and_ended() {
     const VALUES: usize = 64;
@@ -187,6 +187,9 @@ fn clears_racing_a_shutdown_leave_the_queue_empty_and_ended() {
                 let started = Instant::now();
                 while queue.recv_timeout(Duration::from_secs(5)).is_some() {}
                 assert!(started.elapsed() < Duration::from_secs(4), "round {round}: never told the end");
+                // Told the end, it finds nothing counted: the clear and the shutdown's drains
+                // count their values out before the queue is closed.
+                assert_eq!(queue.len(), 0, "round {round}: ended while values were counted");
             });
         });
         assert_eq!(queue.len(), 0, "round {round}: values counted after the clear and the shutdown");

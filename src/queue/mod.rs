@@ -197,7 +197,7 @@ impl<T: Send + 'static> ValueSink for Sink<T> {
         inner.ready.push_all(expired)
     }
 
-    fn closed(&self, abandoned: u64) -> u64 {
+    fn closed(&self, abandoned: &mut dyn FnMut() -> u64) -> u64 {
         self.0.ready.close(abandoned)
     }
 }

@@ -21,8 +21,8 @@
 //!   for the resets holding an entry out of every bucket and claims those they could not re-add
 //!   (`reset.rs`, "Held entries and the drain"). Each entry is claimed once, under its slot lock,
 //!   by the firing or by the drain: nothing is lost from the accounting. A delay queue's consumers
-//!   are told last, once no advance holds values it fired and has not handed over (`shutdown.rs`,
-//!   `close_values`).
+//!   are told last, once no advance holds values it fired and has not handed over, and no
+//!   shutdown's drain values it claimed and has not counted (`shutdown.rs`, `close_values`).
 //!
 //! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
 //! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every
@@ -40,7 +40,7 @@ use crate::clock::nanos_to_duration;
 use crate::delay_queue::{DelayQueue, Timeline};
 use crate::driver::{Driver, Executor};
 use crate::entry::{EntryArena, EntryId};
-use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering, UnmodelledAtomicU64};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, UnmodelledAtomicU64};
 use crate::wheel::TimingWheel;
 
 mod advance;
@@ -151,6 +151,9 @@ pub(crate) struct Shared {
     /// Value entries a shutdown's drain claimed and its queue has not yet counted out
     /// (`shutdown.rs`).
     abandoned_values: AtomicU64,
+    /// Shutdowns whose drain has not yet counted its values: the queue's consumers are told of
+    /// the shutdown only once none is left (`shutdown.rs`, `close_values`).
+    draining: AtomicUsize,
     /// When the driver shrinks the arena next (`shrink.rs`).
     auto_shrink: shrink::AutoShrink,
     /// This timer's identity, never another timer's (see [`Shared::new_id`]).
@@ -213,6 +216,7 @@ impl Timer {
             lateness,
             values: values::Sink::new(),
             abandoned_values: AtomicU64::new(0),
+            draining: AtomicUsize::new(0),
             auto_shrink: shrink::AutoShrink::default(),
             id: Shared::new_id(),
             advancer: UnmodelledAtomicU64::new(0),

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use super::{advancing, Shared, Timer, UnfiredTask};
-use crate::sync::{fence, Ordering};
+use crate::sync::{fence, AtomicUsize, Ordering};
 
 #[cfg(doc)]
 use super::{ScheduleError, TaskExecution};
@@ -71,6 +71,8 @@ impl Timer {
     /// the arena (their queues) too, and the threads discard what they still take.
     pub(super) fn stop(&self, dropping: bool, wait: Option<Duration>) -> Vec<UnfiredTask> {
         let shared = self.shared();
+        // Counted before the flag: whoever reads the flag set finds this drain in flight too.
+        let draining = Draining::begin(&shared.draining);
         shared.shut_down.store(true, Ordering::SeqCst);
         shared.queue.close();
         let inside_task = shared.advancing_here();
@@ -108,6 +110,7 @@ impl Timer {
                 shared.drain_detached(report)
             }
         };
+        drop(draining);
         if let Some(executor) = &shared.executor {
             executor.close(wait_fully, dropping);
         }
@@ -142,17 +145,30 @@ impl Shared {
     /// shutdown and has not handed over yet: then the advance closes the queue itself, after its
     /// last batch (`advance.rs`), so that a consumer never sees the end and then more values.
     ///
+    /// Nor while a shutdown's drain is in flight (`draining`, raised before `shut_down` is set and
+    /// lowered once the drain counted its values in `abandoned_values`): a closing then would end
+    /// the consumers while the queue's `len` still counts the values that drain claimed. That
+    /// shutdown closes the queue itself once its drain is done.
+    ///
     /// Called after `shut_down` is set, by the shutdown and by every advance and clear as it
     /// releases `advance_lock` ([`released_advance_lock`](Self::released_advance_lock)). A `SeqCst`
-    /// fence between the flag and the lock on each side (store buffering): either the shutdown's
-    /// `try_lock` finds the lock free (or held by a later holder, which calls this in turn), or the
-    /// advance, having released it, reads the flag. An advance that takes the lock after a closing
-    /// call reads the flag under it and fires nothing. Closing twice is harmless. (loom models
+    /// fence between the flag (and `draining`) and the lock on each side (store buffering): either
+    /// the shutdown's `try_lock` finds the lock free (or held by a later holder, which calls this
+    /// in turn), or the advance, having released it, reads the flag set and `draining` lowered. An
+    /// advance that takes the lock after a closing call reads the flag under it and fires nothing.
+    /// Closing twice is harmless. (loom models
     /// `queue_consumers::shutdown_racing_the_hand_over_of_a_batch`,
-    /// `queue_clear::clear_racing_shutdown`.)
+    /// `queue_clear::clear_racing_shutdown`,
+    /// `queue_consumers::a_consumer_woken_by_a_clear_racing_a_shutdown`.)
     pub(super) fn close_values(&self) {
         let Some(sink) = self.values.get() else { return };
         fence(Ordering::SeqCst);
+        // A shutdown whose drain has not counted the values it claimed closes the queue itself
+        // once it has. Seeded fault `closing_ignores_drains` (docs/loom.md): the queue is closed
+        // while a drain holds values its `len` still counts.
+        if !fault!("closing_ignores_drains") && self.draining.load(Ordering::SeqCst) != 0 {
+            return;
+        }
         // Seeded fault `queue_closed_during_hand_over` (docs/loom.md): the queue is closed
         // whatever advance is in progress.
         if !fault!("queue_closed_during_hand_over") && self.advance_lock.try_lock().is_none() {
@@ -160,16 +176,39 @@ impl Shared {
         }
         // Its `len` no longer counts the pending values the drains claimed: each drain counts its
         // own, and each closing hands over what the drains counted so far (a concurrent
-        // shutdown's values are handed over by it or here, once).
-        // Seeded fault `abandoned_values_read_then_cleared` (docs/loom.md): two closings may both
-        // read the same count before either clears it, and count those values out twice.
-        let abandoned = if fault!("abandoned_values_read_then_cleared") {
+        // shutdown's values are handed over by it or here, once), taking the count under the
+        // queue's lock that its closing sets the flag under, so that a consumer that finds the
+        // queue closed finds every closing before it counted out too.
+        // Seeded fault `abandoned_values_read_then_cleared` (docs/loom.md): the count is read
+        // before that lock and cleared under it, so two closings may both read it, and count
+        // those values out twice.
+        let panicked = if fault!("abandoned_values_read_then_cleared") {
             let abandoned = self.abandoned_values.load(Ordering::Relaxed);
-            self.abandoned_values.store(0, Ordering::Relaxed);
-            abandoned
+            sink.closed(&mut || {
+                self.abandoned_values.store(0, Ordering::Relaxed);
+                abandoned
+            })
         } else {
-            self.abandoned_values.swap(0, Ordering::Relaxed)
+            sink.closed(&mut || self.abandoned_values.swap(0, Ordering::Relaxed))
         };
-        self.counters.local().panicked(sink.closed(abandoned));
+        self.counters.local().panicked(panicked);
+    }
+}
+
+/// A shutdown's drain in flight, counted in `Shared::draining` (see `close_values`) until this is
+/// dropped: also if the shutdown unwinds (a driver's panic it surfaces), so that closings are not
+/// held off for ever.
+struct Draining<'a>(&'a AtomicUsize);
+
+impl<'a> Draining<'a> {
+    fn begin(draining: &'a AtomicUsize) -> Self {
+        draining.fetch_add(1, Ordering::SeqCst);
+        Draining(draining)
+    }
+}
+
+impl Drop for Draining<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }

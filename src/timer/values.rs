@@ -68,10 +68,10 @@ pub(crate) trait ValueSink: Send + Sync {
     /// timer as panicked tasks, as a sleep's wake is: `wakes.rs`).
     fn deliver(&self, fired: &mut FiredValues<'_>) -> u64;
 
-    /// The timer shut down (after its drain): no value fires any more, and the drain took
-    /// `abandoned` pending values (dropped, or handed back inside the shutdown's unfired tasks).
-    /// Returns as `deliver`.
-    fn closed(&self, abandoned: u64) -> u64;
+    /// The timer shut down (after its drain): no value fires any more, and the drains took
+    /// `abandoned()` pending values (dropped, or handed back inside the shutdown's unfired
+    /// tasks), which the sink takes under the lock it closes under. Returns as `deliver`.
+    fn closed(&self, abandoned: &mut dyn FnMut() -> u64) -> u64;
 }
 
 /// A timer's value sink, set once by the queue that owns it.

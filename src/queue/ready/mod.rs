@@ -277,12 +277,28 @@ impl<T> Ready<T> {
         self.arrived.lock().values.front().map(|first| first.deadline)
     }
 
-    /// The timer shut down, taking `abandoned` pending values: they are counted out, consumers
-    /// take what expired and then wait no more; wakes every waiting consumer. Returns how many of
-    /// those wakes panicked (each caught).
-    pub(super) fn close(&self, abandoned: u64) -> u64 {
-        self.len.count_out(usize::try_from(abandoned).unwrap_or(usize::MAX));
+    /// The timer shut down, taking `abandoned()` pending values: they are counted out, under the
+    /// arrival lock with the closing, so that a consumer that finds the queue closed reads a count
+    /// without the values of every closing so far; consumers take what expired and then wait no
+    /// more; wakes every waiting consumer. Returns how many of those wakes panicked (each caught).
+    pub(super) fn close(&self, abandoned: &mut dyn FnMut() -> u64) -> u64 {
+        // Seeded fault `closing_counts_out_unlocked` (docs/loom.md): the count is taken and
+        // counted out before the lock, so a concurrent closing may close the queue between the
+        // two while this one's values are still counted.
+        let unlocked = fault!("closing_counts_out_unlocked");
+        let mut count_out = || {
+            let abandoned = abandoned();
+            if abandoned != 0 {
+                self.len.count_out(usize::try_from(abandoned).unwrap_or(usize::MAX));
+            }
+        };
+        if unlocked {
+            count_out();
+        }
         let mut arrived = self.arrived.lock();
+        if !unlocked {
+            count_out();
+        }
         arrived.closed = true;
         self.wake(arrived)
     }
