@@ -121,7 +121,8 @@ fn round(seed: u64) {
                 runtime.spawn(sleeper(sleep, gone, completed, seed))
             } else {
                 let mut interval = timer.interval(Duration::from_micros(rng.range(500, 3_000)));
-                let behaviours = [MissedTickBehavior::Burst, MissedTickBehavior::Delay, MissedTickBehavior::Skip];
+                let behaviours =
+                    [MissedTickBehavior::Burst, MissedTickBehavior::Delay, MissedTickBehavior::Skip];
                 interval.set_missed_tick_behavior(behaviours[t as usize % 3]);
                 runtime.spawn(ticker(interval, gone, completed, seed))
             }

@@ -136,7 +136,8 @@ fn round(seed: u64) {
     let execution = if rng.next() % 2 == 0 { TaskExecution::OnDriver } else { TaskExecution::Threads(2) };
     let timer = Timer::builder().tick(Duration::from_millis(1)).wheel_size(4).execution(execution).build();
     let purgatory = Arc::new(Purgatory::with_timer(timer));
-    let world = Arc::new(World { purgatory: Mutex::new(Arc::downgrade(&purgatory)), ops: Mutex::new(Vec::new()) });
+    let world =
+        Arc::new(World { purgatory: Mutex::new(Arc::downgrade(&purgatory)), ops: Mutex::new(Vec::new()) });
     let drop_it = rng.next() % 2 == 0;
     let stop = AtomicBool::new(false);
     thread::scope(|s| {
@@ -183,8 +184,11 @@ fn round(seed: u64) {
     }
     for (i, op) in ops.iter().enumerate() {
         let load = |n: &AtomicUsize| n.load(Ordering::SeqCst);
-        let (completes, expirations, cancels) = (load(&op.completes), load(&op.expirations), load(&op.cancels));
-        let what = format!("op {i}: {completes} completions, {expirations} expirations, {cancels} cancels (seed {seed})");
+        let (completes, expirations, cancels) =
+            (load(&op.completes), load(&op.expirations), load(&op.cancels));
+        let what = format!(
+            "op {i}: {completes} completions, {expirations} expirations, {cancels} cancels (seed {seed})"
+        );
         assert!(completes + cancels <= 1, "{what}");
         assert!(expirations <= completes, "{what}");
         assert!(op.panics_in_complete || expirations == 0 || completes == 1, "{what}");

@@ -133,7 +133,8 @@ fn round(seed: u64) {
     let mut rng = SplitMix(seed);
     let execution = if rng.next() % 2 == 0 { TaskExecution::OnDriver } else { TaskExecution::Threads(2) };
     let wheel_size = [2, 4, 16][rng.range(0, 3) as usize];
-    let timer = Timer::builder().tick(Duration::from_millis(1)).wheel_size(wheel_size).execution(execution).build();
+    let timer =
+        Timer::builder().tick(Duration::from_millis(1)).wheel_size(wheel_size).execution(execution).build();
     let queue = DelayQueue::with_timer(timer);
     let tally = Arc::new(Tally::new(queue.timer().now()));
     let keys: Vec<Key> = (0..VALUES)
@@ -152,7 +153,8 @@ fn round(seed: u64) {
     let stop = AtomicBool::new(false);
     thread::scope(|s| {
         for me in 0..threads {
-            let (queue, tally, keys, pause, resume, stop) = (&queue, &*tally, &keys[..], &pause, &resume, &stop);
+            let (queue, tally, keys, pause, resume, stop) =
+                (&queue, &*tally, &keys[..], &pause, &resume, &stop);
             let mut rng = SplitMix(rng.next());
             s.spawn(move || loop {
                 let until = Instant::now() + Duration::from_millis(4);
@@ -196,13 +198,20 @@ fn round(seed: u64) {
         assert!(taken + removed <= 1, "value {id} taken {taken} and removed {removed} times (seed {seed})");
         if taken == 1 {
             let due = tally.due[id].load(Ordering::SeqCst);
-            let (at, carried) = (tally.taken_at[id].load(Ordering::SeqCst), tally.carried[id].load(Ordering::SeqCst));
+            let (at, carried) =
+                (tally.taken_at[id].load(Ordering::SeqCst), tally.carried[id].load(Ordering::SeqCst));
             assert!(at >= due, "value {id} taken {} ns before its deadline (seed {seed})", due - at);
             assert!(at >= carried, "value {id} taken before the deadline it carries (seed {seed})");
             if tally.inexact[id].load(Ordering::SeqCst) {
-                assert!(carried >= due, "value {id} carries an earlier deadline than its last reset's (seed {seed})");
+                assert!(
+                    carried >= due,
+                    "value {id} carries an earlier deadline than its last reset's (seed {seed})"
+                );
             } else {
-                assert_eq!(carried, due, "value {id} carries another deadline than its last reset's (seed {seed})");
+                assert_eq!(
+                    carried, due,
+                    "value {id} carries another deadline than its last reset's (seed {seed})"
+                );
             }
         }
     }

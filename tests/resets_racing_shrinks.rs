@@ -103,7 +103,11 @@ fn worker(
                 // Recorded before the reset: a firing between the two, of an earlier deadline,
                 // would otherwise read a later one. A `false` reset puts the old one back.
                 let before = tally.due[id].swap(tally.nanos(to), Ordering::SeqCst);
-                let moved = if rng.next() % 2 == 0 { h.reset_at(to) } else { h.reset(to.saturating_duration_since(now)) };
+                let moved = if rng.next() % 2 == 0 {
+                    h.reset_at(to)
+                } else {
+                    h.reset(to.saturating_duration_since(now))
+                };
                 if !moved {
                     tally.due[id].store(before, Ordering::SeqCst);
                 }
@@ -130,7 +134,9 @@ fn round(seed: u64, stale: Vec<TimerHandle>) -> Vec<TimerHandle> {
     let mut rng = SplitMix(seed);
     let execution = if rng.next() % 2 == 0 { TaskExecution::OnDriver } else { TaskExecution::Threads(2) };
     let wheel_size = [2, 4, 8][rng.range(0, 3) as usize];
-    let timer = Arc::new(Timer::builder().tick(Duration::from_millis(1)).wheel_size(wheel_size).execution(execution).build());
+    let timer = Arc::new(
+        Timer::builder().tick(Duration::from_millis(1)).wheel_size(wheel_size).execution(execution).build(),
+    );
     let tally = Arc::new(Tally::new(timer.now()));
     let handles: Vec<TimerHandle> = (0..TASKS)
         .map(|id| {
