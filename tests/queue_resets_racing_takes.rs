@@ -133,8 +133,12 @@ fn round(seed: u64) {
     let mut rng = SplitMix(seed);
     let execution = if rng.next() % 2 == 0 { TaskExecution::OnDriver } else { TaskExecution::Threads(2) };
     let wheel_size = [2, 4, 16][rng.range(0, 3) as usize];
-    let timer =
-        Timer::builder().tick(Duration::from_millis(1)).wheel_size(wheel_size).execution(execution).build();
+    let timer = Timer::builder()
+        .tick(Duration::from_micros([1, 50, 1_000][rng.range(0, 3) as usize]))
+        .bucket_lanes([2, 16][rng.range(0, 2) as usize])
+        .wheel_size(wheel_size)
+        .execution(execution)
+        .build();
     let queue = DelayQueue::with_timer(timer);
     let tally = Arc::new(Tally::new(queue.timer().now()));
     let keys: Vec<Key> = (0..VALUES)

@@ -135,7 +135,12 @@ fn round(seed: u64, stale: Vec<TimerHandle>) -> Vec<TimerHandle> {
     let execution = if rng.next() % 2 == 0 { TaskExecution::OnDriver } else { TaskExecution::Threads(2) };
     let wheel_size = [2, 4, 8][rng.range(0, 3) as usize];
     let timer = Arc::new(
-        Timer::builder().tick(Duration::from_millis(1)).wheel_size(wheel_size).execution(execution).build(),
+        Timer::builder()
+            .tick(Duration::from_micros([1, 50, 1_000][rng.range(0, 3) as usize]))
+            .bucket_lanes([2, 16][rng.range(0, 2) as usize])
+            .wheel_size(wheel_size)
+            .execution(execution)
+            .build(),
     );
     let tally = Arc::new(Tally::new(timer.now()));
     let handles: Vec<TimerHandle> = (0..TASKS)

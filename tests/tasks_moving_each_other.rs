@@ -124,8 +124,14 @@ fn task(world: &Arc<World>, id: usize, seed: u64) -> impl FnOnce() + Send + 'sta
 fn round(seed: u64) {
     let mut rng = SplitMix(seed);
     let execution = if rng.next() % 3 == 0 { TaskExecution::OnDriver } else { TaskExecution::Threads(3) };
-    let timer =
-        Arc::new(Timer::builder().tick(Duration::from_millis(1)).wheel_size(4).execution(execution).build());
+    let timer = Arc::new(
+        Timer::builder()
+            .tick(Duration::from_micros([1, 50, 1_000][rng.range(0, 3) as usize]))
+            .bucket_lanes([2, 16][rng.range(0, 2) as usize])
+            .wheel_size(4)
+            .execution(execution)
+            .build(),
+    );
     let cells = |n: usize| (0..n).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>();
     let world = Arc::new(World {
         timer: OnceLock::new(),
