@@ -4,12 +4,28 @@
 //! has ended: a handle never touches a freed page (under loom a freed page is kept and marked, and
 //! touching it, or freeing it while one of its slots is locked, fails the model). A place a shrink
 //! retired is offered to new pages only once the old page is out of the directory, so a page
-//! created there is a new one, and a stale handle never finds the new occupant.
+//! created there is a new one, and a stale handle never finds the new occupant. And a shrink
+//! never waits for a closure's drop that waits for it.
 
+use std::time::Duration;
+
+use delaywheel::Timer;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::support::{OneTask, Runs};
+use crate::support::{ticks, OneTask, Runs};
+
+/// A task whose closure, dropped unrun (by the `cancel` that wins it), calls `then` on `timer`.
+fn calls_when_dropped(timer: &Arc<Timer>, then: fn(&Timer)) -> impl FnOnce() + Send + 'static {
+    struct OnDrop(Arc<Timer>, fn(&Timer));
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            (self.1)(&self.0);
+        }
+    }
+    let guard = OnDrop(Arc::clone(timer), then);
+    move || drop(guard)
+}
 
 /// A is cancelled (its slot, alone in its page under loom, is free); a thread looks at A's handle
 /// again (cancel, reset, status) while the main thread shrinks the timer, giving A's page back.
@@ -66,6 +82,55 @@ fn schedule_creates_a_page_in_the_place_a_shrink_retires() {
         assert!(handle_b.is_pending(), "B was lost: its page was retired");
         m.step(1);
         assert_eq!((b.count(), m.runs.count()), (1, 0), "B fires once, A never");
+        assert!(m.timer.is_empty());
+    });
+}
+
+/// A is cancelled, so its page (one slot) is empty. B's closure, dropped by the cancel the main
+/// thread wins (pinned: a shrink's grace period waits for it), shrinks the timer, while another
+/// thread shrinks it too. A shrink in its grace period holds the lock of the pages it retired
+/// while it waits for that pin; the pinned thread must not shrink (seeded fault
+/// `pinned_shrink_proceeds`: it waits for that lock, and neither ever returns).
+#[test]
+fn shrink_in_a_cancelled_closures_drop_racing_a_shrink() {
+    loom::model(|| {
+        let m = OneTask::new(2, 2, 0);
+        let b = m.timer.schedule(ticks(2), calls_when_dropped(&m.timer, Timer::shrink));
+        // After B's schedule, which would take A's slot again.
+        assert!(m.handle.cancel());
+        let timer = Arc::clone(&m.timer);
+        let shrinker = thread::spawn(move || timer.shrink());
+        assert!(b.cancel(), "B was pending");
+        shrinker.join().unwrap();
+        assert!(m.timer.is_empty() && !m.handle.is_pending());
+    });
+}
+
+/// A is cancelled, so its page is empty; task K, due now, shrinks the timer when it runs. The main
+/// thread advances the clock (running K, holding the advance lock) while another cancels B, whose
+/// closure's drop advances the clock too: waits for that lock, pinned. K's shrink must not wait
+/// for that pin (seeded fault `task_shrink_waits`: then neither ever returns).
+#[test]
+fn shrink_in_a_task_racing_a_cancelled_closures_drop_that_advances() {
+    loom::model(|| {
+        let m = OneTask::new(2, 2, 0);
+        let advance = |timer: &Timer| {
+            let _ = timer.advance_clock(Duration::ZERO);
+        };
+        let b = m.timer.schedule(ticks(2), calls_when_dropped(&m.timer, advance));
+        let timer = Arc::clone(&m.timer);
+        let k = Runs::default();
+        let k_task = k.task();
+        m.timer.schedule(Duration::ZERO, move || {
+            k_task();
+            timer.shrink();
+        });
+        // After B's and K's schedules, which would take A's slot again.
+        assert!(m.handle.cancel());
+        let canceller = thread::spawn(move || b.cancel());
+        m.timer.advance_clock(Duration::ZERO);
+        assert!(canceller.join().unwrap(), "B was pending");
+        assert_eq!(k.count(), 1, "K ran once, in one of the two advances");
         assert!(m.timer.is_empty());
     });
 }

@@ -98,10 +98,9 @@ impl Readers {
     }
 
     /// Waits for `grace` to be over, up to `limit` (`None`: as long as it takes). Whether it is.
-    /// A thread that is pinned itself (a shrink called from the drop of a closure a `cancel` won)
-    /// does not wait: its own pin would never end; the pages wait for a later shrink.
+    /// A thread that is pinned itself must not wait (its own pin would never end):
+    /// `EntryArena::shrink` does not shrink there.
     pub(crate) fn wait(&self, grace: &mut Grace, limit: Option<Duration>) -> bool {
-        let limit = if self.pinned_here() { Some(Duration::ZERO) } else { limit };
         let give_up = limit.and_then(|limit| Instant::now().checked_add(limit));
         #[cfg(not(delaywheel_loom))]
         if grace.waiting.is_none() {
@@ -122,7 +121,7 @@ impl Readers {
     }
 
     /// Whether this thread is pinned.
-    fn pinned_here(&self) -> bool {
+    pub(crate) fn pinned_here(&self) -> bool {
         #[cfg(not(delaywheel_loom))]
         return imp::pinned_here();
         #[cfg(delaywheel_loom)]

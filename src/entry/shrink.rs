@@ -14,12 +14,14 @@
 //!    every stamp, so an old ticket does not match a new occupant either).
 //! 3. **Grace period** (`readers.rs`): wait until every thread pinned at its start (a handle that
 //!    may have loaded a pointer before the retire) has unpinned, then **free** the pages. A call
-//!    with a time limit that runs out (or made by a thread that is pinned itself, which never waits
-//!    for its own pin) keeps them retired, and the next shrink frees them first (its own grace
-//!    period began after their retire too); while they wait, it retires no more, so pages waiting
-//!    for a grace period that does not end (a thread pinned for long, no heavy barrier) are at most
-//!    one spike's. A bounded shrink (the driver's) that finds another shrink in its grace period
-//!    does nothing.
+//!    with a time limit that runs out keeps them retired, and the next shrink frees them first (its
+//!    own grace period began after their retire too); while they wait, it retires no more, so pages
+//!    waiting for a grace period that does not end (a thread pinned for long, no heavy barrier) are
+//!    at most one spike's. A bounded shrink (the driver's) that finds another shrink in its grace
+//!    period does nothing. A thread that is pinned itself (a shrink from the drop of a closure a
+//!    cancel won) does not shrink at all: it would wait for its own pin, or for a shrink in its
+//!    grace period, which may be waiting for that very pin (loom model
+//!    `shrink::shrink_in_a_cancelled_closures_drop_racing_a_shrink`).
 //! 4. The task slab frees its empty pages of blocks (`task_slab.rs`: only holders touch a block,
 //!    so no grace period); the free lists' pool was cut back to its items when their pages were
 //!    counted (`FreeLists::reclaim`: its pages go to the kernel), and the allocator is asked to
@@ -63,6 +65,13 @@ impl EntryArena {
     /// module docs); waits up to `limit` (`None`: as long as it takes) for handles that may be
     /// looking at them.
     pub(crate) fn shrink(&self, limit: Option<Duration>) -> Shrunk {
+        // A thread pinned itself (a shrink from the drop of a closure a cancel won) does not
+        // shrink: it would wait for its own pin, which never ends, or for the lock below, which a
+        // shrink in its grace period holds while it waits for that very pin. The next shrink
+        // does the work. Seeded fault `pinned_shrink_proceeds` (docs/loom.md): it goes on.
+        if self.readers.pinned_here() && !fault!("pinned_shrink_proceeds") {
+            return Shrunk::default();
+        }
         // A bounded shrink (the driver's) does not wait for another one in its grace period.
         let retired = match limit {
             Some(_) => self.shrinking.retired.try_lock(),

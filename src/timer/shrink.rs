@@ -77,7 +77,10 @@ impl Timer {
     /// Handles of tasks whose slots were given back stay safe: they report the task as not pending
     /// (`cancel` and `reset` return `false`), as for any task that ended. It waits for handle
     /// operations running on other threads at the time to return (a `cancel` dropping its task's
-    /// closure, at most).
+    /// closure, at most). Called where such a closure's drop may be waiting for this thread, it
+    /// does not wait: in a task, a waker, on a driver or executor thread of any timer, the pages
+    /// that operations are still looking at are given back by a later shrink (the driver's own, or
+    /// the next call); from the drop of a closure a `cancel` won, it gives nothing back.
     ///
     /// ```
     /// use delaywheel::{ManualClock, Timer};
@@ -90,8 +93,17 @@ impl Timer {
     /// assert!(!burst[0].cancel() && !burst[0].is_pending());
     /// ```
     pub fn shrink(&self) {
-        let store = &self.shared().store;
-        let _ = store.arena.shrink(None);
+        let shared = self.shared();
+        let store = &shared.store;
+        // A closure dropped by a `cancel` on another thread (pinned: the grace period waits for
+        // it) may wait for this thread: for the advance it runs a task of, for the executor
+        // thread a shutdown joins. Seeded fault `task_shrink_waits` (docs/loom.md): it waits
+        // for that closure all the same.
+        let limit = match shared.may_wait_for_advance() || fault!("task_shrink_waits") {
+            true => None,
+            false => Some(Duration::ZERO),
+        };
+        let _ = store.arena.shrink(limit);
         // The records of ended tasks' deadlines before the origin go too (`before_origin.rs`).
         store.before_origin.prune(&store.arena);
     }
