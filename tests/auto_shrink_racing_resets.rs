@@ -70,11 +70,10 @@ fn worker(
             mine.push((h, times));
             let k = rng.range(0, mine.len() as u64) as usize;
             match rng.range(0, 4) {
-                0 => {
-                    if mine[k].0.cancel() {
-                        tally.cancels.fetch_add(1, Ordering::SeqCst);
-                    }
+                0 if mine[k].0.cancel() => {
+                    tally.cancels.fetch_add(1, Ordering::SeqCst);
                 }
+                0 => {}
                 1 | 2 => {
                     let to = timer.now() + Duration::from_micros(rng.range(0, 4_000));
                     let (h, times) = &mine[k];
