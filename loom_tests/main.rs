@@ -23,6 +23,7 @@ mod queue;
 mod queue_clear;
 #[cfg(feature = "async")]
 mod queue_consumers;
+mod queue_order;
 mod reset;
 mod schedule_vs_flush;
 mod shrink;

@@ -114,7 +114,7 @@ fn values_in_the_past_come_out_at_the_next_advance_in_deadline_order() {
 }
 
 #[test]
-fn values_come_out_in_deadline_order_across_advances_and_a_passed_one_after_those_waiting() {
+fn values_come_out_in_deadline_order_across_advances_also_one_set_to_a_passed_deadline() {
     let (clock, q) = manual_queue::<u32>();
     for (v, d) in [(4u32, 9), (2, 5), (3, 7), (1, 2)] {
         q.insert(v, ms(d));
@@ -123,12 +123,14 @@ fn values_come_out_in_deadline_order_across_advances_and_a_passed_one_after_thos
     for _ in 0..10 {
         advance(&clock, &q, ms(1)); // expired over several advances, none taken meanwhile
     }
-    // Set to deadlines already passed: they expire at the next advance, after those waiting.
+    // Set to deadlines already passed (1 ms and 2 ms): they expire at the next advance, and come
+    // out before the values waiting that are due after them; 5 after 1, due at the same instant
+    // and handed over later.
     q.insert_at(5, q.timer().now() - ms(8));
     assert!(q.reset_at(&late, q.timer().now() - ms(9)));
     q.advance_clock(Duration::ZERO);
     let out: Vec<u32> = std::iter::from_fn(|| q.try_recv()).map(|e| e.into_inner()).collect();
-    assert_eq!(out, vec![1, 2, 3, 4, 6, 5], "the documented order (the queue module's \"Order\")");
+    assert_eq!(out, vec![6, 1, 5, 2, 3, 4], "deadline order across batches");
 }
 
 #[test]

@@ -8,9 +8,11 @@
 //! value is pending and the deadline representable; `deadline` reads back the deadline set, to
 //! the nanosecond (past the 292 years an `i64` of nanoseconds holds: the start of its tick). After
 //! an advance exactly the values whose tick has begun have expired. Taken values come out once,
-//! in the order the advances expired them, and within one advance in due-tick order, in deadline
-//! order within a tick (where the timer keeps deadlines exactly), equal deadlines in insertion
-//! order; each with its deadline. A shutdown, late in some sequences, hands back exactly the
+//! in deadline order: within one advance in due-tick order, in deadline order within a tick (where
+//! the timer keeps deadlines exactly), equal deadlines in insertion order; across advances by
+//! deadline (a value set to an instant already passed expires at the next advance, and overtakes
+//! the values waiting that are due after it), equal deadlines in the order the advances expired
+//! them; each with its deadline. A shutdown, late in some sequences, hands back exactly the
 //! pending values, which leave `len()`; inserts are refused then, the value handed back.
 //!
 //! `DELAYWHEEL_PROPTEST_CASES` sets the number of cases (default 256).
@@ -115,6 +117,20 @@ fn in_order(entries: &[Entry], a: usize, b: usize) -> bool {
     !(x.ordered && y.ordered) || x.deadline <= y.deadline
 }
 
+/// Whether `x` may come out while `y` waits, both expired: in deadline order where the timer keeps
+/// both deadlines exactly (equal deadlines in the order the advances expired them, and within one
+/// advance in the timer's order); else, within one advance, in the timer's order or by the
+/// deadlines they come out with.
+fn may_precede(entries: &[Entry], x: usize, y: usize) -> bool {
+    let (a, b) = (&entries[x], &entries[y]);
+    if a.ordered && b.ordered {
+        return a.deadline < b.deadline
+            || (a.deadline == b.deadline
+                && (a.batch < b.batch || (a.batch == b.batch && in_order(entries, x, y))));
+    }
+    a.batch != b.batch || in_order(entries, x, y) || a.reads_back() < b.reads_back()
+}
+
 struct Model {
     clock: ManualClock,
     queue: DelayQueue<usize>,
@@ -122,7 +138,6 @@ struct Model {
     tick: Duration,
     entries: Vec<Entry>,
     advances: usize,
-    last_taken: Option<usize>,
     shut_down: bool,
 }
 
@@ -255,17 +270,10 @@ impl Model {
         let entry = &self.entries[id];
         ensure!(entry.state == State::Expired, "step {step}: took {id}: {entry:?}");
         ensure!(deadline == entry.reads_back(), "step {step}: {id} came out with {deadline:?}: {entry:?}");
-        let earlier = self.entries.iter().position(|e| e.state == State::Expired && e.batch < entry.batch);
-        ensure!(earlier.is_none(), "step {step}: {id} came out before {earlier:?}, expired earlier");
-        if let Some(last) = self.last_taken.filter(|&last| self.entries[last].batch == entry.batch) {
-            ensure!(
-                in_order(&self.entries, last, id),
-                "step {step}: {id} after {last}: {:?}",
-                self.entries[last]
-            );
-        }
+        let waiting = |y: usize| y != id && self.entries[y].state == State::Expired;
+        let before = (0..self.entries.len()).find(|&y| waiting(y) && !may_precede(&self.entries, id, y));
+        ensure!(before.is_none(), "step {step}: {id} came out before {before:?}: {entry:?}");
         self.entries[id].state = State::Taken;
-        self.last_taken = Some(id);
         Ok(())
     }
 }
@@ -276,8 +284,8 @@ fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
     let timer = Timer::builder().tick(tick).wheel_size(wheel_size).clock(clock.clone()).manual().build();
     let base = timer.now() - clock.now();
     let queue = DelayQueue::with_timer(timer);
-    let (entries, advances, last_taken, shut_down) = (Vec::new(), 0, None, false);
-    let mut model = Model { clock, queue, base, tick, entries, advances, last_taken, shut_down };
+    let (entries, advances, shut_down) = (Vec::new(), 0, false);
+    let mut model = Model { clock, queue, base, tick, entries, advances, shut_down };
     for (step, op) in ops.into_iter().enumerate() {
         model.step(step, op)?;
     }

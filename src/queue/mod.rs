@@ -53,12 +53,10 @@
 //! first inserted first for equal deadlines, across threads too for `insert_at` and on a manual
 //! clock: the crate docs' "equal deadlines") and hands it over in that order. With executor
 //! threads ([`TaskExecution::Threads`](crate::TaskExecution::Threads)) the driver hands values
-//! over itself, in the same order. Consumers take values in the order they were handed over
-//! (`ready/`), batch after batch: so a value inserted or reset to a deadline already passed, which
-//! expires at the next advance, comes out after the values earlier advances expired and no
-//! consumer has taken yet, even those due after it. Every other value comes out in deadline
-//! order: one due before another, and not yet passed when it was last set, expires by an earlier
-//! advance or earlier in the same batch.
+//! over itself, in the same order. Consumers take values in deadline order across batches too: a
+//! value inserted or reset to a deadline already passed expires at the next advance, and comes out
+//! before the values earlier advances expired that are due after it and no consumer has taken yet
+//! (after those due at the same instant: `ready/order.rs`).
 //!
 //! ## Locking rules
 //!
@@ -116,9 +114,9 @@ impl fmt::Debug for Key {
     }
 }
 
-/// Values held until their deadline, then handed out in deadline order, exactly once each (a
-/// value set to a deadline already passed expires at the next advance, after the expired values
-/// still waiting: the module docs' "Order").
+/// Values held until their deadline, then handed out in deadline order, exactly once each (also a
+/// value set to a deadline already passed, which expires at the next advance: the module docs'
+/// "Order").
 ///
 /// * producers: [`insert`](Self::insert), [`insert_at`](Self::insert_at),
 ///   [`try_insert`](Self::try_insert), [`try_insert_at`](Self::try_insert_at), each returning a

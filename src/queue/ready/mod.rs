@@ -15,8 +15,9 @@
 //! So a consumer meets the timer on a lock once per batch, not once per value, and a consumer alone
 //! takes an uncontended lock per value. **Exactly once:** a value is in exactly one list at a
 //! time, moved only under both locks, taken only under the taking lock. **Order:** `arrived` is in
-//! the order the timer fired the values, and it moves over only onto an empty `taking`, so values
-//! leave in that order (any number of consumers take from the one `taking` list).
+//! deadline order, and it moves over only onto an empty `taking`, or merged into it under both
+//! locks when a batch due before values handed over earlier arrived (`order.rs`), so values leave
+//! in deadline order (any number of consumers take from the one `taking` list).
 //!
 //! ## Dropping the queue
 //!
@@ -86,15 +87,17 @@ use std::mem;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use self::order::Order;
 #[cfg(feature = "async")]
 use super::bare::Bare;
 use super::len::Len;
 use super::Expired;
-use crate::sync::{fence, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use crate::unwind::drop_caught;
 #[cfg(feature = "async")]
 use crate::unwind::wake_caught;
 
+mod order;
 #[cfg(feature = "async")]
 mod tasks;
 
@@ -118,6 +121,8 @@ struct Arrived<T> {
     /// The queue is dropped: values that still arrive (a batch its timer's driver was handing
     /// over) are dropped at once instead of kept.
     discarding: bool,
+    /// The latest deadline handed over (`order.rs`).
+    order: Order,
 }
 
 /// Its own cache lines (128 bytes: adjacent-line prefetching pairs lines): the taking side, which
@@ -142,6 +147,9 @@ pub(super) struct Ready<T> {
     /// Consumers registered: blocked threads plus wakers held. Raised with both locks held, lowered
     /// under the arrival lock.
     waiting: AtomicUsize,
+    /// A batch due before values handed over earlier arrived: the consumers merge (`order.rs`).
+    /// Raised and lowered under the arrival lock, read under the taking lock.
+    reorder: AtomicBool,
     len: Len,
 }
 
@@ -162,9 +170,11 @@ impl<T> Ready<T> {
                 registrations: 0,
                 closed: false,
                 discarding: false,
+                order: Order::default(),
             })),
             available: Line(Condvar::new()),
             waiting: AtomicUsize::new(0),
+            reorder: AtomicBool::new(false),
             len: Len::new(),
         }
     }
@@ -213,7 +223,10 @@ impl<T> Ready<T> {
             });
             return 0;
         }
-        arrived.values.extend(expired);
+        let Arrived { values, order, .. } = &mut *arrived;
+        if order.append(values, expired) {
+            self.reorder.store(true, Ordering::Release);
+        }
         self.wake(arrived)
     }
 
@@ -270,7 +283,8 @@ impl<T> Ready<T> {
 
     /// The deadline of the oldest expired value, the one a consumer takes next, if any.
     pub(super) fn first_deadline(&self) -> Option<Instant> {
-        let taking = self.taking.lock();
+        let mut taking = self.taking.lock();
+        self.settle(&mut taking);
         if let Some(first) = taking.front() {
             return Some(first.deadline);
         }
@@ -345,11 +359,11 @@ impl<T> Ready<T> {
     /// arrival lock (`Err`), still held, for a consumer that may wait.
     #[cold]
     fn refill<'a>(&'a self, taking: &mut VecDeque<Expired<T>>) -> Result<(), MutexGuard<'a, Arrived<T>>> {
-        let mut arrived = self.arrived.lock();
+        let arrived = self.arrived.lock();
         if arrived.values.is_empty() {
             return Err(arrived);
         }
-        mem::swap(taking, &mut arrived.values);
+        self.move_over(taking, arrived);
         Ok(())
     }
 
@@ -360,6 +374,7 @@ impl<T> Ready<T> {
         &'a self,
         taking: &mut VecDeque<Expired<T>>,
     ) -> Result<Expired<T>, MutexGuard<'a, Arrived<T>>> {
+        self.settle(taking);
         if let Some(expired) = taking.pop_front() {
             return Ok(expired);
         }
@@ -426,6 +441,7 @@ impl<T> Ready<T> {
     /// Moves up to `limit` of the oldest expired values to `into`, in order; returns how many.
     pub(super) fn pop_many(&self, into: &mut Vec<Expired<T>>, limit: usize) -> usize {
         let mut taking = self.taking.lock();
+        self.settle(&mut taking);
         let mut moved = 0;
         while moved < limit {
             if taking.is_empty() && self.refill(&mut taking).is_err() {
