@@ -14,10 +14,11 @@
 //!
 //! So a consumer meets the timer on a lock once per batch, not once per value, and a consumer alone
 //! takes an uncontended lock per value. **Exactly once:** a value is in exactly one list at a
-//! time, moved only under both locks, taken only under the taking lock. **Order:** `arrived` is in
-//! deadline order, and it moves over only onto an empty `taking`, or merged into it under both
-//! locks when a batch due before values handed over earlier arrived (`order.rs`), so values leave
-//! in deadline order (any number of consumers take from the one `taking` list).
+//! time, moved only under both locks, taken only under the taking lock. **Order:** `taking` is in
+//! deadline order; so is `taking` followed by `arrived` while no value due before one handed over
+//! earlier arrived, and when one did, the consumer that moves the arrivals over places each in
+//! order (`order.rs`). So values leave in deadline order (any number of consumers take from the
+//! one `taking` list).
 //!
 //! ## Dropping and clearing the queue
 //!
@@ -377,16 +378,13 @@ impl<T> Ready<T> {
     /// Moves up to `limit` of the oldest expired values to `into`, in order; returns how many.
     pub(super) fn pop_many(&self, into: &mut Vec<Expired<T>>, limit: usize) -> usize {
         let mut taking = self.taking.lock();
-        self.settle(&mut taking);
-        let mut moved = 0;
-        while moved < limit {
-            if taking.is_empty() && self.refill(&mut taking).is_err() {
-                break;
-            }
-            let batch = (limit - moved).min(taking.len());
-            into.extend(taking.drain(..batch));
-            moved += batch;
+        // One look at the arrivals, under both locks, if they are needed or out of order: the
+        // values moved come out of one snapshot, in deadline order (`order.rs`).
+        if taking.len() < limit || self.reorder.load(Ordering::Acquire) {
+            self.move_over(&mut taking, self.arrived.lock());
         }
+        let moved = limit.min(taking.len());
+        into.extend(taking.drain(..moved));
         if moved == 0 {
             return 0;
         }
