@@ -206,8 +206,7 @@ impl TimerBuilder {
     /// that knows its load pays that at start-up instead, as tokio-util's
     /// `DelayQueue::with_capacity` and the warm-up of the source articles do. The slots stay (48
     /// bytes each; 1,000,000 are 48 MB): [`Timer::shrink`](crate::Timer::shrink), and the driver's
-    /// own shrink after a spike, give back only what the timer grew beyond them (the driver counts
-    /// a spike only beyond them).
+    /// own shrink after a spike, give back only what the timer grew beyond them.
     /// More than [`MAX_CAPACITY`] makes [`try_build`](TimerBuilder::try_build) fail with
     /// [`BuildError::CapacityTooLarge`] before anything is allocated; below it, the memory asked
     /// for is allocated and written at once, so a capacity beyond the host's memory exhausts it.

@@ -138,11 +138,6 @@ impl EntryArena {
         freed
     }
 
-    /// Slots of the pages a shrink keeps (the timer's capacity: [`reserve`](EntryArena::reserve)).
-    pub(crate) fn kept_slots(&self) -> usize {
-        self.kept_pages * PAGE
-    }
-
     /// Slots in pages that exist (pending, free or held): what a shrink could give back down to.
     pub(crate) fn resident_slots(&self) -> usize {
         let handed_out = self.fresh.load(Ordering::Relaxed) as usize;

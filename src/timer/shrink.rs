@@ -3,17 +3,12 @@
 //! The entry arena and its task slab grow to the most tasks ever pending and keep that size until
 //! a shrink gives their empty pages back (`entry/shrink.rs` has the protocol). A timer with a
 //! driver thread shrinks by itself, after an advance, once fewer than a quarter of its slots are
-//! pending (and at least [`AUTO_MIN_SLOTS`] are resident beyond its capacity), at most once per
-//! [`AUTO_INTERVAL`] (backing off while shrinks find nothing to give back): a burst that came and
-//! went is given back within about a second of draining, and a timer whose load stays steady never
-//! pays for a shrink. A manual timer shrinks when told.
-//!
-//! The pages of the timer's capacity (`TimerBuilder::capacity`) stay through every shrink, so the
-//! driver counts a spike only beyond them: until [`AUTO_MIN_SLOTS`] slots were handed out past the
-//! capacity, no automatic shrink runs and the driver's wait has no bound of its own, as for a timer
-//! built without one that never held that many. A spike within the capacity would leave a shrink
-//! nothing to give back but the blocks of closures over 16 bytes (not part of the capacity), which
-//! go at the next spike's shrink or at [`Timer::shrink`].
+//! pending (and at least [`AUTO_MIN_SLOTS`] are resident), at most once per [`AUTO_INTERVAL`]
+//! (backing off while shrinks find nothing to give back): a burst that came and went is given back
+//! within about a second of draining, and a timer whose load stays steady never pays for a shrink.
+//! A manual timer shrinks when told. A timer with a capacity shrinks after a spike within it too:
+//! the capacity keeps its slot pages, and the shrink gives back the blocks of closures over 16
+//! bytes, which are not part of it.
 //!
 //! A shrink holds the driver while it counts the free lists: about 20 ms after a million tasks of
 //! 64 bytes, during which nothing fires. So the driver shrinks in a lull, when nothing is due
@@ -27,8 +22,7 @@ use std::time::{Duration, Instant};
 use super::{Shared, Timer};
 use crate::sync::Mutex;
 
-/// Resident slots beyond the timer's capacity below which the driver does not shrink (64 pages,
-/// 768 KiB).
+/// Resident slots below which the driver does not shrink (64 pages, 768 KiB).
 pub(crate) const AUTO_MIN_SLOTS: usize = 64 * crate::entry::arena::PAGE;
 
 /// The least time between two automatic shrinks.
@@ -117,8 +111,7 @@ impl Shared {
             return;
         }
         let resident = arena.resident_slots();
-        let beyond_capacity = resident.saturating_sub(arena.kept_slots());
-        if beyond_capacity < AUTO_MIN_SLOTS || self.counters.pending().saturating_mul(4) > resident {
+        if resident < AUTO_MIN_SLOTS || self.counters.pending().saturating_mul(4) > resident {
             *self.auto_shrink.low_since.lock() = None;
             return;
         }
@@ -144,20 +137,15 @@ impl Shared {
         *next = Some((now + interval, interval));
     }
 
-    /// Whether the timer ever handed out [`AUTO_MIN_SLOTS`] slots beyond its capacity: below that,
-    /// no automatic shrink runs, and the driver's wait has no bound of its own.
+    /// Whether the timer ever handed out [`AUTO_MIN_SLOTS`] slots: below that, no automatic
+    /// shrink runs, and the driver's wait has no bound of its own.
     fn held_a_spike(&self) -> bool {
-        self.store.arena.high_water() >= self.spike_slots()
-    }
-
-    /// The slots handed out at which [`held_a_spike`](Shared::held_a_spike) becomes true.
-    fn spike_slots(&self) -> u64 {
-        (self.store.arena.kept_slots() + AUTO_MIN_SLOTS) as u64
+        self.store.arena.high_water() >= AUTO_MIN_SLOTS as u64
     }
 
     /// How long the driver may wait for a due bucket before it looks again whether to shrink
     /// (see the module docs): `None`, as long as the queue says, until [`AUTO_MIN_SLOTS`] slots
-    /// beyond the capacity were ever handed out; then until the next automatic shrink may come, and at least
+    /// were ever handed out; then until the next automatic shrink may come, and at least
     /// [`AUTO_INTERVAL`] (a shrink allowed now but not wanted, the load being high, must not make
     /// the driver spin). Read under the bucket queue's lock: the back-off's lock is only tried
     /// (`shrink_if_spent` holds it while it reads the queue's head).
@@ -169,15 +157,15 @@ impl Shared {
         Some(next.map_or(AUTO_INTERVAL, |at| at.saturating_duration_since(Instant::now()).max(AUTO_INTERVAL)))
     }
 
-    /// Has the allocation that first hands out [`AUTO_MIN_SLOTS`] slots beyond the capacity wake
-    /// the driver's wait, so that it bounds its wait by [`shrink_wait`](Shared::shrink_wait) from
-    /// then on (see the module docs). For a timer with a driver thread, when it starts (never under
-    /// loom, whose models run no driver and have no weak references).
+    /// Has the allocation that first hands out [`AUTO_MIN_SLOTS`] slots wake the driver's wait, so
+    /// that it bounds its wait by [`shrink_wait`](Shared::shrink_wait) from then on (see the
+    /// module docs). For a timer with a driver thread, when it starts (never under loom, whose
+    /// models run no driver and have no weak references).
     #[cfg(not(delaywheel_loom))]
     pub(crate) fn wake_driver_at_spikes(this: &crate::sync::Arc<Shared>) {
         let shared = crate::sync::Arc::downgrade(this);
         this.store.arena.on_high_water(
-            this.spike_slots(),
+            AUTO_MIN_SLOTS as u64,
             Box::new(move || {
                 if let Some(shared) = shared.upgrade() {
                     shared.queue().wake();
@@ -233,47 +221,6 @@ mod tests {
         assert!(!handles[0].is_pending() && !handles[0].cancel());
         assert!(handles[handles.len() - 1].is_pending(), "the tasks left are untouched");
         assert_eq!(timer.len(), 10);
-    }
-
-    /// A spike within the timer's capacity arms no automatic shrink (one could give nothing back)
-    /// and leaves the driver's wait unbounded; one that hands out 64 pages beyond the capacity
-    /// does, and gives back what it grew beyond it.
-    #[test]
-    fn the_drivers_shrink_counts_a_spike_only_beyond_the_capacity() {
-        let capacity = 4 * AUTO_MIN_SLOTS;
-        let timer = Timer::builder()
-            .tick(Duration::from_millis(1))
-            .clock(ManualClock::new())
-            .capacity(capacity)
-            .manual()
-            .build();
-        let shared = timer.shared();
-        let arena = &shared.store.arena;
-        let spike = |n: usize| -> Vec<TimerHandle> {
-            // Spread over buckets: a unit test's bucket stage indexes 2^16 entries.
-            let delay = |i: usize| Duration::from_secs(9 + 5 * (i % 16) as u64);
-            (0..n).map(|i| timer.schedule(delay(i), || {})).collect()
-        };
-        let within = spike(3 * AUTO_MIN_SLOTS);
-        within[10..].iter().for_each(|h| assert!(h.cancel()));
-        assert!(arena.high_water() >= 2 * AUTO_MIN_SLOTS as u64, "the spike took slots of the capacity");
-        shared.shrink_if_spent();
-        assert!(shared.auto_shrink.next.lock().is_none(), "a shrink ran within the capacity");
-        assert_eq!(shared.shrink_wait(), None, "the driver's wait is bounded within the capacity");
-
-        let beyond = spike(capacity + 2 * AUTO_MIN_SLOTS);
-        beyond.iter().for_each(|h| assert!(h.cancel()));
-        let resident = arena.resident_slots();
-        assert!(resident >= capacity + 2 * AUTO_MIN_SLOTS, "{resident}");
-        assert!(shared.shrink_wait().is_some());
-        shared.shrink_if_spent();
-        assert!(shared.auto_shrink.next.lock().is_some(), "no shrink beyond the capacity");
-        let left = arena.resident_slots();
-        assert!(
-            left < resident && left <= arena.kept_slots() + 2 * crate::entry::arena::PAGE,
-            "{left} of {resident}"
-        );
-        assert!(within[0].is_pending() && timer.len() == 10);
     }
 
     #[test]
