@@ -24,7 +24,8 @@
 //! wake-up time: on Linux the driver lowers its thread's timer slack to a thousandth of a tick for
 //! that, see [`TimerBuilder::precise_wakeups`]). The tasks due at one tick fire in the order of
 //! their deadlines (to a 256th of a tick), and tasks due at the same instant in the order they were
-//! scheduled (FIFO), whichever level each was filed in; across threads for instants
+//! scheduled (FIFO; a reset task by when it was first scheduled), whichever level each was filed
+//! in; across threads for instants
 //! ([`Timer::schedule_at`] and the other `_at` forms) and on a manual clock (delays that
 //! different threads schedule on the system clock, with deadlines in the same 256th of a tick, fire
 //! in either order: docs/design.md, "The stamp counter"). A zero

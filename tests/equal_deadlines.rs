@@ -194,3 +194,26 @@ fn one_instant_scheduled_by_two_threads_in_turn_fires_in_order_on_the_system_clo
     std::thread::sleep(deadline.saturating_duration_since(std::time::Instant::now()) + ms(100));
     assert_eq!(*log.lock().unwrap(), (0..6).collect::<Vec<_>>());
 }
+
+/// A reset keeps the task's place in the schedule order: among tasks due at one instant, a task
+/// moved there (from later, from earlier, or from there and back) fires in the order it was first
+/// scheduled, in a coarser level or in level 0 alike.
+#[test]
+fn a_reset_task_keeps_its_place_among_equal_deadlines() {
+    for (first_to, then_to) in [(ms(10), ms(10)), (ms(50), ms(10)), (ms(5), ms(10)), (ms(5000), ms(10))] {
+        let (clock, timer, log) = timer(4);
+        let deadline = timer.now() + ms(10);
+        let a = timer.schedule_at(timer.now() + ms(70), log.task(0, &clock));
+        timer.schedule_at(deadline, log.task(1, &clock));
+        let c = timer.schedule_at(timer.now() + ms(3), log.task(2, &clock));
+        timer.schedule_at(deadline, log.task(3, &clock));
+        for handle in [&a, &c] {
+            assert!(handle.reset_at(timer.now() + first_to));
+            assert!(handle.reset_at(timer.now() + then_to));
+        }
+        advance_to(&clock, &timer, ms(9));
+        assert_eq!(log.count(), 0, "{first_to:?}: early");
+        advance_to(&clock, &timer, ms(10));
+        assert_eq!(log.ids(), [0, 1, 2, 3], "{first_to:?} then {then_to:?}");
+    }
+}

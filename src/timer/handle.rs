@@ -85,7 +85,9 @@ impl TimerHandle {
     /// before. Returns `false` and changes nothing if the task already fired or is being fired,
     /// was cancelled or abandoned, the handle is inert, or `now + delay` is beyond the timer's
     /// range (which ends at most a second past [`Timer::max_delay`](crate::Timer::max_delay)).
-    /// Earlier or later than the old deadline alike; O(1), no allocation. Racing a shutdown, the
+    /// Earlier or later than the old deadline alike; O(1), no allocation. The task keeps its place
+    /// in the schedule order: among tasks due at one instant it fires in the order it was first
+    /// scheduled (the crate docs' "Time semantics"). Racing a shutdown, the
     /// task is handed back by [`Timer::shutdown`](crate::Timer::shutdown) either way, with the new
     /// deadline iff this returned `true`.
     ///
