@@ -135,7 +135,8 @@ pub(super) struct Ready<T> {
     /// Consumers registered: blocked threads plus wakers held. Raised with both locks held, lowered
     /// under the arrival lock.
     waiting: AtomicUsize,
-    /// A batch due before values handed over earlier arrived: the consumers merge (`order.rs`).
+    /// A value due before one handed over earlier arrived: the next consumer places the arrivals
+    /// in order (`order.rs`).
     /// Raised and lowered under the arrival lock, read under the taking lock.
     reorder: AtomicBool,
     len: Len,

@@ -44,7 +44,7 @@ pub(super) struct Order {
 
 impl Order {
     /// Appends `batch` to `values`, in the timer's order; returns whether a value of it is due
-    /// before one handed over earlier (the consumers must sort).
+    /// before one handed over earlier (the consumers must place the arrivals in order).
     pub(super) fn append<T>(
         &mut self,
         values: &mut VecDeque<Expired<T>>,
