@@ -16,9 +16,9 @@
 //! lock, one list tail and one set of minima between them, as long as no two of them have the same
 //! index modulo `L` (threads that share a lane are correct, only slower; so are a scheduler and the
 //! driver's cascade re-adds in the same lane). Only the expiration is shared, and an add only reads
-//! it unless it lowers it. The price is memory: a lane is 384 bytes, so it is created on first use
-//! (below): a bucket is a header of 48 bytes in its `Arc` and a cell of 16 bytes per lane, plus 384
-//! bytes per lane some thread added to (688 bytes for one thread's lane of 16, 6.3 KiB for all 16).
+//! it unless it lowers it. The price is memory: a lane is 512 bytes, so it is created on first use
+//! (below): a bucket is a header of 48 bytes in its `Arc` and a cell of 16 bytes per lane, plus 512
+//! bytes per lane some thread added to (816 bytes for one thread's lane of 16, 8.3 KiB for all 16).
 //!
 //! **Lanes created on first use.** A lane is a `OnceLock<Box<Lane>>`, created by the first thread
 //! that adds to it (or names it: a cancel, a reset), under the bucket's **gate**, a lock taken only

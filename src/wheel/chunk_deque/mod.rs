@@ -2,14 +2,19 @@
 //! and in fixed-size chunks once large, so that a big list wastes at most about two chunks, not half
 //! of its buffer (a `VecDeque` doubles: a list of 2.1k slots sits in a 4k-slot buffer).
 //!
-//! Layout: one line of positions, cut into chunks of `CHUNK` (position `p` is `chunks[p / CHUNK][p %
-//! CHUNK]`), and the elements are the `len` positions from `head` on. Element `i` is at `head + i`:
-//! an add, a shift, a mask and two loads, with no wrap-around. Pushing at the back appends to the
-//! last chunk, or starts a chunk; popping at the front moves `head` on, and the chunk it leaves is
-//! freed at once (its entry in `chunks` stays, unallocated, until they are half the vector: then they
-//! are drained, amortised O(1)). A list that fits one chunk is one `Vec` that grows by doubling up to
-//! `CHUNK` and, when full with at least half its front popped, shifts its elements down instead of
-//! growing, so a small list costs what a `VecDeque` costs.
+//! Layout: one line of positions, cut into chunks of `CHUNK` (position `p` is in chunk `p / CHUNK`,
+//! at `p % CHUNK`), and the elements are the `len` positions from `head` on. Element `i` is at
+//! `head + i`: an add, a shift, a mask and two loads, with no wrap-around. The last chunk is a field
+//! of the deque itself (`last`), the others are in a vector (`chunks`): a push, which appends to the
+//! last chunk, reads no chunk header out of line (a schedule's push into a stage list of a wheel of
+//! hundreds of lists would otherwise miss the cache on that header: callgrind's cache simulation,
+//! SPEC W1's shape), and a list of one chunk allocates no vector of headers. Pushing at the back
+//! appends to the last chunk, or moves it into `chunks` and starts a new one; popping at the front
+//! moves `head` on, and the chunk it leaves is freed at once (its entry in `chunks` stays,
+//! unallocated, until they are half of the chunks: then they are drained, amortised O(1)). A list
+//! that fits one chunk is one `Vec` that grows by doubling up to `CHUNK` and, when full with at
+//! least half its front popped, shifts its elements down instead of growing, so a small list costs
+//! what a `VecDeque` costs.
 //!
 //! The hot paths (index, push, pops at either end, a front run in one slice scan) are small and
 //! `#[inline]`; what allocates, frees or moves elements is out of line (`#[cold]` where it is a hot
@@ -24,17 +29,22 @@ pub(crate) const CHUNK: usize = 256;
 /// A double-ended queue with O(1) index, push and pop at both ends, that allocates in chunks of
 /// `CHUNK_LEN` elements once it holds more than one chunk (see the module docs).
 ///
-/// Invariants, with `first = head / CHUNK_LEN` (the head's chunk) and `tail = head + len`:
-/// * `chunks[..first]` are spent: empty and unallocated; `first == 0` or `2 * first < chunks.len()`.
+/// Invariants, of the chunks `chunks` followed by `last` (none if both are empty and `last` has no
+/// capacity), with `first = head / CHUNK_LEN` (the head's chunk) and `tail = head + len`:
+/// * the chunks before `first` are spent: empty and unallocated; `first == 0` or `2 * first` is less
+///   than the number of chunks.
 /// * From `first` on, chunk `k` holds the positions `k * CHUNK_LEN..` up to `tail`: its length is
 ///   `min(CHUNK_LEN, tail - k * CHUNK_LEN)`, so all are full but the last, and the last ends at `tail`
 ///   (the head's chunk keeps its popped values below `head`; they are `Copy` and never read).
 /// * Only the last chunk may be empty, and only if it is the head's (`head == tail`); `chunks` is
 ///   empty only with `head == tail == 0`.
-/// * Every chunk has a capacity of `CHUNK_LEN`, but a lone chunk (`chunks.len() == 1`), whose
-///   capacity is at most `CHUNK_LEN`.
+/// * Every chunk has a capacity of `CHUNK_LEN`, but a lone chunk (`last`, with `chunks` empty),
+///   whose capacity is at most `CHUNK_LEN`.
 pub(crate) struct ChunkDeque<T, const CHUNK_LEN: usize = CHUNK> {
+    /// The chunks before the last.
     chunks: Vec<Vec<T>>,
+    /// The last chunk, where pushes go.
+    last: Vec<T>,
     /// The position of the first element.
     head: usize,
     /// Elements held: they end at position `head + len`, the tail.
@@ -43,7 +53,7 @@ pub(crate) struct ChunkDeque<T, const CHUNK_LEN: usize = CHUNK> {
 
 impl<T, const CHUNK_LEN: usize> Default for ChunkDeque<T, CHUNK_LEN> {
     fn default() -> Self {
-        ChunkDeque { chunks: Vec::new(), head: 0, len: 0 }
+        ChunkDeque { chunks: Vec::new(), last: Vec::new(), head: 0, len: 0 }
     }
 }
 
@@ -64,9 +74,18 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     /// Element slots allocated (the popped front of the head's chunk included).
     #[inline]
     pub(crate) fn capacity(&self) -> usize {
-        match self.chunks.as_slice() {
-            [lone] => lone.capacity(),
-            chunks => (chunks.len() - self.head / CHUNK_LEN) * CHUNK_LEN,
+        match self.chunks.len() {
+            0 => self.last.capacity(),
+            before => (before + 1 - self.head / CHUNK_LEN) * CHUNK_LEN,
+        }
+    }
+
+    /// Chunk `k`: one of `chunks`, or `last` right after them.
+    #[inline(always)]
+    fn chunk(&self, k: usize) -> Option<&Vec<T>> {
+        match self.chunks.get(k) {
+            Some(chunk) => Some(chunk),
+            None => (k == self.chunks.len()).then_some(&self.last),
         }
     }
 
@@ -76,7 +95,7 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
             return None;
         }
         let position = self.head + index;
-        self.chunks.get(position / CHUNK_LEN)?.get(position % CHUNK_LEN)
+        self.chunk(position / CHUNK_LEN)?.get(position % CHUNK_LEN)
     }
 
     #[inline]
@@ -86,9 +105,10 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
 
     #[inline]
     pub(crate) fn push_back(&mut self, value: T) {
-        match self.chunks.last_mut() {
-            Some(last) if last.len() < last.capacity() => last.push(value),
-            _ => self.push_back_full(value),
+        if self.last.len() < self.last.capacity() {
+            self.last.push(value);
+        } else {
+            self.push_back_full(value);
         }
         self.len += 1;
     }
@@ -99,7 +119,8 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     #[cold]
     #[inline(never)]
     fn push_back_full(&mut self, value: T) {
-        if let [lone] = self.chunks.as_mut_slice() {
+        if self.chunks.is_empty() {
+            let lone = &mut self.last;
             if self.head > 0 && self.head >= self.len {
                 lone.copy_within(self.head.., 0);
                 lone.truncate(self.len);
@@ -114,10 +135,10 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
                 return;
             }
         }
-        let mut chunk =
-            Vec::with_capacity(if self.chunks.is_empty() { Self::MIN_CAPACITY } else { CHUNK_LEN });
-        chunk.push(value);
-        push_chunk(&mut self.chunks, chunk);
+        // The last chunk is full: it joins the others, and a new one starts.
+        let full = std::mem::replace(&mut self.last, Vec::with_capacity(CHUNK_LEN));
+        self.chunks.push(full);
+        self.last.push(value);
     }
 
     /// Pops the front element and then the elements after it while `pred` holds for them; returns
@@ -126,7 +147,7 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     /// line ([`pop_front_while`](ChunkDeque::pop_front_while)).
     #[inline]
     pub(crate) fn pop_front_run(&mut self, mut pred: impl FnMut(&T) -> bool) -> Option<(T, usize)> {
-        let chunk = self.chunks.get(self.head / CHUNK_LEN)?;
+        let chunk = self.chunk(self.head / CHUNK_LEN)?;
         // The head's chunk ends at the tail or is full: all of it from `head` on is elements.
         let (&front, after) = chunk[self.head % CHUNK_LEN..].split_first()?;
         match after.iter().position(|value| !pred(value)) {
@@ -149,7 +170,7 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     #[inline(never)]
     pub(crate) fn pop_front_while(&mut self, mut pred: impl FnMut(&T) -> bool) -> usize {
         let mut popped = 0;
-        while let Some(chunk) = self.chunks.get(self.head / CHUNK_LEN) {
+        while let Some(chunk) = self.chunk(self.head / CHUNK_LEN) {
             let rest = &chunk[self.head % CHUNK_LEN..];
             let run = rest.iter().position(|value| !pred(value));
             let n = run.unwrap_or(rest.len());
@@ -182,10 +203,8 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     fn left_chunk(&mut self, before: usize) {
         let first = self.head / CHUNK_LEN;
         if self.len == 0 {
-            let mut last = self.chunks.pop().unwrap_or_default();
-            last.clear();
+            self.last.clear();
             self.chunks.clear();
-            self.chunks.push(last);
             self.head = 0;
             return;
         }
@@ -198,7 +217,7 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     /// Drains the spent chunks from `chunks` if they are at least half of it.
     fn drain_spent(&mut self) {
         let first = self.head / CHUNK_LEN;
-        if first > 0 && 2 * first >= self.chunks.len() {
+        if first > 0 && 2 * first > self.chunks.len() {
             self.chunks.drain(..first);
             self.head -= first * CHUNK_LEN;
         }
@@ -209,20 +228,27 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
         if self.len == 0 {
             return None;
         }
-        let last = self.chunks.last_mut()?;
-        let value = last.pop()?;
+        let value = self.last.pop()?;
         self.len -= 1;
-        if last.is_empty() && self.chunks.len() > 1 {
+        if self.last.is_empty() && !self.chunks.is_empty() {
             self.dropped_last_chunk();
         }
         Some(value)
     }
 
-    /// `pop_back` emptied the last chunk, which is not the head's: it goes.
+    /// `pop_back` emptied the last chunk, which is not a lone one: it goes, and the chunk before it
+    /// is the last (or, if that emptied the list, whose other chunks are then all spent, none is
+    /// left).
     #[cold]
     #[inline(never)]
     fn dropped_last_chunk(&mut self) {
-        self.chunks.pop();
+        if self.len == 0 {
+            self.chunks.clear();
+            self.last = Vec::new();
+            self.head = 0;
+            return;
+        }
+        self.last = self.chunks.pop().expect("a chunk before the last");
         self.drain_spent();
     }
 
@@ -230,10 +256,8 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     /// index and the index it has if kept. O(len), into new buffers: the kept elements are pushed
     /// onto a new list with room for `capacity` (up to a chunk) from the start.
     pub(crate) fn retain(&mut self, capacity: usize, mut keep: impl FnMut(&T, usize, usize) -> bool) {
-        let mut kept = ChunkDeque::default();
-        if capacity > 0 {
-            push_chunk(&mut kept.chunks, Vec::with_capacity(capacity.min(CHUNK_LEN)));
-        }
+        let mut kept =
+            ChunkDeque { last: Vec::with_capacity(capacity.min(CHUNK_LEN)), ..ChunkDeque::default() };
         for (index, value) in self.iter().enumerate() {
             if keep(value, index, kept.len) {
                 kept.push_back(*value);
@@ -257,14 +281,16 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
             *self = ChunkDeque::default();
             return;
         }
-        if let [lone] = self.chunks.as_mut_slice() {
+        if self.chunks.is_empty() {
+            let lone = &mut self.last;
             lone.copy_within(self.head.., 0);
             lone.truncate(len);
             lone.shrink_to(capacity);
         } else {
             let mut lone = Vec::with_capacity(capacity);
             lone.extend(self.iter().copied());
-            self.chunks = vec![lone];
+            self.chunks = Vec::new();
+            self.last = lone;
         }
         self.head = 0;
     }
@@ -298,7 +324,7 @@ impl<T: Copy, const CHUNK_LEN: usize> ChunkDeque<T, CHUNK_LEN> {
     pub(crate) fn slices(&self) -> impl Iterator<Item = &[T]> {
         let first = self.head / CHUNK_LEN;
         let skip = self.head % CHUNK_LEN;
-        self.chunks[first.min(self.chunks.len())..].iter().enumerate().map(move |(k, chunk)| {
+        self.chunks.iter().chain([&self.last]).skip(first).enumerate().map(move |(k, chunk)| {
             if k == 0 {
                 &chunk[skip..]
             } else {
@@ -322,7 +348,12 @@ impl<T: Copy, const CHUNK_LEN: usize> std::ops::Index<usize> for ChunkDeque<T, C
             out_of_bounds(index, self.len);
         }
         let position = self.head + index;
-        &self.chunks[position / CHUNK_LEN][position % CHUNK_LEN]
+        let (k, at) = (position / CHUNK_LEN, position % CHUNK_LEN);
+        if k < self.chunks.len() {
+            &self.chunks[k][at]
+        } else {
+            &self.last[at]
+        }
     }
 }
 
@@ -333,18 +364,13 @@ impl<T: Copy, const CHUNK_LEN: usize> std::ops::IndexMut<usize> for ChunkDeque<T
             out_of_bounds(index, self.len);
         }
         let position = self.head + index;
-        &mut self.chunks[position / CHUNK_LEN][position % CHUNK_LEN]
+        let (k, at) = (position / CHUNK_LEN, position % CHUNK_LEN);
+        if k < self.chunks.len() {
+            &mut self.chunks[k][at]
+        } else {
+            &mut self.last[at]
+        }
     }
-}
-
-/// Appends `chunk` to `chunks`, giving a first chunk a vector of exactly one: a `Vec` grows from
-/// empty to room for four, 96 bytes of chunk headers for the lone chunk most lists only ever have,
-/// and a bucket keeps the buffers of every list it used (four stage lists per lane).
-fn push_chunk<T>(chunks: &mut Vec<Vec<T>>, chunk: Vec<T>) {
-    if chunks.capacity() == 0 {
-        chunks.reserve_exact(1);
-    }
-    chunks.push(chunk);
 }
 
 /// The panic of an index past the end, out of line (no spill on the indexing path).
