@@ -29,6 +29,7 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
 
 /// [`cancel`], handing back the task (closure or value) of the entry it cancelled, for the caller
 /// to drop or take the value out of (`values.rs`).
+#[inline]
 pub(crate) fn cancel_take(ticket: Ticket, stripe: &HandleStripe) -> Option<InlineTask> {
     let Store { arena, wheel, .. } = stripe.context();
     // The key is written by the insert into that bucket (`TimerTaskList::insert_new`), and a level
