@@ -113,6 +113,7 @@ impl TimingWheel {
     /// `TimerTaskList::insert_new`); `fresh` then keeps the task. An add that lowers the bucket's
     /// expiration calls `queue` with it and the bucket first, under its lane lock
     /// (`bucket/expiration.rs`, "Queued before lowered").
+    #[inline]
     pub(crate) fn schedule(
         &self,
         arena: &EntryArena,
