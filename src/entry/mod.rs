@@ -376,6 +376,7 @@ pub(crate) enum Return {
 /// What every holder does last: claims the entry as `to` if it is still pending, releases the slot
 /// either way and (with [`Return::Now`]) returns it to the arena. The closure (if this call won the
 /// claim) and the deadline come back, to be run or dropped with no lock held.
+#[inline]
 fn claim_and_release(
     arena: &EntryArena,
     id: EntryId,
@@ -400,6 +401,7 @@ fn claim_and_release(
 /// thread, catching a panic, or, for a value task, appends it to `values` (`value.rs`). The slot
 /// is released either way, and returned to the arena as `ret` says; a block the closure was in
 /// (`task_slab.rs`) goes to `freed`.
+#[inline]
 pub(crate) fn fire(
     arena: &EntryArena,
     (id, ret): (EntryId, Return),
