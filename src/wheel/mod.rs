@@ -151,6 +151,7 @@ impl TimingWheel {
     /// refused once the flag is set, as a schedule is; without it (the driver's cascade, which
     /// runs before the drain closes the levels) never. `queue` as for
     /// [`schedule`](TimingWheel::schedule).
+    #[inline]
     pub(crate) fn readd(
         &self,
         arena: &EntryArena,
