@@ -378,7 +378,7 @@ impl TickLength {
     }
 
     /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn deadline(self, now_nanos: u64, delay: Duration) -> Option<Deadline> {
         if delay.is_zero() {
             return Some(self.passed(now_nanos));
