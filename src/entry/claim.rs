@@ -23,6 +23,7 @@ impl EntryState<'_> {
     /// A cancel's claim, with the lock of the bucket lane `locked` held: `Pending → Cancelled` if
     /// `ticket` still names this entry, handing back the closure and where the entry is. If it is
     /// in the locked lane, it is also released here ([`Claimed::Here`]).
+    #[inline]
     pub(crate) fn claim_cancel(&mut self, ticket: Ticket, locked: LaneKey) -> Option<(InlineTask, Claimed)> {
         if !self.is(ticket) && !fault!("ticket_generation_unchecked") {
             return None;
