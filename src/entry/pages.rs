@@ -91,7 +91,8 @@ type Segment = Box<[UnmodelledAtomicPtr<Page>]>;
 
 /// The page directory (see the module docs).
 pub(crate) struct Pages {
-    segments: Box<[UnmodelledOnceLock<Segment>]>,
+    /// Inline, so that finding a page loads no pointer to the segments first.
+    segments: [UnmodelledOnceLock<Segment>; SEGMENTS],
     /// Serialises creating and retiring pages (never taken to find one).
     changes: UnmodelledMutex<()>,
     /// Where pages come from and go back to.
@@ -112,7 +113,7 @@ const LOOM_MAX_PAGES: usize = 64;
 impl Pages {
     pub(crate) fn new() -> Pages {
         Pages {
-            segments: (0..SEGMENTS).map(|_| UnmodelledOnceLock::new()).collect(),
+            segments: std::array::from_fn(|_| UnmodelledOnceLock::new()),
             changes: UnmodelledMutex::new(()),
             #[cfg(not(delaywheel_loom))]
             source: PageSource::new(std::mem::size_of::<Page>()),
