@@ -392,8 +392,10 @@ fn a_panicking_task_loses_no_other_task() {
 fn a_real_clock_advance_waits_up_to_its_timeout_for_work() {
     let timer = Timer::builder().tick(ms(1)).manual().build();
     let ran = Counter::default();
-    timer.schedule(ms(20), ran.task());
+    // Read before the schedule: the deadline is at least 20 ms after it, however long the
+    // thread waits between the two.
     let start = Instant::now();
+    timer.schedule(ms(20), ran.task());
     while ran.get() == 0 {
         assert!(start.elapsed() < Duration::from_secs(5), "the task never fired");
         timer.advance_clock(Duration::from_millis(50));
