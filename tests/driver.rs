@@ -39,13 +39,28 @@ fn driver_fires_on_the_real_clock_never_early() {
     assert!(eventually(Duration::from_secs(5), || timer.is_empty()));
 }
 
-/// Exactly once under races: several threads cancel every task while the driver fires them.
+/// Exactly once under races: several threads cancel every task while the driver fires them. A
+/// round in which the driver or the cancellers were held off the processor the whole time (all
+/// fired, or all cancelled) checks exactly once too but not the race: then another round runs.
 #[test]
 fn cancel_races_the_running_driver_exactly_once() {
+    let mut outcomes = Vec::new();
+    for seed in 5..25 {
+        let (ran, cancelled) = cancel_race_round(seed);
+        outcomes.push((ran, cancelled));
+        if ran > 0 && cancelled > 0 {
+            return;
+        }
+    }
+    panic!("the race was not exercised in 20 rounds: (ran, cancelled) {outcomes:?}");
+}
+
+/// One round of [`cancel_races_the_running_driver_exactly_once`]: what ran and what was cancelled.
+fn cancel_race_round(seed: u64) -> (usize, usize) {
     const N: usize = 20_000;
     let timer = Arc::new(Timer::builder().tick(ms(1)).wheel_size(16).build());
     let runs: Arc<Vec<AtomicU8>> = Arc::new((0..N).map(|_| AtomicU8::new(0)).collect());
-    let mut rng = SplitMix(5);
+    let mut rng = SplitMix(seed);
     let handles: Arc<Vec<TimerHandle>> = Arc::new(
         (0..N)
             .map(|i| {
@@ -93,7 +108,7 @@ fn cancel_races_the_running_driver_exactly_once() {
     let stats = timer.stats();
     assert_eq!(stats.fired as usize, ran);
     assert_eq!(stats.cancelled as usize, cancelled);
-    assert!(ran > 0 && cancelled > 0, "the race was not exercised: ran {ran}, cancelled {cancelled}");
+    (ran, cancelled)
 }
 
 #[test]
@@ -163,20 +178,25 @@ fn executor_threads_keep_a_slow_task_from_delaying_others() {
     let timer = Timer::builder().tick(ms(1)).execution(TaskExecution::Threads(2)).build();
     let slow_done = Arc::new(AtomicBool::new(false));
     let fast_fired_while_slow_ran = Arc::new(AtomicBool::new(false));
+    // The slow task runs until the fast one has run (or 30 s): the fast one finds it still
+    // running unless the slow one holds it up, however slowly the machine runs either.
+    let (fast_ran, wait_for_fast) = mpsc::channel::<()>();
     {
         let slow_done = Arc::clone(&slow_done);
         let _ = timer.schedule(ms(5), move || {
-            thread::sleep(Duration::from_millis(1_500));
+            let _ = wait_for_fast.recv_timeout(Duration::from_secs(30));
             slow_done.store(true, Ordering::SeqCst);
         });
     }
     {
         let (slow_done, flag) = (Arc::clone(&slow_done), Arc::clone(&fast_fired_while_slow_ran));
-        let _ =
-            timer.schedule(ms(50), move || flag.store(!slow_done.load(Ordering::SeqCst), Ordering::SeqCst));
+        let _ = timer.schedule(ms(50), move || {
+            flag.store(!slow_done.load(Ordering::SeqCst), Ordering::SeqCst);
+            let _ = fast_ran.send(());
+        });
     }
-    assert!(eventually(Duration::from_secs(10), || timer.is_empty()));
-    assert!(eventually(Duration::from_secs(10), || slow_done.load(Ordering::SeqCst)));
+    assert!(eventually(Duration::from_secs(40), || timer.is_empty()));
+    assert!(eventually(Duration::from_secs(40), || slow_done.load(Ordering::SeqCst)));
     assert!(fast_fired_while_slow_ran.load(Ordering::SeqCst), "the slow task delayed the fast one");
     assert_eq!(timer.stats().fired, 2);
 }
@@ -264,14 +284,17 @@ fn shutdown_from_a_task_and_from_the_owner_at_once_does_not_deadlock() {
     finishes_within(Duration::from_secs(20), || {
         let timer = Arc::new(Timer::builder().tick(ms(1)).build());
         let weak = Arc::downgrade(&timer);
+        let (started, task_started) = mpsc::channel();
         let _ = timer.schedule(ms(1), move || {
+            started.send(()).unwrap();
             thread::sleep(ms(200)); // the owner calls shutdown meanwhile
             if let Some(timer) = weak.upgrade() {
                 let _ = timer.shutdown();
             }
         });
         let _ = timer.schedule(Duration::from_secs(60), || {});
-        thread::sleep(ms(50));
+        // Once the task runs, only the 60 s one is left for a shutdown to hand back.
+        task_started.recv_timeout(Duration::from_secs(15)).expect("the task ran");
         let unfired = timer.shutdown();
         assert!(unfired.len() <= 1);
         assert!(timer.is_empty());
@@ -297,21 +320,31 @@ fn shutdown_from_a_task_on_an_executor_thread_works() {
 
 #[test]
 fn dropping_a_timer_with_executor_threads_starts_no_queued_task() {
-    let timer = Timer::builder().tick(ms(1)).execution(TaskExecution::Threads(1)).build();
+    let clock = ManualClock::new();
+    let timer =
+        Timer::builder().tick(ms(1)).clock(clock.clone()).execution(TaskExecution::Threads(1)).build();
     let started = Counter::default();
     let (slow_started_tx, slow_started_rx) = mpsc::channel();
+    // The slow task runs until released after the drop (or 30 s): a drop that waits for it
+    // returns only after it has ended.
+    let (release, released) = mpsc::channel::<()>();
+    let slow_done = Arc::new(AtomicBool::new(false));
+    let done = Arc::clone(&slow_done);
     let _ = timer.schedule(ms(1), move || {
         slow_started_tx.send(()).unwrap();
-        thread::sleep(ms(300));
+        let _ = released.recv_timeout(Duration::from_secs(30));
+        done.store(true, Ordering::SeqCst);
     });
     for _ in 0..100 {
-        let _ = timer.schedule(ms(2), started.task());
+        let _ = timer.schedule(ms(1), started.task());
     }
+    // All 101 share a bucket on the manual clock: once the slow one runs, the driver has taken
+    // them all out of the wheel, and the 100 quick ones queue behind it.
+    clock.advance(ms(1));
     slow_started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
-    thread::sleep(ms(20)); // the 100 quick tasks are now queued behind the slow one
-    let start = Instant::now();
     drop(timer);
-    assert!(start.elapsed() < ms(250), "drop waited for the slow task");
+    assert!(!slow_done.load(Ordering::SeqCst), "drop waited for the slow task");
+    release.send(()).unwrap();
     thread::sleep(ms(500));
     assert_eq!(started.get(), 0, "a queued task started after the timer was dropped");
 }
@@ -360,17 +393,23 @@ fn concurrent_first_use_of_an_overflow_level_creates_it_once_and_loses_nothing()
 
 #[test]
 fn tasks_running_during_shutdown_cannot_schedule() {
-    let timer = Arc::new(Timer::builder().tick(ms(1)).execution(TaskExecution::Threads(1)).build());
+    let clock = ManualClock::new();
+    let timer = Arc::new(
+        Timer::builder().tick(ms(1)).clock(clock.clone()).execution(TaskExecution::Threads(1)).build(),
+    );
     let results = Arc::new(std::sync::Mutex::new(Vec::new()));
     let (gate_tx, gate_rx) = mpsc::channel::<()>();
     let gate_rx = Arc::new(std::sync::Mutex::new(gate_rx));
+    let (first_started, first_runs) = mpsc::channel();
     // The first task blocks the executor until shutdown has begun; the rest queue behind it and run
     // while shutdown joins the executor. Each tries to schedule a follow-up.
     for i in 0..5 {
         let (weak, results, gate_rx) = (Arc::downgrade(&timer), Arc::clone(&results), Arc::clone(&gate_rx));
+        let first_started = first_started.clone();
         let _ = timer.schedule(ms(1), move || {
             if i == 0 {
-                let _ = gate_rx.lock().unwrap().recv_timeout(Duration::from_secs(10));
+                first_started.send(()).unwrap();
+                let _ = gate_rx.lock().unwrap().recv_timeout(Duration::from_secs(30));
             }
             if let Some(timer) = weak.upgrade() {
                 let r = timer.try_schedule(ms(1), || {});
@@ -378,15 +417,21 @@ fn tasks_running_during_shutdown_cannot_schedule() {
             }
         });
     }
-    thread::sleep(ms(50)); // all five are due and handed to the executor
+    // Not due before the shutdown: the shutdown hands it back once it has set its flag.
+    let probe = timer.schedule(Duration::from_secs(60), || {});
+    // The five share a bucket on the manual clock: once the first runs, the driver has taken
+    // them all out of the wheel for the executor.
+    clock.advance(ms(1));
+    first_runs.recv_timeout(Duration::from_secs(10)).expect("the first task ran");
     let shutting = {
         let timer = Arc::clone(&timer);
         thread::spawn(move || timer.shutdown())
     };
-    thread::sleep(ms(50)); // shutdown has set its flag and is joining the executor
+    // Handed back: shutdown has set its flag, joined the driver and is joining the executor.
+    assert!(eventually(Duration::from_secs(20), || !probe.is_pending()), "shutdown never drained");
     gate_tx.send(()).unwrap();
     let unfired = shutting.join().unwrap();
-    assert!(unfired.is_empty());
+    assert_eq!(unfired.len(), 1, "only the task not due was handed back");
     let results = results.lock().unwrap();
     assert_eq!(results.len(), 5, "the due tasks ran before shutdown returned");
     assert!(results.iter().all(|r| *r == Err(ScheduleError::ShutDown)), "{results:?}");
