@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::task::Poll;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{ms, SplitMix};
 use delaywheel::{TaskExecution, Timer};
@@ -76,6 +76,12 @@ fn round(execution: TaskExecution, seed: u64) {
         })
         .collect();
     std::thread::sleep(Duration::from_micros(10_000 + seed % 7 * 1_000));
+    // The shutdown comes once a sleep has completed: on a loaded machine, the runtime's threads
+    // and the driver may not have run within the first milliseconds.
+    let give_up = Instant::now() + Duration::from_secs(20);
+    while completed.load(Ordering::SeqCst) == 0 && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_micros(200));
+    }
     let unfired = timer.shutdown();
     drop(unfired); // each handed-back wake-up wakes its sleep once, which stays pending
     stop_tx.send(true).unwrap();
