@@ -40,9 +40,18 @@ struct Op {
     follows: bool,
     registered: AtomicBool,
     completes: AtomicUsize,
+    /// Set once `on_complete` has registered its follow-up (before its panic, if it panics).
+    completed_fully: AtomicBool,
     expirations: AtomicUsize,
     cancels: AtomicUsize,
     late_tries: AtomicUsize,
+}
+
+impl Op {
+    /// Cancelled, or completed with its `on_complete` through: nothing more comes of it.
+    fn finished(&self) -> bool {
+        self.cancels.load(Ordering::SeqCst) > 0 || self.completed_fully.load(Ordering::SeqCst)
+    }
 }
 
 impl DelayedOperation for Op {
@@ -65,6 +74,7 @@ impl DelayedOperation for Op {
                 register(&self.world, &purgatory, &mut SplitMix(seed), false);
             }
         }
+        self.completed_fully.store(true, Ordering::SeqCst);
         if self.panics_in_complete {
             panic!("{DELIBERATE}");
         }
@@ -86,6 +96,7 @@ fn register(world: &Arc<World>, purgatory: &Purg, rng: &mut SplitMix, may_follow
         follows: may_follow && rng.range(0, 8) == 0,
         registered: AtomicBool::new(false),
         completes: AtomicUsize::new(0),
+        completed_fully: AtomicBool::new(false),
         expirations: AtomicUsize::new(0),
         cancels: AtomicUsize::new(0),
         late_tries: AtomicUsize::new(0),
@@ -141,17 +152,21 @@ fn round(seed: u64) {
     let drop_it = rng.next() % 2 == 0;
     let stop = AtomicBool::new(false);
     thread::scope(|s| {
-        for me in 0..4 {
-            let (world, stop, seed) = (&world, &stop, rng.next());
-            s.spawn(move || actor(me, world, seed, stop));
-        }
+        let actors: Vec<_> = (0..4)
+            .map(|me| {
+                let (world, stop, seed) = (&world, &stop, rng.next());
+                s.spawn(move || actor(me, world, seed, stop))
+            })
+            .collect();
         thread::sleep(Duration::from_millis(rng.range(5, 30)));
         if drop_it {
             // The last strong reference may be an actor's or a callback's.
             *world.purgatory.lock().unwrap() = Weak::new();
             drop(purgatory);
         } else {
+            // The actors stop first: one still in a step may register after the drain.
             stop.store(true, Ordering::Relaxed);
+            actors.into_iter().for_each(|actor| actor.join().unwrap());
             let keys_checked = |purgatory: &Purg| {
                 for op in world.ops.lock().unwrap().iter() {
                     op.ready.store(true, Ordering::SeqCst);
@@ -161,11 +176,16 @@ fn round(seed: u64) {
                 }
             };
             // Follow-ups registered by the last completions need a check too; then the timeouts.
+            // The counts drop before the callbacks run (a follow-up is registered by one), so the
+            // drain also waits for every operation made so far to have finished, callbacks and
+            // all, with no new one made meanwhile.
             let until = Instant::now() + Duration::from_secs(5);
             loop {
                 keys_checked(&purgatory);
+                let made = world.ops.lock().unwrap().len();
+                let ended = world.ops.lock().unwrap().iter().all(|op| op.finished());
                 let counts = (purgatory.delayed(), purgatory.watched(), purgatory.watched_keys());
-                if counts == (0, 0, 0) {
+                if ended && counts == (0, 0, 0) && world.ops.lock().unwrap().len() == made {
                     break;
                 }
                 assert!(Instant::now() < until, "still {counts:?} (delayed, watched, keys) (seed {seed})");
