@@ -179,7 +179,7 @@ fn executor_threads_keep_a_slow_task_from_delaying_others() {
     let slow_done = Arc::new(AtomicBool::new(false));
     let fast_fired_while_slow_ran = Arc::new(AtomicBool::new(false));
     // The slow task runs until the fast one has run (or 30 s): the fast one finds it still
-    // running unless the slow one holds it up, however slowly the machine runs either.
+    // running unless the slow one holds it up, however slowly either of them runs.
     let (fast_ran, wait_for_fast) = mpsc::channel::<()>();
     {
         let slow_done = Arc::clone(&slow_done);
