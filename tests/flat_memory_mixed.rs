@@ -19,7 +19,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::rss;
 use delaywheel::{TaskExecution, Timer, TimerHandle};
@@ -95,17 +95,23 @@ fn mixed_sizes_from_two_threads_run_in_flat_memory() {
             fired += run(&timer, 20, &runs);
         }
         // Measured drained and shrunk: what a backlog of the moment left resident is not counted.
-        let settle = || {
-            while !timer.is_empty() {
+        // Drained means nothing pending and every fired task run: a task leaves `len()` when the
+        // driver or an executor claims it, a moment before it runs. (A task lost would keep either
+        // short: the wait gives up after a minute, and the checks below fail.)
+        let settle = |fired: u64| {
+            let give_up = Instant::now() + Duration::from_secs(60);
+            while (!timer.is_empty() || runs.load(Ordering::Relaxed) < fired) && Instant::now() < give_up {
                 thread::sleep(Duration::from_millis(1));
             }
             timer.shrink();
             rss()
         };
-        let before = settle();
+        let before = settle(fired);
         fired += run(&timer, 600, &runs);
-        let after = settle();
+        let after = settle(fired);
         eprintln!("{execution:?}: RSS {before} after the warm-up, {after} after 1,200,000 more tasks");
+        assert!(timer.is_empty(), "{execution:?}: {} tasks left pending", timer.len());
+        assert_eq!(runs.load(Ordering::Relaxed), fired, "{execution:?}: every fired task ran once");
         assert!(after <= before + 2_000_000, "{execution:?}: RSS {before} -> {after}");
         drop(timer);
         assert_eq!(runs.load(Ordering::Relaxed), fired, "{execution:?}: every fired task ran once");
