@@ -96,6 +96,10 @@ fn cancel_race_round(seed: u64) -> (usize, usize) {
         c.join().unwrap();
     }
     assert!(eventually(Duration::from_secs(10), || timer.is_empty()), "len = {}", timer.len());
+    // A task leaves `len()` when the driver claims it, a moment before it runs: wait for every
+    // task to be accounted for, then a while more for a second run to show.
+    let accounted = |i: usize| runs[i].load(Ordering::SeqCst) + cancels[i].load(Ordering::SeqCst) > 0;
+    eventually(Duration::from_secs(10), || (0..N).all(accounted));
     thread::sleep(ms(50));
     let (mut ran, mut cancelled) = (0, 0);
     for i in 0..N {
