@@ -122,7 +122,11 @@ fn soak_schedule_cancel_fire_exact_accounting_flat_memory() {
     while !timer.is_empty() && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(10));
     }
-    thread::sleep(Duration::from_millis(100));
+    // A task leaves `len()` when the driver claims it, a moment before it runs: wait for the runs.
+    let accounted = || fired.load(Ordering::SeqCst) + cancelled.load(Ordering::SeqCst);
+    while accounted() < scheduled.load(Ordering::SeqCst) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
 
     let (scheduled, fired, cancelled) =
         (scheduled.load(Ordering::SeqCst), fired.load(Ordering::SeqCst), cancelled.load(Ordering::SeqCst));
