@@ -8,7 +8,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::ms;
 use delaywheel::{ManualClock, TaskExecution, Timer, TimerHandle};
@@ -145,8 +145,15 @@ fn a_drop_racing_executors_whose_tasks_panic_and_move_others_drops_each_closure_
         let undropped = drops.iter().filter(|d| d.load(Ordering::SeqCst) == 0).count();
         assert!(undropped <= 2, "round {round}: {undropped} closures outlive the drop");
         assert!(handles.iter().all(|h| !h.is_pending()), "round {round}: a task is still pending");
+        // The closures the executors were running are dropped when those tasks end: wait for
+        // them (a while for a late start to show, and as long as a loaded machine takes).
         thread::sleep(ms(20));
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while drops.iter().any(|d| d.load(Ordering::SeqCst) == 0) && Instant::now() < give_up {
+            thread::sleep(ms(1));
+        }
         assert!(late.load(Ordering::SeqCst) <= 2, "round {round}: tasks started after the drop");
+        assert!(drops.iter().all(|d| d.load(Ordering::SeqCst) > 0), "round {round}: a closure never dropped");
         assert!(
             drops.iter().all(|d| d.load(Ordering::SeqCst) == 1),
             "round {round}: a closure dropped twice"
