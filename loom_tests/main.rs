@@ -15,6 +15,8 @@ mod advance;
 mod before_origin;
 mod bucket_reuse;
 mod cancel;
+#[cfg(feature = "async")]
+mod drive;
 mod early_cascade;
 mod len;
 mod overflow_level;

@@ -242,6 +242,9 @@ pub use builder::{
     TaskExecution, TimerBuilder, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_CAPACITY, MAX_WHEEL_SIZE,
 };
 pub use clock::ManualClock;
+#[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+pub use driver::Drive;
 pub use global::{global, GLOBAL_THREAD_NAME};
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]

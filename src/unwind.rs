@@ -11,7 +11,6 @@
 use std::any::Any;
 use std::mem;
 use std::panic::{self, AssertUnwindSafe};
-#[cfg(feature = "async")]
 use std::task::Waker;
 
 /// Drops `value`, catching a panic of its `Drop` (whose payload is dropped by [`drop_payload`]).
@@ -28,7 +27,6 @@ pub(crate) fn drop_caught<T>(value: T) -> bool {
 
 /// Wakes `waker`, catching a panic of the wake (its payload dropped by [`drop_payload`]). Returns
 /// whether the wake panicked.
-#[cfg(feature = "async")]
 pub(crate) fn wake_caught(waker: Waker) -> bool {
     match panic::catch_unwind(AssertUnwindSafe(move || waker.wake())) {
         Ok(()) => false,

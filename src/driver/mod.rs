@@ -25,6 +25,12 @@
 //! after it but one an executor had already claimed (it may be just starting, as `shutdown_timeout`
 //! says). The threads then only release what they take; the discard flag spares them the claims.
 //!
+//! ## Drive future
+//!
+//! [`Timer::drive`](crate::Timer::drive) (`drive.rs`, feature `async`): the driver's loop as a
+//! future that the user's async runtime polls on its workers, sleeping with the runtime's sleep,
+//! for a timer built without a driver thread.
+//!
 //! These are real OS threads, started with `std::thread::Builder` so they can be named; they are not
 //! part of the loom models, which drive a manual timer from model threads instead.
 
@@ -33,12 +39,16 @@ use std::thread::{Builder, JoinHandle};
 use crate::sync::Arc;
 use crate::timer::Shared;
 
+#[cfg(feature = "async")]
+mod drive;
 mod executor;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the driver thread's timer slack.
 #[allow(unsafe_code)]
 #[cfg(not(delaywheel_loom))]
 mod timer_slack;
 
+#[cfg(feature = "async")]
+pub use drive::Drive;
 pub(crate) use executor::Executor;
 
 /// How often [`Driver::join_within`] looks whether the thread has exited.
@@ -47,10 +57,41 @@ const MAX_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 /// The driver thread of a timer.
 pub(crate) struct Driver {
     thread: JoinHandle<()>,
-    /// On a manual clock: the clock and the id of the listener that wakes this driver, removed
-    /// when the driver stops (a clock that never moves would otherwise keep it).
+    /// On a manual clock: the listener that wakes this driver, removed when the driver stops.
     #[cfg_attr(delaywheel_loom, allow(dead_code))]
-    listener: Option<(crate::clock::ManualClock, u64)>,
+    listener: Option<ClockListener>,
+}
+
+/// On a manual clock, a listener that wakes the timer's waiters (its driver thread, its drive
+/// futures) whenever the clock moves; removed when dropped (a clock that never moves would
+/// otherwise keep it).
+#[cfg_attr(delaywheel_loom, allow(dead_code))]
+pub(crate) struct ClockListener {
+    clock: crate::clock::ManualClock,
+    id: u64,
+}
+
+impl ClockListener {
+    /// Listens on the timer's clock if it is a manual one.
+    #[cfg(not(delaywheel_loom))]
+    pub(crate) fn wake_on_advance(shared: &Arc<Shared>) -> Option<ClockListener> {
+        let crate::clock::ClockSource::Manual(clock) = &shared.time().clock else { return None };
+        let weak = Arc::downgrade(shared);
+        let id = clock.on_advance(Box::new(move || match weak.upgrade() {
+            Some(shared) => {
+                shared.queue().wake();
+                true
+            }
+            None => false,
+        }));
+        Some(ClockListener { clock: clock.clone(), id })
+    }
+}
+
+impl Drop for ClockListener {
+    fn drop(&mut self) {
+        self.clock.remove_listener(self.id);
+    }
 }
 
 impl Driver {
@@ -60,21 +101,11 @@ impl Driver {
         // (No timer slack under loom: its models run no driver thread.)
         #[cfg_attr(delaywheel_loom, allow(unused_variables))] precise_wakeups: bool,
     ) -> std::io::Result<Driver> {
-        #[cfg_attr(delaywheel_loom, allow(unused_mut))]
-        let mut listener = None;
+        // A driver on a manual clock sleeps until the clock moves: wake it on every advance.
         #[cfg(not(delaywheel_loom))]
-        if let crate::clock::ClockSource::Manual(clock) = &shared.time().clock {
-            // A driver on a manual clock sleeps until the clock moves: wake it on every advance.
-            let weak = Arc::downgrade(shared);
-            let id = clock.on_advance(Box::new(move || match weak.upgrade() {
-                Some(shared) => {
-                    shared.queue().wake();
-                    true
-                }
-                None => false,
-            }));
-            listener = Some((clock.clone(), id));
-        }
+        let listener = ClockListener::wake_on_advance(shared);
+        #[cfg(delaywheel_loom)]
+        let listener = None;
         #[cfg(not(delaywheel_loom))]
         Shared::wake_driver_at_spikes(shared);
         let shared = Arc::clone(shared);
@@ -98,9 +129,7 @@ impl Driver {
 
     /// The driver is stopping: nothing needs to wake it any more.
     fn unlisten(&mut self) {
-        if let Some((clock, id)) = self.listener.take() {
-            clock.remove_listener(id);
-        }
+        drop(self.listener.take());
     }
 
     /// Waits for the thread to exit (after the queue was closed).

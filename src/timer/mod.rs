@@ -412,6 +412,12 @@ impl Timer {
         &self.live
     }
 
+    /// The shared state, for the driver run as a future (`driver/drive.rs`).
+    #[cfg(feature = "async")]
+    pub(crate) fn shared_state(&self) -> &Arc<Shared> {
+        self.shared()
+    }
+
     /// The futures' per-thread references to the shared state (`refs.rs`).
     #[cfg(feature = "async")]
     pub(crate) fn refs(&self) -> &refs::TimerRefs {

@@ -25,6 +25,11 @@
 //! waiters, if any): a caller waiting for the head it saw (`advance_clock(timeout)` beside a driver
 //! thread) then stops waiting for it, since whoever popped it is flushing it.
 //!
+//! A future that drives the timer from an async runtime waits for the head with its runtime's sleep
+//! instead, and registers a waker beside the condition variable, in the same lock: the lowering of
+//! the head, the close and [`wake`](DelayQueue::wake) wake it too ([`watch`](DelayQueue::watch);
+//! the hand-shake is in `watchers.rs`).
+//!
 //! ## Rounds: bounded work per advance
 //!
 //! An advance pops everything due in one **round**: [`round`](DelayQueue::round) marks its start,
@@ -45,9 +50,15 @@
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;
+#[cfg(feature = "async")]
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::sync::{Condvar, Mutex};
+
+mod watchers;
+
+use watchers::{Watchers, Woken};
 
 /// What breaks ties between items due at the same tick: a stable identity, so that their order
 /// does not depend on when they were queued.
@@ -104,6 +115,21 @@ struct QueueState<T> {
     /// Items popped so far, and threads in `wait_due` (only they need a pop's notification).
     pops: u64,
     waiters: usize,
+    /// The futures waiting for the head (`watchers.rs`).
+    watchers: Watchers,
+}
+
+/// What a [`watch`](DelayQueue::watch) finds.
+#[cfg(feature = "async")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Watched {
+    /// The queue is closed: nothing will be due any more (nothing registered).
+    Closed,
+    /// The head is due (the watcher's registration is taken out).
+    Due,
+    /// Nothing is due; the head's expiration, if any. The watcher is registered: it is woken when
+    /// an earlier item becomes the head, on close and on [`wake`](DelayQueue::wake).
+    Waiting(Option<u64>),
 }
 
 /// A delay queue (Kafka's `DelayQueue`, of `TimerTaskList`s there and in the timer).
@@ -122,6 +148,7 @@ impl<T: Identity> DelayQueue<T> {
                 deferred: Vec::new(),
                 pops: 0,
                 waiters: 0,
+                watchers: Watchers::default(),
             }),
             changed: Condvar::new(),
         }
@@ -130,7 +157,9 @@ impl<T: Identity> DelayQueue<T> {
     /// Queues `item` at `expiration`; wakes the waiter if it is now the earliest.
     pub(crate) fn offer(&self, expiration: u64, item: T) {
         let mut state = self.state.lock();
-        self.push(&mut state, Queued { expiration, offer: 0, item });
+        let woken = self.push(&mut state, Queued { expiration, offer: 0, item });
+        drop(state);
+        woken.wake();
     }
 
     /// [`offer`](DelayQueue::offer), but a round already under way leaves it to the next one if it
@@ -139,22 +168,30 @@ impl<T: Identity> DelayQueue<T> {
         let mut state = self.state.lock();
         state.offers += 1;
         let offer = state.offers;
-        self.push(&mut state, Queued { expiration, offer, item });
+        let woken = self.push(&mut state, Queued { expiration, offer, item });
+        drop(state);
+        woken.wake();
     }
 
     /// Queues `item` at `expiration` from inside the current round (its own re-queues), which may
     /// pop it.
     pub(crate) fn offer_within(&self, expiration: u64, item: T) {
         let mut state = self.state.lock();
-        self.push(&mut state, Queued { expiration, offer: 0, item });
+        let woken = self.push(&mut state, Queued { expiration, offer: 0, item });
+        drop(state);
+        woken.wake();
     }
 
-    fn push(&self, state: &mut QueueState<T>, queued: Queued<T>) {
+    /// Pushes `queued`; if it is now the earliest, notifies the waiters and takes the watchers'
+    /// wakers, for the caller to wake once it has released the lock.
+    fn push(&self, state: &mut QueueState<T>, queued: Queued<T>) -> Woken {
         let earliest = state.heap.peek().map_or(true, |Reverse(head)| queued.expiration < head.expiration);
         state.heap.push(Reverse(queued));
-        if earliest {
-            self.changed.notify_all();
+        if !earliest {
+            return Woken::default();
         }
+        self.changed.notify_all();
+        state.watchers.take()
     }
 
     /// Starts a round: the mark that [`poll_due`](DelayQueue::poll_due) takes.
@@ -193,9 +230,12 @@ impl<T: Identity> DelayQueue<T> {
     /// Ends a round: the items it set aside are queued again (due: the next round takes them).
     pub(crate) fn end_round(&self) {
         let mut state = self.state.lock();
+        let mut woken = Woken::default();
         while let Some(queued) = state.deferred.pop() {
-            self.push(&mut state, queued);
+            woken.join(self.push(&mut state, queued));
         }
+        drop(state);
+        woken.wake();
     }
 
     /// Number of queued entries (about the number of non-empty buckets).
@@ -271,21 +311,67 @@ impl<T: Identity> DelayQueue<T> {
         }
     }
 
-    /// Wakes every waiter to look at the clock (a manual clock advanced) and its bound again
-    /// ([`wait_due_within`](DelayQueue::wait_due_within)). (Unused under loom: no driver in models.)
+    /// Wakes every waiter and watcher to look at the clock (a manual clock advanced) and its bound
+    /// again ([`wait_due_within`](DelayQueue::wait_due_within)). (Unused under loom: no driver in
+    /// models.)
     #[cfg_attr(delaywheel_loom, allow(dead_code))]
     pub(crate) fn wake(&self) {
-        let _state = self.state.lock();
+        let mut state = self.state.lock();
         self.changed.notify_all();
+        let woken = state.watchers.take();
+        drop(state);
+        woken.wake();
     }
 
-    /// Closes the queue: waiters return at once and for good. Drops every queued bucket reference.
+    /// Closes the queue: waiters return at once and for good, watchers are woken (and find it
+    /// closed). Drops every queued bucket reference.
     pub(crate) fn close(&self) {
         let mut state = self.state.lock();
         state.closed = true;
         state.heap.clear();
         state.deferred.clear();
         self.changed.notify_all();
+        let woken = state.watchers.take();
+        drop(state);
+        woken.wake();
+    }
+
+    /// The hand-shake of a future waiting for the head (`watchers.rs`): under the queue's lock,
+    /// whether it is closed, whether the head is due on `time`, and, if neither, registers `waker`
+    /// as watcher `id`'s and returns the head. Closed or due, watcher `id` is not registered
+    /// afterwards.
+    #[cfg(feature = "async")]
+    pub(crate) fn watch(&self, id: u64, waker: &Waker, time: &impl Timeline) -> Watched {
+        let mut state = self.state.lock();
+        let head = state.heap.peek().map(|Reverse(head)| head.expiration);
+        let seen = match head {
+            _ if state.closed => Watched::Closed,
+            Some(expiration) if expiration <= time.now_tick() => Watched::Due,
+            head => Watched::Waiting(head),
+        };
+        // Seeded fault `drive_watch_after_head` (docs/loom.md): the waker is registered in a
+        // second critical section, after a lowering of the head may have found none.
+        if fault!("drive_watch_after_head") && seen != Watched::Closed {
+            drop(state);
+            state = self.state.lock();
+        }
+        let unwatched = match seen {
+            Watched::Waiting(_) => {
+                state.watchers.watch(id, waker);
+                None
+            }
+            Watched::Closed | Watched::Due => state.watchers.unwatch(id),
+        };
+        drop(state);
+        drop(unwatched);
+        seen
+    }
+
+    /// Takes watcher `id`'s registration out (its future is dropped).
+    #[cfg(feature = "async")]
+    pub(crate) fn unwatch(&self, id: u64) {
+        let waker = self.state.lock().watchers.unwatch(id);
+        drop(waker);
     }
 }
 
@@ -296,162 +382,4 @@ impl<T: Identity> std::fmt::Debug for DelayQueue<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sync::{Arc, AtomicU64, Ordering};
-    use std::time::Instant;
-
-    impl Identity for u64 {
-        fn identity(&self) -> u64 {
-            *self
-        }
-    }
-
-    /// Ticks of a millisecond since the start, on the real clock.
-    struct Millis(Instant);
-
-    impl Timeline for Millis {
-        fn now_tick(&self) -> u64 {
-            self.0.elapsed().as_millis() as u64
-        }
-        fn until(&self, tick: u64) -> Option<Duration> {
-            Some((self.0 + Duration::from_millis(tick)).saturating_duration_since(Instant::now()))
-        }
-    }
-
-    /// A clock that moves only when told to (no real time until a tick).
-    struct Manual(AtomicU64);
-
-    impl Timeline for Manual {
-        fn now_tick(&self) -> u64 {
-            self.0.load(Ordering::Relaxed)
-        }
-        fn until(&self, _: u64) -> Option<Duration> {
-            None
-        }
-    }
-
-    #[test]
-    fn polls_in_expiration_order_then_identity_and_only_when_due() {
-        let q = DelayQueue::new();
-        q.offer(30, 3);
-        q.offer(10, 7);
-        q.offer(20, 2);
-        q.offer(10, 1);
-        assert_eq!(q.len(), 4);
-        assert!(q.poll_due(9, u64::MAX).is_none());
-        let order: Vec<_> = std::iter::from_fn(|| q.poll_due(25, u64::MAX)).collect();
-        assert_eq!(order, [(10, 1), (10, 7), (20, 2)]);
-        assert_eq!(q.poll_due(u64::MAX, u64::MAX), Some((30, 3)));
-        assert!(q.poll_due(u64::MAX, u64::MAX).is_none());
-    }
-
-    #[test]
-    fn a_round_leaves_what_was_filed_for_the_next_round_to_it() {
-        let q = DelayQueue::new();
-        q.offer(5, 1);
-        let round = q.round();
-        q.offer_next(4, 2); // filed for the next round while this one runs, and due
-        q.offer(5, 4); // a schedule's offer: taken in this round
-        q.offer_within(5, 3); // the round's own re-queue
-        assert_eq!(q.poll_due(5, round), Some((5, 1)));
-        assert_eq!(q.poll_due(5, round), Some((5, 3)));
-        assert_eq!(q.poll_due(5, round), Some((5, 4)));
-        assert_eq!(q.poll_due(5, round), None, "set aside for the next round");
-        q.end_round();
-        assert_eq!(q.len(), 1);
-        let round = q.round();
-        assert_eq!(q.poll_due(5, round), Some((4, 2)));
-        q.end_round();
-        assert_eq!(q.len(), 0);
-    }
-
-    #[test]
-    fn a_wait_ends_when_another_thread_pops_the_due_head() {
-        let q = Arc::new(DelayQueue::new());
-        let time = Arc::new(Manual(AtomicU64::new(0)));
-        q.offer(1, 0);
-        let waiter = {
-            let (q, time) = (Arc::clone(&q), Arc::clone(&time));
-            std::thread::spawn(move || q.wait_due(&*time, None))
-        };
-        // Once the waiter sleeps (it counts itself under the lock it waits with), the manual clock
-        // moves without waking it (no listener here), and another thread pops.
-        while q.state.lock().waiters == 0 {
-            std::thread::yield_now();
-        }
-        time.0.store(1, Ordering::Relaxed);
-        assert_eq!(q.poll_due(1, u64::MAX), Some((1, 0)));
-        assert!(waiter.join().unwrap(), "the pop ended the wait");
-    }
-
-    #[test]
-    fn a_manual_wait_with_timeout_returns_and_sees_the_clock_move() {
-        let q = DelayQueue::new();
-        let time = Manual(AtomicU64::new(0));
-        q.offer(5, 0);
-        let start = Instant::now();
-        assert!(!q.wait_due(&time, Some(Duration::from_millis(5))), "not due: gives up");
-        assert!(start.elapsed() >= Duration::from_millis(5), "after the timeout, not before");
-        time.0.store(5, Ordering::Relaxed);
-        assert!(q.wait_due(&time, Some(Duration::from_secs(60))), "due at tick 5: at once");
-        assert_eq!(q.poll_due(time.now_tick(), u64::MAX), Some((5, 0)));
-    }
-
-    #[test]
-    fn a_bound_changed_then_woken_ends_a_wait_that_began_without_one() {
-        // The driver's wait for a shrink: `bound` reads what another thread changes, then wakes
-        // the queue. Read under the lock at every wake, the change is never missed, whether it
-        // comes before the wait reads it, while it sleeps, or between the two.
-        for round in 0..500 {
-            let q = Arc::new(DelayQueue::<u64>::new());
-            let bounded = Arc::new(AtomicU64::new(0));
-            q.offer(3_600_000, 0); // an hour away
-            let (done, result) = std::sync::mpsc::channel();
-            {
-                let (q, bounded) = (Arc::clone(&q), Arc::clone(&bounded));
-                std::thread::spawn(move || {
-                    let time = Millis(Instant::now());
-                    let bound = || (bounded.load(Ordering::Relaxed) == 1).then_some(Duration::ZERO);
-                    done.send(q.wait_due_within(&time, bound)).unwrap();
-                });
-            }
-            if round % 2 == 1 {
-                std::thread::yield_now();
-            }
-            bounded.store(1, Ordering::Relaxed);
-            q.wake();
-            let ended = result.recv_timeout(Duration::from_secs(10));
-            assert_eq!(ended, Ok(false), "round {round}: the bound ran out, nothing due");
-        }
-    }
-
-    #[test]
-    fn earlier_offer_wakes_a_real_time_waiter() {
-        let q = Arc::new(DelayQueue::new());
-        let time = Arc::new(Millis(Instant::now()));
-        q.offer(3_600_000, 0); // an hour away
-        let waiter = {
-            let (q, time) = (Arc::clone(&q), Arc::clone(&time));
-            std::thread::spawn(move || q.wait_due(&*time, None))
-        };
-        std::thread::sleep(Duration::from_millis(50));
-        q.offer(0, 1); // due now: the waiter must not sleep for an hour
-        assert!(waiter.join().unwrap());
-        assert_eq!(q.poll_due(time.now_tick(), u64::MAX), Some((0, 1)));
-    }
-
-    #[test]
-    fn close_releases_waiters_and_empties_the_queue() {
-        let q = Arc::new(DelayQueue::new());
-        q.offer(3_600_000, 0);
-        let waiter = {
-            let q = Arc::clone(&q);
-            std::thread::spawn(move || q.wait_due(&Millis(Instant::now()), None))
-        };
-        std::thread::sleep(Duration::from_millis(20));
-        q.close();
-        assert!(!waiter.join().unwrap());
-        assert_eq!(q.len(), 0);
-    }
-}
+mod tests;

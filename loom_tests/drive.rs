@@ -1,0 +1,85 @@
+//! The `async` feature's `Timer::drive`: the drive future's watch of the delay queue (register its
+//! waker, read the head) racing a schedule that makes an earlier bucket the head, or a shutdown
+//! (`src/delay_queue/watchers.rs`, "The hand-shake"). On a manual clock the future never sleeps
+//! with a runtime: it waits for its waker alone, so a lost wake is a task that never runs.
+
+use std::future::{Future, Pending};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use crate::support::{manual_timer, ticks, Runs};
+
+/// The runtime's sleep of a drive future on a manual clock: never called.
+fn no_sleep(_: Instant) -> Pending<()> {
+    unreachable!("a drive future on a manual clock sleeps with no runtime")
+}
+
+/// The drive future sleeps on a task three ticks out while another thread schedules one due now,
+/// which makes an earlier bucket the head. Either its poll finds the new head (and its advance
+/// runs the task), or the schedule finds its waker registered and wakes it; polled again once
+/// woken, as a runtime would, it runs the task. Never neither: the task would wait for the far one.
+#[test]
+fn earlier_schedule_racing_the_watch() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        timer.schedule(ticks(3), || {});
+        let runs = Runs::default();
+        let scheduler = {
+            let (timer, task) = (loom::sync::Arc::clone(&timer), runs.task());
+            loom::thread::spawn(move || drop(timer.schedule(Duration::ZERO, task)))
+        };
+        let mut drive = timer.drive(no_sleep);
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending());
+        scheduler.join().unwrap();
+        let woken = wakes.0.load(Ordering::SeqCst);
+        assert!(runs.count() == 1 || woken > 0, "the task due now neither ran nor woke the drive future");
+        if woken > 0 {
+            assert!(Pin::new(&mut drive).poll(&mut cx).is_pending());
+        }
+        assert_eq!(runs.count(), 1, "the task due now did not run");
+        drop(timer.shutdown());
+        assert_eq!(Pin::new(&mut drive).poll(&mut cx), Poll::Ready(()));
+    });
+}
+
+/// The drive future sleeps on a pending task while another thread shuts the timer down: its poll
+/// finds the queue closed and completes, or the close wakes it and its next poll completes.
+#[test]
+fn shutdown_racing_the_watch() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(2);
+        timer.schedule(ticks(3), || {});
+        let shutdown = {
+            let timer = loom::sync::Arc::clone(&timer);
+            loom::thread::spawn(move || timer.shutdown().len())
+        };
+        let mut drive = timer.drive(no_sleep);
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let first = Pin::new(&mut drive).poll(&mut cx);
+        assert_eq!(shutdown.join().unwrap(), 1, "the pending task is handed back");
+        let woken = wakes.0.load(Ordering::SeqCst);
+        assert!(
+            first.is_ready() || woken > 0,
+            "the shutdown neither ended the poll nor woke the drive future"
+        );
+        assert_eq!(Pin::new(&mut drive).poll(&mut cx), Poll::Ready(()));
+    });
+}
+
+/// Counts its wakes (a std waker: wakes are not loom operations).
+#[derive(Default)]
+struct Wakes(AtomicUsize);
+
+impl Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,262 @@
+//! `Timer::drive`: a timer without a driver thread, advanced by a future on tokio's workers with
+//! tokio's own `sleep_until` (both runtime flavours), and polled by hand on a manual clock. Sleeps
+//! and callbacks fire never early and in order; a schedule that makes an earlier bucket the head
+//! wakes a drive future sleeping on a far one; a shutdown completes it; dropping it and driving
+//! again loses nothing. Every runtime scenario runs under a watchdog; nothing asserts a speed.
+#![cfg(feature = "async")]
+
+mod common;
+
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use common::waker::{poll, CountingWaker};
+use common::{manual_timer, ms, watched, SplitMix};
+use delaywheel::{Drive, Timer};
+
+type TokioSleep = fn(Instant) -> tokio::time::Sleep;
+
+/// tokio's sleep to an instant, as the drive future takes it.
+fn tokio_sleep(at: Instant) -> tokio::time::Sleep {
+    tokio::time::sleep_until(at.into())
+}
+
+/// A timer with no driver thread on the system clock, and its drive future on tokio's sleep.
+fn driven() -> (Arc<Timer>, Drive<TokioSleep, tokio::time::Sleep>) {
+    let timer = Arc::new(Timer::builder().tick(ms(1)).manual().build());
+    let drive = timer.drive(tokio_sleep as TokioSleep);
+    (timer, drive)
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+}
+
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().unwrap()
+}
+
+/// 40 sleeps (deadlines 1 ms apart, created in shuffled order) and as many callbacks,
+/// on a timer driven from `rt`: each completes once, never before its deadline; the callbacks run
+/// on the runtime's threads in deadline order, and so do the sleeps on a current-thread runtime.
+fn sleeps_and_callbacks(rt: tokio::runtime::Runtime, ordered_sleeps: bool) {
+    let (timer, drive) = driven();
+    let mut rng = SplitMix(7);
+    // Distinct whole milliseconds: due at distinct ticks.
+    let mut delays: Vec<u64> = (1..=40).collect();
+    for i in (1..delays.len()).rev() {
+        delays.swap(i, rng.range(0, i as u64 + 1) as usize);
+    }
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let woke = Arc::new(Mutex::new(Vec::new()));
+    let runtime_thread = rt.block_on(async { std::thread::current().id() });
+    let (fired_in, woke_in, delays_in) = (Arc::clone(&fired), Arc::clone(&woke), delays.clone());
+    rt.block_on(async move {
+        let (fired, woke, delays) = (fired_in, woke_in, delays_in);
+        let driver = tokio::spawn(drive);
+        let base = timer.now();
+        let mut sleeps = Vec::new();
+        for &d in &delays {
+            let due = base + ms(d);
+            let fired = Arc::clone(&fired);
+            timer.schedule_at(due, move || {
+                fired.lock().unwrap().push((due, Instant::now(), std::thread::current()))
+            });
+            let (sleep, woke) = (timer.sleep_until(due), Arc::clone(&woke));
+            sleeps.push(tokio::spawn(async move {
+                sleep.await;
+                woke.lock().unwrap().push((due, Instant::now()));
+            }));
+        }
+        for sleep in sleeps {
+            sleep.await.unwrap();
+        }
+        assert!(timer.is_empty(), "every task fired");
+        timer.shutdown();
+        driver.await.unwrap();
+    });
+    let fired = fired.lock().unwrap();
+    assert_eq!(fired.len(), delays.len());
+    for (i, (due, at, thread)) in fired.iter().enumerate() {
+        assert!(at >= due, "callback {i} ran {:?} early", *due - *at);
+        assert!(i == 0 || fired[i - 1].0 < *due, "callback {i} ran out of deadline order");
+        if ordered_sleeps {
+            assert_eq!(thread.id(), runtime_thread, "the callback ran off the runtime's thread");
+        } else {
+            assert!(
+                thread.name().is_some_and(|name| name.starts_with("tokio-rt-worker")),
+                "{:?}",
+                thread.name()
+            );
+        }
+    }
+    let woke = woke.lock().unwrap();
+    assert_eq!(woke.len(), delays.len());
+    for (i, (due, at)) in woke.iter().enumerate() {
+        assert!(at >= due, "sleep {i} completed {:?} early", *due - *at);
+        assert!(!ordered_sleeps || i == 0 || woke[i - 1].0 < *due, "sleep {i} completed out of order");
+    }
+}
+
+#[test]
+fn on_a_current_thread_runtime_sleeps_and_callbacks_fire_never_early_and_in_order() {
+    watched("current thread", || sleeps_and_callbacks(current_thread(), true));
+}
+
+#[test]
+fn on_a_multi_thread_runtime_sleeps_and_callbacks_fire_never_early_and_in_order() {
+    watched("multi thread", || sleeps_and_callbacks(multi_thread(), false));
+}
+
+/// The lost wake-up: the drive future sleeps on a bucket an hour away; a task scheduled from
+/// another thread 10 ms out makes an earlier bucket the head. Only the wake of the drive future's
+/// registration (`delay_queue/watchers.rs`) gets it to fire before the watchdog ends the test.
+#[test]
+fn an_earlier_schedule_wakes_a_drive_sleeping_on_a_far_deadline() {
+    for rt in [current_thread(), multi_thread()] {
+        watched("earlier schedule", move || {
+            let (timer, drive) = driven();
+            let far = timer.schedule(Duration::from_secs(3_600), || {});
+            rt.block_on(async move {
+                let driver = tokio::spawn(drive);
+                // Let the drive future settle into its sleep on the far bucket.
+                tokio::time::sleep(ms(20)).await;
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let scheduler = Arc::clone(&timer);
+                let due = std::thread::spawn(move || {
+                    let due = scheduler.now() + ms(10);
+                    scheduler.schedule_at(due, move || tx.send(Instant::now()).unwrap());
+                    due
+                })
+                .join()
+                .unwrap();
+                let at = rx.await.expect("the task ran");
+                assert!(at >= due, "ran early");
+                assert!(far.cancel());
+                drop(timer);
+                driver.await.unwrap();
+            });
+        });
+    }
+}
+
+/// The same hand-shake on a manual clock, polled by hand: the drive future registers its waker
+/// with the queue's head at 100 ms; a schedule at 5 ms lowers the head and wakes it; one at 50 ms
+/// does not (the head is earlier); the clock moving wakes it; it fires the task at 5 ms then.
+#[test]
+fn a_schedule_lowering_the_head_wakes_the_drive_future() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let (counter, waker) = CountingWaker::new();
+    let mut drive =
+        pin!(timer.drive(|_: Instant| -> std::future::Pending<()> { unreachable!("manual clock") }));
+    timer.schedule(ms(100), || {});
+    assert!(poll(drive.as_mut(), &waker).is_pending());
+    assert_eq!(counter.count(), 0);
+    let early = common::Counter::default();
+    timer.schedule(ms(5), early.task());
+    assert_eq!(counter.count(), 1, "an earlier head wakes the drive future");
+    assert!(poll(drive.as_mut(), &waker).is_pending());
+    timer.schedule(ms(50), || {});
+    assert_eq!(counter.count(), 1, "a later bucket does not");
+    clock.advance(ms(4));
+    assert_eq!(counter.count(), 2, "the clock moving wakes it");
+    assert!(poll(drive.as_mut(), &waker).is_pending());
+    assert_eq!(early.get(), 0, "never early");
+    clock.advance(ms(1));
+    assert!(poll(drive.as_mut(), &waker).is_pending());
+    assert_eq!(early.get(), 1);
+    assert_eq!(timer.len(), 2);
+    drop(timer.shutdown());
+    assert!(counter.count() >= 4, "the shutdown wakes it");
+    assert_eq!(poll(drive.as_mut(), &waker), Poll::Ready(()));
+}
+
+/// `shutdown()` and the drop of the timer both complete a drive future, while it sleeps on a
+/// pending task and while nothing is pending.
+#[test]
+fn a_shutdown_completes_the_drive_future() {
+    for (pending, by_drop) in [(true, false), (false, false), (true, true), (false, true)] {
+        watched("shutdown", move || {
+            multi_thread().block_on(async move {
+                let (timer, drive) = driven();
+                if pending {
+                    timer.schedule(Duration::from_secs(60), || {});
+                }
+                let driver = tokio::spawn(drive);
+                tokio::time::sleep(ms(5)).await;
+                if by_drop {
+                    drop(Arc::into_inner(timer).expect("the only reference"));
+                } else {
+                    assert_eq!(timer.shutdown().len(), usize::from(pending));
+                }
+                driver.await.unwrap();
+            });
+        });
+    }
+}
+
+/// A drive future dropped (its task aborted) stops the timer: what comes due meanwhile waits;
+/// a drive future spawned later fires all of it, each task once and never early.
+#[test]
+fn dropping_the_drive_future_then_driving_again_loses_nothing() {
+    watched("respawn", || {
+        multi_thread().block_on(async {
+            let (timer, drive) = driven();
+            let first = tokio::spawn(drive);
+            first.abort();
+            assert!(first.await.unwrap_err().is_cancelled());
+            let fired = Arc::new(Mutex::new(Vec::new()));
+            let base = timer.now();
+            for d in 1..=20 {
+                let (due, fired) = (base + ms(d), Arc::clone(&fired));
+                timer.schedule_at(due, move || fired.lock().unwrap().push((due, Instant::now())));
+            }
+            tokio::time::sleep(ms(40)).await;
+            assert!(fired.lock().unwrap().is_empty(), "nothing advances the timer");
+            assert_eq!(timer.len(), 20);
+            let second = tokio::spawn(timer.drive(tokio_sleep));
+            while !timer.is_empty() {
+                tokio::time::sleep(ms(1)).await;
+            }
+            let fired = fired.lock().unwrap().clone();
+            assert_eq!(fired.len(), 20, "each once");
+            assert!(fired.iter().all(|(due, at)| at >= due), "never early");
+            timer.shutdown();
+            second.await.unwrap();
+        });
+    });
+}
+
+/// Two drive futures at once on two workers, and callbacks scheduled from both: each runs once,
+/// never early; both futures complete at the shutdown.
+#[test]
+fn two_drive_futures_at_once_fire_each_task_once() {
+    watched("two drives", || {
+        multi_thread().block_on(async {
+            let (timer, drive) = driven();
+            let drives = [tokio::spawn(drive), tokio::spawn(timer.drive(tokio_sleep))];
+            let runs = Arc::new(Mutex::new(Vec::new()));
+            let mut rng = SplitMix(11);
+            let base = timer.now();
+            for id in 0..300 {
+                let (due, runs) = (base + Duration::from_micros(rng.range(0, 30_000)), Arc::clone(&runs));
+                timer.schedule_at(due, move || runs.lock().unwrap().push((id, due, Instant::now())));
+            }
+            while !timer.is_empty() {
+                tokio::time::sleep(ms(1)).await;
+            }
+            let mut runs = runs.lock().unwrap().clone();
+            assert!(runs.iter().all(|(_, due, at)| at >= due), "never early");
+            runs.sort_by_key(|run| run.0);
+            runs.dedup_by_key(|run| run.0);
+            assert_eq!(runs.len(), 300, "each once");
+            assert_eq!(timer.stats().fired, 300);
+            timer.shutdown();
+            for drive in drives {
+                drive.await.unwrap();
+            }
+        });
+    });
+}
