@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --features async --example tokio_server
+//! cargo run --release --features async --example tokio_server -- --in-runtime
 //! ```
 //!
 //! The server (a 2-worker tokio runtime) accepts 32 connections; a connection is a channel of
@@ -22,6 +23,11 @@
 //! once every connection task has ended, then the timer is dropped, so nothing ever awaits a timer
 //! that has gone (and if something did, it would stay pending, never panic). The run takes about a
 //! third of a second and asserts its outcome.
+//!
+//! With `--in-runtime` the timer has no driver thread: `Timer::drive` runs its driver as a task on
+//! the runtime's workers, sleeping with tokio's `sleep_until`, and the timer's wake-ups come from
+//! inside the runtime. The run then shuts the timer down before the runtime, which completes the
+//! drive task.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -96,11 +102,16 @@ async fn client(timer: Arc<Timer>, id: usize, requests: mpsc::Sender<Request>) {
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let timer = Arc::new(Timer::builder().tick(Duration::from_millis(1)).build());
+    let in_runtime = std::env::args().any(|arg| arg == "--in-runtime");
+    let builder = Timer::builder().tick(Duration::from_millis(1));
+    // In the runtime: no driver thread; the drive task below advances the timer.
+    let timer = Arc::new(if in_runtime { builder.manual().build() } else { builder.build() });
     let outcome = Arc::new(Outcome::default());
     let start = Instant::now();
 
     runtime.block_on(async {
+        let driver =
+            in_runtime.then(|| tokio::spawn(timer.drive(|at: Instant| tokio::time::sleep_until(at.into()))));
         let mut connections = tokio::task::JoinSet::new();
         let mut clients = tokio::task::JoinSet::new();
         for id in 0..CONNECTIONS {
@@ -124,6 +135,12 @@ fn main() {
             ended.expect("a client panicked");
         }
         assert!(beats >= 5, "{beats} heartbeats");
+        drop(heartbeat);
+        if let Some(driver) = driver {
+            // The shutdown completes the drive task (nothing is pending: nothing is handed back).
+            assert!(timer.shutdown().is_empty());
+            driver.await.expect("the drive task panicked");
+        }
     });
     let elapsed = start.elapsed();
 
@@ -147,7 +164,8 @@ fn main() {
         stats.scheduled, stats.fired, stats.cancelled
     );
     assert!(timer.is_empty(), "every timer task fired or was cancelled");
-    // In order: the connections are done, now the timer goes (its driver thread stops at once).
+    // In order: the connections are done, now the timer goes (its driver thread, if it has one,
+    // stops at once).
     drop(runtime);
     drop(timer);
 }

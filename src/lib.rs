@@ -93,7 +93,9 @@
 //!   task when dropped. `Sleep::reset` re-arms a sleep in place (an idle timeout per message);
 //!   a `Timeout` whose future is ready at its first poll never touches the wheel; the `try_` forms
 //!   return the timer's refusal, and nothing panics when polled (a sleep whose timer shut down
-//!   stays pending).
+//!   stays pending). `Timer::drive` runs the driver inside the runtime instead of on a thread:
+//!   a future, spawned on a timer built without a driver thread, that advances it on a worker,
+//!   waiting with the runtime's own sleep, so that the sleeps are woken from inside the runtime.
 //! * **Observability**: [`Timer::stats`] returns totals, gauges and a firing-lateness summary
 //!   ([`LatenessSummary`]); [`TimerHandle::position`] shows where a task sits in the wheel
 //!   (diagnostic); the `tracing` feature emits trace-level events for bucket flushes and cascades.
@@ -129,7 +131,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `async` | off | `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at`, `interval`, `interval_at`, the `try_sleep`, `try_sleep_until` and `try_timeout` forms, and their futures (dependencies: `pin-project-lite`, `futures-core`); `DelayQueue::poll_expired`, `next_expired` and its `Stream` |
+//! | `async` | off | `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at`, `interval`, `interval_at`, the `try_sleep`, `try_sleep_until` and `try_timeout` forms, and their futures (dependencies: `pin-project-lite`, `futures-core`); `DelayQueue::poll_expired`, `next_expired` and its `Stream`; `Timer::drive` and its `Drive` future |
 //! | `tracing` | off | trace-level `tracing` events (target `delaywheel`) for every bucket flush and cascade |
 //!
 //! ## Delay queue of values
