@@ -17,10 +17,13 @@
 //!
 //! * `delaywheel`: `Timer::new()` (1 ms tick, default wheel, its own driver thread waking the tasks),
 //!   shared by every task, `timer.sleep(d).await`;
+//! * `delaywheel-in-runtime`: the same timer built without a driver thread
+//!   (`Timer::builder().manual()`), driven by `Timer::drive` spawned on the same runtime before the
+//!   sleeps, with tokio's `sleep_until`: the wake-ups come from a worker;
 //! * `tokio`: the runtime's own timer, `tokio::time::sleep(d).await`.
 //!
-//! The rounds alternate (`SLEEPS_ROUNDS` each, default 3; `SLEEPS_SYSTEMS=delaywheel` or `tokio`
-//! runs one), each on a fresh runtime and timer. Output, one line per round: `<system> sleeps n=<n>
+//! The rounds alternate (`SLEEPS_ROUNDS` each, default 3; `SLEEPS_SYSTEMS`, comma-separated, picks
+//! the systems: default `delaywheel,delaywheel-in-runtime,tokio`), each on a fresh runtime and timer. Output, one line per round: `<system> sleeps n=<n>
 //! late_p50_ms=<x> late_p99_ms=<x> late_p999_ms=<x> late_max_ms=<x> early=<n>`. On stderr, per
 //! round: the load average; the p50/p99 of the sleeps due in the first 100 ms (while the runtime
 //! still polls the spawned tasks for the first time, a backlog in its global queue) and of the
@@ -57,7 +60,15 @@ fn lateness(start: Instant, delay: Duration, at: Instant) -> Option<u64> {
     at.duration_since(start).checked_sub(delay).map(|late| late.as_nanos() as u64)
 }
 
-fn run<F, Fut>(name: &str, delays: &[Duration], (split, inside): (bool, bool), sleep: F) -> Vec<Outcome>
+/// Runs one round of `name` on a fresh runtime; `start`, called inside the runtime before the
+/// sleeps are spawned, spawns what the system needs there (the drive future).
+fn run<F, Fut>(
+    name: &str,
+    delays: &[Duration],
+    (split, inside): (bool, bool),
+    sleep: F,
+    start: impl FnOnce() + Send + 'static,
+) -> Vec<Outcome>
 where
     F: Fn(Duration) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
@@ -93,6 +104,7 @@ where
             .collect()
     };
     let outcomes = rt.block_on(async move {
+        start();
         let tasks = if inside {
             tokio::spawn(async move { spawn_all() }).await.expect("the spawning task panicked")
         } else {
@@ -214,6 +226,19 @@ fn timeline(name: &str, outcomes: &[Outcome]) {
     }
 }
 
+/// Checks that every sleep fired, and prints the timer's own firing lateness (`Timer::stats`:
+/// when each wake-up task started).
+fn own_lateness(name: &str, timer: &Timer) {
+    assert!(timer.is_empty(), "every sleep fired");
+    let own = timer.stats().lateness;
+    eprintln!(
+        "# {name}'s own firing lateness (its tasks starting on its driver) p50 / p99 / max ms: {:.3} / {:.3} / {:.3}",
+        own.p50.as_secs_f64() * 1e3,
+        own.p99.as_secs_f64() * 1e3,
+        own.max.as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run small then.
     let quick = !std::env::args().any(|a| a == "--bench");
@@ -229,30 +254,39 @@ fn main() {
         std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
     );
     // `SLEEPS_SYSTEMS`: the systems to run, comma-separated (default both).
-    let systems = std::env::var("SLEEPS_SYSTEMS").unwrap_or_else(|_| "delaywheel,tokio".into());
+    let systems =
+        std::env::var("SLEEPS_SYSTEMS").unwrap_or_else(|_| "delaywheel,delaywheel-in-runtime,tokio".into());
     let runs = |name: &str| systems.split(',').any(|s| s == name);
     for _ in 0..rounds {
         let ours = runs("delaywheel").then(|| {
             let timer = Arc::new(Timer::new());
             let sleeper = Arc::clone(&timer);
-            let outcomes = run("delaywheel", &delays, (split, inside), move |d| sleeper.sleep(d));
+            let outcomes = run("delaywheel", &delays, (split, inside), move |d| sleeper.sleep(d), || {});
             let driver = threads_line("driver", "delaywheel");
             let p99 = report("delaywheel", &delays, &outcomes);
             eprintln!("# delaywheel's {driver}");
-            assert!(timer.is_empty(), "every sleep fired");
-            let own = timer.stats().lateness;
-            eprintln!(
-                "# delaywheel's own firing lateness (its tasks starting on its driver) p50 / p99 / max ms: {:.3} / {:.3} / {:.3}",
-                own.p50.as_secs_f64() * 1e3,
-                own.p99.as_secs_f64() * 1e3,
-                own.max.as_secs_f64() * 1e3
-            );
+            own_lateness("delaywheel", &timer);
             p99
         });
-        let theirs = runs("tokio")
-            .then(|| report("tokio", &delays, &run("tokio", &delays, (split, inside), tokio::time::sleep)));
-        if let (Some(ours), Some(theirs)) = (ours, theirs) {
-            eprintln!("# p99 tokio / delaywheel: {:.2}", theirs / ours);
+        let in_runtime = runs("delaywheel-in-runtime").then(|| {
+            let name = "delaywheel-in-runtime";
+            let timer = Arc::new(Timer::builder().manual().build());
+            let (sleeper, driven) = (Arc::clone(&timer), Arc::clone(&timer));
+            let start = move || {
+                tokio::spawn(driven.drive(|at: Instant| tokio::time::sleep_until(at.into())));
+            };
+            let outcomes = run(name, &delays, (split, inside), move |d| sleeper.sleep(d), start);
+            let p99 = report(name, &delays, &outcomes);
+            own_lateness(name, &timer);
+            p99
+        });
+        let theirs = runs("tokio").then(|| {
+            report("tokio", &delays, &run("tokio", &delays, (split, inside), tokio::time::sleep, || {}))
+        });
+        for (name, ours) in [("delaywheel", ours), ("delaywheel-in-runtime", in_runtime)] {
+            if let (Some(ours), Some(theirs)) = (ours, theirs) {
+                eprintln!("# p99 tokio / {name}: {:.2}", theirs / ours);
+            }
         }
     }
     eprintln!(
