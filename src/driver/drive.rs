@@ -14,9 +14,14 @@
 //! Each poll: [watch](crate::delay_queue::DelayQueue::watch) the delay queue (under its lock: is it
 //! closed, is the head due, and if neither register this future's waker and read the head; the
 //! hand-shake with the schedules that lower the head is in `delay_queue/watchers.rs`); if the head
-//! is due, run one `advance` (non-blocking, bounded work, the thread driver's) and the driver's
-//! automatic shrink (`timer/shrink.rs`), then watch again; if it is still due, wake this task and
-//! yield, so that the tasks the advance woke run before the next advance; if nothing is due, sleep
+//! is due, run an `advance` (non-blocking, bounded work, the thread driver's) and the driver's
+//! automatic shrink (`timer/shrink.rs`), then watch again: a tick begun during the advance is
+//! taken by the next one in the same poll, up to `ADVANCES_PER_POLL`; still due after those
+//! (a chain of zero delays), wake this task and yield, so that one poll does bounded work. A
+//! yield queues the future behind the runtime's queues, which under a burst of tasks spawned from
+//! outside the runtime hold all of them: yielding after every advance left the drive future, and
+//! the wakes of a late tick, tens to hundreds of milliseconds behind (docs/benchmarks.md,
+//! "Concurrent sleeps"). If nothing is due, sleep
 //! with the runtime's sleep until the tick the head is due at begins (on the system clock) or the
 //! next automatic shrink may come, whichever is first, keeping that sleep across polls while
 //! its deadline is no later than wanted. Closed, it completes.
@@ -54,8 +59,8 @@ impl Timer {
     ///   when a schedule or a reset makes an earlier bucket the earliest.
     /// * **Where tasks run**: inside this future's poll, on the runtime's worker, as they would
     ///   on the driver thread: callbacks ([`schedule`](Timer::schedule)) must be short and must
-    ///   not block the worker. One poll runs one advance (bounded work); more due work yields
-    ///   first. The automatic shrink after a spike runs here too, in a lull (it holds the poll
+    ///   not block the worker. One poll runs at most four advances (each does bounded work);
+    ///   more due work yields first. The automatic shrink after a spike runs here too, in a lull (it holds the poll
     ///   about 20 ms after a million tasks: [`Timer::shrink`]).
     /// * **End**: it completes when the timer shuts down ([`shutdown`](Timer::shutdown), or
     ///   the drop of the [`Timer`]); it keeps the timer's shared state alive until then, not the
@@ -112,6 +117,10 @@ pub struct Drive<F, S> {
     listener: Option<super::ClockListener>,
     ended: bool,
 }
+
+/// How many advances one poll may run while work is due (each does bounded work): see the module
+/// docs.
+const ADVANCES_PER_POLL: u32 = 4;
 
 // The sleep is boxed and `sleep_until` is never pinned: moving a `Drive` moves neither.
 impl<F, S> Unpin for Drive<F, S> {}
@@ -175,7 +184,7 @@ where
         if this.ended {
             return Poll::Ready(());
         }
-        let (mut advanced, mut slept) = (false, false);
+        let (mut advances, mut slept) = (0, false);
         loop {
             let shared = &*this.shared;
             match shared.queue().watch(this.id, cx.waker(), shared.time()) {
@@ -183,14 +192,14 @@ where
                     this.end();
                     return Poll::Ready(());
                 }
-                Watched::Due if !advanced => {
+                Watched::Due if advances < ADVANCES_PER_POLL => {
                     this.sleeping = None;
                     shared.advance();
                     shared.shrink_if_spent();
-                    advanced = true;
+                    advances += 1;
                 }
-                // Still due (work the advance left to the next one, or a tick begun meanwhile):
-                // yield first, so that the tasks it woke run before the next advance.
+                // Still due after as many advances (work each left to the next, a chain of zero
+                // delays): yield, so that one poll does bounded work.
                 Watched::Due => {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
