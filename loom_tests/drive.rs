@@ -83,3 +83,76 @@ impl Wake for Wakes {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
+
+/// The runtime's sleep of a drive future, made by hand: pending until fired, which wakes the waker
+/// it was polled with (a std lock: observation, not part of the timer).
+#[derive(Clone, Default)]
+struct HandSleep(Arc<std::sync::Mutex<(bool, Option<Waker>)>>);
+
+impl HandSleep {
+    fn fire(&self) {
+        let waker = {
+            let mut state = self.0.lock().unwrap();
+            state.0 = true;
+            state.1.take()
+        };
+        waker.expect("the drive future polled its sleep").wake();
+    }
+}
+
+impl Future for HandSleep {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.0.lock().unwrap();
+        if state.0 {
+            return Poll::Ready(());
+        }
+        state.1 = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// On the system clock (the drive future then sleeps with the runtime: here a sleep fired by
+/// hand; only tasks due at once and one an hour out, so that the real time the model reads
+/// changes nothing): a task due now is scheduled, then the runtime fires the drive future's
+/// sleep, whose waker advances the timer unless another advance holds the lock, while the main
+/// thread advances. The main thread's advance began before the schedule (the task is left to the
+/// next advance), or after it (it runs the task), or the waker's advance runs it; if the waker
+/// found the lock held, it wakes the drive future, whose poll runs the task. Never neither.
+#[test]
+fn sleep_wake_racing_an_advance() {
+    // The hour takes a dozen levels, which the final drain visits: more operations than most
+    // models (the script's default bound is 2,000).
+    let mut model = loom::model::Builder::new();
+    model.max_branches = model.max_branches.max(20_000);
+    model.check(|| {
+        let timer =
+            loom::sync::Arc::new(delaywheel::Timer::builder().tick(ticks(1)).wheel_size(2).manual().build());
+        timer.schedule(Duration::from_secs(3_600), || {});
+        let sleep = HandSleep::default();
+        let made = sleep.clone();
+        let mut drive = timer.drive(move |_: Instant| made.clone());
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending(), "sleeping on the far task");
+        let runs = Runs::default();
+        let runtime = {
+            let (timer, task) = (loom::sync::Arc::clone(&timer), runs.task());
+            loom::thread::spawn(move || {
+                drop(timer.schedule(Duration::ZERO, task));
+                sleep.fire();
+            })
+        };
+        timer.advance_clock(Duration::ZERO);
+        runtime.join().unwrap();
+        let woken = wakes.0.load(Ordering::SeqCst);
+        assert!(runs.count() == 1 || woken > 0, "the task due now neither ran nor woke the drive future");
+        if runs.count() == 0 {
+            assert!(Pin::new(&mut drive).poll(&mut cx).is_pending());
+        }
+        assert_eq!(runs.count(), 1, "the task due now ran once");
+        drop(timer.shutdown());
+        assert_eq!(Pin::new(&mut drive).poll(&mut cx), Poll::Ready(()));
+    });
+}

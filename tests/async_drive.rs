@@ -260,3 +260,85 @@ fn two_drive_futures_at_once_fire_each_task_once() {
         });
     });
 }
+
+/// A runtime's sleep made by hand: pending until [`HandSleep::fire`], which wakes the waker it
+/// was last polled with, on the calling thread, as a runtime's timer does.
+#[derive(Clone, Default)]
+struct HandSleep(Arc<Mutex<(bool, Option<std::task::Waker>)>>);
+
+impl HandSleep {
+    fn fire(&self) {
+        let waker = {
+            let mut state = self.0.lock().unwrap();
+            state.0 = true;
+            state.1.take()
+        };
+        waker.expect("polled").wake();
+    }
+}
+
+impl std::future::Future for HandSleep {
+    type Output = ();
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let mut state = self.0.lock().unwrap();
+        if state.0 {
+            return Poll::Ready(());
+        }
+        state.1 = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// The runtime's sleep, fired, advances the timer in its waker (where the runtime's timer fires
+/// it) and wakes the drive future; with the advance lock held elsewhere (a task of an advance on
+/// another thread, blocked), the waker does not wait for it: it wakes the drive future, whose poll
+/// advances once the lock is free.
+#[test]
+fn the_sleeps_waker_advances_the_timer_or_leaves_it_to_the_drive_future() {
+    watched("tick waker", || {
+        let timer = Arc::new(Timer::builder().tick(ms(1)).manual().build());
+        let sleep = HandSleep::default();
+        let made = sleep.clone();
+        let (counter, waker) = CountingWaker::new();
+        let mut drive = Box::pin(timer.drive(move |_: Instant| made.clone()));
+        timer.schedule(Duration::from_secs(3_600), || {});
+        assert!(poll(drive.as_mut(), &waker).is_pending(), "sleeping on the far task");
+        // Due at once, but the drive future is not polled: the sleep's waker runs the task.
+        let ran = common::Counter::default();
+        timer.schedule(Duration::ZERO, ran.task());
+        let woken = counter.count();
+        sleep.fire();
+        assert_eq!(ran.get(), 1, "the task ran in the sleep's waker");
+        assert_eq!(counter.count(), woken + 1, "and the drive future was woken");
+
+        // The drive future polled again, sleeping on the far task with a fresh sleep; then the
+        // advance lock held by a task of an advance on another thread.
+        *sleep.0.lock().unwrap() = (false, None);
+        assert!(poll(drive.as_mut(), &waker).is_pending());
+        let (entered, blocked) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        let (entered_tx, release) = (Mutex::new(entered.0), Mutex::new(blocked.1));
+        timer.schedule(Duration::ZERO, move || {
+            entered_tx.lock().unwrap().send(()).unwrap();
+            release.lock().unwrap().recv().unwrap();
+        });
+        let later = common::Counter::default();
+        let advancer = {
+            let timer = Arc::clone(&timer);
+            std::thread::spawn(move || timer.advance_clock(Duration::ZERO))
+        };
+        entered.1.recv().unwrap();
+        timer.schedule(Duration::ZERO, later.task());
+        let woken = counter.count();
+        sleep.fire();
+        assert_eq!(later.get(), 0, "the advance lock is held: the waker left the task");
+        assert_eq!(counter.count(), woken + 1, "and woke the drive future");
+        blocked.0.send(()).unwrap();
+        assert!(advancer.join().unwrap());
+        while later.get() == 0 {
+            assert!(poll(drive.as_mut(), &waker).is_pending());
+        }
+        assert_eq!(later.get(), 1);
+        drop(timer.shutdown());
+        assert_eq!(poll(drive.as_mut(), &waker), Poll::Ready(()));
+    });
+}

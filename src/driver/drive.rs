@@ -26,6 +26,28 @@
 //! next automatic shrink may come, whichever is first, keeping that sleep across polls while
 //! its deadline is no later than wanted. Closed, it completes.
 //!
+//! ## Where the advance runs: in the sleep's waker
+//!
+//! The runtime's sleep is polled with a waker of this module's (`TickWaker`), not the drive
+//! future's: woken, it advances the timer itself if the advance lock is free (`try_lock`: a waker
+//! never waits), then wakes the drive future, which takes what is left and sleeps again. So the
+//! advance runs where the runtime's timer fires: tokio's, on a worker as it parks or between two
+//! polls (every few dozen), where the wakes of that advance go to the worker's local queue and the
+//! other workers are told once, after the batch, as for its own sleeps. From a task's poll (the
+//! drive future's), each wake may unpark an idle worker, which on a busy host takes the CPU from
+//! the waking worker at once: in the bench the workers then switched 15,000–30,000 times a round
+//! instead of about 2,000 and the tail of the lateness rose (docs/benchmarks.md, "Concurrent
+//! sleeps").
+//!
+//! The hand-shake: each poll stores the drive future's waker in the tick waker (under its lock,
+//! replacing it unless it wakes the same task) **before** it polls the sleep, so a firing after
+//! that poll wakes the latest one. The tick waker wakes the drive future whatever its advance did:
+//! an advance holding the lock may have read the clock before the tick came due, and then only the
+//! drive future's poll (which waits for the lock) takes it. (The loom model
+//! `drive::sleep_wake_racing_an_advance` races the waker's advance with another and checks the
+//! task runs once; the wake despite a held lock matters when the tick came due by the passing of
+//! time, which loom cannot drive: `tests/async_drive.rs` pins it, with the lock held by a task.)
+//!
 //! Any number of these futures and threads may drive one timer: their advances are serialised by
 //! the timer's advance lock, as `advance_clock` calls are, and each is woken when the head is
 //! lowered. On a manual clock it does not sleep with the runtime: a listener on the clock wakes it
@@ -35,11 +57,11 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 use crate::delay_queue::Watched;
-use crate::sync::Arc;
+use crate::sync::{Arc, Mutex};
 use crate::timer::{Shared, Timer};
 
 impl Timer {
@@ -57,17 +79,21 @@ impl Timer {
     ///   (tokio's rounds up to its millisecond) and the runtime's scheduling of this task. It
     ///   sleeps until the tick at which the earliest bucket is due begins, and is woken early
     ///   when a schedule or a reset makes an earlier bucket the earliest.
-    /// * **Where tasks run**: inside this future's poll, on the runtime's worker, as they would
-    ///   on the driver thread: callbacks ([`schedule`](Timer::schedule)) must be short and must
-    ///   not block the worker. One poll runs at most four advances (each does bounded work);
-    ///   more due work yields first. The automatic shrink after a spike runs here too, in a lull (it holds the poll
-    ///   about 20 ms after a million tasks: [`Timer::shrink`]).
+    /// * **Where tasks run**: where the runtime's timer fires the sleep (the sleep's waker
+    ///   advances the timer, if no other advance is under way: with tokio, on a worker as it
+    ///   parks or between polls), or inside this future's poll; on the runtime's threads either
+    ///   way, as they would run on the driver thread: callbacks ([`schedule`](Timer::schedule))
+    ///   must be short and must not block. One poll runs at most four advances (each does
+    ///   bounded work); more due work yields first. The automatic shrink after a spike runs in
+    ///   the poll, in a lull (it holds the poll about 20 ms after a million tasks:
+    ///   [`Timer::shrink`]).
     /// * **End**: it completes when the timer shuts down ([`shutdown`](Timer::shutdown), or
     ///   the drop of the [`Timer`]); it keeps the timer's shared state alive until then, not the
     ///   timer running.
     /// * **Dropped** before that: the timer stops advancing (nothing fires) until another drive
-    ///   future, [`advance_clock`](Timer::advance_clock) or a driver thread advances it; nothing
-    ///   is lost, what came due meanwhile runs at that next advance.
+    ///   future, [`advance_clock`](Timer::advance_clock) or a driver thread advances it (a
+    ///   firing of its last sleep racing the drop may still advance it once); nothing is lost,
+    ///   what came due meanwhile runs at that next advance.
     /// * **Several at once**, or beside a driver thread: correct, pointless; advances are
     ///   serialised by the timer's advance lock (one waits, blocking its worker, while the other's
     ///   runs).
@@ -112,6 +138,8 @@ pub struct Drive<F, S> {
     sleep_until: F,
     /// The runtime's sleep under way, and its deadline.
     sleeping: Option<(Instant, Pin<Box<S>>)>,
+    /// The waker the runtime's sleeps are polled with, made with the first of them.
+    tick: Option<std::sync::Arc<TickWaker>>,
     /// On a manual clock: the listener that wakes it when the clock moves.
     #[cfg(not(delaywheel_loom))]
     listener: Option<super::ClockListener>,
@@ -144,6 +172,7 @@ where
             id,
             sleep_until,
             sleeping: None,
+            tick: None,
             #[cfg(not(delaywheel_loom))]
             listener,
             ended: false,
@@ -214,7 +243,10 @@ where
                         this.sleeping = Some((at, Box::pin((this.sleep_until)(at))));
                     }
                     let Some((_, sleep)) = this.sleeping.as_mut() else { unreachable!("set above") };
-                    if sleep.as_mut().poll(cx).is_pending() {
+                    let tick = this.tick.get_or_insert_with(|| TickWaker::new(&this.shared));
+                    tick.follow(cx.waker());
+                    let tick = Waker::from(std::sync::Arc::clone(tick));
+                    if sleep.as_mut().poll(&mut Context::from_waker(&tick)).is_pending() {
                         return Poll::Pending;
                     }
                     this.sleeping = None;
@@ -228,6 +260,49 @@ where
                     slept = true;
                 }
             }
+        }
+    }
+}
+
+/// The waker of the runtime's sleep: it advances the timer where the runtime's timer fires the
+/// sleep, if no other advance is under way, then wakes the drive future (which takes what is
+/// left, and sleeps again). A runtime whose timer fires on a worker while it polls no task
+/// (tokio's, as its worker parks or every few dozen polls) queues the wakes of that advance
+/// locally and tells the other workers once, as it does its own timers' wakes; an advance in
+/// the drive future's poll wakes them from inside a task, where each wake may unpark an idle
+/// worker to steal it (docs/benchmarks.md, "Concurrent sleeps").
+struct TickWaker {
+    shared: Arc<Shared>,
+    /// The drive future's waker, from its latest poll.
+    task: Mutex<Option<Waker>>,
+}
+
+impl TickWaker {
+    fn new(shared: &Arc<Shared>) -> std::sync::Arc<TickWaker> {
+        std::sync::Arc::new(TickWaker { shared: Arc::clone(shared), task: Mutex::new(None) })
+    }
+
+    /// Keeps `waker` as the drive future's, unless it wakes the same task as the one kept.
+    fn follow(&self, waker: &Waker) {
+        let mut task = self.task.lock();
+        if !task.as_ref().is_some_and(|kept| kept.will_wake(waker)) {
+            *task = Some(waker.clone());
+        }
+    }
+}
+
+impl Wake for TickWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        // The drive future is woken also when another advance held the lock: that advance may
+        // have read the clock before the tick came due.
+        self.shared.try_advance();
+        let task = self.task.lock().clone();
+        if let Some(task) = task {
+            task.wake();
         }
     }
 }

@@ -40,6 +40,20 @@ impl Shared {
         flushed
     }
 
+    /// [`advance`](Self::advance) unless another advance holds the advance lock (then `None` at
+    /// once): for a caller that must not wait, the waker of a drive future's sleep
+    /// (`driver/drive.rs`), which wakes the drive future as well.
+    #[cfg(feature = "async")]
+    pub(crate) fn try_advance(&self) -> Option<bool> {
+        if self.advancing_here() {
+            return None;
+        }
+        let serial = self.advance_lock.try_lock()?;
+        let flushed = self.advance_serial(serial);
+        self.released_advance_lock();
+        Some(flushed)
+    }
+
     /// [`advance`](Self::advance) holding `advance_lock`.
     fn advance_serial(&self, mut serial: MutexGuard<'_, Scratch>) -> bool {
         if self.is_shut_down() {
