@@ -83,7 +83,11 @@ impl Timer {
     ///   advances the timer, if no other advance is under way: with tokio, on a worker as it
     ///   parks or between polls), or inside this future's poll; on the runtime's threads either
     ///   way, as they would run on the driver thread: callbacks ([`schedule`](Timer::schedule))
-    ///   must be short and must not block. One poll runs at most four advances (each does
+    ///   must be short and must not block. With tokio, the advance in the sleep's waker runs
+    ///   inside tokio's driver as the worker parks: no other worker polls I/O or timers until it
+    ///   returns, and a callback there must not call `tokio::task::block_in_place`, which then
+    ///   panics and aborts the process (tokio's worker has no parker in hand while it parks).
+    ///   One poll runs at most four advances (each does
     ///   bounded work); more due work yields first. The automatic shrink after a spike runs in
     ///   the poll, in a lull (it holds the poll about 20 ms after a million tasks:
     ///   [`Timer::shrink`]).
