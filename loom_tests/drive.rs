@@ -12,6 +12,12 @@ use std::time::{Duration, Instant};
 
 use crate::support::{manual_timer, ticks, Runs};
 
+// The models fire the sleep but never re-arm it.
+#[allow(dead_code)]
+#[path = "../tests/common/hand_sleep.rs"]
+mod hand_sleep;
+use hand_sleep::HandSleep;
+
 /// The runtime's sleep of a drive future on a manual clock: never called.
 fn no_sleep(_: Instant) -> Pending<()> {
     unreachable!("a drive future on a manual clock sleeps with no runtime")
@@ -81,34 +87,6 @@ struct Wakes(AtomicUsize);
 impl Wake for Wakes {
     fn wake(self: Arc<Self>) {
         self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// The runtime's sleep of a drive future, made by hand: pending until fired, which wakes the waker
-/// it was polled with (a std lock: observation, not part of the timer).
-#[derive(Clone, Default)]
-struct HandSleep(Arc<std::sync::Mutex<(bool, Option<Waker>)>>);
-
-impl HandSleep {
-    fn fire(&self) {
-        let waker = {
-            let mut state = self.0.lock().unwrap();
-            state.0 = true;
-            state.1.take()
-        };
-        waker.expect("the drive future polled its sleep").wake();
-    }
-}
-
-impl Future for HandSleep {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut state = self.0.lock().unwrap();
-        if state.0 {
-            return Poll::Ready(());
-        }
-        state.1 = Some(cx.waker().clone());
-        Poll::Pending
     }
 }
 

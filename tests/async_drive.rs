@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use common::hand_sleep::HandSleep;
 use common::waker::{poll, CountingWaker};
 use common::{manual_timer, ms, watched, SplitMix};
 use delaywheel::{Drive, Timer};
@@ -261,34 +262,6 @@ fn two_drive_futures_at_once_fire_each_task_once() {
     });
 }
 
-/// A runtime's sleep made by hand: pending until [`HandSleep::fire`], which wakes the waker it
-/// was last polled with, on the calling thread, as a runtime's timer does.
-#[derive(Clone, Default)]
-struct HandSleep(Arc<Mutex<(bool, Option<std::task::Waker>)>>);
-
-impl HandSleep {
-    fn fire(&self) {
-        let waker = {
-            let mut state = self.0.lock().unwrap();
-            state.0 = true;
-            state.1.take()
-        };
-        waker.expect("polled").wake();
-    }
-}
-
-impl std::future::Future for HandSleep {
-    type Output = ();
-    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
-        let mut state = self.0.lock().unwrap();
-        if state.0 {
-            return Poll::Ready(());
-        }
-        state.1 = Some(cx.waker().clone());
-        Poll::Pending
-    }
-}
-
 /// The runtime's sleep, fired, advances the timer in its waker (where the runtime's timer fires
 /// it) and wakes the drive future; with the advance lock held elsewhere (a task of an advance on
 /// another thread, blocked), the waker does not wait for it: it wakes the drive future, whose poll
@@ -313,7 +286,7 @@ fn the_sleeps_waker_advances_the_timer_or_leaves_it_to_the_drive_future() {
 
         // The drive future polled again, sleeping on the far task with a fresh sleep; then the
         // advance lock held by a task of an advance on another thread.
-        *sleep.0.lock().unwrap() = (false, None);
+        sleep.rearm();
         assert!(poll(drive.as_mut(), &waker).is_pending());
         let (entered, blocked) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
         let (entered_tx, release) = (Mutex::new(entered.0), Mutex::new(blocked.1));

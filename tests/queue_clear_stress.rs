@@ -6,11 +6,14 @@
 //! `len()` at 0, although values keep expiring and being taken meanwhile. And clears racing a
 //! shutdown: the queue ends at `len()` 0 and its consumers are told it ended.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::Stop;
 use delaywheel::queue::{DelayQueue, Key};
 use delaywheel::Timer;
 
@@ -46,14 +49,6 @@ fn clears_racing_inserts_removes_expiries_and_consumers_drop_each_value_once() {
     let gate = RwLock::new(0usize);
     let done = AtomicBool::new(false);
     let (taken, removed) = (AtomicUsize::new(0), AtomicUsize::new(0));
-
-    /// Stops the consumers and the remover when the clearer's part ends, also by a failed check.
-    struct Stop<'a>(&'a AtomicBool);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
 
     thread::scope(|s| {
         let stop = Stop(&done);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{manual_timer, watched, SplitMix};
+use common::{manual_timer, watched, SplitMix, Stop};
 use delaywheel::{ManualClock, Timer, TimerHandle};
 
 const THREADS: usize = 3;
@@ -115,13 +115,6 @@ fn round(seed: u64) {
         ran_at: nevers(),
     });
     let (done, halfway, stopped) = (AtomicBool::new(false), AtomicUsize::new(0), AtomicBool::new(false));
-    /// Stops the advancing thread, also when an owner's check fails.
-    struct Stop<'a>(&'a AtomicBool);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
     thread::scope(|s| {
         let stop = Stop(&done);
         let owners: Vec<_> = (0..THREADS)

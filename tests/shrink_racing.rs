@@ -4,25 +4,19 @@
 //! (Memory safety of the stale looks is the loom model `shrink::stale_handle_racing_a_shrink`'s;
 //! run this binary under AddressSanitizer for the real threads.)
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use common::Stop;
 use delaywheel::queue::DelayQueue;
 use delaywheel::{TaskExecution, Timer, TimerHandle};
 
 const ROUNDS: usize = 30;
 const PER_ROUND: usize = 3_000;
-
-/// Sets its flag when dropped, also by a panic (so that a failing test ends).
-struct Stop<'a>(&'a AtomicBool);
-
-impl Drop for Stop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
 
 /// Runs `shrink` in a loop on another thread while `work` runs.
 fn shrinking<R>(timer: &Timer, work: impl FnOnce() -> R) -> R {

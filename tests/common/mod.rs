@@ -1,12 +1,13 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod hand_sleep;
 pub mod model;
 pub mod queue;
 #[cfg(feature = "async")]
 pub mod waker;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -130,4 +131,14 @@ pub fn rss() -> usize {
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
     statm.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * page
+}
+
+/// Sets its flag when dropped, also by a panic: the other threads of a test stop when one of its
+/// checks fails, so the test ends with that failure instead of hanging.
+pub struct Stop<'a>(pub &'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
