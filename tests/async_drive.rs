@@ -198,6 +198,14 @@ fn a_shutdown_completes_the_drive_future() {
     }
 }
 
+/// Waits (under the test's watchdog) until `runs` holds `n` records, not until the timer is empty:
+/// a task leaves `len()` when it is claimed, a moment before it runs and records itself.
+async fn until_ran<T>(runs: &Mutex<Vec<T>>, n: usize) {
+    while runs.lock().unwrap().len() < n {
+        tokio::time::sleep(ms(1)).await;
+    }
+}
+
 /// A drive future dropped (its task aborted) stops the timer: what comes due meanwhile waits;
 /// a drive future spawned later fires all of it, each task once and never early.
 #[test]
@@ -218,9 +226,8 @@ fn dropping_the_drive_future_then_driving_again_loses_nothing() {
             assert!(fired.lock().unwrap().is_empty(), "nothing advances the timer");
             assert_eq!(timer.len(), 20);
             let second = tokio::spawn(timer.drive(tokio_sleep));
-            while !timer.is_empty() {
-                tokio::time::sleep(ms(1)).await;
-            }
+            until_ran(&fired, 20).await;
+            assert!(timer.is_empty(), "every task fired");
             let fired = fired.lock().unwrap().clone();
             assert_eq!(fired.len(), 20, "each once");
             assert!(fired.iter().all(|(due, at)| at >= due), "never early");
@@ -245,9 +252,8 @@ fn two_drive_futures_at_once_fire_each_task_once() {
                 let (due, runs) = (base + Duration::from_micros(rng.range(0, 30_000)), Arc::clone(&runs));
                 timer.schedule_at(due, move || runs.lock().unwrap().push((id, due, Instant::now())));
             }
-            while !timer.is_empty() {
-                tokio::time::sleep(ms(1)).await;
-            }
+            until_ran(&runs, 300).await;
+            assert!(timer.is_empty(), "every task fired");
             let mut runs = runs.lock().unwrap().clone();
             assert!(runs.iter().all(|(_, due, at)| at >= due), "never early");
             runs.sort_by_key(|run| run.0);
