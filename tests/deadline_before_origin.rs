@@ -116,3 +116,37 @@ fn a_reset_to_the_origin_never_shows_an_earlier_resets_instant_before_the_origin
     });
     assert_eq!(bad, 0, "read an instant the task was not due at");
 }
+
+/// Tasks due before the clock's origin fire in deadline order, as passed deadlines after it do:
+/// on a fresh `ManualClock` every instant in the past is before the origin. Ties (and the origin
+/// itself, the latest of them) keep the scheduling order; a reset to such an instant counts.
+#[test]
+fn tasks_due_before_the_origin_fire_in_deadline_order() {
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let origin = timer.now();
+    let fired = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let at = |n: u32, instant: Instant| {
+        let fired = std::sync::Arc::clone(&fired);
+        timer.schedule_at(instant, move || fired.lock().unwrap().push(n))
+    };
+    at(0, origin);
+    at(1, origin - ms(1));
+    at(2, origin - ms(5));
+    at(3, origin - Duration::from_nanos(1));
+    at(4, origin - ms(5));
+    let moved = at(5, origin + ms(50));
+    assert!(moved.reset_at(origin - ms(3)));
+    at(6, origin - Duration::from_secs(3_600));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(*fired.lock().unwrap(), [6, 2, 4, 5, 1, 3, 0]);
+    // Later, with the cursor past the origin: before the origin, then after it, by deadline.
+    fired.lock().unwrap().clear();
+    clock.advance(ms(10));
+    timer.advance_clock(Duration::ZERO);
+    at(7, origin + ms(2));
+    at(8, origin - ms(2));
+    at(9, origin);
+    at(10, origin - ms(4));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(*fired.lock().unwrap(), [10, 8, 9, 7]);
+}

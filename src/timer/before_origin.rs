@@ -30,6 +30,13 @@
 //! `before_origin_trusts_first_read`). A `Sleep`'s reset never records: the sleep keeps its
 //! instant.
 //!
+//! **Order.** Every deadline before the origin has the origin's word, so the batch sort
+//! (`deadline.rs`) alone would fire them in scheduling order. The fire path (`fire.rs`) hands the
+//! sorted batch to [`BeforeOrigin::order_batch`], which puts the run of the origin's word in the
+//! order of the recorded instants (the origin itself, with no record, last; ties in stamp order):
+//! deadline order, as for passed deadlines after the origin. The batch's entries are in transit, so
+//! no reset moves their words or records meanwhile. Without records kept it is one load.
+//!
 //! Entries that ended leave their record here until a pruning, which keeps only those of entries
 //! still pending: every time the records double (from 64), and at every shrink of the arena
 //! (`shrink.rs`: `Timer::shrink` and the driver's), so the memory stays proportional to the
@@ -183,6 +190,32 @@ impl BeforeOrigin {
             _ if fault!("before_origin_converts_first_read") => time.clock.deadline_instant(ticks, deadline),
             _ => time.clock.deadline_instant(ticks, word),
         }
+    }
+
+    /// Puts the run of `batch` (sorted by deadline word, then stamp) whose word is the origin's
+    /// in the order of the instants recorded for it: such a word stands for every instant up to
+    /// the origin, so the batch sort alone would fire those deadlines in scheduling order. Ties,
+    /// and the origin itself (no record: the latest of them), keep the stamp order (a stable
+    /// sort). Nothing to do, and no lock taken, unless a record is kept.
+    pub(crate) fn order_batch<T>(
+        &self,
+        origin: Deadline,
+        batch: &mut [(T, Deadline)],
+        stamp: impl Fn(&T) -> u64,
+    ) {
+        if !self.kept.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(first) = batch.iter().position(|&(_, deadline)| deadline == origin) else { return };
+        let run = batch[first..].iter().take_while(|&&(_, deadline)| deadline == origin).count();
+        if run < 2 {
+            return;
+        }
+        // The batch's entries are in transit, their words fixed (a reset finds them firing), and
+        // a pruning keeps the records of entries not ended: each record read is the entry's.
+        let records = self.records.lock();
+        batch[first..first + run]
+            .sort_by_key(|(item, _)| records.by_stamp.get(&stamp(item)).map_or(0, |&(_, exact)| exact));
     }
 
     /// How many records are kept.

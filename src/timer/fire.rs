@@ -93,6 +93,8 @@ impl Shared {
         // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
         // rounding made least late; equal deadlines in the order they were scheduled (stamps).
         deadline::sort_batch(due, spare, |&(_, stamp, _)| stamp);
+        // Deadlines before the clock's origin share its word: in the order of their instants.
+        self.store.before_origin.order_batch(self.time.ticks.origin(), due, |&(_, stamp, _)| stamp);
         let sink = self.values.get();
         if let Some(executor) = &self.executor {
             if let Some(sink) = sink {
