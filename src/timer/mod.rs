@@ -285,7 +285,7 @@ impl Timer {
     ///   past the last representable tick or past the last tick the clock can reach (its reading
     ///   saturates at `u64::MAX` nanoseconds).
     ///
-    /// The task is dropped unrun in both cases.
+    /// The task is dropped unrun in every case.
     pub fn try_schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
     where
         F: FnOnce() + Send + 'static,
