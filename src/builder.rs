@@ -263,7 +263,8 @@ impl TimerBuilder {
     ///
     /// [`BuildError`] for a tick under 1 µs, a wheel size under 2 or over [`MAX_WHEEL_SIZE`], zero
     /// executor threads, a thread name with a NUL byte, bucket lanes that are not a power of two
-    /// from 2 to 16, or if a thread cannot start.
+    /// from 2 to 16, a [`capacity`](TimerBuilder::capacity) over [`MAX_CAPACITY`], or if a thread
+    /// cannot start.
     pub fn try_build(self) -> Result<Timer, BuildError> {
         let ticks = TickLength::new(self.tick).ok_or(BuildError::TickTooShort(self.tick))?;
         if self.wheel_size < 2 {
