@@ -37,11 +37,13 @@
 //! boundary, is filed at tick `f`, which is due, although its own tick is `f + 1`. Its word has
 //! tick `f`, `P` set and the fraction of its place in `(f, f + 1]`: it reads back exactly, sorts
 //! after every deadline of tick `f` itself, among others like it by deadline, and before every
-//! word of tick `f + 1`, also those of earlier deadlines (it fires before them: a batch holds one
-//! tick's words, and the shutdown sorts what it hands back by the instants). Its rank is the last
-//! (255), so it is placed and counted with the tick's last 256th. A far word has no `P`: such a
-//! deadline is filed at `f` on the boundary rank, fires in scheduling order among those like it,
-//! and reads back as `f`, the start of the tick under way.
+//! word of tick `f + 1`, also those of earlier deadlines. Its rank is the last (255), so it is
+//! placed and counted with the tick's last 256th. The entries of tick `f + 1` due by then fire in
+//! its batch ([`Deadline::in_own_tick`] is its word as one of `f + 1`'s, to compare with theirs),
+//! which is then sorted by the instants ([`Deadline::instant_order`]; so is what the shutdown
+//! hands back). A far word has no `P`: such a deadline is filed at `f` on the boundary rank, fires
+//! in scheduling order among those like it, and reads back as `f`, the start of the tick under
+//! way, before every deadline of `f + 1`; none of those fires beside it.
 //!
 //! Either way, the **rank** says in which 256th of the interval (in tick lengths) the deadline
 //! falls: 0 just after the previous boundary, 255 on the boundary itself (an exact word's top 8
@@ -139,6 +141,33 @@ impl Deadline {
     #[inline]
     pub(crate) fn rounded_up_tick(self) -> u64 {
         self.tick() + u64::from(self.passed_mid_tick())
+    }
+
+    /// A deadline passed within the tick under way as the word of its own tick, `tick + 1`
+    /// (module docs, `P`): what the entries of that tick compare with to fire beside it
+    /// (`timer/advance.rs`, "Passed deadlines mid-tick"). `None` for any other word, and where
+    /// `tick + 1` has no exact word.
+    #[inline]
+    pub(crate) fn in_own_tick(self) -> Option<Deadline> {
+        let split = self.split().filter(|_| self.passed_mid_tick())?;
+        // Adding the `P` bit to itself clears it and carries into the tick.
+        let word = self.0 + (1 << split);
+        (word >> SPLIT_AT == self.0 >> SPLIT_AT).then_some(Deadline(word))
+    }
+
+    /// The order of deadlines across two ticks when a batch holds both: the word, but a deadline
+    /// passed within the tick under way counts as of its own tick ([`in_own_tick`]), so that it
+    /// sorts among that tick's by its instant (a far word by itself).
+    ///
+    /// [`in_own_tick`]: Deadline::in_own_tick
+    #[inline]
+    pub(crate) fn instant_order(self) -> u64 {
+        match self.split() {
+            // Adding the `P` bit to itself: the carry lands in the tick (or, at the last exact
+            // tick, just above every exact word of this `s`, still below every far word).
+            Some(split) => self.0 + (self.0 & (1 << split)),
+            None => self.0,
+        }
     }
 
     /// An exact word's fraction bits `s`; `None` for a far word.

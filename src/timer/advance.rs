@@ -15,11 +15,33 @@
 //! (`wheel/place.rs`, "Level 0 by quarters"). Entries found due but stamped after the advance
 //! began are set aside and re-added once its round is over, for the next advance.
 //!
+//! ## Passed deadlines mid-tick
+//!
+//! A deadline already passed when it is set within the tick under way, `(f, f + 1]`, is filed at
+//! tick `f`, which is due, so that the next advance fires it mid-tick (`deadline.rs`, `P`). The
+//! entries of tick `f + 1` were filed by their deadlines when those lay ahead, and the tick's
+//! visit fires them at its end: equal deadlines scheduled earlier, and earlier deadlines, would
+//! run after the passed one. So a batch that holds such deadlines (sorted, they end their tick's
+//! run; the common batch is one tick, and its last entry says) also takes out, before it fires,
+//! every entry of tick `f + 1` whose exact deadline is at or before the latest of them and whose
+//! stamp is of this advance's round (`TimingWheel::take_due_by`: the level-0 bucket's quarters up
+//! to that deadline's, and at each coarser level the stage whose range holds `f + 1`, where an
+//! entry of a round starting then, or of a big stage not yet all cascaded, still waits). They are
+//! due (their deadlines have passed), marked due under the slot lock as a visit marks them (a
+//! reset leaves them alone; a cancel claims against the fire as for any batch: loom models
+//! `passed_mid_tick::*`), and the batch is sorted again by the instants, equal ones by stamp. The
+//! rest of tick `f + 1` fires at its end. The cost falls on such batches only: one
+//! scan of the lists named, a slot lock per entry in them (a stage's list is not sorted), and a
+//! comparison sort of the batch; a batch without a passed deadline pays one look at its last
+//! entry. A far word (`deadline.rs`) has no `P`: a deadline passed mid-tick there reads as the
+//! tick's start and takes nothing, so such deadlines keep firing before the tick's own.
+//!
 //! The drain, holding `advance_lock` (or inside a task of the advance), closes the levels not yet
 //! created, flushes every bucket and claims every pending entry as abandoned.
 
 use super::{fire, trace, Shared, Store};
 use crate::clock::nanos_to_duration;
+use crate::deadline;
 use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
 use crate::entry::{self, EntryId, Freed, Return};
@@ -93,7 +115,8 @@ impl Shared {
             flushed |=
                 self.visit(&bucket, expiration, cursor, Handoff { cascade, due, late, stamps }, set_aside);
             if !due.is_empty() {
-                self.fire(due, spare, freed);
+                self.sort_batch(due, spare, stamps);
+                self.fire(due, freed);
             }
         }
         self.readd_late(set_aside);
@@ -103,6 +126,35 @@ impl Shared {
             self.current_tick.store(now_tick, Ordering::Release);
         }
         flushed
+    }
+
+    /// Puts the batch `due` in deadline order, equal deadlines in stamp order (`deadline.rs`,
+    /// "Ties"), with the entries of the tick under way that fire beside a deadline passed within
+    /// it added where they belong (see the module docs, "Passed deadlines mid-tick").
+    fn sort_batch(&self, due: &mut Vec<fire::Stamped>, spare: &mut Vec<fire::Stamped>, stamps: u64) {
+        deadline::sort_batch(due, spare, |&(_, stamp, _)| stamp);
+        let batch = due.len();
+        let (first, last) = (due[0].1, due[batch - 1].1);
+        let Store { arena, wheel, .. } = &self.store;
+        if first.tick() == last.tick() {
+            // One tick, the common case: its passed deadlines, if any, sort last.
+            if let Some(limit) = last.in_own_tick() {
+                wheel.take_due_by(arena, (limit, stamps), due);
+            }
+        } else {
+            // A bucket holding overdue ticks too: the latest passed deadline of each.
+            for i in 0..batch {
+                let ends_tick = due.get(i + 1).map_or(true, |next| next.1.tick() != due[i].1.tick());
+                if let Some(limit) = due[i].1.in_own_tick().filter(|_| ends_tick) {
+                    wheel.take_due_by(arena, (limit, stamps), due);
+                }
+            }
+        }
+        if due.len() > batch {
+            due.sort_by_key(|&((_, stamp, _), deadline)| (deadline.instant_order(), stamp));
+        }
+        // Deadlines before the clock's origin share its word: in the order of their instants.
+        self.store.before_origin.order_batch(self.time.ticks.origin(), due, |&(_, stamp, _)| stamp);
     }
 
     /// Visits `bucket`, popped at (or found due by) `expiration`, as of that tick, with the cursor

@@ -31,9 +31,9 @@
 //! instant.
 //!
 //! **Order.** Every deadline before the origin has the origin's word, so the batch sort
-//! (`deadline.rs`) alone would fire them in scheduling order. The fire path (`fire.rs`) hands the
-//! sorted batch to [`BeforeOrigin::order_batch`], which puts the run of the origin's word in the
-//! order of the recorded instants (the origin itself, with no record, last; ties in stamp order):
+//! (`deadline.rs`) alone would fire them in scheduling order. The advance (`advance.rs`) hands
+//! the sorted batch to [`BeforeOrigin::order_batch`], which puts the run of the origin's word in
+//! the order of the recorded instants (the origin itself, with no record, last; ties in stamp order):
 //! deadline order, as for passed deadlines after the origin. The batch's entries are in transit, so
 //! no reset moves their words or records meanwhile. Without records kept it is one load.
 //!

@@ -8,7 +8,7 @@
 
 use super::counters::Stripe;
 use super::{Shared, Store};
-use crate::deadline::{self, Deadline};
+use crate::deadline::Deadline;
 use crate::entry::arena::prefetch_ahead;
 use crate::entry::{self, EntryArena, EntryId, Fire, FiredValue, Freed, InlineTask, Return};
 use crate::wheel::DueEntry;
@@ -88,13 +88,10 @@ pub(crate) fn abandon_take<C>(
 pub(super) type Stamped = DueEntry;
 
 impl Shared {
-    /// Runs (or hands to the executor) every entry in `due`, in deadline order, and empties it.
-    pub(super) fn fire(&self, due: &mut Vec<Stamped>, spare: &mut Vec<Stamped>, freed: &mut Freed) {
-        // Earliest deadline first (`deadline.rs`): the batch's wait falls on the tasks the tick's
-        // rounding made least late; equal deadlines in the order they were scheduled (stamps).
-        deadline::sort_batch(due, spare, |&(_, stamp, _)| stamp);
-        // Deadlines before the clock's origin share its word: in the order of their instants.
-        self.store.before_origin.order_batch(self.time.ticks.origin(), due, |&(_, stamp, _)| stamp);
+    /// Runs (or hands to the executor) every entry in `due`, in its order, and empties it. The
+    /// caller has put it in deadline order (`advance.rs`): the batch's wait falls on the tasks
+    /// the tick's rounding made least late; equal deadlines in the order they were scheduled.
+    pub(super) fn fire(&self, due: &mut Vec<Stamped>, freed: &mut Freed) {
         let sink = self.values.get();
         if let Some(executor) = &self.executor {
             if let Some(sink) = sink {

@@ -20,6 +20,8 @@
 //!   add in between sees the old expiration, does not queue the bucket, and is stranded.
 //! * `drain_skips_uncreated_levels` (`mod.rs`): the drain looks at the levels that exist and closes
 //!   none, so a level created meanwhile holds entries the drain never sees.
+//! * `due_by_unmarked` (`slots.rs`): the entries taken out beside a deadline passed mid-tick are
+//!   not marked due, so a reset racing the take moves one (`true`) that fires at once all the same.
 
 use super::bucket::{TimerTaskList, NO_EXPIRATION};
 use super::place::StagePlan;

@@ -204,6 +204,34 @@ impl TimingWheel {
         self.table.round_starts(tick).filter_map(|(level, slot)| self.levels[level].get()?.buckets.get(slot))
     }
 
+    /// Takes out the entries due by `limit` and stamped at most `stamps`, of `limit`'s tick, into
+    /// `due`, marked due and held by the caller to fire: wherever an entry of that tick may wait
+    /// for it, the tick's level-0 bucket (its quarters up to `limit`'s) and, at each coarser level
+    /// created, the stage of the bucket whose range holds the tick (of a round starting at the
+    /// tick, or a big stage whose last chunk is still to be cascaded): the entries of the tick
+    /// under way that fire beside a deadline passed within it (`timer/advance.rs`, "Passed
+    /// deadlines mid-tick"). Each stage's list is scanned whole, a slot lock per entry.
+    pub(crate) fn take_due_by(&self, arena: &EntryArena, limit: (Deadline, u64), due: &mut Vec<DueEntry>) {
+        let tick = limit.0.tick();
+        let stages = self.wheel_size.min(place::STAGES);
+        for (level, buckets) in self.levels.iter().enumerate() {
+            let Some(buckets) = buckets.get() else { continue };
+            // Level `k`'s slots are `wheel_size^k` ticks: none past the top level's.
+            let Some(ticks) = place::slot_ticks(self.wheel_size, level) else { break };
+            let slot = ((tick / ticks) % self.wheel_size) as usize;
+            let Some(bucket) = buckets.buckets.get(slot) else { continue };
+            let stage = match level {
+                0 => 0..=limit.0.quarter(),
+                _ => {
+                    let index =
+                        place::stage_plan(self.wheel_size, stages, level, tick / ticks * ticks, tick).index;
+                    index..=index
+                }
+            };
+            bucket.take_due_by(arena, limit, stage, due);
+        }
+    }
+
     /// For shutdown: closes every level not yet created (so none can be created any more) and
     /// returns every bucket of the levels that exist. Together with the flag checked under each
     /// bucket lock, this guarantees no scheduler inserts where the drain does not look.

@@ -108,7 +108,7 @@ const _: () = assert!(STAGES as usize == crate::deadline::QUARTERS);
 /// (`t` ticks per slot). It may be cascaded once its last deadline fits the finer level's window,
 /// `[b rounded down to t/wheel_size, + t)`: from the first multiple of `t/wheel_size` at or after
 /// `last + 1 - t`.
-fn stage_plan(wheel_size: u64, stages: u64, level: usize, round: u64, deadline: u64) -> StagePlan {
+pub(super) fn stage_plan(wheel_size: u64, stages: u64, level: usize, round: u64, deadline: u64) -> StagePlan {
     if level == 0 {
         return StagePlan::level0_first(round);
     }

@@ -146,6 +146,41 @@ impl Slots {
         self.shrink(arena);
     }
 
+    /// Takes out every entry whose deadline, read under its slot's lock, is at or before `limit`
+    /// and whose stamp is at most `stamps`, into transit marked due (`EntryState::leave_for_transit`),
+    /// handing each to `each`: the caller holds and fires them. The others stay where they are.
+    /// A scan of the whole list, each slot locked: for the tick under way when a passed deadline
+    /// fires mid-tick (`timer/advance.rs`, "Passed deadlines mid-tick"), not for a visit.
+    pub(crate) fn take_due_by<F>(&mut self, arena: &EntryArena, (limit, stamps): (Deadline, u64), mut each: F)
+    where
+        F: FnMut(EntryId, (Deadline, u64, TaskLines)),
+    {
+        for at in 0..self.entries.len() {
+            let Some(entry) = self.entries[at] else { continue };
+            let mut state = arena.lock(entry);
+            if state.deadline > limit || state.generation() > stamps {
+                continue;
+            }
+            // Due whatever the cursor: at or before `limit`, which has passed. (Seeded fault
+            // `due_by_unmarked`, docs/loom.md: not marked due, so a reset racing the take moves
+            // the entry, `true`, and it fires at once all the same.)
+            let cursor = if fault!("due_by_unmarked") { 0 } else { u64::MAX };
+            let left = state.leave_for_transit(cursor, stamps);
+            drop(state);
+            self.entries[at] = None;
+            self.live -= 1;
+            each(entry, left);
+        }
+        self.trim_front();
+        while matches!(self.entries.back(), Some(None)) {
+            self.entries.pop_back();
+        }
+        if self.entries.is_empty() {
+            self.base = 0;
+        }
+        self.shrink(arena);
+    }
+
     /// Pops the holes at the front (the next live entry keeps its absolute index).
     fn trim_front(&mut self) {
         self.base += self.entries.pop_front_while(Option::is_none) as u64;

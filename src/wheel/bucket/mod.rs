@@ -461,6 +461,7 @@ impl fmt::Debug for TimerTaskList {
     }
 }
 
+mod due_by;
 mod expiration;
 mod held;
 mod lanes;
