@@ -122,25 +122,27 @@ fn equal_deadlines_scheduled_from_two_threads_in_turn_fire_in_scheduling_order()
     }
 }
 
-/// The one exception to deadline order, documented in the crate docs: a deadline already passed
-/// when it is scheduled (here a zero delay at 7.5 ms, and 7.4 ms) runs at the next advance,
-/// mid-tick, while the tasks scheduled earlier for 7.3 ms and for that very instant wait for the
-/// end of the tick, where they fire in deadline and scheduling order. The passed ones run in
-/// deadline order among themselves.
+/// A deadline already passed when it is scheduled (here a zero delay at 7.5 ms, and 7.4 ms) runs
+/// at the next advance, mid-tick, and the tasks scheduled earlier for 7.3 ms and for that very
+/// instant run with it, in deadline and scheduling order; 7.6 ms, later than both, waits for the
+/// end of the tick (docs/design.md, "Time semantics").
 #[test]
-fn a_passed_deadline_runs_mid_tick_before_earlier_tasks_due_in_that_tick() {
+fn a_passed_deadline_runs_mid_tick_with_the_tasks_of_that_tick_due_by_then() {
     let (clock, timer, log) = timer(8);
     let us = Duration::from_micros;
     timer.schedule(us(7_500), log.task(0, &clock));
     timer.schedule(us(7_300), log.task(1, &clock));
     timer.schedule(us(7_500), log.task(2, &clock));
+    timer.schedule(us(7_600), log.task(5, &clock));
     advance_to(&clock, &timer, us(7_500));
+    assert_eq!(log.count(), 0, "7.3 ms is due at 8 ms");
     timer.schedule(Duration::ZERO, log.task(3, &clock));
     timer.schedule_at(timer.now() - us(100), log.task(4, &clock)); // earlier, scheduled later
     timer.advance_clock(Duration::ZERO);
-    assert_eq!(log.runs(), [(4, us(7_500)), (3, us(7_500))], "only the passed deadlines, at once");
+    assert_eq!(log.ids(), [1, 4, 0, 2, 3], "at once, in deadline order, ties in scheduling order");
+    assert!(log.runs().iter().all(|&(_, at)| at == us(7_500)));
     advance_to(&clock, &timer, ms(8));
-    assert_eq!(log.ids(), [4, 3, 1, 0, 2], "the rest at the tick's end, in deadline order");
+    assert_eq!(log.ids(), [1, 4, 0, 2, 3, 5], "the rest at the tick's end");
 }
 
 /// On the system clock a thread takes the stamps of its delays from a block of its own, but an

@@ -2,8 +2,8 @@
 //! before, while and after the driver fires that instant: the tasks run in that order (FIFO for
 //! equal deadlines, across threads and across the advances that the late ones wait for). Also
 //! through a delay queue's `insert_at`, whose values come out in insertion order. (An instant
-//! inside a tick has the documented exception: scheduled once it passed, it runs at the next
-//! advance, before the tasks scheduled earlier for it, which wait for the tick's end.)
+//! inside a tick, scheduled once it passed, runs at the next advance, and the tasks scheduled
+//! earlier for it with it, first: `tests/passed_mid_tick.rs`.)
 
 mod common;
 

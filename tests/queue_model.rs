@@ -7,12 +7,13 @@
 //! values not yet taken; `remove` hands a value back iff it is pending; `reset` is true iff the
 //! value is pending and the deadline representable; `deadline` reads back the deadline set, to
 //! the nanosecond (past the 292 years an `i64` of nanoseconds holds: the start of its tick). After
-//! an advance exactly the values whose tick has begun have expired. Taken values come out once,
-//! in deadline order: within one advance in due-tick order, in deadline order within a tick (where
-//! the timer keeps deadlines exactly), equal deadlines in insertion order; across advances by
-//! deadline (a value set to an instant already passed expires at the next advance, and overtakes
-//! the values waiting that are due after it), equal deadlines in the order the advances expired
-//! them; each with its deadline. A shutdown, late in some sequences, hands back exactly the
+//! an advance exactly the values whose tick has begun have expired, and those of the next tick
+//! up to a deadline passed within the tick under way that expired (`fired_by_advance`). Taken
+//! values come out once, in deadline order: within one advance in the order of the ticks whose
+//! batches expired them, in deadline order within a tick (where the timer keeps deadlines
+//! exactly), equal deadlines in insertion order; across advances by deadline (a value set to an
+//! instant already passed expires at the next advance, and overtakes the values waiting that are
+//! due after it), equal deadlines in the order the advances expired them; each with its deadline. A shutdown, late in some sequences, hands back exactly the
 //! pending values, which leave `len()`; inserts are refused then, the value handed back.
 //!
 //! `DELAYWHEEL_PROPTEST_CASES` sets the number of cases (default 256).
@@ -24,7 +25,7 @@ mod runs;
 
 use std::time::{Duration, Instant};
 
-use deadlines::{due_tick, passed_instant, reported};
+use deadlines::{due_tick, fired_by_advance, passed_instant, reported};
 use delaywheel::queue::{DelayQueue, Key};
 use delaywheel::{ManualClock, ScheduleError, Timer};
 use proptest::prelude::*;
@@ -74,12 +75,15 @@ struct Entry {
     state: State,
     /// The advance that expired it.
     batch: usize,
+    /// The tick whose batch expired it (`deadlines::fired_by_advance`).
+    tick: Duration,
 }
 
 impl Entry {
     fn refused() -> Entry {
         let zero = Duration::ZERO;
-        Entry { key: None, deadline: zero, due: zero, ordered: false, state: State::Refused, batch: 0 }
+        let (key, ordered, state) = (None, false, State::Refused);
+        Entry { key, deadline: zero, due: zero, ordered, state, batch: 0, tick: zero }
     }
 
     /// What `deadline` reads back: the deadline, or past an `i64` of nanoseconds its due tick.
@@ -108,10 +112,10 @@ macro_rules! ensure {
 /// Whether `a` may come out right before `b`, both expired by the same advance.
 fn in_order(entries: &[Entry], a: usize, b: usize) -> bool {
     let (x, y) = (&entries[a], &entries[b]);
-    if x.due != y.due {
-        return x.due < y.due;
+    if x.tick != y.tick {
+        return x.tick < y.tick;
     }
-    if (x.deadline, x.due) == (y.deadline, y.due) {
+    if x.deadline == y.deadline && (x.due == y.due || x.ordered && y.ordered) {
         return a < b;
     }
     !(x.ordered && y.ordered) || x.deadline <= y.deadline
@@ -228,8 +232,14 @@ impl Model {
                 self.queue.advance_clock(Duration::ZERO);
                 self.advances += 1;
                 let now = self.clock.now();
-                for entry in self.entries.iter_mut().filter(|e| e.state == State::Pending && e.due <= now) {
-                    (entry.state, entry.batch) = (State::Expired, self.advances);
+                let pending =
+                    |e: &Entry| (e.state == State::Pending).then_some((e.deadline, e.due, e.ordered));
+                let pending: Vec<_> = self.entries.iter().map(pending).collect();
+                let fires = fired_by_advance(&pending, [], now, self.tick);
+                for (entry, tick) in self.entries.iter_mut().zip(fires) {
+                    if let Some(tick) = tick {
+                        (entry.state, entry.batch, entry.tick) = (State::Expired, self.advances, tick);
+                    }
                 }
                 for (i, entry) in self.entries.iter().enumerate() {
                     let Some(key) = &entry.key else { continue };

@@ -8,7 +8,8 @@
 //! reschedules itself with `Duration::ZERO`), a task that shuts the timer down, and tasks that
 //! panic when they run (with a payload whose drop panics) or when dropped unrun. The model is a
 //! plain list of deadlines: after every step, exactly the tasks whose deadline tick has begun have
-//! fired, each once, none early, equal deadlines in scheduling order; each chain ran one link per
+//! fired, and those of the next tick up to a deadline passed within the tick under way that fired
+//! (`fired_by_advance`), each once, none early, equal deadlines in scheduling order; each chain ran one link per
 //! advance; `cancel()` and `reset()` return what the model says; `len()` is exact; and the
 //! accounting holds: fired + cancelled + returned by shutdowns + pending = scheduled.
 
@@ -21,7 +22,7 @@ use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
 // The timer's rounding of deadlines, as the model expects it.
 #[path = "model_deadlines.rs"]
 mod deadlines;
-use deadlines::{due_tick, passed_instant, reported};
+use deadlines::{due_tick, fired_by_advance, passed_instant, reported};
 
 // The panics the model provokes, and how it catches them.
 #[path = "model_panics.rs"]
@@ -257,6 +258,15 @@ fn schedule_one(
     Ok(())
 }
 
+/// What an advance at `now` fires ([`fired_by_advance`]): the pending tasks, beside the pending
+/// links of chains (a zero delay each, at the time their `reported`).
+fn expected_fires(tasks: &[Task], chains: &[Chain], now: Duration, tick: Duration) -> Vec<Option<Duration>> {
+    let pending =
+        |t: &Task| (t.expect == Expect::Pending).then_some((t.deadline, t.due, t.reported == t.deadline));
+    let links = chains.iter().filter(|c| c.left > 0).map(|c| c.reported);
+    fired_by_advance(&tasks.iter().map(pending).collect::<Vec<_>>(), links, now, tick)
+}
+
 pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
     pass_over_expected_panics();
     let tick = Duration::from_micros(tick_us);
@@ -352,30 +362,34 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
             Op::MoveClock(nanos) => clock.advance(Duration::from_nanos(nanos)),
             Op::Advance(nanos) => {
                 clock.advance(Duration::from_nanos(nanos));
+                let now = clock.now();
+                // Which tasks the advance fires, each in the batch of which tick.
+                let fires = expected_fires(&tasks, &chains, now, tick);
                 let fired_before = fired.lock().unwrap().len();
                 timer.advance_clock(Duration::ZERO);
-                let now = clock.now();
-                // Within one advance, tasks fire in non-decreasing order of their deadline tick,
-                // equal deadlines in scheduling order (task ids are in scheduling order).
+                // Within one advance, tasks fire in batches of non-decreasing ticks, equal deadlines
+                // in scheduling order (task ids are in scheduling order): exact ones whatever tick
+                // they are due at (a deadline passed within the tick under way fires with the
+                // tick's end's entries up to it), the others at one due tick.
                 let ran: Vec<usize> =
                     fired.lock().unwrap()[fired_before..].iter().map(|&(id, _)| id).collect();
-                let batch: Vec<Duration> = ran.iter().map(|&id| tasks[id].due).collect();
+                let batch: Vec<Option<Duration>> = ran.iter().map(|&id| fires[id]).collect();
+                ensure!(batch.iter().all(Option::is_some), "step {step}: fired, not due: {ran:?} {batch:?}");
                 ensure!(batch.windows(2).all(|w| w[0] <= w[1]), "step {step}: fired out of order: {batch:?}");
-                // A deadline that had passed when it was scheduled is due at the tick under way,
-                // ahead of an equal deadline scheduled before it that waits for the tick's end
-                // (never early): ties are equal deadlines due at the same tick.
-                let key = |id: usize| (tasks[id].deadline, tasks[id].due);
-                let ties = ran.windows(2).filter(|w| key(w[0]) == key(w[1]));
+                let exact = |id: usize| tasks[id].reported == tasks[id].deadline;
+                let (deadline, due) = (|id: usize| tasks[id].deadline, |id: usize| tasks[id].due);
+                let tie = |a, b| deadline(a) == deadline(b) && (due(a) == due(b) || exact(a) && exact(b));
+                let ties = ran.windows(2).filter(|w| tie(w[0], w[1]));
                 ensure!(
                     ties.clone().all(|w| w[0] < w[1]),
                     "step {step}: equal deadlines out of order: {ran:?}"
                 );
-                // Within one due tick, in deadline order where the timer keeps it exactly (a passed
-                // deadline filed at the tick under way comes after the tick's own, being later).
-                let exact = |id: usize| tasks[id].reported == tasks[id].deadline;
-                let same_tick = ran.windows(2).filter(|w| tasks[w[0]].due == tasks[w[1]].due);
+                // Within one tick's batches, in deadline order where the timer keeps it exactly.
+                let same_tick = ran.windows(2).filter(|w| fires[w[0]] == fires[w[1]]);
                 ensure!(
-                    same_tick.filter(|w| exact(w[0]) && exact(w[1])).all(|w| key(w[0]) <= key(w[1])),
+                    same_tick
+                        .filter(|w| exact(w[0]) && exact(w[1]))
+                        .all(|w| deadline(w[0]) <= deadline(w[1])),
                     "step {step}: out of deadline order within a tick: {ran:?}"
                 );
                 let shutdown_in_task = in_task.lock().unwrap().take();
@@ -388,10 +402,7 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                     );
                     let mut expected = Vec::new();
                     for &id in &ran {
-                        ensure!(
-                            tasks[id].expect == Expect::Pending && tasks[id].due <= now,
-                            "step {step}: {id}"
-                        );
+                        ensure!(tasks[id].expect == Expect::Pending, "step {step}: {id}");
                         tasks[id].expect = Expect::Fired;
                     }
                     for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
@@ -415,8 +426,8 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                     returned_total += returned.len() as u64;
                     shut_down = true;
                 } else if !shut_down {
-                    for task in tasks.iter_mut().filter(|t| t.expect == Expect::Pending) {
-                        if task.due <= now {
+                    for (task, fires) in tasks.iter_mut().zip(&fires) {
+                        if fires.is_some() {
                             task.expect = Expect::Fired;
                         }
                     }

@@ -54,3 +54,36 @@ pub(super) fn passed_instant(now: Duration, at: Duration, tick: Duration) -> (Du
         false => (tick_start(due, nanos), tick_start(due, nanos)),
     }
 }
+
+/// Which of the tasks, each `(deadline, due, exact)` if pending (`due` the tick boundary it is due
+/// at, `exact` whether the timer keeps its deadline exactly), an advance at `now` fires, and the
+/// tick whose batch each fires in: beside a deadline passed within the tick under way (exact,
+/// filed at the tick `f` before its own: its deadline after `due`) that fires, the tasks due at
+/// `f + tick` whose exact deadlines are not after the latest such one filed at `f`, in `f`'s batch
+/// (also when `now` reaches their own tick); the others due by `now`, at their due tick (`src/timer/advance.rs`, "Passed deadlines
+/// mid-tick"). `zero_delays` adds the times of zero delays the model does not list as tasks.
+pub(super) fn fired_by_advance(
+    pending: &[Option<(Duration, Duration, bool)>],
+    zero_delays: impl IntoIterator<Item = Duration>,
+    now: Duration,
+    tick: Duration,
+) -> Vec<Option<Duration>> {
+    let zero_delays = zero_delays.into_iter().map(|at| (at, due_tick(at, Duration::ZERO, tick)));
+    let passed: Vec<_> = zero_delays.filter(|&(at, filed)| at > filed).collect();
+    let mut latest = std::collections::BTreeMap::<Duration, Duration>::new();
+    let listed =
+        pending.iter().flatten().filter(|&&(deadline, due, exact)| exact && due <= now && deadline > due);
+    for (deadline, filed) in listed.map(|&(deadline, due, _)| (deadline, due)).chain(passed) {
+        let at = latest.entry(filed).or_insert(deadline);
+        *at = (*at).max(deadline);
+    }
+    let beside = |deadline: Duration, due: Duration| {
+        let filed = due.checked_sub(tick)?;
+        latest.get(&filed).filter(|&&latest| deadline <= latest).map(|_| filed)
+    };
+    // Beside the passed deadline also when the advance reaches the task's own tick.
+    let fires = |&(deadline, due, exact): &(Duration, Duration, bool)| {
+        beside(deadline, due).filter(|_| exact).or((due <= now).then_some(due))
+    };
+    pending.iter().map(|task| task.as_ref().and_then(fires)).collect()
+}

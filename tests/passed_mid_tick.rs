@@ -1,0 +1,171 @@
+//! A deadline already passed when it is set, within the tick under way (a zero delay, a past
+//! instant, a reset to one), fires at the next advance, mid-tick; the entries of the tick under
+//! way whose deadlines are at or before it fire beside it, in deadline order, equal deadlines in
+//! scheduling order; the rest of that tick still fires at its boundary. Exact firing times on a
+//! manual clock, tick 1 ms (docs/design.md, "Time semantics").
+
+mod common;
+
+use std::time::Duration;
+
+use common::{manual_timer, ms, FireLog};
+use delaywheel::queue::DelayQueue;
+
+fn us(n: u64) -> Duration {
+    Duration::from_micros(n)
+}
+
+/// The probe: A due at 4.5 ms does not fire at the advance at 4.5 ms (its tick ends at 5 ms); B,
+/// given a zero delay then, fires at the next advance, still at 4.5 ms, and A, due at the same
+/// instant and scheduled first, fires before it, in the same batch.
+#[test]
+fn an_equal_deadline_scheduled_earlier_fires_first() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let _a = timer.schedule(us(4_500), log.task(0, &clock));
+    clock.advance(us(4_500));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.count(), 0, "A's tick ends at 5 ms");
+    let _b = timer.schedule(Duration::ZERO, log.task(1, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), [(0, us(4_500)), (1, us(4_500))]);
+    assert!(timer.is_empty());
+}
+
+/// A due at 4.2 ms fires before B, passed at 4.5 ms, beside it; C, due at 4.7 ms, later than every
+/// passed deadline, waits for the tick's end.
+#[test]
+fn earlier_deadlines_of_the_tick_fire_first_and_later_ones_at_its_end() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let _c = timer.schedule(us(4_700), log.task(2, &clock));
+    let _a = timer.schedule(us(4_200), log.task(0, &clock));
+    clock.advance(us(4_500));
+    let _b = timer.schedule(Duration::ZERO, log.task(1, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), [(0, us(4_500)), (1, us(4_500))]);
+    assert_eq!(timer.len(), 1);
+    clock.advance(us(300));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.count(), 2, "C is not due before 5 ms");
+    clock.advance(us(200));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs()[2], (2, ms(5)));
+}
+
+/// With no passed deadline nothing of the tick under way fires mid-tick; nor beside a zero delay
+/// on the tick's boundary itself, whose deadline is of the tick before (not passed within it).
+#[test]
+fn without_a_deadline_passed_mid_tick_the_tick_fires_at_its_end() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let _a = timer.schedule(us(4_000) + Duration::from_nanos(1), log.task(0, &clock));
+    clock.advance(ms(4));
+    let _b = timer.schedule(Duration::ZERO, log.task(1, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), [(1, ms(4))]);
+    clock.advance(us(900));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.count(), 1);
+    clock.advance(us(100));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), [(1, ms(4)), (0, ms(5))]);
+}
+
+/// `schedule_at` an instant already passed: D at 4.3 ms and B at 4.5 ms, set at 4.6 ms, fire with
+/// A (due 4.5 ms, scheduled first) in deadline order, A before B; E at 4.8 ms waits for 5 ms.
+#[test]
+fn past_instants_fire_in_deadline_order_with_the_tick_under_way() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let start = timer.now();
+    let _a = timer.schedule(us(4_500), log.task(1, &clock));
+    let _e = timer.schedule(us(4_800), log.task(3, &clock));
+    clock.advance(us(4_600));
+    let _b = timer.schedule_at(start + us(4_500), log.task(2, &clock));
+    let _d = timer.schedule_at(start + us(4_300), log.task(0, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.ids(), [0, 1, 2]);
+    assert!(log.runs().iter().all(|&(_, at)| at == us(4_600)));
+    clock.advance(us(400));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs()[3], (3, ms(5)));
+}
+
+/// A reset to a passed deadline: X, scheduled before A and reset at 4.5 ms to 4.5 ms, keeps its
+/// stamp and fires first; Y, scheduled after A, fires after it.
+#[test]
+fn a_reset_to_a_passed_deadline_keeps_its_place() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let start = timer.now();
+    let x = timer.schedule(ms(10), log.task(0, &clock));
+    let _a = timer.schedule(us(4_500), log.task(1, &clock));
+    let y = timer.schedule(ms(10), log.task(2, &clock));
+    clock.advance(us(4_500));
+    timer.advance_clock(Duration::ZERO);
+    assert!(y.reset(Duration::ZERO));
+    assert!(x.reset_at(start + us(4_500)));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), [(0, us(4_500)), (1, us(4_500)), (2, us(4_500))]);
+}
+
+/// The same for the delay queue's values: `a`, inserted first, comes out before `b`.
+#[test]
+fn delay_queue_values_come_out_in_insertion_order() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let queue = DelayQueue::with_timer(timer);
+    queue.insert("a", us(4_500));
+    queue.insert("late", us(4_600));
+    clock.advance(us(4_500));
+    queue.advance_clock(Duration::ZERO);
+    assert!(queue.try_recv().is_none());
+    queue.insert("b", Duration::ZERO);
+    queue.advance_clock(Duration::ZERO);
+    let out: Vec<&str> = std::iter::from_fn(|| queue.try_recv()).map(|v| v.into_inner()).collect();
+    assert_eq!(out, ["a", "b"]);
+    clock.advance(us(500));
+    queue.advance_clock(Duration::ZERO);
+    assert_eq!(queue.try_recv().map(|v| v.into_inner()), Some("late"));
+}
+
+/// Entries filed long ago in a coarser level (wheel 64: level 1 holds slots of 64 ticks): A at
+/// 300.5 ms, cascaded into level 0 at 256 ms, and A2 at 319.5 ms, still in the level-1 bucket of
+/// the round starting at 320 ms when B passes at 319.5 ms; each fires beside the zero delay after
+/// it, first.
+#[test]
+fn entries_of_a_coarser_level_fire_beside_a_passed_deadline() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let _a = timer.schedule(us(300_500), log.task(0, &clock));
+    let _a2 = timer.schedule(us(319_500), log.task(2, &clock));
+    clock.advance(us(300_500));
+    timer.advance_clock(Duration::ZERO);
+    let _b = timer.schedule(Duration::ZERO, log.task(1, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), [(0, us(300_500)), (1, us(300_500))]);
+    clock.advance(us(19_000));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(timer.stats().pending_per_level.get(1), Some(&1), "A2 waits in level 1");
+    let _b2 = timer.schedule(Duration::ZERO, log.task(3, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.ids(), [0, 1, 2, 3]);
+    assert_eq!(log.runs()[3], (3, us(319_500)));
+    assert!(timer.is_empty());
+}
+
+/// The clock moved past the tick's end before the advance: the passed deadline's batch still
+/// takes the equal one scheduled first, then the next tick's rest fires after it.
+#[test]
+fn an_advance_past_the_tick_keeps_the_order() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let _a = timer.schedule(us(4_500), log.task(0, &clock));
+    let _c = timer.schedule(us(4_900), log.task(2, &clock));
+    clock.advance(us(4_500));
+    timer.advance_clock(Duration::ZERO);
+    let _b = timer.schedule(Duration::ZERO, log.task(1, &clock));
+    clock.advance(us(1_500));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.ids(), [0, 1, 2]);
+}
