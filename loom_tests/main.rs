@@ -20,6 +20,7 @@ mod drive;
 mod early_cascade;
 mod len;
 mod overflow_level;
+mod passed_mid_tick;
 mod purgatory;
 mod queue;
 mod queue_clear;
