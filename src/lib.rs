@@ -30,8 +30,8 @@
 //! different threads schedule on the system clock, with deadlines in the same 256th of a tick, fire
 //! in either order: docs/design.md, "The stamp counter"). A zero
 //! delay (or any deadline already passed) runs at the next advance, also when scheduled mid-tick,
-//! so before tasks scheduled earlier that are due in the same tick, at or before its deadline:
-//! those wait for the end of the tick.
+//! and the tasks of the tick under way due at or before it run with it, in that order (the rest
+//! of the tick waits for its end).
 //! Deadlines as far as the clock reaches (its reading ends at `u64::MAX` nanoseconds, 584 years)
 //! are served by further levels, up to 2^55 - 1 ticks; beyond that [`Timer::try_schedule`] returns
 //! [`ScheduleError::DelayTooLong`] (see [`Timer::max_delay`]).
