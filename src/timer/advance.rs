@@ -144,7 +144,7 @@ impl Shared {
         } else {
             // A bucket holding overdue ticks too: the latest passed deadline of each.
             for i in 0..batch {
-                let ends_tick = due.get(i + 1).map_or(true, |next| next.1.tick() != due[i].1.tick());
+                let ends_tick = i + 1 == batch || due[i + 1].1.tick() != due[i].1.tick();
                 if let Some(limit) = due[i].1.in_own_tick().filter(|_| ends_tick) {
                     wheel.take_due_by(arena, (limit, stamps), due);
                 }
