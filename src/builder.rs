@@ -16,9 +16,9 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// half a second never cascade, heartbeats of seconds to minutes cascade once, and far deadlines
 /// spread over many buckets (less lock contention between scheduling threads). A level costs 512
 /// buckets of 0.8 KiB with two lanes each in use (about 0.4 MiB; a lane costs 384 bytes where a
-/// thread adds to it: [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer (callgrind) for 100 000 timers over 1 s, schedule to
-/// fire: 4096 slots 1 227, 512 slots 1 366, 256 slots 1 447, 64 slots 1 521, 20 slots (Kafka's)
-/// 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
+/// thread adds to it: [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer
+/// (callgrind) for 100 000 timers over 1 s, schedule to fire: 4096 slots 1 227, 512 slots 1 366, 256 slots 1
+/// 447, 64 slots 1 521, 20 slots (Kafka's) 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
 
 /// The largest wheel size accepted: 65 536 slots.
@@ -200,16 +200,16 @@ impl TimerBuilder {
     /// none until needed). Tasks scheduled from one thread take slots of that room only, up to
     /// this many pending; each scheduling thread takes its slots a page (256) at a time, and a
     /// freed slot is reused after others, so many threads, or a load that churns, may grow the
-    /// timer past it with fewer pending. The slots of a timer's arena are otherwise created on first use, a page
-    /// of 256 (12 KiB) at a time, and the first touch of fresh memory is a page fault: about a
-    /// quarter of an insert's time while a timer first grows (SPEC W1 on a cold timer). A server
-    /// that knows its load pays that at start-up instead, as tokio-util's
-    /// `DelayQueue::with_capacity` and the warm-up of the source articles do. The slots stay (48
-    /// bytes each; 1,000,000 are 48 MB): [`Timer::shrink`](crate::Timer::shrink), and the driver's
-    /// own shrink after a spike, give back only what the timer grew beyond them.
-    /// More than [`MAX_CAPACITY`] makes [`try_build`](TimerBuilder::try_build) fail with
-    /// [`BuildError::CapacityTooLarge`] before anything is allocated; below it, the memory asked
-    /// for is allocated and written at once, so a capacity beyond the host's memory exhausts it.
+    /// timer past it with fewer pending. The slots of a timer's arena are otherwise created on first use, a
+    /// page of 256 (12 KiB) at a time, and the first touch of fresh memory is a page fault: about a quarter
+    /// of an insert's time while a timer first grows (SPEC W1 on a cold timer). A server that knows its load
+    /// pays that at start-up instead, as tokio-util's `DelayQueue::with_capacity` and the warm-up of the
+    /// source articles do. The slots stay (48 bytes each; 1,000,000 are 48 MB):
+    /// [`Timer::shrink`](crate::Timer::shrink), and the driver's own shrink after a spike, give back only
+    /// what the timer grew beyond them. More than [`MAX_CAPACITY`] makes
+    /// [`try_build`](TimerBuilder::try_build) fail with [`BuildError::CapacityTooLarge`] before anything is
+    /// allocated; below it, the memory asked for is allocated and written at once, so a capacity beyond the
+    /// host's memory exhausts it.
     ///
     /// It covers the tasks' slots and closures of up to 16 bytes; bigger closures' blocks
     /// (`schedule`'s "What a task's size costs") and the buckets' lists grow on first use.

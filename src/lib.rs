@@ -165,27 +165,26 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except eight private modules. Two carry the slots: `entry::inline_task`, which stores
-//! a task's closure type-erased in a fixed 24 bytes (inline when it captures at most two words) so
-//! that entries can live densely in slots, and `entry::slot_lock`, the slots' lock, whose state lives in two
-//! spare bits of the entry's generation word (an `UnsafeCell` behind a guard, parking through
-//! `parking_lot_core`), so that a slot is 48 bytes, and which also offers a prefetch of a slot's
-//! cache line (`_mm_prefetch`, for loops over many slots). Their module docs give the whole
-//! argument, and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s
-//! also under valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. Two call
-//! the kernel (Linux, Android): `driver::timer_slack`, two `prctl` calls by which the driver thread asks
-//! the kernel to wake it within a thousandth of a tick instead of the default 50 µs (never raising
-//! its slack; Miri, which has no `prctl` on Linux, skips it), and `clock::monotonic`, one
-//! `clock_gettime(CLOCK_MONOTONIC)` (the clock `Instant` reads) per reading of the system clock, a
-//! fifth of what `Instant::elapsed` costs. Four more hold memory the timer gives back after a spike
-//! ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of up to 256 bytes), `entry::pages`
-//! (the arena's pages, published as raw pointers and freed after a grace period), `entry::os`
-//! (`mmap`, `mremap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and mappings of its
-//! own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own). In all
-//! eight, every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment saying why it is
-//! sound (checked by clippy's `undocumented_unsafe_blocks`, denied in CI), and every `unsafe fn`
-//! (all crate-private, which clippy's `missing_safety_doc` does not see) a `# Safety` section with
-//! its caller's obligations.
+//! The crate denies `unsafe_code` everywhere except eight private modules. Two carry the slots:
+//! `entry::inline_task`, which stores a task's closure type-erased in a fixed 24 bytes (inline when it
+//! captures at most two words) so that entries can live densely in slots, and `entry::slot_lock`, the slots'
+//! lock, whose state lives in two spare bits of the entry's generation word (an `UnsafeCell` behind a guard,
+//! parking through `parking_lot_core`), so that a slot is 48 bytes, and which also offers a prefetch of a
+//! slot's cache line (`_mm_prefetch`, for loops over many slots). Their module docs give the whole argument,
+//! and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s also under
+//! valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. Two call the kernel (Linux,
+//! Android): `driver::timer_slack`, two `prctl` calls by which the driver thread asks the kernel to wake it
+//! within a thousandth of a tick instead of the default 50 µs (never raising its slack; Miri, which has no
+//! `prctl` on Linux, skips it), and `clock::monotonic`, one `clock_gettime(CLOCK_MONOTONIC)` (the clock
+//! `Instant` reads) per reading of the system clock, a fifth of what `Instant::elapsed` costs. Four more hold
+//! memory the timer gives back after a spike ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of
+//! up to 256 bytes), `entry::pages` (the arena's pages, published as raw pointers and freed after a grace
+//! period), `entry::os` (`mmap`, `mremap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and
+//! mappings of its own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own). In
+//! all eight, every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment saying why it is sound
+//! (checked by clippy's `undocumented_unsafe_blocks`, denied in CI), and every `unsafe fn` (all
+//! crate-private, which clippy's `missing_safety_doc` does not see) a `# Safety` section with its caller's
+//! obligations.
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,

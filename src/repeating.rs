@@ -72,10 +72,10 @@ pub enum Repeat {
     /// Runs are due at `start + initial_delay + k × period` on the timer's clock, and the
     /// [`MissedTickBehavior`] says what happens when a run ends after the next one was due, with
     /// the meanings it has for an `Interval`: `Burst` runs the missed runs back to back (each is due
-    /// at once when the previous one returns, so it runs at the next advance of the clock), `Delay` starts a new grid one period after the late
-    /// run began (a run that begins within 5 ms of its due time, or one timer tick if ticks are
-    /// longer, is on time whatever it takes, as in tokio), `Skip` runs next at the first grid
-    /// point still ahead when the late run returns.
+    /// at once when the previous one returns, so it runs at the next advance of the clock), `Delay` starts a
+    /// new grid one period after the late run began (a run that begins within 5 ms of its due time, or one
+    /// timer tick if ticks are longer, is on time whatever it takes, as in tokio), `Skip` runs next at the
+    /// first grid point still ahead when the late run returns.
     Every(Duration, MissedTickBehavior),
 }
 

@@ -9,13 +9,12 @@
 //! future and the task share a small slot behind a lock (`sleep/slot.rs`): a phase (waiting,
 //! elapsed, dead) and the last [`Waker`] the future was polled with. Every poll stores the current
 //! waker (replacing it unless [`Waker::will_wake`] says it is the same), so a future that moves
-//! between tasks or executors wakes the right one. When the timer fires the task, it marks the slot elapsed and
-//! hands the stored waker over, outside the lock: on the thread that advances the clock (the
-//! driver), the wakers of the sleeps due at one tick are woken together once every task of that
-//! tick has run (`timer/wakes.rs`, the batched hand-off); elsewhere (an executor thread, a
-//! shutdown) it is woken at once.
-//! Nothing here depends on an executor: the futures work under tokio, async-std/smol,
-//! `futures::executor` or a hand-written poll loop.
+//! between tasks or executors wakes the right one. When the timer fires the task, it marks the slot elapsed
+//! and hands the stored waker over, outside the lock: on the thread that advances the clock (the driver), the
+//! wakers of the sleeps due at one tick are woken together once every task of that tick has run
+//! (`timer/wakes.rs`, the batched hand-off); elsewhere (an executor thread, a shutdown) it is woken at once.
+//! Nothing here depends on an executor: the futures work under tokio, async-std/smol, `futures::executor` or
+//! a hand-written poll loop.
 //!
 //! ## Ownership
 //!
@@ -51,8 +50,8 @@
 //! same slot, no allocation). If the task is no longer pending (it fired, is firing, was abandoned
 //! or never scheduled), the sleep takes a **new slot** and schedules a new task for it, carrying the
 //! stored waker over (a refused task leaves it in the dead slot, so that a later reset that the
-//! timer accepts carries it on). The old task may still be running (a fire racing the reset): it completes the
-//! old slot, which nobody polls any more, and so cannot complete the re-armed sleep before its new
+//! timer accepts carries it on). The old task may still be running (a fire racing the reset): it completes
+//! the old slot, which nobody polls any more, and so cannot complete the re-armed sleep before its new
 //! deadline (loom model `sleep::reset_racing_fire`, seeded fault `sleep_reset_reuses_slot`).
 //!
 //! ## Cancellation

@@ -2,7 +2,8 @@
 //! memory. Ignored by default (it runs for a minute); `.ci/run` runs it for a bounded time:
 //!
 //! ```text
-//! DELAYWHEEL_SOAK_SECS=60 DELAYWHEEL_SOAK_RATE=400000 cargo test --release --test soak -- --ignored --nocapture
+//! DELAYWHEEL_SOAK_SECS=60 DELAYWHEEL_SOAK_RATE=400000 cargo test --release --test soak -- --ignored
+//! --nocapture
 //! ```
 //!
 //! The schedulers are paced (`DELAYWHEEL_SOAK_RATE` schedules per second in total, default 300 000;

@@ -7,8 +7,8 @@
 //! QSPEC_SYSTEMS=delaywheel cargo bench -p delaywheel-bench --bench queue_spec
 //! ```
 //!
-//! Environment: `QSPEC_SYSTEMS` (any of `delaywheel`, `delaywheel-batch`, `tokio`; default all), `QSPEC_N` (values per
-//! workload, default 1,000,000), `QSPEC_WORKLOADS` (any of `Q1`…`Q5`; Q2 runs Q1 first).
+//! Environment: `QSPEC_SYSTEMS` (any of `delaywheel`, `delaywheel-batch`, `tokio`; default all), `QSPEC_N`
+//! (values per workload, default 1,000,000), `QSPEC_WORKLOADS` (any of `Q1`…`Q5`; Q2 runs Q1 first).
 //!
 //! # The workloads
 //! Values are `u64` (8 bytes). Delays are whole milliseconds from splitmix64 seeded with 42 at each

@@ -5,8 +5,8 @@
 //!
 //! ```sh
 //! cargo bench -p delaywheel-bench --bench scaling                    # 10^4, 10^5, 10^6 pending (quick)
-//! SCALING_MAX_EXP=7 cargo bench -p delaywheel-bench --bench scaling  # up to 10^7 (about 2 GB resident at 10^7)
-//! bench/scripts/plot_scaling.sh                                      # up to 10^7, then docs/scaling.svg from the CSV
+//! SCALING_MAX_EXP=7 cargo bench -p delaywheel-bench --bench scaling # up to 10^7 (about 2 GB resident at
+//! 10^7) bench/scripts/plot_scaling.sh # up to 10^7, then docs/scaling.svg from the CSV
 //! ```
 //!
 //! Environment:

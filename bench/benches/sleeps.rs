@@ -23,12 +23,12 @@
 //! * `tokio`: the runtime's own timer, `tokio::time::sleep(d).await`.
 //!
 //! The rounds alternate (`SLEEPS_ROUNDS` each, default 3; `SLEEPS_SYSTEMS`, comma-separated, picks
-//! the systems: default `delaywheel,delaywheel-in-runtime,tokio`), each on a fresh runtime and timer. Output, one line per round: `<system> sleeps n=<n>
-//! late_p50_ms=<x> late_p99_ms=<x> late_p999_ms=<x> late_max_ms=<x> early=<n>`. On stderr, per
-//! round: the load average; the p50/p99 of the sleeps due in the first 100 ms (while the runtime
-//! still polls the spawned tasks for the first time, a backlog in its global queue) and of the
-//! rest; delaywheel's own firing lateness (`Timer::stats`: when its driver started each wake-up
-//! task); the CPU time and context switches (blocking, preempted) of the driver thread and of the
+//! the systems: default `delaywheel,delaywheel-in-runtime,tokio`), each on a fresh runtime and timer. Output,
+//! one line per round: `<system> sleeps n=<n> late_p50_ms=<x> late_p99_ms=<x> late_p999_ms=<x>
+//! late_max_ms=<x> early=<n>`. On stderr, per round: the load average; the p50/p99 of the sleeps due in the
+//! first 100 ms (while the runtime still polls the spawned tasks for the first time, a backlog in its global
+//! queue) and of the rest; delaywheel's own firing lateness (`Timer::stats`: when its driver started each
+//! wake-up task); the CPU time and context switches (blocking, preempted) of the driver thread and of the
 //! runtime's workers (procfs); the ratio of the p99s per pair of rounds.
 //!
 //! Diagnostics: `SLEEPS_SPLIT=1` polls each sleep through a waker that stamps the instant of its

@@ -2,9 +2,9 @@
 //! against delaywheel and its peers in one process, so that ratios from one run can be compared.
 //!
 //! ```sh
-//! cargo bench -p delaywheel-bench --bench spec                                             # everything, N = 1,000,000
-//! SPEC_SYSTEMS=delaywheel,heap SPEC_N=100000 cargo bench -p delaywheel-bench --bench spec  # a quick run
-//! SPEC_WORKLOADS=W1,W2 SPEC_SYSTEMS=delaywheel cargo bench -p delaywheel-bench --bench spec
+//! cargo bench -p delaywheel-bench --bench spec # everything, N = 1,000,000 SPEC_SYSTEMS=delaywheel,heap
+//! SPEC_N=100000 cargo bench -p delaywheel-bench --bench spec # a quick run SPEC_WORKLOADS=W1,W2
+//! SPEC_SYSTEMS=delaywheel cargo bench -p delaywheel-bench --bench spec
 //! ```
 //!
 //! Environment:

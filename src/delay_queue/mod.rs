@@ -36,13 +36,13 @@
 //! and [`poll_due`](DelayQueue::poll_due) sets aside the items offered by
 //! [`offer_next`](DelayQueue::offer_next) since that mark (the advance files there, once its
 //! visits are over, the entries that were scheduled while it runs, found due in a bucket it
-//! visits: a task scheduling zero delays, another thread scheduling meanwhile); [`end_round`](DelayQueue::end_round) puts them
-//! back, due, so the next advance takes them. Items offered by [`offer`](DelayQueue::offer) (a
-//! schedule) and [`offer_within`](DelayQueue::offer_within) (the advance's re-queues and cascades)
-//! are popped in the round: the bucket a schedule queues may also hold older entries due now
-//! (a cascade may have filed one there after the schedule lowered its expiration), and the visit
-//! takes only those, by their stamps (`timer/advance.rs`). So one advance does bounded work, even
-//! under a chain of zero delays that would otherwise never let it return.
+//! visits: a task scheduling zero delays, another thread scheduling meanwhile);
+//! [`end_round`](DelayQueue::end_round) puts them back, due, so the next advance takes them. Items offered by
+//! [`offer`](DelayQueue::offer) (a schedule) and [`offer_within`](DelayQueue::offer_within) (the advance's
+//! re-queues and cascades) are popped in the round: the bucket a schedule queues may also hold older entries
+//! due now (a cascade may have filed one there after the schedule lowered its expiration), and the visit
+//! takes only those, by their stamps (`timer/advance.rs`). So one advance does bounded work, even under a
+//! chain of zero delays that would otherwise never let it return.
 //!
 //! A popped entry may be stale: a lowering of its bucket's expiration queued the bucket again at an
 //! earlier tick, and a visit since has moved the expiration on. The bucket's visit recognises it

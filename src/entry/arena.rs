@@ -35,10 +35,10 @@
 //! lock (no atomic read-modify-write).
 //!
 //! Never-used indices come a page at a time so that a page is created by one thread only, and
-//! nobody waits in its `OnceLock`. With fresh batches smaller than a page, two threads scheduling at once kept taking
-//! batches of the same page, and the second waited (parked, in the page's `OnceLock`) while the
-//! first created it: that wait was about a third of SPEC W3's time per insert (two threads, one
-//! timer: 131–141 ns with 64-index batches, 96–100 ns with whole pages; docs/benchmarks.md).
+//! nobody waits in its `OnceLock`. With fresh batches smaller than a page, two threads scheduling at once
+//! kept taking batches of the same page, and the second waited (parked, in the page's `OnceLock`) while the
+//! first created it: that wait was about a third of SPEC W3's time per insert (two threads, one timer:
+//! 131–141 ns with 64-index batches, 96–100 ns with whole pages; docs/benchmarks.md).
 //!
 //! Slots are thus recycled wherever they were freed (the driver frees what the schedulers
 //! allocated), and schedule-and-cancel forever runs in flat memory: the slots in use never exceed

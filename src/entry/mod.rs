@@ -23,26 +23,26 @@
 //! under the bucket lane's lock and the slot lock (insert, remove, visit) or with the buffer that carries
 //! the index. The holder that finds the entry no longer `Pending` (after its own claim, or a
 //! cancel's) **releases** the slot ([`EntryState::release`]: vacant, the closure gone; its next
-//! occupant brings a generation no earlier one had) and returns it to the arena. A cancel becomes the holder when it takes the entry out of its
-//! bucket itself; when the entry is in transit the driver holds it and releases it when it re-adds
-//! or fires it.
+//! occupant brings a generation no earlier one had) and returns it to the arena. A cancel becomes the holder
+//! when it takes the entry out of its bucket itself; when the entry is in transit the driver holds it and
+//! releases it when it re-adds or fires it.
 //!
 //! A [`Ticket`] (what a handle keeps) is an index and a generation, and the bucket and lane the
-//! entry was first added to (`location::LaneKey`; a bucket has lanes, chosen by the scheduling thread's index,
-//! `wheel/bucket/`): every operation started from a ticket checks the generation under the
-//! slot lock, so a ticket whose entry was released does nothing to the slot's next occupant. A
-//! released slot keeps its last status until it is reused, so a handle still learns how its task
-//! ended until then.
+//! entry was first added to (`location::LaneKey`; a bucket has lanes, chosen by the scheduling thread's
+//! index, `wheel/bucket/`): every operation started from a ticket checks the generation under the slot lock,
+//! so a ticket whose entry was released does nothing to the slot's next occupant. A released slot keeps its
+//! last status until it is reused, so a handle still learns how its task ended until then.
 //!
 //! Locking order: **bucket lane lock, then slot lock**, never the other way round (a visit or the
 //! shutdown flush holds every lane lock of its bucket, taken in lane order). A cancel starts from
 //! its ticket's bucket lane: under that lane's lock and then the slot's it claims the entry and, if
 //! the location still names that lane, takes it out of the list and releases it there
-//! ([`EntryState::claim_cancel`], `TimerTaskList::cancel`, `timer/cancel.rs`). If a cascade moved the entry to another
-//! bucket (or, re-added by another thread, to another lane), the claim reads that lane's key; the
+//! ([`EntryState::claim_cancel`], `TimerTaskList::cancel`, `timer/cancel.rs`). If a cascade moved the entry
+//! to another bucket (or, re-added by another thread, to another lane), the claim reads that lane's key; the
 //! cancel drops both locks, takes that lane's lock and re-checks generation and location under both
-//! (`TimerTaskList::remove`). It never holds two lane locks. If the entry has no location, its holder (the driver's transit or due buffer, an
-//! executor's channel, or the shutdown drain) finds it cancelled and releases it.
+//! (`TimerTaskList::remove`). It never holds two lane locks. If the entry has no location, its holder (the
+//! driver's transit or due buffer, an executor's channel, or the shutdown drain) finds it cancelled and
+//! releases it.
 //!
 //! ## Re-arming
 //!

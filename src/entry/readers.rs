@@ -11,15 +11,15 @@
 //! ## The pin, and why it costs two plain stores
 //!
 //! Each thread has a **record**, a sequence number it alone writes: odd while pinned. Pinning
-//! stores `seq + 1`, unpinning `seq + 2` (a nested pin finds it odd and leaves it to the outer one). The grace period reads
-//! every record and waits for each odd one to change. What must not happen: the reader loads a
-//! page pointer from before the retire, while the shrink reads its record as not pinned. That is
-//! the store-buffering shape (reader: store record, load pointer; shrink: store pointer, load
-//! record), which needs a full fence on both sides; on Linux the reader's is only a compiler fence
-//! and the shrink's is `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (`os.rs`), which runs a full
-//! fence on every CPU running a thread of the process, as if each had executed one where it was
-//! interrupted. So the pin costs a cancel two stores to a line of its own thread, and the shrink a
-//! system call. Where `membarrier` is missing, both sides fall back to `fence(SeqCst)`.
+//! stores `seq + 1`, unpinning `seq + 2` (a nested pin finds it odd and leaves it to the outer one). The
+//! grace period reads every record and waits for each odd one to change. What must not happen: the reader
+//! loads a page pointer from before the retire, while the shrink reads its record as not pinned. That is the
+//! store-buffering shape (reader: store record, load pointer; shrink: store pointer, load record), which
+//! needs a full fence on both sides; on Linux the reader's is only a compiler fence and the shrink's is
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (`os.rs`), which runs a full fence on every CPU running a
+//! thread of the process, as if each had executed one where it was interrupted. So the pin costs a cancel two
+//! stores to a line of its own thread, and the shrink a system call. Where `membarrier` is missing, both
+//! sides fall back to `fence(SeqCst)`.
 //!
 //! Records live as long as the process, in one registry shared by all timers; a thread that exits
 //! gives its record back for the next new thread (its sequence number is even then). A grace period

@@ -28,8 +28,8 @@
 //! reference, and only frees its own reference while the closure still holds one. A
 //! [`reset`](super::Sleep::reset) that moves the sleep to a new slot takes the spare for it, and
 //! offers the old slot the same way. The spare is given its initial state (waiting, no waker) as it
-//! is kept, so a stored waker is dropped then, within the drop. Loom model `sleep::spare_slot_after_fire`, seeded fault
-//! `sleep_spare_slot_shared` (a slot kept while the closure still holds it).
+//! is kept, so a stored waker is dropped then, within the drop. Loom model `sleep::spare_slot_after_fire`,
+//! seeded fault `sleep_spare_slot_shared` (a slot kept while the closure still holds it).
 //!
 //! ## The drop
 //!

@@ -6,7 +6,8 @@
 //!
 //! ```sh
 //! SPEC_WORKLOADS=W7 cargo bench -p delaywheel-bench --bench spec
-//! SPEC_WORKLOADS=W7 SPEC_W7_THREADS=1,2 SPEC_SYSTEMS=delaywheel,heap cargo bench -p delaywheel-bench --bench spec
+//! SPEC_WORKLOADS=W7 SPEC_W7_THREADS=1,2 SPEC_SYSTEMS=delaywheel,heap cargo bench -p delaywheel-bench --bench
+//! spec
 //! ```
 //!
 //! * `SPEC_W7_THREADS`: the thread counts, default `1,2,4,16` (the scaling needs 1 among them).

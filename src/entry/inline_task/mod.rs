@@ -45,14 +45,14 @@
 //! # Safety argument
 //!
 //! * **Ownership.** An `InlineTask` owns exactly one `F`: inline in `data`, or in the slab block
-//!   or heap allocation `data` points to (it owns that block or allocation too). `data` is written once, in `new`, and never changed; the vtable
-//!   stored beside it is the one for that same `F`, so every vtable function is only ever given a
-//!   word that holds (or points to) a live `F` of its own type. The `F` leaves the task exactly once:
-//!   `run` and `into_box` copy `vtable` and `data` out and `mem::forget(self)` before touching the
-//!   closure, so `Drop` cannot also see it; `Drop` is the only other consumer. A closure that panics
-//!   in `run` was moved out already: its captures are dropped by unwinding, once, and a boxed
-//!   closure's allocation was freed (a block closure's block given back) when it was moved out,
-//!   before the call.
+//!   or heap allocation `data` points to (it owns that block or allocation too). `data` is written once, in
+//!   `new`, and never changed; the vtable stored beside it is the one for that same `F`, so every vtable
+//!   function is only ever given a word that holds (or points to) a live `F` of its own type. The `F` leaves
+//!   the task exactly once: `run` and `into_box` copy `vtable` and `data` out and `mem::forget(self)` before
+//!   touching the closure, so `Drop` cannot also see it; `Drop` is the only other consumer. A closure that
+//!   panics in `run` was moved out already: its captures are dropped by unwinding, once, and a boxed
+//!   closure's allocation was freed (a block closure's block given back) when it was moved out, before the
+//!   call.
 //! * **Blocks.** A block holds `F` from `new_in` until the one consumer moves it out; the block
 //!   is `BLOCK_ALIGN`-aligned and its class's size, which `class_for` chose to hold `F` in size
 //!   and alignment. The class outlives the block: a slab dropped with blocks still out leaks its
