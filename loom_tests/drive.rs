@@ -95,8 +95,8 @@ impl Wake for Wakes {
 /// changes nothing): a task due now is scheduled, then the runtime fires the drive future's
 /// sleep, whose waker advances the timer unless another advance holds the lock, while the main
 /// thread advances. The main thread's advance began before the schedule (the task is left to the
-/// next advance), or after it (it runs the task), or the waker's advance runs it; if the waker
-/// found the lock held, it wakes the drive future, whose poll runs the task. Never neither.
+/// next advance), or after it (it runs the task); the waker's advance runs no closure, and wakes
+/// the drive future, whose poll runs the task. Never neither.
 #[test]
 fn sleep_wake_racing_an_advance() {
     // The hour takes a dozen levels, which the final drain visits: more operations than most
@@ -130,6 +130,61 @@ fn sleep_wake_racing_an_advance() {
             assert!(Pin::new(&mut drive).poll(&mut cx).is_pending());
         }
         assert_eq!(runs.count(), 1, "the task due now ran once");
+        drop(timer.shutdown());
+        assert_eq!(Pin::new(&mut drive).poll(&mut cx), Poll::Ready(()));
+    });
+}
+
+loom::thread_local! {
+    /// Set on the runtime's thread while it fires the drive future's sleep (its waker runs there).
+    static IN_SLEEP_WAKER: std::cell::Cell<bool> = std::cell::Cell::new(false);
+}
+
+/// On the system clock, as above: a closure due now, cancelled by the main thread while the
+/// runtime's thread fires the drive future's sleep, whose waker advances the timer but runs only
+/// tasks that hand a waker over: the closure is set aside (re-added, due at once) for the drive
+/// future's poll. Exactly one of "the cancel returned true" and "the closure ran once" happens,
+/// and the closure never runs inside the sleep's waker. Seeded fault `drive_waker_runs_closures`
+/// (nothing set aside): the waker's advance runs the closure.
+#[test]
+fn sleep_waker_leaves_a_closure_racing_its_cancel() {
+    let mut model = loom::model::Builder::new();
+    model.max_branches = model.max_branches.max(20_000);
+    model.check(|| {
+        let timer =
+            loom::sync::Arc::new(delaywheel::Timer::builder().tick(ticks(1)).wheel_size(2).manual().build());
+        timer.schedule(Duration::from_secs(3_600), || {});
+        let sleep = HandSleep::default();
+        let made = sleep.clone();
+        let mut drive = timer.drive(move |_: Instant| made.clone());
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending(), "sleeping on the far task");
+        let (runs, in_waker) = (Runs::default(), Runs::default());
+        let (run, ran_in_waker) = (runs.task(), in_waker.clone());
+        let handle = timer.schedule(Duration::ZERO, move || {
+            if IN_SLEEP_WAKER.with(|flag| flag.get()) {
+                ran_in_waker.task()();
+            }
+            run();
+        });
+        let runtime = loom::thread::spawn(move || {
+            IN_SLEEP_WAKER.with(|flag| flag.set(true));
+            sleep.fire();
+            IN_SLEEP_WAKER.with(|flag| flag.set(false));
+        });
+        let cancelled = handle.cancel();
+        runtime.join().unwrap();
+        assert_eq!(in_waker.count(), 0, "the closure ran inside the runtime sleep's waker");
+        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending());
+        assert_eq!(
+            runs.count() + usize::from(cancelled),
+            1,
+            "ran {} times, cancelled: {cancelled}",
+            runs.count()
+        );
+        assert_eq!(timer.len(), 1, "the far task alone is pending");
         drop(timer.shutdown());
         assert_eq!(Pin::new(&mut drive).poll(&mut cx), Poll::Ready(()));
     });

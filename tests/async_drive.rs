@@ -8,6 +8,7 @@
 mod common;
 
 use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -269,11 +270,13 @@ fn two_drive_futures_at_once_fire_each_task_once() {
 }
 
 /// The runtime's sleep, fired, advances the timer in its waker (where the runtime's timer fires
-/// it) and wakes the drive future; with the advance lock held elsewhere (a task of an advance on
-/// another thread, blocked), the waker does not wait for it: it wakes the drive future, whose poll
-/// advances once the lock is free.
+/// it) and wakes the drive future: that advance wakes the timer's own sleeps but runs no closure,
+/// which waits for the drive future's poll (user code inside a runtime's timer may block it or
+/// call into it). With the advance lock held elsewhere (a task of an advance on another thread,
+/// blocked), the waker does not wait for it: it wakes the drive future, whose poll advances once
+/// the lock is free.
 #[test]
-fn the_sleeps_waker_advances_the_timer_or_leaves_it_to_the_drive_future() {
+fn the_sleeps_waker_wakes_sleeps_and_leaves_closures_to_the_drive_future() {
     watched("tick waker", || {
         let timer = Arc::new(Timer::builder().tick(ms(1)).manual().build());
         let sleep = HandSleep::default();
@@ -282,18 +285,29 @@ fn the_sleeps_waker_advances_the_timer_or_leaves_it_to_the_drive_future() {
         let mut drive = Box::pin(timer.drive(move |_: Instant| made.clone()));
         timer.schedule(Duration::from_secs(3_600), || {});
         assert!(poll(drive.as_mut(), &waker).is_pending(), "sleeping on the far task");
-        // Due at once, but the drive future is not polled: the sleep's waker runs the task.
-        let ran = common::Counter::default();
-        timer.schedule(Duration::ZERO, ran.task());
+        // Due at once, but the drive future is not polled: a closure and a sleep of the timer's.
+        let in_waker = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ran_in_waker = Arc::new(Mutex::new(Vec::new()));
+        let (flag, ran) = (Arc::clone(&in_waker), Arc::clone(&ran_in_waker));
+        timer.schedule(Duration::ZERO, move || ran.lock().unwrap().push(flag.load(Ordering::SeqCst)));
+        let (sleep_woken, sleep_waker) = CountingWaker::new();
+        let mut due_sleep = Box::pin(timer.sleep(Duration::ZERO));
+        assert!(poll(due_sleep.as_mut(), &sleep_waker).is_pending(), "not fired yet");
         let woken = counter.count();
+        in_waker.store(true, Ordering::SeqCst);
         sleep.fire();
-        assert_eq!(ran.get(), 1, "the task ran in the sleep's waker");
+        in_waker.store(false, Ordering::SeqCst);
+        assert_eq!(sleep_woken.count(), 1, "the sleep due was woken in the runtime sleep's waker");
+        assert!(ran_in_waker.lock().unwrap().is_empty(), "the closure did not run in the waker");
         assert_eq!(counter.count(), woken + 1, "and the drive future was woken");
-
-        // The drive future polled again, sleeping on the far task with a fresh sleep; then the
-        // advance lock held by a task of an advance on another thread.
+        assert_eq!(timer.len(), 2, "the closure is still pending, beside the far task");
         sleep.rearm();
         assert!(poll(drive.as_mut(), &waker).is_pending());
+        assert_eq!(*ran_in_waker.lock().unwrap(), [false], "the drive future's poll ran the closure, once");
+        assert_eq!(poll(due_sleep.as_mut(), &sleep_waker), Poll::Ready(()));
+
+        // The drive future sleeping on the far task with a fresh sleep; then the advance lock held
+        // by a task of an advance on another thread.
         let (entered, blocked) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
         let (entered_tx, release) = (Mutex::new(entered.0), Mutex::new(blocked.1));
         timer.schedule(Duration::ZERO, move || {
@@ -319,5 +333,43 @@ fn the_sleeps_waker_advances_the_timer_or_leaves_it_to_the_drive_future() {
         assert_eq!(later.get(), 1);
         drop(timer.shutdown());
         assert_eq!(poll(drive.as_mut(), &waker), Poll::Ready(()));
+    });
+}
+
+/// A callback that blocks in `tokio::task::block_in_place`, and one that blocks its thread outright,
+/// on a timer driven on tokio's multi-thread runtime beside sleeps of its own: each runs once, on a
+/// worker, in the drive future's poll (in the runtime's timer, `block_in_place` would abort the
+/// process), and every sleep completes.
+#[test]
+fn callbacks_that_block_run_outside_the_runtimes_timer() {
+    watched("blocking callbacks", || {
+        let rt = multi_thread();
+        let (timer, drive) = driven();
+        let ran = Arc::new(AtomicUsize::new(0));
+        rt.block_on(async {
+            let driver = tokio::spawn(drive);
+            let mut sleeps = Vec::new();
+            for i in 1..=20u64 {
+                let ran = Arc::clone(&ran);
+                timer.schedule(ms(i), move || {
+                    if i % 2 == 0 {
+                        tokio::task::block_in_place(|| std::thread::sleep(ms(2)));
+                    } else {
+                        std::thread::sleep(ms(1));
+                    }
+                    ran.fetch_add(1, Ordering::SeqCst);
+                });
+                sleeps.push(tokio::spawn(timer.sleep(ms(i))));
+            }
+            for sleep in sleeps {
+                sleep.await.unwrap();
+            }
+            while ran.load(Ordering::SeqCst) < 20 {
+                tokio::time::sleep(ms(1)).await;
+            }
+            timer.shutdown();
+            driver.await.unwrap();
+        });
+        assert_eq!(ran.load(Ordering::SeqCst), 20, "each callback ran once");
     });
 }

@@ -39,6 +39,16 @@
 //! instead of about 2,000 and the tail of the lateness rose (docs/benchmarks.md, "Concurrent
 //! sleeps").
 //!
+//! That advance fires only the tasks that run no user code (`Shared::try_advance_wakes`): the
+//! timer's sleeps, which hand their waker over, and a delay queue's values. The runtime's timer
+//! fires inside its driver (tokio's, as a worker parks, holding the driver; smol's, holding its
+//! reactor's lock), where user code that blocks holds up the whole runtime's I/O and timers, and
+//! some calls cannot be made at all: tokio's `block_in_place` aborts the process there, smol's
+//! `block_on` waits for the reactor its own thread holds. A due closure is set aside as an entry
+//! stamped after the advance began is (re-added once the round is over, due at once), and the
+//! drive future's poll, woken right after, runs it (loom model
+//! `drive::sleep_waker_leaves_a_closure_racing_its_cancel`, fault `drive_waker_runs_closures`).
+//!
 //! The hand-shake: each poll stores the drive future's waker in the tick waker (under its lock,
 //! replacing it unless it wakes the same task) **before** it polls the sleep, so a firing after
 //! that poll wakes the latest one. The tick waker wakes the drive future whatever its advance did:
@@ -79,14 +89,17 @@ impl Timer {
     ///   (tokio's rounds up to its millisecond) and the runtime's scheduling of this task. It
     ///   sleeps until the tick at which the earliest bucket is due begins, and is woken early
     ///   when a schedule or a reset makes an earlier bucket the earliest.
-    /// * **Where tasks run**: where the runtime's timer fires the sleep (the sleep's waker
-    ///   advances the timer, if no other advance is under way: with tokio, on a worker as it
-    ///   parks or between polls), or inside this future's poll; on the runtime's threads either
-    ///   way, as they would run on the driver thread: callbacks ([`schedule`](Timer::schedule))
-    ///   must be short and must not block. With tokio, the advance in the sleep's waker runs
-    ///   inside tokio's driver as the worker parks: no other worker polls I/O or timers until it
-    ///   returns, and a callback there must not call `tokio::task::block_in_place`, which then
-    ///   panics and aborts the process (tokio's worker has no parker in hand while it parks).
+    /// * **Where tasks run**: the timer's own sleeps, timeouts and intervals are woken where the
+    ///   runtime's timer fires the sleep (the sleep's waker advances the timer, if no other
+    ///   advance is under way: with tokio, on a worker as it parks or between polls), or in this
+    ///   future's poll; callbacks ([`schedule`](Timer::schedule), repeating tasks, the
+    ///   purgatory's) run only in this future's poll, on a worker, as any task's code: never
+    ///   inside the runtime's timer, where a callback that blocks would hold up every worker's
+    ///   I/O and timers (tokio's `block_in_place` there aborts the process, and smol's `block_on`
+    ///   deadlocks its reactor). A callback the sleep's waker finds due waits for the poll that
+    ///   the waker wakes: the wake-ups of that advance may come before callbacks due earlier.
+    ///   Callbacks should still be short: one that blocks holds this future, and every task due
+    ///   after it, for that long (`block_in_place` lets tokio move the worker's other tasks).
     ///   One poll runs at most four advances (each does
     ///   bounded work); more due work yields first. The automatic shrink after a spike runs in
     ///   the poll, in a lull (it holds the poll about 20 ms after a million tasks:
@@ -303,7 +316,7 @@ impl Wake for TickWaker {
     fn wake_by_ref(self: &std::sync::Arc<Self>) {
         // The drive future is woken also when another advance held the lock: that advance may
         // have read the clock before the tick came due.
-        self.shared.try_advance();
+        self.shared.try_advance_wakes();
         let task = self.task.lock().clone();
         if let Some(task) = task {
             task.wake();

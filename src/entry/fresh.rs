@@ -28,6 +28,15 @@ impl Fresh {
         Some(Fresh::holding(InlineTask::new_in(task, arena.tasks())?, deadline, arena, by))
     }
 
+    /// [`new`](Self::new) for a task that only hands a waker over when run (an async sleep's:
+    /// [`InlineTask::wake_in`]).
+    pub(crate) fn wake<F>(deadline: Deadline, task: F, arena: &EntryArena, by: StampBy) -> Option<Fresh>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        Some(Fresh::holding(InlineTask::wake_in(task, arena.tasks())?, deadline, arena, by))
+    }
+
     /// A new entry for the stored `task` (a closure or a value), due at `deadline`, stamped here
     /// as `by` says; its lane is set by the insert that publishes it. Inlined into every schedule:
     /// out of line, the task is moved through the stack and a W7 pair costs about 12 ns more.

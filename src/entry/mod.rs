@@ -72,6 +72,8 @@ mod mapped_vec;
 // A module with `unsafe` code (see the crate's "Unsafe code"): a closure stored in a slot.
 #[allow(unsafe_code)]
 mod inline_task;
+#[cfg(feature = "async")]
+pub(crate) mod kind;
 pub(crate) mod location;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the shrink's system calls.
 #[allow(unsafe_code)]

@@ -57,27 +57,35 @@ impl Shared {
         if self.advancing_here() {
             return false;
         }
-        let flushed = self.advance_serial(self.advance_lock.lock());
+        let flushed = self.advance_serial(self.advance_lock.lock(), Fires::All);
         self.released_advance_lock();
         flushed
     }
 
     /// [`advance`](Self::advance) unless another advance holds the advance lock (then `None` at
-    /// once): for a caller that must not wait, the waker of a drive future's sleep
-    /// (`driver/drive.rs`), which wakes the drive future as well.
+    /// once), firing only the tasks that run no user code: for the waker of a drive future's sleep
+    /// (`driver/drive.rs`), which runs inside the runtime's timer and wakes the drive future after
+    /// this. A closure due meanwhile is set aside like an entry stamped after the advance began
+    /// (re-added once the round is over, due at once) and runs in the drive future's poll: user
+    /// code there may block or call into the runtime, which inside its timer would stall the
+    /// runtime's I/O, deadlock its reactor (smol's) or abort the process (tokio's
+    /// `block_in_place`). A sleep's task only hands its waker over, and a value goes to its
+    /// queue's ready list: both fire here.
     #[cfg(feature = "async")]
-    pub(crate) fn try_advance(&self) -> Option<bool> {
+    pub(crate) fn try_advance_wakes(&self) -> Option<bool> {
         if self.advancing_here() {
             return None;
         }
         let serial = self.advance_lock.try_lock()?;
-        let flushed = self.advance_serial(serial);
+        let flushed = self.advance_serial(serial, Fires::Wakes);
         self.released_advance_lock();
         Some(flushed)
     }
 
     /// [`advance`](Self::advance) holding `advance_lock`.
-    fn advance_serial(&self, mut serial: MutexGuard<'_, Scratch>) -> bool {
+    fn advance_serial(&self, mut serial: MutexGuard<'_, Scratch>, fires: Fires) -> bool {
+        #[cfg(not(feature = "async"))]
+        let Fires::All = fires;
         if self.is_shut_down() {
             return false;
         }
@@ -114,6 +122,10 @@ impl Shared {
             }
             flushed |=
                 self.visit(&bucket, expiration, cursor, Handoff { cascade, due, late, stamps }, set_aside);
+            #[cfg(feature = "async")]
+            if fires == Fires::Wakes && self.executor.is_none() {
+                self.set_aside_user_code(due, &bucket, set_aside);
+            }
             if !due.is_empty() {
                 self.sort_batch(due, spare, stamps);
                 self.fire(due, freed);
@@ -213,6 +225,31 @@ impl Shared {
             Readded::NotPending => entry::discard(arena, held.0),
             Readded::ShutDown => unreachable!("a park ignores the shutdown flag"),
         }
+    }
+
+    /// Moves the entries of `due` whose tasks run user code (`entry/kind.rs`) to `set_aside`, with
+    /// `from`, the level-0 bucket visited: they are re-added after the round, due at once, for the
+    /// next advance ([`try_advance_wakes`](Self::try_advance_wakes)). Their order among themselves
+    /// is kept by their deadlines and stamps, as for any batch. Seeded fault
+    /// `drive_waker_runs_closures` (docs/loom.md): nothing is set aside.
+    #[cfg(feature = "async")]
+    fn set_aside_user_code(
+        &self,
+        due: &mut Vec<fire::Stamped>,
+        from: &Arc<TimerTaskList>,
+        set_aside: &mut Vec<Late>,
+    ) {
+        if fault!("drive_waker_runs_closures") {
+            return;
+        }
+        let arena = &self.store.arena;
+        due.retain(|&((id, ..), deadline)| {
+            let user_code = entry::kind::runs_user_code(arena, id);
+            if user_code {
+                set_aside.push(((id, deadline), Arc::clone(from)));
+            }
+            !user_code
+        });
     }
 
     /// Re-adds the entries found due but stamped after the advance began, once its round is over:
@@ -346,6 +383,15 @@ impl Shared {
         unfired.sort_by_key(|task| task.deadline);
         unfired
     }
+}
+
+/// What an advance fires: every due task, or only those that run no user code (the rest are set
+/// aside for the next advance: [`Shared::try_advance_wakes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fires {
+    All,
+    #[cfg(feature = "async")]
+    Wakes,
 }
 
 /// An entry a visit found due but stamped after the advance began, with the bucket it left.

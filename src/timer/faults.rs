@@ -13,6 +13,8 @@
 //! * `before_origin_word_outside_records` (`before_origin.rs`, at its site: two lines): a reset
 //!   writes the word before it takes the records' lock, and only a reset to the origin's word
 //!   sets or removes the record.
+//! * `drive_waker_runs_closures` (`advance.rs`, at its site): the advance of a drive future's sleep
+//!   waker sets no closure aside, so user code runs inside the runtime's timer.
 
 use super::counters::Counters;
 use super::{HandleStripe, Store};

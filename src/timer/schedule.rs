@@ -31,7 +31,7 @@ impl Shared {
     where
         F: FnOnce() + Send + 'static,
     {
-        let (_, scheduled) = self.schedule_reading(when, task);
+        let (_, scheduled) = self.schedule_reading(when, task, false);
         scheduled.map(|(stripe, ticket)| {
             if let When::At(at) = when {
                 // A deadline before the clock's origin is kept for the handle (`before_origin.rs`).
@@ -44,13 +44,15 @@ impl Shared {
     /// [`schedule`](Shared::schedule), handing back the counter stripe and the ticket a handle is
     /// made of (a future's handle takes only the ticket: `handle.rs`, `LentHandle`), and the
     /// reading of the clock (nanoseconds) it used, so that a caller that needs "now" too (a
-    /// sleep's deadline) reads the clock once.
+    /// sleep's deadline) reads the clock once. `wake`: the task only hands a waker over when run
+    /// (an async sleep's, [`InlineTask::wake_in`](crate::entry::InlineTask::wake_in)).
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub(crate) fn schedule_reading<F>(
         &self,
         when: When,
         task: F,
+        wake: bool,
     ) -> (u64, Result<(&Arc<HandleStripe>, Ticket), ScheduleError>)
     where
         F: FnOnce() + Send + 'static,
@@ -62,7 +64,14 @@ impl Shared {
         let scheduled = match self.time.deadline_on(now, when) {
             Ok(deadline) => {
                 let by = self.time.stamp_by(when);
-                let make = |(), arena: &EntryArena| Fresh::new(deadline, task, arena, by).ok_or(());
+                let make = |(), arena: &EntryArena| {
+                    if wake {
+                        Fresh::wake(deadline, task, arena, by)
+                    } else {
+                        Fresh::new(deadline, task, arena, by)
+                    }
+                    .ok_or(())
+                };
                 match self.insert_new(now, (), make) {
                     Ok(scheduled) => Ok(scheduled),
                     Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),

@@ -89,7 +89,9 @@ impl LiveTimer {
     /// [`Timer::try_schedule`] or [`Timer::try_schedule_at`] as `when` says, for a future: its
     /// handle is a [`LentHandle`] (no reference count of its own), with the clock reading the
     /// schedule used (nanoseconds; [`reading_instant`](LiveTimer::reading_instant) makes it the
-    /// instant [`Timer::now`] would have returned): one reading for both.
+    /// instant [`Timer::now`] would have returned): one reading for both. `task` only hands the
+    /// future's waker over when run (it is marked so: the waker of a drive future's sleep may fire
+    /// it, `timer/advance.rs`).
     #[cfg(feature = "async")]
     #[inline]
     pub(crate) fn try_schedule_reading<F>(
@@ -100,7 +102,7 @@ impl LiveTimer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let (now, scheduled) = self.0.schedule_reading(when, task);
+        let (now, scheduled) = self.0.schedule_reading(when, task, true);
         (now, scheduled.map(|(_, ticket)| LentHandle::new(ticket)))
     }
 

@@ -156,6 +156,9 @@ pub(crate) struct InlineTask {
 struct VTable {
     /// For a value task (`value.rs`): the `TypeId` of the value it holds; `None` for a closure.
     value: Option<fn() -> std::any::TypeId>,
+    /// Whether calling it only hands a waker over (an async sleep's task, `sleep/slot.rs`): no
+    /// user code runs, so the waker of a drive future's sleep may fire it (`timer/advance.rs`).
+    wake: bool,
     /// Moves the `F` out and calls it; a block it was in goes to the `Freed`, if one is given, or
     /// back to its class at once. `unsafe`: the contract above.
     call: unsafe fn(Word, Option<&mut Freed>),
@@ -176,6 +179,21 @@ impl InlineTask {
     pub(crate) fn new_in<F: FnOnce() + Send + 'static>(f: F, slab: &TaskSlab) -> Option<InlineTask> {
         let data = Erased::<F>::store(f, slab).ok()?;
         Some(InlineTask { vtable: &Erased::<F>::VTABLE, data, _owns: PhantomData })
+    }
+
+    /// [`new_in`](Self::new_in) for a closure that only hands a waker over (an async sleep's
+    /// task): [`is_wake`](Self::is_wake) says so.
+    #[inline]
+    pub(crate) fn wake_in<F: FnOnce() + Send + 'static>(f: F, slab: &TaskSlab) -> Option<InlineTask> {
+        let data = Erased::<F>::store(f, slab).ok()?;
+        Some(InlineTask { vtable: &Erased::<F>::WAKE_VTABLE, data, _owns: PhantomData })
+    }
+
+    /// Whether this task only hands a waker over when run ([`wake_in`](Self::wake_in)).
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
+    #[inline]
+    pub(crate) fn is_wake(&self) -> bool {
+        self.vtable.wake
     }
 
     /// [`new_in`](Self::new_in) with a slab that lives for the rest of the process, for tests.
@@ -437,11 +455,15 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     /// promoted to a `&'static`.
     const VTABLE: VTable = VTable {
         value: None,
+        wake: false,
         call: Self::call,
         drop: Self::drop,
         into_box: Self::into_box,
         storage: Self::STORAGE,
     };
+
+    /// As [`VTABLE`](Self::VTABLE), for a closure that only hands a waker over.
+    const WAKE_VTABLE: VTable = VTable { wake: true, ..Self::VTABLE };
 
     /// Moves the `F` out and calls it (the vtable's `call`).
     ///

@@ -28,6 +28,7 @@ impl<V: Send + 'static> Erased<Valued<V>> {
     /// As `Erased::VTABLE`, for a value: promoted to a `&'static` the same way.
     const VALUE_VTABLE: VTable = VTable {
         value: Some(TypeId::of::<V>),
+        wake: false,
         call: Self::discard,
         drop: Self::drop,
         into_box: Self::dropper,
