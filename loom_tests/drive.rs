@@ -140,10 +140,11 @@ loom::thread_local! {
     static IN_SLEEP_WAKER: std::cell::Cell<bool> = std::cell::Cell::new(false);
 }
 
-/// On the system clock, as above: a closure due now, cancelled by the main thread while the
-/// runtime's thread fires the drive future's sleep, whose waker advances the timer but runs only
-/// tasks that hand a waker over: the closure is set aside (re-added, due at once) for the drive
-/// future's poll. Exactly one of "the cancel returned true" and "the closure ran once" happens,
+/// On the system clock, as above, with a tick of a second (so that the real time an execution takes
+/// never reaches the next tick, and every execution sees the same operations): a closure due now,
+/// cancelled by the main thread while the runtime's thread fires the drive future's sleep, whose
+/// waker advances the timer but runs only tasks that hand a waker over: the closure is set aside
+/// (re-added, due at once) for the drive future's poll. Exactly one of "the cancel returned true" and "the closure ran once" happens,
 /// and the closure never runs inside the sleep's waker. Seeded fault `drive_waker_runs_closures`
 /// (nothing set aside): the waker's advance runs the closure.
 #[test]
@@ -151,8 +152,9 @@ fn sleep_waker_leaves_a_closure_racing_its_cancel() {
     let mut model = loom::model::Builder::new();
     model.max_branches = model.max_branches.max(20_000);
     model.check(|| {
-        let timer =
-            loom::sync::Arc::new(delaywheel::Timer::builder().tick(ticks(1)).wheel_size(2).manual().build());
+        let timer = loom::sync::Arc::new(
+            delaywheel::Timer::builder().tick(Duration::from_secs(1)).wheel_size(2).manual().build(),
+        );
         timer.schedule(Duration::from_secs(3_600), || {});
         let sleep = HandSleep::default();
         let made = sleep.clone();
@@ -185,6 +187,43 @@ fn sleep_waker_leaves_a_closure_racing_its_cancel() {
             runs.count()
         );
         assert_eq!(timer.len(), 1, "the far task alone is pending");
+        drop(timer.shutdown());
+        assert_eq!(Pin::new(&mut drive).poll(&mut cx), Poll::Ready(()));
+    });
+}
+
+/// As above, with a reset racing the waker's advance instead of a cancel: the reset moves the
+/// closure an hour out (`true`) or finds it taken out to fire (`false`, between the visit and the
+/// set-aside). Either way the waker's advance does not run it, and once that advance is over the
+/// closure, set aside and re-added, is pending and not due: a second reset moves it, and the drive
+/// future's poll then leaves it pending. Seeded fault `drive_set_aside_stays_due` (the set-aside
+/// keeps the due mark): the second reset returns `false`.
+#[test]
+fn sleep_waker_leaves_a_closure_racing_its_reset() {
+    let mut model = loom::model::Builder::new();
+    model.max_branches = model.max_branches.max(20_000);
+    model.check(|| {
+        let timer = loom::sync::Arc::new(
+            delaywheel::Timer::builder().tick(Duration::from_secs(1)).wheel_size(2).manual().build(),
+        );
+        timer.schedule(Duration::from_secs(3_600), || {});
+        let sleep = HandSleep::default();
+        let made = sleep.clone();
+        let mut drive = timer.drive(move |_: Instant| made.clone());
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending(), "sleeping on the far task");
+        let runs = Runs::default();
+        let handle = timer.schedule(Duration::ZERO, runs.task());
+        let runtime = loom::thread::spawn(move || sleep.fire());
+        let _ = handle.reset(Duration::from_secs(3_600));
+        runtime.join().unwrap();
+        assert_eq!(runs.count(), 0, "the closure ran inside the runtime sleep's waker");
+        assert!(handle.reset(Duration::from_secs(7_200)), "a pending closure not due is moved");
+        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending());
+        assert_eq!(runs.count(), 0, "due in two hours");
+        assert_eq!(timer.len(), 2);
         drop(timer.shutdown());
         assert_eq!(Pin::new(&mut drive).poll(&mut cx), Poll::Ready(()));
     });

@@ -373,3 +373,34 @@ fn callbacks_that_block_run_outside_the_runtimes_timer() {
         assert_eq!(ran.load(Ordering::SeqCst), 20, "each callback ran once");
     });
 }
+
+/// A closure that the sleep's waker set aside is pending and not due: a reset moves it (to a later
+/// deadline, past the drive future's next poll; then back to now, and that poll runs it), as it
+/// would move one still in its bucket.
+#[test]
+fn a_closure_set_aside_by_the_sleeps_waker_can_be_reset() {
+    watched("reset after set-aside", || {
+        let timer = Arc::new(Timer::builder().tick(ms(1)).manual().build());
+        let sleep = HandSleep::default();
+        let made = sleep.clone();
+        let (_, waker) = CountingWaker::new();
+        let mut drive = Box::pin(timer.drive(move |_: Instant| made.clone()));
+        timer.schedule(Duration::from_secs(3_600), || {});
+        assert!(poll(drive.as_mut(), &waker).is_pending(), "sleeping on the far task");
+        let ran = common::Counter::default();
+        let handle = timer.schedule(Duration::ZERO, ran.task());
+        sleep.fire();
+        assert_eq!(ran.get(), 0, "set aside by the waker");
+        assert!(handle.reset(Duration::from_secs(60)), "pending, not firing: the reset moves it");
+        sleep.rearm();
+        assert!(poll(drive.as_mut(), &waker).is_pending());
+        assert_eq!(ran.get(), 0, "due in a minute");
+        assert!(handle.reset(Duration::ZERO));
+        assert!(poll(drive.as_mut(), &waker).is_pending());
+        assert_eq!(ran.get(), 1, "due at once, run by the poll");
+        assert!(!handle.reset(Duration::ZERO), "fired");
+        assert_eq!(timer.len(), 1);
+        drop(timer.shutdown());
+        assert_eq!(poll(drive.as_mut(), &waker), Poll::Ready(()));
+    });
+}

@@ -89,17 +89,20 @@ impl Timer {
     ///   (tokio's rounds up to its millisecond) and the runtime's scheduling of this task. It
     ///   sleeps until the tick at which the earliest bucket is due begins, and is woken early
     ///   when a schedule or a reset makes an earlier bucket the earliest.
-    /// * **Where tasks run**: the timer's own sleeps, timeouts and intervals are woken where the
-    ///   runtime's timer fires the sleep (the sleep's waker advances the timer, if no other
-    ///   advance is under way: with tokio, on a worker as it parks or between polls), or in this
-    ///   future's poll; callbacks ([`schedule`](Timer::schedule), repeating tasks, the
-    ///   purgatory's) run only in this future's poll, on a worker, as any task's code: never
-    ///   inside the runtime's timer, where a callback that blocks would hold up every worker's
-    ///   I/O and timers (tokio's `block_in_place` there aborts the process, and smol's `block_on`
-    ///   deadlocks its reactor). A callback the sleep's waker finds due waits for the poll that
-    ///   the waker wakes: the wake-ups of that advance may come before callbacks due earlier.
-    ///   Callbacks should still be short: one that blocks holds this future, and every task due
-    ///   after it, for that long (`block_in_place` lets tokio move the worker's other tasks).
+    /// * **Where tasks run**: the timer's own sleeps, timeouts and intervals are woken, and a
+    ///   delay queue's values expire, where the runtime's timer fires the sleep (the sleep's
+    ///   waker advances the timer, if no other advance is under way: with tokio, on a worker as it
+    ///   parks or between polls), or in this future's poll. Callbacks
+    ///   ([`schedule`](Timer::schedule), repeating tasks, the purgatory's) never run in that
+    ///   waker, where a callback that blocks would hold up every worker's I/O and timers (tokio's
+    ///   `block_in_place` there aborts the process, and smol's `block_on` deadlocks its
+    ///   reactor): they run in this future's poll, on a worker, as any task's code (or on the
+    ///   executor threads of [`TaskExecution::Threads`](crate::TaskExecution::Threads), or in
+    ///   whatever else advances the timer: [`advance_clock`](Timer::advance_clock), a driver
+    ///   thread). A callback the sleep's waker finds due waits for the poll that the waker wakes,
+    ///   so wake-ups and values of that advance may come before callbacks due earlier. Callbacks
+    ///   should still be short: one that blocks holds this future, and every task due after it,
+    ///   for that long (`block_in_place` lets tokio move the worker's other tasks).
     ///   One poll runs at most four advances (each does
     ///   bounded work); more due work yields first. The automatic shrink after a spike runs in
     ///   the poll, in a lull (it holds the poll about 20 ms after a million tasks:

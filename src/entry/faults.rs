@@ -2,6 +2,8 @@
 //! a `fault!("name")` site switches to. Outside a fault build every site folds to the correct
 //! code, and these only have to compile.
 //!
+//! * `drive_set_aside_stays_due` (`kind.rs`, at its site): a closure the waker of a drive future's
+//!   sleep sets aside keeps its due mark, so a reset returns `false` while it waits, pending.
 //! * `ticket_generation_unchecked` (`claim.rs`): a cancel skips the generation check, so a handle
 //!   whose task finished cancels whatever task reused its slot.
 //! * `cancel_trusts_first_bucket` ([`leave_wherever`]): the entry is taken to be in the bucket lane

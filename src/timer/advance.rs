@@ -13,7 +13,9 @@
 //! the cursor between two, and only a level-0 visit fires: a coarser bucket's entries due at the
 //! cursor are re-added into the quarters of the cursor's level-0 bucket, visited after them
 //! (`wheel/place.rs`, "Level 0 by quarters"). Entries found due but stamped after the advance
-//! began are set aside and re-added once its round is over, for the next advance.
+//! began are set aside and re-added once its round is over, for the next advance; so are the due
+//! closures of the advance a drive future's sleep waker makes, which fires only the tasks that run
+//! no user code (`Shared::try_advance_wakes`).
 //!
 //! ## Passed deadlines mid-tick
 //!
@@ -227,11 +229,12 @@ impl Shared {
         }
     }
 
-    /// Moves the entries of `due` whose tasks run user code (`entry/kind.rs`) to `set_aside`, with
-    /// `from`, the level-0 bucket visited: they are re-added after the round, due at once, for the
-    /// next advance ([`try_advance_wakes`](Self::try_advance_wakes)). Their order among themselves
-    /// is kept by their deadlines and stamps, as for any batch. Seeded fault
-    /// `drive_waker_runs_closures` (docs/loom.md): nothing is set aside.
+    /// Moves the entries of `due` whose tasks run user code (`entry/kind.rs`, which unmarks them
+    /// due) to `set_aside`, with `from`, the level-0 bucket visited: they are re-added after the
+    /// round, due at once, and fired by the next advance (the drive future's poll, which the waker
+    /// of [`try_advance_wakes`](Self::try_advance_wakes) wakes), in deadline and stamp order as
+    /// any batch. The slots are prefetched a few entries ahead, as the fire loop does. Seeded
+    /// fault `drive_waker_runs_closures` (docs/loom.md): nothing is set aside.
     #[cfg(feature = "async")]
     fn set_aside_user_code(
         &self,
@@ -243,13 +246,21 @@ impl Shared {
             return;
         }
         let arena = &self.store.arena;
-        due.retain(|&((id, ..), deadline)| {
-            let user_code = entry::kind::runs_user_code(arena, id);
-            if user_code {
-                set_aside.push(((id, deadline), Arc::clone(from)));
+        let ahead = crate::entry::arena::prefetch_ahead(due.len());
+        let mut kept = 0;
+        for k in 0..due.len() {
+            if let Some(&((next, ..), _)) = due.get(k.saturating_add(ahead)) {
+                arena.prefetch(next);
             }
-            !user_code
-        });
+            let entry @ ((id, ..), deadline) = due[k];
+            if entry::kind::set_aside_if_user_code(arena, id) {
+                set_aside.push(((id, deadline), Arc::clone(from)));
+            } else {
+                due[kept] = entry;
+                kept += 1;
+            }
+        }
+        due.truncate(kept);
     }
 
     /// Re-adds the entries found due but stamped after the advance began, once its round is over:
