@@ -404,3 +404,35 @@ fn a_closure_set_aside_by_the_sleeps_waker_can_be_reset() {
         assert_eq!(poll(drive.as_mut(), &waker), Poll::Ready(()));
     });
 }
+
+/// A sleep whose deadline passed mid-tick, woken by the runtime sleep's waker, takes the closures
+/// of the tick under way due by then into its batch (equal deadlines in scheduling order): that
+/// advance still runs none of them. With a one-second tick, the closure is due a millisecond
+/// out and the sleep is made with a zero delay once that has passed.
+#[test]
+fn closures_taken_beside_a_passed_deadline_do_not_run_in_the_sleeps_waker() {
+    watched("passed mid-tick", || {
+        let timer = Arc::new(Timer::builder().tick(Duration::from_secs(1)).manual().build());
+        let sleep = HandSleep::default();
+        let made = sleep.clone();
+        let (_, waker) = CountingWaker::new();
+        let mut drive = Box::pin(timer.drive(move |_: Instant| made.clone()));
+        timer.schedule(Duration::from_secs(3_600), || {});
+        assert!(poll(drive.as_mut(), &waker).is_pending(), "sleeping on the far task");
+        let ran = common::Counter::default();
+        let due = timer.now() + ms(1);
+        timer.schedule_at(due, ran.task());
+        while timer.now() < due + ms(1) {
+            std::thread::sleep(ms(1));
+        }
+        let (sleep_woken, sleep_waker) = CountingWaker::new();
+        let mut passed = Box::pin(timer.sleep(Duration::ZERO));
+        assert!(poll(passed.as_mut(), &sleep_waker).is_pending());
+        sleep.fire();
+        assert_eq!(sleep_woken.count(), 1, "the sleep was woken in the waker");
+        assert_eq!(ran.get(), 0, "the closure beside it did not run there");
+        sleep.rearm();
+        drop(timer.shutdown());
+        assert_eq!(poll(drive.as_mut(), &waker), Poll::Ready(()));
+    });
+}

@@ -46,8 +46,11 @@
 //! some calls cannot be made at all: tokio's `block_in_place` aborts the process there, smol's
 //! `block_on` waits for the reactor its own thread holds. A due closure is set aside as an entry
 //! stamped after the advance began is (re-added once the round is over, due at once), and the
-//! drive future's poll, woken right after, runs it (loom model
-//! `drive::sleep_waker_leaves_a_closure_racing_its_cancel`, fault `drive_waker_runs_closures`).
+//! drive future's poll, woken right after, runs it (loom models
+//! `drive::sleep_waker_leaves_a_closure_racing_its_cancel`, fault `drive_waker_runs_closures`, and
+//! `..._racing_its_reset`). The pass that sorts them out comes after the batch is sorted, which
+//! may add the closures of the tick under way due by a deadline passed within it; it costs that
+//! advance one more slot lock per entry (the slots prefetched ahead, as the fire loop does).
 //!
 //! The hand-shake: each poll stores the drive future's waker in the tick waker (under its lock,
 //! replacing it unless it wakes the same task) **before** it polls the sleep, so a firing after

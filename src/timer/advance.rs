@@ -124,13 +124,16 @@ impl Shared {
             }
             flushed |=
                 self.visit(&bucket, expiration, cursor, Handoff { cascade, due, late, stamps }, set_aside);
-            #[cfg(feature = "async")]
-            if fires == Fires::Wakes && self.executor.is_none() {
-                self.set_aside_user_code(due, &bucket, set_aside);
-            }
             if !due.is_empty() {
                 self.sort_batch(due, spare, stamps);
-                self.fire(due, freed);
+                // After the sort, which may add entries of the tick under way.
+                #[cfg(feature = "async")]
+                if fires == Fires::Wakes && self.executor.is_none() {
+                    self.set_aside_user_code(due, &bucket, set_aside);
+                }
+                if !due.is_empty() {
+                    self.fire(due, freed);
+                }
             }
         }
         self.readd_late(set_aside);
