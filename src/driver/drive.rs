@@ -49,8 +49,10 @@
 //! drive future's poll, woken right after, runs it (loom models
 //! `drive::sleep_waker_leaves_a_closure_racing_its_cancel`, fault `drive_waker_runs_closures`, and
 //! `..._racing_its_reset`). The pass that sorts them out comes after the batch is sorted, which
-//! may add the closures of the tick under way due by a deadline passed within it; it costs that
-//! advance one more slot lock per entry (the slots prefetched ahead, as the fire loop does).
+//! may add the closures of the tick under way due by a deadline passed within it: those go back
+//! to that tick and fire at its end (or with a later batch holding a passed deadline), not in the
+//! next poll. The pass costs that advance one more slot lock per entry (the slots prefetched
+//! ahead, as the fire loop does).
 //!
 //! The hand-shake: each poll stores the drive future's waker in the tick waker (under its lock,
 //! replacing it unless it wakes the same task) **before** it polls the sleep, so a firing after

@@ -234,9 +234,12 @@ impl Shared {
 
     /// Moves the entries of `due` whose tasks run user code (`entry/kind.rs`, which unmarks them
     /// due) to `set_aside`, with `from`, the level-0 bucket visited: they are re-added after the
-    /// round, due at once, and fired by the next advance (the drive future's poll, which the waker
-    /// of [`try_advance_wakes`](Self::try_advance_wakes) wakes), in deadline and stamp order as
-    /// any batch. The slots are prefetched a few entries ahead, as the fire loop does. Seeded
+    /// round by their deadlines and fired by the next advance (the drive future's poll, which the
+    /// waker of [`try_advance_wakes`](Self::try_advance_wakes) wakes), in deadline and stamp order
+    /// as any batch. Those of them taken beside a deadline passed mid-tick (`sort_batch`) belong
+    /// to the tick under way: re-added there, they fire at its end unless another batch with a
+    /// passed deadline takes them first, so they may come after a sleep of that batch due later
+    /// than they are (never early, at most a tick late). The slots are prefetched a few entries ahead, as the fire loop does. Seeded
     /// fault `drive_waker_runs_closures` (docs/loom.md): nothing is set aside.
     #[cfg(feature = "async")]
     fn set_aside_user_code(
