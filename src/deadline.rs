@@ -97,6 +97,9 @@ pub(crate) const MAX_DEADLINE_TICK: u64 = (u64::MAX >> 1) >> RANK_BITS;
 pub(crate) struct Deadline(u64);
 
 impl Deadline {
+    /// Later than every deadline (no entry has it): the floor of an empty list.
+    pub(crate) const LATEST: Deadline = Deadline(u64::MAX);
+
     /// The rank of a deadline that is a tick boundary (the last moment of its interval).
     pub(crate) const ON_BOUNDARY: u8 = u8::MAX;
 

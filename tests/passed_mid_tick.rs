@@ -169,3 +169,31 @@ fn an_advance_past_the_tick_keeps_the_order() {
     timer.advance_clock(Duration::ZERO);
     assert_eq!(log.ids(), [0, 1, 2]);
 }
+
+/// A reset to an earlier deadline in the same quarter of the same tick (4.95 → 4.8 ms) moves the
+/// entry rather than rewriting it in place, so the list it lands in knows its earliest deadline:
+/// a passed deadline at 4.85 ms takes it, and a stream of passed deadlines earlier than every
+/// entry of the tick under way takes nothing (each advance fires its zero delay alone).
+#[test]
+fn a_reset_earlier_within_its_quarter_is_taken_beside_a_later_passed_deadline() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let a = timer.schedule(us(4_950), log.task(0, &clock));
+    let _b = timer.schedule(us(4_990), log.task(1, &clock));
+    assert!(a.reset(us(4_800)));
+    clock.advance(us(4_100));
+    for probe in 0..5 {
+        let _p = timer.schedule(Duration::ZERO, log.task(10 + probe, &clock));
+        timer.advance_clock(Duration::ZERO);
+        clock.advance(us(100));
+    }
+    assert_eq!(log.count(), 5, "the probes at 4.1 to 4.5 ms fire alone: A and B are due later");
+    clock.advance(us(250)); // 4.85 ms
+    let _c = timer.schedule(Duration::ZERO, log.task(2, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs()[5..], [(0, us(4_850)), (2, us(4_850))]);
+    clock.advance(us(150));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs()[7..], [(1, ms(5))]);
+    assert!(timer.is_empty());
+}

@@ -5,8 +5,10 @@
 //! stays `Pending` and the closure stays in the slot. Under the slot lock, first alone and, for an
 //! entry that must move, inside a lane's lock, it finds the entry ([`EntryState::retarget`]):
 //!
-//! * **in a bucket, the new deadline no earlier (in ticks)**: it writes the new deadline and leaves
-//!   the entry in its list (the slot lock alone suffices: the entry cannot leave its bucket without
+//! * **in a bucket, the new deadline no earlier (in ticks, and as a deadline: an earlier one in
+//!   the same tick moves, so that a stage's floor, a minimum over its adds, stays a lower bound
+//!   of its deadlines, `wheel/bucket/`)**: it writes the new deadline and leaves the entry in its
+//!   list (the slot lock alone suffices: the entry cannot leave its bucket without
 //!   it). Its bucket is visited no later than the old deadline needed; the visit reads the
 //!   deadline in the slot under the same lock as it takes the entry out
 //!   ([`EntryState::leave_for_transit`]), fires it if that is due at the cursor, and re-adds it by
@@ -108,11 +110,13 @@ impl EntryState<'_> {
         // In a level-0 bucket, whose stages are the quarters of its tick, fired in turn
         // (`wheel/place.rs`), a new deadline in the same tick stays only in its own quarter: in
         // another, it would fire with the wrong part of the tick, out of deadline order.
+        // And never earlier than the deadline it replaces: a stage's floor (`wheel/bucket/`, the
+        // bound a take beside a passed deadline skips a list by) is a minimum over the adds.
         let later = match self.location {
             Some(location) if location.bucket().level() == 0 && deadline.tick() == self.deadline.tick() => {
-                deadline.quarter() == location.stage()
+                deadline.quarter() == location.stage() && deadline >= self.deadline
             }
-            _ => deadline.tick() >= self.deadline.tick(),
+            _ => deadline.tick() >= self.deadline.tick() && deadline >= self.deadline,
         } || fault!("reset_defers_earlier");
         match self.location {
             Some(_) if later => {

@@ -148,17 +148,25 @@ impl Slots {
 
     /// Takes out every entry whose deadline, read under its slot's lock, is at or before `limit`
     /// and whose stamp is at most `stamps`, into transit marked due (`EntryState::leave_for_transit`),
-    /// handing each to `each`: the caller holds and fires them. The others stay where they are.
+    /// handing each to `each`: the caller holds and fires them. The others stay where they are;
+    /// returns the earliest of their deadlines ([`Deadline::LATEST`] if none), as read.
     /// A scan of the whole list, each slot locked: for the tick under way when a passed deadline
     /// fires mid-tick (`timer/advance.rs`, "Passed deadlines mid-tick"), not for a visit.
-    pub(crate) fn take_due_by<F>(&mut self, arena: &EntryArena, (limit, stamps): (Deadline, u64), mut each: F)
+    pub(crate) fn take_due_by<F>(
+        &mut self,
+        arena: &EntryArena,
+        (limit, stamps): (Deadline, u64),
+        mut each: F,
+    ) -> Deadline
     where
         F: FnMut(EntryId, (Deadline, u64, TaskLines)),
     {
+        let mut floor = Deadline::LATEST;
         for at in 0..self.entries.len() {
             let Some(entry) = self.entries[at] else { continue };
             let mut state = arena.lock(entry);
             if state.deadline > limit || state.generation() > stamps {
+                floor = floor.min(state.deadline);
                 continue;
             }
             // Due whatever the cursor: at or before `limit`, which has passed. (Seeded fault
@@ -179,6 +187,7 @@ impl Slots {
             self.base = 0;
         }
         self.shrink(arena);
+        floor
     }
 
     /// Pops the holes at the front (the next live entry keeps its absolute index).

@@ -141,16 +141,27 @@ pub(crate) struct TimerTaskList {
 
 /// One stage of a bucket lane: its entries and its cascade window (see the module docs). The ticks
 /// are minima over the entries added since the stage was last empty, `NO_EXPIRATION` when empty.
+/// `floor` is at most the deadline of every entry in it (the minimum over the adds, recomputed by
+/// each take beside a passed deadline, `due_by.rs`; [`Deadline::LATEST`] when empty): a reset
+/// writes a deadline in place only if it is no earlier (`entry/retarget.rs`), so it stays a
+/// lower bound, and a take whose limit is below it has nothing to take and scans nothing.
 struct Stage {
     slots: Slots,
     round: u64,
     opens: u64,
     due: u64,
+    floor: Deadline,
 }
 
 impl Stage {
     fn new() -> Self {
-        Stage { slots: Slots::default(), round: NO_EXPIRATION, opens: NO_EXPIRATION, due: NO_EXPIRATION }
+        Stage {
+            slots: Slots::default(),
+            round: NO_EXPIRATION,
+            opens: NO_EXPIRATION,
+            due: NO_EXPIRATION,
+            floor: Deadline::LATEST,
+        }
     }
 
     /// When the stage is to be visited: at its round while small, from `opens` once big.
@@ -286,7 +297,7 @@ impl TimerTaskList {
         }
         let stage = &mut stages[plan.index];
         let index = stage.slots.next_index(arena);
-        {
+        let deadline = {
             let lane = LaneKey::new(self.key, lane);
             let mut state = arena.lock(entry);
             if !enter(&mut state, lane) {
@@ -294,8 +305,10 @@ impl TimerTaskList {
             }
             debug_assert!(state.location.is_none(), "entry added to two buckets: {entry:?}");
             state.location = Some(Location::new(lane, plan.index, index));
-        }
+            state.deadline
+        };
         stage.slots.push(entry);
+        stage.floor = stage.floor.min(deadline);
         stage.round = stage.round.min(plan.round);
         stage.opens = stage.opens.min(plan.opens);
         stage.due = stage.due.min(plan.due);
