@@ -90,6 +90,28 @@ impl Wake for Wakes {
     }
 }
 
+/// A drive future whose runtime's sleep is fired by hand.
+type HandDrive = delaywheel::Drive<Box<dyn FnMut(Instant) -> HandSleep + Send>, HandSleep>;
+
+/// A timer without a driver thread on the system clock (tick `tick`, a wheel of 2) holding one
+/// task an hour out, and its drive future on a sleep fired by hand, polled once with a waker that
+/// counts on the returned `Wakes`: it sleeps on that task.
+fn hand_driven(tick: Duration) -> (loom::sync::Arc<delaywheel::Timer>, HandSleep, HandDrive, Arc<Wakes>) {
+    let timer = loom::sync::Arc::new(delaywheel::Timer::builder().tick(tick).wheel_size(2).manual().build());
+    timer.schedule(Duration::from_secs(3_600), || {});
+    let sleep = HandSleep::default();
+    let made = sleep.clone();
+    let sleep_until: Box<dyn FnMut(Instant) -> HandSleep + Send> = Box::new(move |_| made.clone());
+    let mut drive = timer.drive(sleep_until);
+    let wakes = Arc::new(Wakes::default());
+    let waker = Waker::from(Arc::clone(&wakes));
+    assert!(
+        Pin::new(&mut drive).poll(&mut Context::from_waker(&waker)).is_pending(),
+        "sleeping on the far task"
+    );
+    (timer, sleep, drive, wakes)
+}
+
 /// On the system clock (the drive future then sleeps with the runtime: here a sleep fired by
 /// hand; only tasks due at once and one an hour out, so that the real time the model reads
 /// changes nothing): a task due now is scheduled, then the runtime fires the drive future's
@@ -104,16 +126,9 @@ fn sleep_wake_racing_an_advance() {
     let mut model = loom::model::Builder::new();
     model.max_branches = model.max_branches.max(20_000);
     model.check(|| {
-        let timer =
-            loom::sync::Arc::new(delaywheel::Timer::builder().tick(ticks(1)).wheel_size(2).manual().build());
-        timer.schedule(Duration::from_secs(3_600), || {});
-        let sleep = HandSleep::default();
-        let made = sleep.clone();
-        let mut drive = timer.drive(move |_: Instant| made.clone());
-        let wakes = Arc::new(Wakes::default());
+        let (timer, sleep, mut drive, wakes) = hand_driven(ticks(1));
         let waker = Waker::from(Arc::clone(&wakes));
         let mut cx = Context::from_waker(&waker);
-        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending(), "sleeping on the far task");
         let runs = Runs::default();
         let runtime = {
             let (timer, task) = (loom::sync::Arc::clone(&timer), runs.task());
@@ -152,17 +167,9 @@ fn sleep_waker_leaves_a_closure_racing_its_cancel() {
     let mut model = loom::model::Builder::new();
     model.max_branches = model.max_branches.max(20_000);
     model.check(|| {
-        let timer = loom::sync::Arc::new(
-            delaywheel::Timer::builder().tick(Duration::from_secs(1)).wheel_size(2).manual().build(),
-        );
-        timer.schedule(Duration::from_secs(3_600), || {});
-        let sleep = HandSleep::default();
-        let made = sleep.clone();
-        let mut drive = timer.drive(move |_: Instant| made.clone());
-        let wakes = Arc::new(Wakes::default());
-        let waker = Waker::from(Arc::clone(&wakes));
+        let (timer, sleep, mut drive, wakes) = hand_driven(Duration::from_secs(1));
+        let waker = Waker::from(wakes);
         let mut cx = Context::from_waker(&waker);
-        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending(), "sleeping on the far task");
         let (runs, in_waker) = (Runs::default(), Runs::default());
         let (run, ran_in_waker) = (runs.task(), in_waker.clone());
         let handle = timer.schedule(Duration::ZERO, move || {
@@ -203,17 +210,9 @@ fn sleep_waker_leaves_a_closure_racing_its_reset() {
     let mut model = loom::model::Builder::new();
     model.max_branches = model.max_branches.max(20_000);
     model.check(|| {
-        let timer = loom::sync::Arc::new(
-            delaywheel::Timer::builder().tick(Duration::from_secs(1)).wheel_size(2).manual().build(),
-        );
-        timer.schedule(Duration::from_secs(3_600), || {});
-        let sleep = HandSleep::default();
-        let made = sleep.clone();
-        let mut drive = timer.drive(move |_: Instant| made.clone());
-        let wakes = Arc::new(Wakes::default());
-        let waker = Waker::from(Arc::clone(&wakes));
+        let (timer, sleep, mut drive, wakes) = hand_driven(Duration::from_secs(1));
+        let waker = Waker::from(wakes);
         let mut cx = Context::from_waker(&waker);
-        assert!(Pin::new(&mut drive).poll(&mut cx).is_pending(), "sleeping on the far task");
         let runs = Runs::default();
         let handle = timer.schedule(Duration::ZERO, runs.task());
         let runtime = loom::thread::spawn(move || sleep.fire());

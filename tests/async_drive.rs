@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -269,6 +269,32 @@ fn two_drive_futures_at_once_fire_each_task_once() {
     });
 }
 
+/// The drive future of [`hand_driven`]: its runtime's sleep is fired by hand.
+type HandDrive = Pin<Box<Drive<Box<dyn FnMut(Instant) -> HandSleep + Send>, HandSleep>>>;
+
+/// A timer with no driver thread on the system clock, with tick `tick` and one task an hour out,
+/// and its drive future on a sleep fired by hand ([`HandSleep`]), polled once with a counting
+/// waker: it sleeps on that task.
+struct HandDriven {
+    timer: Arc<Timer>,
+    sleep: HandSleep,
+    drive: HandDrive,
+    woken: Arc<CountingWaker>,
+    waker: std::task::Waker,
+}
+
+fn hand_driven(tick: Duration) -> HandDriven {
+    let timer = Arc::new(Timer::builder().tick(tick).manual().build());
+    let sleep = HandSleep::default();
+    let made = sleep.clone();
+    let (woken, waker) = CountingWaker::new();
+    let sleep_until: Box<dyn FnMut(Instant) -> HandSleep + Send> = Box::new(move |_| made.clone());
+    let mut drive = Box::pin(timer.drive(sleep_until));
+    timer.schedule(Duration::from_secs(3_600), || {});
+    assert!(poll(drive.as_mut(), &waker).is_pending(), "sleeping on the far task");
+    HandDriven { timer, sleep, drive, woken, waker }
+}
+
 /// The runtime's sleep, fired, advances the timer in its waker (where the runtime's timer fires
 /// it) and wakes the drive future: that advance wakes the timer's own sleeps but runs no closure,
 /// which waits for the drive future's poll (user code inside a runtime's timer may block it or
@@ -278,13 +304,7 @@ fn two_drive_futures_at_once_fire_each_task_once() {
 #[test]
 fn the_sleeps_waker_wakes_sleeps_and_leaves_closures_to_the_drive_future() {
     watched("tick waker", || {
-        let timer = Arc::new(Timer::builder().tick(ms(1)).manual().build());
-        let sleep = HandSleep::default();
-        let made = sleep.clone();
-        let (counter, waker) = CountingWaker::new();
-        let mut drive = Box::pin(timer.drive(move |_: Instant| made.clone()));
-        timer.schedule(Duration::from_secs(3_600), || {});
-        assert!(poll(drive.as_mut(), &waker).is_pending(), "sleeping on the far task");
+        let HandDriven { timer, sleep, mut drive, woken: counter, waker } = hand_driven(ms(1));
         // Due at once, but the drive future is not polled: a closure and a sleep of the timer's.
         let in_waker = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let ran_in_waker = Arc::new(Mutex::new(Vec::new()));
@@ -380,13 +400,7 @@ fn callbacks_that_block_run_outside_the_runtimes_timer() {
 #[test]
 fn a_closure_set_aside_by_the_sleeps_waker_can_be_reset() {
     watched("reset after set-aside", || {
-        let timer = Arc::new(Timer::builder().tick(ms(1)).manual().build());
-        let sleep = HandSleep::default();
-        let made = sleep.clone();
-        let (_, waker) = CountingWaker::new();
-        let mut drive = Box::pin(timer.drive(move |_: Instant| made.clone()));
-        timer.schedule(Duration::from_secs(3_600), || {});
-        assert!(poll(drive.as_mut(), &waker).is_pending(), "sleeping on the far task");
+        let HandDriven { timer, sleep, mut drive, woken: _, waker } = hand_driven(ms(1));
         let ran = common::Counter::default();
         let handle = timer.schedule(Duration::ZERO, ran.task());
         sleep.fire();
@@ -412,13 +426,7 @@ fn a_closure_set_aside_by_the_sleeps_waker_can_be_reset() {
 #[test]
 fn closures_taken_beside_a_passed_deadline_do_not_run_in_the_sleeps_waker() {
     watched("passed mid-tick", || {
-        let timer = Arc::new(Timer::builder().tick(Duration::from_secs(1)).manual().build());
-        let sleep = HandSleep::default();
-        let made = sleep.clone();
-        let (_, waker) = CountingWaker::new();
-        let mut drive = Box::pin(timer.drive(move |_: Instant| made.clone()));
-        timer.schedule(Duration::from_secs(3_600), || {});
-        assert!(poll(drive.as_mut(), &waker).is_pending(), "sleeping on the far task");
+        let HandDriven { timer, sleep, mut drive, woken: _, waker } = hand_driven(Duration::from_secs(1));
         let ran = common::Counter::default();
         let due = timer.now() + ms(1);
         timer.schedule_at(due, ran.task());
