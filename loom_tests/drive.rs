@@ -159,9 +159,10 @@ loom::thread_local! {
 /// never reaches the next tick, and every execution sees the same operations): a closure due now,
 /// cancelled by the main thread while the runtime's thread fires the drive future's sleep, whose
 /// waker advances the timer but runs only tasks that hand a waker over: the closure is set aside
-/// (re-added, due at once) for the drive future's poll. Exactly one of "the cancel returned true" and "the closure ran once" happens,
-/// and the closure never runs inside the sleep's waker. Seeded fault `drive_waker_runs_closures`
-/// (nothing set aside): the waker's advance runs the closure.
+/// (re-added, due at once) for the drive future's poll. Exactly one of "the cancel returned true"
+/// and "the closure ran once" happens, and the closure never runs inside the sleep's waker.
+/// Seeded fault `drive_waker_runs_closures` (nothing set aside): the waker's advance runs the
+/// closure.
 #[test]
 fn sleep_waker_leaves_a_closure_racing_its_cancel() {
     let mut model = loom::model::Builder::new();
