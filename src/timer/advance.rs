@@ -239,8 +239,9 @@ impl Shared {
     /// as any batch. Those of them taken beside a deadline passed mid-tick (`sort_batch`) belong
     /// to the tick under way: re-added there, they fire at its end unless another batch with a
     /// passed deadline takes them first, so they may come after a sleep of that batch due later
-    /// than they are (never early, at most a tick late). The slots are prefetched a few entries ahead, as the fire loop does. Seeded
-    /// fault `drive_waker_runs_closures` (docs/loom.md): nothing is set aside.
+    /// than they are (never early, at most a tick late). The slots are prefetched a few entries
+    /// ahead, as the fire loop does. Seeded fault `drive_waker_runs_closures` (docs/loom.md):
+    /// nothing is set aside.
     #[cfg(feature = "async")]
     fn set_aside_user_code(
         &self,
