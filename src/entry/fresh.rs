@@ -19,22 +19,29 @@ pub(crate) struct Fresh {
 
 impl Fresh {
     /// A new entry for `task`, stored for `arena` (inline, in a block of its task slab, or boxed:
-    /// `inline_task/`); `None` (and `task` dropped) if the slab's class for it has no room. Its
+    /// `inline_task/`) and marked as a task that only hands a waker over when run (an async
+    /// sleep's) if `wake`; `None` (and `task` dropped) if the slab's class for it has no room. Its
     /// stamp is drawn here, as `by` says ([`EntryArena::stamp`]).
+    pub(crate) fn new_as<F>(
+        deadline: Deadline,
+        task: F,
+        arena: &EntryArena,
+        by: StampBy,
+        wake: bool,
+    ) -> Option<Fresh>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        Some(Fresh::holding(InlineTask::new_in_as(task, arena.tasks(), wake)?, deadline, arena, by))
+    }
+
+    /// [`new_as`](Self::new_as) for a task that runs user code, for tests.
+    #[cfg(test)]
     pub(crate) fn new<F>(deadline: Deadline, task: F, arena: &EntryArena, by: StampBy) -> Option<Fresh>
     where
         F: FnOnce() + Send + 'static,
     {
-        Some(Fresh::holding(InlineTask::new_in(task, arena.tasks())?, deadline, arena, by))
-    }
-
-    /// [`new`](Self::new) for a task that only hands a waker over when run (an async sleep's:
-    /// [`InlineTask::wake_in`]).
-    pub(crate) fn wake<F>(deadline: Deadline, task: F, arena: &EntryArena, by: StampBy) -> Option<Fresh>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        Some(Fresh::holding(InlineTask::wake_in(task, arena.tasks())?, deadline, arena, by))
+        Fresh::new_as(deadline, task, arena, by, false)
     }
 
     /// A new entry for the stored `task` (a closure or a value), due at `deadline`, stamped here

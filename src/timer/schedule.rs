@@ -45,7 +45,7 @@ impl Shared {
     /// made of (a future's handle takes only the ticket: `handle.rs`, `LentHandle`), and the
     /// reading of the clock (nanoseconds) it used, so that a caller that needs "now" too (a
     /// sleep's deadline) reads the clock once. `wake`: the task only hands a waker over when run
-    /// (an async sleep's, [`InlineTask::wake_in`](crate::entry::InlineTask::wake_in)).
+    /// (an async sleep's, [`InlineTask::new_in_as`](crate::entry::InlineTask::new_in_as)).
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub(crate) fn schedule_reading<F>(
@@ -64,14 +64,7 @@ impl Shared {
         let scheduled = match self.time.deadline_on(now, when) {
             Ok(deadline) => {
                 let by = self.time.stamp_by(when);
-                let make = |(), arena: &EntryArena| {
-                    if wake {
-                        Fresh::wake(deadline, task, arena, by)
-                    } else {
-                        Fresh::new(deadline, task, arena, by)
-                    }
-                    .ok_or(())
-                };
+                let make = |(), arena: &EntryArena| Fresh::new_as(deadline, task, arena, by, wake).ok_or(());
                 match self.insert_new(now, (), make) {
                     Ok(scheduled) => Ok(scheduled),
                     Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),

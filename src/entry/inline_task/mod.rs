@@ -29,13 +29,13 @@
 //!   `align_of::<F>() <= align_of::<usize>()`. Zero-sized closures are inline. The choice is an
 //!   associated `const` per `F` ([`is_inline`]), so each `new`/`run`/`drop` compiles to one branch.
 //! * **In a block** iff not inline and a slab class holds it (`task_slab::class_for`: up to 256
-//!   bytes, alignment up to 64): [`InlineTask::new_in`] takes a block of that class, moves `F` into
+//!   bytes, alignment up to 64): [`InlineTask::new_in_as`] takes a block of that class, moves `F` into
 //!   it, and keeps the block's and the class's addresses in the word. Whoever consumes the task
 //!   (run, drop, `into_box`) moves `F` out of the block, gives the block back to its class (on the
 //!   consuming thread's free list), and only then calls or drops `F`: a panic there finds the
 //!   block already returned.
 //! * **Boxed** otherwise (captures over 256 bytes, or aligned over 64): `Box<F>` is allocated once
-//!   in [`InlineTask::new_in`] and its thin pointer kept in the word. [`InlineTask::into_box`] hands
+//!   in [`InlineTask::new_in_as`] and its thin pointer kept in the word. [`InlineTask::into_box`] hands
 //!   that same allocation back, re-typed as `Box<dyn FnOnce() + Send>`; an inline or block closure
 //!   is boxed only then.
 //! * The vtable is a `&'static` reference, never null, so `Option<InlineTask>` uses its niche and is
@@ -53,7 +53,7 @@
 //!   panics in `run` was moved out already: its captures are dropped by unwinding, once, and a boxed
 //!   closure's allocation was freed (a block closure's block given back) when it was moved out, before the
 //!   call.
-//! * **Blocks.** A block holds `F` from `new_in` until the one consumer moves it out; the block
+//! * **Blocks.** A block holds `F` from `new_in_as` until the one consumer moves it out; the block
 //!   is `BLOCK_ALIGN`-aligned and its class's size, which `class_for` chose to hold `F` in size
 //!   and alignment. The class outlives the block: a slab dropped with blocks still out leaks its
 //!   classes rather than free them (`task_slab.rs`), so the class address in the word stays valid.
@@ -172,24 +172,28 @@ struct VTable {
 }
 
 impl InlineTask {
+    /// [`new_in_as`](Self::new_in_as) for a closure that runs user code, for tests.
+    #[cfg(test)]
+    pub(crate) fn new_in<F: FnOnce() + Send + 'static>(f: F, slab: &TaskSlab) -> Option<InlineTask> {
+        InlineTask::new_in_as(f, slab, false)
+    }
+
     /// Stores `f`: in the task's own word if it fits ([`is_inline`]), else in a block of `slab`'s
     /// class for it if one holds it, else in a `Box<F>`. `None` (and `f` dropped) if that class
-    /// has no block left (`TaskSlab::with_max_pages`).
+    /// has no block left (`TaskSlab::with_max_pages`). `wake` marks a closure that only hands a
+    /// waker over when run (an async sleep's task): [`is_wake`](Self::is_wake) says so.
     #[inline]
-    pub(crate) fn new_in<F: FnOnce() + Send + 'static>(f: F, slab: &TaskSlab) -> Option<InlineTask> {
+    pub(crate) fn new_in_as<F: FnOnce() + Send + 'static>(
+        f: F,
+        slab: &TaskSlab,
+        wake: bool,
+    ) -> Option<InlineTask> {
         let data = Erased::<F>::store(f, slab).ok()?;
-        Some(InlineTask { vtable: &Erased::<F>::VTABLE, data, _owns: PhantomData })
+        let vtable = if wake { &Erased::<F>::WAKE_VTABLE } else { &Erased::<F>::VTABLE };
+        Some(InlineTask { vtable, data, _owns: PhantomData })
     }
 
-    /// [`new_in`](Self::new_in) for a closure that only hands a waker over (an async sleep's
-    /// task): [`is_wake`](Self::is_wake) says so.
-    #[inline]
-    pub(crate) fn wake_in<F: FnOnce() + Send + 'static>(f: F, slab: &TaskSlab) -> Option<InlineTask> {
-        let data = Erased::<F>::store(f, slab).ok()?;
-        Some(InlineTask { vtable: &Erased::<F>::WAKE_VTABLE, data, _owns: PhantomData })
-    }
-
-    /// Whether this task only hands a waker over when run ([`wake_in`](Self::wake_in)).
+    /// Whether this task only hands a waker over when run ([`new_in_as`](Self::new_in_as)).
     #[cfg_attr(not(feature = "async"), allow(dead_code))]
     #[inline]
     pub(crate) fn is_wake(&self) -> bool {
@@ -350,7 +354,7 @@ impl<F: Send + 'static> Erased<F> {
     };
 
     /// Stores `f` in a word: inline, in a block of `slab`'s class for it, or boxed (see
-    /// [`InlineTask::new_in`]); `f` back if that class has no block left. The word owns `f` then,
+    /// [`InlineTask::new_in_as`]); `f` back if that class has no block left. The word owns `f` then,
     /// to be consumed once through the vtable of the same `F`.
     #[inline]
     fn store(f: F, slab: &TaskSlab) -> Result<Word, F> {

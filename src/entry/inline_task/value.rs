@@ -58,7 +58,7 @@ impl<V: Send + 'static> Erased<Valued<V>> {
 }
 
 impl InlineTask {
-    /// A value task holding `value` due at `exact` (stored as [`new_in`](Self::new_in) stores a
+    /// A value task holding `value` due at `exact` (stored as [`new_in_as`](Self::new_in_as) stores a
     /// closure); `value` back if the task slab's class for it has no block left.
     #[inline]
     pub(crate) fn value_in<V: Send + 'static>(
