@@ -337,50 +337,6 @@ where
         completed
     }
 
-    /// Operations registered and not yet completed, expired or cancelled (Kafka's `numDelayed`):
-    /// the timer's pending timeouts, plus operations registered with a timeout beyond its range.
-    pub fn delayed(&self) -> usize {
-        self.timer.len() + self.untimed.load(Ordering::Relaxed)
-    }
-
-    /// Watch entries of live operations, over all keys: an operation watched under three keys counts
-    /// three times. Finished operations are not counted: they left their lists when they finished.
-    pub fn watched(&self) -> usize {
-        self.inner.watchers.watched()
-    }
-
-    /// Keys that have at least one live operation watched under them (empty lists are removed).
-    pub fn watched_keys(&self) -> usize {
-        self.inner.watchers.keys()
-    }
-
-    /// Operations finished by their timeout since the purgatory was created (a monotonic total, as
-    /// Kafka's expiration meter counts; it is incremented just before `on_complete` runs).
-    pub fn expired(&self) -> u64 {
-        self.inner.expired.load(Ordering::Relaxed)
-    }
-
-    /// Calls of `try_complete` made by [`check_and_complete`](Self::check_and_complete) that
-    /// panicked (caught; a monotonic total).
-    pub fn panicked(&self) -> u64 {
-        self.panicked.load(Ordering::Relaxed)
-    }
-
-    /// A snapshot of the purgatory's gauges and counters (Kafka's purgatory gauges): each field
-    /// is what its accessor returns, read one after the other without stopping the purgatory, so
-    /// under concurrent use they need not add up exactly. Cheap: a few atomic loads and a pass
-    /// over the watcher shards' sizes, nothing added to registering, checking or expiring.
-    pub fn stats(&self) -> PurgatoryStats {
-        PurgatoryStats {
-            delayed: self.delayed(),
-            watched: self.watched(),
-            keys: self.watched_keys(),
-            completed: self.completed.load(Ordering::Relaxed),
-            expired: self.expired(),
-            panicked: self.panicked(),
-        }
-    }
-
     /// Cancels every pending operation watched under `key` and returns them (each once), for the
     /// caller to answer otherwise (e.g. "not the leader any more"). A cancelled operation never
     /// completes nor expires: neither callback runs. It leaves all its keys' lists and its timeout
