@@ -186,8 +186,10 @@ impl Timer {
 /// A future that completes at a deadline on a [`Timer`]; created by [`Timer::sleep`],
 /// [`Timer::sleep_until`] and their `try_` forms. Needs the `async` feature.
 ///
-/// It is `'static`, `Send`, `Sync` and `Unpin`: it holds its timer entry and a weak reference to
-/// the timer, not the timer.
+/// It is `'static`, `Send`, `Sync` and `Unpin`: it holds its timer entry and the timer's shared
+/// state, not the timer. Dropping the [`Timer`] shuts it down all the same; a sleep kept after that
+/// keeps the timer's memory (its entry arena and wheel, as large as the most tasks it ever held)
+/// until the sleep is dropped, as a [`TimerHandle`](crate::TimerHandle) does.
 ///
 /// * **Never early**: it completes only once the timer fired its task, at the first tick boundary
 ///   at or after [`deadline`](Sleep::deadline) on the timer's clock (at most one tick late).

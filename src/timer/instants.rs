@@ -92,13 +92,14 @@ impl Timer {
     /// which the earliest queued bucket is due, on the timer's clock ([`now`](Timer::now)).
     ///
     /// `None` when no task is pending. Otherwise never later than the tick the earliest pending
-    /// task is due at; it may be earlier (a bucket emptied by cancels, or a coarse bucket that
-    /// cascades its tasks before they are due), and it may be in the past (work is due now). A
-    /// simulation on a [`ManualClock`](crate::ManualClock) can jump the clock straight to it. A
-    /// snapshot: a concurrent schedule, cancel or advance may change it at once. Tasks an advance
-    /// has taken out of the wheel (the batch being fired, or tasks waiting for an executor thread)
-    /// need no further advance and do not count here; while they are all that is pending, it is
-    /// the wheel's cursor ([`current_time`](Timer::current_time)).
+    /// task is due at; it may be earlier (a bucket emptied by cancels, or by resets that moved its
+    /// tasks later, or a coarse bucket that cascades its tasks before they are due), and it may be
+    /// in the past (work is due now). A simulation on a [`ManualClock`](crate::ManualClock) can
+    /// jump the clock straight to it. A snapshot: a concurrent schedule, cancel or advance may
+    /// change it at once. Tasks an advance has taken out of the wheel (the batch being fired, or
+    /// tasks waiting for an executor thread) need no further advance and do not count here; while
+    /// they are all that is pending, it is the wheel's cursor
+    /// ([`current_time`](Timer::current_time)).
     ///
     /// ```
     /// use delaywheel::{ManualClock, Timer};
