@@ -228,3 +228,67 @@ fn sleep_waker_leaves_a_closure_racing_its_reset() {
         assert_eq!(Pin::new(&mut drive).poll(&mut cx), Poll::Ready(()));
     });
 }
+
+/// The start of the models below, on the system clock with a tick of a second, as above: closure C
+/// due 200 µs out (counted by the returned `Runs`) and, once that has passed, a sleep with a zero
+/// delay: its deadline passed mid-tick, later than C's, so the batch that fires it takes C beside
+/// it (`timer/advance.rs`, "Passed deadlines mid-tick"). The sleep is returned to keep it pending.
+fn passed_beside_a_closure(timer: &delaywheel::Timer) -> (Runs, delaywheel::TimerHandle, delaywheel::Sleep) {
+    let runs = Runs::default();
+    let due = Instant::now() + Duration::from_micros(200);
+    let handle = timer.schedule_at(due, runs.task());
+    while Instant::now() <= due {
+        std::hint::spin_loop();
+    }
+    (runs, handle, timer.sleep(Duration::ZERO))
+}
+
+/// With [`passed_beside_a_closure`]: the runtime's thread fires the drive future's sleep twice (two
+/// advances of its waker: the first takes C beside the passed deadline and sets it aside, carrying
+/// the take's limit; the second pops the queue entry the first left), then polls the drive future,
+/// while the main thread runs `op` on C's handle (`true`: it cancelled or moved C). The poll runs
+/// C at once (`timer/drive_waker.rs`), unless `op` won: so an `op` begun after the poll loses, and
+/// C runs once or `op` won. Seeded faults `drive_waker_drops_limit` (no limit kept) and
+/// `drive_limit_queued_once` (only the first advance queues the entry): C waits in its bucket for
+/// its tick's end, and `op` after the poll wins.
+fn closure_beside_a_passed_deadline_racing(op: fn(&delaywheel::TimerHandle) -> bool) {
+    let mut model = loom::model::Builder::new();
+    model.max_branches = model.max_branches.max(20_000);
+    model.check(move || {
+        let (timer, sleep, mut drive, wakes) = hand_driven(Duration::from_secs(1));
+        let (runs, handle, _passed) = passed_beside_a_closure(&timer);
+        let polled = loom::sync::Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        let runtime = {
+            let polled = loom::sync::Arc::clone(&polled);
+            let waker = Waker::from(Arc::clone(&wakes));
+            loom::thread::spawn(move || {
+                sleep.fire();
+                sleep.fire();
+                sleep.rearm();
+                assert!(Pin::new(&mut drive).poll(&mut Context::from_waker(&waker)).is_pending());
+                polled.store(true, loom::sync::atomic::Ordering::SeqCst);
+                drive
+            })
+        };
+        let after_poll = polled.load(loom::sync::atomic::Ordering::SeqCst);
+        let won = op(&handle);
+        assert!(!(after_poll && won), "the poll left C, taken beside a passed deadline, to its tick's end");
+        let mut drive = runtime.join().unwrap();
+        assert_eq!(runs.count() + usize::from(won), 1, "ran {} times, op won: {won}", runs.count());
+        drop(timer.shutdown());
+        let waker = Waker::from(wakes);
+        assert_eq!(Pin::new(&mut drive).poll(&mut Context::from_waker(&waker)), Poll::Ready(()));
+    });
+}
+
+/// [`closure_beside_a_passed_deadline_racing`] a cancel of C.
+#[test]
+fn closures_taken_beside_a_passed_deadline_racing_a_cancel() {
+    closure_beside_a_passed_deadline_racing(|handle| handle.cancel());
+}
+
+/// [`closure_beside_a_passed_deadline_racing`] a reset of C an hour out.
+#[test]
+fn closures_taken_beside_a_passed_deadline_racing_a_reset() {
+    closure_beside_a_passed_deadline_racing(|handle| handle.reset(Duration::from_secs(3_600)));
+}

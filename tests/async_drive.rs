@@ -420,26 +420,43 @@ fn a_closure_set_aside_by_the_sleeps_waker_can_be_reset() {
 }
 
 /// A sleep whose deadline passed mid-tick, woken by the runtime sleep's waker, takes the closures
-/// of the tick under way due by then into its batch (equal deadlines in scheduling order): that
-/// advance still runs none of them. With a one-second tick, the closure is due a millisecond
-/// out and the sleep is made with a zero delay once that has passed.
+/// of the tick under way due by then into its batch: that advance runs none of them, nor does a
+/// second one of the waker before the drive future is polled; the drive future's poll runs them
+/// at once, in deadline then scheduling order, not at the tick's end, and leaves the one due after
+/// the sleep's deadline to its tick. With a one-second tick: closures 10–30 ms out (two equal,
+/// scheduled in reverse), one 900 ms out, and a zero-delay sleep made once 35 ms have passed.
 #[test]
-fn closures_taken_beside_a_passed_deadline_do_not_run_in_the_sleeps_waker() {
+fn closures_taken_beside_a_passed_deadline_run_in_the_next_poll_in_order() {
     watched("passed mid-tick", || {
-        let HandDriven { timer, sleep, mut drive, woken: _, waker } = hand_driven(Duration::from_secs(1));
-        let ran = common::Counter::default();
-        let due = timer.now() + ms(1);
-        timer.schedule_at(due, ran.task());
-        while timer.now() < due + ms(1) {
+        let HandDriven { timer, sleep, mut drive, woken, waker } = hand_driven(Duration::from_secs(1));
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let base = timer.now();
+        for (name, at) in [("d", 30), ("c", 20), ("b", 20), ("a", 10), ("late", 900)] {
+            let ran = Arc::clone(&ran);
+            timer.schedule_at(base + ms(at), move || ran.lock().unwrap().push(name));
+        }
+        while timer.now() < base + ms(35) {
             std::thread::sleep(ms(1));
         }
         let (sleep_woken, sleep_waker) = CountingWaker::new();
         let mut passed = Box::pin(timer.sleep(Duration::ZERO));
         assert!(poll(passed.as_mut(), &sleep_waker).is_pending());
+        let before = woken.count();
         sleep.fire();
         assert_eq!(sleep_woken.count(), 1, "the sleep was woken in the waker");
-        assert_eq!(ran.get(), 0, "the closure beside it did not run there");
+        sleep.fire();
+        assert!(ran.lock().unwrap().is_empty(), "no closure ran in the waker");
+        assert_eq!(woken.count(), before + 2, "each firing woke the drive future");
         sleep.rearm();
+        assert!(poll(drive.as_mut(), &waker).is_pending());
+        if timer.now() < base + ms(900) {
+            assert_eq!(
+                *ran.lock().unwrap(),
+                ["a", "c", "b", "d"],
+                "at once, in deadline then scheduling order"
+            );
+            assert_eq!(timer.len(), 2, "the far task and the closure due after the sleep");
+        }
         drop(timer.shutdown());
         assert_eq!(poll(drive.as_mut(), &waker), Poll::Ready(()));
     });

@@ -49,10 +49,14 @@
 //! drive future's poll, woken right after, runs it (loom models
 //! `drive::sleep_waker_leaves_a_closure_racing_its_cancel`, fault `drive_waker_runs_closures`, and
 //! `..._racing_its_reset`). The pass that sorts them out comes after the batch is sorted, which
-//! may add the closures of the tick under way due by a deadline passed within it: those go back
-//! to that tick and fire at its end (or with a later batch holding a passed deadline), not in the
-//! next poll. The pass costs that advance one more slot lock per entry (the slots prefetched
-//! ahead, as the fire loop does).
+//! may add the closures of the tick under way due by a deadline passed within it: re-added, those
+//! wait in the next tick's bucket, so the advance carries the limit it took them by to the next
+//! advance, and queues a bucket at the cursor so that the head is due: the next poll then takes
+//! them by that limit and runs them at once, in deadline then scheduling order
+//! (`timer/drive_waker.rs`, which has the protocol; loom models
+//! `drive::closures_taken_beside_a_passed_deadline_racing_*`, faults `drive_waker_drops_limit`,
+//! `drive_limit_queued_once`). The pass costs that advance one more slot lock per entry (the
+//! slots prefetched ahead, as the fire loop does).
 //!
 //! The hand-shake: each poll stores the drive future's waker in the tick waker (under its lock,
 //! replacing it unless it wakes the same task) **before** it polls the sleep, so a firing after

@@ -15,7 +15,8 @@
 //! (`wheel/place.rs`, "Level 0 by quarters"). Entries found due but stamped after the advance
 //! began are set aside and re-added once its round is over, for the next advance; so are the due
 //! closures of the advance a drive future's sleep waker makes, which fires only the tasks that run
-//! no user code (`Shared::try_advance_wakes`).
+//! no user code (`Shared::try_advance_wakes`), and carries to the next advance the limit by which a
+//! batch took closures of the next tick (`drive_waker.rs`).
 //!
 //! ## Passed deadlines mid-tick
 //!
@@ -68,7 +69,8 @@ impl Shared {
     /// once), firing only the tasks that run no user code: for the waker of a drive future's sleep
     /// (`driver/drive.rs`), which runs inside the runtime's timer and wakes the drive future after
     /// this. A closure due meanwhile is set aside like an entry stamped after the advance began
-    /// (re-added once the round is over, due at once) and runs in the drive future's poll: user
+    /// (re-added once the round is over; one taken beside a deadline passed mid-tick is taken
+    /// again by the next advance: `drive_waker.rs`) and runs in the drive future's poll: user
     /// code there may block or call into the runtime, which inside its timer would stall the
     /// runtime's I/O, deadlock its reactor (smol's) or abort the process (tokio's
     /// `block_in_place`). A sleep's task only hands its waker over, and a value goes to its
@@ -95,7 +97,18 @@ impl Shared {
         let now_tick = self.time.now_tick();
         let wheel = &self.store.wheel;
         let mut flushed = false;
-        let Scratch { cascade, due, late, set_aside, spare, freed } = &mut *serial;
+        let Scratch {
+            cascade,
+            due,
+            late,
+            set_aside,
+            spare,
+            freed,
+            #[cfg(feature = "async")]
+            carried,
+        } = &mut *serial;
+        #[cfg(feature = "async")]
+        let kept_before = carried.as_ref().map(|kept| kept.limit());
         // One round of the queue: what is scheduled meanwhile and already due waits for the next
         // advance (`delay_queue.rs`, "Rounds"), so an advance does bounded work.
         let round = self.queue.round();
@@ -129,12 +142,18 @@ impl Shared {
                 // After the sort, which may add entries of the tick under way.
                 #[cfg(feature = "async")]
                 if fires == Fires::Wakes && self.executor.is_none() {
-                    self.set_aside_user_code(due, &bucket, set_aside);
+                    self.set_aside_user_code(due, (&bucket, cursor), set_aside, carried);
                 }
                 if !due.is_empty() {
                     self.fire(due, freed);
                 }
             }
+        }
+        #[cfg(feature = "async")]
+        {
+            // Whether this advance kept a new limit (seeded fault `drive_limit_queued_once`).
+            let fresh = carried.as_ref().map(|kept| kept.limit()) != kept_before;
+            flushed |= self.end_carried((fires, fresh), carried, (due, spare, freed), stamps);
         }
         self.readd_late(set_aside);
         self.queue.end_round();
@@ -148,7 +167,12 @@ impl Shared {
     /// Puts the batch `due` in deadline order, equal deadlines in stamp order (`deadline.rs`,
     /// "Ties"), with the entries of the tick under way that fire beside a deadline passed within
     /// it added where they belong (see the module docs, "Passed deadlines mid-tick").
-    fn sort_batch(&self, due: &mut Vec<fire::Stamped>, spare: &mut Vec<fire::Stamped>, stamps: u64) {
+    pub(super) fn sort_batch(
+        &self,
+        due: &mut Vec<fire::Stamped>,
+        spare: &mut Vec<fire::Stamped>,
+        stamps: u64,
+    ) {
         deadline::sort_batch(due, spare, |&(_, stamp, _)| stamp);
         let batch = due.len();
         let (first, last) = (due[0].1, due[batch - 1].1);
@@ -230,44 +254,6 @@ impl Shared {
             Readded::NotPending => entry::discard(arena, held.0),
             Readded::ShutDown => unreachable!("a park ignores the shutdown flag"),
         }
-    }
-
-    /// Moves the entries of `due` whose tasks run user code (`entry/kind.rs`, which unmarks them
-    /// due) to `set_aside`, with `from`, the level-0 bucket visited: they are re-added after the
-    /// round by their deadlines and fired by the next advance (the drive future's poll, which the
-    /// waker of [`try_advance_wakes`](Self::try_advance_wakes) wakes), in deadline and stamp order
-    /// as any batch. Those of them taken beside a deadline passed mid-tick (`sort_batch`) belong
-    /// to the tick under way: re-added there, they fire at its end unless another batch with a
-    /// passed deadline takes them first, so they may come after a sleep of that batch due later
-    /// than they are (never early, at most a tick late). The slots are prefetched a few entries
-    /// ahead, as the fire loop does. Seeded fault `drive_waker_runs_closures` (docs/loom.md):
-    /// nothing is set aside.
-    #[cfg(feature = "async")]
-    fn set_aside_user_code(
-        &self,
-        due: &mut Vec<fire::Stamped>,
-        from: &Arc<TimerTaskList>,
-        set_aside: &mut Vec<Late>,
-    ) {
-        if fault!("drive_waker_runs_closures") {
-            return;
-        }
-        let arena = &self.store.arena;
-        let ahead = crate::entry::arena::prefetch_ahead(due.len());
-        let mut kept = 0;
-        for k in 0..due.len() {
-            if let Some(&((next, ..), _)) = due.get(k.saturating_add(ahead)) {
-                arena.prefetch(next);
-            }
-            let entry @ ((id, ..), deadline) = due[k];
-            if entry::kind::set_aside_if_user_code(arena, id) {
-                set_aside.push(((id, deadline), Arc::clone(from)));
-            } else {
-                due[kept] = entry;
-                kept += 1;
-            }
-        }
-        due.truncate(kept);
     }
 
     /// Re-adds the entries found due but stamped after the advance began, once its round is over:
@@ -406,14 +392,14 @@ impl Shared {
 /// What an advance fires: every due task, or only those that run no user code (the rest are set
 /// aside for the next advance: [`Shared::try_advance_wakes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fires {
+pub(super) enum Fires {
     All,
     #[cfg(feature = "async")]
     Wakes,
 }
 
 /// An entry a visit found due but stamped after the advance began, with the bucket it left.
-type Late = ((EntryId, Deadline), Arc<TimerTaskList>);
+pub(super) type Late = ((EntryId, Deadline), Arc<TimerTaskList>);
 
 /// Vectors reused by every advance, kept under `advance_lock`. A fresh vector per visit would be
 /// one large allocation per tick, and glibc consolidates every freed small chunk (the fired
@@ -433,6 +419,9 @@ pub(super) struct Scratch {
     spare: Vec<fire::Stamped>,
     /// The slab blocks of the closures a batch ran, given back after it (`entry/task_slab.rs`).
     freed: Freed,
+    /// The limit a sleep waker's advance carries to the next advance (`drive_waker.rs`).
+    #[cfg(feature = "async")]
+    carried: Option<super::drive_waker::Carried>,
 }
 
 impl Scratch {

@@ -13,8 +13,12 @@
 //! * `before_origin_word_outside_records` (`before_origin.rs`, at its site: two lines): a reset
 //!   writes the word before it takes the records' lock, and only a reset to the origin's word
 //!   sets or removes the record.
-//! * `drive_waker_runs_closures` (`advance.rs`, at its site): the advance of a drive future's sleep
-//!   waker sets no closure aside, so user code runs inside the runtime's timer.
+//! * `drive_waker_runs_closures` (`drive_waker.rs`, at its site): the advance of a drive future's
+//!   sleep waker sets no closure aside, so user code runs inside the runtime's timer.
+//! * `drive_waker_drops_limit`, `drive_limit_queued_once` (`drive_waker.rs`, at their sites): that
+//!   advance keeps no limit for the closures it took beside a deadline passed mid-tick, or queues
+//!   the bucket that makes the head due only when it keeps a new one, so a second waker advance
+//!   pops it: either way they wait for their tick's end.
 
 use super::counters::Counters;
 use super::{HandleStripe, Store};

@@ -48,6 +48,8 @@ pub(crate) mod advancing;
 mod before_origin;
 mod cancel;
 pub(crate) mod counters;
+#[cfg(feature = "async")]
+mod drive_waker;
 pub(crate) mod error;
 mod faults;
 pub(crate) mod fire;

@@ -13,12 +13,13 @@ use std::task::{Context, Poll, Waker};
 pub struct HandSleep(Arc<Mutex<(bool, Option<Waker>)>>);
 
 impl HandSleep {
-    /// Completes the sleep and wakes the waker of its last poll (it must have been polled).
+    /// Completes the sleep and wakes the waker of its last poll (it must have been polled); fired
+    /// again, wakes that waker again, as a runtime may wake a waker twice.
     pub fn fire(&self) {
         let waker = {
             let mut state = self.0.lock().unwrap();
             state.0 = true;
-            state.1.take()
+            state.1.clone()
         };
         waker.expect("the sleep was polled before it fired").wake();
     }
