@@ -142,7 +142,7 @@ impl Shared {
                 // After the sort, which may add entries of the tick under way.
                 #[cfg(feature = "async")]
                 if fires == Fires::Wakes && self.executor.is_none() {
-                    self.set_aside_user_code(due, (&bucket, cursor), set_aside, carried);
+                    self.set_aside_user_code((due, spare), (&bucket, cursor), set_aside, carried);
                 }
                 if !due.is_empty() {
                     self.fire(due, freed);

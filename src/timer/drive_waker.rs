@@ -71,15 +71,16 @@ impl Carried {
 
 impl Shared {
     /// Moves the entries of `due` whose tasks run user code (`entry/kind.rs`, which unmarks them
-    /// due) to `set_aside`, with `from`, the level-0 bucket visited with the cursor at `cursor`:
+    /// due) to `set_aside` (the others through `kept`, swapped with `due`), with `from`, the level-0 bucket visited with the cursor at `cursor`:
     /// they are re-added after the round by their deadlines and fired by the next advance (module
     /// docs). Those of a tick after the cursor's, taken beside a deadline passed mid-tick, leave
     /// the latest of their deadlines in `carried` as the limit (the later one if there is one).
-    /// The slots are prefetched a few entries ahead, as the fire loop does. Seeded fault
-    /// `drive_waker_runs_closures` (docs/loom.md): nothing is set aside.
+    /// The slots are prefetched a few entries ahead, as the fire loop does
+    /// (`fire::each_prefetched`). Seeded fault `drive_waker_runs_closures` (docs/loom.md): nothing
+    /// is set aside.
     pub(super) fn set_aside_user_code(
         &self,
-        due: &mut Vec<fire::Stamped>,
+        (due, kept): (&mut Vec<fire::Stamped>, &mut Vec<fire::Stamped>),
         (from, cursor): (&Arc<TimerTaskList>, u64),
         set_aside: &mut Vec<Late>,
         carried: &mut Option<Carried>,
@@ -88,24 +89,24 @@ impl Shared {
             return;
         }
         let arena = &self.store.arena;
-        let ahead = entry::arena::prefetch_ahead(due.len());
-        let (mut kept, mut limit) = (0, None);
-        for k in 0..due.len() {
-            if let Some(&((next, ..), _)) = due.get(k.saturating_add(ahead)) {
-                arena.prefetch(next);
-            }
-            let entry @ ((id, ..), deadline) = due[k];
-            if entry::kind::set_aside_if_user_code(arena, id) {
-                set_aside.push(((id, deadline), Arc::clone(from)));
-                if deadline.tick() > cursor {
-                    limit = limit.max(Some(deadline));
+        let mut limit = None;
+        kept.clear();
+        fire::each_prefetched(
+            arena,
+            due,
+            entry::arena::prefetch_ahead(due.len()),
+            |&entry @ ((id, ..), deadline)| {
+                if entry::kind::set_aside_if_user_code(arena, id) {
+                    set_aside.push(((id, deadline), Arc::clone(from)));
+                    if deadline.tick() > cursor {
+                        limit = limit.max(Some(deadline));
+                    }
+                } else {
+                    kept.push(entry);
                 }
-            } else {
-                due[kept] = entry;
-                kept += 1;
-            }
-        }
-        due.truncate(kept);
+            },
+        );
+        std::mem::swap(due, kept);
         // Seeded fault `drive_waker_drops_limit`: the closures wait for their tick's end.
         if let Some(limit) = limit.filter(|_| !fault!("drive_waker_drops_limit")) {
             let limit = carried.as_ref().map_or(limit, |kept| kept.limit.max(limit));
