@@ -71,13 +71,13 @@ impl Carried {
 
 impl Shared {
     /// Moves the entries of `due` whose tasks run user code (`entry/kind.rs`, which unmarks them
-    /// due) to `set_aside` (the others through `kept`, swapped with `due`), with `from`, the level-0 bucket visited with the cursor at `cursor`:
-    /// they are re-added after the round by their deadlines and fired by the next advance (module
-    /// docs). Those of a tick after the cursor's, taken beside a deadline passed mid-tick, leave
-    /// the latest of their deadlines in `carried` as the limit (the later one if there is one).
-    /// The slots are prefetched a few entries ahead, as the fire loop does
-    /// (`fire::each_prefetched`). Seeded fault `drive_waker_runs_closures` (docs/loom.md): nothing
-    /// is set aside.
+    /// due) to `set_aside` (the others through `kept`, swapped with `due`), with `from`, the
+    /// level-0 bucket visited with the cursor at `cursor`: they are re-added after the round by
+    /// their deadlines and fired by the next advance (module docs). Those of a tick after the
+    /// cursor's, taken beside a deadline passed mid-tick, leave the latest of their deadlines in
+    /// `carried` as the limit (the later one if there is one). The slots are prefetched a few
+    /// entries ahead, as the fire loop does (`fire::each_prefetched`). Seeded fault
+    /// `drive_waker_runs_closures` (docs/loom.md): nothing is set aside.
     pub(super) fn set_aside_user_code(
         &self,
         (due, kept): (&mut Vec<fire::Stamped>, &mut Vec<fire::Stamped>),
