@@ -443,6 +443,33 @@ mod tests {
         assert_eq!(Fractions::new((1 << 41) + 1), None);
     }
 
+    /// A reset writes a deadline in place only if its word is no earlier (`entry/retarget.rs`),
+    /// which must also mean its tick is no earlier: so for every pair of kinds (exact, `P`, far).
+    #[test]
+    fn a_word_no_earlier_is_of_a_tick_no_earlier() {
+        for tick_nanos in [1_000u64, 1_000_000, 1 << 41] {
+            let fractions = Fractions::new(tick_nanos).unwrap();
+            let last = fractions.exact_below - 1;
+            let mut words = Vec::new();
+            for tick in [0, 1, 2, last - 1, last] {
+                for below in [0, 1, tick_nanos / 2, tick_nanos - 1] {
+                    words.push(fractions.deadline(tick, below).unwrap());
+                    words.push(fractions.passed(tick, below).unwrap());
+                }
+            }
+            for tick in [last + 1, last + 2, MAX_DEADLINE_TICK] {
+                for rank in [0, 1, 255] {
+                    words.push(Deadline::new(tick, rank).unwrap());
+                }
+            }
+            for &a in &words {
+                for &b in &words {
+                    assert!(a > b || a.tick() <= b.tick(), "{tick_nanos}: {a:?} {b:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn batches_of_exact_words_sort_by_deadline_then_stamp() {
         let mut rng = crate::test_rng::XorShift::new(0x5151_2626_3737_4848);

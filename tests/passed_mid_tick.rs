@@ -197,3 +197,26 @@ fn a_reset_earlier_within_its_quarter_is_taken_beside_a_later_passed_deadline() 
     assert_eq!(log.runs()[7..], [(1, ms(5))]);
     assert!(timer.is_empty());
 }
+
+/// The same in a coarser level (wheel 64: A at 319.9 ms waits in the level-1 bucket of the round
+/// starting at 320 ms): a reset to 319.3 ms, in the same tick, moves it, so a passed deadline at
+/// 319.5 ms takes it; B at 319.8 ms, due after that, waits for the tick's end.
+#[test]
+fn a_reset_earlier_within_its_tick_in_a_coarser_level_is_taken_beside_a_later_passed_deadline() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let a = timer.schedule(us(319_900), log.task(0, &clock));
+    let _b = timer.schedule(us(319_800), log.task(2, &clock));
+    clock.advance(us(319_000));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(timer.stats().pending_per_level.get(1), Some(&2), "A and B wait in level 1");
+    assert!(a.reset_at(timer.now() + us(300)));
+    clock.advance(us(500));
+    let _c = timer.schedule(Duration::ZERO, log.task(1, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), [(0, us(319_500)), (1, us(319_500))]);
+    clock.advance(us(500));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs()[2..], [(2, ms(320))]);
+    assert!(timer.is_empty());
+}

@@ -5,8 +5,8 @@
 //! stays `Pending` and the closure stays in the slot. Under the slot lock, first alone and, for an
 //! entry that must move, inside a lane's lock, it finds the entry ([`EntryState::retarget`]):
 //!
-//! * **in a bucket, the new deadline no earlier (in ticks, and as a deadline: an earlier one in
-//!   the same tick moves, so that a stage's floor, a minimum over its adds, stays a lower bound
+//! * **in a bucket, the new deadline no earlier (as a deadline, so in ticks too: an earlier one
+//!   in the same tick moves, so that a stage's floor, a minimum over its adds, stays a lower bound
 //!   of its deadlines, `wheel/bucket/`)**: it writes the new deadline and leaves the entry in its
 //!   list (the slot lock alone suffices: the entry cannot leave its bucket without
 //!   it). Its bucket is visited no later than the old deadline needed; the visit reads the
@@ -111,13 +111,19 @@ impl EntryState<'_> {
         // (`wheel/place.rs`), a new deadline in the same tick stays only in its own quarter: in
         // another, it would fire with the wrong part of the tick, out of deadline order.
         // And never earlier than the deadline it replaces: a stage's floor (`wheel/bucket/`, the
-        // bound a take beside a passed deadline skips a list by) is a minimum over the adds.
-        let later = match self.location {
-            Some(location) if location.bucket().level() == 0 && deadline.tick() == self.deadline.tick() => {
-                deadline.quarter() == location.stage() && deadline >= self.deadline
+        // bound a take beside a passed deadline skips a list by) is a minimum over the adds. A
+        // word no earlier is of a tick no earlier, whatever its kind (exact, `P`, far:
+        // `deadline.rs`), so that also keeps the bucket's visit no later than the old one needed.
+        let later = deadline >= self.deadline
+            && match self.location {
+                Some(location)
+                    if location.bucket().level() == 0 && deadline.tick() == self.deadline.tick() =>
+                {
+                    deadline.quarter() == location.stage()
+                }
+                _ => true,
             }
-            _ => deadline.tick() >= self.deadline.tick() && deadline >= self.deadline,
-        } || fault!("reset_defers_earlier");
+            || fault!("reset_defers_earlier");
         match self.location {
             Some(_) if later => {
                 self.rewrite(to);
