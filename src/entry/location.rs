@@ -18,7 +18,7 @@
 //! A [`LaneKey`] (`lane << 24 | key`) names one lane of one bucket in 32 bits: it is what a cancel
 //! locks, what a ticket carries (`entry/`), and, plus one (never zero), the location's top field.
 //!
-//! Indices are absolute and only grow while a stage is never emptied (`wheel/slots.rs`); a list whose
+//! Indices are absolute and only grow while a stage is never emptied (`wheel/slots/`); a list whose
 //! next index would pass [`INDEX_LIMIT`] renumbers its entries from zero first
 //! (`Slots::next_index`).
 

@@ -33,9 +33,9 @@
 //! due (their deadlines have passed), marked due under the slot lock as a visit marks them (a
 //! reset leaves them alone; a cancel claims against the fire as for any batch: loom models
 //! `passed_mid_tick::*`), and the batch is sorted again by the instants, equal ones by stamp. The
-//! rest of tick `f + 1` fires at its end. The cost falls on such batches only: one
-//! scan of the lists named, a slot lock per entry in them (a stage's list is not sorted), and a
-//! comparison sort of the batch; a batch without a passed deadline pays one look at its last
+//! rest of tick `f + 1` fires at its end. The cost falls on such batches only: a look into
+//! the lists named (indexed by deadline at the first: `wheel/slots/due_by.rs`), a slot lock per
+//! entry read, and a comparison sort of the batch; a batch without a passed deadline pays one look at its last
 //! entry. A far word (`deadline.rs`) has no `P`: a deadline passed mid-tick there reads as the
 //! tick's start and takes nothing, so such deadlines keep firing before the tick's own.
 //!

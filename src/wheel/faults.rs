@@ -20,8 +20,10 @@
 //!   add in between sees the old expiration, does not queue the bucket, and is stranded.
 //! * `drain_skips_uncreated_levels` (`mod.rs`): the drain looks at the levels that exist and closes
 //!   none, so a level created meanwhile holds entries the drain never sees.
-//! * `due_by_unmarked` (`slots.rs`): the entries taken out beside a deadline passed mid-tick are
+//! * `due_by_unmarked` (`slots/due_by.rs`): the entries taken out beside a deadline passed mid-tick are
 //!   not marked due, so a reset racing the take moves one (`true`) that fires at once all the same.
+//! * `due_by_trusts_index` (`slots/due_by.rs`): an entry a later take pops from the list's index is
+//!   taken by its key, so one a reset moved later in place fires before its new deadline.
 
 use super::bucket::{TimerTaskList, NO_EXPIRATION};
 use super::place::StagePlan;

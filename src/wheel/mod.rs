@@ -8,7 +8,7 @@
 //! tick has a place.
 //!
 //! The room's parts: where a deadline goes (`place.rs`, pure arithmetic), a bucket with its lanes
-//! and stages (`bucket/`), a stage's list (`slots.rs`, over `chunk_deque.rs`), and this file, the
+//! and stages (`bucket/`), a stage's list (`slots/`, over `chunk_deque.rs`), and this file, the
 //! levels. The wheel knows entries (`entry/`: it locks their slots to insert and take them out) and
 //! nothing of the clock, the counters or the threads.
 //!

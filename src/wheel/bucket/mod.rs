@@ -141,10 +141,11 @@ pub(crate) struct TimerTaskList {
 
 /// One stage of a bucket lane: its entries and its cascade window (see the module docs). The ticks
 /// are minima over the entries added since the stage was last empty, `NO_EXPIRATION` when empty.
-/// `floor` is at most the deadline of every entry in it (the minimum over the adds, recomputed by
-/// each take beside a passed deadline, `due_by.rs`; [`Deadline::LATEST`] when empty): a reset
-/// writes a deadline in place only if it is no earlier (`entry/retarget.rs`), so it stays a
-/// lower bound, and a take whose limit is below it has nothing to take and scans nothing.
+/// `floor` is at most the deadline of every entry in it (lowered by each add, set by each take
+/// beside a passed deadline from the list's index, `due_by.rs`; [`Deadline::LATEST`] when
+/// empty): a reset writes a deadline in place only if it is no earlier (`entry/retarget.rs`), so
+/// it stays a lower bound, and a take whose limit is below it has nothing to take and looks at
+/// nothing.
 struct Stage {
     slots: Slots,
     round: u64,
@@ -175,7 +176,9 @@ impl Stage {
 
     fn reset_if_empty(&mut self) {
         if self.slots.live() == 0 {
-            *self = Stage { slots: std::mem::take(&mut self.slots), ..Stage::new() };
+            // Field by field: the list (empty, its capacity kept) stays, and nothing is dropped.
+            (self.round, self.opens, self.due) = (NO_EXPIRATION, NO_EXPIRATION, NO_EXPIRATION);
+            self.floor = Deadline::LATEST;
         }
     }
 }

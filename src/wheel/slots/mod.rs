@@ -6,6 +6,7 @@
 //! once. The rules for holes and compaction are in [`Slots`]. Every method is called with the
 //! owning bucket lane's lock held; slot locks are taken inside (lane, then slot: `entry/`).
 
+use self::due_by::DueIndex;
 use super::chunk_deque::ChunkDeque;
 use crate::deadline::Deadline;
 use crate::entry::arena::prefetch_ahead;
@@ -28,6 +29,9 @@ pub(crate) struct Slots {
     /// The absolute index of `entries[0]`.
     base: u64,
     live: usize,
+    /// The entries by deadline, for the takes beside a passed deadline: built by the first, kept
+    /// while the indices stand (`due_by.rs`).
+    by_deadline: Option<Box<DueIndex>>,
 }
 
 impl Slots {
@@ -79,15 +83,12 @@ impl Slots {
         } else {
             let removed = self.entries[at].take();
             if at + 1 == self.entries.len() {
-                while matches!(self.entries.back(), Some(None)) {
-                    self.entries.pop_back();
-                }
+                self.trim_back();
             }
             removed
         };
         if self.entries.is_empty() {
-            // No live entry and no hole: indices restart (they would otherwise only grow).
-            self.base = 0;
+            self.restart();
         }
         self.shrink(arena);
         removed
@@ -116,8 +117,10 @@ impl Slots {
         };
         if n == self.live {
             // The whole list: hand it over and start afresh (indices restart at 0).
-            let taken = std::mem::take(self);
-            taken.entries.scan_ahead(ahead, |slot, ahead| {
+            let taken = std::mem::take(&mut self.entries);
+            self.live = 0;
+            self.restart();
+            taken.scan_ahead(ahead, |slot, ahead| {
                 prefetch(ahead);
                 if let Some(entry) = slot {
                     each(entry, arena.lock(entry).leave_for_transit(cursor, stamps));
@@ -146,53 +149,27 @@ impl Slots {
         self.shrink(arena);
     }
 
-    /// Takes out every entry whose deadline, read under its slot's lock, is at or before `limit`
-    /// and whose stamp is at most `stamps`, into transit marked due (`EntryState::leave_for_transit`),
-    /// handing each to `each`: the caller holds and fires them. The others stay where they are;
-    /// returns the earliest of their deadlines ([`Deadline::LATEST`] if none), as read.
-    /// A scan of the whole list, each slot locked: for the tick under way when a passed deadline
-    /// fires mid-tick (`timer/advance.rs`, "Passed deadlines mid-tick"), not for a visit.
-    pub(crate) fn take_due_by<F>(
-        &mut self,
-        arena: &EntryArena,
-        (limit, stamps): (Deadline, u64),
-        mut each: F,
-    ) -> Deadline
-    where
-        F: FnMut(EntryId, (Deadline, u64, TaskLines)),
-    {
-        let mut floor = Deadline::LATEST;
-        for at in 0..self.entries.len() {
-            let Some(entry) = self.entries[at] else { continue };
-            let mut state = arena.lock(entry);
-            if state.deadline > limit || state.generation() > stamps {
-                floor = floor.min(state.deadline);
-                continue;
-            }
-            // Due whatever the cursor: at or before `limit`, which has passed. (Seeded fault
-            // `due_by_unmarked`, docs/loom.md: not marked due, so a reset racing the take moves
-            // the entry, `true`, and it fires at once all the same.)
-            let cursor = if fault!("due_by_unmarked") { 0 } else { u64::MAX };
-            let left = state.leave_for_transit(cursor, stamps);
-            drop(state);
-            self.entries[at] = None;
-            self.live -= 1;
-            each(entry, left);
-        }
-        self.trim_front();
-        while matches!(self.entries.back(), Some(None)) {
-            self.entries.pop_back();
-        }
-        if self.entries.is_empty() {
-            self.base = 0;
-        }
-        self.shrink(arena);
-        floor
-    }
-
     /// Pops the holes at the front (the next live entry keeps its absolute index).
     fn trim_front(&mut self) {
         self.base += self.entries.pop_front_while(Option::is_none) as u64;
+    }
+
+    /// Pops the holes at the back: the next pushes reuse their indices, which the index by deadline
+    /// no longer counts as looked at (`due_by.rs`).
+    fn trim_back(&mut self) {
+        while matches!(self.entries.back(), Some(None)) {
+            self.entries.pop_back();
+        }
+        if let Some(index) = &mut self.by_deadline {
+            index.cut(self.base + self.entries.len() as u64);
+        }
+    }
+
+    /// An empty list (no live entry, no hole): indices restart at 0 (they would otherwise only
+    /// grow), and the index by deadline goes.
+    fn restart(&mut self) {
+        self.base = 0;
+        self.by_deadline = None;
     }
 
     /// Compacts a list that is mostly holes, or gives back capacity it no longer needs.
@@ -210,6 +187,8 @@ impl Slots {
     #[cold]
     #[inline(never)]
     fn renumber(&mut self, arena: &EntryArena, from_zero: bool) {
+        // Its indices are stale: the next take beside a passed deadline builds it again.
+        self.by_deadline = None;
         if from_zero {
             self.base = 0;
         }
@@ -238,6 +217,8 @@ impl Slots {
         self.entries.len()
     }
 }
+
+mod due_by;
 
 #[cfg(test)]
 mod tests {
