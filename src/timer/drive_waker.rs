@@ -45,9 +45,10 @@
 //!   limit, in order among its entries; and if the cursor reached `f + 1`, that tick's visit fired
 //!   them in its batch. So the take finds only closures due before any later deadline fires.
 //!
-//! The take costs that advance one scan of the lists of tick `f + 1` (a comparison a stage whose
-//! entries all lie past the limit: `wheel/bucket/due_by.rs`); an advance without a limit kept
-//! pays one look at the scratch.
+//! The take costs that advance a look into the lists of tick `f + 1` (a comparison a stage whose
+//! entries all lie past the limit: `wheel/bucket/due_by.rs`; else a pop of the list's index by
+//! deadline per entry due: `wheel/slots/due_by.rs`); an advance without a limit kept pays one
+//! look at the scratch.
 
 use super::advance::{Fires, Late};
 use super::{fire, Shared, Store};
