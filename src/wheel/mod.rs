@@ -210,7 +210,8 @@ impl TimingWheel {
     /// created, the stage of the bucket whose range holds the tick (of a round starting at the
     /// tick, or a big stage whose last chunk is still to be cascaded): the entries of the tick
     /// under way that fire beside a deadline passed within it (`timer/advance.rs`, "Passed
-    /// deadlines mid-tick"). Each stage's list is scanned whole, a slot lock per entry.
+    /// deadlines mid-tick"). Each stage's list is scanned, a slot lock per entry, then read through
+    /// its index by deadline once takes keep coming (`slots/due_by.rs`).
     pub(crate) fn take_due_by(&self, arena: &EntryArena, limit: (Deadline, u64), due: &mut Vec<DueEntry>) {
         let tick = limit.0.tick();
         let stages = self.wheel_size.min(place::STAGES);

@@ -1,29 +1,39 @@
 //! Taking out of a stage's list the entries due by a deadline passed mid-tick
-//! (`timer/advance.rs`, "Passed deadlines mid-tick"), through an index of the list by deadline.
+//! (`timer/advance.rs`, "Passed deadlines mid-tick"): by a scan of the list, then through an index
+//! of the list by deadline.
 //!
-//! A list is in the order of its adds, not of its deadlines, so the first take beside a passed
-//! deadline reads every entry's deadline (under its slot's lock, as it must to take one). It
-//! keeps what it read: a min-heap of `(deadline, absolute index)` over the list ([`DueIndex`]),
-//! built in one pass (`O(n)`), and every later take pops from its top what is due by its limit
-//! (`O(log n)` an entry), then looks at the entries added since (the **tail**, from
-//! [`DueIndex::covers`] on, each pushed once). So a stream of passed deadlines falling between
-//! the entries of the tick under way costs `O(n)` at the first take and `O(log n)` for each entry
-//! a take finds due or looks at for the first time, not a scan of the list per take.
+//! A list is in the order of its adds, not of its deadlines, so a take beside a passed deadline
+//! reads every entry's deadline (under its slot's lock, as it must to take one) and keeps the
+//! lowest it left as the stage's floor. A take comes into a stage only if its floor is due, so
+//! such a scan takes something, unless the entry that set the floor left since.
+//!
+//! ## When the index is built
+//!
+//! The [`SCANS_BEFORE_INDEX`]-th scan of a list keeps what it read: the `(deadline, absolute
+//! index)` of every entry it left, sorted, latest first ([`DueIndex`]); every later take pops
+//! from its end what is due by its limit (`O(1)` an entry), then looks at the entries added since
+//! (the **tail**, from `covers` on), which go into a min-heap beside it (`O(log n)` each), as do
+//! the entries a take finds re-armed later. So a stream of passed deadlines falling between the
+//! entries of the tick under way costs a few scans and one sort of the list, then `O(1)` for each
+//! entry of the sorted run a take finds due, not a scan of the list per take. Building at the first
+//! take would cost a tick with one or two takes a sort it never uses, and a heap of the whole list
+//! (`O(log n)` a pop, about 250 instructions) loses to rescanning (about 45 an entry) up to some 50
+//! takes a tick: docs/benchmarks.md, "Passed deadlines mid-tick", has the counts.
 //!
 //! **Why a popped item is checked, not trusted.** Under the lane lock, as the list: every live
-//! entry below `covers` has an item whose key is at most its deadline (an invariant, not an
-//! equality), and items may be stale. An entry leaves its slot (a cancel, a move, a visit's
-//! front chunk) without the index knowing: its slot is then a hole or below the list's front, and
-//! the item is dropped when popped. A reset writes a later deadline in place under the slot lock
-//! alone (`entry/retarget.rs`: never an earlier one), so an item's key stays a lower bound, and a
-//! popped entry due after the limit goes back in by the deadline it has now. Indices are stable
-//! while the index lives: holes popped at the back give their indices to the next pushes, so
-//! `covers` comes back to the end ([`DueIndex::cut`], and those entries are the tail's); the list
-//! emptied (indices restart) or compacted (entries renumbered) drops the index, and the next take
-//! builds it again (a compaction comes after three quarters of the list became holes: amortised).
-//! An entry with two items (a stale one whose index a push reused) is taken once: the second finds
-//! a hole. Stale items stay until popped: a heap of more than twice the list's entries (plus
-//! [`MIN_COMPACT`]) is dropped too, to be built again if a take needs it.
+//! entry below `covers` has an item (in the sorted run or the heap) whose key is at most its
+//! deadline (an invariant, not an equality), and items may be stale. An entry leaves its slot (a
+//! cancel, a move, a visit's front chunk) without the index knowing: its slot is then a hole or
+//! below the list's front, and the item is dropped when popped. A reset writes a later deadline in
+//! place under the slot lock alone (`entry/retarget.rs`: never an earlier one), so an item's key
+//! stays a lower bound, and a popped entry due after the limit goes back in by the deadline it has
+//! now. Indices are stable while the index lives: holes popped at the back give their indices to
+//! the next pushes, so `covers` comes back to the end ([`DueIndex::cut`], and those entries are the
+//! tail's); the list emptied (indices restart) or compacted (entries renumbered) drops the index,
+//! and the next take builds it again (a compaction comes after three quarters of the list became
+//! holes: amortised). An entry with two items (a stale one whose index a push reused) is taken
+//! once: the second finds a hole. Stale items stay until popped: an index of more than twice the
+//! list's entries (plus [`MIN_COMPACT`]) items is dropped too, to be built again if takes need it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -32,12 +42,23 @@ use super::{Slots, MIN_COMPACT};
 use crate::deadline::Deadline;
 use crate::entry::{EntryArena, EntryId, TaskLines};
 
+/// Takes that scan the whole list before one builds the index (see the module docs, "When the
+/// index is built"). The loom models build it at the first, so that their few takes reach it.
+const SCANS_BEFORE_INDEX: u32 = if cfg!(delaywheel_loom) { 1 } else { 4 };
+
 /// A stage list's entries by deadline (see the module docs).
 pub(crate) struct DueIndex {
-    /// `(deadline, absolute index)`, earliest first: every live entry below `covers` has one whose
-    /// deadline is at most its own.
+    /// Takes that scanned the whole list, while the index is not built.
+    scans: u32,
+    /// `(deadline, absolute index)` of the entries the build looked at, latest first (the earliest
+    /// pops from the end).
+    sorted: Vec<(Deadline, u64)>,
+    /// Items pushed since the build (the tail's entries, those found re-armed later), earliest
+    /// first. With `sorted`: every live entry below `covers` has an item whose deadline is at most
+    /// its own.
     heap: BinaryHeap<Reverse<(Deadline, u64)>>,
-    /// The absolute index of the first slot the index has not looked at (the tail's start).
+    /// The absolute index of the first slot the index has not looked at (the tail's start); the
+    /// list's start while the index is not built.
     covers: u64,
 }
 
@@ -47,16 +68,43 @@ impl DueIndex {
     pub(super) fn cut(&mut self, end: u64) {
         self.covers = self.covers.min(end);
     }
+
+    /// Whether the index is built (the list scanned [`SCANS_BEFORE_INDEX`] times).
+    fn built(&self) -> bool {
+        self.scans >= SCANS_BEFORE_INDEX
+    }
+
+    /// Items held, stale ones included.
+    fn items(&self) -> usize {
+        self.sorted.len() + self.heap.len()
+    }
+
+    /// The absolute index of an item due by `limit`, if one is left: from the sorted run first,
+    /// then from the heap (the order of a take does not matter: its batch is sorted after).
+    fn pop_due_by(&mut self, limit: Deadline) -> Option<u64> {
+        if let Some(&(_, at)) = self.sorted.last().filter(|item| item.0 <= limit) {
+            self.sorted.pop();
+            return Some(at);
+        }
+        self.heap.peek().filter(|item| item.0 .0 <= limit)?;
+        self.heap.pop().map(|Reverse((_, at))| at)
+    }
+
+    /// The earliest deadline of an item, [`Deadline::LATEST`] if none.
+    fn floor(&self) -> Deadline {
+        let sorted = self.sorted.last().map_or(Deadline::LATEST, |item| item.0);
+        sorted.min(self.heap.peek().map_or(Deadline::LATEST, |item| item.0 .0))
+    }
 }
 
 impl Slots {
     /// Takes out every entry whose deadline, read under its slot's lock, is at or before `limit`
     /// and whose stamp is at most `stamps`, into transit marked due (`EntryState::leave_for_transit`),
     /// handing each to `each`: the caller holds and fires them. The others stay where they are;
-    /// returns a lower bound of their deadlines ([`Deadline::LATEST`] if none). Through the index
-    /// by deadline, built at the first call (see the module docs): for the tick under way when a
-    /// passed deadline fires mid-tick (`timer/advance.rs`, "Passed deadlines mid-tick"), not for a
-    /// visit.
+    /// returns a lower bound of their deadlines ([`Deadline::LATEST`] if none). By a scan of the
+    /// list, then through the index by deadline once enough takes scanned it (see the module
+    /// docs): for the tick under way when a passed deadline fires mid-tick
+    /// (`timer/advance.rs`, "Passed deadlines mid-tick"), not for a visit.
     pub(crate) fn take_due_by<F>(
         &mut self,
         arena: &EntryArena,
@@ -69,7 +117,9 @@ impl Slots {
         let base = self.base;
         let mut index = match self.by_deadline.take() {
             Some(index) => index,
-            None => Box::new(DueIndex { heap: BinaryHeap::new(), covers: base }),
+            None => {
+                Box::new(DueIndex { scans: 0, sorted: Vec::new(), heap: BinaryHeap::new(), covers: base })
+            }
         };
         // Due by `by` (`limit`), taken; else kept with the deadline read (at most `limit` for one
         // stamped later).
@@ -89,18 +139,36 @@ impl Slots {
             each(entry, left);
             None
         };
-        // The tail: every entry at the first take, those added since at a later one.
+        // The whole list while the index is not built (the scan that builds it keeps what it
+        // reads), the entries added since the build after it.
         let end = self.base + self.entries.len() as u64;
-        let mut kept = Vec::new();
+        let was_built = index.built();
+        let building = !was_built && index.scans + 1 == SCANS_BEFORE_INDEX;
+        let (mut kept, mut scan_floor) = (Vec::new(), Deadline::LATEST);
         for at in index.covers.max(base)..end {
             let Some(entry) = self.entries[(at - base) as usize] else { continue };
-            kept.extend(take(self, at, entry, limit).map(|deadline| Reverse((deadline, at))));
+            if let Some(deadline) = take(self, at, entry, limit) {
+                if was_built || building {
+                    kept.push((deadline, at));
+                } else {
+                    scan_floor = scan_floor.min(deadline);
+                }
+            }
         }
-        index.covers = end;
+        if building {
+            kept.sort_unstable_by(|a, b| b.cmp(a));
+            index.sorted = kept;
+            index.scans += 1;
+            index.covers = end;
+        } else if was_built {
+            index.heap.extend(kept.into_iter().map(Reverse));
+            index.covers = end;
+        } else {
+            index.scans += 1;
+        }
         // What the index has due by `limit`; one stamped later goes back after the loop.
         let mut later = Vec::new();
-        while let Some(&Reverse((_, at))) = index.heap.peek().filter(|item| item.0 .0 <= limit) {
-            index.heap.pop();
+        while let Some(at) = if was_built { index.pop_due_by(limit) } else { None } {
             let Some(entry) =
                 at.checked_sub(base).and_then(|at| self.entries.get(at as usize)).copied().flatten()
             else {
@@ -115,10 +183,8 @@ impl Slots {
                 None => {}
             }
         }
-        // Pushed one by one or heapified together, whichever `extend` finds cheaper.
-        index.heap.extend(kept);
         index.heap.extend(later);
-        let floor = index.heap.peek().map_or(Deadline::LATEST, |item| item.0 .0);
+        let floor = index.floor().min(scan_floor);
         self.trim_front();
         self.by_deadline = Some(index);
         self.trim_back();
@@ -127,7 +193,7 @@ impl Slots {
         }
         self.shrink(arena);
         // Mostly stale (a list cancelled or cascaded from, taken little from): built again if needed.
-        if self.by_deadline.as_ref().is_some_and(|index| index.heap.len() > 2 * self.live + MIN_COMPACT) {
+        if self.by_deadline.as_ref().is_some_and(|index| index.items() > 2 * self.live + MIN_COMPACT) {
             self.by_deadline = None;
         }
         floor
