@@ -33,11 +33,12 @@
 //! due (their deadlines have passed), marked due under the slot lock as a visit marks them (a
 //! reset leaves them alone; a cancel claims against the fire as for any batch: loom models
 //! `passed_mid_tick::*`), and the batch is sorted again by the instants, equal ones by stamp. The
-//! rest of tick `f + 1` fires at its end. The cost falls on such batches only: a look into
-//! the lists named (indexed by deadline at the first: `wheel/slots/due_by.rs`), a slot lock per
-//! entry read, and a comparison sort of the batch; a batch without a passed deadline pays one look at its last
-//! entry. A far word (`deadline.rs`) has no `P`: a deadline passed mid-tick there reads as the
-//! tick's start and takes nothing, so such deadlines keep firing before the tick's own.
+//! rest of tick `f + 1` fires at its end. The cost falls on such batches only: a look into the
+//! lists named (scanned, then indexed by deadline once takes keep coming: `wheel/slots/due_by.rs`),
+//! a slot lock per entry read, and a comparison sort of the batch; a batch without a passed
+//! deadline pays one look at its last entry. A far word (`deadline.rs`) has no `P`: a deadline
+//! passed mid-tick there reads as the tick's start and takes nothing, so such deadlines keep firing
+//! before the tick's own.
 //!
 //! The drain, holding `advance_lock` (or inside a task of the advance), closes the levels not yet
 //! created, flushes every bucket and claims every pending entry as abandoned.

@@ -46,9 +46,9 @@
 //!   them in its batch. So the take finds only closures due before any later deadline fires.
 //!
 //! The take costs that advance a look into the lists of tick `f + 1` (a comparison a stage whose
-//! entries all lie past the limit: `wheel/bucket/due_by.rs`; else a pop of the list's index by
-//! deadline per entry due: `wheel/slots/due_by.rs`); an advance without a limit kept pays one
-//! look at the scratch.
+//! entries all lie past the limit: `wheel/bucket/due_by.rs`; else a scan of the list, or a pop of
+//! its index by deadline per entry due once it has one: `wheel/slots/due_by.rs`); an advance
+//! without a limit kept pays one look at the scratch.
 
 use super::advance::{Fires, Late};
 use super::{fire, Shared, Store};
