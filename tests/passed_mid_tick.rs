@@ -220,3 +220,46 @@ fn a_reset_earlier_within_its_tick_in_a_coarser_level_is_taken_beside_a_later_pa
     assert_eq!(log.runs()[2..], [(2, ms(320))]);
     assert!(timer.is_empty());
 }
+
+/// A stream of passed deadlines through one quarter of the tick under way, as a driver woken by
+/// zero delays sees it: 40 tasks due every 6 µs from 4.006 ms (one re-armed later in place, one
+/// cancelled), and twenty rounds of a zero delay and an advance, 12 µs apart. The first rounds
+/// scan the quarter's list and a later one indexes it (`wheel/slots/due_by.rs`); every round fires
+/// exactly the tasks its deadline passed, in deadline order, each once, none early.
+#[test]
+fn a_stream_of_passed_deadlines_fires_the_tasks_between_them_in_order() {
+    let (clock, timer) = manual_timer(ms(1), 512);
+    let log = FireLog::default();
+    let due = |i: usize| us(4_006 + 6 * i as u64);
+    let handles: Vec<_> = (0..40).map(|i| timer.schedule(due(i), log.task(i, &clock))).collect();
+    // Task 5 moves later within the quarter (to 4.2 ms), task 7 is cancelled.
+    assert!(handles[5].reset(us(4_200)));
+    assert!(handles[7].cancel());
+    let deadline = |id: usize| match id {
+        5 => us(4_200),
+        id if id >= 1000 => us(4_000 + 12 * (id - 1000) as u64),
+        id => due(id),
+    };
+    clock.advance(ms(4));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.count(), 0);
+    for round in 1..=20 {
+        clock.advance(us(12));
+        timer.schedule(Duration::ZERO, log.task(1000 + round, &clock));
+        timer.advance_clock(Duration::ZERO);
+    }
+    let runs = log.runs();
+    let mut ids: Vec<usize> = runs.iter().map(|&(id, _)| id).filter(|&id| id < 1000).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..40).filter(|&i| i != 7).collect::<Vec<_>>(), "each once, the cancelled never");
+    for &(id, at) in &runs {
+        // Fired at the first round at or after its deadline: never early, never a round late.
+        assert!(
+            at >= deadline(id) && at < deadline(id) + us(12),
+            "{id} due {:?} fired at {at:?}",
+            deadline(id)
+        );
+    }
+    let deadlines: Vec<Duration> = runs.iter().map(|&(id, _)| deadline(id)).collect();
+    assert!(deadlines.windows(2).all(|w| w[0] <= w[1]), "in deadline order: {runs:?}");
+}
