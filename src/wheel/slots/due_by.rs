@@ -5,20 +5,23 @@
 //! A list is in the order of its adds, not of its deadlines, so a take beside a passed deadline
 //! reads every entry's deadline (under its slot's lock, as it must to take one) and keeps the
 //! lowest it left as the stage's floor. A take comes into a stage only if its floor is due, so
-//! such a scan takes something, unless the entry that set the floor left since.
+//! such a scan takes something, unless the entry that set the floor left since, was re-armed later
+//! in place, or is stamped after the take's round.
 //!
 //! ## When the index is built
 //!
 //! The [`SCANS_BEFORE_INDEX`]-th scan of a list keeps what it read: the `(deadline, absolute
-//! index)` of every entry it left, sorted, latest first ([`DueIndex`]); every later take pops
-//! from its end what is due by its limit (`O(1)` an entry), then looks at the entries added since
-//! (the **tail**, from `covers` on), which go into a min-heap beside it (`O(log n)` each), as do
-//! the entries a take finds re-armed later. So a stream of passed deadlines falling between the
-//! entries of the tick under way costs a few scans and one sort of the list, then `O(1)` for each
-//! entry of the sorted run a take finds due, not a scan of the list per take. Building at the first
-//! take would cost a tick with one or two takes a sort it never uses, and a heap of the whole list
-//! (`O(log n)` a pop, about 250 instructions) loses to rescanning (about 45 an entry) up to some 50
-//! takes a tick: docs/benchmarks.md, "Passed deadlines mid-tick", has the counts.
+//! index)` of every entry it left, sorted, latest first ([`DueIndex`]); every later take pops from
+//! its end what is due by its limit (`O(1)` an entry), then looks at the entries added since (the
+//! **tail**, from `covers` on), which go into a min-heap beside it (`O(log n)` each), as do the
+//! entries a take finds re-armed later. So a stream of passed deadlines falling between the entries
+//! of the tick under way costs a few scans and one sort of the list, then `O(1)` for each entry of
+//! the sorted run a take finds due, not a scan of the list per take (the scans are counted while
+//! the list's indices stand, so a coarser stage taken from once a tick for four ticks is indexed
+//! too). Building at the first take would cost a stage with one or two takes a sort it never uses,
+//! and a heap of the whole list (`O(log n)` a pop, about 250 instructions) loses to rescanning
+//! (about 45 an entry) up to some 50 takes a tick: docs/benchmarks.md, "Passed deadlines mid-tick",
+//! has the counts.
 //!
 //! **Why a popped item is checked, not trusted.** Under the lane lock, as the list: every live
 //! entry below `covers` has an item (in the sorted run or the heap) whose key is at most its
@@ -53,9 +56,9 @@ pub(crate) struct DueIndex {
     /// `(deadline, absolute index)` of the entries the build looked at, latest first (the earliest
     /// pops from the end).
     sorted: Vec<(Deadline, u64)>,
-    /// Items pushed since the build (the tail's entries, those found re-armed later), earliest
-    /// first. With `sorted`: every live entry below `covers` has an item whose deadline is at most
-    /// its own.
+    /// Items pushed since the build (the tail's entries, those found re-armed later or stamped
+    /// after a take's round), earliest first. With `sorted`: every live entry below `covers` has an
+    /// item whose deadline is at most its own.
     heap: BinaryHeap<Reverse<(Deadline, u64)>>,
     /// The absolute index of the first slot the index has not looked at (the tail's start); the
     /// list's start while the index is not built.
@@ -157,11 +160,11 @@ impl Slots {
         }
         if building {
             kept.sort_unstable_by(|a, b| b.cmp(a));
-            index.sorted = kept;
+            index.sorted = std::mem::take(&mut kept);
             index.scans += 1;
             index.covers = end;
         } else if was_built {
-            index.heap.extend(kept.into_iter().map(Reverse));
+            // Into the heap after the pops below: each was read just now.
             index.covers = end;
         } else {
             index.scans += 1;
@@ -184,6 +187,9 @@ impl Slots {
             }
         }
         index.heap.extend(later);
+        if was_built {
+            index.heap.extend(kept.into_iter().map(Reverse));
+        }
         let floor = index.floor().min(scan_floor);
         self.trim_front();
         self.by_deadline = Some(index);

@@ -29,8 +29,8 @@ pub(crate) struct Slots {
     /// The absolute index of `entries[0]`.
     base: u64,
     live: usize,
-    /// The entries by deadline, for the takes beside a passed deadline: built by the first, kept
-    /// while the indices stand (`due_by.rs`).
+    /// The takes beside a passed deadline that scanned the list, then its entries by deadline,
+    /// built at the fourth such scan and kept while the indices stand (`due_by.rs`).
     by_deadline: Option<Box<DueIndex>>,
 }
 
