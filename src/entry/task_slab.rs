@@ -347,12 +347,13 @@ mod tests {
     /// their sum to `sum`.
     fn task<const W: usize>(slab: &TaskSlab, guard: Guard, sum: Arc<AtomicUsize>) -> InlineTask {
         let words: [usize; W] = std::array::from_fn(|k| k + 1);
-        InlineTask::new_in(
+        InlineTask::new_in_as(
             move || {
                 let _guard = &guard;
                 sum.fetch_add(words.iter().sum(), Ordering::SeqCst);
             },
             slab,
+            false,
         )
         .expect("room in an unlimited slab")
     }
@@ -425,12 +426,13 @@ mod tests {
 
         let (g, drops) = guard(false);
         let words = [3usize; 20];
-        let t = InlineTask::new_in(
+        let t = InlineTask::new_in_as(
             move || {
                 let _guard = &g;
                 panic!("ran on purpose: {}", words.len());
             },
             &slab,
+            false,
         )
         .unwrap();
         assert_eq!(t.storage(), Storage::Block(256));
@@ -446,7 +448,10 @@ mod tests {
             (0..BLOCKS_PER_PAGE).map(|_| task::<4>(&slab, guard(false).0, Arc::clone(&sum))).collect();
         let (g, drops) = guard(false);
         let words = [1usize; 4];
-        assert!(InlineTask::new_in(move || drop((g, words)), &slab).is_none(), "the 64-byte class is full");
+        assert!(
+            InlineTask::new_in_as(move || drop((g, words)), &slab, false).is_none(),
+            "the 64-byte class is full"
+        );
         assert_eq!(drops.load(Ordering::SeqCst), 1, "the refused closure is dropped");
         assert_eq!(task::<20>(&slab, guard(false).0, Arc::clone(&sum)).storage(), Storage::Block(256));
         held.pop().unwrap().run();

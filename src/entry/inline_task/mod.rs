@@ -172,12 +172,6 @@ struct VTable {
 }
 
 impl InlineTask {
-    /// [`new_in_as`](Self::new_in_as) for a closure that runs user code, for tests.
-    #[cfg(test)]
-    pub(crate) fn new_in<F: FnOnce() + Send + 'static>(f: F, slab: &TaskSlab) -> Option<InlineTask> {
-        InlineTask::new_in_as(f, slab, false)
-    }
-
     /// Stores `f`: in the task's own word if it fits ([`is_inline`]), else in a block of `slab`'s
     /// class for it if one holds it, else in a `Box<F>`. `None` (and `f` dropped) if that class
     /// has no block left (`TaskSlab::with_max_pages`). `wake` marks a closure that only hands a
@@ -200,11 +194,12 @@ impl InlineTask {
         self.vtable.wake
     }
 
-    /// [`new_in`](Self::new_in) with a slab that lives for the rest of the process, for tests.
+    /// A closure that runs user code, stored as [`new_in_as`](Self::new_in_as) stores it in a slab
+    /// that lives for the rest of the process, for tests.
     #[cfg(test)]
     pub(crate) fn new<F: FnOnce() + Send + 'static>(f: F) -> InlineTask {
         static SLAB: std::sync::OnceLock<TaskSlab> = std::sync::OnceLock::new();
-        InlineTask::new_in(f, SLAB.get_or_init(TaskSlab::new)).expect("an unlimited slab has room")
+        InlineTask::new_in_as(f, SLAB.get_or_init(TaskSlab::new), false).expect("an unlimited slab has room")
     }
 
     /// Whether this task's closure is stored inline (`false`: in a block or boxed).
@@ -389,7 +384,7 @@ impl<F: Send + 'static> Erased<F> {
     ///
     /// # Safety
     ///
-    /// `data` is a word that [`Self::store`] wrote (for `InlineTask::new_in` or `value_in`), whose
+    /// `data` is a word that [`Self::store`] wrote (for `InlineTask::new_in_as` or `value_in`), whose
     /// `F` has not been consumed, and it is not used again after this (the `F` now belongs to the
     /// caller).
     #[inline]
@@ -400,10 +395,10 @@ impl<F: Send + 'static> Erased<F> {
             // that nobody reads it again, so this read moves it out.
             unsafe { data.as_ptr().cast::<F>().read() }
         } else if Self::CLASS.is_some() {
-            // SAFETY: a block closure's word holds the `BlockWord` `new_in` wrote (aligned, in
+            // SAFETY: a block closure's word holds the `BlockWord` `new_in_as` wrote (aligned, in
             // bounds: asserted at the top of the module).
             let BlockWord { block, class } = unsafe { data.as_ptr().cast::<BlockWord>().read() };
-            // SAFETY: `new_in` moved an `F` into the block, which is aligned and big enough for it
+            // SAFETY: `new_in_as` moved an `F` into the block, which is aligned and big enough for it
             // (CLASS); the caller guarantees it is still live and read once, so this moves it out.
             let f = unsafe { block.cast::<F>().read() };
             // The block is empty now: back to its class (or to `freed`, which returns it with
