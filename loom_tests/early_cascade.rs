@@ -67,3 +67,31 @@ fn chunked_cascade_vs_cancel() {
         assert_eq!(timer.stats().queued_buckets, 0);
     });
 }
+
+/// Wheel of 2: A (deadline 3) is in level 1's bucket of round 2, Z (deadline 6) in level 2's
+/// bucket of round 4. Advancing at tick 2 cascades A into level 0 (tick 3) while the main thread
+/// asks `next_wakeup`: whenever it asks (before the advance, while A is in transit with Z's bucket
+/// the queue's head, or after), the answer is at or before A's tick, so a simulation jumping the
+/// clock there fires A at its tick, not at Z's. Seeded fault `next_wakeup_ignores_advance`: the
+/// head read while the advance holds A answers tick 4.
+#[test]
+fn next_wakeup_racing_a_cascade_in_flight() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(2);
+        let (a, z) = (Runs::default(), Runs::default());
+        let start = timer.now();
+        timer.schedule(ticks(3), a.task());
+        timer.schedule(ticks(6), z.task());
+        clock.advance(ticks(2));
+
+        let advancer = spawn_advance(&timer);
+        let next = timer.next_wakeup().expect("two tasks pending");
+        advancer.join().unwrap();
+
+        assert!(next <= start + ticks(3), "next_wakeup {:?} is past A's tick 3", next - start);
+        assert_eq!((a.count(), z.count()), (0, 0), "nothing is due at tick 2");
+        clock.advance(ticks(1));
+        timer.advance_clock(Duration::ZERO);
+        assert_eq!((a.count(), z.count()), (1, 0));
+    });
+}

@@ -19,6 +19,8 @@
 //!   advance keeps no limit for the closures it took beside a deadline passed mid-tick, or queues
 //!   the bucket that makes the head due only when it keeps a new one, so a second waker advance
 //!   pops it: either way they wait for their tick's end.
+//! * `next_wakeup_ignores_advance` (`instants.rs`, at its site): `next_wakeup` reads the queue's
+//!   head while another thread's advance holds entries it cascades, and answers past their tick.
 
 use super::counters::Counters;
 use super::{HandleStripe, Store};

@@ -95,10 +95,11 @@ impl Timer {
     /// task is due at; it may be earlier (a bucket emptied by cancels, or by resets that moved its
     /// tasks later, or a coarse bucket that cascades its tasks before they are due), and it may be
     /// in the past (work is due now). A simulation on a [`ManualClock`](crate::ManualClock) can
-    /// jump the clock straight to it. A snapshot: a concurrent schedule, cancel or advance may
-    /// change it at once. Tasks an advance has taken out of the wheel (the batch being fired, or
-    /// tasks waiting for an executor thread) need no further advance and do not count here; while
-    /// they are all that is pending, it is the wheel's cursor
+    /// jump the clock straight to it, also while another thread advances the timer: during an
+    /// advance it is the wheel's cursor (the advance's work is there). A snapshot: a concurrent
+    /// schedule, cancel or advance may change it at once. Tasks an advance has taken out of the
+    /// wheel (the batch being fired, or tasks waiting for an executor thread) need no further
+    /// advance and do not count here; while they are all that is pending, it is the wheel's cursor
     /// ([`current_time`](Timer::current_time)).
     ///
     /// ```
@@ -122,14 +123,29 @@ impl Timer {
         self.next_work()
     }
 
-    /// [`next_wakeup`](Timer::next_wakeup) whether or not a task is pending: the tick of the
+    /// [`next_wakeup`](Timer::next_wakeup) whether or not a task is pending (also for
+    /// [`DelayQueue::next_deadline`](crate::queue::DelayQueue::next_deadline)): the tick of the
     /// earliest queued bucket, else the wheel's cursor.
+    ///
+    /// An advance in progress holds the entries it cascades out of a coarse bucket (taken out, not
+    /// yet re-added to a finer one) while the queue's head may already be a later bucket: the head
+    /// alone could then answer past a pending task's tick, and a simulation jumping the clock there
+    /// would fire that task late. So the head is read only while no advance runs; while one does
+    /// (on another thread, or on this one: a task calling this), the answer is the wheel's cursor,
+    /// where that advance's work is. Seeded fault `next_wakeup_ignores_advance` (docs/loom.md): the
+    /// head read without the lock.
     pub(crate) fn next_work(&self) -> Option<Instant> {
-        let tick = match self.shared().queue().head() {
-            Some(tick) => tick,
-            None => self.shared().current_tick(),
+        let shared = self.shared();
+        let head = || shared.queue().head().unwrap_or_else(|| shared.current_tick());
+        let tick = if fault!("next_wakeup_ignores_advance") {
+            head()
+        } else {
+            match shared.advance_lock.try_lock() {
+                Some(_serial) => head(),
+                None => shared.current_tick(),
+            }
         };
-        let time = self.shared().time();
+        let time = shared.time();
         time.clock.tick_instant(time.ticks, tick)
     }
 }

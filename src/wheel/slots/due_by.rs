@@ -170,24 +170,24 @@ impl Slots {
             index.scans += 1;
         }
         // What the index has due by `limit`; one stamped later goes back after the loop.
-        let mut later = Vec::new();
-        while let Some(at) = if was_built { index.pop_due_by(limit) } else { None } {
-            let Some(entry) =
-                at.checked_sub(base).and_then(|at| self.entries.get(at as usize)).copied().flatten()
-            else {
-                continue;
-            };
-            // Seeded fault `due_by_trusts_index` (docs/loom.md): a popped entry is taken by its
-            // item's key, so one a reset moved later in place since fires before that deadline.
-            let by = if fault!("due_by_trusts_index") { Deadline::LATEST } else { limit };
-            match take(self, at, entry, by) {
-                Some(deadline) if deadline > limit => index.heap.push(Reverse((deadline, at))),
-                Some(deadline) => later.push(Reverse((deadline, at))),
-                None => {}
-            }
-        }
-        index.heap.extend(later);
         if was_built {
+            let mut later = Vec::new();
+            while let Some(at) = index.pop_due_by(limit) {
+                let Some(entry) =
+                    at.checked_sub(base).and_then(|at| self.entries.get(at as usize)).copied().flatten()
+                else {
+                    continue;
+                };
+                // Seeded fault `due_by_trusts_index` (docs/loom.md): a popped entry is taken by its
+                // item's key, so one a reset moved later in place since fires before that deadline.
+                let by = if fault!("due_by_trusts_index") { Deadline::LATEST } else { limit };
+                match take(self, at, entry, by) {
+                    Some(deadline) if deadline > limit => index.heap.push(Reverse((deadline, at))),
+                    Some(deadline) => later.push(Reverse((deadline, at))),
+                    None => {}
+                }
+            }
+            index.heap.extend(later);
             index.heap.extend(kept.into_iter().map(Reverse));
         }
         let floor = index.floor().min(scan_floor);
