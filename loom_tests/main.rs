@@ -4,9 +4,10 @@
 //! with `scripts/loom.sh` (all of them, or one by name); `docs/loom.md` says what each proves and how
 //! to debug a failure.
 //!
-//! Every model drives the public API of a manual timer on a `ManualClock` (loom has no clock; a manual
-//! timer starts no thread and never waits) from `loom::thread`s, and keeps small: 2–3 threads, wheel
-//! size 2, 1–3 tasks. The main model thread is one of the racers.
+//! Every model but the slot lock's own drives the public API of a manual timer on a `ManualClock`
+//! (loom has no clock; a manual timer starts no thread and never waits) from `loom::thread`s, and
+//! keeps small: 2–3 threads, wheel size 2 (8 for the paced chunk), 1–3 tasks. The main model thread
+//! is one of the racers.
 #![cfg(delaywheel_loom)]
 
 mod support;
