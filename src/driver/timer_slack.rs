@@ -1,7 +1,7 @@
 //! The driver thread's **timer slack** (Linux, Android): how late the kernel may wake a sleeping
 //! thread so as to batch its wake-up with others.
 //!
-//! The driver sleeps until the next bucket is due (`delay_queue.rs`: a futex wait with a timeout)
+//! The driver sleeps until the next bucket is due (`delay_queue/`: a futex wait with a timeout)
 //! and the kernel may wake it up to the thread's timer slack late: 50 µs by default, 5 % of a 1 ms
 //! tick, added to the lateness of every task of the batch it then fires. So a driver on the system
 //! clock **lowers** its own slack to [`slack_for`] its tick, a thousandth of a tick (1 µs with the

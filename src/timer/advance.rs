@@ -111,7 +111,7 @@ impl Shared {
         #[cfg(feature = "async")]
         let kept_before = carried.as_ref().map(|kept| kept.limit());
         // One round of the queue: what is scheduled meanwhile and already due waits for the next
-        // advance (`delay_queue.rs`, "Rounds"), so an advance does bounded work.
+        // advance (`delay_queue/`, "Rounds"), so an advance does bounded work.
         let round = self.queue.round();
         // So is such work in a bucket this round visits anyway (it held a later round, say):
         // entries stamped after this are left for the next advance (`entry/stamps.rs`, "Rounds").

@@ -132,9 +132,9 @@ const _: () = assert!(mem::align_of::<BlockWord>() <= INLINE_ALIGN);
 
 /// A type-erased `FnOnce() + Send + 'static`, run at most once, in 24 bytes (see the module docs).
 ///
-/// `Send`, not `Sync`. `Sync` would be sound today, because no `&self` method reaches the closure
-/// (`Debug` and [`is_inline`](Self::is_inline) read only the vtable), so a shared reference gives
-/// another thread nothing of the closure's, which is only `Send`. It is left off because nothing
+/// `Send`, not `Sync`. `Sync` would be sound as the type is, because no `&self` method reaches the
+/// closure (`Debug` and [`is_inline`](Self::is_inline) read only the vtable), so a shared reference
+/// gives another thread nothing of the closure's, which is only `Send`. It is left off because nothing
 /// needs it (a slot is reached under its arena's lock) and because it would turn unsound unnoticed
 /// if a method that touches the closure through `&self` were ever added.
 pub(crate) struct InlineTask {
