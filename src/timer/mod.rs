@@ -1,11 +1,11 @@
 //! `Timer`: the facade, and the state its operations share.
 //!
 //! The room's parts: scheduling (`schedule.rs`), advancing the clock and the shutdown drain
-//! (`advance.rs`), firing, one for the driver and the executors (`fire.rs`), cancelling
-//! (`cancel.rs`), the striped counters (`counters.rs`), the handle (`handle.rs`) and its
-//! diagnostic position (`position.rs`), and the public values it hands out (errors, stats,
-//! unfired tasks). This file joins the wheel, the delay queue and the clock (as Kafka's
-//! `SystemTimer` does) and starts the threads (`driver/`).
+//! (`advance.rs`; the public `shutdown`, `shutdown.rs`), firing, one for the driver and the
+//! executors (`fire.rs`), cancelling (`cancel.rs`), re-arming (`reset.rs`), the striped counters
+//! (`counters.rs`), the handle (`handle.rs`) and its diagnostic position (`position.rs`), and the
+//! public values it hands out (errors, stats, unfired tasks). This file joins the wheel, the delay
+//! queue and the clock (as Kafka's `SystemTimer` does) and starts the threads (`driver/`).
 //!
 //! ## Protocol
 //!
