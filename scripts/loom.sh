@@ -7,9 +7,9 @@
 #   scripts/loom.sh --fault NAME [FILTER] the same with a seeded bug (cfg delaywheel_loom_fault=NAME):
 #                                         a model must FAIL; exits 0 only if some model failed
 #
-# Builds with --release and debug assertions on, with `--cfg delaywheel_loom`, in its own target dir
-# (target/loom, target/loom-fault) so that normal builds keep their cache. Extra LOOM_* variables
-# (LOOM_CHECKPOINT_FILE, LOOM_LOG, LOOM_LOCATION, ...) pass through to loom.
+# Builds with --release, debug assertions and overflow checks on, with `--cfg delaywheel_loom`, in its
+# own target dir (target/loom, target/loom-fault) so that normal builds keep their cache. Extra
+# LOOM_* variables (LOOM_CHECKPOINT_FILE, LOOM_LOG, LOOM_LOCATION, ...) pass through to loom.
 set -euo pipefail
 
 # Invoked by cargo as the rustc wrapper of a --fault run: seed the fault into this crate only, so the
