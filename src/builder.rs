@@ -15,7 +15,7 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// 512 slots give level spans of 512 ms, 4.4 min and 37 h at a 1 ms tick: request timeouts up to
 /// half a second never cascade, heartbeats of seconds to minutes cascade once, and far deadlines
 /// spread over many buckets (less lock contention between scheduling threads). A level costs 512
-/// buckets of 0.8 KiB with two lanes each in use (about 0.4 MiB; a lane costs 384 bytes where a
+/// buckets of 1.1 KiB with two lanes each in use (about 0.5 MiB; a lane costs 512 bytes where a
 /// thread adds to it: [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer
 /// (callgrind) for 100 000 timers over 1 s, schedule to fire: 4096 slots 1 227, 512 slots 1 366, 256 slots 1
 /// 447, 64 slots 1 521, 20 slots (Kafka's) 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
@@ -235,9 +235,9 @@ impl TimerBuilder {
     /// first touch any timer) modulo the lanes. Threads that share a lane share its lock and its
     /// lines when they schedule into the same bucket at once (the same delay from many threads: a
     /// broker's request timeouts), so more lanes let more threads schedule side by side. A lane
-    /// costs 16 bytes per bucket, and 384 more once a thread adds to it (a lane is created on first
+    /// costs 16 bytes per bucket, and 512 more once a thread adds to it (a lane is created on first
     /// use); a level of the wheel is `wheel_size` buckets allocated whole when first used: at the
-    /// default wheel size a level is 0.4 MiB with 2 lanes in use, 1.6 MiB with 8 and 3.2 MiB with
+    /// default wheel size a level is 0.5 MiB with 2 lanes in use, 2.1 MiB with 8 and 4.1 MiB with
     /// 16 (up to three levels in use for delays up to 37 h). A timer scheduled into by one or two
     /// threads thus costs about the same with 16 lanes as with 2. Fewer lanes than scheduling
     /// threads is correct, only slower under contention.

@@ -6,11 +6,12 @@
 //! The only test of its binary (it reads the process's RSS).
 //!
 //! What the wheel itself makes resident depends on the clock, not on the tasks: a level is
-//! allocated whole when first needed, and its pages (0.8 KiB a bucket, 410 KiB for the 512 of
-//! level 0) become resident as the cursor first reaches their buckets, one a tick. So the warm-up
-//! lasts two turns of level 0 on the timer's clock (however long that takes), and the cancel-only
-//! tasks go to level 2, whose buckets span 262 s each: the measured run, however long it takes,
-//! reaches no bucket of level 0 not reached before and at most one new one of level 2.
+//! allocated whole when first needed, and its pages (1.1 KiB a bucket with two lanes in use,
+//! 552 KiB for the 512 of level 0) become resident as the cursor first reaches their buckets, one
+//! a tick. So the warm-up lasts two turns of level 0 on the timer's clock (however long that
+//! takes), and the cancel-only tasks go to level 2, whose buckets span 262 s each: the measured
+//! run, however long it takes, reaches no bucket of level 0 not reached before and at most one new
+//! one of level 2.
 
 #![cfg(target_os = "linux")]
 
