@@ -51,7 +51,7 @@
 //!
 //! **Order.** The timer fires each batch in deadline order (to a 256th of a tick within a tick;
 //! first inserted first for equal deadlines, across threads too for `insert_at` and on a manual
-//! clock: the crate docs' "equal deadlines") and hands it over in that order. With executor
+//! clock: the crate docs' "Time semantics") and hands it over in that order. With executor
 //! threads ([`TaskExecution::Threads`](crate::TaskExecution::Threads)) the driver hands values
 //! over itself, in the same order. Consumers take values in deadline order across batches too: a
 //! value inserted or reset to a deadline already passed expires at the next advance, and comes out
