@@ -75,6 +75,38 @@ fn shutdown_racing_two_schedules_into_new_level() {
     });
 }
 
+/// A level's buckets come in chunks (of 2 under loom), each created on first use: one thread
+/// schedules Y into level 0's second chunk, which it creates, while the main thread shuts the timer
+/// down; X, pending before, made the first. The drain closes every chunk not yet created, in the
+/// levels in use too, and flushes every bucket of the others; the scheduler reads the flag under
+/// its bucket lock. So whichever way the creation and the close race, Y is refused, or inserted
+/// where the drain looks and handed back (`src/wheel/chunks.rs`, "Closing").
+#[test]
+fn shutdown_racing_schedule_into_new_chunk() {
+    loom::model(|| {
+        let (_clock, timer) = manual_timer(4);
+        let (x, y) = (Runs::default(), Runs::default());
+        timer.schedule(ticks(1), x.task()); // level 0, slot 1: the first chunk exists now
+
+        let scheduler = {
+            let (timer, y) = (timer.clone(), y.clone());
+            // Level 0, slot 3: the second chunk, which this creates.
+            loom::thread::spawn(move || timer.try_schedule(ticks(3), y.task()).is_ok())
+        };
+        let unfired = timer.shutdown();
+        let y_ok = scheduler.join().unwrap();
+
+        let handed_back = unfired.len();
+        for task in unfired {
+            task.run();
+        }
+        assert_eq!(x.count(), 1, "X was pending: handed back");
+        assert_eq!(y.count(), usize::from(y_ok), "Y: accepted and handed back, or refused");
+        assert_eq!(handed_back, 1 + usize::from(y_ok));
+        assert!(timer.is_empty());
+    });
+}
+
 /// The advancing thread fires a due task while the main thread shuts down: the task runs once (it
 /// was claimed first), or is handed back unrun by `shutdown()` (the drain claimed it first), never
 /// both, never neither. A task not yet due is always handed back.

@@ -21,12 +21,21 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// 447, 64 slots 1 521, 20 slots (Kafka's) 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
 
-/// The largest wheel size accepted: 65 536 slots.
+/// The largest wheel size accepted: 2^24 = 16 777 216 slots; a larger one is refused with
+/// [`BuildError::WheelSizeTooLarge`].
 ///
-/// Each level is allocated whole when first needed (`wheel_size` buckets of 0.8 KiB with two lanes
-/// in use, 6.3 KiB with 16), so the bound keeps a level at 53 MiB with two lanes in use (400 MiB
-/// with 16); Netty's largest useful wheels are far below it.
-pub const MAX_WHEEL_SIZE: usize = 1 << 16;
+/// Memory does not grow with the size: a level's buckets are created in chunks of up to 512
+/// consecutive slots, each when a task first needs one of them (about 110 KiB a chunk with 8
+/// lanes, plus 0.5 KiB per lane a thread adds to), and the wheel keeps 24 bytes per chunk of
+/// every level from the start (2.25 MiB at the maximum; 192 bytes at the default). So a
+/// `wheel_size(86_400)` at a 1 s tick (a day of seconds in level 0) or `wheel_size(1 << 24)` with a
+/// few tasks costs a few MiB. The bound comes from an entry's location, one word: a bucket's
+/// number takes 26 bits there, and a wheel of 2^24 slots, which needs three levels to cover every
+/// tick, numbers its buckets up to `3 · 2^24` (docs/design.md, "Memory per pending timer").
+pub const MAX_WHEEL_SIZE: usize = 1 << 24;
+
+// Every wheel size up to the maximum numbers its buckets in a location's key (`wheel/`'s tests).
+const _: () = assert!(MAX_WHEEL_SIZE == 1 << crate::wheel::MAX_SLOT_BITS);
 
 /// The most pending tasks a timer holds, and the largest [`TimerBuilder::capacity`]: 2^32 - 2, the
 /// slots its arena can number (48 bytes each: all of them are 206 GB). A schedule beyond it is
@@ -139,7 +148,16 @@ impl TimerBuilder {
         self
     }
 
-    /// Slots per level; from 2 to [`MAX_WHEEL_SIZE`]. Default [`DEFAULT_WHEEL_SIZE`].
+    /// Slots per level; from 2 to [`MAX_WHEEL_SIZE`] (2^24), any integer between. Default
+    /// [`DEFAULT_WHEEL_SIZE`].
+    ///
+    /// Level 0 has `wheel_size` slots of one tick, level `k` slots of `wheel_size^k` ticks, so a
+    /// bigger wheel cascades less: `wheel_size(86_400)` at a 1 s tick keeps every deadline within a
+    /// day in level 0. Buckets are created in chunks of up to 512 slots as tasks need them, so
+    /// memory follows the slots in use
+    /// ([`TimerStats::resident_buckets`](crate::TimerStats::resident_buckets)), not the size. A
+    /// size over [`MAX_WHEEL_SIZE`] (`usize::MAX` too) makes [`try_build`](TimerBuilder::try_build)
+    /// return [`BuildError::WheelSizeTooLarge`].
     pub fn wheel_size(mut self, wheel_size: usize) -> Self {
         self.wheel_size = wheel_size;
         self

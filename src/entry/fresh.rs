@@ -49,7 +49,7 @@ impl Fresh {
     /// out of line, the task is moved through the stack and a W7 pair costs about 12 ns more.
     #[inline(always)]
     pub(super) fn holding(task: InlineTask, deadline: Deadline, arena: &EntryArena, by: StampBy) -> Fresh {
-        let bucket = LaneKey::new(location::BucketKey::new(0, 0), 0);
+        let bucket = LaneKey::new(location::BucketKey::FIRST, 0);
         Fresh { task: Some(task), deadline, generation: arena.stamp(by), bucket }
     }
 

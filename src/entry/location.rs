@@ -2,15 +2,27 @@
 //! index there.
 //!
 //! An entry's slot records its location (`entry/`) so that a cancel finds it in O(1). The bucket
-//! is named by its **key** ([`BucketKey`]: `level << 16 | slot`, the one identity of a bucket),
-//! which the wheel resolves (`TimingWheel::bucket_by_key`): no reference count to move on insert,
-//! removal or cascade, on a line every thread inserting into that bucket would share. The entry
-//! never resolves it itself. The whole location is 8 bytes, `Option<Location>` too:
+//! is named by its **key** ([`BucketKey`]: `level << slot_bits | slot`, the one identity of a
+//! bucket, `slot_bits` the bits of the wheel's largest slot), which the wheel resolves
+//! (`TimingWheel::bucket_by_key`): no reference count to move on insert, removal or cascade, on a
+//! line every thread inserting into that bucket would share. The entry never resolves it itself.
+//! The whole location is 8 bytes, `Option<Location>` too:
 //!
 //! ```text
-//!  63                      36   35   34 33                                  0
-//! [ lane key + 1 (28 bits)    | stage  | index in the lane's stage (34 bits)  ]
+//!  63                      34   33   32 31                                  0
+//! [ lane key + 1 (30 bits)    | stage  | index in the lane's stage (32 bits)  ]
 //! ```
+//!
+//! ## The bit budget
+//!
+//! The index needs 32 bits: a timer holds at most `MAX_CAPACITY` (`2^32 - 2`) entries, so a list
+//! renumbering from zero always fits (below). The stage takes 2, the lane 4 ([`MAX_LANES`]), which
+//! leaves [`KEY_BITS`] = 26 for the bucket key. A wheel of `w` slots has `max_levels(w)` levels
+//! (`wheel/place.rs`) and its keys stay below `max_levels(w) << slot_bits`: at most `3 · 2^24`
+//! for every `w` up to `2^24` (three levels cover `u64` ticks from `2^22` slots on; smaller wheels
+//! have more levels of fewer bits), which is why `MAX_WHEEL_SIZE` is `2^24`. A key of `level ·
+//! w + slot` would fit a few more sizes (up to `2^26 / 3`), but every resolution would divide;
+//! with a shift the wheel finds the bucket's chunk as `key >> chunk_bits` (`wheel/chunks.rs`).
 //!
 //! A bucket has lanes, each with its own lock and its own stages (`wheel/bucket/`), at most
 //! [`MAX_LANES`]; each lane has stages, at most [`MAX_STAGES`] (`wheel/place.rs`: the quarters of
@@ -24,7 +36,8 @@
 
 use std::num::NonZeroU64;
 
-const KEY_BITS: u32 = 24;
+/// Bits of a bucket key (see "The bit budget").
+pub(crate) const KEY_BITS: u32 = 26;
 const LANE_BITS: u32 = 4;
 const STAGE_BITS: u32 = 2;
 
@@ -42,23 +55,39 @@ pub(crate) const INDEX_LIMIT: u64 = 1 << INDEX_BITS;
 #[cfg(test)]
 pub(crate) const INDEX_LIMIT: u64 = 1 << 16;
 
-/// A bucket's identity: its level and slot, `level << 16 | slot` (`MAX_WHEEL_SIZE` is `2^16`, at
-/// most 64 levels: 22 bits). Ordered by level, then slot (the delay queue's tie-break).
+/// A bucket's identity: its level and slot, `level << slot_bits | slot`, where `slot_bits` is the
+/// wheel's (the bits of its largest slot, `wheel_size - 1`): under `2^KEY_BITS - 1` for every
+/// wheel size the builder accepts (see "The bit budget"). Ordered by level, then slot (the delay
+/// queue's tie-break). Only with the wheel's `slot_bits` does it tell its level and slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct BucketKey(u32);
 
 impl BucketKey {
-    pub(crate) fn new(level: usize, slot: usize) -> BucketKey {
-        debug_assert!(level < 64 && slot < 1 << 16);
-        BucketKey(((level as u32) << 16) | slot as u32)
+    /// Level 0's slot 0, whatever the wheel: what a ticket names before its entry is added.
+    pub(crate) const FIRST: BucketKey = BucketKey(0);
+
+    /// The key of `slot` of `level` in a wheel whose slots take `slot_bits` bits.
+    pub(crate) fn new(level: usize, slot: usize, slot_bits: u32) -> BucketKey {
+        debug_assert!(
+            slot < 1 << slot_bits && ((level as u64) << slot_bits | slot as u64) + 1 < 1 << KEY_BITS,
+            "level {level} slot {slot} slot_bits {slot_bits}: past the key's {KEY_BITS} bits"
+        );
+        BucketKey(((level as u32) << slot_bits) | slot as u32)
     }
 
-    pub(crate) fn level(self) -> usize {
-        (self.0 >> 16) as usize
+    /// The key's level, in a wheel whose slots take `slot_bits` bits.
+    pub(crate) fn level(self, slot_bits: u32) -> usize {
+        (self.0 >> slot_bits) as usize
     }
 
-    pub(crate) fn slot(self) -> usize {
-        (self.0 & 0xffff) as usize
+    /// The key's slot, in a wheel whose slots take `slot_bits` bits.
+    pub(crate) fn slot(self, slot_bits: u32) -> usize {
+        (self.0 & ((1 << slot_bits) - 1)) as usize
+    }
+
+    /// The key as an index: `level << slot_bits | slot` (the wheel's chunks, `wheel/chunks.rs`).
+    pub(crate) fn index(self) -> usize {
+        self.0 as usize
     }
 }
 
@@ -69,7 +98,7 @@ impl From<BucketKey> for u64 {
     }
 }
 
-/// One lane of one bucket: `lane << KEY_BITS | key` (a bucket key needs 22 bits: [`BucketKey`]).
+/// One lane of one bucket: `lane << KEY_BITS | key` (see "The bit budget").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LaneKey(u32);
 
@@ -141,8 +170,9 @@ mod tests {
     #[test]
     fn fields_round_trip_and_none_costs_nothing() {
         assert_eq!(std::mem::size_of::<Option<Location>>(), 8);
-        let key = BucketKey::new(63, (1 << 16) - 1);
-        assert_eq!((key.level(), key.slot()), (63, (1 << 16) - 1));
+        // The largest key: a wheel of 2^24 slots has three levels.
+        let key = BucketKey::new(2, (1 << 24) - 1, 24);
+        assert_eq!((key.level(24), key.slot(24)), (2, (1 << 24) - 1));
         for lane in 0..MAX_LANES {
             let lane_key = LaneKey::new(key, lane);
             assert_eq!((lane_key.bucket(), lane_key.lane()), (key, lane));
@@ -156,7 +186,9 @@ mod tests {
                 assert_eq!(location.at(7).lane_key(), lane_key);
             }
         }
-        assert_eq!((BucketKey::new(5, 511).level(), BucketKey::new(5, 511).slot()), (5, 511));
-        assert!(BucketKey::new(1, 0) > BucketKey::new(0, 65_535), "ordered by level first");
+        assert_eq!((BucketKey::new(5, 511, 9).level(9), BucketKey::new(5, 511, 9).slot(9)), (5, 511));
+        assert_eq!((BucketKey::new(63, 1, 1).level(1), BucketKey::new(63, 1, 1).slot(1)), (63, 1));
+        assert!(BucketKey::new(1, 0, 17) > BucketKey::new(0, 86_399, 17), "ordered by level first");
+        assert_eq!(BucketKey::new(0, 0, 24), BucketKey::FIRST);
     }
 }

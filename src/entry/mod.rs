@@ -350,7 +350,7 @@ where
     let id = arena.alloc()?;
     // Its ticket names bucket key 0 (level 0, slot 0), lane 0: a cancel finds it there or, held, in
     // transit.
-    arena.lock(id).occupy(&mut fresh, LaneKey::new(location::BucketKey::new(0, 0), 0));
+    arena.lock(id).occupy(&mut fresh, LaneKey::new(location::BucketKey::FIRST, 0));
     fresh.ticket(id)
 }
 

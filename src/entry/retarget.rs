@@ -87,7 +87,13 @@ impl EntryState<'_> {
     /// A reset's look at the entry `ticket` names, with the lock of the bucket lane `locked` held
     /// (`None`: no lane lock, only the slot's): see [`Retargeted`]. Never claims: the entry stays
     /// pending whatever this finds, and only a lane lock the caller holds lets it leave its list.
-    pub(crate) fn retarget(&mut self, ticket: Ticket, locked: Option<LaneKey>, to: Target) -> Retargeted {
+    /// `slot_bits` is the wheel's, which tells a location's level (`location.rs`).
+    pub(crate) fn retarget(
+        &mut self,
+        ticket: Ticket,
+        (locked, slot_bits): (Option<LaneKey>, u32),
+        to: Target,
+    ) -> Retargeted {
         let deadline = to.deadline;
         // Seeded fault `reset_ticket_unchecked` (docs/loom.md): no generation check, so a handle
         // whose task finished moves whatever task reused its slot.
@@ -117,7 +123,7 @@ impl EntryState<'_> {
         let later = deadline >= self.deadline
             && match self.location {
                 Some(location)
-                    if location.bucket().level() == 0 && deadline.tick() == self.deadline.tick() =>
+                    if location.bucket().level(slot_bits) == 0 && deadline.tick() == self.deadline.tick() =>
                 {
                     deadline.quarter() == location.stage()
                 }
@@ -146,8 +152,9 @@ impl EntryState<'_> {
 /// A reset's first look, under the slot lock alone ([`EntryState::retarget`] with no lane locked):
 /// a later deadline, or an entry in transit, is done here ([`Retargeted::Rewritten`]); an earlier
 /// deadline for an entry in a bucket comes back as the lane to lock ([`Retargeted::Elsewhere`]).
-pub(crate) fn retarget(arena: &EntryArena, ticket: Ticket, to: Target) -> Retargeted {
-    arena.lock(ticket.id).retarget(ticket, None, to)
+/// `slot_bits` is the wheel's (`location.rs`).
+pub(crate) fn retarget(arena: &EntryArena, ticket: Ticket, to: Target, slot_bits: u32) -> Retargeted {
+    arena.lock(ticket.id).retarget(ticket, (None, slot_bits), to)
 }
 
 /// The deadline of the pending entry `ticket` names, `None` once it is no longer pending (or its

@@ -32,7 +32,7 @@ impl Ticket {
     /// A ticket for the entry `id` holds as `generation`, naming the level-0 bucket 0 (which may
     /// not exist): for comparing and for the operations that check the slot before any bucket.
     pub(crate) fn placeholder(id: EntryId, generation: u64) -> Ticket {
-        Ticket { id, bucket: LaneKey::new(BucketKey::new(0, 0), 0), generation }
+        Ticket { id, bucket: LaneKey::new(BucketKey::FIRST, 0), generation }
     }
 }
 
@@ -94,6 +94,6 @@ pub(crate) fn exact(arena: &EntryArena, ticket: Ticket) -> Option<(i64, Deadline
 /// only), naming the lane its location names, if any.
 pub(crate) fn current(arena: &EntryArena, id: EntryId) -> Ticket {
     let state = arena.lock(id);
-    let bucket = state.location.map_or(LaneKey::new(BucketKey::new(0, 0), 0), |l| l.lane_key());
+    let bucket = state.location.map_or(LaneKey::new(BucketKey::FIRST, 0), |l| l.lane_key());
     Ticket { id, bucket, generation: state.generation() }
 }

@@ -127,7 +127,7 @@ impl Shared {
             // passed, a re-add) is visited as of its own tick, not the cursor, so that what it
             // holds for a later tick waits for that tick's turn (re-queued there) and ticks fire
             // in order across buckets.
-            if bucket.key().level() == 0 {
+            if bucket.level() == 0 {
                 for coarse in wheel.round_starts(expiration) {
                     let due_at = coarse.expiration();
                     if due_at <= expiration {
@@ -230,7 +230,7 @@ impl Shared {
                 self.queue.offer_within(expiration, bucket)
             });
         }
-        trace::flushed(bucket.key(), expiration, cursor, out);
+        trace::flushed((bucket.level(), bucket.slot()), expiration, cursor, out);
         true
     }
 

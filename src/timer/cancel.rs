@@ -32,8 +32,8 @@ pub(crate) fn cancel(ticket: Ticket, stripe: &HandleStripe) -> bool {
 #[inline]
 pub(crate) fn cancel_take(ticket: Ticket, stripe: &HandleStripe) -> Option<InlineTask> {
     let Store { arena, wheel, .. } = stripe.context();
-    // The key is written by the insert into that bucket (`TimerTaskList::insert_new`), and a level
-    // once created is never replaced (`TimingWheel::bucket`, `close_levels`): the bucket exists.
+    // The key is written by the insert into that bucket (`TimerTaskList::insert_new`), and a chunk
+    // of buckets once created is never replaced (`wheel/chunks.rs`): the bucket exists.
     let first = wheel.bucket_by_key(ticket.bucket.bucket());
     let first = first.expect("a ticket names the bucket its entry was added to");
     let (task, claimed) = TimerTaskList::cancel(first, arena, ticket)?;

@@ -12,7 +12,8 @@ pub enum BuildError {
     TickTooShort(Duration),
     /// The wheel has fewer than 2 slots.
     WheelSizeTooSmall(usize),
-    /// The wheel has more than [`MAX_WHEEL_SIZE`](crate::builder::MAX_WHEEL_SIZE) slots.
+    /// The wheel has more than [`MAX_WHEEL_SIZE`](crate::builder::MAX_WHEEL_SIZE) slots
+    /// (2^24 = 16 777 216: the most an entry's location can number in three levels).
     WheelSizeTooLarge(usize),
     /// [`TaskExecution::Threads(0)`](crate::TaskExecution::Threads): tasks would never run.
     NoExecutorThreads,

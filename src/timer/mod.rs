@@ -26,11 +26,11 @@
 //!
 //! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
 //! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every
-//! level not yet created (so no scheduler can use a bucket the drain will not see) and locks and
-//! flushes every bucket (all its lanes). Each lane lock orders the two: either the drain locks the
-//! bucket after the insert (and reports the entry unfired), or the scheduler locks it after the
-//! drain and sees the flag (its call returns `ScheduleError::ShutDown`). No task vanishes, and the
-//! schedule path needs no fence.
+//! chunk of buckets not yet created, in every level (so no scheduler can use a bucket the drain will
+//! not see: `wheel/chunks.rs`, "Closing"), and locks and flushes every bucket (all its lanes). Each
+//! lane lock orders the two: either the drain locks the bucket after the insert (and reports the
+//! entry unfired), or the scheduler locks it after the drain and sees the flag (its call returns
+//! `ScheduleError::ShutDown`). No task vanishes, and the schedule path needs no fence.
 
 use std::fmt;
 use std::time::Duration;
@@ -375,8 +375,8 @@ impl Timer {
 
     /// A snapshot of the timer's counters (monotonic totals since it started), gauges (pending
     /// tasks, queued buckets, levels, tasks per level, the fullest bucket) and firing-lateness
-    /// summary. The per-level counts and the fullest bucket are found by walking every bucket of
-    /// the levels created (each lane's lock taken briefly): O(levels · wheel size), paid here and
+    /// summary. The per-level counts and the fullest bucket are found by walking every bucket
+    /// created (each lane's lock taken briefly): O(buckets created + chunk cells), paid here and
     /// never on the schedule, cancel or fire paths.
     ///
     /// The fields are read one after the other without stopping the timer, so under concurrent use
@@ -396,6 +396,7 @@ impl Timer {
             rearmed: totals.rearmed,
             queued_buckets: self.shared().queue.len(),
             levels_in_use: self.shared().store.wheel.levels_in_use(),
+            resident_buckets: self.shared().store.wheel.resident_buckets(),
             pending_per_level,
             fullest_bucket: fullest.map(|(level, slot, entries)| BucketLoad { level, slot, entries }),
             lateness: self.shared().lateness.summary(),

@@ -44,8 +44,8 @@ pub(crate) fn of(Store { arena, wheel, .. }: &Store, ticket: Ticket) -> Option<W
     let key = state.location?.bucket();
     let bucket = wheel.bucket_by_key(key)?;
     Some(WheelPosition {
-        level: key.level(),
-        slot: key.slot(),
+        level: bucket.level(),
+        slot: bucket.slot(),
         // Not after the entry's stage is due: a visit re-sets it only to what is left, and only
         // lowers it otherwise.
         expiration_tick: bucket.expiration(),

@@ -130,7 +130,7 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, to: impl Into<Target>
     let deadline = to.deadline;
     let Store { arena, wheel, queue, shut_down, time, resets, .. } = stripe.context();
     // 1. Under the slot lock alone: done unless the entry must move earlier.
-    let mut lane = match entry::retarget(arena, ticket, to) {
+    let mut lane = match entry::retarget(arena, ticket, to, wheel.slot_bits()) {
         Retargeted::Rewritten => {
             stripe.rearmed();
             return true;
@@ -143,8 +143,8 @@ pub(crate) fn reset(ticket: Ticket, stripe: &HandleStripe, to: impl Into<Target>
     let _in_flight = InFlight::enter(resets);
     // 2. Under the lock of the lane the entry is in, and the slot's.
     loop {
-        // Every bucket a location names exists; levels are never torn down
-        // (`TimingWheel::bucket_by_key`).
+        // Every bucket a location names exists; chunks of buckets are never torn down
+        // (`wheel/chunks.rs`).
         let bucket = wheel.bucket_by_key(lane.bucket()).expect("a location names an existing bucket");
         match TimerTaskList::retarget(bucket, arena, ticket, lane.lane(), to) {
             Retargeted::Here(_) => break,

@@ -59,10 +59,16 @@ pub struct TimerStats {
     pub rearmed: u64,
     /// Entries in the delay queue (about the number of non-empty buckets).
     pub queued_buckets: usize,
-    /// Levels of the wheel created so far. A level is created when a task first needs it, not
-    /// the levels below it: a task 100 s out on a fresh timer creates its level alone, so this
-    /// can be smaller than `pending_per_level.len()`.
+    /// Levels of the wheel with buckets created so far. A level's buckets are created (in chunks:
+    /// [`resident_buckets`](TimerStats::resident_buckets)) when a task first needs one, not the
+    /// levels below it: a task 100 s out on a fresh timer creates its level alone, so this can be
+    /// smaller than `pending_per_level.len()`.
     pub levels_in_use: usize,
+    /// Buckets created so far, over every level. A level's buckets are created in chunks of up to
+    /// 512 consecutive slots, each when a task first needs one of them
+    /// ([`TimerBuilder::wheel_size`](crate::TimerBuilder::wheel_size)), so this grows with the
+    /// slots in use, not with the wheel size.
+    pub resident_buckets: usize,
     /// Tasks in the buckets of each level now: index 0 is the finest level, up to the highest
     /// level created (empty before any; levels not created count zero). Counted by walking the
     /// buckets when `stats()` is called (each bucket lane's lock taken briefly, nothing kept on the

@@ -7,8 +7,6 @@
 //! `delaywheel` and are emitted after the flush, with no lock held. Without the feature these
 //! functions are empty and inlined away.
 
-use crate::entry::location::BucketKey;
-
 /// What one bucket visit took out: entries about to fire, re-added elsewhere, and set aside.
 /// (Read only by the `tracing` feature's events.)
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
@@ -18,10 +16,9 @@ pub(crate) struct Flushed {
     pub(crate) late: usize,
 }
 
-/// A bucket was flushed at `cursor`, giving out `out`.
+/// The bucket at `(level, slot)` was flushed at `cursor`, giving out `out`.
 #[cfg(feature = "tracing")]
-pub(crate) fn flushed(bucket: BucketKey, expiration: u64, cursor: u64, out: Flushed) {
-    let (level, slot) = (bucket.level(), bucket.slot());
+pub(crate) fn flushed((level, slot): (usize, usize), expiration: u64, cursor: u64, out: Flushed) {
     let Flushed { due, moved, late } = out;
     let entries = due + moved + late;
     tracing::trace!(target: "delaywheel", level, slot, expiration, cursor, entries, due, late, "flush");
@@ -33,4 +30,4 @@ pub(crate) fn flushed(bucket: BucketKey, expiration: u64, cursor: u64, out: Flus
 /// Without the `tracing` feature: nothing.
 #[cfg(not(feature = "tracing"))]
 #[inline(always)]
-pub(crate) fn flushed(_bucket: BucketKey, _expiration: u64, _cursor: u64, _out: Flushed) {}
+pub(crate) fn flushed(_bucket: (usize, usize), _expiration: u64, _cursor: u64, _out: Flushed) {}

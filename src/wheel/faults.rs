@@ -18,8 +18,12 @@
 //!   visit that found it missing sets the expiration after an add to it read it.
 //! * `flush_resets_after_unlock` (`bucket/`): the visit's reset leaves the critical section, so an
 //!   add in between sees the old expiration, does not queue the bucket, and is stranded.
-//! * `drain_skips_uncreated_levels` (`mod.rs`): the drain looks at the levels that exist and closes
-//!   none, so a level created meanwhile holds entries the drain never sees.
+//! * `drain_skips_uncreated_levels` ([`close_skips`]): the drain looks at the chunks of buckets that
+//!   exist and closes none, so a chunk (a level) created meanwhile holds entries the drain never
+//!   sees.
+//! * `drain_skips_uncreated_chunks` ([`close_skips`]): the drain closes the first chunk of each
+//!   level only, as if a level were created whole, so a later chunk of a level in use, created
+//!   meanwhile, holds entries the drain never sees.
 //! * `due_by_unmarked` (`slots/due_by.rs`): the entries taken out beside a deadline passed mid-tick are
 //!   not marked due, so a reset racing the take moves one (`true`) that fires at once all the same.
 //! * `due_by_trusts_index` (`slots/due_by.rs`): an entry a later take pops from the list's index is
@@ -68,4 +72,15 @@ pub(super) fn insert_reading_the_flag_first(
         queue,
     );
     added.ok_or(ShutDown)
+}
+
+/// `drain_skips_uncreated_levels`, `drain_skips_uncreated_chunks`: whether the shutdown's close
+/// only looks at chunk cell `cell` (of `per_level` per level) instead of closing it if missing
+/// (`false` unless a fault is on).
+#[inline(always)]
+pub(super) fn close_skips(cell: usize, per_level: usize) -> bool {
+    if fault!("drain_skips_uncreated_chunks") {
+        return cell % per_level != 0;
+    }
+    fault!("drain_skips_uncreated_levels")
 }

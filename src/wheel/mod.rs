@@ -2,15 +2,17 @@
 //!
 //! Level 0 has `wheel_size` slots of one tick each. Level `k` has `wheel_size` slots of
 //! `wheel_size^k` ticks: it is the **overflow wheel** of level `k - 1`, covering `wheel_size` times
-//! its span. Levels are created lazily, exactly once (a `OnceLock` each), the first time a deadline
-//! needs them, and are never torn down. The top level is the first whose span no longer fits in a
-//! `u64` of ticks; it covers every deadline up to `MAX_DEADLINE_TICK`, so any deadline that has a
-//! tick has a place.
+//! its span. The top level is the first whose span no longer fits in a `u64` of ticks; it covers
+//! every deadline up to `MAX_DEADLINE_TICK`, so any deadline that has a tick has a place. A level's
+//! buckets are created lazily, in chunks of up to 512 slots, each exactly once, the first time a
+//! deadline needs one of them, and are never torn down (`chunks.rs`): memory follows the slots in
+//! use, whatever the wheel size.
 //!
 //! The room's parts: where a deadline goes (`place.rs`, pure arithmetic), a bucket with its lanes
-//! and stages (`bucket/`), a stage's list (`slots/`, over `chunk_deque.rs`), and this file, the
-//! levels. The wheel knows entries (`entry/`: it locks their slots to insert and take them out) and
-//! nothing of the clock, the counters or the threads.
+//! and stages (`bucket/`), a stage's list (`slots/`, over `chunk_deque.rs`), the buckets of the
+//! levels in chunks and their closing at shutdown (`chunks.rs`), and this file, the levels. The
+//! wheel knows entries (`entry/`: it locks their slots to insert and take them out) and nothing of
+//! the clock, the counters or the threads.
 //!
 //! The wheel itself holds no clock: the timer passes the base. Schedulers pass the current tick;
 //! the driver passes the expiration of the bucket it is flushing, so entries cascade in deadline order.
@@ -20,10 +22,11 @@ use std::fmt;
 use crate::deadline::Deadline;
 use crate::entry::location::BucketKey;
 use crate::entry::{EntryArena, EntryId, Fresh};
-use crate::sync::{Arc, AtomicBool, OnceLock};
+use crate::sync::{Arc, AtomicBool};
 
 pub(crate) mod bucket;
 mod chunk_deque;
+mod chunks;
 mod faults;
 mod place;
 mod slots;
@@ -32,20 +35,21 @@ use bucket::Refused;
 pub(crate) use bucket::{
     default_lanes, DueEntry, Handoff, Popped, TimerTaskList, MAX_BUCKET_LANES, MIN_BUCKET_LANES,
 };
+use chunks::Buckets;
 use place::{max_levels, LevelTable, Placement, StagePlan};
 
-/// One level: `wheel_size` buckets, or none once closed by shutdown before it was ever needed.
-struct Level {
-    buckets: Box<[Arc<TimerTaskList>]>,
-}
+/// The bits of the largest slot of the largest wheel (`MAX_WHEEL_SIZE` is `2^MAX_SLOT_BITS`):
+/// every wheel up to it numbers its buckets within a location's key (`entry/location.rs`, "The bit
+/// budget"; the unit tests check every level count).
+pub(crate) const MAX_SLOT_BITS: u32 = 24;
 
 /// The hierarchy of levels (Kafka's `TimingWheel` and its chain of overflow wheels).
 pub(crate) struct TimingWheel {
     wheel_size: u64,
-    /// Lanes per bucket (`bucket/`).
-    lanes: usize,
+    /// `max_levels(wheel_size)`.
+    levels: usize,
     table: LevelTable,
-    levels: Box<[OnceLock<Level>]>,
+    buckets: Buckets,
 }
 
 /// Why [`TimingWheel::schedule`] refused a new entry: the timer is shutting down.
@@ -75,35 +79,41 @@ impl TimingWheel {
     /// [`MIN_BUCKET_LANES`] to [`MAX_BUCKET_LANES`]).
     pub(crate) fn with_lanes(wheel_size: u64, lanes: usize) -> Self {
         debug_assert!(wheel_size >= 2);
-        let levels = (0..max_levels(wheel_size)).map(|_| OnceLock::new()).collect();
-        TimingWheel { wheel_size, lanes, table: LevelTable::new(wheel_size), levels }
+        let levels = max_levels(wheel_size);
+        let buckets = Buckets::new(wheel_size, levels, lanes);
+        TimingWheel { wheel_size, levels, table: LevelTable::new(wheel_size), buckets }
     }
 
     pub(crate) fn wheel_size(&self) -> u64 {
         self.wheel_size
     }
 
-    /// Number of levels created so far.
-    pub(crate) fn levels_in_use(&self) -> usize {
-        self.levels.iter().filter(|level| level.get().is_some_and(|l| !l.buckets.is_empty())).count()
+    /// Bits of the largest slot: what splits a bucket key into level and slot (`entry/location.rs`).
+    pub(crate) fn slot_bits(&self) -> u32 {
+        self.buckets.slot_bits()
     }
 
-    /// The bucket at `level`/`slot`, creating the level on first use (exactly once). `None` if the
-    /// level was closed by [`close_levels`](TimingWheel::close_levels) before it was ever used.
+    /// Number of levels with buckets created so far (with a chunk of them: `chunks.rs`).
+    pub(crate) fn levels_in_use(&self) -> usize {
+        self.buckets.levels_in_use()
+    }
+
+    /// Buckets created so far, in every level: the chunks in use, not the wheel size, decide it.
+    pub(crate) fn resident_buckets(&self) -> usize {
+        self.buckets.resident().count()
+    }
+
+    /// The bucket at `level`/`slot`, creating its chunk on first use (exactly once). `None` if the
+    /// chunk was closed by [`close_levels`](TimingWheel::close_levels) before it was ever used.
     #[inline(always)]
     pub(crate) fn bucket(&self, level: usize, slot: usize) -> Option<&Arc<TimerTaskList>> {
-        let level_buckets = self.levels[level].get_or_init(|| Level {
-            buckets: (0..self.wheel_size as usize)
-                .map(|slot| Arc::new(TimerTaskList::new(level, slot, self.lanes)))
-                .collect(),
-        });
-        level_buckets.buckets.get(slot)
+        self.buckets.get_or_create(self.buckets.key(level, slot))
     }
 
     /// The bucket an entry's location names (`entry/location.rs`); `None` only for a key no bucket
     /// has.
     pub(crate) fn bucket_by_key(&self, key: BucketKey) -> Option<&Arc<TimerTaskList>> {
-        self.levels.get(key.level())?.get()?.buckets.get(key.slot())
+        self.buckets.get(key)
     }
 
     /// Adds a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`, in the
@@ -197,11 +207,13 @@ impl TimingWheel {
         }
     }
 
-    /// The buckets of the levels above 0 created so far whose round starts at `tick` (level `k`'s
+    /// The buckets above level 0 created so far whose round starts at `tick` (level `k`'s
     /// if `tick` is a multiple of its slot length), finest first: at `tick` they may hold entries
     /// due then, which fire in one batch with the level-0 bucket's (`timer/advance.rs`).
     pub(crate) fn round_starts(&self, tick: u64) -> impl Iterator<Item = &Arc<TimerTaskList>> {
-        self.table.round_starts(tick).filter_map(|(level, slot)| self.levels[level].get()?.buckets.get(slot))
+        self.table
+            .round_starts(tick)
+            .filter_map(|(level, slot)| self.buckets.get(self.buckets.key(level, slot)))
     }
 
     /// Takes out the entries due by `limit` and stamped at most `stamps`, of `limit`'s tick, into
@@ -215,12 +227,11 @@ impl TimingWheel {
     pub(crate) fn take_due_by(&self, arena: &EntryArena, limit: (Deadline, u64), due: &mut Vec<DueEntry>) {
         let tick = limit.0.tick();
         let stages = self.wheel_size.min(place::STAGES);
-        for (level, buckets) in self.levels.iter().enumerate() {
-            let Some(buckets) = buckets.get() else { continue };
+        for level in 0..self.levels {
             // Level `k`'s slots are `wheel_size^k` ticks: none past the top level's.
             let Some(ticks) = place::slot_ticks(self.wheel_size, level) else { break };
             let slot = ((tick / ticks) % self.wheel_size) as usize;
-            let Some(bucket) = buckets.buckets.get(slot) else { continue };
+            let Some(bucket) = self.buckets.get(self.buckets.key(level, slot)) else { continue };
             let stage = match level {
                 0 => 0..=limit.0.quarter(),
                 _ => {
@@ -233,44 +244,40 @@ impl TimingWheel {
         }
     }
 
-    /// For shutdown: closes every level not yet created (so none can be created any more) and
-    /// returns every bucket of the levels that exist. Together with the flag checked under each
-    /// bucket lock, this guarantees no scheduler inserts where the drain does not look.
+    /// For shutdown: closes every chunk of buckets not yet created, in every level (so none can be
+    /// created any more), and returns every bucket of the chunks that exist. Together with the flag
+    /// checked under each bucket lock, this guarantees no scheduler inserts where the drain does not
+    /// look (`chunks.rs`, "Closing").
     pub(crate) fn close_levels(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
-        self.levels
-            .iter()
-            .filter_map(|level| match fault!("drain_skips_uncreated_levels") {
-                true => level.get(),
-                false => Some(level.get_or_init(|| Level { buckets: Box::new([]) })),
-            })
-            .flat_map(|level| level.buckets.iter())
+        self.buckets.close()
     }
 
     /// The entries in each level's buckets now (index = level, up to the highest level created),
     /// and the fullest bucket as `(level, slot, entries)` (the first at the lowest level and slot
-    /// on a tie; `None` when every bucket is empty). Walks every bucket, taking each lane lock
-    /// briefly ([`TimerTaskList::len`]): for `Timer::stats` only, a snapshot.
+    /// on a tie; `None` when every bucket is empty). Walks every bucket created, taking each lane
+    /// lock briefly ([`TimerTaskList::len`]): for `Timer::stats` only, a snapshot.
     pub(crate) fn load(&self) -> (Vec<usize>, Option<(usize, usize, usize)>) {
         let mut per_level = Vec::new();
         let mut fullest: Option<(usize, usize, usize)> = None;
-        for (level, buckets) in self.levels.iter().enumerate() {
-            let Some(buckets) = buckets.get().filter(|l| !l.buckets.is_empty()) else { continue };
-            per_level.resize(level + 1, 0);
-            for (slot, bucket) in buckets.buckets.iter().enumerate() {
-                let entries = bucket.len();
-                per_level[level] += entries;
-                if entries > fullest.map_or(0, |(_, _, most)| most) {
-                    fullest = Some((level, slot, entries));
-                }
+        // In key order: level, then slot.
+        for bucket in self.buckets.resident() {
+            let level = bucket.level();
+            if per_level.len() <= level {
+                per_level.resize(level + 1, 0);
+            }
+            let entries = bucket.len();
+            per_level[level] += entries;
+            if entries > fullest.map_or(0, |(_, _, most)| most) {
+                fullest = Some((level, bucket.slot(), entries));
             }
         }
         (per_level, fullest)
     }
 
-    /// Every bucket of every level created so far.
+    /// Every bucket created so far.
     #[cfg(test)]
     pub(crate) fn buckets(&self) -> impl Iterator<Item = &Arc<TimerTaskList>> {
-        self.levels.iter().filter_map(|level| level.get()).flat_map(|level| level.buckets.iter())
+        self.buckets.resident()
     }
 }
 

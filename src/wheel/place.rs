@@ -395,7 +395,7 @@ mod tests {
     fn the_precomputed_table_places_exactly_like_the_reference() {
         let mut rng = crate::test_rng::XorShift::new(0x9E37_79B9_7F4A_7C15);
         let mut next = move || rng.next();
-        for wheel_size in [2u64, 3, 4, 20, 60, 64, 512, 1000, 65_536] {
+        for wheel_size in [2u64, 3, 4, 20, 60, 64, 512, 1000, 65_536, 86_400, 100_000, 1 << 24] {
             let table = LevelTable::new(wheel_size);
             for _ in 0..20_000 {
                 let base = next() >> (next() % 64);
@@ -437,7 +437,7 @@ mod tests {
         // The one-step-up case: at each level the shifted difference of deadline and base just
         // under, at and just over `2^shift`, from bases aligned and not, up to the top of the
         // tick range; and gaps at and next to every power of two.
-        for shift in 1..=16u32 {
+        for shift in 1..=24u32 {
             let wheel_size = 1u64 << shift;
             let table = LevelTable::new(wheel_size);
             let check = |base: u64, deadline: u64| {

@@ -65,7 +65,8 @@ impl TimerTaskList {
         to: Target,
     ) -> Retargeted {
         let mut stages = this.lane(lane).stages.lock();
-        let found = arena.lock(ticket.id).retarget(ticket, Some(LaneKey::new(this.key, lane)), to);
+        let locked = (Some(LaneKey::new(this.key, lane)), u32::from(this.slot_bits));
+        let found = arena.lock(ticket.id).retarget(ticket, locked, to);
         if let Retargeted::Here(location) = found {
             take_out(&mut stages, arena, location, ticket.id);
         }

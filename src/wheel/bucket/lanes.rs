@@ -1,5 +1,5 @@
-//! A bucket's lanes (see the bucket's module docs, "Lanes"): how many, which one a thread adds
-//! to, and every lane's lock at once for a visit or a flush.
+//! A bucket's making and its lanes (see the bucket's module docs, "Lanes"): its identity, how
+//! many lanes, which one a thread adds to, and every lane's lock at once for a visit or a flush.
 
 use super::{Stage, TimerTaskList, NO_EXPIRATION};
 use crate::entry::location::{BucketKey, MAX_LANES};
@@ -61,16 +61,34 @@ impl Lane {
 }
 
 impl TimerTaskList {
-    /// An empty bucket of `lanes` lanes (a power of two, from [`MIN_BUCKET_LANES`] to
+    /// An empty bucket, `slot` of `level` in a wheel whose slots take `slot_bits` bits
+    /// ([`BucketKey`]), of `lanes` lanes (a power of two, from [`MIN_BUCKET_LANES`] to
     /// [`MAX_BUCKET_LANES`]), none of them created yet.
-    pub(crate) fn new(level: usize, slot: usize, lanes: usize) -> Self {
+    pub(crate) fn new(level: usize, slot: usize, slot_bits: u32, lanes: usize) -> Self {
         debug_assert!(lanes.is_power_of_two() && (MIN_BUCKET_LANES..=MAX_BUCKET_LANES).contains(&lanes));
         TimerTaskList {
-            key: BucketKey::new(level, slot),
+            key: BucketKey::new(level, slot, slot_bits),
+            slot_bits: slot_bits as u8,
             expiration: AtomicU64::new(NO_EXPIRATION),
             gate: Mutex::new(()),
             lanes: (0..lanes).map(|_| OnceLock::new()).collect(),
         }
+    }
+
+    /// The bucket's level and slot.
+    pub(crate) fn key(&self) -> BucketKey {
+        self.key
+    }
+
+    /// The bucket's level (0 is the finest).
+    #[inline]
+    pub(crate) fn level(&self) -> usize {
+        self.key.level(u32::from(self.slot_bits))
+    }
+
+    /// The bucket's slot in its level.
+    pub(crate) fn slot(&self) -> usize {
+        self.key.slot(u32::from(self.slot_bits))
     }
 
     /// The lane of the calling thread: its `thread_index` modulo the lanes (the same round robin

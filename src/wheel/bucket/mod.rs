@@ -129,6 +129,8 @@ pub(crate) const EARLY_LANE_LEN: usize = 1;
 pub(crate) struct TimerTaskList {
     /// Its level and slot: how entries' locations name it, and the delay queue's tie-break.
     key: BucketKey,
+    /// The wheel's bits per slot, which split the key into level and slot (`entry/location.rs`).
+    slot_bits: u8,
     /// Shared by the lanes: read by every add, written by an add that lowers it and by a visit.
     expiration: AtomicU64,
     /// Taken to create a lane, and by a visit or a flush before the lanes' locks (see the module
@@ -236,11 +238,6 @@ pub(crate) enum Popped {
 }
 
 impl TimerTaskList {
-    /// The bucket's level and slot.
-    pub(crate) fn key(&self) -> BucketKey {
-        self.key
-    }
-
     /// Inserts a new entry: occupies the vacant slot `entry` its scheduler holds with `fresh`'s
     /// contents in the same critical section that sets its location (`entry/`), in the calling
     /// thread's lane, in the stage `plan` names (see [`add_with`](TimerTaskList::add_with)).
@@ -372,7 +369,7 @@ impl TimerTaskList {
         // none stamped above 0), a quarter of its tick at a time, the lowest with entries, queued
         // again at the cursor for the rest (`place.rs`, "Level 0 by quarters"); overdue ticks in it
         // (passed deadlines filed in their tick's slot) go out whole, one batch in deadline order.
-        let fires = self.key.level() == 0;
+        let fires = self.level() == 0;
         let marks = if fires { stamps } else { 0 };
         let stages = lanes.locked.iter().flatten().flat_map(|stages| stages.iter().enumerate());
         let open = stages.filter(|(_, stage)| fires && stage.slots.live() > 0 && stage.visit_at() <= cursor);
@@ -470,8 +467,8 @@ impl TimerTaskList {
 impl fmt::Debug for TimerTaskList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimerTaskList")
-            .field("level", &self.key.level())
-            .field("slot", &self.key.slot())
+            .field("level", &self.level())
+            .field("slot", &self.slot())
             .field("expiration", &self.expiration())
             .finish()
     }

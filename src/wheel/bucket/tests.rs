@@ -88,7 +88,7 @@ fn add_all(
 #[test]
 fn expiration_is_set_once_per_round_and_only_lowered() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(0, 0, LANES));
+    let bucket = Arc::new(TimerTaskList::new(0, 0, 9, LANES));
     let es = entries(arena, 4);
     assert_eq!(add_all(arena, &bucket, &es[..2], at(10)), [Some(10), None], "queued once");
     assert_eq!(add_all(arena, &bucket, &es[2..3], at(14)), [None]);
@@ -119,7 +119,7 @@ fn expiration_is_set_once_per_round_and_only_lowered() {
 fn a_coarse_visit_cascades_the_entries_due_at_the_cursor_and_sets_aside_the_late_ones() {
     let arena = &EntryArena::unaudited();
     // A level-1 bucket whose round starts at 100: one stage, deadlines 100 to 103 in turn.
-    let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
+    let bucket = Arc::new(TimerTaskList::new(1, 0, 9, LANES));
     let es: Vec<Ticket> = (0..12).map(|i| new_entry(arena, 100 + i % 4, || {}).unwrap()).collect();
     add_all(arena, &bucket, &es, stage(0, 100, 100, 100));
     // The advance began after the first eight were stamped.
@@ -140,7 +140,7 @@ fn a_coarse_visit_cascades_the_entries_due_at_the_cursor_and_sets_aside_the_late
 #[test]
 fn a_level0_visit_takes_the_lowest_quarter_and_is_queued_again_for_the_rest() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(0, 5, LANES));
+    let bucket = Arc::new(TimerTaskList::new(0, 5, 9, LANES));
     // Tick 5: ranks 200 (fourth quarter) and 10 (first), added in that order.
     let at_rank = |rank| Deadline::new(5, rank).unwrap();
     let last = new_entry_at(arena, at_rank(200), || {}).unwrap();
@@ -165,7 +165,7 @@ fn small_stages_wait_for_their_round_big_ones_open_early() {
     let arena = &EntryArena::unaudited();
     // Level-1 bucket of 4 stages, round 100 (slots of 100 ticks): stage j covers 100+25j.., opens
     // at 25(j+1).
-    let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
+    let bucket = Arc::new(TimerTaskList::new(1, 0, 9, LANES));
     let small = entries(arena, 2);
     assert_eq!(add_all(arena, &bucket, &small[..1], stage(3, 100, 100, 175)), [Some(100)]);
     assert_eq!(add_all(arena, &bucket, &small[1..], stage(1, 100, 50, 125)), [None], "small: at its round");
@@ -190,7 +190,7 @@ fn small_stages_wait_for_their_round_big_ones_open_early() {
 #[test]
 fn a_big_stage_with_time_to_spare_cascades_in_paced_chunks() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
+    let bucket = Arc::new(TimerTaskList::new(1, 0, 9, LANES));
     let es = entries(arena, 3_000);
     add_all(arena, &bucket, &es, stage(0, 1_000, 10, 1_000));
     // 989 ticks to spare: twice the even pace is 7 a tick, so the minimum chunk.
@@ -210,7 +210,7 @@ fn a_big_stage_with_time_to_spare_cascades_in_paced_chunks() {
 #[test]
 fn removal_in_any_order_keeps_every_location_exact() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(0, 0, LANES));
+    let bucket = Arc::new(TimerTaskList::new(0, 0, 9, LANES));
     let es = entries(arena, 1_000);
     for e in &es {
         assert!(TimerTaskList::readd(&bucket, arena, held(arena, e), at(5), None, |_| {}).is_ok());
@@ -266,7 +266,7 @@ fn on_lane<R: Send>(lane: usize, f: impl FnOnce() -> R + Send) -> R {
 #[test]
 fn each_thread_adds_to_its_lane_and_a_visit_takes_every_lane() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(1, 0, LANES));
+    let bucket = Arc::new(TimerTaskList::new(1, 0, 9, LANES));
     // Stage 0 (round 100, open from 25): just small in each lane, though not in sum.
     let here = entries(arena, EARLY_LANE_LEN);
     let there = entries(arena, EARLY_LANE_LEN + 2);
@@ -304,14 +304,14 @@ fn a_bucket_is_a_few_cache_lines_per_lane() {
     // each stage's last chunk inline: `chunk_deque/`) on 512 bytes of their own.
     assert_eq!(std::mem::size_of::<TimerTaskList>(), 32);
     assert_eq!(std::mem::size_of::<Lane>(), 512);
-    assert_eq!(std::mem::size_of_val(&*TimerTaskList::new(0, 0, 16).lanes), 16 * 16);
+    assert_eq!(std::mem::size_of_val(&*TimerTaskList::new(0, 0, 9, 16).lanes), 16 * 16);
     assert_eq!(std::mem::size_of::<Mutex<[Stage; 4]>>(), 488);
 }
 
 #[test]
 fn a_shut_down_flag_refuses_adds_and_a_cancelled_entry_is_not_inserted() {
     let arena = &EntryArena::unaudited();
-    let bucket = Arc::new(TimerTaskList::new(0, 0, LANES));
+    let bucket = Arc::new(TimerTaskList::new(0, 0, 9, LANES));
     let flag = AtomicBool::new(true);
     let mut fresh = Fresh::new(Deadline::at_tick(5), || {}, arena, crate::entry::StampBy::Timer).unwrap();
     let id = arena.alloc().unwrap();

@@ -216,7 +216,7 @@ mod tests {
     fn add(slots: &mut Slots, arena: &EntryArena, deadline: Deadline) -> EntryId {
         let entry = new_entry_at(arena, deadline, || {}).unwrap().id;
         let index = slots.next_index(arena);
-        arena.lock(entry).location = Some(Location::new(LaneKey::new(BucketKey::new(0, 1), 1), 0, index));
+        arena.lock(entry).location = Some(Location::new(LaneKey::new(BucketKey::new(0, 1, 9), 1), 0, index));
         slots.push(entry);
         entry
     }

@@ -41,14 +41,14 @@ impl Slots {
     }
 
     /// The absolute index the next [`push`](Slots::push) will get. If it would not fit a
-    /// location ([`INDEX_LIMIT`]: only after ~2^37 pushes into a list that never emptied), every
+    /// location ([`INDEX_LIMIT`]: only after ~2^32 pushes into a list that never emptied), every
     /// entry is first renumbered from zero.
     #[inline(always)]
     pub(crate) fn next_index(&mut self, arena: &EntryArena) -> u64 {
         if self.end() >= INDEX_LIMIT {
             self.renumber(arena, true);
-            // Only with INDEX_LIMIT live entries in one stage: 2^37 in a build, more than 2^32
-            // entries exist (`EntryId`); 2^16 in unit tests.
+            // Only with INDEX_LIMIT live entries in one stage: 2^32 in a build, more than the
+            // 2^32 - 2 entries a timer holds (`MAX_CAPACITY`); 2^16 in unit tests.
             assert!(
                 self.end() < INDEX_LIMIT,
                 "more live entries in one bucket stage than a location indexes"
@@ -229,7 +229,8 @@ mod tests {
     /// What `TimerTaskList::add_with` does for a list: an index, then the location, then the push.
     fn add(slots: &mut Slots, arena: &EntryArena, entry: Ticket) {
         let index = slots.next_index(arena);
-        arena.lock(entry.id).location = Some(Location::new(LaneKey::new(BucketKey::new(1, 2), 1), 3, index));
+        arena.lock(entry.id).location =
+            Some(Location::new(LaneKey::new(BucketKey::new(1, 2, 9), 1), 3, index));
         slots.push(entry.id);
     }
 
@@ -265,7 +266,10 @@ mod tests {
         assert!(renumbered >= 2, "renumbered {renumbered} times");
         for &entry in &window {
             let location = arena.lock(entry.id).location.unwrap();
-            assert_eq!((location.bucket(), location.lane(), location.stage()), (BucketKey::new(1, 2), 1, 3));
+            assert_eq!(
+                (location.bucket(), location.lane(), location.stage()),
+                (BucketKey::new(1, 2, 9), 1, 3)
+            );
         }
         assert_eq!(slots.live(), window.len());
     }
