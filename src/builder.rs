@@ -31,7 +31,7 @@ pub const DEFAULT_WHEEL_SIZE: usize = 512;
 /// `wheel_size(86_400)` at a 1 s tick (a day of seconds in level 0) or `wheel_size(1 << 24)` with a
 /// few tasks costs a few MiB. The bound comes from an entry's location, one word: a bucket's
 /// number takes 26 bits there, and a wheel of 2^24 slots, which needs three levels to cover every
-/// tick, numbers its buckets up to `3 · 2^24` (docs/design.md, "Memory per pending timer").
+/// tick, numbers its buckets up to `3 · 2^24` (docs/design.md, "Buckets in chunks").
 pub const MAX_WHEEL_SIZE: usize = 1 << 24;
 
 // Every wheel size up to the maximum numbers its buckets in a location's key (`wheel/`'s tests).
