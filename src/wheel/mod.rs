@@ -9,7 +9,7 @@
 //! use, whatever the wheel size.
 //!
 //! The room's parts: where a deadline goes (`place.rs`, pure arithmetic), a bucket with its lanes
-//! and stages (`bucket/`), a stage's list (`slots/`, over `chunk_deque.rs`), the buckets of the
+//! and stages (`bucket/`), a stage's list (`slots/`, over `chunk_deque/`), the buckets of the
 //! levels in chunks and their closing at shutdown (`chunks.rs`), and this file, the levels. The
 //! wheel knows entries (`entry/`: it locks their slots to insert and take them out) and nothing of
 //! the clock, the counters or the threads.

@@ -221,7 +221,7 @@ pub(crate) struct Handoff<'a> {
     /// order.
     pub(crate) due: &'a mut Vec<DueEntry>,
     /// The entries due at the cursor but stamped after `stamps`, scheduled while this advance runs:
-    /// re-added once its round is over, for the next advance (`delay_queue.rs`, "Rounds"); at once,
+    /// re-added once its round is over, for the next advance (`delay_queue/`, "Rounds"); at once,
     /// into a bucket the round visits again, they would be taken again.
     pub(crate) late: &'a mut Vec<(EntryId, Deadline)>,
     /// The last stamp reserved when the advance began (`entry/stamps.rs`, "Rounds").
