@@ -24,12 +24,15 @@ pub const DEFAULT_WHEEL_SIZE: usize = 512;
 /// The largest wheel size accepted: 2^24 = 16 777 216 slots; a larger one is refused with
 /// [`BuildError::WheelSizeTooLarge`].
 ///
-/// Memory does not grow with the size: a level's buckets are created in chunks of up to 512
-/// consecutive slots, each when a task first needs one of them (about 110 KiB a chunk with 8
-/// lanes, plus 0.5 KiB per lane a thread adds to), and the wheel keeps 24 bytes per chunk of
-/// every level from the start (2.25 MiB at the maximum; 192 bytes at the default). So a
-/// `wheel_size(86_400)` at a 1 s tick (a day of seconds in level 0) or `wheel_size(1 << 24)` with a
-/// few tasks costs a few MiB. The bound comes from an entry's location, one word: a bucket's
+/// A level's buckets are created in chunks of up to 512 consecutive slots, each when a task first
+/// needs one of them (about 110 KiB a chunk with 8 lanes, plus 0.5 KiB per lane a thread adds
+/// to), and never freed; the wheel keeps 24 bytes per chunk of every level from the start (2.25
+/// MiB at the maximum; 192 bytes at the default). So a `wheel_size(86_400)` at a 1 s tick (a day of
+/// seconds in level 0) or `wheel_size(1 << 24)` with a few tasks starts at a few MiB, and grows as
+/// the cursor moves round level 0 with tasks pending: after `wheel_size` ticks with a task in
+/// every chunk's span, level 0 is whole (about 216 bytes a slot with 8 lanes: 18 MiB at 86 400
+/// slots, 3.4 GiB at 2^24, reached in 16.8 s at a 1 µs tick). Size the wheel for a whole level 0.
+/// The bound comes from an entry's location, one word: a bucket's
 /// number takes 26 bits there, and a wheel of 2^24 slots, which needs three levels to cover every
 /// tick, numbers its buckets up to `3 · 2^24` (docs/design.md, "Buckets in chunks").
 pub const MAX_WHEEL_SIZE: usize = 1 << 24;
@@ -153,9 +156,10 @@ impl TimerBuilder {
     ///
     /// Level 0 has `wheel_size` slots of one tick, level `k` slots of `wheel_size^k` ticks, so a
     /// bigger wheel cascades less: `wheel_size(86_400)` at a 1 s tick keeps every deadline within a
-    /// day in level 0. Buckets are created in chunks of up to 512 slots as tasks need them, so
-    /// memory follows the slots in use
-    /// ([`TimerStats::resident_buckets`](crate::TimerStats::resident_buckets)), not the size. A
+    /// day in level 0. Buckets are created in chunks of up to 512 slots as tasks need them and
+    /// kept, so memory follows the slots used so far
+    /// ([`TimerStats::resident_buckets`](crate::TimerStats::resident_buckets)), up to a whole level
+    /// 0 once the cursor has gone round it ([`MAX_WHEEL_SIZE`] says what that weighs). A
     /// size over [`MAX_WHEEL_SIZE`] (`usize::MAX` too) makes [`try_build`](TimerBuilder::try_build)
     /// return [`BuildError::WheelSizeTooLarge`].
     pub fn wheel_size(mut self, wheel_size: usize) -> Self {

@@ -66,8 +66,8 @@ pub struct TimerStats {
     pub levels_in_use: usize,
     /// Buckets created so far, over every level. A level's buckets are created in chunks of up to
     /// 512 consecutive slots, each when a task first needs one of them
-    /// ([`TimerBuilder::wheel_size`](crate::TimerBuilder::wheel_size)), so this grows with the
-    /// slots in use, not with the wheel size.
+    /// ([`TimerBuilder::wheel_size`](crate::TimerBuilder::wheel_size)), and kept, so this grows
+    /// with the slots used so far, up to whole levels.
     pub resident_buckets: usize,
     /// Tasks in the buckets of each level now: index 0 is the finest level, up to the highest
     /// level created (empty before any; levels not created count zero). Counted by walking the

@@ -13,13 +13,16 @@
 //! and never takes a lock for it. (With a wheel's own chunk bits the shift and mask would be read
 //! from the wheel: 13 more instructions per schedule, 5 per cancel, in callgrind.)
 //!
-//! Memory grows with the slots in use, not with the wheel size: the table is `max_levels <<
+//! Memory grows with the slots used so far, not at once with the wheel size: the table is `max_levels <<
 //! (slot_bits - CHUNK_BITS)` cells of 24 bytes, allocated with the wheel (8 cells at the default
 //! 512 slots, one per level; 98 304 cells, 2.25 MiB, at 2^24 slots), and a chunk is its pointers
 //! and buckets, 512 of them of about 0.2 KiB before any lane is created (`bucket/`: a header, a
 //! cell per lane, two allocations): about 110 KiB with 8 lanes. A timer of 2^24 slots with a few
 //! timers in it holds the table and a chunk or two per level they touch: a few MiB, where whole
-//! levels would be about 3.4 GiB each.
+//! levels would be about 3.4 GiB each. Chunks are never freed (a cancel reaches its bucket with no
+//! reference count, so freeing one would need a grace period like the arena's pages), and level
+//! 0's slots are each used once the cursor has gone round with tasks pending: a timer that lives
+//! `wheel_size` ticks with tasks in every chunk's span ends with level 0 whole.
 //!
 //! Why 512 slots per chunk: at the default size a level is one chunk, so nothing changes for it;
 //! for a big wheel a smaller chunk costs table (24 bytes per cell), a bigger one buckets per chunk

@@ -5,8 +5,8 @@
 //! its span. The top level is the first whose span no longer fits in a `u64` of ticks; it covers
 //! every deadline up to `MAX_DEADLINE_TICK`, so any deadline that has a tick has a place. A level's
 //! buckets are created lazily, in chunks of up to 512 slots, each exactly once, the first time a
-//! deadline needs one of them, and are never torn down (`chunks.rs`): memory follows the slots in
-//! use, whatever the wheel size.
+//! deadline needs one of them, and are never torn down (`chunks.rs`): memory follows the slots used
+//! so far, up to whole levels.
 //!
 //! The room's parts: where a deadline goes (`place.rs`, pure arithmetic), a bucket with its lanes
 //! and stages (`bucket/`), a stage's list (`slots/`, over `chunk_deque/`), the buckets of the
@@ -98,7 +98,7 @@ impl TimingWheel {
         self.buckets.levels_in_use()
     }
 
-    /// Buckets created so far, in every level: the chunks in use, not the wheel size, decide it.
+    /// Buckets created so far, in every level: the chunks used so far decide it.
     pub(crate) fn resident_buckets(&self) -> usize {
         self.buckets.resident().count()
     }
