@@ -115,7 +115,8 @@ impl Timer {
 ///
 /// It is a [`Stream`](futures_core::Stream) of those instants too (never ending). It is `'static`,
 /// `Send`, `Sync` and `Unpin`, and holds the timer's shared state, not the timer: kept after its
-/// timer is dropped, it keeps the timer's memory until it is dropped, as a [`Sleep`] does.
+/// timer is dropped, it keeps the timer's remains (not its tasks' pages) until it is dropped, as a
+/// [`Sleep`] does.
 ///
 /// # Cancellation
 ///

@@ -19,8 +19,9 @@
 //! below). A handle whose slot's page is gone finds the arena's vacant stand-in slot instead, whose
 //! generation (0) no ticket has: its task is not pending, which is true. The arena lives as long as its
 //! timer or any of that timer's handles (a handle reaches its entry through it, and its bucket through
-//! the wheel), so a handle kept after its timer was dropped keeps the arena's and the wheel's memory;
-//! the closures are all gone by then (the shutdown drain released every slot).
+//! the wheel), so a handle kept after its timer was dropped keeps the arena and the wheel: the
+//! closures are all gone by then (the shutdown drain released every slot), and the drop gave the
+//! emptied pages back (`timer/shrink.rs`, "After a shutdown").
 //!
 //! ## Free slots
 //!

@@ -95,7 +95,7 @@ pub(crate) mod slot_lock;
 pub(crate) mod task_slab;
 mod value;
 
-pub(crate) use self::{arena::EntryArena, claim::Claimed, fresh::Fresh, os::shrink_buffer};
+pub(crate) use self::{arena::EntryArena, claim::Claimed, fresh::Fresh, os::shrink_buffer, shrink::Shrunk};
 pub(crate) use inline_task::{InlineTask, TaskLines};
 use location::{LaneKey, Location};
 pub(crate) use retarget::{deadline, retarget, Retargeted, Target};

@@ -73,6 +73,11 @@ impl<T> Striped<T> {
         &self.stripes[thread_index() & self.mask]
     }
 
+    /// Whether `test` holds for a stripe.
+    pub(crate) fn any(&self, test: impl FnMut(&T) -> bool) -> bool {
+        self.stripes.iter().any(test)
+    }
+
     /// Σ`counter` over the stripes, each loaded with `order`.
     pub(crate) fn sum(&self, counter: impl Fn(&T) -> &AtomicU64, order: Ordering) -> u64 {
         self.stripes.iter().fold(0u64, |sum, stripe| sum.wrapping_add(counter(stripe).load(order)))

@@ -21,6 +21,9 @@
 //!   pops it: either way they wait for their tick's end.
 //! * `next_wakeup_ignores_advance` (`instants.rs`, at its site): `next_wakeup` reads the queue's
 //!   head while another thread's advance holds entries it cascades, and answers past their tick.
+//! * `stop_shrink_waits` (`shrink.rs`, at its site): the shrink after a shutdown or a drop waits
+//!   for the handles looking at its pages without a bound, so a closure's drop that waits for
+//!   the thread stopping the timer never returns, nor does the stop.
 
 use super::counters::Counters;
 use super::{HandleStripe, Store};

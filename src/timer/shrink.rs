@@ -16,10 +16,24 @@
 //! not held up, and the shrink comes once it has drained. A load that stays low without a lull
 //! (tasks due every few milliseconds) is shrunk anyway once it has stayed low for
 //! [`AUTO_INTERVAL`].
+//!
+//! ## After a shutdown
+//!
+//! The shared state lives as long as anything holds it: a handle (through its counter stripe),
+//! a future (`Sleep`, `Interval`, `Timeout`: through its `TimerRef`), the shut-down timer itself.
+//! A shutdown's or a drop's drain empties the arena, so the stop then shrinks it (`shutdown.rs`):
+//! a handle or a future kept after its timer's drop keeps a few pages, not the spike's. A drop
+//! that leaves nothing behind skips it (the memory goes with the drop), as does a timer that never
+//! handed out [`AUTO_MIN_SLOTS`] slots (`drop(Timer::new())` stays a few frees). Its wait for
+//! handles looking at the pages is bounded ([`STOP_WAIT`]). Not given back: the room of the
+//! timer's capacity, and the wheel's levels and bucket queue, which weigh nothing measurable once
+//! the drain has flushed every bucket (after a million tasks, RSS with a `Sleep` kept is the same
+//! as after its drop: docs/benchmarks.md, "Memory after a spike").
 
 use std::time::{Duration, Instant};
 
 use super::{Shared, Timer};
+use crate::entry::Shrunk;
 use crate::sync::Mutex;
 
 /// Resident slots below which the driver does not shrink (64 pages, 768 KiB).
@@ -35,6 +49,25 @@ pub(crate) const AUTO_LULL: Duration = Duration::from_millis(10);
 /// How long the driver's shrink waits for handles looking at the pages it gives back; pages it
 /// could not free yet are freed by the next shrink.
 const AUTO_WAIT: Duration = Duration::from_millis(1);
+
+/// How long the shrink after a shutdown or a drop (`shutdown.rs`) waits for handles looking at
+/// the pages it gives back: a pin lasts a handle operation, but a drop must not wait for ever for
+/// a closure's drop (a `cancel` on another thread) that may wait for it. Pages that outlast the
+/// wait stay retired: the next [`Timer::shrink`] frees them, or the arena's own drop. Under loom,
+/// none: the models' time is not loom's, and a zero wait is explored both ways (over at once, or
+/// run out).
+#[cfg(not(delaywheel_loom))]
+const STOP_WAIT: Duration = Duration::from_millis(10);
+#[cfg(delaywheel_loom)]
+const STOP_WAIT: Duration = Duration::ZERO;
+
+/// Slots a timer must have handed out for a shutdown or a drop to shrink it, as for the driver's
+/// shrink ([`AUTO_MIN_SLOTS`]): a small timer's drop pays for no shrink. Under loom, one: a
+/// model's arena has a few slots of one page each.
+#[cfg(not(delaywheel_loom))]
+const STOP_MIN_SLOTS: u64 = AUTO_MIN_SLOTS as u64;
+#[cfg(delaywheel_loom)]
+const STOP_MIN_SLOTS: u64 = 1;
 
 /// The longest back-off between automatic shrinks that gave nothing back.
 const AUTO_MAX_INTERVAL: Duration = Duration::from_secs(64);
@@ -88,7 +121,6 @@ impl Timer {
     /// ```
     pub fn shrink(&self) {
         let shared = self.shared();
-        let store = &shared.store;
         // A closure dropped by a `cancel` on another thread (pinned: the grace period waits for
         // it) may wait for this thread: for the advance it runs a task of, for the executor
         // thread a shutdown joins. Seeded fault `task_shrink_waits` (docs/loom.md): it waits
@@ -97,9 +129,33 @@ impl Timer {
             true => None,
             false => Some(Duration::ZERO),
         };
-        let _ = store.arena.shrink(limit);
-        // The records of ended tasks' deadlines before the origin go too (`before_origin.rs`).
-        store.before_origin.prune(&store.arena);
+        let _ = shared.give_back(limit);
+    }
+
+    /// After a stop's drain (`shutdown.rs`): gives back the pages the drain emptied while the
+    /// arena outlives the stop, kept by the shut-down timer itself or, after its drop, by a handle
+    /// or a future (see the module docs, "After a shutdown"). Waits up to [`STOP_WAIT`] for
+    /// handles looking at those pages, not at all where [`shrink`](Timer::shrink) would not.
+    pub(super) fn shrink_stopped(&self, dropping: bool) {
+        let shared = self.shared();
+        if shared.store.arena.high_water() < STOP_MIN_SLOTS || (dropping && !self.outlived()) {
+            return;
+        }
+        let limit = if shared.may_wait_for_advance() { STOP_WAIT } else { Duration::ZERO };
+        // Seeded fault `stop_shrink_waits` (docs/loom.md): it waits for them for as long as it
+        // takes, also for a closure's drop that waits for the thread stopping the timer.
+        let _ = shared.give_back(if fault!("stop_shrink_waits") { None } else { Some(limit) });
+    }
+
+    /// Whether something else than this timer holds its store (its arena and wheel): a handle
+    /// (its counter stripe) or a future (its `TimerRef`). Once this is `false` during the drop,
+    /// nothing can make it `true` again: only the timer hands out either.
+    fn outlived(&self) -> bool {
+        #[cfg(feature = "async")]
+        if self.refs().lent() {
+            return true;
+        }
+        self.shared().counters.lent()
     }
 }
 
@@ -126,8 +182,7 @@ impl Shared {
         }
         *low_since = None;
         drop(low_since);
-        let shrunk = arena.shrink(Some(AUTO_WAIT));
-        self.store.before_origin.prune(arena);
+        let shrunk = self.give_back(Some(AUTO_WAIT));
         let interval = match *next {
             Some((_, interval)) if shrunk.pages + shrunk.block_pages + shrunk.waiting == 0 => {
                 (interval * 2).min(AUTO_MAX_INTERVAL)
@@ -135,6 +190,16 @@ impl Shared {
             _ => AUTO_INTERVAL,
         };
         *next = Some((now + interval, interval));
+    }
+
+    /// Gives back the arena's empty pages, waiting up to `limit` for handles looking at them
+    /// (`entry/shrink.rs`), and the records of ended tasks' deadlines before the origin
+    /// (`before_origin.rs`).
+    fn give_back(&self, limit: Option<Duration>) -> Shrunk {
+        let store = &self.store;
+        let shrunk = store.arena.shrink(limit);
+        store.before_origin.prune(&store.arena);
+        shrunk
     }
 
     /// Whether the timer ever handed out [`AUTO_MIN_SLOTS`] slots: below that, no automatic
@@ -190,6 +255,8 @@ mod tests {
     use std::time::Duration;
 
     use super::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
+    use crate::entry::arena::PAGE;
+    use crate::sync::Arc;
     use crate::{ManualClock, Timer, TimerHandle};
 
     /// A manual timer with enough tasks pending, 9 s out, for the driver's shrink to look at.
@@ -252,5 +319,111 @@ mod tests {
         std::thread::sleep(AUTO_INTERVAL);
         timer.shared().shrink_if_spent();
         assert!(arena().resident_slots() < resident / 4, "{} of {resident} left", arena().resident_slots());
+    }
+
+    /// The tasks of a spike: half of them capture 64 bytes (a task-slab block each).
+    const SPIKE: usize = 1_000_000;
+
+    /// A spike of [`SPIKE`] tasks due over the ten seconds after the next minute on `timer`, on a
+    /// driver thread or a manual clock; all their handles dropped but the one returned.
+    fn spike_on(timer: &Timer) -> TimerHandle {
+        let words = [7u64; 8];
+        let handles: Vec<_> = (0..SPIKE as u64)
+            .map(|k| {
+                let delay = Duration::from_millis(60_000 + k % 10_000);
+                match k % 2 {
+                    0 => timer.schedule(delay, || {}),
+                    _ => timer.schedule(delay, move || {
+                        std::hint::black_box(words);
+                    }),
+                }
+            })
+            .collect();
+        handles[SPIKE / 2].clone()
+    }
+
+    fn timer(driven: bool) -> Timer {
+        let builder = Timer::builder().tick(Duration::from_millis(1));
+        match driven {
+            true => builder.build(),
+            false => builder.clock(ManualClock::new()).manual().build(),
+        }
+    }
+
+    /// A timer dropped with a spike pending while one of its handles stays: the drop's drain
+    /// empties the arena and its shrink gives back the slots' pages and the blocks' (the handle
+    /// keeps the arena, not its pages). The handle finds its task ended, and touches no freed page.
+    #[test]
+    fn a_dropped_timers_pages_go_back_while_a_handle_stays() {
+        for driven in [false, true] {
+            let timer = timer(driven);
+            let arena = Arc::clone(&timer.shared().store.arena);
+            let kept = spike_on(&timer);
+            assert!(arena.resident_slots() >= SPIKE && arena.tasks().pages() > 0);
+            assert!(kept.is_pending());
+            drop(timer);
+            let resident = arena.resident_slots();
+            assert!(resident <= 4 * PAGE, "driven {driven}: {resident} slots of {SPIKE} left");
+            assert_eq!(arena.tasks().pages(), 0, "driven {driven}: the blocks' pages go too");
+            assert!(!kept.is_pending() && !kept.cancel() && !kept.reset(Duration::from_millis(5)));
+            assert_eq!(kept.deadline(), None);
+        }
+    }
+
+    /// As above with a `Sleep` kept instead of a handle: it is dead once its timer is dropped (it
+    /// never completes, `error` says why, a reset schedules nothing), as `sleep.rs` says.
+    #[cfg(feature = "async")]
+    #[test]
+    fn a_dropped_timers_pages_go_back_while_a_sleep_stays() {
+        use std::future::Future;
+        use std::task::{Context, Poll};
+
+        let timer = timer(false);
+        let arena = Arc::clone(&timer.shared().store.arena);
+        drop(spike_on(&timer));
+        let mut sleep = timer.sleep(Duration::from_secs(1));
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        assert_eq!(std::pin::Pin::new(&mut sleep).poll(&mut cx), Poll::Pending);
+        drop(timer);
+        assert!(arena.resident_slots() <= 4 * PAGE, "{} slots of {SPIKE} left", arena.resident_slots());
+        assert_eq!(arena.tasks().pages(), 0);
+        assert_eq!(std::pin::Pin::new(&mut sleep).poll(&mut cx), Poll::Pending);
+        assert_eq!(sleep.error(), Some(crate::ScheduleError::ShutDown));
+        sleep.reset(std::time::Instant::now());
+        assert_eq!(std::pin::Pin::new(&mut sleep).poll(&mut cx), Poll::Pending);
+        assert_eq!(sleep.error(), Some(crate::ScheduleError::ShutDown));
+    }
+
+    /// What a drop asks before it shrinks: whether a handle or a future outlives the timer. With
+    /// neither, the drop frees everything itself and pays for no shrink.
+    #[test]
+    fn a_drop_shrinks_only_what_a_handle_or_a_future_outlives_it_with() {
+        let timer = timer(false);
+        assert!(!timer.outlived());
+        let handle = timer.schedule(Duration::from_secs(1), || {});
+        assert!(timer.outlived());
+        let copy = handle.clone();
+        drop(handle);
+        assert!(timer.outlived());
+        drop(copy);
+        assert!(!timer.outlived());
+        #[cfg(feature = "async")]
+        {
+            let sleep = timer.sleep(Duration::from_secs(1));
+            assert!(timer.outlived());
+            drop(sleep);
+            assert!(!timer.outlived());
+        }
+    }
+
+    /// An explicit shutdown shrinks too: the timer it leaves keeps no spike.
+    #[test]
+    fn a_shutdown_gives_the_drained_pages_back() {
+        let timer = timer(true);
+        let kept = spike_on(&timer);
+        assert_eq!(timer.shutdown().len(), SPIKE);
+        let resident = timer.shared().store.arena.resident_slots();
+        assert!(resident <= 4 * PAGE, "{resident} slots of {SPIKE} left");
+        assert!(!kept.is_pending() && !kept.cancel());
     }
 }

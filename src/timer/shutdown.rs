@@ -49,6 +49,11 @@ impl Timer {
     /// A [`DelayQueue`](crate::queue::DelayQueue) on this timer ends (its consumers find it
     /// empty) once no advance holds values it fired before the shutdown: when this call does not
     /// wait for the advance in progress, that advance ends the queue after handing its batch over.
+    ///
+    /// Once the timer is drained, the pages its tasks took are given back as by
+    /// [`shrink`](Timer::shrink) (the drop does the same while a handle or a future outlives the
+    /// timer), waiting up to 10 ms for handle operations looking at them on other threads; pages
+    /// they still looked at are given back by a later `shrink`.
     pub fn shutdown(&self) -> Vec<UnfiredTask> {
         self.stop(false, None)
     }
@@ -115,6 +120,8 @@ impl Timer {
             executor.close(wait_fully, dropping);
         }
         shared.close_values();
+        // The drain emptied the arena: what outlives this call gives its pages back (`shrink.rs`).
+        self.shrink_stopped(dropping);
         unfired
     }
 }
