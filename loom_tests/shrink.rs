@@ -134,3 +134,69 @@ fn shrink_in_a_task_racing_a_cancelled_closures_drop_that_advances() {
         assert!(m.timer.is_empty());
     });
 }
+
+/// A is pending when the main thread drops the timer while a thread looks at A's handle (cancel,
+/// reset, status): the drop's drain abandons A (unless the cancel won it first), and its shrink
+/// gives back A's page, which the handle keeps the arena of (`src/timer/shrink.rs`, "After a
+/// shutdown"). The handle is pinned while it looks, so the page is freed only after it is done,
+/// or is left retired when the drop's bounded wait runs out (zero under loom: both ways are
+/// explored); A never runs, and its handle finds nothing pending after the drop.
+#[test]
+fn stale_handle_racing_a_dropped_timers_shrink() {
+    loom::model(|| {
+        let OneTask { clock, timer, handle, runs } = OneTask::new(2, 2, 0);
+        let looker_handle = handle.clone();
+        let looker = thread::spawn(move || {
+            let cancelled = looker_handle.cancel();
+            let _ = looker_handle.reset(ticks(1));
+            cancelled
+        });
+        drop(timer);
+        let _cancelled = looker.join().unwrap();
+        assert!(!handle.is_pending() && !handle.cancel(), "A outlived its timer");
+        assert_eq!(runs.count(), 0, "A never runs");
+        drop(clock);
+    });
+}
+
+/// The main thread drops the timer holding a lock, while another cancels B, whose closure's drop
+/// there (pinned: a grace period waits for it) takes that lock. The drop's shrink (A's page,
+/// emptied by the drain, goes back: B's handle keeps the arena) must not wait for that pin for
+/// ever (seeded fault `stop_shrink_waits`: then neither ever returns); the page stays retired
+/// until the arena goes. (B's closure dropped by the drain, on the main thread, takes no lock.)
+#[test]
+fn dropped_timers_shrink_racing_a_cancelled_closures_drop_that_waits_for_it() {
+    loom::model(|| {
+        let OneTask { clock, timer, handle, runs } = OneTask::new(2, 2, 0);
+        let lock = Arc::new(loom::sync::Mutex::new(()));
+        let in_drop = Arc::clone(&lock);
+        let guard = OnDropLock(in_drop);
+        let b = timer.schedule(ticks(2), move || drop(guard));
+        let canceller = thread::spawn(move || {
+            CANCELLER.with(|canceller| canceller.set(true));
+            b.cancel()
+        });
+        let held = lock.lock().unwrap();
+        drop(timer);
+        drop(held);
+        let _cancelled = canceller.join().unwrap();
+        assert!(!handle.is_pending() && runs.count() == 0);
+        drop(clock);
+    });
+}
+
+loom::thread_local! {
+    /// Whether this model thread is the canceller.
+    static CANCELLER: std::cell::Cell<bool> = std::cell::Cell::new(false);
+}
+
+/// Takes its lock when dropped on the canceller's thread.
+struct OnDropLock(Arc<loom::sync::Mutex<()>>);
+
+impl Drop for OnDropLock {
+    fn drop(&mut self) {
+        if CANCELLER.with(std::cell::Cell::get) {
+            drop(self.0.lock().unwrap());
+        }
+    }
+}
