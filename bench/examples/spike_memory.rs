@@ -8,11 +8,19 @@
 //! where glibc keeps what is freed at the top of that thread's heap resident: what a shrink gives
 //! back must go to the kernel (see docs/benchmarks.md).
 //!
+//! Last, the spike on a timer of its own that is then dropped while one `Sleep` of it (or one
+//! `TimerHandle`) stays: RSS before the timer was built, at the peak, after the drop, and after the
+//! sleep's drop too. `DROP=0` leaves this out.
+//!
 //! ```sh
 //! cargo run --release -p delaywheel-bench --example spike_memory
 //! ```
 
 use std::time::Duration;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 use delaywheel::{ManualClock, Timer, TimerHandle};
 
@@ -80,7 +88,56 @@ fn body() {
             if fire { "fired" } else { "cancelled" },
         );
     }
+    drop(_base);
+    drop(timer);
+    if env("DROP", 1) == 1 {
+        for (keep, bytes) in [("Sleep", 8), ("Sleep", 64), ("TimerHandle", 64)] {
+            dropped(n, keep, bytes);
+        }
+    }
     peer(n, base);
+}
+
+/// A waker that does nothing: the sleep is polled once, to register it.
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// A spike of `n` tasks of `bytes` on a timer of its own, dropped while one sleep (or one handle)
+/// of it stays.
+fn dropped(n: u64, keep: &str, bytes: u64) {
+    let before = rss_mb();
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    let spike: Vec<TimerHandle> =
+        (0..n).map(|k| schedule(&timer, Duration::from_millis(1 + k % 1000), bytes, k)).collect();
+    let mut sleep = timer.sleep(Duration::from_secs(5));
+    let waker = Waker::from(Arc::new(Noop));
+    let mut cx = Context::from_waker(&waker);
+    assert_eq!(std::pin::Pin::new(&mut sleep).poll(&mut cx), Poll::Pending);
+    let handle = spike[0].clone();
+    let peak = rss_mb();
+    drop(spike);
+    let kept: Box<dyn std::any::Any> = match keep {
+        "Sleep" => {
+            drop(handle);
+            Box::new(sleep)
+        }
+        _ => {
+            drop(sleep);
+            Box::new(handle)
+        }
+    };
+    drop(timer);
+    let after_drop = rss_mb();
+    drop(kept);
+    let after_all = rss_mb();
+    println!(
+        "delaywheel timer dropped, one {keep:11} kept, {n} ({bytes:2}-byte tasks): RSS MB before {before:6.1}, \
+         peak {peak:6.1}, after the timer's drop {after_drop:6.1}, after the {keep}'s too {after_all:6.1}",
+    );
 }
 
 /// tokio-util's `DelayQueue` through the same spike (values removed, then `compact`).
