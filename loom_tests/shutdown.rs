@@ -156,7 +156,9 @@ fn drop_racing_cancel() {
 
         assert_eq!(runs.count(), 0, "a dropped timer runs nothing");
         assert_eq!(drops.count(), 1, "the closure is dropped exactly once");
-        assert_eq!(handle.is_cancelled(), cancelled);
+        // (The drop's shrink may give the task's page back, the handle outliving the timer: the
+        // handle then knows only that the task ended, as `TimerHandle::is_cancelled` says.)
+        assert!(!handle.is_cancelled() || cancelled, "cancelled by the drop's drain");
         assert!(!handle.is_pending());
     });
 }

@@ -60,10 +60,18 @@ pub(super) fn claim_each_held<T>(
     mut each: impl FnMut(T),
 ) {
     for index in 0..store.arena.high_water() as usize {
+        // Pinned until the entry has left its lane: the scan claims it without holding it, so its
+        // holder (the bucket, or a drain that flushed it) may release it meanwhile, and a shrink
+        // give its page back (`entry/shrink.rs`), while the leave still locks its slot. A cancel
+        // is pinned so too (`handle.rs`). Not while `each` drops the task: that is user code.
+        // Seeded fault `scan_leaves_unpinned` (docs/loom.md): only the claim is pinned.
+        let pin = store.arena.pin();
         let Some((task, in_bucket)) = claim(index) else { continue };
+        let pin = (!fault!("scan_leaves_unpinned")).then_some(pin);
         if let Some(ticket) = in_bucket.filter(|_| leave) {
             leave_bucket(store, ticket, ticket.bucket);
         }
+        drop(pin);
         each(task);
     }
 }

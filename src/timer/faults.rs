@@ -21,6 +21,9 @@
 //!   pops it: either way they wait for their tick's end.
 //! * `next_wakeup_ignores_advance` (`instants.rs`, at its site): `next_wakeup` reads the queue's
 //!   head while another thread's advance holds entries it cascades, and answers past their tick.
+//! * `scan_leaves_unpinned` (`cancel.rs`, at its site): the arena scan of a detached drain or a
+//!   delay queue's clear is pinned only for the claim, not while the claimed entry leaves its
+//!   lane, so a shrink may free the page of a slot the leave locks.
 //! * `stop_shrink_waits` (`shrink.rs`, at its site): the shrink after a shutdown or a drop waits
 //!   for the handles looking at its pages without a bound, so a closure's drop that waits for
 //!   the thread stopping the timer never returns, nor does the stop.

@@ -141,10 +141,12 @@ impl<T> SlotLock<T> {
     }
 
     /// Whether a guard exists right now: for the loom build's check that a page is not freed while
-    /// one of its slots is locked (`entry/pages.rs`).
+    /// one of its slots is locked (`entry/pages.rs`). A read-modify-write, which reads the last
+    /// value: a plain load may read a lock from before the page's last index reached the shrink
+    /// through the free lists, a hand-over that loom does not see (`free_lists.rs`).
     #[cfg(delaywheel_loom)]
     pub fn is_locked(&self) -> bool {
-        self.word.load(Ordering::Relaxed) & LOCKED != 0
+        self.word.fetch_or(0, Ordering::Relaxed) & LOCKED != 0
     }
 
     /// Locks the slot, parking the thread while another holds it.
