@@ -26,9 +26,10 @@
 //! that leaves nothing behind skips it (the memory goes with the drop), as does a timer that never
 //! handed out [`AUTO_MIN_SLOTS`] slots (`drop(Timer::new())` stays a few frees). Its wait for
 //! handles looking at the pages is bounded ([`STOP_WAIT`]). Not given back: the room of the
-//! timer's capacity, and the wheel's levels and bucket queue, which weigh nothing measurable once
-//! the drain has flushed every bucket (after a million tasks, RSS with a `Sleep` kept is the same
-//! as after its drop: docs/benchmarks.md, "Memory after a spike").
+//! timer's capacity, and the wheel's levels and bucket queue, which at the default wheel size
+//! weigh nothing measurable once the drain has flushed every bucket (after a million tasks, RSS
+//! with a `Sleep` kept is the same as after its drop: docs/benchmarks.md, "Memory after a
+//! spike"); a large wheel's chunks of buckets stay as they are (docs/design.md).
 
 use std::time::{Duration, Instant};
 
