@@ -133,13 +133,13 @@ impl<C> Counters<C> {
         self.stripes.outs(|s| &s.pending, order)
     }
 
-    /// Σ`scheduled` (`Relaxed`; for the seeded faults' misreads).
     /// Whether a stripe is held beyond the counters: by a handle (each holds its scheduler's
     /// stripe), which keeps the timer's store alive after the timer (`shrink.rs`, the stop's).
     pub(super) fn lent(&self) -> bool {
         self.stripes.any(|stripe| Arc::strong_count(stripe) > 1)
     }
 
+    /// Σ`scheduled` (`Relaxed`; for the seeded faults' misreads).
     pub(super) fn scheduled(&self) -> u64 {
         self.stripes.ins(|s| &s.pending)
     }

@@ -194,14 +194,18 @@ impl TimerHandle {
     /// the slot; after that this returns `false` (as does [`is_cancelled`](TimerHandle::is_cancelled)):
     /// the handle only knows its task is no longer pending. Freed slots are reused roughly oldest
     /// first, so that usually takes many further schedules, but there is no fixed number: a busy
-    /// timer reuses the slot sooner or later. The exact record of a cancellation is the result of
-    /// [`cancel`](TimerHandle::cancel); of a run, the task itself.
+    /// timer reuses the slot sooner or later. A shrink that gives the slot's page back ends the
+    /// record too: [`Timer::shrink`](crate::Timer::shrink), the driver's automatic shrink, and the
+    /// one after [`shutdown`](crate::Timer::shutdown) or after a drop of the timer that this handle
+    /// outlives, on a timer that once held 16 384 slots or more (a smaller one keeps its pages).
+    /// So read the status before shutting a large timer down. The exact record of a cancellation
+    /// is the result of [`cancel`](TimerHandle::cancel); of a run, the task itself.
     pub fn is_fired(&self) -> bool {
         self.status() == Some(Status::Fired)
     }
 
-    /// Whether a `cancel()` call cancelled the task. Exact until the task's slot is reused, like
-    /// [`is_fired`](TimerHandle::is_fired).
+    /// Whether a `cancel()` call cancelled the task. Exact until the task's slot is reused or its
+    /// page given back by a shrink, like [`is_fired`](TimerHandle::is_fired).
     pub fn is_cancelled(&self) -> bool {
         self.status() == Some(Status::Cancelled)
     }

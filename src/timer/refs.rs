@@ -19,8 +19,9 @@
 //! emptied pages the drop gives back, and its wheel) until the future is dropped, as a
 //! [`TimerHandle`](crate::TimerHandle) does; the timer itself stops when it is dropped (the drop
 //! shuts it down: the driver exits, every unstarted task is dropped), so no task runs and nothing
-//! is scheduled after it, and a future that then needs its timer finds it shut down. A repeating task's way back stays weak (`repeating.rs`): its closure lives in the
-//! timer's own entries, where a strong reference would be a cycle.
+//! is scheduled after it, and a future that then needs its timer finds it shut down. A repeating
+//! task's way back stays weak (`repeating.rs`): its closure lives in the timer's own entries, where
+//! a strong reference would be a cycle.
 //!
 //! ## Per-thread references
 //!

@@ -52,8 +52,11 @@ impl Timer {
     ///
     /// Once the timer is drained, the pages its tasks took are given back as by
     /// [`shrink`](Timer::shrink) (the drop does the same while a handle or a future outlives the
-    /// timer), waiting up to 10 ms for handle operations looking at them on other threads; pages
-    /// they still looked at are given back by a later `shrink`.
+    /// timer), waiting up to about 10 ms (twice that when an earlier shrink left pages waiting) for
+    /// handle operations looking at them on other threads; pages they still looked at are given
+    /// back by a later `shrink`, or when the last handle or future goes. A handle's
+    /// [`is_fired`](crate::TimerHandle::is_fired) and [`is_cancelled`](crate::TimerHandle::is_cancelled)
+    /// then read `false` for a task whose page went back.
     pub fn shutdown(&self) -> Vec<UnfiredTask> {
         self.stop(false, None)
     }
