@@ -438,6 +438,17 @@ where
     }
 }
 
+impl<K, T: ?Sized> Drop for Purgatory<K, T> {
+    /// Releases the watcher lists' operations before the timer's drop (the field, next) drains
+    /// the timeouts' closures, which hold the other reference to each pending operation: the
+    /// operations' timer handles are then gone when the timer's stop looks for handles that
+    /// outlive it, and it skips giving its arena's pages back one by one (`timer/shrink.rs`,
+    /// "After a shutdown"): the arena is freed whole, with the timer.
+    fn drop(&mut self) {
+        self.inner.watchers.clear();
+    }
+}
+
 impl<K, T: ?Sized> fmt::Debug for Purgatory<K, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Purgatory")

@@ -276,6 +276,23 @@ impl<K, T: ?Sized> Watchers<K, T> {
     pub(crate) fn keys(&self) -> usize {
         self.shards.iter().map(|s| s.keys.load(Ordering::Relaxed)).sum()
     }
+
+    /// Takes every list out, each watch marked unwatched under its shard's lock as
+    /// [`take`](Watchers::take) marks them (an expiry still running on a detached driver then
+    /// finds nothing to unwatch), and releases the operations unlocked.
+    pub(crate) fn clear(&self) {
+        for shard in self.shards.iter() {
+            let mut lists = shard.lists.lock();
+            let taken = std::mem::take(&mut *lists);
+            for w in taken.values().flat_map(List::as_slice) {
+                w.op.watches()[w.slot].index.store(UNWATCHED, Ordering::Relaxed);
+            }
+            shard.watched.store(0, Ordering::Relaxed);
+            shard.keys.store(0, Ordering::Relaxed);
+            drop(lists);
+            drop(taken);
+        }
+    }
 }
 
 /// Gives back map capacity that is mostly unused (after a burst of keys has drained).
