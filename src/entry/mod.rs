@@ -441,27 +441,27 @@ pub(crate) fn abandon(arena: &EntryArena, (id, ret): (EntryId, Return)) -> Optio
 /// Claims the entry in the slot at `index` as abandoned if it is pending, **without** releasing
 /// it: it is held by someone else (a bucket, a visit's transit, a batch being fired, an executor's
 /// channel), who releases it on finding it no longer pending. For the shutdown scan that cannot
-/// wait for those holders. Hands back the closure and the deadline iff this call claimed it, and,
-/// if the entry is in a bucket lane (one a visit re-added it to after the drain flushed that
+/// wait for those holders. Hands back the closure, the deadline and the stamp iff this call
+/// claimed it, and, if the entry is in a bucket lane (one a visit re-added it to after the drain flushed that
 /// bucket), its ticket: nobody visits that bucket any more, so the caller takes it out of that
 /// lane, as a cancel that found its entry elsewhere does (`timer/cancel.rs`).
 pub(crate) fn abandon_held_elsewhere(
     arena: &EntryArena,
     index: usize,
-) -> Option<(InlineTask, Deadline, Option<Ticket>)> {
+) -> Option<(InlineTask, (Deadline, u64), Option<Ticket>)> {
     claim_held_elsewhere(arena, index, Status::Abandoned, |_| true)
 }
 
 /// Claims the entry in the slot at `index` as `to` if it is pending and `wanted` accepts its
 /// task, without releasing it (see [`abandon_held_elsewhere`] and `value::cancel_value_at`): the
-/// claim, its task and deadline, and its ticket naming the bucket lane it is in, if any, which
-/// the caller leaves as a cancel that found its entry elsewhere does.
+/// claim, its task, its deadline and stamp, and its ticket naming the bucket lane it is in, if
+/// any, which the caller leaves as a cancel that found its entry elsewhere does.
 fn claim_held_elsewhere(
     arena: &EntryArena,
     index: usize,
     to: Status,
     wanted: impl FnOnce(&InlineTask) -> bool,
-) -> Option<(InlineTask, Deadline, Option<Ticket>)> {
+) -> Option<(InlineTask, (Deadline, u64), Option<Ticket>)> {
     let _pin = arena.pin();
     let mut state = arena.lock_index(index)?;
     if !state.is_occupied() || state.task.as_ref().is_some_and(|task| !wanted(task)) {
@@ -474,13 +474,13 @@ fn claim_held_elsewhere(
         bucket: location.lane_key(),
         generation: state.generation(),
     });
-    Some((task, state.deadline, in_bucket))
+    Some((task, (state.deadline, state.generation()), in_bucket))
 }
 
-/// [`abandon`], handing back the closure and the deadline.
-pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId) -> Option<(InlineTask, Deadline)> {
-    let (task, deadline, _) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
-    Some((task?, deadline))
+/// [`abandon`], handing back the closure, the deadline and the stamp (the scheduling order).
+pub(crate) fn abandon_take(arena: &EntryArena, id: EntryId) -> Option<(InlineTask, Deadline, u64)> {
+    let (task, deadline, stamp) = claim_and_release(arena, id, Status::Abandoned, Return::Now);
+    Some((task?, deadline, stamp))
 }
 
 /// The status of the entry `ticket` names, while the slot is not reused: `None` once a later task

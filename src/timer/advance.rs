@@ -308,11 +308,11 @@ impl Shared {
         // (The seeded fault `drain_scan_leaves_bucketed` leaves a claimed entry in its bucket: its
         // slot is never released.)
         let leave = !fault!("drain_scan_leaves_bucketed");
-        super::cancel::claim_each_held(&self.store, claim, leave, |(task, deadline)| {
+        super::cancel::claim_each_held(&self.store, claim, leave, |(task, (deadline, stamp))| {
             stripe.left();
             values += u64::from(task.is_value());
             if report {
-                unfired.push((deadline, task.into_box()));
+                unfired.push(((stamp, task.into_box()), deadline));
             } else if crate::unwind::drop_caught(task) {
                 stripe.panicked(1);
             }
@@ -322,7 +322,7 @@ impl Shared {
         self.unfired(unfired)
     }
 
-    fn drain_buckets(&self, report: bool, unfired: &mut Vec<(Deadline, entry::Task)>) {
+    fn drain_buckets(&self, report: bool, unfired: &mut Vec<Unfired>) {
         let Store { arena, wheel, .. } = &self.store;
         for bucket in wheel.close_levels() {
             self.abandon_held(bucket.flush(arena).into_iter().map(|(entry, _)| entry), report, unfired);
@@ -336,7 +336,7 @@ impl Shared {
         &self,
         entries: impl IntoIterator<Item = EntryId>,
         report: bool,
-        unfired: &mut Vec<(Deadline, entry::Task)>,
+        unfired: &mut Vec<Unfired>,
     ) {
         let stripe = self.counters.local();
         let arena = &self.store.arena;
@@ -345,9 +345,9 @@ impl Shared {
             if !report {
                 values +=
                     u64::from(fire::abandon(arena, (entry, Return::Now), stripe) == fire::Abandoned::Value);
-            } else if let Some((task, deadline)) = fire::abandon_take(arena, entry, stripe) {
+            } else if let Some((task, deadline, stamp)) = fire::abandon_take(arena, entry, stripe) {
                 values += u64::from(task.is_value());
-                unfired.push((deadline, task.into_box()));
+                unfired.push(((stamp, task.into_box()), deadline));
             }
         }
         self.count_abandoned_values(values);
@@ -366,24 +366,26 @@ impl Shared {
     /// Claims the entries resets took out of their buckets and could not re-add, once no reset is
     /// in flight: after the flush (and the scan), so that none is missed (`reset.rs`, "Held
     /// entries and the drain"). Seeded fault `drain_skips_held_resets`: the drain does not wait.
-    fn drain_refused_resets(&self, report: bool, unfired: &mut Vec<(Deadline, entry::Task)>) {
+    fn drain_refused_resets(&self, report: bool, unfired: &mut Vec<Unfired>) {
         if fault!("drain_skips_held_resets") {
             return;
         }
         self.abandon_held(self.store.resets.settle(), report, unfired);
     }
 
-    fn unfired(&self, mut unfired: Vec<(Deadline, entry::Task)>) -> Vec<UnfiredTask> {
-        // In deadline order, each reported at its deadline (`TickLength::deadline_nanos`): sorted
-        // by the words for equal deadlines, then by the instants, since a deadline passed within
-        // the tick under way is filed a tick early, its word below the next tick's (`deadline.rs`,
-        // `P`).
-        unfired.sort_by_key(|&(deadline, _)| deadline);
+    fn unfired(&self, mut unfired: Vec<Unfired>) -> Vec<UnfiredTask> {
+        // In the order they would have fired in: by the instants (a deadline passed within the
+        // tick under way is filed a tick early, its word below the next tick's: `deadline.rs`,
+        // `P`), equal ones by stamp, those before the clock's origin by their recorded instants
+        // (a record a shrink racing the shutdown pruned reads as the origin's). Each is reported at
+        // its deadline (`TickLength::deadline_nanos`).
+        unfired.sort_by_key(|&((stamp, _), deadline)| (deadline.instant_order(), stamp));
+        self.store.before_origin.order_batch(self.time.ticks.origin(), &mut unfired, |&(stamp, _)| stamp);
         let at = |deadline: Deadline| nanos_to_duration(self.time.ticks.deadline_nanos(deadline));
         let timer = self.timer_id();
         let mut unfired: Vec<UnfiredTask> = unfired
             .into_iter()
-            .map(|(deadline, task)| UnfiredTask { deadline: at(deadline), task, timer })
+            .map(|((_, task), deadline)| UnfiredTask { deadline: at(deadline), task, timer })
             .collect();
         unfired.sort_by_key(|task| task.deadline);
         unfired
@@ -398,6 +400,10 @@ pub(super) enum Fires {
     #[cfg(feature = "async")]
     Wakes,
 }
+
+/// A task a drain claimed, for the shutdown to hand back: its stamp (the
+/// scheduling order) and closure, and its deadline.
+type Unfired = ((u64, entry::Task), Deadline);
 
 /// An entry a visit found due but stamped after the advance began, with the bucket it left.
 pub(super) type Late = ((EntryId, Deadline), Arc<TimerTaskList>);

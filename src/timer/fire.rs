@@ -70,12 +70,12 @@ pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &S
     kind
 }
 
-/// [`abandon`], handing back the closure and the deadline.
+/// [`abandon`], handing back the closure, the deadline and the stamp.
 pub(crate) fn abandon_take<C>(
     arena: &EntryArena,
     id: EntryId,
     stripe: &Stripe<C>,
-) -> Option<(InlineTask, Deadline)> {
+) -> Option<(InlineTask, Deadline, u64)> {
     let taken = entry::abandon_take(arena, id);
     if taken.is_some() {
         stripe.left();

@@ -28,7 +28,10 @@ use crate::sync::{fence, AtomicUsize, Ordering};
 use super::{ScheduleError, TaskExecution};
 
 impl Timer {
-    /// Stops the timer and hands back every task that had not fired, in deadline order.
+    /// Stops the timer and hands back every task that had not fired, in the order they would have
+    /// fired in: deadline order, tasks due at the same instant in the order they were scheduled
+    /// (a reset task by when it was first scheduled), deadlines before the clock's origin in the
+    /// order of their instants.
     ///
     /// Blocks until the driver thread has exited (it finishes the task it is running, if any) and,
     /// with [`TaskExecution::Threads`], until the executor threads have run the tasks already handed
@@ -63,7 +66,8 @@ impl Timer {
 
     /// [`shutdown`](Timer::shutdown) with a bounded wait: waits up to `timeout` for the driver
     /// thread to finish the task it is running, then returns every task that has not started,
-    /// whether or not the driver finished (a task that never returns cannot block this call).
+    /// whether or not the driver finished (a task that never returns cannot block this call), in
+    /// the order `shutdown` hands them back.
     ///
     /// Executor threads are not waited for: tasks handed to them and not yet started are returned
     /// too. When this returns, no task of this timer starts any more, except one that the driver
