@@ -34,7 +34,8 @@ fn eventually(mut done: impl FnMut() -> bool) -> bool {
 /// A timer after a random sequence of schedules (by delay and by instant, sub-tick, equal,
 /// passed mid-tick, before the origin), resets, cancels and advances on a small wheel; every
 /// reading and delay a multiple of `unit` (1 ns, or a 256th of the tick so that the firing's
-/// rank within a tick is the exact instant).
+/// rank within a tick is the exact instant; then, on the advancing thread, what each advance fires
+/// is checked: none early, in deadline then scheduling order).
 struct Run {
     clock: ManualClock,
     timer: Timer,
@@ -119,7 +120,16 @@ fn random_run(seed: u64, ranks: bool, execution: TaskExecution) -> Run {
             }
             _ => {
                 clock.advance(units(&mut rng, 0, 2));
+                let before = ran.lock().unwrap().len();
                 timer.advance_clock(Duration::ZERO);
+                if ranks && execution == TaskExecution::OnDriver {
+                    // What one advance fires: none early, in deadline then scheduling order.
+                    let now = origin + clock.now();
+                    let batch: Vec<(Instant, usize)> =
+                        ran.lock().unwrap()[before..].iter().map(|&seq| (tasks[seq].at, seq)).collect();
+                    assert!(batch.iter().all(|&(at, _)| at <= now), "seed {seed}: early in {batch:?}");
+                    assert!(batch.windows(2).all(|w| w[0] <= w[1]), "seed {seed}: order {batch:?}");
+                }
             }
         }
     }
