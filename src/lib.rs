@@ -165,7 +165,7 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except eight private modules. Two carry the slots:
+//! The crate denies `unsafe_code` everywhere except nine private modules. Two carry the slots:
 //! `entry::inline_task`, which stores a task's closure type-erased in a fixed 24 bytes (inline when it
 //! captures at most two words) so that entries can live densely in slots, and `entry::slot_lock`, the slots'
 //! lock, whose state lives in two spare bits of the entry's generation word (an `UnsafeCell` behind a guard,
@@ -180,8 +180,11 @@
 //! memory the timer gives back after a spike ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of
 //! up to 256 bytes), `entry::pages` (the arena's pages, published as raw pointers and freed after a grace
 //! period), `entry::os` (`mmap`, `mremap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and
-//! mappings of its own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own). In
-//! all eight, every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment saying why it is sound
+//! mappings of its own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own).
+//! One shares the timeouts' tick groups (feature `async`): `sleep::group`, whose group is reached through a
+//! pointer and freed by the last of its three holds (members, the thread's cache, the timer task), decided
+//! under the group's lock, so that a timeout writes no reference count (loom models `sleep::group_*`). In
+//! all nine, every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment saying why it is sound
 //! (checked by clippy's `undocumented_unsafe_blocks`, denied in CI), and every `unsafe fn` (all
 //! crate-private, which clippy's `missing_safety_doc` does not see) a `# Safety` section with its caller's
 //! obligations.
@@ -192,8 +195,9 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// Eight modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
-// `entry::pages`, `entry::os`, `entry::mapped_vec`, `driver::timer_slack` and `clock::monotonic`
+// Nine modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
+// `entry::pages`, `entry::os`, `entry::mapped_vec`, `driver::timer_slack`, `clock::monotonic` and
+// `sleep::group`
 // (see "Unsafe code" above); everything else is safe Rust.
 #![deny(unsafe_code)]
 // In those modules every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment, every

@@ -1,6 +1,8 @@
 //! The `async` feature's [`Sleep`]: a runtime-agnostic future that completes at a deadline on a
-//! [`Timer`]. [`Timeout`](crate::Timeout) (`timeout.rs`) and [`Interval`](crate::Interval)
-//! (`interval.rs`) are built on it.
+//! [`Timer`]. [`Interval`](crate::Interval) (`interval.rs`) is built on it, and so is
+//! [`Timeout`](crate::Timeout) (`timeout.rs`) from `try_timeout`; a lazily armed timeout is a member
+//! of a tick group instead (`sleep/group/`: the timeouts of one thread due in one tick share a
+//! timer entry).
 //!
 //! ## How it works
 //!
@@ -73,6 +75,9 @@
 //! deadline and the timer advanced ([`Timer::advance_clock`], or the driver thread of a
 //! non-manual timer).
 
+// A tick group is freed by the last of its holds, not by a reference count (`group/mod.rs`).
+#[allow(unsafe_code)]
+pub(crate) mod group;
 mod slot;
 
 use std::fmt;
@@ -242,6 +247,25 @@ enum Due {
     After(u64, Duration),
 }
 
+impl Due {
+    /// The deadline `when` names on the clock reading `reading` (nanoseconds).
+    #[inline]
+    fn of(reading: u64, when: When) -> Due {
+        match when {
+            When::After(duration) => Due::After(reading, duration),
+            When::At(at) => Due::At(at),
+        }
+    }
+
+    /// The deadline as an instant on `timer`'s clock.
+    fn instant(self, timer: &TimerRef) -> Instant {
+        match self {
+            Due::At(at) => at,
+            Due::After(reading, duration) => saturating_add(timer.held().reading_instant(reading), duration),
+        }
+    }
+}
+
 impl Sleep {
     /// A sleep for `deadline`, from the outcome of arming it.
     #[inline]
@@ -300,11 +324,7 @@ impl Sleep {
     #[inline]
     fn arm(live: &LiveTimer, when: When) -> (Due, Result<(Arc<Slot>, LentHandle), ScheduleError>) {
         let (reading, armed) = Slot::arm_in(Slot::new(), live, when, &mut None);
-        let deadline = match when {
-            When::After(duration) => Due::After(reading, duration),
-            When::At(at) => Due::At(at),
-        };
-        (deadline, armed)
+        (Due::of(reading, when), armed)
     }
 
     /// `Ok(self)`, or the error that killed it.
@@ -318,12 +338,7 @@ impl Sleep {
     /// The instant this sleep completes at (or after, by at most a tick): the deadline it was made
     /// with or last [`reset`](Sleep::reset) to, at full precision, on the timer's clock.
     pub fn deadline(&self) -> Instant {
-        match self.deadline {
-            Due::At(at) => at,
-            Due::After(reading, duration) => {
-                saturating_add(self.timer.held().reading_instant(reading), duration)
-            }
-        }
+        self.deadline.instant(&self.timer)
     }
 
     /// Whether the deadline has passed: the timer fired the wake-up. After a

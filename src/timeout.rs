@@ -9,8 +9,13 @@
 //! arm). Its first poll
 //! polls the inner future; if that is ready, the output is returned and the timer was never
 //! involved (no clock read, no entry, no cancel). Only a poll that finds the inner future pending
-//! **arms** the limit: it schedules a [`Sleep`] and polls it (which stores the waker), and from then
-//! on the `Timeout` is the inner future raced against that sleep.
+//! **arms** the limit, as a member of its thread's **tick group** (`sleep/group/`): the timeouts
+//! armed on one thread, on one timer, due in the same tick share one timer entry, whose task wakes
+//! them all. Arming joins the group (the poll's waker stored in its list, under its lock; the first
+//! timeout of a tick on a thread schedules the group's entry), and from then on the `Timeout` is
+//! the inner future raced against that membership. Dropping it leaves the group (the group's entry
+//! is cancelled once no member and no thread's cache holds it), and [`Timer::len`] falls by one at
+//! once: each armed timeout counts once, a group does not (`timer/groups.rs`).
 //!
 //! ## Where the limit counts from
 //!
@@ -25,9 +30,11 @@
 //! ## Exactly once, never early
 //!
 //! The inner future is polled first at every poll, so an inner future ready at the poll that also
-//! sees the deadline wins. `Err(Elapsed)` comes only once the sleep completed, which is never before
-//! the deadline. If the timer refuses the sleep or shuts down, the limit never elapses: the
-//! `Timeout` becomes its inner future without a limit (never a panic; see `sleep.rs`).
+//! sees the deadline wins. `Err(Elapsed)` comes only once the group fired (or, for `try_timeout`,
+//! its [`Sleep`] completed), at the boundary of the tick the timer would have fired the timeout's
+//! own entry at: never before the deadline, at most a tick after it. If the timer refuses the limit
+//! or shuts down, the limit never elapses: the `Timeout` becomes its inner future without a limit
+//! (never a panic; see `sleep.rs`, "Refusal and shutdown").
 
 use std::error::Error;
 use std::fmt;
@@ -37,6 +44,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::clock::saturating_add;
+use crate::sleep::group::Member;
 use crate::sleep::Sleep;
 use crate::sync::Arc;
 use crate::timer::refs::TimerRef;
@@ -56,7 +64,9 @@ impl Timer {
     ///
     /// # Cancellation
     ///
-    /// Dropping the `Timeout` drops the inner future and cancels the timer task, if it was armed.
+    /// Dropping the `Timeout` drops the inner future and withdraws the limit, if it was armed:
+    /// [`len`](Timer::len) falls by one at once, and the timer task it shared with the timeouts of
+    /// its tick on its thread is cancelled once none of them is left (module docs of `timeout.rs`).
     ///
     /// ```
     /// use delaywheel::Timer;
@@ -127,16 +137,18 @@ impl Timer {
         future: F,
     ) -> Result<Timeout<F::IntoFuture>, ScheduleError> {
         let sleep = self.try_sleep(duration)?;
-        Ok(Timeout { future: future.into_future(), limit: Armed::Armed(sleep) })
+        Ok(Timeout { future: future.into_future(), limit: Armed::Sleep(sleep) })
     }
 }
 
-/// A `Timeout`'s limit: not yet armed (`When::After` counts from the first pending poll), or its
-/// sleep. The way back to the timer is `Some` until the arming moves it into the sleep (moved, not
-/// cloned: no reference count written).
+/// A `Timeout`'s limit: not yet armed (`When::After` counts from the first pending poll), a member
+/// of its thread's tick group (`sleep/group/`: a lazy limit's arming), or a sleep (`try_timeout`,
+/// which registers at once to return the refusal). The way back to the timer is `Some` until the
+/// arming moves it into the member (moved, not cloned: no reference count written).
 enum Armed {
     Lazy(Option<Arc<TimerRef>>, When),
-    Armed(Sleep),
+    Member(Member),
+    Sleep(Sleep),
 }
 
 pin_project_lite::pin_project! {
@@ -173,7 +185,8 @@ impl<F> Timeout<F> {
     /// (`now + duration`), which only moves later until the first pending poll fixes it.
     pub fn deadline(&self) -> Instant {
         match &self.limit {
-            Armed::Armed(sleep) => sleep.deadline(),
+            Armed::Sleep(sleep) => sleep.deadline(),
+            Armed::Member(member) => member.deadline(),
             Armed::Lazy(_, When::At(at)) => *at,
             Armed::Lazy(timer, When::After(duration)) => {
                 // The timer's clock, also once it is shut down (the lazy limit then never
@@ -203,15 +216,19 @@ impl<F> Timeout<F> {
 }
 
 impl Armed {
-    /// The armed sleep; arms a lazy limit first.
-    fn sleep(&mut self) -> &mut Sleep {
-        if let Armed::Lazy(timer, limit) = self {
-            let timer = timer.take().expect("a lazy limit holds its timer until it is armed");
-            *self = Armed::Armed(Sleep::on(timer, *limit));
-        }
+    /// Polls the limit; arms a lazy one first, with the poll's waker, as a member of its thread's
+    /// tick group.
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match self {
-            Armed::Armed(sleep) => sleep,
-            Armed::Lazy(..) => unreachable!("armed just above"),
+            Armed::Lazy(timer, limit) => {
+                let timer = timer.take().expect("a lazy limit holds its timer until it is armed");
+                let member = Member::arm(timer, *limit, cx.waker());
+                let armed = member.armed();
+                *self = Armed::Member(member);
+                armed
+            }
+            Armed::Member(member) => member.poll(cx),
+            Armed::Sleep(sleep) => Pin::new(sleep).poll(cx),
         }
     }
 }
@@ -222,7 +239,8 @@ impl fmt::Debug for Armed {
             Armed::Lazy(Some(timer), limit) => f.debug_tuple("Lazy").field(timer).field(limit).finish(),
             // Only inside the arming.
             Armed::Lazy(None, limit) => f.debug_tuple("Lazy").field(limit).finish(),
-            Armed::Armed(sleep) => f.debug_tuple("Armed").field(sleep).finish(),
+            Armed::Sleep(sleep) => f.debug_tuple("Armed").field(sleep).finish(),
+            Armed::Member(member) => f.debug_tuple("Armed").field(member).finish(),
         }
     }
 }
@@ -235,7 +253,7 @@ impl<F: Future> Future for Timeout<F> {
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        match Pin::new(this.limit.sleep()).poll(cx) {
+        match this.limit.poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
             Poll::Pending => Poll::Pending,
         }

@@ -35,6 +35,21 @@ impl Fresh {
         Some(Fresh::holding(InlineTask::new_in_as(task, arena.tasks(), wake)?, deadline, arena, by))
     }
 
+    /// A new entry for a tick group's `task`, not counted in the timer's pending count
+    /// ([`InlineTask::new_uncounted_in`]); otherwise as [`new_as`](Self::new_as).
+    #[cfg(feature = "async")]
+    pub(crate) fn new_uncounted<F>(
+        deadline: Deadline,
+        task: F,
+        arena: &EntryArena,
+        by: StampBy,
+    ) -> Option<Fresh>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        Some(Fresh::holding(InlineTask::new_uncounted_in(task, arena.tasks())?, deadline, arena, by))
+    }
+
     /// [`new_as`](Self::new_as) for a task that runs user code, for tests.
     #[cfg(test)]
     pub(crate) fn new<F>(deadline: Deadline, task: F, arena: &EntryArena, by: StampBy) -> Option<Fresh>

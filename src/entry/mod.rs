@@ -397,8 +397,8 @@ fn claim_and_release(
     claimed
 }
 
-/// The holder's firing: claims the entry; if this call won, calls `claimed` with the tick its
-/// deadline rounds up to ([`Deadline::rounded_up_tick`]; no lock held: the caller counts the entry
+/// The holder's firing: claims the entry; if this call won, calls `claimed` (unless the entry is
+/// not counted: a tick group's, `InlineTask::is_counted`) with the tick its deadline rounds up to ([`Deadline::rounded_up_tick`]; no lock held: the caller counts the entry
 /// out there, and measures the lateness from it), then runs the closure on this
 /// thread, catching a panic, or, for a value task, appends it to `values` (`value.rs`). The slot
 /// is released either way, and returned to the arena as `ret` says; a block the closure was in
@@ -415,7 +415,10 @@ pub(crate) fn fire(
     let Some(task) = task else {
         return Fire::Lost;
     };
-    claimed(deadline.rounded_up_tick());
+    // A tick group's task is no task of `len()`: its claim counts nothing (`timer/fire.rs`).
+    if task.is_counted() {
+        claimed(deadline.rounded_up_tick());
+    }
     if let (true, Some(values)) = (task.is_value(), values) {
         values.push(FiredValue::new(task, id, generation, deadline));
         return Fire::Ran;

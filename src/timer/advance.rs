@@ -309,7 +309,7 @@ impl Shared {
         // slot is never released.)
         let leave = !fault!("drain_scan_leaves_bucketed");
         super::cancel::claim_each_held(&self.store, claim, leave, |(task, (deadline, stamp))| {
-            stripe.left();
+            super::fire::count_left(&task, stripe);
             values += u64::from(task.is_value());
             if report {
                 unfired.push(((stamp, task.into_box()), deadline));

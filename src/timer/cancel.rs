@@ -37,7 +37,10 @@ pub(crate) fn cancel_take(ticket: Ticket, stripe: &HandleStripe) -> Option<Inlin
     let first = wheel.bucket_by_key(ticket.bucket.bucket());
     let first = first.expect("a ticket names the bucket its entry was added to");
     let (task, claimed) = TimerTaskList::cancel(first, arena, ticket)?;
-    stripe.cancelled();
+    // (A tick group's task is no task of `len()`: `InlineTask::is_counted`.)
+    if task.is_counted() {
+        stripe.cancelled();
+    }
     match claimed {
         // Taken out and released under the locks: the slot is ours to return.
         Claimed::Here(_) => arena.free(ticket.id),

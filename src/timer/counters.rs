@@ -211,8 +211,26 @@ impl<C> Stripe<C> {
 
     #[inline]
     fn count_out_of_bound(&self) {
+        self.count_out_of_bound_n(1);
+    }
+
+    #[inline]
+    fn count_out_of_bound_n(&self, n: u64) {
         if let Some(bound) = &self.bound {
-            bound.pending.fetch_sub(1, Ordering::Relaxed);
+            bound.pending.fetch_sub(n as usize, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts out `n` members of a tick group of timeouts (`sleep/group.rs`), each counted in by
+    /// [`try_schedule`](Stripe::try_schedule) as it joined: as cancelled (a member that left
+    /// before its group's tick) or as claimed for running (the group fired, which counts them
+    /// fired, or was abandoned). The group's own entry counts nothing (`InlineTask::is_counted`).
+    #[cfg(feature = "async")]
+    pub(crate) fn members_out(&self, n: u64, cancelled: bool, fired: bool) {
+        self.pending.count_out(if cancelled { CANCELLED } else { LEFT }, n);
+        self.count_out_of_bound_n(n);
+        if fired {
+            self.fired(n);
         }
     }
 

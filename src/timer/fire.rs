@@ -13,8 +13,9 @@ use crate::entry::arena::prefetch_ahead;
 use crate::entry::{self, EntryArena, EntryId, Fire, FiredValue, Freed, InlineTask, Return};
 use crate::wheel::DueEntry;
 
-/// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe`, calls
-/// `claimed` with its deadline's tick, and runs it, counting a panic (a value entry goes to
+/// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe` and calls
+/// `claimed` with its deadline's tick (neither for a tick group's task, which no count holds), and
+/// runs it, counting a panic (a value entry goes to
 /// `values` instead, when given: `values.rs`). The slot is released either
 /// way, and returned to the arena as `held` says; a block its closure was in goes to `freed`.
 #[inline]
@@ -62,7 +63,7 @@ pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &S
     let Some(task) = entry::abandon(arena, held) else {
         return Abandoned::Lost;
     };
-    stripe.left();
+    count_left(&task, stripe);
     let kind = if task.is_value() { Abandoned::Value } else { Abandoned::Closure };
     if crate::unwind::drop_caught(task) {
         stripe.panicked(1);
@@ -77,10 +78,19 @@ pub(crate) fn abandon_take<C>(
     stripe: &Stripe<C>,
 ) -> Option<(InlineTask, Deadline, u64)> {
     let taken = entry::abandon_take(arena, id);
-    if taken.is_some() {
-        stripe.left();
+    if let Some((task, ..)) = &taken {
+        count_left(task, stripe);
     }
     taken
+}
+
+/// Counts out on `stripe` the entry of `task`, claimed for running or abandoned, unless its entry
+/// is not counted (a tick group's task: `InlineTask::is_counted`).
+#[inline]
+pub(crate) fn count_left<C>(task: &InlineTask, stripe: &Stripe<C>) {
+    if task.is_counted() {
+        stripe.left();
+    }
 }
 
 /// A due entry with its stamp (its scheduling order, `entry/`), where its closure lies outside its
@@ -127,6 +137,7 @@ impl Shared {
         let stripe = self.counters.local();
         // A delay queue's timer hands the batch's values to its queue at once, after the batch.
         let mut values = sink.map(|_| Vec::with_capacity(due.len()));
+        // Counted by the claims (`claimed`), which a tick group's uncounted task makes none of.
         let mut fired = 0;
         // Every entry of the batch is released in the loop and returned to the arena after it,
         // with one lock of the free list (`Return::ByCaller`); so are the blocks of closures too
@@ -139,10 +150,11 @@ impl Shared {
             let held = (entry, Return::ByCaller);
             // (After a shutdown, also one called by a task of this batch, the rest of the batch
             // was claimed by the drain's scan: the claim below is lost and only releases the slot.)
-            let claimed = &mut |deadline_tick| lateness.record(deadline_tick, self.time.clock.now_nanos());
-            if fire_one(arena, held, stripe, freed, claimed, values.as_mut()) != Fire::Lost {
+            let claimed = &mut |deadline_tick| {
                 fired += 1;
-            }
+                lateness.record(deadline_tick, self.time.clock.now_nanos());
+            };
+            fire_one(arena, held, stripe, freed, claimed, values.as_mut());
         });
         #[cfg(feature = "async")]
         stripe.panicked(wakes.close());

@@ -53,6 +53,8 @@ mod drive_waker;
 pub(crate) mod error;
 mod faults;
 pub(crate) mod fire;
+#[cfg(feature = "async")]
+pub(crate) mod groups;
 pub(crate) mod handle;
 mod instants;
 pub(crate) mod position;

@@ -65,7 +65,7 @@ impl Shared {
             Ok(deadline) => {
                 let by = self.time.stamp_by(when);
                 let make = |(), arena: &EntryArena| Fresh::new_as(deadline, task, arena, by, wake).ok_or(());
-                match self.insert_new(now, (), make) {
+                match self.insert_new(now, (), make, true) {
                     Ok(scheduled) => Ok(scheduled),
                     Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),
                 }
@@ -75,7 +75,8 @@ impl Shared {
         (now, scheduled)
     }
 
-    /// The rest of a schedule, once the deadline is known: counts the entry in, makes it out of
+    /// The rest of a schedule, once the deadline is known: counts the entry in (if `counted`: all
+    /// but a tick group's, `sleep/group.rs`, whose task its claim does not count out), makes it out of
     /// `payload` with `make` (`Err` when the task slab has no room: the payload, if it is still
     /// there), takes a slot and inserts it relative to the tick of `now`. Returns the counter stripe
     /// it was counted on and its ticket.
@@ -85,13 +86,19 @@ impl Shared {
         now: u64,
         payload: P,
         make: impl FnOnce(P, &EntryArena) -> Result<Fresh, P>,
+        counted: bool,
     ) -> Result<(&Arc<HandleStripe>, Ticket), Refused<P>> {
         let ticks = self.time.ticks;
         // Counted in before the entry becomes visible, on this thread's stripe (`counters.rs`).
         let stripe = self.counters.local();
-        if !stripe.try_schedule() {
+        if counted && !stripe.try_schedule() {
             return Err(Refused::Payload(payload, ScheduleError::TooManyPending { max: self.max_pending }));
         }
+        let unschedule = || {
+            if counted {
+                stripe.unschedule();
+            }
+        };
         let Store { arena, wheel, .. } = &self.store;
         let full = ScheduleError::TooManyPending { max: EntryId::MAX_INDEX as usize };
         // A closure too big for the slot takes a block of the arena's task slab; a class that ran
@@ -100,12 +107,12 @@ impl Shared {
         let mut fresh = match make(payload, arena) {
             Ok(fresh) => fresh,
             Err(payload) => {
-                stripe.unschedule();
+                unschedule();
                 return Err(Refused::Payload(payload, full));
             }
         };
         let Some(id) = arena.alloc() else {
-            stripe.unschedule();
+            unschedule();
             return Err(Refused::Fresh(fresh, full));
         };
         // The insert occupies the slot it publishes: one slot lock (`entry/`).
@@ -116,7 +123,7 @@ impl Shared {
             // Never occupied, never seen by anyone else: uncount it, give the vacant slot back; the
             // caller drops the task (still in `fresh`) or takes it back.
             arena.free(id);
-            stripe.unschedule();
+            unschedule();
             return Err(Refused::Fresh(fresh, ScheduleError::ShutDown));
         }
         let ticket = fresh.ticket(id).expect("an inserted entry occupies its slot");

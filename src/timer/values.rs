@@ -193,7 +193,7 @@ impl Timer {
         let exact = shared.time.value_exact(now, when);
         let by = shared.time.stamp_by(when);
         let make = |value, arena: &_| Fresh::value(deadline, (value, exact), arena, by);
-        match shared.insert_new(now, value, make) {
+        match shared.insert_new(now, value, make, true) {
             Ok((_, ticket)) => Ok(ValueTicket(ticket)),
             Err(super::schedule::Refused::Payload(value, error)) => Err((value, error)),
             Err(super::schedule::Refused::Fresh(fresh, error)) => {

@@ -15,9 +15,10 @@
 //! The whole seam between `timer/` and the extras: `Timer::live` and the two types here, the
 //! futures' per-thread references (`refs.rs`, `Timer::local_ref`), the inert handle a refused
 //! schedule returns (`TimerHandle::refused`), the futures' handles (`handle.rs`,
-//! `LentHandle`: a ticket, cancelled or reset through the `LiveTimer` the future holds), and the
+//! `LentHandle`: a ticket, cancelled or reset through the `LiveTimer` the future holds), the
 //! timer's identity a sleep's task keeps to know whether it runs as an unfired task
-//! (`unfired.rs`, `TimerId`).
+//! (`unfired.rs`, `TimerId`), and the timeouts' tick groups' deadlines, uncounted entries and
+//! member counts (`groups.rs`).
 //!
 //! This seam is crate-internal. A public weak timer would be a second public timer type with a
 //! contract of its own (what `schedule` on a dropped timer means, what an upgraded one may do), for

@@ -159,6 +159,8 @@ struct VTable {
     /// Whether calling it only hands a waker over (an async sleep's task, `sleep/slot.rs`): no
     /// user code runs, so the waker of a drive future's sleep may fire it (`timer/advance.rs`).
     wake: bool,
+    /// Whether its entry counts in `len()`: all but a tick group's task (`kinds.rs`).
+    counted: bool,
     /// Moves the `F` out and calls it; a block it was in goes to the `Freed`, if one is given, or
     /// back to its class at once. `unsafe`: the contract above.
     call: unsafe fn(Word, Option<&mut Freed>),
@@ -185,13 +187,6 @@ impl InlineTask {
         let data = Erased::<F>::store(f, slab).ok()?;
         let vtable = if wake { &Erased::<F>::WAKE_VTABLE } else { &Erased::<F>::VTABLE };
         Some(InlineTask { vtable, data, _owns: PhantomData })
-    }
-
-    /// Whether this task only hands a waker over when run ([`new_in_as`](Self::new_in_as)).
-    #[cfg_attr(not(feature = "async"), allow(dead_code))]
-    #[inline]
-    pub(crate) fn is_wake(&self) -> bool {
-        self.vtable.wake
     }
 
     /// A closure that runs user code, stored as [`new_in_as`](Self::new_in_as) stores it in a slab
@@ -455,6 +450,7 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     const VTABLE: VTable = VTable {
         value: None,
         wake: false,
+        counted: true,
         call: Self::call,
         drop: Self::drop,
         into_box: Self::into_box,
@@ -492,6 +488,7 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
     }
 }
 
+mod kinds;
 #[cfg(test)]
 mod tests;
 mod value;

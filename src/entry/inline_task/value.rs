@@ -29,6 +29,7 @@ impl<V: Send + 'static> Erased<Valued<V>> {
     const VALUE_VTABLE: VTable = VTable {
         value: Some(TypeId::of::<V>),
         wake: false,
+        counted: true,
         call: Self::discard,
         drop: Self::drop,
         into_box: Self::dropper,

@@ -1,0 +1,207 @@
+//! The timeouts' tick groups (`src/sleep/group/`): the lazily armed timeouts of one thread, on one
+//! timer, due in the same tick, share one timer entry. Each completes at its tick's boundary, never
+//! before its own deadline; `len()` counts each armed timeout once; drops on other threads, a
+//! drop after the fire, a shutdown, and two timers on one thread.
+#![cfg(feature = "async")]
+
+mod common;
+
+use std::future::{pending, Pending};
+use std::pin::Pin;
+use std::time::Duration;
+
+use common::waker::{poll, CountingWaker};
+use common::{manual_timer, ms};
+use delaywheel::{ManualClock, Timeout, Timer};
+
+fn advance(clock: &ManualClock, timer: &Timer, by: Duration) {
+    clock.advance(by);
+    timer.advance_clock(Duration::ZERO);
+}
+
+type Limit = Pin<Box<Timeout<Pending<()>>>>;
+
+/// A timeout of `d` around a future that never completes, armed by a first poll, with its waker.
+fn armed(timer: &Timer, d: Duration) -> (Limit, std::sync::Arc<CountingWaker>, std::task::Waker) {
+    let mut t = Box::pin(timer.timeout(d, pending::<()>()));
+    let (count, waker) = CountingWaker::new();
+    assert!(poll(t.as_mut(), &waker).is_pending());
+    (t, count, waker)
+}
+
+#[test]
+fn members_of_one_tick_complete_at_its_boundary_never_before_their_deadlines() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let start = timer.now();
+    let (mut a, wa, waker_a) = armed(&timer, ms(3)); // due 3 ms: tick boundary 10 ms
+    advance(&clock, &timer, ms(2));
+    let (mut b, wb, waker_b) = armed(&timer, ms(5)); // due 7 ms: the same tick
+    assert_eq!(a.deadline(), start + ms(3), "the deadline stays exact");
+    assert_eq!(b.deadline(), start + ms(7));
+    assert_eq!(timer.len(), 2);
+    advance(&clock, &timer, ms(7)); // 9 ms: both deadlines may have passed, not the boundary
+    assert!(poll(a.as_mut(), &waker_a).is_pending());
+    assert!(poll(b.as_mut(), &waker_b).is_pending());
+    assert_eq!((wa.count(), wb.count()), (0, 0));
+    advance(&clock, &timer, ms(1)); // 10 ms
+    assert_eq!((wa.count(), wb.count()), (1, 1), "each member woken once");
+    assert_eq!(timer.len(), 0);
+    assert!(poll(a.as_mut(), &waker_a).is_ready());
+    assert!(poll(b.as_mut(), &waker_b).is_ready());
+    assert_eq!(timer.stats().fired, 2, "the members fired, not the group's entry");
+}
+
+#[test]
+fn a_member_never_completes_before_its_own_deadline_in_a_later_tick() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let (mut a, wa, waker) = armed(&timer, ms(5));
+    advance(&clock, &timer, ms(4));
+    assert!(poll(a.as_mut(), &waker).is_pending());
+    advance(&clock, &timer, ms(1));
+    assert_eq!(wa.count(), 1);
+    assert!(poll(a.as_mut(), &waker).is_ready());
+}
+
+#[test]
+fn len_counts_each_armed_timeout_once_and_falls_at_each_drop() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let mut armed_ones: Vec<_> = (0..3).map(|_| armed(&timer, ms(5))).collect();
+    assert_eq!(timer.len(), 3);
+    armed_ones.pop();
+    assert_eq!(timer.len(), 2);
+    armed_ones.clear();
+    assert_eq!(timer.len(), 0, "an empty group pending counts nothing");
+    assert!(timer.is_empty());
+    let (mut again, count, waker) = armed(&timer, ms(5));
+    assert_eq!(timer.len(), 1);
+    advance(&clock, &timer, ms(10));
+    assert_eq!(timer.len(), 0);
+    assert_eq!(count.count(), 1);
+    assert!(poll(again.as_mut(), &waker).is_ready());
+    let stats = timer.stats();
+    assert_eq!((stats.scheduled, stats.cancelled, stats.fired, stats.pending), (4, 3, 1, 0));
+}
+
+#[test]
+fn a_bounded_timer_counts_members_against_max_pending() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(ms(10)).clock(clock.clone()).manual().max_pending(2).build();
+    let (_a, ..) = armed(&timer, ms(5));
+    let (_b, ..) = armed(&timer, ms(5));
+    let (mut c, count, waker) = armed(&timer, ms(5)); // refused: never elapses
+    assert_eq!(timer.len(), 2);
+    advance(&clock, &timer, ms(10));
+    assert_eq!(count.count(), 0);
+    assert!(poll(c.as_mut(), &waker).is_pending());
+}
+
+#[test]
+fn a_member_dropped_on_another_thread_leaves_its_group() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let (a, wa, _) = armed(&timer, ms(5));
+    let (mut b, wb, waker_b) = armed(&timer, ms(5));
+    assert_eq!(timer.len(), 2);
+    std::thread::spawn(move || drop(a)).join().unwrap();
+    assert_eq!(timer.len(), 1);
+    advance(&clock, &timer, ms(10));
+    assert_eq!((wa.count(), wb.count()), (0, 1), "the dropped member is not woken");
+    assert!(poll(b.as_mut(), &waker_b).is_ready());
+    // The last member of a group the thread no longer caches, dropped elsewhere: its entry goes.
+    let (c, ..) = armed(&timer, ms(5));
+    let (_d, ..) = armed(&timer, ms(25)); // another tick: the cache moves on
+    std::thread::spawn(move || drop(c)).join().unwrap();
+    assert_eq!(timer.len(), 1);
+    assert_eq!(timer.shutdown().len(), 1, "only the cached group's entry is left");
+}
+
+#[test]
+fn ten_thousand_members_of_one_group_each_complete_once() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let mut all: Vec<_> = (0..10_000).map(|_| armed(&timer, ms(5))).collect();
+    assert_eq!(timer.len(), 10_000);
+    advance(&clock, &timer, ms(10));
+    assert_eq!(timer.len(), 0);
+    for (t, count, waker) in &mut all {
+        assert_eq!(count.count(), 1);
+        assert!(poll(t.as_mut(), waker).is_ready());
+    }
+    assert_eq!(timer.stats().fired, 10_000);
+}
+
+#[test]
+fn a_timeout_dropped_after_its_group_fired() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let (a, wa, _) = armed(&timer, ms(5));
+    let (b, wb, _) = armed(&timer, ms(5));
+    advance(&clock, &timer, ms(10));
+    assert_eq!((wa.count(), wb.count()), (1, 1));
+    drop(a);
+    assert_eq!(timer.len(), 0, "counted out once, by the fire");
+    let (mut c, wc, waker_c) = armed(&timer, ms(5)); // a new tick, a new group
+    assert_eq!(timer.len(), 1);
+    drop(b);
+    assert_eq!(timer.len(), 1);
+    advance(&clock, &timer, ms(10));
+    assert_eq!(wc.count(), 1);
+    assert!(poll(c.as_mut(), &waker_c).is_ready());
+    assert_eq!(timer.stats().cancelled, 0);
+}
+
+#[test]
+fn shutdown_leaves_members_pending_forever_woken_once() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let (mut a, wa, waker_a) = armed(&timer, ms(5));
+    let (mut b, wb, waker_b) = armed(&timer, ms(5));
+    drop(timer.shutdown());
+    assert_eq!((wa.count(), wb.count()), (1, 1));
+    assert_eq!(timer.len(), 0);
+    advance(&clock, &timer, ms(100));
+    assert!(poll(a.as_mut(), &waker_a).is_pending());
+    assert!(poll(b.as_mut(), &waker_b).is_pending());
+    assert_eq!((wa.count(), wb.count()), (1, 1));
+    // Armed after the shutdown: dead at once, never woken.
+    let (mut c, wc, waker_c) = armed(&timer, ms(5));
+    assert!(poll(c.as_mut(), &waker_c).is_pending());
+    assert_eq!(wc.count(), 0);
+}
+
+#[test]
+fn a_dropped_timer_leaves_members_pending_forever_woken_once() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let (mut a, wa, waker_a) = armed(&timer, ms(5));
+    drop(timer);
+    assert_eq!(wa.count(), 1);
+    clock.advance(ms(100));
+    assert!(poll(a.as_mut(), &waker_a).is_pending());
+    drop(a);
+}
+
+#[test]
+fn timeouts_on_two_timers_from_one_thread_never_share_a_group() {
+    let (clock, one) = manual_timer(ms(10), 64);
+    let two = Timer::builder().tick(ms(10)).clock(clock.clone()).manual().build();
+    let (mut a, wa, waker_a) = armed(&one, ms(5));
+    let (mut b, wb, waker_b) = armed(&two, ms(5));
+    let (mut c, wc, waker_c) = armed(&one, ms(5));
+    assert_eq!((one.len(), two.len()), (2, 1));
+    clock.advance(ms(10));
+    one.advance_clock(Duration::ZERO);
+    assert_eq!((wa.count(), wb.count(), wc.count()), (1, 0, 1));
+    assert!(poll(a.as_mut(), &waker_a).is_ready());
+    assert!(poll(c.as_mut(), &waker_c).is_ready());
+    assert!(poll(b.as_mut(), &waker_b).is_pending());
+    two.advance_clock(Duration::ZERO);
+    assert_eq!(wb.count(), 1);
+    assert!(poll(b.as_mut(), &waker_b).is_ready());
+    assert_eq!((one.len(), two.len()), (0, 0));
+}
+
+#[test]
+fn a_new_poll_waker_replaces_the_stored_one() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let (mut a, first, _) = armed(&timer, ms(5));
+    let (second, waker) = CountingWaker::new();
+    assert!(poll(a.as_mut(), &waker).is_pending());
+    advance(&clock, &timer, ms(10));
+    assert_eq!((first.count(), second.count()), (0, 1));
+}
