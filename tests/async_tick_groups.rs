@@ -51,6 +51,27 @@ fn members_of_one_tick_complete_at_its_boundary_never_before_their_deadlines() {
     assert_eq!(timer.stats().fired, 2, "the members fired, not the group's entry");
 }
 
+/// An advance run mid-tick for a deadline passed there fires the tick's entries whose exact
+/// deadlines have passed: the group's entry, filed at the tick's boundary, is not one of them
+/// while a member's deadline is still ahead.
+#[test]
+fn an_advance_mid_tick_fires_no_group_before_a_members_deadline() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let (mut a, wa, waker_a) = armed(&timer, ms(3));
+    let (mut b, wb, waker_b) = armed(&timer, ms(7));
+    clock.advance(ms(5));
+    timer.schedule(Duration::ZERO, || {}); // passed at 5 ms: the next advance runs mid-tick
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(wb.count(), 0, "a member woken before its deadline");
+    assert!(poll(b.as_mut(), &waker_b).is_pending());
+    advance(&clock, &timer, ms(4)); // 9 ms
+    assert!(poll(b.as_mut(), &waker_b).is_pending());
+    advance(&clock, &timer, ms(1)); // 10 ms
+    assert_eq!((wa.count(), wb.count()), (1, 1));
+    assert!(poll(a.as_mut(), &waker_a).is_ready());
+    assert!(poll(b.as_mut(), &waker_b).is_ready());
+}
+
 #[test]
 fn a_member_never_completes_before_its_own_deadline_in_a_later_tick() {
     let (clock, timer) = manual_timer(ms(1), 64);

@@ -316,6 +316,16 @@ impl TickLength {
         }
     }
 
+    /// The deadline on the boundary of `tick` itself, the latest of its interval: [`ceil`] of the
+    /// tick's start, without the division. `None` beyond [`MAX_DEADLINE_TICK`].
+    ///
+    /// [`ceil`]: TickLength::ceil
+    #[cfg(feature = "async")]
+    #[inline]
+    pub(crate) fn boundary(self, tick: u64) -> Option<Deadline> {
+        self.encode(tick, self.nanos - 1)
+    }
+
     /// The clock time of `deadline` in nanoseconds: exact for an exact word, its tick's start
     /// (the deadline rounded up to the tick) for a far one (`deadline.rs`).
     pub(crate) fn deadline_nanos(self, deadline: Deadline) -> u128 {

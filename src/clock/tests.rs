@@ -262,3 +262,21 @@ fn manual_clock_is_shared_and_monotonic() {
     c.advance(Duration::MAX);
     assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
 }
+
+/// A tick's boundary word (a tick group's entry, `timer/groups.rs`) is `ceil` of the tick's start,
+/// the latest deadline filed at the tick, for exact and far words alike.
+#[cfg(feature = "async")]
+#[test]
+fn a_ticks_boundary_is_ceil_of_its_start_and_its_latest_deadline() {
+    for tick in [Duration::from_micros(1), ms(1), ms(10), Duration::from_secs(3600)] {
+        let t = TickLength::new(tick).unwrap();
+        for k in [0, 1, 2, 7, 1_000_003] {
+            let boundary = t.boundary(k);
+            assert_eq!(boundary, t.ceil(t.start_nanos(k)), "tick {tick:?}, {k}");
+            let before = t.ceil(t.start_nanos(k).saturating_sub(1).max(1));
+            if k > 0 && before.map(Deadline::tick) == Some(k) {
+                assert!(before <= boundary, "a deadline of tick {k} after its boundary");
+            }
+        }
+    }
+}

@@ -4,15 +4,21 @@
 //! A tick group is one timer entry whose task wakes every timeout of one thread due in the same
 //! tick. The tick is the one the timer would file each member's own entry at
 //! ([`TickDue::tick`]: `Time::deadline_on`, the schedule's own arithmetic), and the group's entry
-//! is filed with the deadline of the member that made it, so it fires at that tick's boundary, at
-//! the advance that would fire any member's own entry. Its entry is **not counted**
+//! is filed at that tick's boundary itself (the latest deadline the tick holds,
+//! `TickLength::boundary`), so it fires at the advance that reaches the boundary, as any member's own
+//! entry would at the latest. Filed with the deadline of the member that made it instead, it could
+//! fire before a later member's deadline in the same tick: an advance run mid-tick for a deadline
+//! passed there fires the tick's entries whose exact deadlines have passed (`advance.rs`, "Passed
+//! deadlines mid-tick"). Its entry is **not counted**
 //! (`InlineTask::is_counted`): no count-in at the schedule, no count-out at its claim (a fire, a
 //! cancel, an abandonment). Each member counts itself instead, on the calling thread's stripe:
 //! in as it joins ([`count_member_in`](LiveTimer::count_member_in), which a bounded timer's
 //! `max_pending` admits), out as it leaves before the tick (cancelled), or with the whole group
 //! when it fires (fired) or is abandoned ([`members_out`](LiveTimer::members_out)). So `len()`
 //! counts every armed timeout once, a group left empty counts nothing, and `stats()` counts the
-//! members as `scheduled`, `cancelled` and `fired`, never the group's entry.
+//! members as `scheduled`, `cancelled` and `fired`, never the group's entry; the group's firing
+//! records no lateness (its claim is not counted), and `pending_per_level`, a walk of the
+//! buckets, counts its entry there as any other.
 
 use super::schedule::Refused;
 use super::{LentHandle, LiveTimer, When};
@@ -20,12 +26,13 @@ use crate::deadline::Deadline;
 use crate::entry::{EntryArena, Fresh, StampBy};
 use crate::ScheduleError;
 
-/// A deadline as the timer files a task due then, from one clock reading.
+/// The deadline of a tick group's entry, from a member's deadline on one clock reading: the
+/// boundary of the tick the timer files the member at.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TickDue(Deadline, StampBy);
 
 impl TickDue {
-    /// The tick the timer files the deadline at: the members of one tick group share it.
+    /// The tick the timer files the member at: the members of one tick group share it.
     #[inline]
     pub(crate) fn tick(self) -> u64 {
         self.0.tick()
@@ -43,8 +50,14 @@ impl LiveTimer {
         if shared.is_shut_down() {
             return (now, Err(ScheduleError::ShutDown));
         }
-        let due = shared.time.deadline_on(now, when);
-        (now, due.map(|deadline| TickDue(deadline, shared.time.stamp_by(when))))
+        let due = shared.time.deadline_on(now, when).map(|deadline| {
+            // The boundary word of the member's tick: the latest deadline of that tick, so that
+            // no advance fires the group before any member's deadline (module docs). (A tick a
+            // deadline is filed at always has one: the member's own word is never used.)
+            let boundary = shared.time.ticks.boundary(deadline.tick()).unwrap_or(deadline);
+            TickDue(boundary, shared.time.stamp_by(when))
+        });
+        (now, due)
     }
 
     /// Schedules a tick group's `task` at `due` (read at `now`), **uncounted** (module docs).

@@ -208,7 +208,7 @@ impl Drop for Member {
             // counts itself out again.
             self.timer.held().members_out(1, true, false);
         }
-        let settle = state.settle(group, true);
+        let settle = state.settle(true);
         drop(state);
         drop(waker);
         ptr.settle(settle);

@@ -15,11 +15,12 @@
 //! ## Never early, at most a tick late
 //!
 //! A member joins the group of the tick the timer would file its own entry at (`timer/groups.rs`,
-//! `TickDue::tick`, the schedule's own arithmetic). The group's entry is filed with the deadline
-//! of the member that made it, in that tick: the advance that reaches the tick's boundary fires it,
-//! as it would fire any member's own entry. That boundary is at or after every member's deadline
-//! (each is filed there because the boundary is the first at or after it), so no member elapses
-//! early, and none later than its own entry would have: at most a tick after its deadline.
+//! `TickDue::tick`, the schedule's own arithmetic). The group's entry is filed at that tick's
+//! boundary: the advance that reaches the boundary fires it, where it would fire any member's own
+//! entry at the latest. That boundary is at or after every member's deadline (each is filed there
+//! because the boundary is the first at or after it; a deadline already passed is filed at the
+//! current tick, whose boundary has passed too), so no member elapses early, and none later than
+//! a tick after its deadline.
 //!
 //! A member that joins a group already **fired** is elapsed at once: the group fired because the
 //! timer's clock reached the group's tick boundary, which is at or after this member's deadline.
@@ -27,7 +28,8 @@
 //! ## The protocol
 //!
 //! A [`Group`] is a lock over its [`State`] beside a `fired` flag (set under the lock as it fires,
-//! read by a member's poll without it) and the way back to its timer. Under the lock:
+//! read by a member's poll without it). Under the lock, besides the way back to its timer (held
+//! until the task ends, so that a group its thread still caches keeps no dropped timer alive):
 //!
 //! * `phase`: `Open` (its entry pending), then exactly one of `Fired` (its task ran), `Dead` (its
 //!   task was dropped unrun: abandoned by a shutdown or the timer's drop, or run as an unfired task
@@ -106,6 +108,9 @@ struct State {
     task: bool,
     /// The group's entry (set as soon as it is scheduled, before anyone can cancel it).
     handle: LentHandle,
+    /// The way back to the timer, for the cancel of the entry and the counts of the members,
+    /// until the task ends: a group its thread still caches then keeps no timer alive.
+    timer: Option<Arc<TimerRef>>,
 }
 
 /// The timeouts of one tick on one thread (module docs).
@@ -113,8 +118,6 @@ pub(super) struct Group {
     /// Set under the lock as the group fires; a member's poll reads it first.
     fired: AtomicBool,
     state: Mutex<State>,
-    /// The way back to the timer: a cancel of the group's entry, the counts of its members.
-    timer: Arc<TimerRef>,
 }
 
 /// A group, shared by its holds (module docs: its lifetime is the protocol's, not a count's).
@@ -157,8 +160,9 @@ impl GroupPtr {
             cached: true,
             task: true,
             handle: LentHandle::refused(),
+            timer: Some(timer),
         };
-        let group = Box::new(Group { fired: AtomicBool::new(false), state: Mutex::new(state), timer });
+        let group = Box::new(Group { fired: AtomicBool::new(false), state: Mutex::new(state) });
         GroupPtr(NonNull::from(Box::leak(group)))
     }
 
@@ -207,7 +211,7 @@ impl GroupPtr {
         let group = self.get();
         let mut state = group.state.lock();
         state.cached = false;
-        let settle = state.settle(group, may_cancel);
+        let settle = state.settle(may_cancel);
         drop(state);
         self.settle(settle);
     }
@@ -238,13 +242,15 @@ impl State {
 
     /// What the holds now ask for (module docs, "Who frees the group"), after a leave or the
     /// release of the cache's hold; sets `Cancelled` when it asks for a cancel.
-    fn settle(&mut self, group: &Group, may_cancel: bool) -> Settle {
+    fn settle(&mut self, may_cancel: bool) -> Settle {
         let pending = self.task && self.phase == Phase::Open;
+        // (The task holds the timer until it ends: `pending` implies it is there.)
+        let timer = || Arc::clone(self.timer.as_ref().expect("a pending group holds its timer"));
         if fault!("group_cancel_unmarked") && self.members == 0 && pending && may_cancel {
             // Seeded bug for the loom suite only (docs/loom.md): the cancel reads the members
             // alone, ignoring the cache's hold, and does not mark the group cancelled first, so
             // that a join on the caching thread joins a group whose entry is then cancelled.
-            return Settle::Cancel(self.handle, Arc::clone(&group.timer));
+            return Settle::Cancel(self.handle, timer());
         }
         if self.members > 0 || self.cached {
             return Settle::Keep;
@@ -254,7 +260,7 @@ impl State {
         }
         if pending && may_cancel {
             self.phase = Phase::Cancelled;
-            return Settle::Cancel(self.handle, Arc::clone(&group.timer));
+            return Settle::Cancel(self.handle, timer());
         }
         Settle::Keep
     }
@@ -290,6 +296,7 @@ fn finish(ptr: GroupPtr, to: Phase) {
     let group = ptr.get();
     let mut state = group.state.lock();
     state.task = false;
+    let timer = state.timer.take().expect("a group's task holds its timer until it ends");
     let mut wakers = Vec::new();
     let keeps = to == Phase::Dead && fault!("group_death_keeps_members");
     if state.phase == Phase::Open && !keeps {
@@ -298,11 +305,13 @@ fn finish(ptr: GroupPtr, to: Phase) {
             group.fired.store(true, Ordering::Release);
         }
         wakers.extend(state.wakers.iter_mut().filter_map(Option::take));
-        // Counted out before any is woken, and while the group (and its timer) is held.
-        group.timer.held().members_out(state.members as u64, false, to == Phase::Fired);
+        // Counted out before any is woken.
+        timer.held().members_out(state.members as u64, false, to == Phase::Fired);
     }
     let free = state.members == 0 && !state.cached;
     drop(state);
+    // Maybe the last way back to a dropped timer: released outside the lock.
+    drop(timer);
     if free {
         // SAFETY: the task's was the last hold (no member, not cached), dropped under the lock.
         unsafe { ptr.free() };
