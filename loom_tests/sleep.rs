@@ -93,6 +93,13 @@ fn poll(t: &mut Pin<Box<Timeout<std::future::Pending<()>>>>, wakes: &Arc<Wakes>)
     t.as_mut().poll(&mut Context::from_waker(&waker)).map(|r| assert!(r.is_err()))
 }
 
+/// Makes the next timeouts due `limit` from now on this thread members of a tick group: the
+/// first timeout of a tick on a thread arms a sleep of its own (here, dropped at once), the next
+/// ones make and join the tick's group (`src/sleep/group/member.rs`, "The cache").
+fn prime(timer: &Timer, limit: Duration) {
+    drop(armed(timer, limit));
+}
+
 fn woken(wakes: &Wakes) -> usize {
     wakes.0.load(Ordering::SeqCst)
 }
@@ -107,6 +114,7 @@ fn group_join_racing_fire() {
     loom::model(|| {
         let (clock, timer) = manual_timer(4);
         let start = timer.now();
+        prime(&timer, ticks(2));
         let (mut a, wa) = armed(&timer, ticks(2));
         clock.advance(ticks(1));
         let (c, t) = (clock.clone(), loom::sync::Arc::clone(&timer));
@@ -132,12 +140,15 @@ fn group_join_racing_fire() {
 fn group_leave_racing_fire() {
     loom::model(|| {
         let (clock, timer) = manual_timer(4);
+        prime(&timer, ticks(1));
+        let primer = timer.stats().cancelled;
         let (a, wa) = armed(&timer, ticks(1));
         clock.advance(ticks(1));
         let advance = spawn_advance(&timer);
         drop(a);
         advance.join().unwrap();
-        let stats = timer.stats();
+        let mut stats = timer.stats();
+        stats.cancelled -= primer;
         assert_eq!(
             stats.fired + stats.cancelled,
             1,
@@ -158,6 +169,7 @@ fn group_leave_racing_fire() {
 fn group_last_leave_racing_join() {
     loom::model(|| {
         let (clock, timer) = manual_timer(4);
+        prime(&timer, ticks(2));
         let (a, _) = armed(&timer, ticks(2));
         let leave = loom::thread::spawn(move || drop(a));
         let (mut b, wb) = armed(&timer, ticks(2));
@@ -171,19 +183,23 @@ fn group_last_leave_racing_join() {
 }
 
 /// The last member of the thread's current group is dropped on another thread while this thread
-/// arms a timeout of a later tick, which replaces the group in the cache: one of the two cancels
-/// the first group's entry (a shutdown then finds only the second group's), and the second member
-/// stays counted until the shutdown, which wakes it once.
+/// arms a timeout of a later tick (a sleep of its own: the first of its tick), which takes the
+/// group's place in the cache: one of the two cancels the group's entry (the buckets then hold
+/// only the sleep's), and the second timeout stays counted until the shutdown, which wakes it
+/// once.
 #[test]
 fn group_cache_release_racing_last_leave() {
     loom::model(|| {
         let (_clock, timer) = manual_timer(4);
+        prime(&timer, ticks(1));
         let (a, _) = armed(&timer, ticks(1));
         let leave = loom::thread::spawn(move || drop(a));
         let (b, wb) = armed(&timer, ticks(2));
         leave.join().unwrap();
         assert_eq!(timer.len(), 1);
-        assert_eq!(timer.shutdown().len(), 1, "the first group's entry was never cancelled");
+        let filed: usize = timer.stats().pending_per_level.iter().sum();
+        assert_eq!(filed, 1, "the first group's entry was never cancelled");
+        assert_eq!(timer.shutdown().len(), 1, "the sleep's task is handed back, no group's");
         assert_eq!(woken(&wb), 1);
         drop(b);
         assert!(timer.is_empty());
@@ -198,6 +214,7 @@ fn group_cache_release_racing_last_leave() {
 fn group_shutdown_racing_join() {
     loom::model(|| {
         let (clock, timer) = manual_timer(4);
+        prime(&timer, ticks(2));
         let (mut a, wa) = armed(&timer, ticks(2));
         let t = loom::sync::Arc::clone(&timer);
         let shutdown = loom::thread::spawn(move || drop(t.shutdown()));

@@ -83,13 +83,12 @@ mod slot;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-#[cfg(doc)]
-use std::task::Waker;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::clock::saturating_add;
 use crate::sync::Arc;
+use crate::timer::groups::TickDue;
 use crate::timer::refs::TimerRef;
 use crate::timer::{LentHandle, LiveTimer, When};
 #[cfg(doc)]
@@ -318,6 +317,17 @@ impl Sleep {
             }
         };
         Sleep::from_arming(timer, deadline, armed)
+    }
+
+    /// The sleep of a lazily armed timeout of its own (`group/member.rs`: the first of its tick
+    /// on its thread), scheduled on the clock reading `now` and the deadline `due` its arming
+    /// made, with the arming poll's `waker` stored.
+    fn solo(timer: Arc<TimerRef>, (now, due): (u64, TickDue), when: When, waker: &Waker) -> Sleep {
+        let armed = match timer.upgrade() {
+            Some(live) => Slot::arm_solo(Slot::new(), live, (now, due), &mut Some(waker.clone())),
+            None => Err(ScheduleError::ShutDown),
+        };
+        Sleep::from_arming(timer, Due::of(now, when), armed)
     }
 
     /// A new slot's task scheduled on `live` as `when` says, and the deadline that names.

@@ -11,10 +11,11 @@
 //! involved (no clock read, no entry, no cancel). Only a poll that finds the inner future pending
 //! **arms** the limit, as a member of its thread's **tick group** (`sleep/group/`): the timeouts
 //! armed on one thread, on one timer, due in the same tick share one timer entry, whose task wakes
-//! them all. Arming joins the group (the poll's waker stored in its list, under its lock; the first
-//! timeout of a tick on a thread schedules the group's entry), and from then on the `Timeout` is
-//! the inner future raced against that membership. Dropping it leaves the group (the group's entry
-//! is cancelled once no member and no thread's cache holds it), and [`Timer::len`] falls by one at
+//! them all. The first timeout of a tick on a thread arms a [`Sleep`] of its own; the second makes
+//! the tick's group (schedules its entry), and the rest join it (the poll's waker stored in its
+//! list, under its lock). From then on the `Timeout` is the inner future raced against that
+//! sleep or membership. Dropping it cancels the sleep or leaves the group (the group's entry is
+//! cancelled once no member and no thread's cache holds it), and [`Timer::len`] falls by one at
 //! once: each armed timeout counts once, a group does not (`timer/groups.rs`).
 //!
 //! ## Where the limit counts from
@@ -44,7 +45,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::clock::saturating_add;
-use crate::sleep::group::Member;
+use crate::sleep::group::{Limit, Member};
 use crate::sleep::Sleep;
 use crate::sync::Arc;
 use crate::timer::refs::TimerRef;
@@ -222,10 +223,19 @@ impl Armed {
         match self {
             Armed::Lazy(timer, limit) => {
                 let timer = timer.take().expect("a lazy limit holds its timer until it is armed");
-                let member = Member::arm(timer, *limit, cx.waker());
-                let armed = member.armed();
-                *self = Armed::Member(member);
-                armed
+                match Member::arm(timer, *limit, cx.waker()) {
+                    Limit::Member(member) => {
+                        let armed = member.armed();
+                        *self = Armed::Member(member);
+                        armed
+                    }
+                    // The waker is stored; a task that ran already woke it (`sleep/slot.rs`,
+                    // `arm_in`), and the next poll sees the sleep elapsed.
+                    Limit::Solo(sleep) => {
+                        *self = Armed::Sleep(sleep);
+                        Poll::Pending
+                    }
+                }
             }
             Armed::Member(member) => member.poll(cx),
             Armed::Sleep(sleep) => Pin::new(sleep).poll(cx),

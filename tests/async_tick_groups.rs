@@ -132,7 +132,45 @@ fn a_member_dropped_on_another_thread_leaves_its_group() {
     let (_d, ..) = armed(&timer, ms(25)); // another tick: the cache moves on
     std::thread::spawn(move || drop(c)).join().unwrap();
     assert_eq!(timer.len(), 1);
-    assert_eq!(timer.shutdown().len(), 1, "only the cached group's entry is left");
+    assert_eq!(timer.shutdown().len(), 1, "only d's own sleep is left: no group is handed back");
+}
+
+/// The first timeout of a tick on a thread arms a sleep of its own; the second makes the tick's
+/// group, which the rest join. A thread whose timeouts fall in a new tick each time (sporadic
+/// timeouts, or two limits interleaved) so arms sleeps only, as a `Sleep` per timeout would.
+#[test]
+fn the_first_timeout_of_a_tick_arms_a_sleep_of_its_own() {
+    let (_clock, timer) = manual_timer(ms(10), 64);
+    let interleaved: Vec<_> = [5, 500, 5, 500].iter().map(|&d| armed(&timer, ms(d))).collect();
+    assert_eq!(timer.len(), 4);
+    assert_eq!(timer.stats().pending_per_level.iter().sum::<usize>(), 4, "a sleep each");
+    let grouped: Vec<_> = (0..4).map(|_| armed(&timer, ms(7))).collect();
+    assert_eq!(timer.len(), 8);
+    let filed = timer.stats().pending_per_level.iter().sum::<usize>();
+    assert_eq!(filed, 6, "one sleep and one group's entry for the four of one tick");
+    assert_eq!(timer.shutdown().len(), 5, "the five sleeps' tasks, and no group's");
+    assert_eq!(timer.len(), 0);
+    drop((interleaved, grouped));
+}
+
+/// A shutdown abandons a group's members as it drains (counted out, woken), and hands back only
+/// tasks someone scheduled: no group's entry, not even an empty one the thread still caches.
+#[test]
+fn a_shutdown_hands_back_no_group_and_counts_its_members_out_at_once() {
+    let (_clock, timer) = manual_timer(ms(10), 64);
+    let all: Vec<_> = (0..3).map(|_| armed(&timer, ms(5))).collect();
+    assert_eq!(timer.len(), 3);
+    let unfired = timer.shutdown();
+    assert_eq!(unfired.len(), 1, "the first timeout's own sleep");
+    assert_eq!(timer.len(), 0, "the members counted out before the list is dropped");
+    assert_eq!(all.iter().map(|(_, count, _)| count.count()).collect::<Vec<_>>(), [0, 1, 1]);
+    drop(unfired);
+    assert_eq!(all[0].1.count(), 1, "the sleep's waker woken as its task is dropped");
+
+    let (_clock, timer) = manual_timer(ms(10), 64);
+    drop((0..3).map(|_| armed(&timer, ms(5))).collect::<Vec<_>>());
+    assert!(timer.is_empty());
+    assert!(timer.shutdown().is_empty(), "the emptied group the thread caches is no task");
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! cargo build --release -p delaywheel-bench --example timeout_profile
 //! valgrind --tool=callgrind target/release/examples/timeout_profile delaywheel 100000
 //! valgrind --tool=callgrind target/release/examples/timeout_profile tokio 100000
+//! valgrind --tool=callgrind target/release/examples/timeout_profile delaywheel 100000 alternate
 //! callgrind_annotate --inclusive=yes callgrind.out.<pid>
 //! ```
 
@@ -14,18 +15,24 @@ use std::time::Duration;
 
 use delaywheel_bench::PendingOnce;
 
-async fn ours(timer: &delaywheel::Timer, n: u64) -> u64 {
+/// The limit of the `i`th timeout: 30 s, or with `alternate` 30 s and 60 s by turns (a thread
+/// whose consecutive timeouts never fall in one tick: two limits interleaved).
+fn limit(i: u64, alternate: bool) -> Duration {
+    Duration::from_secs(if alternate && i % 2 == 1 { 60 } else { 30 })
+}
+
+async fn ours(timer: &delaywheel::Timer, n: u64, alternate: bool) -> u64 {
     let mut s = 0;
-    for _ in 0..n {
-        s += timer.timeout(Duration::from_secs(30), PendingOnce::new()).await.unwrap_or(0);
+    for i in 0..n {
+        s += timer.timeout(limit(i, alternate), PendingOnce::new()).await.unwrap_or(0);
     }
     s
 }
 
-async fn theirs(n: u64) -> u64 {
+async fn theirs(n: u64, alternate: bool) -> u64 {
     let mut s = 0;
-    for _ in 0..n {
-        s += tokio::time::timeout(Duration::from_secs(30), PendingOnce::new()).await.unwrap_or(0);
+    for i in 0..n {
+        s += tokio::time::timeout(limit(i, alternate), PendingOnce::new()).await.unwrap_or(0);
     }
     s
 }
@@ -33,14 +40,15 @@ async fn theirs(n: u64) -> u64 {
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "delaywheel".to_string());
     let n: u64 = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let alternate = std::env::args().nth(3).is_some_and(|a| a == "alternate");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().unwrap();
     let timer = std::sync::Arc::new(delaywheel::Timer::new());
     let t = timer.clone();
     let s = rt.block_on(async move {
         if which == "tokio" {
-            tokio::spawn(theirs(n)).await.unwrap()
+            tokio::spawn(theirs(n, alternate)).await.unwrap()
         } else {
-            tokio::spawn(async move { ours(&t, n).await }).await.unwrap()
+            tokio::spawn(async move { ours(&t, n, alternate).await }).await.unwrap()
         }
     });
     println!("{s}");

@@ -398,11 +398,11 @@ fn claim_and_release(
 }
 
 /// The holder's firing: claims the entry; if this call won, calls `claimed` (unless the entry is
-/// not counted: a tick group's, `InlineTask::is_counted`) with the tick its deadline rounds up to ([`Deadline::rounded_up_tick`]; no lock held: the caller counts the entry
-/// out there, and measures the lateness from it), then runs the closure on this
-/// thread, catching a panic, or, for a value task, appends it to `values` (`value.rs`). The slot
-/// is released either way, and returned to the arena as `ret` says; a block the closure was in
-/// (`task_slab.rs`) goes to `freed`.
+/// not counted: a tick group's, `InlineTask::is_counted`) with the tick its deadline rounds up to
+/// ([`Deadline::rounded_up_tick`]; no lock held: the caller counts the entry out there, and
+/// measures the lateness from it), then runs the closure on this thread, catching a panic, or, for
+/// a value task, appends it to `values` (`value.rs`). The slot is released either way, and returned
+/// to the arena as `ret` says; a block the closure was in (`task_slab.rs`) goes to `freed`.
 #[inline]
 pub(crate) fn fire(
     arena: &EntryArena,

@@ -65,6 +65,7 @@ use std::cell::Cell;
 use std::task::Waker;
 
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use crate::timer::groups::TickDue;
 use crate::timer::unfired::TimerId;
 use crate::timer::{LentHandle, LiveTimer, When};
 use crate::ScheduleError;
@@ -165,10 +166,30 @@ impl Slot {
     ) -> (u64, Result<(Arc<Slot>, LentHandle), ScheduleError>) {
         let notify = Notify(Some(Arc::clone(&slot)), timer.id());
         let (now, scheduled) = timer.try_schedule_reading(when, move || notify.fire());
-        let handle = match scheduled {
-            Ok(handle) => handle,
-            Err(refused) => return (now, Err(refused)),
-        };
+        (now, Slot::armed(slot, scheduled, waker))
+    }
+
+    /// [`arm_in`](Slot::arm_in) on the clock reading `now` and the deadline `due` a lazy timeout's
+    /// arming made (`group/member.rs`: the first timeout of its tick on its thread).
+    #[inline]
+    pub(super) fn arm_solo(
+        slot: Arc<Slot>,
+        timer: &LiveTimer,
+        (now, due): (u64, TickDue),
+        waker: &mut Option<Waker>,
+    ) -> Result<(Arc<Slot>, LentHandle), ScheduleError> {
+        let notify = Notify(Some(Arc::clone(&slot)), timer.id());
+        Slot::armed(slot, timer.schedule_solo(now, due, move || notify.fire()), waker)
+    }
+
+    /// The end of an arming: the waker moved into `slot` once its task is `scheduled`.
+    #[inline]
+    fn armed(
+        slot: Arc<Slot>,
+        scheduled: Result<LentHandle, ScheduleError>,
+        waker: &mut Option<Waker>,
+    ) -> Result<(Arc<Slot>, LentHandle), ScheduleError> {
+        let handle = scheduled?;
         if let Some(waker) = waker.take() {
             let mut state = slot.state.lock();
             if let Phase::Waiting = state.phase {
@@ -178,7 +199,7 @@ impl Slot {
                 waker.wake();
             }
         }
-        (now, Ok((slot, handle)))
+        Ok((slot, handle))
     }
 
     /// Leaves `Waiting` for `to` and hands the stored waker (which stays stored for a later reset)

@@ -43,12 +43,13 @@
 //! The drain, holding `advance_lock` (or inside a task of the advance), closes the levels not yet
 //! created, flushes every bucket and claims every pending entry as abandoned.
 
+use super::counters::Stripe;
 use super::{fire, trace, Shared, Store};
 use crate::clock::nanos_to_duration;
 use crate::deadline;
 use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
-use crate::entry::{self, EntryId, Freed, Return};
+use crate::entry::{self, EntryId, Freed, InlineTask, Return};
 use crate::sync::{Arc, MutexGuard, Ordering};
 use crate::wheel::{Handoff, Popped, Readded, TimerTaskList};
 use crate::UnfiredTask;
@@ -311,11 +312,7 @@ impl Shared {
         super::cancel::claim_each_held(&self.store, claim, leave, |(task, (deadline, stamp))| {
             super::fire::count_left(&task, stripe);
             values += u64::from(task.is_value());
-            if report {
-                unfired.push(((stamp, task.into_box()), deadline));
-            } else if crate::unwind::drop_caught(task) {
-                stripe.panicked(1);
-            }
+            hand_over(task, (deadline, stamp), report, stripe, &mut unfired);
         });
         self.count_abandoned_values(values);
         self.drain_refused_resets(report, &mut unfired);
@@ -347,7 +344,7 @@ impl Shared {
                     u64::from(fire::abandon(arena, (entry, Return::Now), stripe) == fire::Abandoned::Value);
             } else if let Some((task, deadline, stamp)) = fire::abandon_take(arena, entry, stripe) {
                 values += u64::from(task.is_value());
-                unfired.push(((stamp, task.into_box()), deadline));
+                hand_over(task, (deadline, stamp), true, stripe, unfired);
             }
         }
         self.count_abandoned_values(values);
@@ -447,5 +444,24 @@ impl Scratch {
         }
         keep(&mut self.due);
         keep(&mut self.spare);
+    }
+}
+
+/// A task a drain claimed: into the list a shutdown returns (`report`), or dropped, a panic of
+/// its drop counted. A tick group's task (`sleep/group/`, not counted: `InlineTask::is_counted`)
+/// is no task of the user's and is always dropped here, which abandons its members there and
+/// then: the timeouts are counted out of `len()` and woken by the time the shutdown returns, as
+/// sleeps are, and the list holds only tasks someone scheduled.
+fn hand_over<C>(
+    task: InlineTask,
+    (deadline, stamp): (Deadline, u64),
+    report: bool,
+    stripe: &Stripe<C>,
+    unfired: &mut Vec<Unfired>,
+) {
+    if report && task.is_counted() {
+        unfired.push(((stamp, task.into_box()), deadline));
+    } else if crate::unwind::drop_caught(task) {
+        stripe.panicked(1);
     }
 }

@@ -221,7 +221,7 @@ impl<C> Stripe<C> {
         }
     }
 
-    /// Counts out `n` members of a tick group of timeouts (`sleep/group.rs`), each counted in by
+    /// Counts out `n` members of a tick group of timeouts (`sleep/group/`), each counted in by
     /// [`try_schedule`](Stripe::try_schedule) as it joined: as cancelled (a member that left
     /// before its group's tick) or as claimed for running (the group fired, which counts them
     /// fired, or was abandoned). The group's own entry counts nothing (`InlineTask::is_counted`).

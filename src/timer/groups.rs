@@ -1,5 +1,6 @@
-//! The timer's side of the timeouts' tick groups (`sleep/group.rs`, feature `async`): a deadline
-//! filed as the timer files a task, the group's uncounted entry, and the members' counts.
+//! The timer's side of the timeouts' tick groups (`sleep/group/`, feature `async`): a deadline
+//! filed as the timer files a task, the group's uncounted entry, the sleep of a tick's first
+//! timeout on its thread (scheduled on its arming's clock reading), and the members' counts.
 //!
 //! A tick group is one timer entry whose task wakes every timeout of one thread due in the same
 //! tick. The tick is the one the timer would file each member's own entry at
@@ -26,16 +27,20 @@ use crate::deadline::Deadline;
 use crate::entry::{EntryArena, Fresh, StampBy};
 use crate::ScheduleError;
 
-/// The deadline of a tick group's entry, from a member's deadline on one clock reading: the
-/// boundary of the tick the timer files the member at.
+/// A lazily armed timeout's deadline on one clock reading, as the timer files it, and the
+/// deadline of its tick group's entry: the boundary of the tick the timer files it at.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct TickDue(Deadline, StampBy);
+pub(crate) struct TickDue {
+    own: Deadline,
+    boundary: Deadline,
+    by: StampBy,
+}
 
 impl TickDue {
     /// The tick the timer files the member at: the members of one tick group share it.
     #[inline]
     pub(crate) fn tick(self) -> u64 {
-        self.0.tick()
+        self.own.tick()
     }
 }
 
@@ -50,12 +55,12 @@ impl LiveTimer {
         if shared.is_shut_down() {
             return (now, Err(ScheduleError::ShutDown));
         }
-        let due = shared.time.deadline_on(now, when).map(|deadline| {
+        let due = shared.time.deadline_on(now, when).map(|own| {
             // The boundary word of the member's tick: the latest deadline of that tick, so that
             // no advance fires the group before any member's deadline (module docs). (A tick a
             // deadline is filed at always has one: the member's own word is never used.)
-            let boundary = shared.time.ticks.boundary(deadline.tick()).unwrap_or(deadline);
-            TickDue(boundary, shared.time.stamp_by(when))
+            let boundary = shared.time.ticks.boundary(own.tick()).unwrap_or(own);
+            TickDue { own, boundary, by: shared.time.stamp_by(when) }
         });
         (now, due)
     }
@@ -72,12 +77,30 @@ impl LiveTimer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let TickDue(deadline, by) = due;
-        let make = |(), arena: &EntryArena| Fresh::new_uncounted(deadline, task, arena, by).ok_or(());
+        let TickDue { boundary, by, .. } = due;
+        let make = |(), arena: &EntryArena| Fresh::new_uncounted(boundary, task, arena, by).ok_or(());
         match self.0.insert_new(now, (), make, false) {
             Ok((_, ticket)) => Ok(LentHandle::new(ticket)),
             Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),
         }
+    }
+
+    /// Schedules the waker's `task` of a timeout armed with a sleep of its own (the first of its
+    /// tick on its thread: `sleep/group/member.rs`) at its own deadline `due` (read at `now`),
+    /// counted as any task: what [`try_schedule_reading`](LiveTimer::try_schedule_reading) does
+    /// after its clock reading, on the reading the arming made.
+    #[inline]
+    pub(crate) fn schedule_solo<F>(
+        &self,
+        now: u64,
+        due: TickDue,
+        task: F,
+    ) -> Result<LentHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let scheduled = self.0.schedule_filed(now, (due.own, due.by), task, true);
+        scheduled.map(|(_, ticket)| LentHandle::new(ticket))
     }
 
     /// Counts a member in on the calling thread's stripe, before it joins its group; refused by a

@@ -10,7 +10,8 @@
 //! lock (see the parent module's docs on the race with shutdown).
 
 use super::{HandleStripe, Shared, Store, When};
-use crate::entry::{EntryArena, EntryId, Fresh, Ticket};
+use crate::deadline::Deadline;
+use crate::entry::{EntryArena, EntryId, Fresh, StampBy, Ticket};
 use crate::sync::Arc;
 use crate::wheel::ShutDown;
 use crate::{ScheduleError, TimerHandle};
@@ -62,21 +63,35 @@ impl Shared {
             return (now, Err(ScheduleError::ShutDown));
         }
         let scheduled = match self.time.deadline_on(now, when) {
-            Ok(deadline) => {
-                let by = self.time.stamp_by(when);
-                let make = |(), arena: &EntryArena| Fresh::new_as(deadline, task, arena, by, wake).ok_or(());
-                match self.insert_new(now, (), make, true) {
-                    Ok(scheduled) => Ok(scheduled),
-                    Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),
-                }
-            }
+            Ok(deadline) => self.schedule_filed(now, (deadline, self.time.stamp_by(when)), task, wake),
             Err(refused) => Err(refused),
         };
         (now, scheduled)
     }
 
+    /// The rest of [`schedule_reading`](Shared::schedule_reading) once the deadline is filed (its
+    /// word, and how its stamp is drawn): also a timeout's own sleep on its arming's reading
+    /// (`groups.rs`).
+    #[inline]
+    pub(super) fn schedule_filed<F>(
+        &self,
+        now: u64,
+        (deadline, by): (Deadline, StampBy),
+        task: F,
+        wake: bool,
+    ) -> Result<(&Arc<HandleStripe>, Ticket), ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let make = |(), arena: &EntryArena| Fresh::new_as(deadline, task, arena, by, wake).ok_or(());
+        match self.insert_new(now, (), make, true) {
+            Ok(scheduled) => Ok(scheduled),
+            Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),
+        }
+    }
+
     /// The rest of a schedule, once the deadline is known: counts the entry in (if `counted`: all
-    /// but a tick group's, `sleep/group.rs`, whose task its claim does not count out), makes it out of
+    /// but a tick group's, `sleep/group/`, whose task its claim does not count out), makes it out of
     /// `payload` with `make` (`Err` when the task slab has no room: the payload, if it is still
     /// there), takes a slot and inserts it relative to the tick of `now`. Returns the counter stripe
     /// it was counted on and its ticket.

@@ -3,12 +3,17 @@
 //!
 //! ## The cache
 //!
-//! Each thread keeps its current group (the latest tick it armed a timeout for) with the timer's
-//! identity ([`TimerId`]: no other timer's) and the tick. A timeout armed on the same timer for
-//! the same tick joins it; any other arming makes a new group, which becomes the thread's current
-//! one, and the one it replaces loses the cache's hold (cancelled if empty). So timeouts on two
-//! timers never share a group, and a thread that alternates between two timers makes a group per
-//! arming (as many as sleeps would be).
+//! Each thread keeps its current tick (the latest it armed a timeout for) with the timer's
+//! identity ([`TimerId`]: no other timer's), and the tick's group once it has one. The **first**
+//! timeout of a tick on a thread arms a [`Sleep`] of its own (on the clock reading and deadline
+//! its arming made: [`Limit::Solo`]) and makes that tick the thread's current one; the **second**
+//! makes the tick's group, which the thread then caches, and the rest join it. A timeout of any
+//! other tick or timer takes the cache's place, and the group it replaces loses the cache's hold
+//! (cancelled if empty). So a group is made only where it is shared: a thread whose timeouts
+//! each fall in a new tick (sporadic timeouts, two limits interleaved, two timers by turns) arms a
+//! sleep per timeout, as before groups, plus a look at the cache (`timeout_profile ...
+//! alternate`, docs/benchmarks.md), instead of a group per timeout; timeouts on two timers never
+//! share a group.
 //!
 //! ## Arming and polls
 //!
@@ -27,7 +32,7 @@ use std::time::Instant;
 
 use super::{GroupPtr, GroupTask, Join, Phase};
 use crate::clock::saturating_add;
-use crate::sleep::Due;
+use crate::sleep::{Due, Sleep};
 use crate::sync::{Arc, Ordering};
 use crate::timer::groups::TickDue;
 use crate::timer::refs::TimerRef;
@@ -35,11 +40,12 @@ use crate::timer::unfired::TimerId;
 use crate::timer::{LiveTimer, When};
 use crate::ScheduleError;
 
-/// A thread's current group for one timer, at one tick.
+/// A thread's current tick for one timer, and its group once a second timeout of the tick made
+/// one (module docs, "The cache").
 struct Cached {
     timer: TimerId,
     tick: u64,
-    group: GroupPtr,
+    group: Option<GroupPtr>,
 }
 
 /// The thread's cache; its drop (the thread's exit) releases the hold without a cancel.
@@ -47,10 +53,33 @@ struct Cache(Option<Cached>);
 
 impl Drop for Cache {
     fn drop(&mut self) {
-        if let Some(cached) = self.0.take() {
-            cached.group.release_cache(false);
+        if let Some(Cached { group: Some(group), .. }) = self.0.take() {
+            group.release_cache(false);
         }
     }
+}
+
+/// Makes `cached` the thread's current tick, releasing the hold of the group it replaces (which
+/// is cancelled if that was the last hold but its task's); if the thread's locals are being
+/// destroyed, nothing caches `cached`'s group either.
+fn cache(cached: Cached) {
+    let group = cached.group;
+    match CACHE.try_with(|cache| cache.borrow_mut().0.replace(cached)) {
+        Ok(Some(Cached { group: Some(old), .. })) => old.release_cache(true),
+        Ok(_) => {}
+        Err(_) => {
+            if let Some(group) = group {
+                group.release_cache(false);
+            }
+        }
+    }
+}
+
+/// A lazily armed timeout's limit: a member of its thread's tick group, or, for the first
+/// timeout of its tick on its thread, a sleep of its own (module docs, "The cache").
+pub(crate) enum Limit {
+    Member(Member),
+    Solo(Sleep),
 }
 
 crate::sync::thread_local! {
@@ -78,22 +107,38 @@ pub(crate) struct Member {
 
 impl Member {
     /// Arms a limit `when` says on the timer `timer` leads back to, with the waker of the poll
-    /// that arms it.
-    pub(crate) fn arm(timer: Arc<TimerRef>, when: When, waker: &Waker) -> Member {
+    /// that arms it: joins the thread's group of its tick, or makes it if a timeout of that tick
+    /// came first on this thread, or else arms a sleep of its own (module docs, "The cache").
+    pub(crate) fn arm(timer: Arc<TimerRef>, when: When, waker: &Waker) -> Limit {
         let Some(live) = timer.upgrade() else {
             let deadline = match when {
                 // On the timer's clock, which a shut-down timer still has.
                 When::After(duration) => Due::At(saturating_add(timer.held().now(), duration)),
                 When::At(at) => Due::At(at),
             };
-            return Member { at: At::Dead(ScheduleError::ShutDown), deadline, timer };
+            return Limit::Member(Member { at: At::Dead(ScheduleError::ShutDown), deadline, timer });
         };
         let (now, due) = live.tick_due(when);
-        let at = match due.and_then(|due| live.count_member_in().map(|()| due)) {
-            Ok(due) => join(&timer, live, (now, due), waker),
+        let due = match due {
+            Ok(due) => due,
+            Err(refused) => {
+                return Limit::Member(Member { at: At::Dead(refused), deadline: Due::of(now, when), timer })
+            }
+        };
+        let (id, tick) = (live.id(), due.tick());
+        let current = CACHE.try_with(|cache| match &cache.borrow().0 {
+            Some(c) if c.timer == id && c.tick == tick => Some(c.group),
+            _ => None,
+        });
+        let Ok(Some(group)) = current else {
+            cache(Cached { timer: id, tick, group: None });
+            return Limit::Solo(Sleep::solo(timer, (now, due), when, waker));
+        };
+        let at = match live.count_member_in() {
+            Ok(()) => join(&timer, live, (now, due), group, waker),
             Err(refused) => At::Dead(refused),
         };
-        Member { at, deadline: Due::of(now, when), timer }
+        Limit::Member(Member { at, deadline: Due::of(now, when), timer })
     }
 
     /// The deadline, exact, on the timer's clock.
@@ -137,14 +182,17 @@ impl Member {
     }
 }
 
-/// Joins the thread's current group for `live` at `due`'s tick, or a new one; the member is
-/// counted in.
-fn join(timer: &Arc<TimerRef>, live: &LiveTimer, (now, due): (u64, TickDue), waker: &Waker) -> At {
-    let (id, tick) = (live.id(), due.tick());
-    let current = CACHE.try_with(|cache| {
-        cache.borrow().0.as_ref().filter(|c| c.timer == id && c.tick == tick).map(|c| c.group)
-    });
-    if let Ok(Some(group)) = current {
+/// Joins `current`, the thread's group for `live` at `due`'s tick, or a new one (`None`: a
+/// timeout of the tick came first on this thread, with a sleep of its own); the member is counted
+/// in.
+fn join(
+    timer: &Arc<TimerRef>,
+    live: &LiveTimer,
+    (now, due): (u64, TickDue),
+    current: Option<GroupPtr>,
+    waker: &Waker,
+) -> At {
+    if let Some(group) = current {
         match group.join(waker) {
             Join::Member(place) => return At::Joined(group, place),
             Join::Fired => {
@@ -156,6 +204,7 @@ fn join(timer: &Arc<TimerRef>, live: &LiveTimer, (now, due): (u64, TickDue), wak
             Join::Dead => {}
         }
     }
+    let id = live.id();
     let group = GroupPtr::new(Arc::clone(timer));
     let task = GroupTask(Some(group), id);
     let handle = match live.schedule_group(now, due, move || task.fire()) {
@@ -173,13 +222,7 @@ fn join(timer: &Arc<TimerRef>, live: &LiveTimer, (now, due): (u64, TickDue), wak
         state.handle = handle;
         state.join(waker)
     };
-    let cached = Cached { timer: id, tick, group };
-    match CACHE.try_with(|cache| cache.borrow_mut().0.replace(cached)) {
-        Ok(Some(old)) => old.group.release_cache(true),
-        Ok(None) => {}
-        // The thread's locals are being destroyed: nothing caches the group.
-        Err(_) => group.release_cache(false),
-    }
+    cache(Cached { timer: id, tick: due.tick(), group: Some(group) });
     match joined {
         Join::Member(place) => At::Joined(group, place),
         Join::Fired => {

@@ -63,7 +63,10 @@
 //! group pending when emptied, for the thread's next timeout of that tick, so at most one empty
 //! group per thread and timer stays pending; its entry counts in no `len()` (`timer/groups.rs`).
 //! At a thread's exit the cache lets its group go without cancelling it (the thread's counter
-//! stripe may be gone then): an empty one then fires, empty, at its tick and frees itself.
+//! stripe may be gone then): an empty one then fires, empty, at its tick and frees itself. A
+//! shutdown's drain drops a group's task at once rather than hand it back with the tasks someone
+//! scheduled (`timer/advance.rs`, `hand_over`): its members are counted out and woken by the time
+//! the shutdown returns, as sleeps are.
 //!
 //! Loom models `sleep::group_*` (docs/loom.md), seeded faults `group_join_ignores_fired`,
 //! `group_leave_counts_fired`, `group_cancel_unmarked` and `group_death_keeps_members`
@@ -81,7 +84,7 @@ use crate::timer::refs::TimerRef;
 use crate::timer::unfired::TimerId;
 use crate::timer::LentHandle;
 
-pub(crate) use member::Member;
+pub(crate) use member::{Limit, Member};
 
 /// Where a group is in its life (module docs, "The protocol").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
