@@ -5,6 +5,9 @@
 #   scripts/asan.sh                  the tests of the `unsafe` modules `inline_task`, `task_slab`, `slot_lock`
 #   scripts/asan.sh FILTER [ARGS]    lib tests whose name contains FILTER, e.g. `scripts/asan.sh ''`
 #                                    for the whole lib suite; ARGS go to the test harness
+#   ASAN_CARGO="--features async --test async_tick_groups" scripts/asan.sh ''
+#                                    other test targets instead of the lib's (default `--lib`): the
+#                                    tick groups' `unsafe` (`sleep/group/`) has no lib unit tests
 #
 # `-Zsanitizer` is a nightly flag: the stable compiler takes it with RUSTC_BOOTSTRAP=1. The standard
 # library is not rebuilt with ASan (that needs nightly's `-Zbuild-std`), so only this crate and its
@@ -28,4 +31,5 @@ if [[ $# -eq 0 ]]; then
 fi
 
 echo "asan: target ${target}, target dir ${CARGO_TARGET_DIR}, filter '${1}'"
-exec cargo test --lib --target "${target}" -- "$@"
+# shellcheck disable=SC2086 # ASAN_CARGO is a list of cargo arguments.
+exec cargo test ${ASAN_CARGO:---lib} --target "${target}" -- "$@"

@@ -21,7 +21,7 @@
 //! Linux), this does nothing.
 //!
 //! The `unsafe` blocks are the two `prctl` calls (see their SAFETY comments); the crate allows
-//! `unsafe` in seven other modules, listed in `lib.rs` and `docs/design.md` ("Unsafe code").
+//! `unsafe` in eight other modules, listed in `lib.rs` and `docs/design.md` ("Unsafe code").
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]

@@ -72,6 +72,9 @@
 //! `group_leave_counts_fired`, `group_cancel_unmarked` and `group_death_keeps_members`
 //! (`faults.rs`).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 #[cfg(delaywheel_loom)]
 mod faults;
 mod member;
