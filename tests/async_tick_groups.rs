@@ -264,3 +264,83 @@ fn a_new_poll_waker_replaces_the_stored_one() {
     advance(&clock, &timer, ms(10));
     assert_eq!((first.count(), second.count()), (0, 1));
 }
+
+/// Wakes by calling back into its timer (user code in a waker: here, a second shutdown).
+struct Reentering(std::sync::Arc<Timer>);
+
+impl std::task::Wake for Reentering {
+    fn wake(self: std::sync::Arc<Self>) {
+        drop(self.0.shutdown());
+    }
+}
+
+/// Panics when woken.
+struct Panicking;
+
+impl std::task::Wake for Panicking {
+    fn wake(self: std::sync::Arc<Self>) {
+        panic!("a waker that panics");
+    }
+}
+
+/// A timeout of `d` armed by a first poll with `waker`.
+fn armed_with(timer: &Timer, d: Duration, waker: &std::task::Waker) -> Limit {
+    let mut t = Box::pin(timer.timeout(d, pending::<()>()));
+    assert!(poll(t.as_mut(), waker).is_pending());
+    t
+}
+
+/// A shutdown wakes a group's members once it has let go of the timer's locks: a waker that
+/// calls back into the timer (another shutdown, which takes the advance lock) does not deadlock.
+#[test]
+fn a_member_woken_by_a_shutdown_may_call_back_into_the_timer() {
+    common::watched("reentering waker", || {
+        let (_clock, timer) = manual_timer(ms(10), 64);
+        let timer = std::sync::Arc::new(timer);
+        let waker = std::task::Waker::from(std::sync::Arc::new(Reentering(std::sync::Arc::clone(&timer))));
+        let all: Vec<_> = (0..3).map(|_| armed_with(&timer, ms(5), &waker)).collect();
+        let unfired = timer.shutdown();
+        assert_eq!((unfired.len(), timer.len()), (1, 0));
+        drop((unfired, all));
+    });
+}
+
+/// One member's waker panicking costs the others nothing: woken all the same, by a shutdown and
+/// by a fire on an executor thread (where the wakes run as the group's task ends), the panic
+/// counted.
+#[test]
+fn a_panicking_member_waker_leaves_the_other_members_woken() {
+    let boom = std::task::Waker::from(std::sync::Arc::new(Panicking));
+    let (_clock, timer) = manual_timer(ms(10), 64);
+    let (count, waker) = CountingWaker::new();
+    let all = [
+        armed_with(&timer, ms(5), &waker),
+        armed_with(&timer, ms(5), &boom),
+        armed_with(&timer, ms(5), &waker),
+    ];
+    let unfired = timer.shutdown();
+    assert_eq!((count.count(), timer.stats().panicked), (1, 1), "the third member woken");
+    drop((unfired, all));
+    assert_eq!(count.count(), 2, "the first timeout's sleep woken as its task is dropped");
+
+    let clock = ManualClock::new();
+    let execution = delaywheel::TaskExecution::Threads(1);
+    let timer = Timer::builder().tick(ms(10)).clock(clock.clone()).manual().execution(execution).build();
+    let (count, waker) = CountingWaker::new();
+    let mut all = [
+        armed_with(&timer, ms(5), &waker),
+        armed_with(&timer, ms(5), &boom),
+        armed_with(&timer, ms(5), &waker),
+    ];
+    advance(&clock, &timer, ms(10));
+    let waited = std::time::Instant::now();
+    while count.count() < 2 && waited.elapsed() < common::DEADLOCK {
+        std::thread::yield_now();
+    }
+    assert_eq!(count.count(), 2, "the sleep and the third member woken");
+    assert!(poll(all[2].as_mut(), &waker).is_ready());
+    while timer.stats().panicked < 1 && waited.elapsed() < common::DEADLOCK {
+        std::thread::yield_now();
+    }
+    assert_eq!(timer.stats().panicked, 1);
+}

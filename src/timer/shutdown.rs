@@ -39,6 +39,13 @@ impl Timer {
     /// any more, and `try_schedule` fails with [`ScheduleError::ShutDown`]. Calling it again returns
     /// an empty list.
     ///
+    /// Timeouts armed lazily (`Timer::timeout`, feature `async`) that share a timer entry with
+    /// others of their tick (a tick group) have no task of their own: the shutdown counts them out
+    /// of [`len`](Timer::len) and wakes them once its locks are released (they then never
+    /// elapse), and hands nothing back for them; in [`stats`](Timer::stats) they count as
+    /// scheduled but neither fired nor cancelled, so with such timeouts pending, fired + cancelled
+    /// + returned falls short of scheduled by their number.
+    ///
     /// Called from inside one of this timer's tasks, it does not wait for the thread running that
     /// very task, and the tasks of the same batch that have not started yet (due at the same tick,
     /// already taken out of the wheel) are returned with every other unfired task: they do not run,
@@ -105,6 +112,11 @@ impl Timer {
         }
         // Drop only discards: boxing and sorting the closures would be wasted work.
         let report = !dropping;
+        // The wakers the drain's drops hand over (a tick group's members, the sleeps a drop
+        // abandons) are woken once the drain let go of `advance_lock`: a waker may call back into
+        // the timer (`wakes.rs`). Inside a task, the advance's own batch keeps them.
+        #[cfg(feature = "async")]
+        let wakes = (!inside_task).then(super::wakes::Batch::open);
         let unfired = if inside_task {
             // This thread holds `advance_lock` (below, in the advance running this task), whose
             // batch holds the rest of this task's batch: the scan claims it (`drain_detached`).
@@ -123,6 +135,10 @@ impl Timer {
             }
         };
         drop(draining);
+        #[cfg(feature = "async")]
+        if let Some(wakes) = wakes {
+            shared.counters.local().panicked(wakes.close());
+        }
         if let Some(executor) = &shared.executor {
             executor.close(wait_fully, dropping);
         }

@@ -322,7 +322,11 @@ fn finish(ptr: GroupPtr, to: Phase) {
         // SAFETY: the task's was the last hold (no member, not cached), dropped under the lock.
         unsafe { ptr.free() };
     }
+    // Outside a batch (an executor thread's fire) each wake runs here: a panicking one must not
+    // cost the other members their wake-up, so it is resumed once every member was woken.
+    let mut panics = crate::unwind::FirstPanic::default();
     for waker in wakers {
-        crate::timer::wakes::wake(waker);
+        panics.run(|| crate::timer::wakes::wake(waker));
     }
+    panics.resume();
 }
