@@ -256,6 +256,15 @@ impl Due {
         }
     }
 
+    /// The deadline `when` names on `timer` once it has shut down (nothing is scheduled): on the
+    /// timer's clock, which a shut-down timer still has.
+    fn shut_down(timer: &TimerRef, when: When) -> Due {
+        match when {
+            When::After(duration) => Due::At(saturating_add(timer.held().now(), duration)),
+            When::At(at) => Due::At(at),
+        }
+    }
+
     /// The deadline as an instant on `timer`'s clock.
     fn instant(self, timer: &TimerRef) -> Instant {
         match self {
@@ -307,14 +316,7 @@ impl Sleep {
     pub(crate) fn on(timer: Arc<TimerRef>, when: When) -> Sleep {
         let (deadline, armed) = match timer.upgrade() {
             Some(live) => Sleep::arm(live, when),
-            None => {
-                let deadline = match when {
-                    // On the timer's clock, which a shut-down timer still has.
-                    When::After(duration) => saturating_add(timer.held().now(), duration),
-                    When::At(at) => at,
-                };
-                (Due::At(deadline), Err(ScheduleError::ShutDown))
-            }
+            None => (Due::shut_down(&timer, when), Err(ScheduleError::ShutDown)),
         };
         Sleep::from_arming(timer, deadline, armed)
     }

@@ -21,7 +21,6 @@
 //! records no lateness (its claim is not counted), and `pending_per_level`, a walk of the
 //! buckets, counts its entry there as any other.
 
-use super::schedule::Refused;
 use super::{LentHandle, LiveTimer, When};
 use crate::deadline::Deadline;
 use crate::entry::{EntryArena, Fresh, StampBy};
@@ -79,10 +78,7 @@ impl LiveTimer {
     {
         let TickDue { boundary, by, .. } = due;
         let make = |(), arena: &EntryArena| Fresh::new_uncounted(boundary, task, arena, by).ok_or(());
-        match self.0.insert_new(now, (), make, false) {
-            Ok((_, ticket)) => Ok(LentHandle::new(ticket)),
-            Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),
-        }
+        self.0.insert_made(now, make, false).map(|(_, ticket)| LentHandle::new(ticket))
     }
 
     /// Schedules the waker's `task` of a timeout armed with a sleep of its own (the first of its

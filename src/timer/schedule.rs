@@ -84,10 +84,22 @@ impl Shared {
         F: FnOnce() + Send + 'static,
     {
         let make = |(), arena: &EntryArena| Fresh::new_as(deadline, task, arena, by, wake).ok_or(());
-        match self.insert_new(now, (), make, true) {
-            Ok(scheduled) => Ok(scheduled),
-            Err(Refused::Payload(_, error) | Refused::Fresh(_, error)) => Err(error),
-        }
+        self.insert_made(now, make, true)
+    }
+
+    /// [`insert_new`](Shared::insert_new) of an entry `make` builds from its task alone: a refused
+    /// task is dropped inside, so the refusal is all there is to hand back (also a tick group's
+    /// entry, `groups.rs`).
+    #[inline]
+    pub(super) fn insert_made(
+        &self,
+        now: u64,
+        make: impl FnOnce((), &EntryArena) -> Result<Fresh, ()>,
+        counted: bool,
+    ) -> Result<(&Arc<HandleStripe>, Ticket), ScheduleError> {
+        self.insert_new(now, (), make, counted).map_err(|refused| match refused {
+            Refused::Payload(_, error) | Refused::Fresh(_, error) => error,
+        })
     }
 
     /// The rest of a schedule, once the deadline is known: counts the entry in (if `counted`: all

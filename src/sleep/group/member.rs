@@ -31,7 +31,6 @@ use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use super::{GroupPtr, GroupTask, Join, Phase};
-use crate::clock::saturating_add;
 use crate::sleep::{Due, Sleep};
 use crate::sync::{Arc, Ordering};
 use crate::timer::groups::TickDue;
@@ -111,11 +110,7 @@ impl Member {
     /// came first on this thread, or else arms a sleep of its own (module docs, "The cache").
     pub(crate) fn arm(timer: Arc<TimerRef>, when: When, waker: &Waker) -> Limit {
         let Some(live) = timer.upgrade() else {
-            let deadline = match when {
-                // On the timer's clock, which a shut-down timer still has.
-                When::After(duration) => Due::At(saturating_add(timer.held().now(), duration)),
-                When::At(at) => Due::At(at),
-            };
+            let deadline = Due::shut_down(&timer, when);
             return Limit::Member(Member { at: At::Dead(ScheduleError::ShutDown), deadline, timer });
         };
         let (now, due) = live.tick_due(when);
