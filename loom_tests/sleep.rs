@@ -1,6 +1,6 @@
 //! The `async` feature's `Sleep::reset`, and the drop of a sleep, racing the firing of its task; the
 //! timeouts' tick groups (`src/sleep/group/`) racing their fire, a leave, the thread's cache and a
-//! shutdown.
+//! shutdown; a lazy timeout's own sleep armed while its tick fires.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -225,5 +225,31 @@ fn group_shutdown_racing_join() {
         assert!(timer.is_empty(), "len() is {} after the shutdown", timer.len());
         clock.advance(ticks(3));
         assert!(poll(&mut a, &wa).is_pending() && poll(&mut b, &wb).is_pending(), "a dead member elapsed");
+    });
+}
+
+/// The first timeout of a tick on a thread arms a sleep of its own (`Limit::Solo`,
+/// `src/sleep/group/member.rs`) on the clock reading its arming made, and stores the arming poll's
+/// waker in the slot once the task is scheduled (`src/sleep/slot.rs`, `arm_solo`). Another thread
+/// moves the clock to the timeout's tick and advances meanwhile: the task fires before the waker
+/// is stored (the store then wakes it at once), after it (the fire wakes it), or, the arming
+/// having read the clock after the move, at the next advance. Whichever, the arming poll is
+/// pending, the waker is woken exactly once, the timeout elapses, and nothing stays counted.
+#[test]
+fn solo_arm_racing_fire() {
+    loom::model(|| {
+        let (clock, timer) = manual_timer(4);
+        let (c, t) = (clock.clone(), loom::sync::Arc::clone(&timer));
+        let fire = loom::thread::spawn(move || step(&c, &t, 1));
+        let mut a = Box::pin(timer.timeout(ticks(1), std::future::pending::<()>()));
+        let wa = Arc::new(Wakes::default());
+        assert!(poll(&mut a, &wa).is_pending(), "the arming poll of a timeout elapsed");
+        fire.join().unwrap();
+        timer.advance_clock(Duration::ZERO);
+        step(&clock, &timer, 1);
+        assert_eq!(woken(&wa), 1, "the timeout's waker was woken {} times", woken(&wa));
+        assert!(poll(&mut a, &wa).is_ready(), "the timeout never elapsed");
+        drop(a);
+        assert!(timer.is_empty(), "len() is {} after the timeout elapsed", timer.len());
     });
 }

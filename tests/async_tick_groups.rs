@@ -344,3 +344,22 @@ fn a_panicking_member_waker_leaves_the_other_members_woken() {
     }
     assert_eq!(timer.stats().panicked, 1);
 }
+
+/// `stats().lateness` counts every timeout its firing woke, the members of a group as a task of
+/// their own would count: from the tick's boundary (where each is filed) to the advance.
+#[test]
+fn a_groups_firing_records_each_members_lateness() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    // The first of the tick arms a sleep of its own, the next three make and join the group.
+    let limits: Vec<_> = (1..=4).map(|k| armed(&timer, ms(k))).collect();
+    assert_eq!(timer.len(), 4);
+    advance(&clock, &timer, ms(13)); // the tick's boundary is 10 ms: 3 ms late
+    let stats = timer.stats();
+    assert_eq!(stats.fired, 4);
+    assert_eq!(stats.lateness.count, 4, "a member's firing recorded no lateness");
+    assert_eq!(stats.lateness.max, ms(3));
+    assert_eq!(stats.lateness.p50, ms(3));
+    for (_, woken, _) in &limits {
+        assert_eq!(woken.count(), 1);
+    }
+}

@@ -182,7 +182,12 @@ impl Slot {
         Slot::armed(slot, timer.schedule_solo(now, due, move || notify.fire()), waker)
     }
 
-    /// The end of an arming: the waker moved into `slot` once its task is `scheduled`.
+    /// The end of an arming: the waker moved into `slot` once its task is `scheduled`. The task
+    /// may have fired on another thread since (it is in a bucket from the insert on): the waker is
+    /// stored only while the slot is still waiting, and woken here otherwise, so that a lazy
+    /// timeout's arming poll, which returns pending, is woken exactly once either way (loom
+    /// model `sleep::solo_arm_racing_fire`, seeded fault `solo_arm_ignores_fired`: the waker
+    /// stored into a slot that already elapsed).
     #[inline]
     fn armed(
         slot: Arc<Slot>,
@@ -192,7 +197,7 @@ impl Slot {
         let handle = scheduled?;
         if let Some(waker) = waker.take() {
             let mut state = slot.state.lock();
-            if let Phase::Waiting = state.phase {
+            if fault!("solo_arm_ignores_fired") || matches!(state.phase, Phase::Waiting) {
                 state.waker = Some(waker);
             } else {
                 drop(state);

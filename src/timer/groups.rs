@@ -18,7 +18,8 @@
 //! when it fires (fired) or is abandoned ([`members_out`](LiveTimer::members_out)). So `len()`
 //! counts every armed timeout once, a group left empty counts nothing, and `stats()` counts the
 //! members as `scheduled`, `cancelled` and `fired`, never the group's entry; the group's firing
-//! records no lateness (its claim is not counted), and `pending_per_level`, a walk of the
+//! records each member's lateness, from the tick they share ([`members_fired`](LiveTimer::members_fired): its
+//! claim is not counted), and `pending_per_level`, a walk of the
 //! buckets, counts its entry there as any other.
 
 use super::{LentHandle, LiveTimer, When};
@@ -114,6 +115,17 @@ impl LiveTimer {
     #[inline]
     pub(crate) fn uncount_member_in(&self) {
         self.0.counters.local().unschedule();
+    }
+
+    /// Counts `n` members of a group that fired out on the calling thread's stripe, and records
+    /// their lateness: each was filed at `tick`, as the group's entry (`stats.rs`).
+    #[inline]
+    pub(crate) fn members_fired(&self, n: u64, tick: u64) {
+        if n > 0 {
+            let shared = &self.0;
+            shared.counters.local().members_out(n, false, true);
+            shared.lateness.record_n(shared.time.ticks, tick, shared.time.clock.now_nanos(), n);
+        }
     }
 
     /// Counts `n` members out on the calling thread's stripe: left before the tick (`cancelled`),

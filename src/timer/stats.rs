@@ -112,7 +112,8 @@ pub struct BucketLoad {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct LatenessSummary {
-    /// Tasks measured: every task started since the timer started.
+    /// Tasks measured: every task started since the timer started (and every timeout that a
+    /// tick group's task woke, `async`).
     pub count: u64,
     /// Mean lateness, from the histogram (within 1 %, as the quantiles).
     pub mean: Duration,
@@ -149,8 +150,14 @@ impl Lateness {
 
     /// Records one task started at `now_nanos` (executor threads, which run tasks one by one).
     pub(crate) fn record_one(&self, ticks: TickLength, deadline_tick: u64, now_nanos: u64) {
+        self.record_n(ticks, deadline_tick, now_nanos, 1);
+    }
+
+    /// Records `n` tasks filed at `deadline_tick`, started together at `now_nanos` (the
+    /// timeouts of a tick group, `sleep/group/`, woken by one task).
+    pub(crate) fn record_n(&self, ticks: TickLength, deadline_tick: u64, now_nanos: u64, n: u64) {
         let late = lateness_nanos(ticks, deadline_tick, now_nanos);
-        self.record(late, 1, late);
+        self.record(late, n, late);
     }
 
     pub(crate) fn summary(&self) -> LatenessSummary {

@@ -200,7 +200,7 @@ fn join(
         }
     }
     let id = live.id();
-    let group = GroupPtr::new(Arc::clone(timer));
+    let group = GroupPtr::new(Arc::clone(timer), due.tick());
     let task = GroupTask(Some(group), id);
     let handle = match live.schedule_group(now, due, move || task.fire()) {
         Ok(handle) => handle,

@@ -112,6 +112,9 @@ struct State {
     cached: bool,
     /// The entry's task holds the group (neither run nor dropped yet).
     task: bool,
+    /// The tick the timer files each member at (`TickDue::tick`), which their firing's lateness
+    /// counts from.
+    tick: u64,
     /// The group's entry (set as soon as it is scheduled, before anyone can cancel it).
     handle: LentHandle,
     /// The way back to the timer, for the cancel of the entry and the counts of the members,
@@ -157,7 +160,7 @@ pub(super) enum Join {
 impl GroupPtr {
     /// A new group on `timer`, `Open`, held by the cache (of the thread making it) and its task
     /// (about to be scheduled).
-    fn new(timer: Arc<TimerRef>) -> GroupPtr {
+    fn new(timer: Arc<TimerRef>, tick: u64) -> GroupPtr {
         let state = State {
             phase: Phase::Open,
             wakers: Vec::new(),
@@ -165,6 +168,7 @@ impl GroupPtr {
             members: 0,
             cached: true,
             task: true,
+            tick,
             handle: LentHandle::refused(),
             timer: Some(timer),
         };
@@ -311,8 +315,12 @@ fn finish(ptr: GroupPtr, to: Phase) {
             group.fired.store(true, Ordering::Release);
         }
         wakers.extend(state.wakers.iter_mut().filter_map(Option::take));
-        // Counted out before any is woken.
-        timer.held().members_out(state.members as u64, false, to == Phase::Fired);
+        // Counted out before any is woken; fired, each with its lateness.
+        let (live, n) = (timer.held(), state.members as u64);
+        match to {
+            Phase::Fired => live.members_fired(n, state.tick),
+            _ => live.members_out(n, false, false),
+        }
     }
     let free = state.members == 0 && !state.cached;
     drop(state);
