@@ -75,7 +75,9 @@ pub struct TimerStats {
     /// scheduling paths), so it is a snapshot: tasks in transit (being cascaded down or fired) are
     /// in no level, and the sum may differ from `pending` under concurrent use. A task reset to a
     /// later deadline stays in its bucket until that bucket comes due (`timer/reset.rs`), and is
-    /// counted there until then.
+    /// counted there until then. With the `async` feature, the lazily armed timeouts of one thread
+    /// due in one tick share one entry (a tick group, `Timer::timeout`):
+    /// here that entry counts once, however many timeouts it holds, while `pending` counts each.
     pub pending_per_level: Vec<usize>,
     /// The bucket holding the most tasks now (the wheel's slot load balance), `None` when every
     /// bucket is empty; on a tie, the one at the lowest level, then slot. A snapshot, as
