@@ -33,9 +33,12 @@
 //! The inner future is polled first at every poll, so an inner future ready at the poll that also
 //! sees the deadline wins. `Err(Elapsed)` comes only once the group fired (or, for `try_timeout`,
 //! its [`Sleep`] completed), at the boundary of the tick the timer would have fired the timeout's
-//! own entry at: never before the deadline, at most a tick after it. If the timer refuses the limit
-//! or shuts down, the limit never elapses: the `Timeout` becomes its inner future without a limit
-//! (never a panic; see `sleep.rs`, "Refusal and shutdown").
+//! own entry at: never before the deadline, at most a tick after it. A deadline already passed when
+//! the limit is armed elapses by the next advance, or at that very poll if its thread's group of
+//! the tick it is filed at has fired already (a deadline passed within the tick under way is filed
+//! at the tick before its own: `deadline.rs`, `P`). If the timer refuses the limit or shuts down,
+//! the limit never elapses: the `Timeout` becomes its inner future without a limit (never a panic;
+//! see `sleep.rs`, "Refusal and shutdown").
 
 use std::error::Error;
 use std::fmt;

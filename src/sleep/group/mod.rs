@@ -23,7 +23,9 @@
 //! a tick after its deadline.
 //!
 //! A member that joins a group already **fired** is elapsed at once: the group fired because the
-//! timer's clock reached the group's tick boundary, which is at or after this member's deadline.
+//! timer's clock reached the group's tick boundary, which is at or after this member's deadline,
+//! or the member's deadline had passed when it armed (one passed within the tick under way is
+//! filed at the tick before its own: `deadline.rs`, `P`); never early either way.
 //!
 //! ## The protocol
 //!
