@@ -19,7 +19,7 @@
 //!
 //! (`tests/drain_drops_call_back.rs`, with a watchdog for each way.)
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{advancing, Shared, Timer, UnfiredTask};
 use crate::sync::{fence, AtomicUsize, Ordering};
@@ -71,10 +71,13 @@ impl Timer {
         self.stop(false, None)
     }
 
-    /// [`shutdown`](Timer::shutdown) with a bounded wait: waits up to `timeout` for the driver
-    /// thread to finish the task it is running, then returns every task that has not started,
-    /// whether or not the driver finished (a task that never returns cannot block this call), in
-    /// the order `shutdown` hands them back.
+    /// [`shutdown`](Timer::shutdown) with a bounded wait: waits up to `timeout` in all for the
+    /// advance in progress to end, as `shutdown` waits for it: the driver thread's (which then
+    /// exits), and an [`advance_clock`](Timer::advance_clock) on another thread (a manual timer's).
+    /// An advance that ends in time runs the rest of its batch. Then it returns every task that has
+    /// not started, whether or not the advance ended (a task that never returns cannot block this
+    /// call), in the order `shutdown` hands them back. Called where `shutdown` does not wait (from
+    /// a timer's task or thread), it does not wait either.
     ///
     /// Executor threads are not waited for: tasks handed to them and not yet started are returned
     /// too. When this returns, no task of this timer starts any more, except one that the driver
@@ -101,10 +104,14 @@ impl Timer {
         // Take the driver out first: the lock must not be held while joining (a task may be calling
         // shutdown concurrently and would wait on it).
         let driver = self.driver.lock().take();
+        // A timed shutdown's one deadline, for the driver's exit and the advance in progress.
+        let give_up = wait.filter(|_| may_wait && !dropping).map(|limit| Instant::now().checked_add(limit));
+        let left = || give_up.map(|at| at.map(|at| at.saturating_duration_since(Instant::now())));
         if let Some(driver) = driver {
-            match wait {
+            match left() {
                 _ if wait_fully => driver.join(),
-                Some(limit) if may_wait && !dropping => drop(driver.join_within(limit)),
+                Some(Some(limit)) => drop(driver.join_within(limit)),
+                Some(None) => driver.join(),
                 // Not advancing (its `advance` sees `shut_down` under the lock): about to exit.
                 _ if !inside_task && shared.advance_lock.try_lock().is_some() => driver.join(),
                 _ => driver.detach(),
@@ -124,7 +131,15 @@ impl Timer {
         } else if wait_fully {
             shared.drain_locked(report)
         } else {
-            let serial = shared.advance_lock.try_lock();
+            // A timed shutdown waits for an advance on another thread (a manual timer's
+            // `advance_clock`, or one beside the driver) as `drain_locked` does, for what is left
+            // of its wait: the advance's batch then runs, as with the driver's. (No new race:
+            // once the lock is taken this is the drain under the lock; under loom, `try_lock`.)
+            let serial = match left() {
+                Some(Some(limit)) => shared.advance_lock.try_lock_for(limit),
+                Some(None) => Some(shared.advance_lock.lock()),
+                _ => shared.advance_lock.try_lock(),
+            };
             // Without joined executors, their queues are scanned too, also by a drop: a thread
             // inside a task would hold the closures queued behind it until that task returns, and
             // one that has taken an entry may claim it after the drop returned.
