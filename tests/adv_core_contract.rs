@@ -440,7 +440,8 @@ fn a_timed_shutdown_waits_for_a_manual_timers_advance_as_for_the_driver() {
     {
         let clock = ManualClock::new();
         let builder = Timer::builder().tick(ms(1)).wheel_size(8);
-        let timer = Arc::new(if driver { builder.build() } else { builder.clock(clock.clone()).manual().build() });
+        let timer =
+            Arc::new(if driver { builder.build() } else { builder.clock(clock.clone()).manual().build() });
         let (started, has_started) = mpsc::channel::<()>();
         let (release, wait) = mpsc::channel::<()>();
         let wait = Mutex::new(wait);

@@ -15,7 +15,7 @@
 //!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned. When
 //!   the advance in progress cannot be waited for (the call comes from one of its tasks, from any
 //!   timer's driver or executor thread, from a drop while the driver is inside a task or with
-//!   executor threads, or from `shutdown_timeout` after its wait), the drain runs without
+//!   executor threads, or from a `shutdown_timeout` whose wait ran out), the drain runs without
 //!   `advance_lock` and then scans the arena, claiming every entry still pending wherever it is
 //!   held; its holder only releases it (`advance.rs`, `drain_detached`). Either drain then waits
 //!   for the resets holding an entry out of every bucket and claims those they could not re-add
