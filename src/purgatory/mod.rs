@@ -74,6 +74,13 @@
 //! timer's closure and its reference), so the purgatory holds nothing for it: memory is proportional
 //! to the live operations, with no purge pass (Kafka keeps completed operations in their lists until
 //! a purge and has had brokers run out of memory from it: KAFKA-19389, KAFKA-19763).
+//!
+//! Whoever drops the last reference to an operation runs its `Drop`, which is user code: a check or
+//! a cancel whose copy of the list outlived everyone else's reference, or the purgatory's drop for
+//! an operation that never expires. Those drops are caught (`unwind.rs`, `drop_caught`), so that a
+//! panicking one neither ends a check before the rest of its list (their triggers would be lost),
+//! nor loses the operations a cancel took, nor aborts the process by panicking again while the
+//! purgatory's drop unwinds.
 
 mod operation;
 mod stats;
@@ -106,7 +113,10 @@ use watchers::Watchers;
 /// protocol. `Purgatory` is `Send + Sync`: share it behind an `Arc`.
 ///
 /// Dropping the purgatory stops its timer; operations still pending are dropped without any
-/// callback.
+/// callback. An operation whose `Drop` panics when the purgatory lets go of the last reference to
+/// it (in its drop, a check or a cancel) is dropped all the same, the panic caught, as a delay
+/// queue's values and a timer's closures are: the drop, check or cancel goes on with the other
+/// operations and does not panic.
 ///
 /// ```
 /// use delaywheel::purgatory::{DelayedOperation, Purgatory};
@@ -306,7 +316,9 @@ where
     ///
     /// If an `on_complete` panics: once the rest of the list is checked (every other operation
     /// whose condition holds completes in this call), the first such panic resumes here. The
-    /// operation whose `on_complete` panicked is finished all the same (its callback ran).
+    /// operation whose `on_complete` panicked is finished all the same (its callback ran). (A panic
+    /// of an operation's `Drop`, where this call holds the last reference, is caught: see
+    /// [`Purgatory`].)
     pub fn check_and_complete(&self, key: &K) -> usize {
         let (first, rest) = self.inner.watchers.snapshot(key);
         let mut completed = 0;
@@ -314,27 +326,38 @@ where
         // faulty callback must not cost the other operations of the key their trigger.
         let mut panics = crate::unwind::FirstPanic::default();
         for operation in first.into_iter().chain(rest) {
-            if operation.is_done() {
-                continue;
+            if self.check(&operation, &mut panics) {
+                completed += 1;
             }
-            let mut state = operation.lock();
-            match operation.try_complete_caught(&state) {
-                Some(true) => {}
-                Some(false) => continue,
-                None => {
-                    self.panicked.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-            }
-            let timeout = operation.decide(&mut state, Phase::Completed);
-            drop(state);
-            self.retire(&operation, timeout);
-            self.completed.fetch_add(1, Ordering::Relaxed);
-            completed += 1;
-            panics.run(|| operation.op.on_complete());
+            // The last reference, if the operation finished meanwhile: its drop must not cost the
+            // rest of the list their check either.
+            crate::unwind::drop_caught(operation);
         }
         panics.resume();
         completed
+    }
+
+    /// One operation of a check: tries it under its lock and, if it completes, retires it and runs
+    /// `on_complete` (its panic kept in `panics`). Returns whether it completed.
+    fn check(&self, operation: &Operation<K, T>, panics: &mut crate::unwind::FirstPanic) -> bool {
+        if operation.is_done() {
+            return false;
+        }
+        let mut state = operation.lock();
+        match operation.try_complete_caught(&state) {
+            Some(true) => {}
+            Some(false) => return false,
+            None => {
+                self.panicked.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+        }
+        let timeout = operation.decide(&mut state, Phase::Completed);
+        drop(state);
+        self.retire(operation, timeout);
+        self.completed.fetch_add(1, Ordering::Relaxed);
+        panics.run(|| operation.op.on_complete());
+        true
     }
 
     /// Cancels every pending operation watched under `key` and returns them (each once), for the
@@ -345,13 +368,17 @@ where
         let mut cancelled = Vec::new();
         for operation in self.inner.watchers.take(key) {
             let mut state = operation.lock();
-            if state.phase != Phase::Pending {
-                continue;
+            if state.phase == Phase::Pending {
+                let timeout = operation.decide(&mut state, Phase::Cancelled);
+                drop(state);
+                self.retire(&operation, timeout);
+                cancelled.push(Arc::clone(&operation.op));
+            } else {
+                drop(state);
             }
-            let timeout = operation.decide(&mut state, Phase::Cancelled);
-            drop(state);
-            self.retire(&operation, timeout);
-            cancelled.push(Arc::clone(&operation.op));
+            // The last reference, if the operation finished meanwhile: a panic of its drop must
+            // not lose the operations cancelled so far, which only this call returns.
+            crate::unwind::drop_caught(operation);
         }
         cancelled
     }

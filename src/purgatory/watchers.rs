@@ -40,6 +40,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::operation::{DelayedOperation, Operation, UNWATCHED};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::unwind::drop_caught;
 
 /// A list is shrunk when it uses less than a quarter of a capacity above this.
 const SHRINK_ABOVE: usize = 64;
@@ -279,7 +280,7 @@ impl<K, T: ?Sized> Watchers<K, T> {
 
     /// Takes every list out, each watch marked unwatched under its shard's lock as
     /// [`take`](Watchers::take) marks them (an expiry still running on a detached driver then
-    /// finds nothing to unwatch), and releases the operations unlocked.
+    /// finds nothing to unwatch), and releases the operations unlocked, each drop's panic caught.
     pub(crate) fn clear(&self) {
         for shard in self.shards.iter() {
             let mut lists = shard.lists.lock();
@@ -290,7 +291,20 @@ impl<K, T: ?Sized> Watchers<K, T> {
             shard.watched.store(0, Ordering::Relaxed);
             shard.keys.store(0, Ordering::Relaxed);
             drop(lists);
-            drop(taken);
+            // One by one, each drop caught: a list may hold the last reference to an operation
+            // (one that never expires), whose `Drop` is user code, and a second panic while the
+            // first unwinds would abort the process.
+            for (key, list) in taken {
+                drop_caught(key);
+                match list {
+                    List::One(only) => {
+                        drop_caught(only);
+                    }
+                    List::Many(list) => list.into_iter().for_each(|watcher| {
+                        drop_caught(watcher);
+                    }),
+                }
+            }
         }
     }
 }
