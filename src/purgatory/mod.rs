@@ -75,9 +75,10 @@
 //! to the live operations, with no purge pass (Kafka keeps completed operations in their lists until
 //! a purge and has had brokers run out of memory from it: KAFKA-19389, KAFKA-19763).
 //!
-//! Whoever drops the last reference to an operation runs its `Drop`, which is user code: a check or
-//! a cancel whose copy of the list outlived everyone else's reference, or the purgatory's drop for
-//! an operation that never expires. Those drops are caught (`unwind.rs`, `drop_caught`), so that a
+//! Whoever drops the last reference to an operation runs its `Drop`, which is user code: a check
+//! that completed it (the lists and the timer let go of theirs as it retires it), a check or a
+//! cancel whose copy of the list outlived every other reference, or the purgatory's drop for an
+//! operation that never expires. Those drops are caught (`unwind.rs`, `drop_caught`), so that a
 //! panicking one neither ends a check before the rest of its list (their triggers would be lost),
 //! nor loses the operations a cancel took, nor aborts the process by panicking again while the
 //! purgatory's drop unwinds.
@@ -329,8 +330,8 @@ where
             if self.check(&operation, &mut panics) {
                 completed += 1;
             }
-            // The last reference, if the operation finished meanwhile: its drop must not cost the
-            // rest of the list their check either.
+            // Often the last reference (the lists and the timer let go of theirs as the check
+            // retired it): its drop must not cost the rest of the list their check either.
             crate::unwind::drop_caught(operation);
         }
         panics.resume();
