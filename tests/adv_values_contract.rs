@@ -1,9 +1,11 @@
 //! The contract of the values side, where other suites leave gaps: a queue driven by its
 //! `next_deadline` alone (as a simulation on a manual clock drives it), keys reset into the past
-//! and then removed, instants before the clock's origin, periodic runs across a clock jump of an
-//! hour, and operations of a purgatory whose `Drop` panics where the purgatory lets go of them.
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! and then removed, instants before the clock's origin, the timer's counters of a queue's values,
+//! periodic runs across a clock jump of an hour, on a timer bounded to one pending task and shut
+//! down from their own run, and operations of a purgatory whose `Drop` panics where the purgatory
+//! lets go of them.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,9 @@ fn manual(tick: Duration, size: usize) -> (ManualClock, Timer) {
     (clock, timer)
 }
 
+/// A value reset to a deadline already passed is still pending until the next advance: `remove`
+/// hands it back then; once that advance expired it, the key names nothing and the value comes out
+/// carrying the passed deadline.
 #[test]
 fn reset_to_the_past_then_remove_hands_the_value_back() {
     let (clock, timer) = manual(ms(1), 4);
@@ -46,9 +51,12 @@ fn reset_to_the_past_then_remove_hands_the_value_back() {
     assert!(q.is_empty());
 }
 
+/// Instants before the manual clock's origin (one 400 years before, past what the exact deadline
+/// holds) read back as given (the far one never later than the origin) and come out at the next
+/// advance, in deadline order, on a wheel of two slots.
 #[test]
 fn insert_at_before_the_origin_comes_out_at_the_next_advance_in_order() {
-    let (clock, timer) = manual(ms(1), 2);
+    let (_clock, timer) = manual(ms(1), 2);
     let q = DelayQueue::with_timer(timer);
     let origin = q.timer().now();
     let a = origin - Duration::from_secs(10);
@@ -63,14 +71,15 @@ fn insert_at_before_the_origin_comes_out_at_the_next_advance_in_order() {
     assert!(q.deadline(&kc).unwrap() <= origin);
     assert_eq!(q.deadline(&kd), Some(origin));
     assert_eq!(q.len(), 4);
-    let _ = clock;
     q.advance_clock(Duration::ZERO);
     let out: Vec<_> = std::iter::from_fn(|| q.try_recv()).map(|e| (*e.get_ref(), e.key())).collect();
     assert_eq!(out, [("c", kc), ("b", kb), ("a", ka), ("d", kd)]);
 }
 
-/// Drives a queue with random inserts, resets and removes by jumping to next_deadline; every value
-/// comes out exactly at the tick its deadline falls on (never early, never late).
+/// A simulation moves its manual clock only to `next_deadline`, among random inserts, removes and
+/// resets (some into the past), on wheels of 2 to 60 slots: every value comes out with its last
+/// deadline, never early, and no later than the tick boundary at or after it (or the next advance
+/// for a deadline already passed when set), so `next_deadline` never skips past a value.
 #[test]
 fn a_simulation_driven_by_next_deadline_sees_each_value_at_its_tick() {
     for (tick, size) in [(ms(1), 2usize), (ms(3), 4), (Duration::from_micros(1), 2), (ms(10), 60)] {
@@ -109,7 +118,6 @@ fn a_simulation_driven_by_next_deadline_sees_each_value_at_its_tick() {
                     live[i].3 = q.timer().now();
                 }
                 _ => {
-                    // step to the next deadline
                     if let Some(nd) = q.next_deadline() {
                         let now = q.timer().now();
                         clock.advance(nd.saturating_duration_since(now));
@@ -121,8 +129,6 @@ fn a_simulation_driven_by_next_deadline_sees_each_value_at_its_tick() {
                         let (_, id, due, set) = live.swap_remove(i);
                         assert_eq!((*e.get_ref(), e.deadline()), (id, due));
                         assert!(now >= due, "early");
-                        // at most a tick late: the tick boundary at or after due, or the next
-                        // advance if it was set to a deadline already passed
                         let since = due.saturating_duration_since(origin).as_nanos();
                         let t = tick.as_nanos();
                         let boundary = (since.div_ceil(t) * t).max(set.duration_since(origin).as_nanos());
@@ -151,6 +157,8 @@ fn a_simulation_driven_by_next_deadline_sees_each_value_at_its_tick() {
     }
 }
 
+/// After a jump of an hour and 3 ms past a run's due time: `Burst` runs the missed runs one per
+/// advance, `Delay` starts a grid a period after the late run, `Skip` keeps the grid.
 #[test]
 fn every_behaviour_under_large_clock_jumps_runs_on_its_rule() {
     for missed in [MissedTickBehavior::Burst, MissedTickBehavior::Delay, MissedTickBehavior::Skip] {
@@ -161,8 +169,8 @@ fn every_behaviour_under_large_clock_jumps_runs_on_its_rule() {
             r.lock().unwrap().push(c.now());
         });
         clock.advance(ms(10));
-        timer.advance_clock(Duration::ZERO); // 10
-        clock.advance(Duration::from_secs(3600) + ms(3)); // jump an hour and 3 ms: late 3600003-?
+        timer.advance_clock(Duration::ZERO);
+        clock.advance(Duration::from_secs(3600) + ms(3));
         timer.advance_clock(Duration::ZERO);
         for _ in 0..25 {
             clock.advance(ms(1));
@@ -179,6 +187,91 @@ fn every_behaviour_under_large_clock_jumps_runs_on_its_rule() {
         }
         assert!(h.cancel());
         assert!(timer.is_empty());
+    }
+}
+
+/// The timer's counters of a queue's values: each insert is scheduled, each expiry fired, each
+/// remove and each value a clear drops before it expired cancelled, each `true` reset a re-arm;
+/// pending is the queue's `len` less the values expired and not taken.
+#[test]
+fn the_timers_counters_account_for_every_value() {
+    let (clock, timer) = manual(ms(1), 4);
+    let q = DelayQueue::with_timer(timer);
+    let keys: Vec<_> = (0..200u64).map(|i| q.insert(i, ms(i % 37))).collect();
+    for (i, k) in keys.iter().enumerate() {
+        match i % 5 {
+            0 => assert!(q.remove(k).is_some()),
+            1 => assert!(q.reset(k, ms(50))),
+            2 => assert!(q.reset_at(k, q.timer().now() - ms(3))),
+            _ => {}
+        }
+    }
+    clock.advance(ms(20));
+    q.advance_clock(Duration::ZERO);
+    let taken = std::iter::from_fn(|| q.try_recv()).count() as u64;
+    let s = q.timer().stats();
+    assert_eq!((s.scheduled, s.fired, s.cancelled, s.rearmed), (200, taken, 40, 80));
+    assert_eq!((s.pending as u64, q.len() as u64), (160 - taken, 160 - taken));
+    q.clear();
+    let s = q.timer().stats();
+    assert_eq!((s.cancelled, s.pending), (200 - taken, 0));
+    // Values that expired and wait untaken were fired: a clear drops them without a cancel.
+    for i in 0..10u64 {
+        q.insert(i, ms(1));
+    }
+    clock.advance(ms(1));
+    q.advance_clock(Duration::ZERO);
+    q.clear();
+    let s = q.timer().stats();
+    assert_eq!((s.scheduled, s.fired, s.cancelled, s.pending), (210, taken + 10, 200 - taken, 0));
+    assert!(q.is_empty());
+}
+
+/// A run is no longer pending when it re-arms: a timer bounded to one pending task keeps every
+/// kind of repetition going.
+#[test]
+fn a_repetition_goes_on_on_a_timer_bounded_to_one_pending_task() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(ms(1)).clock(clock.clone()).manual().max_pending(1).build();
+    for repeat in [
+        Repeat::FixedRate(ms(10)),
+        Repeat::FixedDelay(ms(10)),
+        Repeat::Every(ms(10), MissedTickBehavior::Delay),
+    ] {
+        let h = timer.schedule_repeating(ms(10), repeat, || {});
+        for _ in 0..5 {
+            clock.advance(ms(10));
+            timer.advance_clock(Duration::ZERO);
+        }
+        assert_eq!(h.runs(), 5, "{repeat:?}");
+        assert!(h.is_active() && h.cancel() && timer.is_empty(), "{repeat:?}");
+    }
+}
+
+/// A run that shuts its timer down is the last: its re-arm is refused and the handle ends.
+#[test]
+fn a_run_that_shuts_its_timer_down_is_the_last() {
+    for repeat in [
+        Repeat::FixedRate(ms(10)),
+        Repeat::FixedDelay(ms(10)),
+        Repeat::Every(ms(10), MissedTickBehavior::Burst),
+    ] {
+        let (clock, timer) = manual(ms(1), 4);
+        let timer = Arc::new(timer);
+        let (weak, handed_back) = (Arc::downgrade(&timer), Arc::new(Mutex::new(None)));
+        let h = {
+            let handed_back = Arc::clone(&handed_back);
+            timer.schedule_repeating(ms(10), repeat, move || {
+                let timer = weak.upgrade().expect("the test holds the timer");
+                *handed_back.lock().unwrap() = Some(timer.shutdown().len());
+            })
+        };
+        for _ in 0..3 {
+            clock.advance(ms(10));
+            timer.advance_clock(Duration::ZERO);
+        }
+        assert_eq!((h.runs(), *handed_back.lock().unwrap()), (1, Some(0)), "{repeat:?}");
+        assert!(!h.is_active() && !h.cancel(), "{repeat:?}");
     }
 }
 
