@@ -363,3 +363,28 @@ fn a_groups_firing_records_each_members_lateness() {
         assert_eq!(woken.count(), 1);
     }
 }
+
+/// Deadlines passed within the tick under way are filed at the tick before their own; their
+/// lateness still counts from their own tick's boundary, as a task's does (`stats.rs`), also in a
+/// group: fired by the next advance in that tick, they are not late. So they make groups apart
+/// from the deadlines filed at their own tick, which count from the earlier boundary.
+#[test]
+fn members_passed_mid_tick_count_their_lateness_as_a_task_does() {
+    let (clock, timer) = manual_timer(ms(10), 64);
+    let base = timer.now();
+    let waker = common::waker::ignored_waker();
+    let arm = |at: u64| {
+        let mut t = Box::pin(timer.timeout_at(base + ms(at), pending::<()>()));
+        assert!(poll(t.as_mut(), &waker).is_pending());
+        t
+    };
+    let mut all: Vec<_> = [8, 9].map(arm).into(); // filed at the tick ending at 10 ms: a group
+    clock.advance(ms(15)); // not advanced: 5 ms late at the next advance
+    let task = timer.schedule_at(base + ms(12), || {}); // passed mid-tick: not late at 15 ms
+    all.extend([12, 13, 14].map(arm)); // filed at the same tick, a sleep and a group of their own
+    timer.advance_clock(Duration::ZERO);
+    assert!(task.is_fired() && all.iter_mut().all(|t| poll(t.as_mut(), &waker).is_ready()));
+    let late = timer.stats().lateness;
+    assert_eq!(late.count, 6);
+    assert_eq!((late.p50, late.max), (Duration::ZERO, ms(5)), "the deadlines passed mid-tick counted late");
+}

@@ -18,8 +18,10 @@
 //! when it fires (fired) or is abandoned ([`members_out`](LiveTimer::members_out)). So `len()`
 //! counts every armed timeout once, a group left empty counts nothing, and `stats()` counts the
 //! members as `scheduled`, `cancelled` and `fired`, never the group's entry; the group's firing
-//! records each member's lateness, from the tick they share ([`members_fired`](LiveTimer::members_fired): its
-//! claim is not counted), and `pending_per_level`, a walk of the
+//! records each member's lateness ([`members_fired`](LiveTimer::members_fired): its claim is not
+//! counted) from the first tick boundary at or after their deadlines, which they share (a group
+//! holds deadlines passed within the tick under way, filed a tick early, or none:
+//! [`TickDue::key`]), as a task's own entry would, and `pending_per_level`, a walk of the
 //! buckets, counts its entry there as any other.
 
 use super::{LentHandle, LiveTimer, When};
@@ -37,10 +39,22 @@ pub(crate) struct TickDue {
 }
 
 impl TickDue {
-    /// The tick the timer files the member at: the members of one tick group share it.
+    /// The tick group the member belongs in: the tick the timer files it at, and whether its
+    /// deadline passed within the tick under way (filed at the tick before its own: `deadline.rs`,
+    /// `P`). The members of one group share both, so they share the first tick boundary at or
+    /// after their deadlines too ([`late_from`](TickDue::late_from)), as their lateness needs.
     #[inline]
-    pub(crate) fn tick(self) -> u64 {
-        self.own.tick()
+    pub(crate) fn key(self) -> u64 {
+        // (A deadline tick has bits to spare: `deadline::MAX_DEADLINE_TICK`.)
+        self.own.tick() << 1 | u64::from(self.own.passed_mid_tick())
+    }
+
+    /// The first tick boundary at or after the member's deadline: what its firing's lateness
+    /// counts from, as a task's (`stats.rs`; one tick after [`key`](TickDue::key)'s for a deadline
+    /// passed within the tick under way).
+    #[inline]
+    pub(crate) fn late_from(self) -> u64 {
+        self.own.rounded_up_tick()
     }
 }
 
@@ -118,7 +132,8 @@ impl LiveTimer {
     }
 
     /// Counts `n` members of a group that fired out on the calling thread's stripe, and records
-    /// their lateness: each was filed at `tick`, as the group's entry (`stats.rs`).
+    /// their lateness from `tick`, the first tick boundary at or after each one's deadline
+    /// ([`TickDue::late_from`], `stats.rs`).
     #[inline]
     pub(crate) fn members_fired(&self, n: u64, tick: u64) {
         if n > 0 {

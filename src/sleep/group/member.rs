@@ -3,9 +3,10 @@
 //!
 //! ## The cache
 //!
-//! Each thread keeps its current tick (the latest it armed a timeout for) with the timer's
-//! identity ([`TimerId`]: no other timer's), and the tick's group once it has one. The **first**
-//! timeout of a tick on a thread arms a [`Sleep`] of its own (on the clock reading and deadline
+//! Each thread keeps its current tick (the latest it armed a timeout for; with whether that
+//! deadline passed within the tick under way, `TickDue::key`) with the timer's identity
+//! ([`TimerId`]: no other timer's), and the tick's group once it has one. The **first** timeout of
+//! a tick on a thread arms a [`Sleep`] of its own (on the clock reading and deadline
 //! its arming made: [`Limit::Solo`]) and makes that tick the thread's current one; the **second**
 //! makes the tick's group, which the thread then caches, and the rest join it. A timeout of any
 //! other tick or timer takes the cache's place, and the group it replaces loses the cache's hold
@@ -43,7 +44,8 @@ use crate::ScheduleError;
 /// one (module docs, "The cache").
 struct Cached {
     timer: TimerId,
-    tick: u64,
+    /// The tick group's [`TickDue::key`].
+    key: u64,
     group: Option<GroupPtr>,
 }
 
@@ -120,13 +122,13 @@ impl Member {
                 return Limit::Member(Member { at: At::Dead(refused), deadline: Due::of(now, when), timer })
             }
         };
-        let (id, tick) = (live.id(), due.tick());
+        let (id, key) = (live.id(), due.key());
         let current = CACHE.try_with(|cache| match &cache.borrow().0 {
-            Some(c) if c.timer == id && c.tick == tick => Some(c.group),
+            Some(c) if c.timer == id && c.key == key => Some(c.group),
             _ => None,
         });
         let Ok(Some(group)) = current else {
-            cache(Cached { timer: id, tick, group: None });
+            cache(Cached { timer: id, key, group: None });
             return Limit::Solo(Sleep::solo(timer, (now, due), when, waker));
         };
         let at = match live.count_member_in() {
@@ -200,7 +202,7 @@ fn join(
         }
     }
     let id = live.id();
-    let group = GroupPtr::new(Arc::clone(timer), due.tick());
+    let group = GroupPtr::new(Arc::clone(timer), due.late_from());
     let task = GroupTask(Some(group), id);
     let handle = match live.schedule_group(now, due, move || task.fire()) {
         Ok(handle) => handle,
@@ -217,7 +219,7 @@ fn join(
         state.handle = handle;
         state.join(waker)
     };
-    cache(Cached { timer: id, tick: due.tick(), group: Some(group) });
+    cache(Cached { timer: id, key: due.key(), group: Some(group) });
     match joined {
         Join::Member(place) => At::Joined(group, place),
         Join::Fired => {

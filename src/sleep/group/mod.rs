@@ -15,12 +15,15 @@
 //! ## Never early, at most a tick late
 //!
 //! A member joins the group of the tick the timer would file its own entry at (`timer/groups.rs`,
-//! `TickDue::tick`, the schedule's own arithmetic). The group's entry is filed at that tick's
+//! `TickDue::key`, the schedule's own arithmetic). The group's entry is filed at that tick's
 //! boundary: the advance that reaches the boundary fires it, where it would fire any member's own
 //! entry at the latest. That boundary is at or after every member's deadline (each is filed there
 //! because the boundary is the first at or after it; a deadline already passed is filed at the
 //! current tick, whose boundary has passed too), so no member elapses early, and none later than
-//! a tick after its deadline.
+//! a tick after its deadline. Deadlines passed within the tick under way (filed at the tick before
+//! their own, `deadline.rs`, `P`) make groups of their own, apart from the deadlines filed at
+//! their own tick, so that every member of a group counts its lateness from one boundary (the
+//! first at or after its deadline, as a task's own entry does: `timer/groups.rs`).
 //!
 //! A member that joins a group already **fired** is elapsed at once: the group fired because the
 //! timer's clock reached the group's tick boundary, which is at or after this member's deadline,
@@ -114,8 +117,8 @@ struct State {
     cached: bool,
     /// The entry's task holds the group (neither run nor dropped yet).
     task: bool,
-    /// The tick the timer files each member at (`TickDue::tick`), which their firing's lateness
-    /// counts from.
+    /// The first tick boundary at or after each member's deadline (`TickDue::late_from`), which
+    /// their firing's lateness counts from.
     tick: u64,
     /// The group's entry (set as soon as it is scheduled, before anyone can cancel it).
     handle: LentHandle,
