@@ -29,12 +29,35 @@ fn step(clock: &ManualClock, timer: &Timer, by: Duration) {
     timer.advance_clock(Duration::ZERO);
 }
 
-fn eventually(mut done: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(10);
+fn eventually(done: impl FnMut() -> bool) {
+    assert!(settled(done), "not done within {QUIET:?}");
+}
+
+/// How long a loaded host may take to finish what the tests wait for (a bound, not a speed).
+const QUIET: Duration = Duration::from_secs(60);
+
+/// Waits until `done` holds or [`QUIET`] passes; returns whether it holds.
+fn settled(mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + QUIET;
     while !done() {
-        assert!(Instant::now() < until, "not done within 10 s");
+        if Instant::now() >= until {
+            return false;
+        }
         thread::sleep(Duration::from_micros(200));
     }
+    true
+}
+
+/// A task that signals its start (the receiver) and then blocks until the sender is dropped or
+/// sends, or `limit` passes.
+fn blocker(limit: Duration) -> (impl FnOnce() + Send + 'static, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (started, has_started) = mpsc::channel::<()>();
+    let (release, wait) = mpsc::channel::<()>();
+    let task = move || {
+        started.send(()).unwrap();
+        let _ = wait.recv_timeout(limit);
+    };
+    (task, has_started, release)
 }
 
 /// Executor tasks that cancel and reset siblings still waiting in the executor's queue, and their
@@ -43,13 +66,8 @@ fn eventually(mut done: impl FnMut() -> bool) {
 #[test]
 fn executor_tasks_cancelling_and_resetting_queued_siblings_are_exactly_once() {
     let (clock, timer) = with_executors(1);
-    let (started, has_started) = mpsc::channel::<()>();
-    let (release, wait) = mpsc::channel::<()>();
-    let wait = Mutex::new(wait);
-    timer.schedule(ms(1), move || {
-        started.send(()).unwrap();
-        let _ = wait.lock().unwrap().recv();
-    });
+    let (task, has_started, release) = blocker(Duration::MAX);
+    timer.schedule(ms(1), task);
     let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..20).map(|_| AtomicUsize::new(0)).collect());
     let handles: Arc<Vec<OnceLock<TimerHandle>>> = Arc::new((0..20).map(|_| OnceLock::new()).collect());
     let verdicts = Arc::new(Mutex::new(Vec::new()));
@@ -157,8 +175,9 @@ fn a_timed_shutdown_beside_busy_executors_hands_back_the_queue_in_order() {
     }
     step(&clock, &timer, ms(3));
     has_started.recv().unwrap();
-    // One task holds the lock while it waits; the other waits for the lock: both executors busy.
-    has_started.recv_timeout(ms(50)).ok();
+    // One task holds the lock while it waits; the other waits for the lock: both executors busy
+    // (each signals before it takes the lock).
+    has_started.recv().unwrap();
     let unfired = watched("timed shutdown", move || {
         let unfired = timer.shutdown_timeout(ms(20));
         (timer, unfired)
@@ -306,17 +325,17 @@ fn the_system_clock_reads_instants_and_a_timed_advance_waits_for_its_bucket() {
     let at = timer.now() + ms(30);
     timer.schedule_at(at, log(1));
     let start = Instant::now();
-    // The passed deadline first, then (within two seconds) the one 30 ms out.
+    // The passed deadline first, then the one 30 ms out, each long before the advance's timeout.
     let mut advances = 0;
     while ran.lock().unwrap().iter().all(|&(id, _)| id != 1) {
-        assert!(timer.advance_clock(Duration::from_secs(2)) || start.elapsed() < Duration::from_secs(2));
+        assert!(timer.advance_clock(QUIET) || start.elapsed() < QUIET);
         advances += 1;
         assert!(advances < 10);
     }
     let runs = ran.lock().unwrap().clone();
     let fired_at = runs.iter().find(|&&(id, _)| id == 1).unwrap().1;
     assert!(fired_at >= at, "early by {:?}", at - fired_at);
-    assert!(start.elapsed() < Duration::from_secs(2), "the wait ended when the bucket was due");
+    assert!(start.elapsed() < QUIET, "the wait ended when the bucket was due");
     let idle = Instant::now();
     assert!(!timer.advance_clock(ms(40)));
     assert!(idle.elapsed() >= ms(40), "an idle timed advance waits out its timeout");
@@ -366,11 +385,20 @@ fn a_timed_shutdown_racing_executors_and_panics_adds_up_in_the_stats() {
         let n_unfired = unfired.len() as u64;
         let s = timer.stats();
         assert_eq!(s.pending, 0, "seed {seed}: {s:?}");
-        unfired.into_iter().for_each(|u| {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| u.run()));
+        // The handed-back tasks' panics, caught here: the stats count none of them.
+        let panics_here = unfired
+            .into_iter()
+            .map(|u| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| u.run())).is_err())
+            .filter(|&panicked| panicked)
+            .count() as u64;
+        // Tasks an executor claimed before the shutdown may still be running: wait until every
+        // claimed task ran and every panic of theirs is counted (the asserts below say what not).
+        settled(|| {
+            let s = timer.stats();
+            let ran: usize = runs.iter().map(|r| r.load(Ordering::SeqCst)).sum();
+            ran as u64 == s.fired + n_unfired
+                && panics.load(Ordering::SeqCst) as u64 == s.panicked + panics_here
         });
-        // Tasks an executor claimed before the shutdown may still be running.
-        thread::sleep(ms(20));
         let s = timer.stats();
         assert_eq!(s.fired + s.cancelled + n_unfired, s.scheduled, "seed {seed}: {s:?}");
         assert_eq!(s.cancelled, cancelled.iter().filter(|&&c| c).count() as u64, "seed {seed}");
@@ -397,13 +425,8 @@ fn a_timed_shutdown_racing_executors_and_panics_adds_up_in_the_stats() {
 fn handed_back_deadlines_are_the_handles_deadlines() {
     let (clock, timer) = with_executors(1);
     let origin = timer.now();
-    let (started, has_started) = mpsc::channel::<()>();
-    let (release, wait) = mpsc::channel::<()>();
-    let wait = Mutex::new(wait);
-    timer.schedule(ms(1), move || {
-        started.send(()).unwrap();
-        let _ = wait.lock().unwrap().recv();
-    });
+    let (task, has_started, release) = blocker(Duration::MAX);
+    timer.schedule(ms(1), task);
     let queued = timer.schedule(Duration::from_micros(1_500), || {});
     let mid = timer.schedule(Duration::from_micros(2_500), || {});
     let reset = timer.schedule(ms(40), || {});
@@ -435,20 +458,18 @@ fn handed_back_deadlines_are_the_handles_deadlines() {
 /// tasks due later come back. A wait that runs out hands the rest of the batch back.
 #[test]
 fn a_timed_shutdown_waits_for_a_manual_timers_advance_as_for_the_driver() {
+    // The slow task returns after 30 ms where the shutdown is to wait for it (a limit no loaded
+    // host reaches), and only once the shutdown returned where its wait is to run out.
     for (driver, limit, ran_expected, back_expected) in
-        [(true, Duration::from_secs(5), 10, 1), (false, Duration::from_secs(5), 10, 1), (false, ms(1), 0, 11)]
+        [(true, QUIET, 10, 1), (false, QUIET, 10, 1), (false, ms(1), 0, 11)]
     {
+        let slow = if limit == QUIET { ms(30) } else { QUIET };
         let clock = ManualClock::new();
         let builder = Timer::builder().tick(ms(1)).wheel_size(8);
         let timer =
             Arc::new(if driver { builder.build() } else { builder.clock(clock.clone()).manual().build() });
-        let (started, has_started) = mpsc::channel::<()>();
-        let (release, wait) = mpsc::channel::<()>();
-        let wait = Mutex::new(wait);
-        timer.schedule(ms(1), move || {
-            started.send(()).unwrap();
-            let _ = wait.lock().unwrap().recv_timeout(ms(30));
-        });
+        let (task, has_started, release) = blocker(slow);
+        timer.schedule(ms(1), task);
         let ran = Arc::new(AtomicUsize::new(0));
         for _ in 0..10 {
             let ran = Arc::clone(&ran);
