@@ -23,6 +23,15 @@ fn manual(tick: Duration, size: usize) -> (ManualClock, Timer) {
     (clock, timer)
 }
 
+/// Moves the clock to the queue's next deadline, if any, and advances: the clock's reading after.
+fn to_next_deadline<T: Send + 'static>(q: &DelayQueue<T>, clock: &ManualClock) -> Instant {
+    if let Some(next) = q.next_deadline() {
+        clock.advance(next.saturating_duration_since(q.timer().now()));
+        q.advance_clock(Duration::ZERO);
+    }
+    q.timer().now()
+}
+
 /// A value reset to a deadline already passed is still pending until the next advance: `remove`
 /// hands it back then; once that advance expired it, the key names nothing and the value comes out
 /// carrying the passed deadline.
@@ -118,12 +127,7 @@ fn a_simulation_driven_by_next_deadline_sees_each_value_at_its_tick() {
                     live[i].3 = q.timer().now();
                 }
                 _ => {
-                    if let Some(nd) = q.next_deadline() {
-                        let now = q.timer().now();
-                        clock.advance(nd.saturating_duration_since(now));
-                        q.advance_clock(Duration::ZERO);
-                    }
-                    let now = q.timer().now();
+                    let now = to_next_deadline(&q, &clock);
                     while let Some(e) = q.try_recv() {
                         let i = live.iter().position(|l| l.0 == e.key()).expect("out once");
                         let (_, id, due, set) = live.swap_remove(i);
@@ -141,11 +145,8 @@ fn a_simulation_driven_by_next_deadline_sees_each_value_at_its_tick() {
             assert_eq!(q.len(), live.len());
         }
         while !live.is_empty() {
-            let nd = q.next_deadline().expect("pending values have a next deadline");
-            let now = q.timer().now();
-            clock.advance(nd.saturating_duration_since(now));
-            q.advance_clock(Duration::ZERO);
-            let now = q.timer().now();
+            assert!(q.next_deadline().is_some(), "pending values have a next deadline");
+            let now = to_next_deadline(&q, &clock);
             while let Some(e) = q.try_recv() {
                 let i = live.iter().position(|l| l.0 == e.key()).expect("out once");
                 let (_, _, due, _) = live.swap_remove(i);
