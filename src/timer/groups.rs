@@ -4,7 +4,7 @@
 //!
 //! A tick group is one timer entry whose task wakes every timeout of one thread due in the same
 //! tick. The tick is the one the timer would file each member's own entry at
-//! ([`TickDue::tick`]: `Time::deadline_on`, the schedule's own arithmetic), and the group's entry
+//! ([`TickDue::key`]: `Time::deadline_on`, the schedule's own arithmetic), and the group's entry
 //! is filed at that tick's boundary itself (the latest deadline the tick holds,
 //! `TickLength::boundary`), so it fires at the advance that reaches the boundary, as any member's own
 //! entry would at the latest. Filed with the deadline of the member that made it instead, it could
