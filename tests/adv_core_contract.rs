@@ -9,20 +9,8 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{ms, watched};
+use common::{manual_with_executors, ms, watched};
 use delaywheel::{ManualClock, TaskExecution, Timer, TimerHandle};
-
-fn with_executors(threads: usize) -> (ManualClock, Timer) {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .tick(ms(1))
-        .wheel_size(8)
-        .clock(clock.clone())
-        .manual()
-        .execution(TaskExecution::Threads(threads))
-        .build();
-    (clock, timer)
-}
 
 fn step(clock: &ManualClock, timer: &Timer, by: Duration) {
     clock.advance(by);
@@ -65,7 +53,7 @@ fn blocker(limit: Duration) -> (impl FnOnce() + Send + 'static, mpsc::Receiver<(
 /// task already handed over reports `false`.
 #[test]
 fn executor_tasks_cancelling_and_resetting_queued_siblings_are_exactly_once() {
-    let (clock, timer) = with_executors(1);
+    let (clock, timer) = manual_with_executors(1);
     let (task, has_started, release) = blocker(Duration::MAX);
     timer.schedule(ms(1), task);
     let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..20).map(|_| AtomicUsize::new(0)).collect());
@@ -124,7 +112,7 @@ fn executor_tasks_cancelling_and_resetting_queued_siblings_are_exactly_once() {
 /// scheduled = fired + cancelled + pending; the panics are counted and nothing is lost.
 #[test]
 fn executor_threads_with_panics_keep_the_accounting_exact() {
-    let (clock, timer) = with_executors(2);
+    let (clock, timer) = manual_with_executors(2);
     let ran = Arc::new(AtomicUsize::new(0));
     let mut handles = Vec::new();
     for i in 0..300u64 {
@@ -157,7 +145,7 @@ fn executor_threads_with_panics_keep_the_accounting_exact() {
 /// hands back the queued tasks in firing order, and the counts add up; the tasks handed back run.
 #[test]
 fn a_timed_shutdown_beside_busy_executors_hands_back_the_queue_in_order() {
-    let (clock, timer) = with_executors(2);
+    let (clock, timer) = manual_with_executors(2);
     let (started, has_started) = mpsc::channel::<()>();
     let (release, wait) = mpsc::channel::<()>();
     let wait = Arc::new(Mutex::new(wait));
@@ -200,7 +188,7 @@ fn a_timed_shutdown_beside_busy_executors_hands_back_the_queue_in_order() {
 /// handles are stale and say so, also once their slots are reused by later tasks.
 #[test]
 fn shrinks_racing_executor_threads_lose_nothing_and_leave_stale_handles_inert() {
-    let (clock, timer) = with_executors(2);
+    let (clock, timer) = manual_with_executors(2);
     let timer = Arc::new(timer);
     let ran = Arc::new(AtomicUsize::new(0));
     let mut old = Vec::new();
@@ -423,7 +411,7 @@ fn a_timed_shutdown_racing_executors_and_panics_adds_up_in_the_stats() {
 /// executor, and ones before the clock's origin (zero).
 #[test]
 fn handed_back_deadlines_are_the_handles_deadlines() {
-    let (clock, timer) = with_executors(1);
+    let (clock, timer) = manual_with_executors(1);
     let origin = timer.now();
     let (task, has_started, release) = blocker(Duration::MAX);
     timer.schedule(ms(1), task);

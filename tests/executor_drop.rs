@@ -10,20 +10,8 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::ms;
-use delaywheel::{ManualClock, TaskExecution, Timer, TimerHandle};
-
-fn manual_with_executors(threads: usize) -> (ManualClock, Timer) {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .tick(ms(1))
-        .wheel_size(8)
-        .clock(clock.clone())
-        .execution(TaskExecution::Threads(threads))
-        .manual()
-        .build();
-    (clock, timer)
-}
+use common::{manual_with_executors, ms};
+use delaywheel::{TaskExecution, Timer, TimerHandle};
 
 #[test]
 fn a_drop_beside_a_blocked_executor_releases_the_queued_closures_before_it_returns() {

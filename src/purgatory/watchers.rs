@@ -66,6 +66,14 @@ enum List<K, T: ?Sized> {
 }
 
 impl<K, T: ?Sized> List<K, T> {
+    /// The list's watchers, in order.
+    fn into_vec(self) -> Vec<Watcher<K, T>> {
+        match self {
+            List::One(only) => vec![only],
+            List::Many(list) => list,
+        }
+    }
+
     fn as_slice(&self) -> &[Watcher<K, T>] {
         match self {
             List::One(watcher) => std::slice::from_ref(watcher),
@@ -246,10 +254,7 @@ where
         let Some(list) = lists.remove(key) else {
             return Vec::new();
         };
-        let list = match list {
-            List::One(only) => vec![only],
-            List::Many(list) => list,
-        };
+        let list = list.into_vec();
         for w in &list {
             w.op.watches()[w.slot].index.store(UNWATCHED, Ordering::Relaxed);
         }
@@ -296,13 +301,8 @@ impl<K, T: ?Sized> Watchers<K, T> {
             // first unwinds would abort the process.
             for (key, list) in taken {
                 drop_caught(key);
-                match list {
-                    List::One(only) => {
-                        drop_caught(only);
-                    }
-                    List::Many(list) => list.into_iter().for_each(|watcher| {
-                        drop_caught(watcher);
-                    }),
+                for watcher in list.into_vec() {
+                    drop_caught(watcher);
                 }
             }
         }

@@ -137,8 +137,8 @@ impl LiveTimer {
     #[inline]
     pub(crate) fn members_fired(&self, n: u64, tick: u64) {
         if n > 0 {
+            self.members_out(n, false, true);
             let shared = &self.0;
-            shared.counters.local().members_out(n, false, true);
             shared.lateness.record_n(shared.time.ticks, tick, shared.time.clock.now_nanos(), n);
         }
     }

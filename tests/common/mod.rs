@@ -68,6 +68,20 @@ pub fn manual_timer(tick: Duration, wheel_size: usize) -> (ManualClock, Timer) {
     (clock, timer)
 }
 
+/// A manual timer (1 ms tick, 8 slots) on a fresh manual clock whose tasks run on `threads`
+/// executor threads.
+pub fn manual_with_executors(threads: usize) -> (ManualClock, Timer) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .tick(Duration::from_millis(1))
+        .wheel_size(8)
+        .clock(clock.clone())
+        .manual()
+        .execution(delaywheel::TaskExecution::Threads(threads))
+        .build();
+    (clock, timer)
+}
+
 /// Records, per task id, every clock time at which it ran.
 #[derive(Clone, Default)]
 pub struct FireLog {

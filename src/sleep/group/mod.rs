@@ -119,7 +119,7 @@ struct State {
     task: bool,
     /// The first tick boundary at or after each member's deadline (`TickDue::late_from`), which
     /// their firing's lateness counts from.
-    tick: u64,
+    late_from: u64,
     /// The group's entry (set as soon as it is scheduled, before anyone can cancel it).
     handle: LentHandle,
     /// The way back to the timer, for the cancel of the entry and the counts of the members,
@@ -165,7 +165,7 @@ pub(super) enum Join {
 impl GroupPtr {
     /// A new group on `timer`, `Open`, held by the cache (of the thread making it) and its task
     /// (about to be scheduled).
-    fn new(timer: Arc<TimerRef>, tick: u64) -> GroupPtr {
+    fn new(timer: Arc<TimerRef>, late_from: u64) -> GroupPtr {
         let state = State {
             phase: Phase::Open,
             wakers: Vec::new(),
@@ -173,7 +173,7 @@ impl GroupPtr {
             members: 0,
             cached: true,
             task: true,
-            tick,
+            late_from,
             handle: LentHandle::refused(),
             timer: Some(timer),
         };
@@ -323,7 +323,7 @@ fn finish(ptr: GroupPtr, to: Phase) {
         // Counted out before any is woken; fired, each with its lateness.
         let (live, n) = (timer.held(), state.members as u64);
         match to {
-            Phase::Fired => live.members_fired(n, state.tick),
+            Phase::Fired => live.members_fired(n, state.late_from),
             _ => live.members_out(n, false, false),
         }
     }
