@@ -457,11 +457,15 @@ fn a_timed_shutdown_waits_for_a_manual_timers_advance_as_for_the_driver() {
         let timer =
             Arc::new(if driver { builder.build() } else { builder.clock(clock.clone()).manual().build() });
         let (task, has_started, release) = blocker(slow);
-        timer.schedule(ms(1), task);
+        // One instant for the slow task and the ten behind it, so that they are one batch also on
+        // the system clock, however long the schedules take on a loaded host (a relative delay
+        // each put the ten in the next tick when a tick boundary fell between the schedules).
+        let at = timer.now() + if driver { ms(50) } else { ms(1) };
+        timer.schedule_at(at, task);
         let ran = Arc::new(AtomicUsize::new(0));
         for _ in 0..10 {
             let ran = Arc::clone(&ran);
-            timer.schedule(ms(1), move || {
+            timer.schedule_at(at, move || {
                 ran.fetch_add(1, Ordering::SeqCst);
             });
         }
