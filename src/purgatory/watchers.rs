@@ -223,14 +223,19 @@ where
         let (removed, empty) = list.swap_remove(index);
         watch.index.store(UNWATCHED, Ordering::Relaxed);
         bump(&shard.watched, false, 1);
-        if empty {
-            lists.remove(&watch.key);
+        let gone = empty.then(|| {
+            // The key comes out with its list, dropped below: no user code runs between the
+            // removal and its count.
+            let gone = lists.remove_entry(&watch.key);
             bump(&shard.keys, false, 1);
             shrink_map(&mut lists);
-        }
+            gone
+        });
         drop(lists);
-        // The list's reference may be the last one: release it (and maybe the user's value) unlocked.
-        drop(removed);
+        // The list's reference may be the last one: release it (and maybe the user's value) unlocked,
+        // and the map's copy of the key with it (its `Drop` is user code too).
+        drop_caught(removed);
+        drop_caught(gone);
     }
 
     /// The operations watched under `key` that have not finished, copied out so the caller can try
@@ -251,7 +256,7 @@ where
     pub(crate) fn take(&self, key: &K) -> Vec<Arc<Operation<K, T>>> {
         let shard = &self.shards[self.shard_of(key)];
         let mut lists = shard.lists.lock();
-        let Some(list) = lists.remove(key) else {
+        let Some((listed_key, list)) = lists.remove_entry(key) else {
             return Vec::new();
         };
         let list = list.into_vec();
@@ -262,6 +267,9 @@ where
         bump(&shard.keys, false, 1);
         shrink_map(&mut lists);
         drop(lists);
+        // The map's copy of the key, dropped unlocked with its `Drop`'s panic caught: the counts are
+        // already right, and the operations go back to the caller whatever the key does.
+        drop_caught(listed_key);
         list.into_iter().map(|w| w.op).collect()
     }
 
@@ -383,6 +391,45 @@ mod tests {
         unwatch_all(&watchers, &b);
         assert_eq!((watchers.watched(), watchers.keys()), (0, 0));
         assert!(watchers.take(&7).is_empty());
+    }
+
+    /// A key whose `Drop` panics while `ARMED` is set.
+    #[derive(Clone, PartialEq, Eq, Hash)]
+    struct Bomb(u64);
+    static ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            if ARMED.load(Ordering::Relaxed) {
+                panic!("key {} dropped", self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_whose_drop_panics_leaves_the_counts_exact() {
+        let watchers: Watchers<Bomb, Never> = Watchers::new(2);
+        let op = |key: u64| {
+            let watch = Watch {
+                key: Bomb(key),
+                shard: watchers.shard_of(&Bomb(key)),
+                index: AtomicUsize::new(UNWATCHED),
+            };
+            Arc::new(Operation::new(Arc::new(Never), Watches::from_iter([watch].into_iter())))
+        };
+        let (a, b) = (op(1), op(2));
+        watchers.watch(&a, 0);
+        watchers.watch(&b, 0);
+        assert_eq!((watchers.watched(), watchers.keys()), (2, 2));
+        let two = Bomb(2);
+        ARMED.store(true, Ordering::Relaxed);
+        // The last watch of key 1 goes, and with it the map's copy of the key, whose drop panics.
+        watchers.unwatch(&a, 0);
+        let taken = watchers.take(&two);
+        ARMED.store(false, Ordering::Relaxed);
+        assert_eq!(taken.len(), 1);
+        assert_eq!((watchers.watched(), watchers.keys()), (0, 0), "counts follow the lists");
+        drop(taken);
+        assert!(Arc::strong_count(&a) == 1 && Arc::strong_count(&b) == 1, "lists released both operations");
     }
 
     #[test]
