@@ -1,10 +1,10 @@
-//! `queue::DelayQueue` on the seeds' wheel (10 ms tick, 60 slots) and a 2-slot one: values due
-//! in one tick come out in deadline order to a 256th of the tick, whichever level they waited
-//! in and whether inserted by delay, by instant or moved there by a reset, equal deadlines first
-//! inserted first; `len` is pending plus expired-not-taken through every call; an expired value
-//! can be neither reset nor removed; a key names nothing in another queue, even where its slot
-//! there holds a value; and (feature `async`) `poll_expired` is `Ready(None)` exactly when
-//! nothing is pending or expired.
+//! `queue::DelayQueue` on the seeds' wheel (10 ms tick, 60 slots) and 2- and 3-slot ones: values due in
+//! one tick come out in deadline order to a 256th of the tick, whichever level they waited in and
+//! whether inserted by delay, by instant or moved there by a reset, equal deadlines first inserted
+//! first (nine chosen values, and thousands of random ones); `len` is pending plus
+//! expired-not-taken through every call; an expired value can be neither reset nor removed; a key
+//! names nothing in another queue, even where its slot there holds a value; and (feature `async`)
+//! `poll_expired` is `Ready(None)` exactly when nothing is pending or expired.
 
 mod common;
 
@@ -138,6 +138,69 @@ fn a_key_names_nothing_in_another_queue() {
     step(&c2, &q2, ms(30));
     assert_eq!(drain(&q1), [10]);
     assert_eq!(drain(&q2), [20]);
+}
+
+/// Thousands of values in three ticks 40 s out, inserted by instant and by delay (the latter far
+/// away, then moved in), re-armed at random, from four clock readings (so from different levels),
+/// on wheels of 60, 3 and 2 slots: each comes out once, no value before one whose deadline is a
+/// 256th of a tick or more earlier, and equal deadlines first inserted first.
+#[test]
+fn thousands_of_values_in_three_ticks_come_out_by_256ths_and_fifo() {
+    let sub = TICK / 256;
+    for seed in 1..4u64 {
+        for wheel in [60usize, 3, 2] {
+            let (clock, q) = queue(wheel);
+            let o = q.timer().now();
+            let mut rng = common::SplitMix(seed);
+            let base = TICK * 4_000;
+            // A deadline in the three ticks from `base`: a whole millisecond (ties) or any nanosecond.
+            let pick = |rng: &mut common::SplitMix| {
+                base + if rng.range(0, 4) == 0 {
+                    ms(rng.range(0, 30))
+                } else {
+                    Duration::from_nanos(rng.range(0, 30_000_000))
+                }
+            };
+            let (mut deadlines, mut keys) = (Vec::new(), Vec::new());
+            for _ in 0..4 {
+                for _ in 0..500 {
+                    let id = deadlines.len() as u32;
+                    let at = pick(&mut rng);
+                    let far = rng.range(0, 3) == 0;
+                    keys.push(if far {
+                        q.insert(id, Duration::from_secs(7200))
+                    } else {
+                        q.insert_at(id, o + at)
+                    });
+                    deadlines.push(at);
+                }
+                for _ in 0..150 {
+                    let i = rng.range(0, keys.len() as u64) as usize;
+                    deadlines[i] = pick(&mut rng);
+                    assert!(q.reset_at(&keys[i], o + deadlines[i]));
+                }
+                for (key, &at) in keys.iter().zip(&deadlines) {
+                    if q.deadline(key) != Some(o + at) {
+                        assert!(q.reset_at(key, o + at), "the far ones move in");
+                    }
+                }
+                step(&clock, &q, Duration::from_secs(9) + ms(rng.range(0, 900)));
+            }
+            step(&clock, &q, Duration::from_secs(3600));
+            let out = drain(&q);
+            let mut seen = out.clone();
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len(), deadlines.len(), "each value once");
+            for (w, &a) in out.iter().enumerate() {
+                for &b in &out[w + 1..(w + 64).min(out.len())] {
+                    let (da, db) = (deadlines[a as usize], deadlines[b as usize]);
+                    assert!(da < db + sub, "seed {seed} wheel {wheel}: {a} ({da:?}) before {b} ({db:?})");
+                    assert!(da != db || a < b, "seed {seed} wheel {wheel}: {a} before {b}, both {da:?}");
+                }
+            }
+        }
+    }
 }
 
 #[cfg(feature = "async")]
