@@ -23,6 +23,12 @@
 //! another (a task of one timer advancing another on the same thread) wakes its own wakers when it
 //! closes. While the thread's locals are being destroyed, every wake is at once.
 //!
+//! The list an outermost batch keeps its wakers in is kept, emptied, for the thread's next batch
+//! (up to [`ROOM_KEPT`] wakers of room): a thread that fires a batch every tick does not grow a
+//! new list each time, which costs about 90 instructions a sleep on the driver of 20,000 sleeps
+//! due over a second (callgrind, `bench/examples/sleep_cost.rs`; docs/benchmarks.md, "Concurrent
+//! sleeps").
+//!
 //! What it asks of tasks: a timer task must not block waiting for an async task that a sleep of
 //! its own tick wakes (that wake comes after the batch, so after the blocked task): the rustdoc of
 //! `Timer::sleep` says so.
@@ -35,9 +41,23 @@ use crate::unwind::wake_caught;
 
 crate::sync::thread_local! {
     /// The wakers handed over on this thread since its outermost open batch, or `None` outside
-    /// any batch.
-    static KEPT: RefCell<Option<Vec<Waker>>> = const { RefCell::new(None) };
+    /// any batch; with the room the next outermost batch keeps them in.
+    static KEPT: RefCell<Kept> = const { RefCell::new(Kept { open: None, room: Vec::new() }) };
 }
+
+/// A thread's kept wakers ([`KEPT`]).
+struct Kept {
+    /// The wakers handed over since the outermost open batch, or `None` outside any batch.
+    open: Option<Vec<Waker>>,
+    /// An empty list with the room of an earlier outermost batch, which the next one keeps its
+    /// wakers in: a thread that fires a batch every tick allocates its list once, not on every
+    /// tick as it grows (up to [`ROOM_KEPT`] wakers of room; a larger list is freed).
+    room: Vec<Waker>,
+}
+
+/// The most wakers' room (16 bytes each) a thread keeps between its batches: 16 KiB. A batch of
+/// more wakers grows its list again, a few reallocations against as many wakes.
+const ROOM_KEPT: usize = 1024;
 
 /// Wakes `waker` once the batch this thread is firing has run, or at once outside a batch. Also
 /// at once while the thread's locals are being destroyed (a timer held in a thread-local, shut
@@ -47,8 +67,8 @@ pub(crate) fn wake(waker: Waker) {
     let mut waker = Some(waker);
     // (`try_with` fails only once the list itself is destroyed: the waker is still here then.)
     let _ = KEPT.try_with(|kept| {
-        if let Some(kept) = kept.borrow_mut().as_mut() {
-            kept.extend(waker.take());
+        if let Some(open) = kept.borrow_mut().open.as_mut() {
+            open.extend(waker.take());
         }
     });
     if let Some(waker) = waker {
@@ -74,11 +94,11 @@ impl Batch {
     pub(crate) fn open() -> Batch {
         let outer = KEPT
             .try_with(|kept| {
-                let mut kept = kept.borrow_mut();
-                match kept.as_ref() {
+                let kept = &mut *kept.borrow_mut();
+                match kept.open.as_ref() {
                     Some(outer) => Some(outer.len()),
                     None => {
-                        *kept = Some(Vec::new());
+                        kept.open = Some(std::mem::take(&mut kept.room));
                         None
                     }
                 }
@@ -92,8 +112,19 @@ impl Batch {
     /// whose wake fires another timer, say) has it kept by an outer batch, if any, else woken at
     /// once.
     pub(crate) fn close(mut self) -> u64 {
-        let wakers = self.take();
-        wakers.into_iter().map(|waker| u64::from(wake_caught(waker))).sum()
+        let mut wakers = self.take();
+        let panicked = wakers.drain(..).map(|waker| u64::from(wake_caught(waker))).sum();
+        if self.outer.is_none() && wakers.capacity() <= ROOM_KEPT {
+            // The emptied list is the room of the next outermost batch (`Kept::room`). (A wake
+            // above may have opened and closed batches of its own, which left their room there.)
+            let _ = KEPT.try_with(|kept| {
+                let mut kept = kept.borrow_mut();
+                if kept.room.capacity() < wakers.capacity() {
+                    kept.room = wakers;
+                }
+            });
+        }
+        panicked
     }
 
     /// Closes the batch: the wakers it kept, taken out of the thread's list.
@@ -102,8 +133,8 @@ impl Batch {
         KEPT.try_with(|kept| {
             let mut kept = kept.borrow_mut();
             match self.outer {
-                Some(from) => kept.as_mut().map_or_else(Vec::new, |kept| kept.split_off(from)),
-                None => kept.take().unwrap_or_default(),
+                Some(from) => kept.open.as_mut().map_or_else(Vec::new, |open| open.split_off(from)),
+                None => kept.open.take().unwrap_or_default(),
             }
         })
         .unwrap_or_default()
@@ -182,6 +213,27 @@ mod tests {
         assert_eq!(*log.lock().unwrap(), [2]);
         assert_eq!(outer.close(), 0);
         assert_eq!(*log.lock().unwrap(), [2, 1]);
+    }
+
+    #[test]
+    fn a_closed_batch_leaves_its_room_to_the_next_and_wakes_at_once_outside() {
+        let log = Arc::default();
+        let a = counting(1, &log);
+        let batch = Batch::open();
+        for _ in 0..10 {
+            wake(Waker::from(Arc::clone(&a)));
+        }
+        assert_eq!(batch.close(), 0);
+        let room = KEPT.with(|kept| kept.borrow().room.capacity());
+        assert!(room >= 10, "the emptied list is kept: {room}");
+        wake(Waker::from(Arc::clone(&a)));
+        assert_eq!(a.wakes.load(Ordering::SeqCst), 11, "outside a batch, at once");
+        let batch = Batch::open();
+        assert_eq!(KEPT.with(|kept| kept.borrow().room.capacity()), 0, "taken by the batch");
+        wake(Waker::from(Arc::clone(&a)));
+        assert_eq!(a.wakes.load(Ordering::SeqCst), 11);
+        assert_eq!(batch.close(), 0);
+        assert_eq!(a.wakes.load(Ordering::SeqCst), 12);
     }
 
     struct Panicking;
