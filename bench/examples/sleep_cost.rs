@@ -19,6 +19,10 @@
 //! callgrind_annotate --inclusive=yes /tmp/cg.delaywheel-01        # one thread
 //! ```
 //!
+//! `ROUNDS=r` (default 1) runs the `N` sleeps `r` times one after the other on the same runtime
+//! and timer: the difference between two values of `r` is what the sleeps cost on a warm timer
+//! (its buckets' lists, lanes and pages already there, and no shrink after the first spike).
+//!
 //! Prints the number of sleeps that returned (and none early); on stderr, the wall time.
 
 use std::sync::Arc;
@@ -34,9 +38,22 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Spawns a task per delay that sleeps it with `sleep`, and awaits them all: how many returned
-/// no earlier than their delay.
-async fn sleeps<F, Fut>(delays: &[Duration], sleep: F) -> usize
+/// Spawns a task per delay that sleeps it with `sleep`, and awaits them all, `rounds` times: how
+/// many returned no earlier than their delay.
+async fn sleeps<F, Fut>(delays: &[Duration], rounds: usize, sleep: F) -> usize
+where
+    F: Fn(Duration) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut on_time = 0;
+    for _ in 0..rounds {
+        on_time += round(delays, sleep.clone()).await;
+    }
+    on_time
+}
+
+/// One round of [`sleeps`].
+async fn round<F, Fut>(delays: &[Duration], sleep: F) -> usize
 where
     F: Fn(Duration) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
@@ -63,6 +80,7 @@ fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "delaywheel".to_string());
     let n: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let max_ms: u64 = std::env::var("MAX_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000);
+    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let mut state = 42;
     let delays: Vec<_> = (0..n).map(|_| Duration::from_millis(splitmix(&mut state) % max_ms)).collect();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().unwrap();
@@ -70,25 +88,25 @@ fn main() {
     let on_time = match which.as_str() {
         "delaywheel" => {
             let timer = Arc::new(Timer::new());
-            rt.block_on(sleeps(&delays, move |d| timer.sleep(d)))
+            rt.block_on(sleeps(&delays, rounds, move |d| timer.sleep(d)))
         }
         "delaywheel-in-runtime" => {
             let timer = Arc::new(Timer::builder().manual().build());
             let driven = Arc::clone(&timer);
             rt.block_on(async move {
                 tokio::spawn(driven.drive(|at: Instant| tokio::time::sleep_until(at.into())));
-                sleeps(&delays, move |d| timer.sleep(d)).await
+                sleeps(&delays, rounds, move |d| timer.sleep(d)).await
             })
         }
-        "tokio" => rt.block_on(sleeps(&delays, tokio::time::sleep)),
-        "none" => rt.block_on(sleeps(&delays, |_| async {})),
+        "tokio" => rt.block_on(sleeps(&delays, rounds, tokio::time::sleep)),
+        "none" => rt.block_on(sleeps(&delays, rounds, |_| async {})),
         other => panic!("unknown system {other}: delaywheel, delaywheel-in-runtime, tokio or none"),
     };
-    eprintln!("{which}: {n} sleeps in {:?}", start.elapsed());
+    eprintln!("{which}: {n} sleeps, {rounds} rounds, in {:?}", start.elapsed());
     if which == "none" {
-        println!("{n} tasks");
+        println!("{} tasks", n * rounds);
     } else {
-        assert_eq!(on_time, n, "a sleep returned early");
+        assert_eq!(on_time, n * rounds, "a sleep returned early");
         println!("{on_time} sleeps, none early");
     }
 }
