@@ -402,7 +402,7 @@ impl RepeatingHandle {
     /// as [`TimerHandle::reset_at`] moves a one-shot task: it runs then, never before, and the
     /// repetition goes on from there ([`Repeat::FixedRate`]: its grid restarts at `deadline`;
     /// [`Repeat::FixedDelay`]: each next run `period` after the previous returned, as always).
-    /// A deadline already passed runs at the next advance.
+    /// A deadline already passed runs by the next advance.
     ///
     /// Returns `true` iff the next run was pending and is now due at `deadline`. Returns `false`
     /// and changes nothing if the repetition was cancelled or ended, if the next run is being fired

@@ -2,7 +2,9 @@
 //! `cancel` of its own handle (refused: it is running), a cancel of a sibling later in the same
 //! batch (wins: the sibling never runs), a reset of such a sibling (refused: it is being fired;
 //! it runs in this batch), resets moving a later task into the tick under way (it runs by the
-//! next advance, never twice), and the same through `RepeatingHandle`; counts exact after each.
+//! next advance, never twice; within one long advance, in it, in deadline order, where a task
+//! scheduled there waits for the next), and the same through `RepeatingHandle`; counts exact after
+//! each.
 
 mod common;
 
@@ -188,4 +190,49 @@ fn a_repeating_task_cancelled_from_the_batch_and_from_its_own_run() {
     step(&clock, &timer, ms(100));
     assert!(log.take().is_empty() && timer.is_empty());
     assert!(!rep.cancel());
+}
+
+/// One advance over 100 ms (10 ms tick) whose first task, at 10 ms, moves a pending task B (due in
+/// an hour) to 30 ms and schedules a new task S at 30 ms: B fires in that same advance, in
+/// deadline order between the tasks due at 20 and 50 ms, while S waits for the next advance (the
+/// `TimerHandle::reset` rustdoc); a move to a zero delay fires at the advance's last tick.
+#[test]
+fn a_reset_from_inside_an_advance_fires_in_it_and_a_schedule_waits_for_the_next() {
+    for wheel in [2usize, 60] {
+        let (clock, timer) = manual_timer(ms(10), wheel);
+        let timer = Arc::new(timer);
+        let log = Log::default();
+        let (b, z): (Slot, Slot) = Default::default();
+        let origin = timer.now();
+        let at = |name: &'static str| {
+            let (l, c) = (log.clone(), clock.clone());
+            move || l.push(format!("{name} at {:?}", c.now()))
+        };
+        let (t, l, bb, zz) = (Arc::clone(&timer), log.clone(), Arc::clone(&b), Arc::clone(&z));
+        let _a = timer.schedule(ms(10), move || {
+            let moved = bb.get().unwrap().reset_at(origin + ms(30));
+            let zeroed = zz.get().unwrap().reset(Duration::ZERO);
+            let _s = t.schedule_at(origin + ms(30), {
+                let l = l.clone();
+                move || l.push("S")
+            });
+            l.push(format!("A: {moved} {zeroed}"));
+        });
+        let _c20 = timer.schedule(ms(20), at("C20"));
+        let _c50 = timer.schedule(ms(50), at("C50"));
+        b.set(timer.schedule(Duration::from_secs(3600), at("B"))).unwrap();
+        z.set(timer.schedule(Duration::from_secs(3600), at("Z"))).unwrap();
+        clock.advance(ms(100));
+        assert!(timer.advance_clock(Duration::ZERO));
+        // The manual clock reads 100 ms throughout the advance; the order is the firing order.
+        assert_eq!(
+            log.take(),
+            ["A: true true", "C20 at 100ms", "B at 100ms", "C50 at 100ms", "Z at 100ms"],
+            "wheel {wheel}"
+        );
+        assert_eq!(timer.len(), 1, "S waits");
+        timer.advance_clock(Duration::ZERO);
+        assert_eq!(log.take(), ["S"], "wheel {wheel}");
+        assert!(timer.is_empty());
+    }
 }

@@ -81,7 +81,7 @@ impl TimerHandle {
 
     /// Moves the pending task to `delay` from now on the timer's clock, keeping its closure and
     /// this handle. Returns `true` iff the task was pending and is now due then: it runs once, at
-    /// the first tick boundary at or after `now + delay` (a zero delay: at the next advance), never
+    /// the first tick boundary at or after `now + delay` (a zero delay: by the next advance), never
     /// before. Returns `false` and changes nothing if the task already fired or is being fired,
     /// was cancelled or abandoned, the handle is inert, or `now + delay` is beyond the timer's
     /// range (which ends at most a second past [`Timer::max_delay`](crate::Timer::max_delay)).
@@ -90,6 +90,12 @@ impl TimerHandle {
     /// scheduled (the crate docs' "Time semantics"). Racing a shutdown, the
     /// task is handed back by [`Timer::shutdown`](crate::Timer::shutdown) either way, with the new
     /// deadline iff this returned `true`.
+    ///
+    /// Called from a task of this timer while an advance runs it (a task moving another pending
+    /// one), a new deadline at or before the clock reading that advance works to fires in that
+    /// same advance, in deadline order: the task keeps its place in the schedule order, which is
+    /// what the advance fires by. (A task *scheduled* there waits for the next advance.) Each task
+    /// still runs at most once, so the advance's work stays bounded by the tasks pending.
     ///
     /// ```
     /// use delaywheel::{ManualClock, Timer};
@@ -121,7 +127,7 @@ impl TimerHandle {
 
     /// Moves the pending task to `deadline` on the timer's clock
     /// ([`Timer::now`](crate::Timer::now)); see [`reset`](TimerHandle::reset). A deadline already
-    /// passed (also one before the clock's origin) runs at the next advance. Returns `false` and
+    /// passed (also one before the clock's origin) runs by the next advance. Returns `false` and
     /// changes nothing for a deadline beyond the timer's range, and in the cases `reset` does.
     ///
     /// ```
