@@ -8,27 +8,12 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{ceil_to_tick, manual_timer, SplitMix};
+use common::{ceil_to_tick, manual_timer, FireLog, SplitMix};
 use delaywheel::{ManualClock, Timer, TimerHandle};
 
 const TICK: Duration = Duration::from_millis(10);
-
-/// The order and clock reading at which each task ran.
-#[derive(Clone, Default)]
-struct Runs(Arc<Mutex<Vec<(usize, Duration)>>>);
-
-impl Runs {
-    fn task(&self, id: usize, clock: &ManualClock) -> impl FnOnce() + Send + 'static {
-        let (runs, clock) = (self.clone(), clock.clone());
-        move || runs.0.lock().unwrap().push((id, clock.now()))
-    }
-    fn get(&self) -> Vec<(usize, Duration)> {
-        self.0.lock().unwrap().clone()
-    }
-}
 
 /// Deadlines (as time since the clock's origin) on and beside each level boundary of the seeds'
 /// configuration, and hours away.
@@ -51,7 +36,12 @@ fn seed_deadlines() -> Vec<Duration> {
 }
 
 /// Schedules every deadline from a clock at zero, alternating `schedule` and `schedule_at`.
-fn schedule_all(timer: &Timer, clock: &ManualClock, runs: &Runs, deadlines: &[Duration]) -> Vec<TimerHandle> {
+fn schedule_all(
+    timer: &Timer,
+    clock: &ManualClock,
+    runs: &FireLog,
+    deadlines: &[Duration],
+) -> Vec<TimerHandle> {
     let origin = timer.now();
     deadlines
         .iter()
@@ -73,7 +63,7 @@ fn schedule_all(timer: &Timer, clock: &ManualClock, runs: &Runs, deadlines: &[Du
 #[test]
 fn a_walk_by_next_wakeup_fires_every_task_exactly_on_its_boundary() {
     let (clock, timer) = manual_timer(TICK, 60);
-    let runs = Runs::default();
+    let runs = FireLog::default();
     let deadlines = seed_deadlines();
     let handles = schedule_all(&timer, &clock, &runs, &deadlines);
     let mut steps = 0;
@@ -89,7 +79,7 @@ fn a_walk_by_next_wakeup_fires_every_task_exactly_on_its_boundary() {
         assert!(steps < 10_000, "the walk does not end");
     }
     assert!(timer.is_empty());
-    let got = runs.get();
+    let got = runs.runs();
     assert_eq!(got.len(), deadlines.len());
     for (id, at) in got {
         assert_eq!(at, ceil_to_tick(deadlines[id], TICK), "task {id} (deadline {:?})", deadlines[id]);
@@ -105,7 +95,7 @@ fn random_steps_fire_each_task_at_the_first_advance_past_its_boundary() {
     {
         let mut rng = SplitMix(wheel as u64 * 31 + tick.as_nanos() as u64);
         let (clock, timer) = manual_timer(tick, wheel);
-        let runs = Runs::default();
+        let runs = FireLog::default();
         let scale = tick.as_nanos() as u64;
         let deadlines: Vec<Duration> = (0..300)
             .map(|_| match rng.range(0, 4) {
@@ -127,7 +117,7 @@ fn random_steps_fire_each_task_at_the_first_advance_past_its_boundary() {
             clock.advance(Duration::from_nanos(step));
             timer.advance_clock(Duration::ZERO);
             let now = clock.now();
-            let got = runs.get();
+            let got = runs.runs();
             for &(id, at) in &got[fired_before..] {
                 assert_eq!(at, now);
                 assert!(
@@ -148,14 +138,14 @@ fn random_steps_fire_each_task_at_the_first_advance_past_its_boundary() {
 fn one_jump_of_hours_fires_everything_in_deadline_order() {
     for wheel in [60usize, 2, 3] {
         let (clock, timer) = manual_timer(TICK, wheel);
-        let runs = Runs::default();
+        let runs = FireLog::default();
         let mut deadlines = seed_deadlines();
         deadlines.reverse();
         let _h = schedule_all(&timer, &clock, &runs, &deadlines);
         clock.advance(Duration::from_secs(40 * 3600));
         assert!(timer.advance_clock(Duration::ZERO));
         assert!(timer.is_empty());
-        let order: Vec<Duration> = runs.get().iter().map(|&(id, _)| deadlines[id]).collect();
+        let order: Vec<Duration> = runs.runs().iter().map(|&(id, _)| deadlines[id]).collect();
         let mut sorted = order.clone();
         sorted.sort();
         assert_eq!(order, sorted, "wheel {wheel}");
@@ -171,7 +161,7 @@ fn within_a_tick_tasks_fire_in_deadline_order_by_256ths_from_every_level() {
     for wheel in [60usize, 3, 2] {
         for jump in [false, true] {
             let (clock, timer) = manual_timer(TICK, wheel);
-            let runs = Runs::default();
+            let runs = FireLog::default();
             // Tick 4000 (40 s: level 2 of the seeds' wheel when scheduled at 0).
             let base = TICK * 3_999;
             let offsets: Vec<u32> = vec![255, 200, 128, 64, 3, 2, 1, 0, 256];
@@ -201,11 +191,11 @@ fn within_a_tick_tasks_fire_in_deadline_order_by_256ths_from_every_level() {
                     timer.advance_clock(Duration::ZERO);
                 }
             }
-            let order: Vec<usize> = runs.get().iter().map(|&(id, _)| id).collect();
+            let order = runs.ids();
             let mut expected: Vec<usize> = (0..offsets.len()).collect();
             expected.sort_by_key(|&id| deadlines[id]);
             assert_eq!(order, expected, "wheel {wheel}, jump {jump}");
-            assert!(runs.get().iter().all(|&(_, at)| at >= base + TICK));
+            assert!(runs.runs().iter().all(|&(_, at)| at >= base + TICK));
         }
     }
 }
@@ -217,7 +207,7 @@ fn within_a_tick_tasks_fire_in_deadline_order_by_256ths_from_every_level() {
 fn one_instant_reached_by_schedule_schedule_at_and_resets_fires_first_scheduled_first() {
     for wheel in [60usize, 2, 3] {
         let (clock, timer) = manual_timer(TICK, wheel);
-        let runs = Runs::default();
+        let runs = FireLog::default();
         clock.advance(Duration::from_millis(3));
         let target = timer.now() + Duration::from_secs(36);
         let h0 = timer.schedule(Duration::from_secs(7200), runs.task(0, &clock)); // moved in later
@@ -236,10 +226,10 @@ fn one_instant_reached_by_schedule_schedule_at_and_resets_fires_first_scheduled_
         }
         clock.advance(Duration::from_secs(35));
         timer.advance_clock(Duration::ZERO);
-        assert!(runs.get().is_empty());
+        assert!(runs.runs().is_empty());
         clock.advance(Duration::from_secs(2));
         timer.advance_clock(Duration::ZERO);
-        let order: Vec<usize> = runs.get().iter().map(|&(id, _)| id).collect();
+        let order = runs.ids();
         assert_eq!(order, [0, 1, 2, 3, 4, 5], "wheel {wheel}");
     }
 }
