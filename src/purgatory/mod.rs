@@ -117,7 +117,8 @@ use watchers::Watchers;
 /// callback. An operation whose `Drop` panics when the purgatory lets go of the last reference to
 /// it (in its drop, a check or a cancel) is dropped all the same, the panic caught, as a delay
 /// queue's values and a timer's closures are: the drop, check or cancel goes on with the other
-/// operations and does not panic.
+/// operations and does not panic. So is the purgatory's own copy of a key whose `Drop` panics when
+/// its last watch leaves it: `watched()` and the key count stay exact.
 ///
 /// ```
 /// use delaywheel::purgatory::{DelayedOperation, Purgatory};
