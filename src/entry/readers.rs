@@ -22,7 +22,8 @@
 //! sides fall back to `fence(SeqCst)`.
 //!
 //! Records live as long as the process, in one registry shared by all timers; a thread that exits
-//! gives its record back for the next new thread (its sequence number is even then). A grace period
+//! gives its record back for the next new thread (its sequence number is even then), and so does a
+//! pin in the drop of a thread-local destroyed after that give-back, as it unpins. A grace period
 //! thus also waits for pins on other timers: they are as short (a handle operation, and the drop of
 //! the closure a `cancel` won). A shrink that must not wait long (the driver's) bounds its wait and
 //! frees what it could not yet at a later shrink.
@@ -173,11 +174,21 @@ mod imp {
     pub(crate) struct Record {
         seq: AtomicU64,
         taken: AtomicBool,
+        /// Taken by a thread whose thread-locals are being destroyed, after its give-back ran:
+        /// the outermost pin gives it back as it unpins (only its thread reads or writes this
+        /// while it holds the record).
+        orphan: AtomicBool,
     }
 
     impl Record {
         pub(crate) fn seq(&self) -> u64 {
             self.seq.load(Ordering::Acquire)
+        }
+
+        /// Whether a thread holds this record.
+        #[cfg(test)]
+        pub(crate) fn is_taken(&self) -> bool {
+            self.taken.load(Ordering::Acquire)
         }
     }
 
@@ -210,17 +221,31 @@ mod imp {
             .copied()
             .find(|r| r.taken.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok());
         let record = free.unwrap_or_else(|| {
-            let record: &'static Record =
-                Box::leak(Box::new(Record { seq: AtomicU64::new(0), taken: AtomicBool::new(true) }));
+            let record: &'static Record = Box::leak(Box::new(Record {
+                seq: AtomicU64::new(0),
+                taken: AtomicBool::new(true),
+                orphan: AtomicBool::new(false),
+            }));
             records.push(record);
             record
         });
         drop(records);
         RECORD.with(|mine| mine.set(Some(record)));
-        // Registers the give-back (a thread already tearing down its thread-locals keeps the
-        // record: it stays unpinned, so it never holds a grace period up).
-        let _ = GIVE_BACK.try_with(|_| ());
+        // Registers the give-back. A thread whose give-back has run already (a pin in a
+        // thread-local's drop, destroyed after it) cannot register it again: its outermost pin
+        // gives the record back as it unpins (`leave`), else every such thread would keep a
+        // record for good, and every grace period would read them all.
+        let orphan = GIVE_BACK.try_with(|_| ()).is_err();
+        record.orphan.store(orphan, Ordering::Relaxed);
         record
+    }
+
+    /// Gives back the record of a thread whose give-back has run, as its outermost pin ends.
+    #[cold]
+    fn give_back_orphan(record: &Record) {
+        RECORD.with(|mine| mine.set(None));
+        record.orphan.store(false, Ordering::Relaxed);
+        record.taken.store(false, Ordering::Release);
     }
 
     /// Pins this thread: its record, made odd; `None` if it was odd already (a nested pin).
@@ -249,6 +274,9 @@ mod imp {
     #[inline]
     pub(super) fn leave(record: &Record) {
         record.seq.store(record.seq.load(Ordering::Relaxed) + 1, Ordering::Release);
+        if record.orphan.load(Ordering::Relaxed) {
+            give_back_orphan(record);
+        }
     }
 
     /// The records pinned now, with their sequence numbers, after the heavy barrier; `None` if
@@ -261,5 +289,54 @@ mod imp {
         }
         let records = RECORDS.lock();
         Some(records.iter().map(|&record| (record, record.seq())).filter(|&(_, seq)| seq % 2 == 1).collect())
+    }
+}
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests {
+    use std::cell::RefCell;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// The records pins took in thread-locals' destructors.
+    static LATE_RECORDS: Mutex<Vec<&'static imp::Record>> = Mutex::new(Vec::new());
+
+    /// Pins when dropped, as a thread-local holding a handle does when its thread exits.
+    struct PinsWhenDropped(&'static Readers);
+
+    impl Drop for PinsWhenDropped {
+        fn drop(&mut self) {
+            let pin = self.0.pin();
+            LATE_RECORDS.lock().unwrap().push(pin.record.expect("not nested"));
+            assert!(self.0.pin().record.is_none(), "a nested pin leaves the unpin to the outer one");
+            assert!(self.0.pinned_here(), "pinned while the record is the pin's own");
+            drop(pin);
+            assert!(!self.0.pinned_here());
+        }
+    }
+
+    std::thread_local! {
+        static LATE: RefCell<Option<PinsWhenDropped>> = const { RefCell::new(None) };
+    }
+
+    #[test]
+    fn a_pin_in_a_thread_locals_drop_gives_its_record_back() {
+        static READERS: std::sync::OnceLock<Readers> = std::sync::OnceLock::new();
+        let readers = READERS.get_or_init(Readers::new);
+        for _ in 0..20 {
+            std::thread::spawn(move || {
+                // Touched first, so destroyed after the record's give-back (which the pin below
+                // registers): the drop pins once this thread's own record is gone.
+                LATE.with(|late| *late.borrow_mut() = Some(PinsWhenDropped(readers)));
+                drop(readers.pin());
+            })
+            .join()
+            .unwrap();
+        }
+        let late = LATE_RECORDS.lock().unwrap();
+        assert_eq!(late.len(), 20);
+        let kept = late.iter().filter(|record| record.is_taken()).count();
+        assert_eq!(kept, 0, "{kept} of the exited threads' records are never given back");
     }
 }
