@@ -82,7 +82,9 @@ impl Timer {
     /// Executor threads are not waited for: tasks handed to them and not yet started are returned
     /// too. When this returns, no task of this timer starts any more, except one that the driver
     /// or an executor had already claimed (it may be just starting); tasks already running may
-    /// still be running. Every task is accounted for: fired + cancelled + returned = scheduled.
+    /// still be running. Every task is accounted for: fired + cancelled + returned = scheduled. A task
+    /// claimed that way may still count in [`len`](Timer::len) as this returns, until the thread
+    /// that claimed it counts it out, just after the claim.
     ///
     /// The pages of a drained timer are given back as after `shutdown`, outside `timeout`: that
     /// may add up to about 10 ms (20 ms when an earlier shrink left pages waiting), and only on a
