@@ -9,23 +9,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{manual_timer, ms, SplitMix};
+use common::{manual_timer, ms, SplitMix, Tally, Token};
 use delaywheel::{ScheduleError, Timer, TimerHandle};
-
-/// Counts the runs and the drops of the closures that carry it.
-#[derive(Default)]
-struct Tally {
-    runs: AtomicUsize,
-    drops: AtomicUsize,
-}
-
-struct Token(Arc<Tally>);
-
-impl Drop for Token {
-    fn drop(&mut self) {
-        self.0.drops.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 fn task(tally: &Arc<Tally>) -> impl FnOnce() + Send + 'static {
     let token = Token(Arc::clone(tally));

@@ -7,35 +7,23 @@
 //! that counted a cached block as held would leak its classes, and one that counted a held block
 //! as free would unmap it under its closure.
 
+mod common;
+
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+use common::{Tally, Token};
 use delaywheel::{ManualClock, Timer, TimerHandle};
-
-/// Counts the runs and drops of the closures it is captured by.
-#[derive(Default)]
-struct Tally {
-    ran: AtomicUsize,
-    dropped: AtomicUsize,
-}
-
-struct Probe(Arc<Tally>);
-
-impl Drop for Probe {
-    fn drop(&mut self) {
-        self.0.dropped.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 /// A closure of `W` words besides its probe: inline (W = 0), a block of each class, or boxed.
 fn task<const W: usize>(tally: &Arc<Tally>) -> impl FnOnce() + Send + 'static {
     let words = [7u64; W];
-    let probe = Probe(Arc::clone(tally));
+    let probe = Token(Arc::clone(tally));
     move || {
         assert!(words.iter().all(|&w| w == 7), "a closure's captures read back intact");
-        probe.0.ran.fetch_add(1, Ordering::SeqCst);
+        probe.0.runs.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -112,8 +100,8 @@ fn a_thread_caching_for_timers_dropped_one_after_another_is_exactly_once() {
     }
     drop(work);
     worker.join().unwrap();
-    assert_eq!(tally.dropped.load(Ordering::SeqCst), expected, "every closure dropped once");
-    assert!(tally.ran.load(Ordering::SeqCst) <= 100 * 5, "only the fired rounds ran");
+    assert_eq!(tally.drops.load(Ordering::SeqCst), expected, "every closure dropped once");
+    assert!(tally.runs.load(Ordering::SeqCst) <= 100 * 5, "only the fired rounds ran");
 }
 
 /// What a thread-local keeps until its thread exits.
@@ -172,7 +160,7 @@ fn a_thread_locals_drop_after_the_caches_are_gone_is_exactly_once() {
         .join()
         .unwrap();
         let scheduled = 500 + 300 * 5 + 5;
-        assert_eq!(tally.dropped.load(Ordering::SeqCst), scheduled, "first: {first}");
-        assert_eq!(tally.ran.load(Ordering::SeqCst), 0);
+        assert_eq!(tally.drops.load(Ordering::SeqCst), scheduled, "first: {first}");
+        assert_eq!(tally.runs.load(Ordering::SeqCst), 0);
     }
 }

@@ -82,6 +82,22 @@ pub fn manual_with_executors(threads: usize) -> (ManualClock, Timer) {
     (clock, timer)
 }
 
+/// Counts the runs and the drops of the closures that carry a [`Token`] of it.
+#[derive(Default)]
+pub struct Tally {
+    pub runs: AtomicUsize,
+    pub drops: AtomicUsize,
+}
+
+/// Carried by a closure: counts the closure's drop in its [`Tally`] (the closure counts its run).
+pub struct Token(pub Arc<Tally>);
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.0.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// Records, per task id, every clock time at which it ran.
 #[derive(Clone, Default)]
 pub struct FireLog {
