@@ -42,6 +42,23 @@ pub trait System: Send + Sync + Sized + 'static {
         F: FnOnce() + Send + 'static;
     /// Whether the cancel took effect, as far as the API tells at once.
     fn cancel(&self, local: &mut Self::Local<'_>, handle: &Self::Handle) -> bool;
+    /// Re-arms the pending timeout behind `handle` to `delay` from now, as the system's users do:
+    /// in place where the system has a re-arm; otherwise (this default) a cancel and a schedule of a
+    /// new task made by `task`, its handle stored in `handle`. `handle` must still be pending (the
+    /// workloads re-arm only timeouts that cannot have fired).
+    #[allow(dead_code)] // benches/broker.rs re-arms; spec.rs and the criterion benches do not
+    fn rearm<F>(
+        &self,
+        local: &mut Self::Local<'_>,
+        handle: &mut Self::Handle,
+        delay: Duration,
+        task: impl FnOnce() -> F,
+    ) where
+        F: FnOnce() + Send + 'static,
+    {
+        self.cancel(local, handle);
+        *handle = self.schedule(local, delay, task());
+    }
     fn sync(&self, _local: &mut Self::Local<'_>) {}
     /// Timers the timer still holds (pending, or cancelled but not yet removed).
     fn pending(&self) -> usize;
@@ -88,6 +105,16 @@ impl System for DelayWheel {
 
     fn cancel(&self, _: &mut (), handle: &Self::Handle) -> bool {
         handle.cancel()
+    }
+
+    /// `TimerHandle::reset`: the same handle and closure, the deadline moved.
+    fn rearm<F>(&self, _: &mut (), handle: &mut Self::Handle, delay: Duration, task: impl FnOnce() -> F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        if !handle.reset(delay) {
+            *handle = self.0.schedule(delay, task()); // it had fired: arm a new one
+        }
     }
 
     fn pending(&self) -> usize {
@@ -172,6 +199,19 @@ impl System for TokioDelayQueue {
 
     fn cancel(&self, _: &mut Self::Local<'_>, handle: &Self::Handle) -> bool {
         self.queue().try_remove(handle).is_some()
+    }
+
+    /// `DelayQueue::reset` (it panics on a key that has expired: `handle` must be pending).
+    fn rearm<F>(
+        &self,
+        _: &mut Self::Local<'_>,
+        handle: &mut Self::Handle,
+        delay: Duration,
+        _: impl FnOnce() -> F,
+    ) where
+        F: FnOnce() + Send + 'static,
+    {
+        self.queue().reset(handle, delay);
     }
 
     fn pending(&self) -> usize {

@@ -1,0 +1,101 @@
+//! The broker workload on tokio's own timer, as a tokio server writes it: T request tasks
+//! (`unconstrained`, so that tokio's cooperative budget does not turn polls into `Pending` without
+//! registering) on a multi-thread runtime with T workers, released by an async barrier. Each task
+//! keeps a pinned `Sleep` per connection, re-armed by `Sleep::reset` on each of its messages, and
+//! per request a boxed future that sleeps for the timeout and then runs the request's task, polled
+//! once so that its sleep registers with the runtime's timer (an unpolled `Sleep` never touches
+//! it). The response drops the future (which cancels its sleep); an unanswered request's future is
+//! spawned, and its task runs when the sleep fires.
+
+use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use crate::measure::now_ns;
+use crate::state::{self, Conn};
+use crate::{Span, Workload};
+use delaywheel_bench::process_cpu_ms;
+
+/// Polls `fut` once: whether it is still pending (a sleep registered).
+async fn poll_once<F: Future + ?Sized>(mut fut: Pin<&mut F>) -> bool {
+    poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx).is_pending())).await
+}
+
+/// The run's spans and the process CPU (ms) from spawn to join.
+pub fn run(work: &Workload<'_>, idle: Duration, request: Duration) -> (Vec<Span>, f64) {
+    let threads = work.threads;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_time()
+        .build()
+        .expect("runtime");
+    let barrier = Arc::new(tokio::sync::Barrier::new(threads));
+    let cpu_before = process_cpu_ms();
+    let tasks: Vec<_> = (0..threads)
+        .map(|t| {
+            let (barrier, plan) = (Arc::clone(&barrier), Arc::clone(&work.plan));
+            let (share, conns, window_len) = (work.share(t), work.cfg.conns, work.cfg.window);
+            runtime.spawn(tokio::task::unconstrained(async move {
+                let conns: Vec<Arc<Conn>> = (0..conns).map(|c| Conn::new((t * conns + c) as u64)).collect();
+                let mut idles = Vec::with_capacity(conns.len());
+                for conn in &conns {
+                    let mut sleep = Box::pin(tokio::time::sleep(idle));
+                    poll_once(sleep.as_mut()).await;
+                    idles.push((sleep, state::idle_task(Arc::clone(conn))));
+                }
+                let mut window = VecDeque::with_capacity(window_len);
+                barrier.wait().await;
+                let start = now_ns();
+                for (id, msg) in share.clone().zip(&plan[share]) {
+                    let (c, conn) = (msg.conn as usize, &conns[msg.conn as usize]);
+                    idles[c].0.as_mut().reset(tokio::time::Instant::now() + idle);
+                    let answered = msg.short_ms == 0;
+                    let delay =
+                        if answered { request } else { Duration::from_millis(u64::from(msg.short_ms)) };
+                    let task = state::request_task(Arc::clone(conn), id as u64, Instant::now(), msg.bytes);
+                    let mut timeout = Box::pin(async move {
+                        tokio::time::sleep(delay).await;
+                        task();
+                    });
+                    if !poll_once(timeout.as_mut()).await {
+                        return Span { start, end: now_ns(), lost: 1 };
+                    }
+                    if !answered {
+                        tokio::spawn(timeout);
+                        continue;
+                    }
+                    if window.len() == window_len {
+                        drop(window.pop_front());
+                    }
+                    window.push_back(timeout);
+                }
+                let end = now_ns();
+                window.clear();
+                // The idle sleeps and their tasks go with this task (never fired: 60 s).
+                Span { start, end, lost: 0 }
+            }))
+        })
+        .collect();
+    let spans: Vec<Span> = runtime.block_on(async {
+        let mut spans = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            spans.push(task.await.expect("request task"));
+        }
+        spans
+    });
+    let cpu_ms = process_cpu_ms() - cpu_before;
+    // The runtime must outlive the drain (the spawned timeouts fire on it): leaked to the caller's
+    // drain by keeping it here until the unanswered ones ran.
+    let unanswered = work.plan.iter().filter(|m| m.short_ms != 0).count() as u64;
+    let limit = Instant::now() + Duration::from_secs(10);
+    while state::REQUESTS_FIRED.load(std::sync::atomic::Ordering::Acquire) < unanswered
+        && Instant::now() < limit
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    runtime.shutdown_timeout(Duration::from_secs(10));
+    (spans, cpu_ms)
+}
