@@ -29,8 +29,11 @@
 //! read on a loaded host), the throughput at T over the throughput at T = 1 (`scaling`), the timeouts
 //! that ran against the unanswered requests once the run has drained (up to 10 s after the last
 //! thread's end), the entries the timer holds then (`held`: the idle timeouts, T × C, plus what a
-//! lazy system keeps) and the RSS growth from before the timer started to then, per idle timeout
-//! still pending (read after `malloc_trim(0)`; it includes the connections, some 40 bytes each).
+//! lazy system keeps) and the RSS growth from before the timer started to then (read after
+//! `malloc_trim(0)`): in all (`rss_kib`: the timer's fixed cost included, the connections too, some
+//! 40 bytes each) and per idle timeout still pending (`rss_per_idle`). Each system and T runs in a
+//! fresh child process (this binary, `BROKER_CHILD` set), so that its RSS growth is its own; each T
+//! runs every system in turn, the order rotated from one T to the next.
 //!
 //! Environment: `BROKER_SYSTEMS` (any of `delaywheel`, `tokio` (`tokio-delayqueue`), `heap`
 //! (`binaryheap-mutex`), `tokio-timer`; default all, in that order), `BROKER_THREADS` (default
@@ -48,7 +51,7 @@
 //!
 //! stdout: one line per system and T,
 //! `<system> broker threads=<t> msg_ns=<x> cpu_ns=<x> scaling=<x> fired=<n>/<unanswered> held=<n>
-//! rss_per_idle=<b>`; stderr: checks and the ratios peer ÷ delaywheel.
+//! rss_kib=<x> rss_per_idle=<b>`; stderr: checks and the ratios peer ÷ delaywheel.
 
 #[allow(dead_code)] // `HeapCore::advance` and `purge_cancelled` serve other benches
 #[path = "spec/heap.rs"]
@@ -136,7 +139,8 @@ struct Run {
     fired: u64,
     unanswered: u64,
     held: Option<usize>,
-    rss_per_idle: f64,
+    /// RSS growth from before the timer started to the end of the drain.
+    rss_bytes: u64,
 }
 
 /// Everything a run needs: the plan and the shares of it.
@@ -183,13 +187,12 @@ impl Workload<'_> {
             ));
         }
         let held = held();
-        let idle_pending = (threads * self.cfg.conns) as f64;
-        let rss_per_idle = rss_bytes().saturating_sub(rss_before) as f64 / idle_pending;
+        let rss_bytes = rss_bytes().saturating_sub(rss_before);
         let first = spans.iter().map(|s| s.start).min().unwrap_or(0);
         let end = spans.iter().map(|s| s.end).max().unwrap_or(0);
         let total = (self.per_thread * threads).max(1) as f64;
         let (msg_ns, cpu_ns) = ((end - first) as f64 / total, cpu_ms * 1e6 / total);
-        Run { threads, msg_ns, cpu_ns, fired, unanswered, held, rss_per_idle }
+        Run { threads, msg_ns, cpu_ns, fired, unanswered, held, rss_bytes }
     }
 }
 
@@ -273,6 +276,16 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run small then.
     let quick = !std::env::args().any(|a| a == "--bench");
     let cfg = Config::from_env(quick);
+    if let Ok(name) = std::env::var("BROKER_CHILD") {
+        let (name, threads) = (canonical(&name).expect("BROKER_CHILD: a system"), cfg.threads[0]);
+        let per_thread = cfg.messages / threads;
+        let plan = Arc::new(state::plan(per_thread * threads, cfg.conns));
+        let run = run_one(name, &Workload { cfg: &cfg, threads, per_thread, plan });
+        let held = run.held.map_or(-1, |h| h as i64);
+        let Run { msg_ns, cpu_ns, fired, unanswered, rss_bytes, .. } = run;
+        println!("raw {threads} {msg_ns} {cpu_ns} {fired} {unanswered} {held} {rss_bytes}");
+        return;
+    }
     let probe = state::request_task(Conn::new(0), 0, Instant::now(), 0);
     note(format!(
         "broker: M={} C={} W={} threads={:?} systems={}; request task {} bytes",
@@ -284,31 +297,55 @@ fn main() {
         std::mem::size_of_val(&probe)
     ));
     drop(probe);
-    let mut all: Vec<(&str, Vec<Run>)> = Vec::new();
-    for &name in &cfg.systems {
-        let mut runs: Vec<Run> = Vec::new();
-        for &threads in &cfg.threads {
-            let per_thread = cfg.messages / threads;
-            let plan = Arc::new(state::plan(per_thread * threads, cfg.conns));
-            let work = Workload { cfg: &cfg, threads, per_thread, plan };
-            let run = run_one(name, &work);
+    let mut all: Vec<(&str, Vec<Run>)> = cfg.systems.iter().map(|&name| (name, Vec::new())).collect();
+    for (round, &threads) in cfg.threads.iter().enumerate() {
+        // Each thread count runs every system in turn, the order rotated from one count to the next.
+        for k in 0..all.len() {
+            let (name, runs) = &mut all[(round + k) % cfg.systems.len()];
+            let run = run_child(name, threads);
             let one = runs.iter().chain(std::iter::once(&run)).find(|r| r.threads == 1).map(|r| r.msg_ns);
             let held = run.held.map_or("-".to_string(), |h| h.to_string());
             println!(
                 "{name} broker threads={threads} msg_ns={:.1} cpu_ns={:.1} scaling={:.2} fired={}/{} held={held} \
-                 rss_per_idle={:.0}",
+                 rss_kib={:.0} rss_per_idle={:.0}",
                 run.msg_ns,
                 run.cpu_ns,
                 one.map_or(f64::NAN, |one| one / run.msg_ns),
                 run.fired,
                 run.unanswered,
-                run.rss_per_idle
+                run.rss_bytes as f64 / 1024.0,
+                run.rss_bytes as f64 / (threads * cfg.conns) as f64,
             );
             runs.push(run);
         }
-        all.push((name, runs));
     }
     print_ratios(&all);
+}
+
+/// Runs `name` at `threads` in a fresh child process (this binary, `BROKER_CHILD` set), so that
+/// its RSS growth is its own and not memory a previous run left to the allocator.
+fn run_child(name: &str, threads: usize) -> Run {
+    let output = std::process::Command::new(std::env::current_exe().expect("current_exe"))
+        .args(std::env::args().skip(1))
+        .env("BROKER_CHILD", name)
+        .env("BROKER_THREADS", threads.to_string())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let raw =
+        stdout.lines().find_map(|l| l.strip_prefix("raw ")).unwrap_or_else(|| panic!("{name}: {stdout}"));
+    let f: Vec<f64> = raw.split(' ').map(|v| v.parse().expect("a number")).collect();
+    let held = (f[5] >= 0.0).then_some(f[5] as usize);
+    Run {
+        threads,
+        msg_ns: f[1],
+        cpu_ns: f[2],
+        fired: f[3] as u64,
+        unanswered: f[4] as u64,
+        held,
+        rss_bytes: f[6] as u64,
+    }
 }
 
 /// peer ÷ delaywheel, wall and CPU per message, at each thread count both ran.
