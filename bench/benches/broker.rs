@@ -37,7 +37,9 @@
 //!
 //! Environment: `BROKER_SYSTEMS` (any of `delaywheel`, `tokio` (`tokio-delayqueue`), `heap`
 //! (`binaryheap-mutex`), `tokio-timer`; default all, in that order), `BROKER_THREADS` (default
-//! `1,2,4,16`), `BROKER_M`, `BROKER_CONNS`, `BROKER_WINDOW`. `cargo test --benches` runs a small M.
+//! `1,2,4,16`), `BROKER_M`, `BROKER_CONNS`, `BROKER_WINDOW`; delaywheel's builder variables of
+//! `spec.rs` apply too (`SPEC_LANES`, `SPEC_WHEEL_SIZE`, `SPEC_CAPACITY`). `cargo test --benches` runs a
+//! small M.
 //!
 //! # The systems
 //! The `System`s of `spec/systems.rs`, driven as `spec.rs` describes: delaywheel (its own driver
@@ -152,7 +154,7 @@ pub struct Workload<'a> {
 }
 
 impl Workload<'_> {
-    /// Request ids of thread `t` start here (an id is the message's index in the plan).
+    /// Thread `t`'s messages: indices into the plan, which are also their requests' ids.
     pub fn share(&self, t: usize) -> std::ops::Range<usize> {
         t * self.per_thread..(t + 1) * self.per_thread
     }
