@@ -2,10 +2,13 @@
 //!
 //! The operation language: schedule (any delay: zero, sub-tick, many levels away, far future),
 //! cancel (of any handle, including fired, cancelled and refused ones), reset (re-arm in place, by
-//! delay or instant), advance of the manual clock
-//! (zero, sub-tick, multi-level jumps) followed by `advance_clock`, and shutdown. The model is a plain
-//! list of deadlines: after every step, exactly the tasks whose deadline tick has begun have fired
-//! (and those of the next tick up to a passed deadline that fired mid-tick), each once, none early; `cancel()` and `reset()` return what the model says; `len()` is exact.
+//! delay or instant), closures of every size class the timer stores differently (alone and in
+//! bursts), `shrink`, advance of the manual clock (zero, sub-tick, multi-level jumps) followed by
+//! `advance_clock`, and shutdown, on timers with a capacity and a bound on pending tasks or none.
+//! The model is a plain list of deadlines: after every step, exactly the tasks whose deadline tick
+//! has begun have fired (and those of the next tick up to a passed deadline that fired mid-tick),
+//! each once, none early; `cancel()` and `reset()` return what the model says; every sized closure
+//! is dropped once, intact; `len()` is exact (`common/model.rs` has the whole list).
 //!
 //! `cargo test` runs at least 100 000 operations in total (256 cases of 300–500 operations, a
 //! shutdown at most once and only in the last fifth, so nearly all run on a live timer); set
@@ -15,7 +18,7 @@ mod common;
 #[path = "common/model_runs.rs"]
 mod runs;
 
-use common::model::{check, Op};
+use common::model::{check_shape, Op, Shape};
 use proptest::prelude::*;
 
 fn delay_strategy() -> impl Strategy<Value = Option<u64>> {
@@ -50,7 +53,21 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => (delay_strategy(), 200u16..600, prop_oneof![Just(0u64), 0u64..50_000_000])
             .prop_map(|(nanos, count, spread)| Op::Burst { nanos: nanos.unwrap_or(u64::MAX), count, spread }),
         1 => (1u8..20).prop_map(Op::ZeroChain),
+        2 => (delay_strategy(), any::<u8>()).prop_map(|(nanos, class)| Op::ScheduleSized(nanos, class)),
+        1 => (0u64..5_000_000_000, 1u16..300, 0u64..50_000_000, any::<u8>())
+            .prop_map(|(nanos, count, spread, class)| Op::BurstSized { nanos, count, spread, class }),
+        1 => (any::<usize>(), 1u16..400).prop_map(|(i, n)| Op::CancelMany(i, n)),
+        1 => Just(Op::Shrink),
     ]
+}
+
+/// A capacity (none, within a page, or a few pages) and now and then a bound on pending tasks.
+fn shape_strategy() -> impl Strategy<Value = Shape> {
+    let capacity = prop_oneof![2 => Just(0usize), 1 => 1usize..300, 1 => 256usize..4_096];
+    let max_pending = prop_oneof![3 => Just(None), 1 => (0usize..700).prop_map(Some)];
+    (runs::tick_us(), runs::wheel_size(), capacity, max_pending).prop_map(
+        |(tick_us, wheel_size, capacity, max_pending)| Shape { tick_us, wheel_size, capacity, max_pending },
+    )
 }
 
 /// A sequence with at most one shutdown, late in it, called directly or by a task (scheduled
@@ -66,11 +83,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: runs::cases(), ..ProptestConfig::default() })]
 
     #[test]
-    fn timer_matches_the_reference_model(
-        tick_us in runs::tick_us(),
-        wheel_size in runs::wheel_size(),
-        ops in ops_strategy(),
-    ) {
-        check(tick_us, wheel_size, ops).map_err(TestCaseError::fail)?;
+    fn timer_matches_the_reference_model(shape in shape_strategy(), ops in ops_strategy()) {
+        check_shape(shape, ops).map_err(TestCaseError::fail)?;
     }
 }

@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 #[allow(dead_code)]
 mod model;
 
-use model::{check, Op};
+use model::{check_shape, Op, Shape};
 
 fn delay(u: &mut Unstructured<'_>) -> Result<Option<u64>> {
     Ok(match u.int_in_range(0u8..=11)? {
@@ -29,39 +29,65 @@ fn op(u: &mut Unstructured<'_>) -> Result<Op> {
     // Shutdown is rare (1 in 256, and as often from inside a task): after it every operation is
     // a refused no-op.
     Ok(match u.int_in_range(0u8..=255)? {
-        0..=83 => Op::Schedule(delay(u)?),
+        0..=55 => Op::Schedule(delay(u)?),
+        56..=83 => Op::ScheduleSized(delay(u)?, u.arbitrary()?),
         84 => Op::ShutdownInTask(delay(u)?),
         85..=87 => Op::ZeroChain(u.int_in_range(1..=30)?),
         88..=91 => Op::SchedulePanicking(delay(u)?),
         92..=95 => Op::ScheduleDropPanicking(delay(u)?),
-        96..=127 => Op::Cancel(u.arbitrary()?),
+        96..=119 => Op::Cancel(u.arbitrary()?),
+        120..=123 => Op::CancelMany(u.arbitrary()?, u.int_in_range(1..=600)?),
+        124..=127 => Op::Shrink,
         128..=143 => Op::Reset(u.arbitrary()?, delay(u)?),
         144..=207 => Op::Advance(nanos(u)?),
-        208..=249 => Op::MoveClock(nanos(u)?),
-        250..=254 => Op::Burst {
+        208..=243 => Op::MoveClock(nanos(u)?),
+        244..=247 => Op::SchedulePast(nanos(u)?),
+        248..=250 => Op::Burst {
             nanos: delay(u)?.unwrap_or(u64::MAX),
             count: u.int_in_range(200..=600)?,
             spread: nanos(u)?,
+        },
+        251..=254 => Op::BurstSized {
+            nanos: delay(u)?.unwrap_or(u64::MAX),
+            count: u.int_in_range(50..=600)?,
+            spread: nanos(u)?,
+            class: u.arbitrary()?,
         },
         _ => Op::Shutdown,
     })
 }
 
-fn decode(data: &[u8]) -> Result<(u64, usize, Vec<Op>)> {
-    let mut u = Unstructured::new(data);
+/// The timer's shape: tick (1 µs – 20 ms), wheel size (2 – 128), a capacity (none, within a
+/// page, or a few pages) and now and then a bound on pending tasks.
+fn shape(u: &mut Unstructured<'_>) -> Result<Shape> {
     let tick_us = u.int_in_range(1..=20_000)?;
     let wheel_size = u.int_in_range(2..=128)?;
+    let capacity = match u.int_in_range(0u8..=3)? {
+        0 | 1 => 0,
+        2 => u.int_in_range(1..=300)?,
+        _ => u.int_in_range(256..=4_096)?,
+    };
+    let max_pending = match u.int_in_range(0u8..=3)? {
+        0 => Some(u.int_in_range(0..=700)?),
+        _ => None,
+    };
+    Ok(Shape { tick_us, wheel_size, capacity, max_pending })
+}
+
+fn decode(data: &[u8]) -> Result<(Shape, Vec<Op>)> {
+    let mut u = Unstructured::new(data);
+    let shape = shape(&mut u)?;
     let mut ops = Vec::new();
     while !u.is_empty() && ops.len() < 2_000 {
         ops.push(op(&mut u)?);
     }
-    Ok((tick_us, wheel_size, ops))
+    Ok((shape, ops))
 }
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok((tick_us, wheel_size, ops)) = decode(data) {
-        if let Err(failure) = check(tick_us, wheel_size, ops.clone()) {
-            panic!("{failure}\ntick {tick_us} µs, wheel {wheel_size}, ops {ops:?}");
+    if let Ok((shape, ops)) = decode(data) {
+        if let Err(failure) = check_shape(shape, ops.clone()) {
+            panic!("{failure}\n{shape:?}, ops {ops:?}");
         }
     }
 });

@@ -2,33 +2,43 @@
 //! the fuzz target (`fuzz/fuzz_targets/timer_ops.rs`), so both check the timer the same way.
 //!
 //! Operations: schedule (any delay: zero, sub-tick, many levels away, far future), cancel (of any
-//! handle, including fired, cancelled and refused ones), reset (re-arm in place, by a delay or an
-//! instant, of any handle), advance of the manual clock (zero, sub-tick,
+//! handle, including fired, cancelled and refused ones; one or a run of them), reset (re-arm in
+//! place, by a delay or an instant, of any handle), advance of the manual clock (zero, sub-tick,
 //! multi-level jumps) followed by `advance_clock`, shutdown, a chain of zero delays (a task that
-//! reschedules itself with `Duration::ZERO`), a task that shuts the timer down, and tasks that
-//! panic when they run (with a payload whose drop panics) or when dropped unrun. The model is a
-//! plain list of deadlines: after every step, exactly the tasks whose deadline tick has begun have
-//! fired, and those of the next tick up to a deadline passed within the tick under way that fired
-//! (`fired_by_advance`), each once, none early, equal deadlines in scheduling order; each chain ran one link per
-//! advance; `cancel()` and `reset()` return what the model says; `len()` is exact; and the
-//! accounting holds: fired + cancelled + returned by shutdowns + pending = scheduled.
+//! reschedules itself with `Duration::ZERO`), a task that shuts the timer down, tasks that panic
+//! when they run (with a payload whose drop panics) or when dropped unrun, closures of every size
+//! class the timer stores differently (`sized_task.rs`: inline, in a block of its task slab,
+//! boxed), alone or in bursts, and `shrink`; on a timer with a `capacity` and a `max_pending` or
+//! none ([`Shape`]). The model is a plain list of deadlines: after every step, exactly the tasks
+//! whose deadline tick has begun have fired, and those of the next tick up to a deadline passed
+//! within the tick under way that fired (`fired_by_advance`), each once, none early, equal
+//! deadlines in scheduling order; each chain ran one link per advance; `cancel()` and `reset()`
+//! return what the model says; a schedule is refused only for a reason the model allows (shut
+//! down, out of range, `max_pending` pending); every sized closure was dropped exactly once when
+//! its task left the timer (run, cancelled, refused, returned by a shutdown) and not before, its
+//! bytes intact; `len()` is exact; and the accounting holds: fired + cancelled + returned by
+//! shutdowns + pending = scheduled.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
+use delaywheel::{ManualClock, Timer, TimerHandle};
 
 // The timer's rounding of deadlines, as the model expects it.
 #[path = "model_deadlines.rs"]
 mod deadlines;
-use deadlines::{due_tick, fired_by_advance, passed_instant, reported};
+use deadlines::{due_tick, fired_by_advance, reported};
 
 // The panics the model provokes, and how it catches them.
 #[path = "model_panics.rs"]
 mod panics;
 pub use panics::pass_over_expected_panics;
-use panics::{caught, drop_each, Bomb};
+use panics::{caught, drop_each};
+
+// Closures of many sizes that count their drops and check their bytes.
+#[path = "sized_task.rs"]
+pub mod sized;
 
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
@@ -45,6 +55,21 @@ macro_rules! ensure_eq {
             return Err(format!("{}: {:?} != {:?}", format!($($fmt)+), a, b));
         }
     }};
+}
+
+// The model's tasks, and the schedules that make them.
+#[path = "model_schedule.rs"]
+mod schedule;
+use schedule::{link, Chain, Expect, InTask, Kind, Log, Sched, Task};
+
+/// The timer a sequence runs on: tick, wheel size, and the builder's `capacity` and `max_pending`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub tick_us: u64,
+    pub wheel_size: usize,
+    pub capacity: usize,
+    /// `None`: unbounded.
+    pub max_pending: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -84,178 +109,21 @@ pub enum Op {
     /// Schedule a task (with this delay, as [`Op::Schedule`]) that shuts the timer down when it
     /// runs: it returns every task that has not started, the rest of its batch included.
     ShutdownInTask(Option<u64>),
-}
-
-/// A chain of zero delays in the model.
-struct Chain {
-    /// Links run so far (written by the links).
-    runs: Arc<AtomicUsize>,
-    /// Links that ran, as the model expects them.
-    ran: usize,
-    /// Links still to run; the next one is pending while this is above 0 and no shutdown came.
-    left: usize,
-    /// What the pending link's deadline reads back as: the clock when it was scheduled (a zero
-    /// delay), or its tick's start where the deadline word is not exact ([`reported`]).
-    reported: Duration,
-}
-
-/// The task of a chain's link: records its run, then schedules the next link with a zero delay.
-fn link(timer: Weak<Timer>, runs: Arc<AtomicUsize>, left: usize) -> impl FnOnce() + Send + 'static {
-    move || {
-        runs.fetch_add(1, Ordering::SeqCst);
-        if left > 1 {
-            if let Some(t) = timer.upgrade() {
-                let _ = t.try_schedule(Duration::ZERO, link(timer, runs, left - 1));
-            }
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Expect {
-    Pending,
-    Fired,
-    Cancelled,
-    /// Refused by `try_schedule`, or left unfired by shutdown.
-    Gone,
-}
-
-struct Task {
-    /// Whether it panics when it runs.
-    panics: bool,
-    /// Whether it shuts the timer down when it runs.
-    shuts_down: bool,
-    deadline: Duration,
-    /// The tick boundary it becomes due at ([`due_tick`]).
-    due: Duration,
-    /// What the timer reports as its deadline ([`reported`]).
-    reported: Duration,
-    expect: Expect,
-    handle: Option<TimerHandle>,
-}
-
-impl Task {
-    /// A task the timer refused: never pending, nothing expected of its deadline.
-    fn refused(panics: bool, shuts_down: bool) -> Task {
-        let zero = Duration::ZERO;
-        let (deadline, due, reported, expect) = (zero, zero, zero, Expect::Gone);
-        Task { panics, shuts_down, deadline, due, reported, expect, handle: None }
-    }
-}
-
-/// Schedules one task (`None`: `Duration::MAX`) and checks `try_schedule`'s answer against the model.
-/// What a task that shuts the timer down got back: the deadlines of the returned tasks.
-type InTask = Arc<Mutex<Option<Vec<Duration>>>>;
-
-/// What a scheduled task does besides recording its run.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Plain,
-    /// Panics when it runs ([`Op::SchedulePanicking`]).
-    PanicsWhenRun,
-    /// Panics when dropped unrun ([`Op::ScheduleDropPanicking`]).
-    PanicsWhenDropped,
-}
-
-/// Schedules a plain task at the instant `back` nanoseconds before now (not before the clock's
-/// origin) and records what the model expects of it: due at its instant's tick, or at the tick
-/// under way if its instant lies within that tick; its deadline read back exactly, or as that
-/// tick's start (`src/deadline.rs`, `TickLength::deadline_at`).
-fn schedule_past(
-    timer: &Timer,
-    clock: &ManualClock,
-    fired: &Arc<Mutex<Vec<(usize, Duration)>>>,
-    tasks: &mut Vec<Task>,
-    shut_down: bool,
-    (step, back): (usize, u64),
-) -> Result<(), String> {
-    let (now, id) = (clock.now(), tasks.len());
-    let at = now.saturating_sub(Duration::from_nanos(back));
-    let (log, c) = (Arc::clone(fired), clock.clone());
-    let result =
-        timer.try_schedule_at(timer.now() - now + at, move || log.lock().unwrap().push((id, c.now())));
-    let (due, reported) = passed_instant(now, at, timer.tick());
-    match result {
-        Ok(handle) => {
-            ensure!(!shut_down, "step {step}: accepted after shutdown");
-            let expect = Expect::Pending;
-            let (panics, shuts_down, handle) = (false, false, Some(handle));
-            tasks.push(Task { panics, shuts_down, deadline: at, due, reported, expect, handle });
-        }
-        Err(ScheduleError::ShutDown) => {
-            ensure!(shut_down, "step {step}: refused as shut down while running");
-            tasks.push(Task::refused(false, false));
-        }
-        Err(e) => return Err(format!("step {step}: unexpected error {e}")),
-    }
-    Ok(())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn schedule_one(
-    timer: &Arc<Timer>,
-    clock: &ManualClock,
-    fired: &Arc<Mutex<Vec<(usize, Duration)>>>,
-    tasks: &mut Vec<Task>,
-    shut_down: bool,
-    step: usize,
-    (nanos, kind): (Option<u64>, Kind),
-    in_task: Option<&InTask>,
-) -> Result<(), String> {
-    let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
-    let id = tasks.len();
-    let (log, c) = (Arc::clone(fired), clock.clone());
-    let shuts_down = in_task.map(|slot| (Arc::downgrade(timer), Arc::clone(slot)));
-    let (panics, bomb) = (kind == Kind::PanicsWhenRun, (kind == Kind::PanicsWhenDropped).then(|| Bomb));
-    let task = move || {
-        std::mem::forget(bomb);
-        log.lock().unwrap().push((id, c.now()));
-        if let Some(timer) = shuts_down.as_ref().and_then(|(timer, _)| timer.upgrade()) {
-            let unfired = timer.shutdown();
-            *shuts_down.as_ref().unwrap().1.lock().unwrap() =
-                Some(unfired.iter().map(|t| t.deadline()).collect());
-            drop_each(unfired);
-        }
-        if panics {
-            std::panic::panic_any(Bomb);
-        }
-    };
-    // A refused closure that panics when dropped panics out of `try_schedule`: refused all the same.
-    let result = caught(|| timer.try_schedule(delay, task)).unwrap_or_else(|| match shut_down {
-        true => Err(ScheduleError::ShutDown),
-        false => Err(ScheduleError::DelayTooLong { delay, max: timer.max_delay() }),
-    });
-    let deadline = clock.now().checked_add(delay);
-    let shuts_down = in_task.is_some();
-    let gone = Task::refused(panics, shuts_down);
-    match result {
-        Ok(handle) => {
-            ensure!(!shut_down, "step {step}: accepted after shutdown");
-            let deadline = deadline.expect("an accepted deadline is representable");
-            let due = due_tick(clock.now(), delay, timer.tick());
-            let reported = reported(clock.now(), delay, timer.tick());
-            tasks.push(Task {
-                panics,
-                shuts_down,
-                deadline,
-                due,
-                reported,
-                expect: Expect::Pending,
-                handle: Some(handle),
-            });
-        }
-        Err(ScheduleError::ShutDown) => {
-            ensure!(shut_down, "step {step}: refused as shut down while running");
-            tasks.push(gone);
-        }
-        Err(ScheduleError::DelayTooLong { max, .. }) => {
-            ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
-            ensure!(delay > Duration::from_secs(100 * 365 * 86_400), "step {step}: refused a short delay");
-            tasks.push(gone);
-        }
-        Err(e) => return Err(format!("step {step}: unexpected error {e}")),
-    }
-    Ok(())
+    /// Schedule (as [`Op::Schedule`]) a closure carrying bytes of this size class
+    /// (`sized_task.rs`): run or dropped exactly once, its bytes intact.
+    ScheduleSized(Option<u64>, u8),
+    /// A burst (as [`Op::Burst`]) of closures of this size class, `count` from `nanos` on.
+    BurstSized {
+        nanos: u64,
+        count: u16,
+        spread: u64,
+        class: u8,
+    },
+    /// Cancel up to this many handles in a row from the one with this index (modulo the number of
+    /// handles): a burst's pages emptied for a shrink.
+    CancelMany(usize, u16),
+    /// `Timer::shrink`: the pages a spike left behind given back; the pending tasks untouched.
+    Shrink,
 }
 
 /// What an advance at `now` fires ([`fired_by_advance`]): the pending tasks, beside the pending
@@ -267,13 +135,35 @@ fn expected_fires(tasks: &[Task], chains: &[Chain], now: Duration, tick: Duratio
     fired_by_advance(&tasks.iter().map(pending).collect::<Vec<_>>(), links, now, tick)
 }
 
+/// Cancels `task` and checks the result against the model.
+fn cancel(task: &mut Task, step: usize) -> Result<(), String> {
+    // A closure that panics when dropped panics out of a cancel that won.
+    let cancelled = caught(|| task.handle.as_ref().is_some_and(TimerHandle::cancel)).unwrap_or(true);
+    ensure_eq!(cancelled, task.expect == Expect::Pending, "step {}: cancel result", step);
+    if cancelled {
+        task.expect = Expect::Cancelled;
+    }
+    Ok(())
+}
+
+/// [`check_shape`] on a timer of this tick and wheel size, with no capacity and no bound.
 pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String> {
+    check_shape(Shape { tick_us, wheel_size, capacity: 0, max_pending: None }, ops)
+}
+
+/// Runs `ops` on a manual timer of this shape, checking every step against the model.
+pub fn check_shape(shape: Shape, ops: Vec<Op>) -> Result<(), String> {
     pass_over_expected_panics();
-    let tick = Duration::from_micros(tick_us);
+    let tick = Duration::from_micros(shape.tick_us);
     let clock = ManualClock::new();
-    let timer =
-        Arc::new(Timer::builder().tick(tick).wheel_size(wheel_size).clock(clock.clone()).manual().build());
-    let fired: Arc<Mutex<Vec<(usize, Duration)>>> = Arc::default();
+    let builder = Timer::builder().tick(tick).wheel_size(shape.wheel_size).clock(clock.clone()).manual();
+    let builder = builder.capacity(shape.capacity);
+    let max_pending = shape.max_pending.unwrap_or(usize::MAX);
+    let timer = Arc::new(match shape.max_pending {
+        Some(max) => builder.max_pending(max).build(),
+        None => builder.build(),
+    });
+    let fired: Log = Arc::default();
     let mut tasks: Vec<Task> = Vec::new();
     let mut chains: Vec<Chain> = Vec::new();
     let mut shut_down = false;
@@ -287,38 +177,52 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
         // `stats()` walks every bucket: read it where the counts it checks move in ways the
         // other checks do not see (advances and shutdowns), and at the end.
         let read_stats = matches!(op, Op::Advance(_) | Op::Shutdown) || step + 1 == steps;
+        let pending = tasks.iter().filter(|t| t.expect == Expect::Pending).count()
+            + chains.iter().filter(|c| c.left > 0).count();
+        let (timer_ref, clock_ref) = (&timer, &clock);
+        let mut sched = Sched {
+            timer: timer_ref,
+            clock: clock_ref,
+            fired: &fired,
+            shut_down,
+            step,
+            pending,
+            max_pending,
+        };
         match op {
-            Op::Schedule(nanos) => {
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, Kind::Plain), None)?
-            }
-            Op::SchedulePast(back) => {
-                schedule_past(&timer, &clock, &fired, &mut tasks, shut_down, (step, back))?
-            }
+            Op::Schedule(nanos) => sched.schedule_one(&mut tasks, nanos, Kind::Plain, None)?,
+            Op::SchedulePast(back) => sched.schedule_past(&mut tasks, back)?,
             Op::SchedulePanicking(nanos) => {
-                let one = (nanos, Kind::PanicsWhenRun);
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, one, None)?
+                sched.schedule_one(&mut tasks, nanos, Kind::PanicsWhenRun, None)?
             }
             Op::ScheduleDropPanicking(nanos) => {
-                let one = (nanos, Kind::PanicsWhenDropped);
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, one, None)?
+                sched.schedule_one(&mut tasks, nanos, Kind::PanicsWhenDropped, None)?
             }
             Op::ShutdownInTask(nanos) => {
-                let slot = Some(&in_task);
-                schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, (nanos, Kind::Plain), slot)?
+                sched.schedule_one(&mut tasks, nanos, Kind::Plain, Some(&in_task))?
+            }
+            Op::ScheduleSized(nanos, class) => {
+                sched.schedule_one(&mut tasks, nanos, Kind::Sized(class), None)?
             }
             Op::ZeroChain(links) => {
                 let (runs, left) = (Arc::new(AtomicUsize::new(0)), usize::from(links.max(1)));
                 let accepted =
                     timer.try_schedule(Duration::ZERO, link(Arc::downgrade(&timer), Arc::clone(&runs), left));
-                ensure_eq!(accepted.is_ok(), !shut_down, "step {}: chain accepted", step);
-                let left = if shut_down { 0 } else { left };
+                let room = !shut_down && pending < max_pending;
+                ensure_eq!(accepted.is_ok(), room, "step {}: chain accepted", step);
+                let left = if room { left } else { 0 };
                 chains.push(Chain { runs, ran: 0, left, reported: zero_delay(clock.now()) });
             }
             Op::Burst { nanos, count, spread } => {
                 for i in 0..u64::from(count) {
                     let delay = nanos.saturating_add(spread / u64::from(count) * i);
-                    let one = (Some(delay), Kind::Plain);
-                    schedule_one(&timer, &clock, &fired, &mut tasks, shut_down, step, one, None)?;
+                    sched.schedule_one(&mut tasks, Some(delay), Kind::Plain, None)?;
+                }
+            }
+            Op::BurstSized { nanos, count, spread, class } => {
+                for i in 0..u64::from(count) {
+                    let delay = nanos.saturating_add(spread / u64::from(count).max(1) * i);
+                    sched.schedule_one(&mut tasks, Some(delay), Kind::Sized(class), None)?;
                 }
             }
             Op::Cancel(i) => {
@@ -326,15 +230,15 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
                     continue;
                 }
                 let n = tasks.len();
-                let task = &mut tasks[i % n];
-                // A closure that panics when dropped panics out of a cancel that won.
-                let cancelled =
-                    caught(|| task.handle.as_ref().is_some_and(TimerHandle::cancel)).unwrap_or(true);
-                ensure_eq!(cancelled, task.expect == Expect::Pending, "step {}: cancel result", step);
-                if cancelled {
-                    task.expect = Expect::Cancelled;
+                cancel(&mut tasks[i % n], step)?;
+            }
+            Op::CancelMany(i, count) => {
+                let n = tasks.len();
+                for task in tasks.iter_mut().skip(i % n.max(1)).take(usize::from(count)) {
+                    cancel(task, step)?;
                 }
             }
+            Op::Shrink => timer.shrink(),
             Op::Reset(i, nanos) => {
                 if tasks.is_empty() {
                     continue;
@@ -479,6 +383,19 @@ pub fn check(tick_us: u64, wheel_size: usize, ops: Vec<Op>) -> Result<(), String
         for (id, task) in tasks.iter().enumerate() {
             let want = usize::from(task.expect == Expect::Fired);
             ensure_eq!(times_fired[id], want, "step {}: task {} ({:?}) fired count", step, id, task.expect);
+        }
+        for (id, task) in tasks.iter().enumerate() {
+            let Some(probe) = &task.probe else { continue };
+            let dropped = usize::from(task.expect != Expect::Pending);
+            ensure_eq!(
+                probe.drops(),
+                dropped,
+                "step {}: task {} ({:?}) closure drops",
+                step,
+                id,
+                task.expect
+            );
+            ensure!(probe.intact(), "step {step}: task {id}'s closure damaged");
         }
         let links = chains.iter().filter(|c| c.left > 0).count();
         let pending = tasks.iter().filter(|t| t.expect == Expect::Pending).count() + links;

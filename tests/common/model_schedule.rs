@@ -1,0 +1,243 @@
+//! Scheduling in the reference model (`model.rs`): the model's tasks and chains of zero delays, the
+//! closures it schedules (plain, panicking, shutting the timer down, or carrying bytes of a size
+//! class: `sized_task.rs`), and the check of each schedule's answer: accepted, or refused as shut
+//! down, beyond the timer's range, or over its `max_pending`, the closure dropped unrun.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
+
+use super::deadlines::{due_tick, passed_instant, reported};
+use super::panics::{caught, drop_each, Bomb};
+use super::sized::{by_class, Carried, Probe, Visit};
+
+/// Every run of a task: its id and the clock's time.
+pub(super) type Log = Arc<Mutex<Vec<(usize, Duration)>>>;
+
+/// A chain of zero delays in the model.
+pub(super) struct Chain {
+    /// Links run so far (written by the links).
+    pub runs: Arc<AtomicUsize>,
+    /// Links that ran, as the model expects them.
+    pub ran: usize,
+    /// Links still to run; the next one is pending while this is above 0 and no shutdown came.
+    pub left: usize,
+    /// What the pending link's deadline reads back as: the clock when it was scheduled (a zero
+    /// delay), or its tick's start where the deadline word is not exact ([`reported`]).
+    pub reported: Duration,
+}
+
+/// The task of a chain's link: records its run, then schedules the next link with a zero delay
+/// (never refused by `max_pending`: the running link is counted out before it runs).
+pub(super) fn link(
+    timer: Weak<Timer>,
+    runs: Arc<AtomicUsize>,
+    left: usize,
+) -> impl FnOnce() + Send + 'static {
+    move || {
+        runs.fetch_add(1, Ordering::SeqCst);
+        if left > 1 {
+            if let Some(t) = timer.upgrade() {
+                let _ = t.try_schedule(Duration::ZERO, link(timer, runs, left - 1));
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Expect {
+    Pending,
+    Fired,
+    Cancelled,
+    /// Refused by `try_schedule`, or left unfired by shutdown.
+    Gone,
+}
+
+pub(super) struct Task {
+    /// Whether it panics when it runs.
+    pub panics: bool,
+    /// Whether it shuts the timer down when it runs.
+    pub shuts_down: bool,
+    pub deadline: Duration,
+    /// The tick boundary it becomes due at ([`due_tick`]).
+    pub due: Duration,
+    /// What the timer reports as its deadline ([`reported`]).
+    pub reported: Duration,
+    pub expect: Expect,
+    pub handle: Option<TimerHandle>,
+    /// The probe of a closure of a size class: dropped exactly once when no longer pending.
+    pub probe: Option<Arc<Probe>>,
+}
+
+impl Task {
+    /// A task the timer refused: never pending, nothing expected of its deadline.
+    fn refused(panics: bool, shuts_down: bool, probe: Option<Arc<Probe>>) -> Task {
+        let zero = Duration::ZERO;
+        let (deadline, due, reported, expect) = (zero, zero, zero, Expect::Gone);
+        Task { panics, shuts_down, deadline, due, reported, expect, handle: None, probe }
+    }
+}
+
+/// What a task that shuts the timer down got back: the deadlines of the returned tasks.
+pub(super) type InTask = Arc<Mutex<Option<Vec<Duration>>>>;
+
+/// What a scheduled task does besides recording its run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Plain,
+    /// Panics when it runs ([`super::Op::SchedulePanicking`]).
+    PanicsWhenRun,
+    /// Panics when dropped unrun ([`super::Op::ScheduleDropPanicking`]).
+    PanicsWhenDropped,
+    /// Carries bytes of this size class ([`super::Op::ScheduleSized`]).
+    Sized(u8),
+}
+
+/// A schedule of a closure of a size class, carrying `probe`.
+struct SizedSchedule<'a>(&'a Timer, Duration, Arc<Probe>);
+
+impl Visit for SizedSchedule<'_> {
+    type Out = Result<TimerHandle, ScheduleError>;
+    fn visit<V: Carried>(self) -> Self::Out {
+        let value = V::new(self.2);
+        self.0.try_schedule(self.1, move || value.run())
+    }
+}
+
+/// What scheduling in one step needs of the model.
+pub(super) struct Sched<'a> {
+    pub timer: &'a Arc<Timer>,
+    pub clock: &'a ManualClock,
+    pub fired: &'a Log,
+    pub shut_down: bool,
+    pub step: usize,
+    /// Tasks and chain links the model holds pending (counted up as schedules are accepted).
+    pub pending: usize,
+    /// The timer's bound on them (`usize::MAX`: none).
+    pub max_pending: usize,
+}
+
+impl Sched<'_> {
+    /// Checks a schedule's answer (`task` as accepted, with `delay` for a refusal's check) and
+    /// records the task: accepted as `task`, or refused.
+    fn record(
+        &mut self,
+        tasks: &mut Vec<Task>,
+        result: Result<TimerHandle, ScheduleError>,
+        (task, representable): (Task, bool),
+        delay: Duration,
+    ) -> Result<(), String> {
+        let (step, pending, max) = (self.step, self.pending, self.max_pending);
+        match result {
+            Ok(handle) => {
+                ensure!(!self.shut_down, "step {step}: accepted after shutdown");
+                ensure!(pending < max, "step {step}: accepted with {pending} pending of {max}");
+                ensure!(representable, "step {step}: accepted a deadline past the clock's end");
+                self.pending += 1;
+                tasks.push(Task { handle: Some(handle), ..task });
+                return Ok(());
+            }
+            Err(ScheduleError::ShutDown) => {
+                ensure!(self.shut_down, "step {step}: refused as shut down while running")
+            }
+            Err(ScheduleError::TooManyPending { max: said }) => {
+                ensure!(
+                    pending >= max && said == max,
+                    "step {step}: refused as {said} pending, {pending} of {max}"
+                )
+            }
+            Err(ScheduleError::DelayTooLong { max, .. }) => {
+                ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
+                ensure!(
+                    delay > Duration::from_secs(100 * 365 * 86_400),
+                    "step {step}: refused a short delay"
+                );
+            }
+            Err(e) => return Err(format!("step {step}: unexpected error {e}")),
+        }
+        tasks.push(Task::refused(task.panics, task.shuts_down, task.probe));
+        Ok(())
+    }
+
+    /// The error a refused closure that panicked when dropped stands for.
+    fn refusal(&self, delay: Duration) -> ScheduleError {
+        if self.shut_down {
+            ScheduleError::ShutDown
+        } else if self.pending >= self.max_pending {
+            ScheduleError::TooManyPending { max: self.max_pending }
+        } else {
+            ScheduleError::DelayTooLong { delay, max: self.timer.max_delay() }
+        }
+    }
+
+    /// Schedules a plain task at the instant `back` nanoseconds before now (not before the clock's
+    /// origin) and records what the model expects of it: due at its instant's tick, or at the tick
+    /// under way if its instant lies within that tick; its deadline read back exactly, or as that
+    /// tick's start (`src/deadline.rs`, `TickLength::deadline_at`).
+    pub fn schedule_past(&mut self, tasks: &mut Vec<Task>, back: u64) -> Result<(), String> {
+        let (timer, now, id) = (self.timer, self.clock.now(), tasks.len());
+        let at = now.saturating_sub(Duration::from_nanos(back));
+        let (log, c) = (Arc::clone(self.fired), self.clock.clone());
+        let result =
+            timer.try_schedule_at(timer.now() - now + at, move || log.lock().unwrap().push((id, c.now())));
+        let (due, reported) = passed_instant(now, at, timer.tick());
+        let (panics, shuts_down, handle, probe) = (false, false, None, None);
+        let task =
+            Task { panics, shuts_down, deadline: at, due, reported, expect: Expect::Pending, handle, probe };
+        self.record(tasks, result, (task, true), Duration::ZERO)
+    }
+
+    /// Schedules one task (`None`: `Duration::MAX`) and checks `try_schedule`'s answer against the
+    /// model.
+    pub fn schedule_one(
+        &mut self,
+        tasks: &mut Vec<Task>,
+        nanos: Option<u64>,
+        kind: Kind,
+        in_task: Option<&InTask>,
+    ) -> Result<(), String> {
+        let (timer, clock) = (self.timer, self.clock);
+        let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
+        let id = tasks.len();
+        let (log, c) = (Arc::clone(self.fired), clock.clone());
+        let (panics, mut probe) = (kind == Kind::PanicsWhenRun, None);
+        let result = if let Kind::Sized(class) = kind {
+            let carried = Probe::new(id, move |id| log.lock().unwrap().push((id, c.now())));
+            probe = Some(Arc::clone(&carried));
+            by_class(class, SizedSchedule(timer, delay, carried))
+        } else {
+            let shuts_down = in_task.map(|slot| (Arc::downgrade(timer), Arc::clone(slot)));
+            let bomb = (kind == Kind::PanicsWhenDropped).then(|| Bomb);
+            let task = move || {
+                std::mem::forget(bomb);
+                log.lock().unwrap().push((id, c.now()));
+                if let Some(timer) = shuts_down.as_ref().and_then(|(timer, _)| timer.upgrade()) {
+                    let unfired = timer.shutdown();
+                    *shuts_down.as_ref().unwrap().1.lock().unwrap() =
+                        Some(unfired.iter().map(|t| t.deadline()).collect());
+                    drop_each(unfired);
+                }
+                if panics {
+                    std::panic::panic_any(Bomb);
+                }
+            };
+            // A refused closure that panics when dropped panics out of `try_schedule`: refused all the same.
+            caught(|| timer.try_schedule(delay, task)).unwrap_or_else(|| Err(self.refusal(delay)))
+        };
+        let (now, tick) = (clock.now(), timer.tick());
+        let deadline = now.checked_add(delay);
+        let task = Task {
+            panics,
+            shuts_down: in_task.is_some(),
+            deadline: deadline.unwrap_or_default(),
+            due: deadline.map_or(Duration::ZERO, |_| due_tick(now, delay, tick)),
+            reported: deadline.map_or(Duration::ZERO, |_| reported(now, delay, tick)),
+            expect: Expect::Pending,
+            handle: None,
+            probe,
+        };
+        self.record(tasks, result, (task, deadline.is_some()), delay)
+    }
+}
