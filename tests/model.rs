@@ -53,7 +53,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => (delay_strategy(), 200u16..600, prop_oneof![Just(0u64), 0u64..50_000_000])
             .prop_map(|(nanos, count, spread)| Op::Burst { nanos: nanos.unwrap_or(u64::MAX), count, spread }),
         1 => (1u8..20).prop_map(Op::ZeroChain),
-        2 => (delay_strategy(), any::<u8>()).prop_map(|(nanos, class)| Op::ScheduleSized(nanos, class)),
+        2 => (delay_strategy(), any::<u8>(), 0u8..3)
+            .prop_map(|(nanos, class, mode)| Op::ScheduleSized(nanos, class, mode)),
         1 => (0u64..5_000_000_000, 1u16..300, 0u64..50_000_000, any::<u8>())
             .prop_map(|(nanos, count, spread, class)| Op::BurstSized { nanos, count, spread, class }),
         1 => (any::<usize>(), 1u16..400).prop_map(|(i, n)| Op::CancelMany(i, n)),

@@ -46,18 +46,20 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A capacity (none, within a page, or a few pages), now and then a bound on pending values, and
-/// the values' size class.
+/// A capacity (none, within a page, or a few pages), now and then a bound on pending values, the
+/// values' size class, and in some runs values that panic when dropped.
 fn shape() -> impl Strategy<Value = QueueShape> {
     let capacity = prop_oneof![2 => Just(0usize), 1 => 1usize..300, 1 => 256usize..4_096];
     let max_pending = prop_oneof![3 => Just(None), 1 => (0usize..300).prop_map(Some)];
-    (runs::tick_us(), runs::wheel_size(), capacity, max_pending, any::<u8>()).prop_map(
-        |(tick_us, wheel_size, capacity, max_pending, class)| QueueShape {
+    let values = (any::<u8>(), prop_oneof![3 => Just(false), 1 => Just(true)]);
+    (runs::tick_us(), runs::wheel_size(), capacity, max_pending, values).prop_map(
+        |(tick_us, wheel_size, capacity, max_pending, (class, drop_panics))| QueueShape {
             tick_us,
             wheel_size,
             capacity,
             max_pending,
             class,
+            drop_panics,
         },
     )
 }

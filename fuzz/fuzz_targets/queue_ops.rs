@@ -50,7 +50,8 @@ fn op(u: &mut Unstructured<'_>) -> Result<Op> {
 }
 
 /// The queue's shape: tick (1 µs – 20 ms), wheel size (2 – 128), a capacity (none, within a
-/// page, or a few pages), now and then a bound on pending values, and the values' size class.
+/// page, or a few pages), now and then a bound on pending values, the values' size class, and
+/// in a quarter of the runs every third value panics when dropped.
 fn shape(u: &mut Unstructured<'_>) -> Result<QueueShape> {
     let tick_us = u.int_in_range(1..=20_000)?;
     let wheel_size = u.int_in_range(2..=128)?;
@@ -63,7 +64,8 @@ fn shape(u: &mut Unstructured<'_>) -> Result<QueueShape> {
         0 => Some(u.int_in_range(0..=300)?),
         _ => None,
     };
-    Ok(QueueShape { tick_us, wheel_size, capacity, max_pending, class: u.arbitrary()? })
+    let (class, drop_panics) = (u.arbitrary()?, u.ratio(1u8, 4)?);
+    Ok(QueueShape { tick_us, wheel_size, capacity, max_pending, class, drop_panics })
 }
 
 fn decode(data: &[u8]) -> Result<(QueueShape, Vec<Op>)> {

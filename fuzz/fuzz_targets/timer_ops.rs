@@ -30,7 +30,7 @@ fn op(u: &mut Unstructured<'_>) -> Result<Op> {
     // a refused no-op.
     Ok(match u.int_in_range(0u8..=255)? {
         0..=55 => Op::Schedule(delay(u)?),
-        56..=83 => Op::ScheduleSized(delay(u)?, u.arbitrary()?),
+        56..=83 => Op::ScheduleSized(delay(u)?, u.arbitrary()?, u.int_in_range(0..=4)?),
         84 => Op::ShutdownInTask(delay(u)?),
         85..=87 => Op::ZeroChain(u.int_in_range(1..=30)?),
         88..=91 => Op::SchedulePanicking(delay(u)?),

@@ -110,8 +110,10 @@ pub enum Op {
     /// runs: it returns every task that has not started, the rest of its batch included.
     ShutdownInTask(Option<u64>),
     /// Schedule (as [`Op::Schedule`]) a closure carrying bytes of this size class
-    /// (`sized_task.rs`): run or dropped exactly once, its bytes intact.
-    ScheduleSized(Option<u64>, u8),
+    /// (`sized_task.rs`): run or dropped exactly once, its bytes intact. By the last field modulo
+    /// 3, it panics when it runs (1, as [`Op::SchedulePanicking`]) or when dropped unrun (2, as
+    /// [`Op::ScheduleDropPanicking`]).
+    ScheduleSized(Option<u64>, u8, u8),
     /// A burst (as [`Op::Burst`]) of closures of this size class, `count` from `nanos` on.
     BurstSized {
         nanos: u64,
@@ -201,8 +203,8 @@ pub fn check_shape(shape: Shape, ops: Vec<Op>) -> Result<(), String> {
             Op::ShutdownInTask(nanos) => {
                 sched.schedule_one(&mut tasks, nanos, Kind::Plain, Some(&in_task))?
             }
-            Op::ScheduleSized(nanos, class) => {
-                sched.schedule_one(&mut tasks, nanos, Kind::Sized(class), None)?
+            Op::ScheduleSized(nanos, class, mode) => {
+                sched.schedule_one(&mut tasks, nanos, Kind::Sized(class, mode), None)?
             }
             Op::ZeroChain(links) => {
                 let (runs, left) = (Arc::new(AtomicUsize::new(0)), usize::from(links.max(1)));
@@ -222,7 +224,7 @@ pub fn check_shape(shape: Shape, ops: Vec<Op>) -> Result<(), String> {
             Op::BurstSized { nanos, count, spread, class } => {
                 for i in 0..u64::from(count) {
                     let delay = nanos.saturating_add(spread / u64::from(count).max(1) * i);
-                    sched.schedule_one(&mut tasks, Some(delay), Kind::Sized(class), None)?;
+                    sched.schedule_one(&mut tasks, Some(delay), Kind::Sized(class, 0), None)?;
                 }
             }
             Op::Cancel(i) => {

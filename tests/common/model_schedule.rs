@@ -91,8 +91,9 @@ pub(super) enum Kind {
     PanicsWhenRun,
     /// Panics when dropped unrun ([`super::Op::ScheduleDropPanicking`]).
     PanicsWhenDropped,
-    /// Carries bytes of this size class ([`super::Op::ScheduleSized`]).
-    Sized(u8),
+    /// Carries bytes of this size class, and panics when run (1) or dropped unrun (2) by its
+    /// second field modulo 3 ([`super::Op::ScheduleSized`]).
+    Sized(u8, u8),
 }
 
 /// A schedule of a closure of a size class, carrying `probe`.
@@ -202,11 +203,23 @@ impl Sched<'_> {
         let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
         let id = tasks.len();
         let (log, c) = (Arc::clone(self.fired), clock.clone());
-        let (panics, mut probe) = (kind == Kind::PanicsWhenRun, None);
-        let result = if let Kind::Sized(class) = kind {
-            let carried = Probe::new(id, move |id| log.lock().unwrap().push((id, c.now())));
+        let panics = match kind {
+            Kind::PanicsWhenRun => true,
+            Kind::Sized(_, mode) => mode % 3 == 1,
+            _ => false,
+        };
+        let mut probe = None;
+        let result = if let Kind::Sized(class, mode) = kind {
+            let carried = Probe::with_drop_panic(id, mode % 3 == 2, move |id| {
+                log.lock().unwrap().push((id, c.now()));
+                if panics {
+                    std::panic::panic_any(Bomb);
+                }
+            });
             probe = Some(Arc::clone(&carried));
-            by_class(class, SizedSchedule(timer, delay, carried))
+            // A refused closure that panics when dropped panics out of `try_schedule`.
+            let scheduled = caught(|| by_class(class, SizedSchedule(timer, delay, carried)));
+            scheduled.unwrap_or_else(|| Err(self.refusal(delay)))
         } else {
             let shuts_down = in_task.map(|slot| (Arc::downgrade(timer), Arc::clone(slot)));
             let bomb = (kind == Kind::PanicsWhenDropped).then(|| Bomb);

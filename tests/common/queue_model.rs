@@ -4,7 +4,9 @@
 //! far future; `try_` and plain), removes, resets (by delay and by instant) and deadlines of any
 //! key, clock moves, advances, takes one at a time and in batches, clears, shrinks of the timer,
 //! and a shutdown, on a timer with a capacity and a bound on pending values or none. The values
-//! are of one size class per run (`sized_task.rs`), each counting its drops.
+//! are of one size class per run (`sized_task.rs`), each counting its drops; in some runs every
+//! third value panics when dropped (caught wherever the model drops it; the queue's `clear` and
+//! drop catch it themselves, and a refused `insert` lets it out).
 //!
 //! The model is a list of values with their deadlines, using the timer's rounding rules
 //! (`model_deadlines.rs`). After every step: `len()` counts the pending and the expired values
@@ -36,6 +38,10 @@ use delaywheel::{ManualClock, Timer};
 mod deadlines;
 use deadlines::{due_tick, reported};
 
+#[path = "model_panics.rs"]
+mod panics;
+use panics::pass_over_expected_panics;
+
 #[path = "sized_task.rs"]
 pub mod sized;
 use sized::{by_class, Carried, Probe, Visit};
@@ -57,6 +63,8 @@ pub struct QueueShape {
     pub capacity: usize,
     pub max_pending: Option<usize>,
     pub class: u8,
+    /// Whether every third value (by insertion) panics when dropped.
+    pub drop_panics: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -160,6 +168,7 @@ struct Model<V> {
     base: Instant,
     tick: Duration,
     max_pending: usize,
+    drop_panics: bool,
     entries: Vec<Entry>,
     /// The probe of every value, by its index.
     probes: Vec<Arc<Probe>>,
@@ -179,6 +188,7 @@ impl Visit for Run {
     type Out = Result<(), String>;
     fn visit<V: Carried>(self) -> Self::Out {
         let Run(shape, ops) = self;
+        pass_over_expected_panics();
         let clock = ManualClock::new();
         let tick = Duration::from_micros(shape.tick_us);
         let builder = Timer::builder().tick(tick).wheel_size(shape.wheel_size).clock(clock.clone()).manual();
@@ -191,13 +201,25 @@ impl Visit for Run {
         let base = timer.now() - clock.now();
         let queue = DelayQueue::<V>::with_timer(timer);
         let (entries, probes, advances, shut_down) = (Vec::new(), Vec::new(), 0, false);
-        let mut model = Model { clock, queue, base, tick, max_pending, entries, probes, advances, shut_down };
+        let drop_panics = shape.drop_panics;
+        let mut model = Model {
+            clock,
+            queue,
+            base,
+            tick,
+            max_pending,
+            drop_panics,
+            entries,
+            probes,
+            advances,
+            shut_down,
+        };
         for (step, op) in ops.into_iter().enumerate() {
             model.step(step, op)?;
         }
         model.step(usize::MAX, Op::Advance(0))?;
         model.step(usize::MAX, Op::Take(u8::MAX))?;
-        // Dropping the queue drops every value it holds.
+        // Dropping the queue drops every value it holds, catching the panics of their drops.
         let Model { queue, probes, .. } = model;
         drop(queue);
         for probe in &probes {

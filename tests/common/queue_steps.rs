@@ -9,6 +9,7 @@ use delaywheel::ScheduleError;
 
 use super::deadlines::{fired_by_advance, passed_instant};
 use super::order::may_precede;
+use super::panics::{caught, drop_each};
 use super::sized::{Carried, Probe};
 use super::{Entry, Model, Op, State};
 
@@ -31,6 +32,7 @@ fn split<V: Carried>(
             let error = refused.error().clone();
             let back = refused.into_inner();
             ensure!(back.probe().id == id, "refused value {id} handed back as {}", back.probe().id);
+            caught(|| drop(back));
             Ok((None, Some(error)))
         }
     }
@@ -48,15 +50,16 @@ impl<V: Carried> Model<V> {
 
     fn insert(&mut self, when: When, plain: bool, step: usize) -> Result<(), String> {
         let (id, now, tick, base) = (self.entries.len(), self.clock.now(), self.tick, self.base);
-        let probe = Probe::new(id, |_| {});
+        let probe = Probe::with_drop_panic(id, self.drop_panics && id % 3 == 0, |_| {});
         self.probes.push(Arc::clone(&probe));
         let value = V::new(Arc::clone(&probe));
         let (pending, max) = (self.pending(), self.max_pending);
         let (key, error) = match (when, plain) {
             (When::After(d), false) => split(self.queue.try_insert(value, d), id)?,
             (When::At(at), false) => split(self.queue.try_insert_at(value, base + at), id)?,
-            (When::After(d), true) => (Some(self.queue.insert(value, d)), None),
-            (When::At(at), true) => (Some(self.queue.insert_at(value, base + at)), None),
+            // A refused value that panics when dropped panics out of `insert`: refused all the same.
+            (When::After(d), true) => (caught(|| self.queue.insert(value, d)), None),
+            (When::At(at), true) => (caught(|| self.queue.insert_at(value, base + at)), None),
         };
         // A refused value is dropped by now: handed back and dropped by `split`, or by `insert`.
         if probe.drops() > 0 {
@@ -110,7 +113,9 @@ impl<V: Carried> Model<V> {
             Op::Remove(i) => {
                 if let Some((i, key)) = self.key(i) {
                     let pending = self.entries[i].state == State::Pending;
-                    let back = self.queue.remove(&key).map(|v| v.probe().id);
+                    let value = self.queue.remove(&key);
+                    let back = value.as_ref().map(|v| v.probe().id);
+                    caught(|| drop(value));
                     ensure!(back == pending.then_some(i), "step {step}: remove of {i} gave {back:?}");
                     if pending {
                         self.entries[i].state = State::Removed;
@@ -147,7 +152,7 @@ impl<V: Carried> Model<V> {
                 let unfired = self.queue.timer().shutdown();
                 let pending = self.pending();
                 ensure!(unfired.len() == pending, "step {step}: {} handed back of {pending}", unfired.len());
-                drop(unfired);
+                drop_each(unfired);
                 for entry in self.entries.iter_mut().filter(|e| e.state == State::Pending) {
                     entry.state = State::ShutDown;
                 }
@@ -233,7 +238,7 @@ impl<V: Carried> Model<V> {
         let before = (0..self.entries.len()).find(|&y| waiting(y) && !may_precede(&self.entries, id, y));
         ensure!(before.is_none(), "step {step}: {id} came out before {before:?}: {entry:?}");
         self.entries[id].state = State::Taken;
-        drop(out);
+        caught(|| drop(out));
         Ok(())
     }
 

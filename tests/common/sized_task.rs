@@ -14,18 +14,29 @@ pub struct Probe {
     pub id: usize,
     drops: AtomicUsize,
     damaged: AtomicBool,
+    /// Whether the value panics when dropped without having run (after counting the drop).
+    panics_when_dropped: bool,
+    ran: AtomicBool,
     on_run: Box<dyn Fn(usize) + Send + Sync>,
 }
 
+/// In the message of a carried value's panicking drop: the models' panic hook passes over it.
+pub const DROP_PANIC: &str = "a carried value dropped (expected by the model)";
+
 impl Probe {
-    /// A probe for value `id`, calling `on_run(id)` when a task carrying it runs.
+    /// A probe for value `id`, calling `on_run(id)` when a task carrying it runs (which may panic).
     pub fn new(id: usize, on_run: impl Fn(usize) + Send + Sync + 'static) -> Arc<Probe> {
-        Arc::new(Probe {
-            id,
-            drops: AtomicUsize::new(0),
-            damaged: AtomicBool::new(false),
-            on_run: Box::new(on_run),
-        })
+        Probe::with_drop_panic(id, false, on_run)
+    }
+
+    /// As [`Probe::new`]; if `panics`, the value panics when dropped without having run.
+    pub fn with_drop_panic(
+        id: usize,
+        panics: bool,
+        on_run: impl Fn(usize) + Send + Sync + 'static,
+    ) -> Arc<Probe> {
+        let (drops, damaged, ran) = (AtomicUsize::new(0), AtomicBool::new(false), AtomicBool::new(false));
+        Arc::new(Probe { id, drops, damaged, panics_when_dropped: panics, ran, on_run: Box::new(on_run) })
     }
 
     /// How many times the value carrying it was dropped (by its run too).
@@ -51,6 +62,7 @@ pub trait Carried: Send + 'static {
         Self: Sized,
     {
         self.check();
+        self.probe().ran.store(true, Ordering::SeqCst);
         (self.probe().on_run)(self.probe().id);
     }
 }
@@ -88,6 +100,10 @@ impl<const N: usize> Drop for Payload<N> {
     fn drop(&mut self) {
         self.check();
         self.probe.drops.fetch_add(1, Ordering::SeqCst);
+        let ran = self.probe.ran.load(Ordering::SeqCst);
+        if self.probe.panics_when_dropped && !ran && !std::thread::panicking() {
+            panic!("{DROP_PANIC}");
+        }
     }
 }
 
