@@ -17,12 +17,7 @@ pub fn pass_over_expected_panics() {
     ONCE.call_once(|| {
         let before = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let payload = info.payload();
-            let message = payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or(payload.downcast_ref::<String>().map(|s| s.as_str()));
-            if !(payload.is::<Bomb>() || message.is_some_and(|m| m.contains(EXPECTED))) {
+            if !expected(info.payload()) {
                 before(info);
             }
         }));
@@ -38,9 +33,23 @@ impl Drop for Bomb {
     }
 }
 
-/// Runs `f`, catching a panic (`None`): the model's way with closures that panic when dropped.
+/// Whether a panic's payload is one the model provokes: a [`Bomb`], or a message naming itself
+/// expected (a bomb's drop, a carried value's drop).
+fn expected(payload: &(dyn std::any::Any + Send)) -> bool {
+    let message =
+        payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(|s| s.as_str()));
+    payload.is::<Bomb>() || message.is_some_and(|m| m.contains(EXPECTED))
+}
+
+/// Runs `f`, catching a panic the model provoked (`None`): the model's way with closures that
+/// panic when dropped. Any other panic goes on unwinding, so that a panic of the library is a
+/// failure and never read as a refusal or a won cancel.
 pub(super) fn caught<T>(f: impl FnOnce() -> T) -> Option<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(value) => Some(value),
+        Err(payload) if expected(&*payload) => None,
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
 }
 
 /// Drops the tasks a shutdown returned one by one, each drop's panic caught (a panic while a
