@@ -20,7 +20,8 @@
 //! * 1 request in 100 is never answered: its timeout is 5–50 ms, it stays out of the window (its
 //!   handle is dropped: fire-and-forget) and its task **runs** during the run. Each run checks that
 //!   every unanswered request's task runs exactly once and no other request's or idle task runs
-//!   (a ledger bit per request id), and that every cancel wins.
+//!   (a ledger bit per request id), and that every cancel and re-arm wins; a failed check makes
+//!   the run exit with an error.
 //! * The plan (connection, answered or not, short timeout, size of every message) is drawn before
 //!   the clock starts: splitmix64 seeded with 42, thread `t` takes the `t`-th share.
 //!
@@ -31,7 +32,8 @@
 //! thread's end), the entries the timer holds then (`held`: the idle timeouts, T × C, plus what a
 //! lazy system keeps) and the RSS growth from before the timer started to then (read after
 //! `malloc_trim(0)`): in all (`rss_kib`: the timer's fixed cost included, the connections too, some
-//! 40 bytes each) and per idle timeout still pending (`rss_per_idle`). Each system and T runs in a
+//! 40 bytes each) and per idle timeout still pending (`rss_per_idle`; not for `tokio-timer`, whose
+//! request tasks drop their sleeps when they end, before the read). Each system and T runs in a
 //! fresh child process (this binary, `BROKER_CHILD` set), so that its RSS growth is its own; each T
 //! runs every system in turn, the order rotated from one T to the next.
 //!
@@ -143,6 +145,8 @@ struct Run {
     held: Option<usize>,
     /// RSS growth from before the timer started to the end of the drain.
     rss_bytes: u64,
+    /// Whether the run's checks passed (exactly once, no cancel lost).
+    passed: bool,
 }
 
 /// Everything a run needs: the plan and the shares of it.
@@ -180,8 +184,12 @@ impl Workload<'_> {
         let lost: usize = spans.iter().map(|s| s.lost).sum();
         let (duplicates, idle) =
             (state::DUPLICATES.load(Ordering::Relaxed), state::IDLE_FIRED.load(Ordering::Relaxed));
-        if lost > 0 || duplicates > 0 || idle > 0 || fired != unanswered || !state::ledger_matches(&self.plan)
-        {
+        let passed = lost == 0
+            && duplicates == 0
+            && idle == 0
+            && fired == unanswered
+            && state::ledger_matches(&self.plan);
+        if !passed {
             note(format!(
                 "{name} threads={threads}: CHECK FAILED: {lost} cancels lost, {duplicates} duplicate runs, \
                  {idle} idle timeouts ran, {fired} of {unanswered} timeouts ran, ledger matches: {}",
@@ -194,7 +202,7 @@ impl Workload<'_> {
         let end = spans.iter().map(|s| s.end).max().unwrap_or(0);
         let total = (self.per_thread * threads).max(1) as f64;
         let (msg_ns, cpu_ns) = ((end - first) as f64 / total, cpu_ms * 1e6 / total);
-        Run { threads, msg_ns, cpu_ns, fired, unanswered, held, rss_bytes }
+        Run { threads, msg_ns, cpu_ns, fired, unanswered, held, rss_bytes, passed }
     }
 }
 
@@ -284,9 +292,10 @@ fn main() {
         let plan = Arc::new(state::plan(per_thread * threads, cfg.conns));
         let run = run_one(name, &Workload { cfg: &cfg, threads, per_thread, plan });
         let held = run.held.map_or(-1, |h| h as i64);
-        let Run { msg_ns, cpu_ns, fired, unanswered, rss_bytes, .. } = run;
+        let Run { msg_ns, cpu_ns, fired, unanswered, rss_bytes, passed, .. } = run;
         println!("raw {threads} {msg_ns} {cpu_ns} {fired} {unanswered} {held} {rss_bytes}");
-        return;
+        // A failed check fails the parent's run (and `cargo test --benches`).
+        std::process::exit(if passed { 0 } else { 1 });
     }
     let probe = state::request_task(Conn::new(0), 0, Instant::now(), 0);
     note(format!(
@@ -322,6 +331,13 @@ fn main() {
         }
     }
     print_ratios(&all);
+    let failed: Vec<String> = all
+        .iter()
+        .flat_map(|(name, runs)| {
+            runs.iter().filter(|r| !r.passed).map(move |r| format!("{name} threads={}", r.threads))
+        })
+        .collect();
+    assert!(failed.is_empty(), "checks failed (stderr above): {}", failed.join(", "));
 }
 
 /// Runs `name` at `threads` in a fresh child process (this binary, `BROKER_CHILD` set), so that
@@ -347,6 +363,7 @@ fn run_child(name: &str, threads: usize) -> Run {
         unanswered: f[4] as u64,
         held,
         rss_bytes: f[6] as u64,
+        passed: output.status.success(),
     }
 }
 

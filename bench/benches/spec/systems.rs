@@ -45,7 +45,7 @@ pub trait System: Send + Sync + Sized + 'static {
     /// Re-arms the pending timeout behind `handle` to `delay` from now, as the system's users do:
     /// in place where the system has a re-arm; otherwise (this default) a cancel and a schedule of a
     /// new task made by `task`, its handle stored in `handle`. `handle` must still be pending (the
-    /// workloads re-arm only timeouts that cannot have fired).
+    /// workloads re-arm only timeouts that cannot have fired): a re-arm of one that is not panics.
     #[allow(dead_code)] // benches/broker.rs re-arms; spec.rs and the criterion benches do not
     fn rearm<F>(
         &self,
@@ -56,7 +56,7 @@ pub trait System: Send + Sync + Sized + 'static {
     ) where
         F: FnOnce() + Send + 'static,
     {
-        self.cancel(local, handle);
+        assert!(self.cancel(local, handle), "re-armed a timeout that was not pending");
         *handle = self.schedule(local, delay, task());
     }
     fn sync(&self, _local: &mut Self::Local<'_>) {}
@@ -107,14 +107,13 @@ impl System for DelayWheel {
         handle.cancel()
     }
 
-    /// `TimerHandle::reset`: the same handle and closure, the deadline moved.
-    fn rearm<F>(&self, _: &mut (), handle: &mut Self::Handle, delay: Duration, task: impl FnOnce() -> F)
+    /// `TimerHandle::reset`: the same handle and closure, the deadline moved (a `false` reset, of
+    /// a timeout that fired or was cancelled, is a failed run: `handle` must be pending).
+    fn rearm<F>(&self, _: &mut (), handle: &mut Self::Handle, delay: Duration, _: impl FnOnce() -> F)
     where
         F: FnOnce() + Send + 'static,
     {
-        if !handle.reset(delay) {
-            *handle = self.0.schedule(delay, task()); // it had fired: arm a new one
-        }
+        assert!(handle.reset(delay), "re-armed a timeout that was not pending");
     }
 
     fn pending(&self) -> usize {
