@@ -10,7 +10,9 @@
 //! Environment:
 //! * `SPEC_SYSTEMS`: comma-separated, any of `delaywheel`, `tokio` (`tokio-delayqueue`), `heap`
 //!   (`binaryheap-mutex`), `hhwt` (`hierarchical_hash_wheel_timer`), `tokio-timer` (tokio's own
-//!   timer: W7 only); default all, in that order. hhwt runs no W7 (its cancel is a message).
+//!   timer: W7 only); default all, in that order. hhwt runs no W7 (its cancel is a message). Also,
+//!   by name only, `lean`, `lean-arc`, `lean-spin` and `lean-arc-spin`: the measurement prototype
+//!   of `spec/lean.rs`.
 //! * `SPEC_N`: timers per workload (default 1,000,000; W3 gives each of its 2 threads N/2).
 //! * `SPEC_WORKLOADS`: any of `W1`…`W7` and `W4s` (W2 needs W1 and runs it too); default all. W7
 //!   (threads sharing one timer) is `spec/threads.rs`, with its own variables `SPEC_W7_THREADS`,
@@ -88,6 +90,8 @@ mod expire;
 #[allow(dead_code)] // `HeapCore::advance` serves benches/scaling.rs
 #[path = "spec/heap.rs"]
 mod heap;
+#[path = "spec/lean.rs"]
+mod lean;
 #[path = "spec/measure.rs"]
 mod measure;
 #[path = "spec/systems.rs"]
@@ -101,6 +105,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use delaywheel_bench::lean_core::{Parked, Spin};
 use delaywheel_bench::process_cpu_ms;
 use measure::{counting_task, delays_ms, now_ns, rss_bytes, FIRED};
 use systems::{DelayWheel, HeapTimer, Hhwt, System, TokioDelayQueue};
@@ -160,6 +165,10 @@ fn canonical(name: &str) -> Option<&'static str> {
         "heap" | "binaryheap" | "binaryheap-mutex" => HeapTimer::NAME,
         "hhwt" | "hierarchical_hash_wheel_timer" => Hhwt::NAME,
         "tokio-timer" => threads::TOKIO_TIMER,
+        "lean" | "lean-core" => lean::LeanKeys::<Parked>::NAME,
+        "lean-arc" | "lean-core-arc" => lean::LeanArc::<Parked>::NAME,
+        "lean-spin" | "lean-core-spin" => lean::LeanKeys::<Spin>::NAME,
+        "lean-arc-spin" | "lean-core-arc-spin" => lean::LeanArc::<Spin>::NAME,
         _ => return None,
     })
 }
@@ -372,6 +381,10 @@ fn run_named(name: &str, cfg: &Config) -> Results {
         n if n == TokioDelayQueue::NAME => run::<TokioDelayQueue>(cfg),
         n if n == HeapTimer::NAME => run::<HeapTimer>(cfg),
         n if n == Hhwt::NAME => run::<Hhwt>(cfg),
+        n if n == lean::LeanKeys::<Parked>::NAME => run::<lean::LeanKeys<Parked>>(cfg),
+        n if n == lean::LeanArc::<Parked>::NAME => run::<lean::LeanArc<Parked>>(cfg),
+        n if n == lean::LeanKeys::<Spin>::NAME => run::<lean::LeanKeys<Spin>>(cfg),
+        n if n == lean::LeanArc::<Spin>::NAME => run::<lean::LeanArc<Spin>>(cfg),
         // tokio's own timer has no handle to cancel but its `Sleep`: W7 only.
         n if n == threads::TOKIO_TIMER => match cfg.runs("W7") {
             true => threads::w7_tokio_timer(&cfg.w7),

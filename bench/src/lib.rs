@@ -43,3 +43,4 @@ pub fn process_cpu_ms() -> f64 {
     let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
     (us(usage.ru_utime) + us(usage.ru_stime)) / 1e3
 }
+pub mod lean_core;

@@ -1,0 +1,85 @@
+//! One thread's instructions per schedule + cancel pair of the measurement prototype
+//! `delaywheel_bench::lean_core` on a manual timer, in the shapes of `task_cost`'s `MODE=window`
+//! (W7 on one thread: `N` timeouts 20–40 s out, each cancelled once 512 newer ones are pending)
+//! and `MODE=insert` (`N` timeouts 10–70 s out, then all cancelled), with the same 8-byte task.
+//! `ARC=1` takes handles that hold their shard's `Arc` instead of keys; `LOCK=spin` the spin lock.
+//!
+//! ```sh
+//! cargo build --release -p delaywheel-bench --example lean_cost --example task_cost
+//! MODE=window N=200000 valgrind --tool=callgrind target/release/examples/lean_cost
+//! MODE=window N=200000 valgrind --tool=callgrind target/release/examples/task_cost
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use delaywheel_bench::lean_core::{LeanTimer, Parked, ShardLock, Spin};
+
+static SUM: AtomicU64 = AtomicU64::new(0);
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn task(seed: u64) -> impl FnOnce() + Send + 'static {
+    move || {
+        SUM.fetch_add(std::hint::black_box(seed), Ordering::Relaxed);
+    }
+}
+
+fn main() {
+    match std::env::var("LOCK").as_deref() {
+        Ok("spin") => run::<Spin>(),
+        _ => run::<Parked>(),
+    }
+}
+
+fn run<L: ShardLock>() {
+    let n: u64 = std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let mode = std::env::var("MODE").unwrap_or_else(|_| "window".into());
+    let arc = std::env::var("ARC").is_ok_and(|v| v == "1");
+    let timer = LeanTimer::<L>::start_manual();
+    let mut state = 42;
+    let start = Instant::now();
+    match (mode.as_str(), arc) {
+        ("window", false) => {
+            let mut window = VecDeque::with_capacity(512);
+            for i in 0..n {
+                if window.len() == 512 {
+                    assert!(timer.cancel(&window.pop_front().expect("a full window")));
+                }
+                window.push_back(
+                    timer.schedule(Duration::from_millis(20_000 + splitmix(&mut state) % 20_000), task(i)),
+                );
+            }
+        }
+        ("window", true) => {
+            let mut window = VecDeque::with_capacity(512);
+            for i in 0..n {
+                if window.len() == 512 {
+                    let oldest: delaywheel_bench::lean_core::Handle<L> =
+                        window.pop_front().expect("a full window");
+                    assert!(oldest.cancel());
+                }
+                let delay = Duration::from_millis(20_000 + splitmix(&mut state) % 20_000);
+                window.push_back(timer.schedule_handle(delay, task(i)));
+            }
+        }
+        ("insert", _) => {
+            let keys: Vec<_> = (0..n)
+                .map(|i| {
+                    timer.schedule(Duration::from_millis(10_000 + splitmix(&mut state) % 60_000), task(i))
+                })
+                .collect();
+            assert!(keys.iter().all(|key| timer.cancel(key)));
+        }
+        _ => panic!("MODE: window or insert"),
+    }
+    eprintln!("{n} timeouts: {:?}", start.elapsed());
+    println!("checksum {}", SUM.load(Ordering::Relaxed));
+}

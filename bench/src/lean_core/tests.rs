@@ -1,0 +1,180 @@
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{Key, LeanTimer, Parked, ShardLock, Spin};
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Every timeout fires once, at its deadline tick exactly, when time moves one tick at a time; and
+/// when it jumps, at the first advance that reaches it. Delays reach the top levels (cascades).
+#[test]
+fn fires_once_never_early() {
+    fires_once_never_early_with::<Parked>();
+    fires_once_never_early_with::<Spin>();
+}
+
+fn fires_once_never_early_with<L: ShardLock>() {
+    for step in [1u64, 7, 977] {
+        let timer = LeanTimer::<L>::start_manual();
+        let fired = Arc::new(Mutex::new(Vec::new()));
+        // The tick being advanced to, read by the tasks as they run.
+        let clock = Arc::new(AtomicU64::new(0));
+        let mut state = step;
+        let mut now = 0;
+        let mut expected = Vec::new();
+        for id in 0..20_000u64 {
+            if id % 100 == 0 {
+                now += step;
+                clock.store(now, Ordering::Relaxed);
+                timer.advance(now);
+            }
+            let delay = match id % 3 {
+                0 => splitmix(&mut state) % 70,
+                1 => splitmix(&mut state) % 5_000,
+                _ => splitmix(&mut state) % 400_000,
+            };
+            let deadline = now + delay.max(1);
+            let (log, clock) = (Arc::clone(&fired), Arc::clone(&clock));
+            timer.schedule(Duration::from_millis(delay), move || {
+                log.lock().unwrap().push((id, deadline, clock.load(Ordering::Relaxed)));
+            });
+            expected.push(deadline);
+        }
+        while !timer.is_empty() {
+            now += step;
+            clock.store(now, Ordering::Relaxed);
+            timer.advance(now);
+        }
+        let mut at = std::mem::take(&mut *fired.lock().unwrap());
+        assert_eq!(at.len(), expected.len(), "every timeout fired once");
+        at.sort_unstable();
+        for (i, &(id, deadline, fired_at)) in at.iter().enumerate() {
+            assert_eq!(id, i as u64, "fired once");
+            assert!(fired_at >= deadline, "{id} fired at {fired_at}, due {deadline}");
+            if step == 1 {
+                assert_eq!(fired_at, deadline.max(1), "{id} late");
+            } else {
+                assert!(fired_at < deadline + step, "{id} fired at {fired_at}, due {deadline}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cancel_wins_once_and_not_after_fire() {
+    cancel_wins_once_with::<Parked>();
+    cancel_wins_once_with::<Spin>();
+}
+
+fn cancel_wins_once_with<L: ShardLock>() {
+    let timer = LeanTimer::<L>::start_manual();
+    timer.reserve_here(3);
+    let runs = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&runs);
+    let key = timer.schedule(Duration::from_millis(10), move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+    });
+    assert!(timer.cancel(&key));
+    assert!(!timer.cancel(&key));
+    let counted = Arc::clone(&runs);
+    let handle = timer.schedule_handle(Duration::from_millis(10), move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+    });
+    timer.advance(9);
+    assert_eq!(runs.load(Ordering::Relaxed), 0);
+    timer.advance(10);
+    assert_eq!(runs.load(Ordering::Relaxed), 1);
+    assert!(!handle.cancel());
+    // A large task (boxed) is dropped, not run, when cancelled.
+    let big = [7u64; 8];
+    let counted = Arc::clone(&runs);
+    let key = timer.schedule(Duration::from_millis(1), move || {
+        counted.fetch_add(big[3], Ordering::Relaxed);
+    });
+    assert!(timer.cancel(&key));
+    assert_eq!(Arc::strong_count(&runs), 1, "the cancelled tasks were dropped");
+    timer.advance(100);
+    assert_eq!(runs.load(Ordering::Relaxed), 1);
+}
+
+/// 4 threads schedule, 2 others cancel what they are sent, 2 advance the time: every timeout is
+/// fired xor cancelled, exactly once. Once on a manual timer, once on the real clock's driver.
+#[test]
+fn threads_fire_xor_cancel() {
+    threads_fire_xor_cancel_with::<Parked>();
+    threads_fire_xor_cancel_with::<Spin>();
+}
+
+fn threads_fire_xor_cancel_with<L: ShardLock>() {
+    for manual in [true, false] {
+        const PER: usize = 20_000;
+        let timer = Arc::new(if manual { LeanTimer::<L>::start_manual() } else { LeanTimer::<L>::start() });
+        let marks: Arc<Vec<AtomicU8>> = Arc::new((0..4 * PER).map(|_| AtomicU8::new(0)).collect());
+        let done = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = crossbeam_channel::unbounded::<(usize, Key, Instant, u64)>();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (timer, marks, tx, done) = (&timer, &marks, tx.clone(), &done);
+                s.spawn(move || {
+                    let mut state = t as u64;
+                    for i in 0..PER {
+                        let id = t * PER + i;
+                        let delay = splitmix(&mut state) % 20;
+                        let marks = Arc::clone(marks);
+                        let start = Instant::now();
+                        let key = timer.schedule(Duration::from_millis(delay), move || {
+                            assert!(manual || start.elapsed() >= Duration::from_millis(delay), "fired early");
+                            marks[id].fetch_add(1, Ordering::Relaxed);
+                        });
+                        tx.send((id, key, start, delay)).unwrap();
+                    }
+                    done.fetch_add(1, Ordering::Release);
+                });
+            }
+            drop(tx);
+            for _ in 0..2 {
+                let (timer, marks, rx) = (&timer, &marks, rx.clone());
+                s.spawn(move || {
+                    for (id, key, _, _) in rx {
+                        if id % 2 == 0 && timer.cancel(&key) {
+                            marks[id].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            if manual {
+                for _ in 0..2 {
+                    let (timer, done) = (&timer, &done);
+                    s.spawn(move || {
+                        let mut now = 0;
+                        while done.load(Ordering::Acquire) < 4 {
+                            now += 1;
+                            timer.advance(now);
+                            std::thread::yield_now();
+                        }
+                    });
+                }
+            }
+        });
+        if manual {
+            timer.advance(u64::MAX / 4);
+        } else {
+            let until = Instant::now() + Duration::from_secs(10);
+            while !timer.is_empty() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(timer.is_empty());
+        for (id, mark) in marks.iter().enumerate() {
+            assert_eq!(mark.load(Ordering::Relaxed), 1, "timeout {id} (manual: {manual})");
+        }
+    }
+}

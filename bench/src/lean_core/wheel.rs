@@ -1,0 +1,205 @@
+//! One shard's state: a slab of slots (generation, deadline, task, intrusive links) and a
+//! hierarchical wheel of list heads, 6 levels of 64 buckets, an entry placed by the highest bit in
+//! which its deadline differs from the wheel's time (tokio's placement). Sequential: its shard's
+//! lock guards it.
+
+use super::task::Task;
+
+const NIL: u32 = u32::MAX;
+const LEVELS: usize = 6;
+const BITS: u32 = 6;
+const BUCKETS: usize = 1 << BITS;
+/// Ticks the top level spans: deadlines are capped at this many ticks after the wheel's time.
+pub(crate) const MAX_TICKS: u64 = 1 << (BITS as usize * LEVELS);
+
+struct Slot {
+    deadline: u64,
+    /// Bumped when the slot is freed: a key names an occupant by (index, generation).
+    generation: u32,
+    prev: u32,
+    /// The next entry of its bucket, or of the free list.
+    next: u32,
+    /// `level * 64 + bucket` while linked.
+    bucket: u16,
+    task: Option<Task>,
+}
+
+/// A bucket due: its level, its index and the tick it is due at.
+struct Due {
+    level: usize,
+    bucket: usize,
+    tick: u64,
+}
+
+pub struct Wheel {
+    slots: Vec<Slot>,
+    free: u32,
+    heads: [[u32; BUCKETS]; LEVELS],
+    occupied: [u64; LEVELS],
+    /// The last tick advanced to: every entry due by it has fired.
+    elapsed: u64,
+    len: usize,
+}
+
+impl Default for Wheel {
+    fn default() -> Self {
+        Wheel {
+            slots: Vec::new(),
+            free: NIL,
+            heads: [[NIL; BUCKETS]; LEVELS],
+            occupied: [0; LEVELS],
+            elapsed: 0,
+            len: 0,
+        }
+    }
+}
+
+/// The level an entry due at `deadline` goes to when the wheel's time is `base` (`deadline > base`).
+#[inline(always)]
+fn level_for(base: u64, deadline: u64) -> usize {
+    let masked = ((base ^ deadline) | (BUCKETS as u64 - 1)).min(MAX_TICKS - 1);
+    (63 - masked.leading_zeros() as usize) / BITS as usize
+}
+
+impl Wheel {
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Writes `slots` more free slots (their pages touched), taken before any new one.
+    pub(crate) fn reserve(&mut self, slots: usize) {
+        let first = self.slots.len();
+        self.slots.reserve_exact(slots);
+        for index in first..first + slots {
+            let next = if index + 1 < first + slots { index as u32 + 1 } else { self.free };
+            self.slots.push(Slot { deadline: 0, generation: 0, prev: NIL, next, bucket: 0, task: None });
+        }
+        if slots > 0 {
+            self.free = first as u32;
+        }
+    }
+
+    /// Stores `task` due at `deadline` (at the earliest the tick after the last advanced to, at the
+    /// latest `MAX_TICKS - 1` after it); its (slot, generation).
+    #[inline(always)]
+    pub(crate) fn insert(&mut self, deadline: u64, task: Task) -> (u32, u32) {
+        let deadline = deadline.clamp(self.elapsed + 1, self.elapsed + MAX_TICKS - 1);
+        let index = match self.free {
+            NIL => {
+                let index = u32::try_from(self.slots.len()).ok().filter(|&i| i != NIL).expect("slab full");
+                self.slots.push(Slot {
+                    deadline,
+                    generation: 0,
+                    prev: NIL,
+                    next: NIL,
+                    bucket: 0,
+                    task: Some(task),
+                });
+                index
+            }
+            index => {
+                let slot = &mut self.slots[index as usize];
+                self.free = slot.next;
+                slot.deadline = deadline;
+                slot.task = Some(task);
+                index
+            }
+        };
+        self.link(self.elapsed, index);
+        self.len += 1;
+        (index, self.slots[index as usize].generation)
+    }
+
+    /// Takes the task of `(index, generation)` out if it is still pending.
+    #[inline(always)]
+    pub(crate) fn remove(&mut self, index: u32, generation: u32) -> Option<Task> {
+        let slot = self.slots.get(index as usize)?;
+        if slot.generation != generation || slot.task.is_none() {
+            return None;
+        }
+        self.unlink(index);
+        Some(self.free_slot(index))
+    }
+
+    #[inline(always)]
+    fn free_slot(&mut self, index: u32) -> Task {
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.next = self.free;
+        self.free = index;
+        self.len -= 1;
+        slot.task.take().expect("a pending slot holds its task")
+    }
+
+    #[inline(always)]
+    fn link(&mut self, base: u64, index: u32) {
+        let deadline = self.slots[index as usize].deadline;
+        let level = level_for(base, deadline);
+        let bucket = ((deadline >> (BITS as usize * level)) & (BUCKETS as u64 - 1)) as usize;
+        let head = self.heads[level][bucket];
+        if head != NIL {
+            self.slots[head as usize].prev = index;
+        }
+        let slot = &mut self.slots[index as usize];
+        (slot.prev, slot.next, slot.bucket) = (NIL, head, (level * BUCKETS + bucket) as u16);
+        self.heads[level][bucket] = index;
+        self.occupied[level] |= 1 << bucket;
+    }
+
+    #[inline(always)]
+    fn unlink(&mut self, index: u32) {
+        let Slot { prev, next, bucket, .. } = self.slots[index as usize];
+        let (level, bucket) = (bucket as usize / BUCKETS, bucket as usize % BUCKETS);
+        if next != NIL {
+            self.slots[next as usize].prev = prev;
+        }
+        if prev != NIL {
+            self.slots[prev as usize].next = next;
+        } else {
+            self.heads[level][bucket] = next;
+            if next == NIL {
+                self.occupied[level] &= !(1 << bucket);
+            }
+        }
+    }
+
+    /// The tick at which the wheel next has something to do (fire or move entries down).
+    pub(crate) fn next_tick(&self) -> Option<u64> {
+        self.next_due().map(|due| due.tick)
+    }
+
+    fn next_due(&self) -> Option<Due> {
+        let level = (0..LEVELS).find(|&level| self.occupied[level] != 0)?;
+        let shift = BITS as usize * level;
+        let (slot_range, level_range) = (1u64 << shift, 1u64 << (shift + BITS as usize));
+        let now_bucket = ((self.elapsed >> shift) & (BUCKETS as u64 - 1)) as u32;
+        let bucket =
+            (self.occupied[level].rotate_right(now_bucket).trailing_zeros() + now_bucket) as usize % BUCKETS;
+        let mut tick = (self.elapsed & !(level_range - 1)) + bucket as u64 * slot_range;
+        if tick <= self.elapsed {
+            // Only the top level wraps: its buckets behind the time are one turn ahead.
+            tick += level_range;
+        }
+        Some(Due { level, bucket, tick })
+    }
+
+    /// Advances to `now`: every entry due by it leaves the wheel, its task pushed on `fired`.
+    /// O(buckets reached + entries moved or fired).
+    pub(crate) fn advance(&mut self, now: u64, fired: &mut Vec<Task>) {
+        while let Some(due) = self.next_due().filter(|due| due.tick <= now) {
+            let mut index = std::mem::replace(&mut self.heads[due.level][due.bucket], NIL);
+            self.occupied[due.level] &= !(1 << due.bucket);
+            while index != NIL {
+                let next = self.slots[index as usize].next;
+                if self.slots[index as usize].deadline <= due.tick {
+                    fired.push(self.free_slot(index));
+                } else {
+                    self.link(due.tick, index);
+                }
+                index = next;
+            }
+            self.elapsed = due.tick;
+        }
+        self.elapsed = self.elapsed.max(now);
+    }
+}
