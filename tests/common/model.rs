@@ -13,8 +13,8 @@
 //! whose deadline tick has begun have fired, and those of the next tick up to a deadline passed
 //! within the tick under way that fired (`fired_by_advance`), each once, none early, equal
 //! deadlines in scheduling order; each chain ran one link per advance; `cancel()` and `reset()`
-//! return what the model says; a schedule is refused only for a reason the model allows (shut
-//! down, out of range, `max_pending` pending); every sized closure was dropped exactly once when
+//! return what the model says; a schedule is refused exactly when and why the model predicts
+//! (shut down, out of range, `max_pending` pending: `refusal` in `model_deadlines.rs`); every sized closure was dropped exactly once when
 //! its task left the timer (run, cancelled, refused, returned by a shutdown) and not before, its
 //! bytes intact; `len()` is exact; and the accounting holds: fired + cancelled + returned by
 //! shutdowns + pending = scheduled.
@@ -28,7 +28,7 @@ use delaywheel::{ManualClock, Timer, TimerHandle};
 // The timer's rounding of deadlines, as the model expects it.
 #[path = "model_deadlines.rs"]
 mod deadlines;
-use deadlines::{due_tick, fired_by_advance, reported};
+use deadlines::{due_tick, fired_by_advance, in_range, reported};
 
 // The panics the model provokes, and how it catches them.
 #[path = "model_panics.rs"]
@@ -248,8 +248,7 @@ pub fn check_shape(shape: Shape, ops: Vec<Op>) -> Result<(), String> {
                 let n = tasks.len();
                 let task = &mut tasks[i % n];
                 let delay = nanos.map_or(Duration::MAX, Duration::from_nanos);
-                // The clock stays far from its end: the range is `max_delay` and its second of slack.
-                let in_range = delay <= timer.max_delay() + Duration::from_secs(1);
+                let in_range = in_range(clock.now(), delay, tick);
                 let moved = task.handle.as_ref().is_some_and(|h| match timer.now().checked_add(delay) {
                     Some(at) if i % 2 == 1 => h.reset_at(at),
                     _ => h.reset(delay),

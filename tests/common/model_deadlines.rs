@@ -1,7 +1,10 @@
-//! The timer's rounding of deadlines as the reference model (`model.rs`) expects it: when a task
-//! becomes due, and what `TimerHandle::deadline` reads back (`src/deadline.rs`, `src/clock/`).
+//! The timer's rounding of deadlines as the reference models (`model.rs`, `queue_model.rs`) expect
+//! it: when a task becomes due, what `TimerHandle::deadline` reads back (`src/deadline.rs`,
+//! `src/clock/`), and which schedules the timer refuses, and why.
 
 use std::time::Duration;
+
+use delaywheel::ScheduleError;
 
 /// The start of tick `tick` of `tick_nanos` nanoseconds. Exact, also past the clock's u64
 /// nanoseconds (such a deadline is never reached; it must not wrap to an early one).
@@ -40,6 +43,40 @@ pub(super) fn reported(now: Duration, delay: Duration, tick: Duration) -> Durati
 fn exact_word(tick_nanos: u128, tick: u128) -> bool {
     let split = (u128::BITS - (tick_nanos - 1).leading_zeros()).max(10);
     split <= 41 && tick < 1u128 << (58 - split - 1)
+}
+
+/// The longest delay a schedule at `now` accepts, worked out from the tick alone: up to the start
+/// of the last deadline tick, the last tick that begins by the clock's end (2^64 - 1 ns) and at
+/// most tick 2^55 - 1, the most a deadline word holds (`src/deadline.rs`, `MAX_DEADLINE_TICK`).
+fn reach(now: Duration, tick: Duration) -> Duration {
+    let nanos = tick.as_nanos();
+    let last = (u128::from(u64::MAX) / nanos).min((1 << 55) - 1);
+    tick_start(last, nanos).saturating_sub(now)
+}
+
+/// Whether a delay given at `now` has a deadline the timer accepts (also a reset's).
+pub(super) fn in_range(now: Duration, delay: Duration, tick: Duration) -> bool {
+    delay <= reach(now, tick)
+}
+
+/// What the model's own bookkeeping says a schedule at `now` gets: `None` (accepted) or the
+/// refusal, checked in the order `try_schedule` checks: shut down first, then the deadline's range
+/// (`delay`: `None` for an instant already passed, always in range; the `max` reported is
+/// `max_delay`, the reach less its second of slack), then room for one more (`pending` of
+/// `max_pending`, `usize::MAX` for none).
+pub(super) fn refusal(
+    shut_down: bool,
+    (now, tick, delay): (Duration, Duration, Option<Duration>),
+    (pending, max_pending): (usize, usize),
+) -> Option<ScheduleError> {
+    if shut_down {
+        return Some(ScheduleError::ShutDown);
+    }
+    if let Some(delay) = delay.filter(|&delay| !in_range(now, delay, tick)) {
+        let max = reach(now, tick).saturating_sub(Duration::from_secs(1));
+        return Some(ScheduleError::DelayTooLong { delay, max });
+    }
+    (pending >= max_pending).then_some(ScheduleError::TooManyPending { max: max_pending })
 }
 
 /// When a task scheduled at `now` for the instant `at`, already passed, is due, and what its

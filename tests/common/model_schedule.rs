@@ -1,7 +1,8 @@
 //! Scheduling in the reference model (`model.rs`): the model's tasks and chains of zero delays, the
 //! closures it schedules (plain, panicking, shutting the timer down, or carrying bytes of a size
-//! class: `sized_task.rs`), and the check of each schedule's answer: accepted, or refused as shut
-//! down, beyond the timer's range, or over its `max_pending`, the closure dropped unrun.
+//! class: `sized_task.rs`), and the check of each schedule's answer against the answer the model
+//! predicts from its own bookkeeping (`deadlines::refusal`): accepted, or refused as shut down,
+//! beyond the timer's range, or over its `max_pending`, the closure dropped unrun.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
 
-use super::deadlines::{due_tick, passed_instant, reported};
+use super::deadlines::{due_tick, passed_instant, refusal, reported};
 use super::panics::{caught, drop_each, Bomb};
 use super::sized::{by_class, Carried, Probe, Visit};
 
@@ -121,56 +122,38 @@ pub(super) struct Sched<'a> {
 }
 
 impl Sched<'_> {
-    /// Checks a schedule's answer (`task` as accepted, with `delay` for a refusal's check) and
-    /// records the task: accepted as `task`, or refused.
+    /// Checks a schedule's answer against the refusal the model predicts from its own bookkeeping
+    /// (`delay`: `None` for an instant already passed) and records the task: accepted as `task`,
+    /// or refused. `result` is `None` for a refused closure that panicked when dropped: its reason
+    /// is not seen, but the model must have predicted a refusal.
     fn record(
         &mut self,
         tasks: &mut Vec<Task>,
-        result: Result<TimerHandle, ScheduleError>,
-        (task, representable): (Task, bool),
-        delay: Duration,
+        result: Option<Result<TimerHandle, ScheduleError>>,
+        task: Task,
+        delay: Option<Duration>,
     ) -> Result<(), String> {
         let (step, pending, max) = (self.step, self.pending, self.max_pending);
-        match result {
-            Ok(handle) => {
-                ensure!(!self.shut_down, "step {step}: accepted after shutdown");
-                ensure!(pending < max, "step {step}: accepted with {pending} pending of {max}");
-                ensure!(representable, "step {step}: accepted a deadline past the clock's end");
+        let (now, tick) = (self.clock.now(), self.timer.tick());
+        let expected = refusal(self.shut_down, (now, tick, delay), (pending, max));
+        match (result, expected) {
+            (Some(Ok(handle)), None) => {
                 self.pending += 1;
                 tasks.push(Task { handle: Some(handle), ..task });
                 return Ok(());
             }
-            Err(ScheduleError::ShutDown) => {
-                ensure!(self.shut_down, "step {step}: refused as shut down while running")
+            (Some(Ok(_)), Some(want)) => {
+                return Err(format!("step {step}: {delay:?} accepted, expected {want:?} ({pending} pending)"))
             }
-            Err(ScheduleError::TooManyPending { max: said }) => {
-                ensure!(
-                    pending >= max && said == max,
-                    "step {step}: refused as {said} pending, {pending} of {max}"
-                )
+            (Some(Err(got)), want) => {
+                ensure_eq!(Some(got), want, "step {}: refusal of {:?} ({} pending)", step, delay, pending)
             }
-            Err(ScheduleError::DelayTooLong { max, .. }) => {
-                ensure!(delay > max, "step {step}: {delay:?} refused, max {max:?}");
-                ensure!(
-                    delay > Duration::from_secs(100 * 365 * 86_400),
-                    "step {step}: refused a short delay"
-                );
+            (None, want) => {
+                ensure!(want.is_some(), "step {step}: {delay:?} refused unexpectedly ({pending} pending)")
             }
-            Err(e) => return Err(format!("step {step}: unexpected error {e}")),
         }
         tasks.push(Task::refused(task.panics, task.shuts_down, task.probe));
         Ok(())
-    }
-
-    /// The error a refused closure that panicked when dropped stands for.
-    fn refusal(&self, delay: Duration) -> ScheduleError {
-        if self.shut_down {
-            ScheduleError::ShutDown
-        } else if self.pending >= self.max_pending {
-            ScheduleError::TooManyPending { max: self.max_pending }
-        } else {
-            ScheduleError::DelayTooLong { delay, max: self.timer.max_delay() }
-        }
     }
 
     /// Schedules a plain task at the instant `back` nanoseconds before now (not before the clock's
@@ -187,7 +170,7 @@ impl Sched<'_> {
         let (panics, shuts_down, handle, probe) = (false, false, None, None);
         let task =
             Task { panics, shuts_down, deadline: at, due, reported, expect: Expect::Pending, handle, probe };
-        self.record(tasks, result, (task, true), Duration::ZERO)
+        self.record(tasks, Some(result), task, None)
     }
 
     /// Schedules one task (`None`: `Duration::MAX`) and checks `try_schedule`'s answer against the
@@ -217,9 +200,8 @@ impl Sched<'_> {
                 }
             });
             probe = Some(Arc::clone(&carried));
-            // A refused closure that panics when dropped panics out of `try_schedule`.
-            let scheduled = caught(|| by_class(class, SizedSchedule(timer, delay, carried)));
-            scheduled.unwrap_or_else(|| Err(self.refusal(delay)))
+            // A refused closure that panics when dropped panics out of `try_schedule` (`None`).
+            caught(|| by_class(class, SizedSchedule(timer, delay, carried)))
         } else {
             let shuts_down = in_task.map(|slot| (Arc::downgrade(timer), Arc::clone(slot)));
             let bomb = (kind == Kind::PanicsWhenDropped).then(|| Bomb);
@@ -236,8 +218,8 @@ impl Sched<'_> {
                     std::panic::panic_any(Bomb);
                 }
             };
-            // A refused closure that panics when dropped panics out of `try_schedule`: refused all the same.
-            caught(|| timer.try_schedule(delay, task)).unwrap_or_else(|| Err(self.refusal(delay)))
+            // A refused closure that panics when dropped panics out of `try_schedule` (`None`).
+            caught(|| timer.try_schedule(delay, task))
         };
         let (now, tick) = (clock.now(), timer.tick());
         let deadline = now.checked_add(delay);
@@ -251,6 +233,6 @@ impl Sched<'_> {
             handle: None,
             probe,
         };
-        self.record(tasks, result, (task, deadline.is_some()), delay)
+        self.record(tasks, result, task, Some(delay))
     }
 }

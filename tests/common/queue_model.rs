@@ -17,8 +17,9 @@
 //! tick the earliest pending value is due at. `remove` hands a value back iff it is pending;
 //! `reset` is true iff the value is pending and the deadline representable; `deadline` reads back
 //! the deadline set, to the nanosecond (past the 292 years an `i64` of nanoseconds holds: the
-//! start of its tick). A refused insert hands the value back (`try_`) or drops it, for a reason
-//! the model allows: shut down, a deadline out of range, or `max_pending` values pending. After
+//! start of its tick). An insert is refused exactly when and why the model predicts (shut down,
+//! a deadline out of range, `max_pending` values pending: `refusal` in `model_deadlines.rs`), the
+//! value handed back (`try_`) or dropped. After
 //! an advance exactly the values whose tick has begun have expired, and those of the next tick up
 //! to a deadline passed within the tick under way that expired (`fired_by_advance`). Taken values
 //! come out once, in deadline order: within one advance in the order of the ticks whose batches

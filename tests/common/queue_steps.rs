@@ -7,7 +7,7 @@ use std::time::Duration;
 use delaywheel::queue::{Expired, InsertError, Key};
 use delaywheel::ScheduleError;
 
-use super::deadlines::{fired_by_advance, passed_instant};
+use super::deadlines::{fired_by_advance, in_range, passed_instant, refusal};
 use super::order::may_precede;
 use super::panics::{caught, drop_each};
 use super::sized::{Carried, Probe};
@@ -61,29 +61,32 @@ impl<V: Carried> Model<V> {
             (When::After(d), true) => (caught(|| self.queue.insert(value, d)), None),
             (When::At(at), true) => (caught(|| self.queue.insert_at(value, base + at)), None),
         };
-        // A refused value is dropped by now: handed back and dropped by `split`, or by `insert`.
+        // What the model's own bookkeeping predicts: the delay of an instant already passed is
+        // never out of range.
+        let delay = match when {
+            When::After(delay) => Some(delay),
+            When::At(at) => at.checked_sub(now),
+        };
+        let expected = refusal(self.shut_down, (now, tick, delay), (pending, max));
+        // A refused value is dropped by now: handed back and dropped by `split`, or by `insert`
+        // (whose refusal says no reason: refused exactly when the model predicts one).
         if probe.drops() > 0 {
-            let delay = match when {
-                When::After(delay) => delay,
-                When::At(at) => at.saturating_sub(now),
-            };
-            let too_long = delay > self.queue.timer().max_delay();
-            let allowed = match &error {
-                Some(ScheduleError::ShutDown) => self.shut_down,
-                Some(ScheduleError::TooManyPending { max: said }) => {
-                    !self.shut_down && pending >= max && *said == max
-                }
-                Some(ScheduleError::DelayTooLong { .. }) => !self.shut_down && too_long,
-                Some(_) => false,
-                None => self.shut_down || pending >= max || too_long,
-            };
-            ensure!(allowed, "step {step}: {when:?} refused ({error:?}), {pending} pending of {max}");
+            ensure!(
+                expected.is_some(),
+                "step {step}: {when:?} refused ({error:?}), {pending} pending of {max}"
+            );
+            ensure!(
+                error.is_none() || error == expected,
+                "step {step}: {when:?} refused as {error:?}, expected {expected:?}"
+            );
             ensure!(probe.drops() == 1, "step {step}: refused value {id} dropped {} times", probe.drops());
             self.entries.push(Entry::refused());
             return Ok(());
         }
-        ensure!(!self.shut_down, "step {step}: accepted after the shutdown");
-        ensure!(pending < max, "step {step}: accepted with {pending} pending of {max}");
+        ensure!(
+            expected.is_none(),
+            "step {step}: {when:?} accepted, expected {expected:?}, {pending} pending"
+        );
         let mut entry = Entry { key, ..Entry::refused() };
         entry.state = State::Pending;
         match when {
@@ -125,8 +128,7 @@ impl<V: Carried> Model<V> {
             Op::Reset(i, nanos) => {
                 if let Some((i, key)) = self.key(i) {
                     let delay = delay(nanos);
-                    // The clock stays far from its end: the range is `max_delay` and its second of slack.
-                    let in_range = delay <= self.queue.timer().max_delay() + Duration::from_secs(1);
+                    let in_range = in_range(now, delay, self.tick);
                     let moved = match now.checked_add(delay).and_then(|d| self.base.checked_add(d)) {
                         Some(at) if i % 2 == 1 => self.queue.reset_at(&key, at),
                         _ => self.queue.reset(&key, delay),
