@@ -79,6 +79,15 @@ pub(super) fn refusal(
     (pending >= max_pending).then_some(ScheduleError::TooManyPending { max: max_pending })
 }
 
+/// For a deadline the timer keeps as a far word (`src/deadline.rs`: its due tick `due` has no
+/// exact word, so the timer knows the deadline to a 256th of the tick), which 256th of a tick,
+/// counted from the clock's origin, it falls in: `k` for `((k - 1) / 256, k / 256]` in tick
+/// lengths. `None` where the word is exact.
+pub(super) fn far_slot(deadline: Duration, due: Duration, tick: Duration) -> Option<u128> {
+    let nanos = tick.as_nanos();
+    (!exact_word(nanos, due.as_nanos() / nanos)).then(|| (deadline.as_nanos() * 256).div_ceil(nanos))
+}
+
 /// When a task scheduled at `now` for the instant `at`, already passed, is due, and what its
 /// deadline reads back as: its instant's tick, or the tick under way if `at` lies within it
 /// (`TickLength::deadline_at`); read back exactly, or as that tick's start.

@@ -22,11 +22,11 @@
 //! value handed back (`try_`) or dropped. After
 //! an advance exactly the values whose tick has begun have expired, and those of the next tick up
 //! to a deadline passed within the tick under way that expired (`fired_by_advance`). Taken values
-//! come out once, in deadline order: within one advance in the order of the ticks whose batches
-//! expired them, in deadline order within a tick (where the timer keeps deadlines exactly), equal
-//! deadlines in insertion order; across advances by deadline (a value set to an instant already
-//! passed expires at the next advance, and overtakes the values waiting that are due after it),
-//! equal deadlines in the order the advances expired them; each with its deadline. Dropping the
+//! come out once, in deadline order (`queue_order.rs`): to the nanosecond where the timer keeps
+//! deadlines exactly, to a 256th of the tick where it keeps far words; also across advances (a
+//! value set to an instant already passed expires at the next advance, and overtakes the values
+//! waiting that are due after it); equal deadlines in the order the advances expired them, and
+//! within one advance in insertion order; each with its deadline. Dropping the
 //! queue at the end drops every value it still holds.
 
 use std::sync::Arc;
@@ -37,7 +37,7 @@ use delaywheel::{ManualClock, Timer};
 
 #[path = "model_deadlines.rs"]
 mod deadlines;
-use deadlines::{due_tick, reported};
+use deadlines::{due_tick, far_slot, reported};
 
 #[path = "model_panics.rs"]
 mod panics;
@@ -119,8 +119,11 @@ struct Entry {
     deadline: Duration,
     /// The tick boundary at which it expires.
     due: Duration,
-    /// Whether the timer keeps the deadline exactly within its tick (the order check's scope).
+    /// Whether the timer keeps the deadline exactly within its tick.
     ordered: bool,
+    /// Where the timer keeps it only to a 256th of the tick (a far word), that 256th
+    /// (`deadlines::far_slot`).
+    slot: Option<u128>,
     state: State,
     /// The advance that expired it.
     batch: usize,
@@ -131,8 +134,8 @@ struct Entry {
 impl Entry {
     fn refused() -> Entry {
         let zero = Duration::ZERO;
-        let (key, ordered, state) = (None, false, State::Refused);
-        Entry { key, deadline: zero, due: zero, ordered, state, batch: 0, tick: zero }
+        let (key, ordered, slot, state) = (None, false, None, State::Refused);
+        Entry { key, deadline: zero, due: zero, ordered, slot, state, batch: 0, tick: zero }
     }
 
     /// What `deadline` reads back: the deadline, or past an `i64` of nanoseconds its due tick.
@@ -147,6 +150,7 @@ impl Entry {
         self.deadline = now + delay;
         self.due = due_tick(now, delay, tick);
         self.ordered = reported(now, delay, tick) == self.deadline;
+        self.slot = far_slot(self.deadline, self.due, tick);
     }
 
     /// Whether the queue still holds the value.

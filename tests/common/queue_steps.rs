@@ -7,7 +7,7 @@ use std::time::Duration;
 use delaywheel::queue::{Expired, InsertError, Key};
 use delaywheel::ScheduleError;
 
-use super::deadlines::{fired_by_advance, in_range, passed_instant, refusal};
+use super::deadlines::{far_slot, fired_by_advance, in_range, passed_instant, refusal};
 use super::order::may_precede;
 use super::panics::{caught, drop_each};
 use super::sized::{Carried, Probe};
@@ -95,6 +95,7 @@ impl<V: Carried> Model<V> {
             When::At(at) => {
                 let (due, read) = passed_instant(now, at, tick);
                 (entry.deadline, entry.due, entry.ordered) = (at, due, read == at);
+                entry.slot = far_slot(at, due, tick);
             }
         }
         self.entries.push(entry);
@@ -238,7 +239,8 @@ impl<V: Carried> Model<V> {
         ensure!(deadline == entry.reads_back(), "step {step}: {id} came out with {deadline:?}: {entry:?}");
         let waiting = |y: usize| y != id && self.entries[y].state == State::Expired;
         let before = (0..self.entries.len()).find(|&y| waiting(y) && !may_precede(&self.entries, id, y));
-        ensure!(before.is_none(), "step {step}: {id} came out before {before:?}: {entry:?}");
+        let waits = before.map(|y| &self.entries[y]);
+        ensure!(before.is_none(), "step {step}: {id} came out before {before:?}: {entry:?}, {waits:?}");
         self.entries[id].state = State::Taken;
         caught(|| drop(out));
         Ok(())
