@@ -12,7 +12,8 @@
 //! (`model_deadlines.rs`). After every step: `len()` counts the pending and the expired values
 //! not yet taken, and `is_empty()` agrees; every value is dropped exactly once when it leaves the
 //! queue (taken and dropped by the model, removed, cleared, refused, handed back by the shutdown)
-//! and not before, its bytes intact; `next_deadline()` is `None` for an empty queue, the deadline
+//! and not before, its bytes intact; a shutdown hands back one task per pending value and no
+//! other, in deadline order, each with its value's deadline as the timer keeps it; `next_deadline()` is `None` for an empty queue, the deadline
 //! of an expired value while one waits (the one the next take returns), else no later than the
 //! tick the earliest pending value is due at. `remove` hands a value back iff it is pending;
 //! `reset` is true iff the value is pending and the deadline representable; `deadline` reads back
@@ -141,6 +142,15 @@ impl Entry {
     /// What `deadline` reads back: the deadline, or past an `i64` of nanoseconds its due tick.
     fn reads_back(&self) -> Duration {
         match self.deadline.as_nanos() < i64::MAX as u128 {
+            true => self.deadline,
+            false => self.due,
+        }
+    }
+
+    /// What the timer reads back (`UnfiredTask::deadline`): the deadline where the timer keeps it
+    /// exactly, else the start of the tick it is filed at.
+    fn timer_reads(&self) -> Duration {
+        match self.ordered {
             true => self.deadline,
             false => self.due,
         }

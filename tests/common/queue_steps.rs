@@ -151,16 +151,7 @@ impl<V: Carried> Model<V> {
             }
             Op::MoveClock(nanos) => self.clock.advance(Duration::from_nanos(nanos)),
             Op::Advance(nanos) => self.advance(step, nanos)?,
-            Op::Shutdown => {
-                let unfired = self.queue.timer().shutdown();
-                let pending = self.pending();
-                ensure!(unfired.len() == pending, "step {step}: {} handed back of {pending}", unfired.len());
-                drop_each(unfired);
-                for entry in self.entries.iter_mut().filter(|e| e.state == State::Pending) {
-                    entry.state = State::ShutDown;
-                }
-                self.shut_down = true;
-            }
+            Op::Shutdown => self.shutdown(step)?,
             Op::Take(n) => {
                 for _ in 0..n {
                     let next = self.queue.next_deadline();
@@ -207,6 +198,35 @@ impl<V: Carried> Model<V> {
             Op::Shrink => self.queue.timer().shrink(),
         }
         self.after(step)
+    }
+
+    /// Shuts the queue's timer down: it hands back a task per pending value, each with the value's
+    /// deadline as the timer keeps it, in deadline order. Each task is dropped on its own, so that
+    /// the probes tell which value it held: exactly that one value drops, once.
+    fn shutdown(&mut self, step: usize) -> Result<(), String> {
+        let unfired = self.queue.timer().shutdown();
+        let pending = self.pending();
+        ensure!(unfired.len() == pending, "step {step}: {} handed back of {pending}", unfired.len());
+        let mut last = Duration::ZERO;
+        for task in unfired {
+            let deadline = task.deadline();
+            let drops: Vec<usize> = self.probes.iter().map(|p| p.drops()).collect();
+            drop_each(vec![task]);
+            let mut dropped = (0..drops.len()).filter(|&i| self.probes[i].drops() != drops[i]);
+            let (id, more) = (dropped.next(), dropped.next());
+            ensure!(more.is_none(), "step {step}: a task handed back held {id:?} and {more:?}");
+            let Some(id) = id else { return Err(format!("step {step}: a task handed back held no value")) };
+            let entry = &mut self.entries[id];
+            ensure!(entry.state == State::Pending, "step {step}: {id} handed back: {entry:?}");
+            ensure!(
+                deadline == entry.timer_reads(),
+                "step {step}: {id} handed back at {deadline:?}: {entry:?}"
+            );
+            ensure!(deadline >= last, "step {step}: {id} handed back at {deadline:?}, after {last:?}");
+            (entry.state, last) = (State::ShutDown, deadline);
+        }
+        self.shut_down = true;
+        Ok(())
     }
 
     fn advance(&mut self, step: usize, nanos: u64) -> Result<(), String> {
