@@ -52,6 +52,16 @@ pub(super) fn caught<T>(f: impl FnOnce() -> T) -> Option<T> {
     }
 }
 
+/// Runs a task a shutdown returned (`UnfiredTask::run`) as the timer runs one: a panic the model
+/// provoked is caught and its payload (a [`Bomb`], whose drop panics too) forgotten.
+pub(super) fn run_unfired(task: UnfiredTask) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.run())) {
+        Ok(()) => {}
+        Err(payload) if payload.is::<Bomb>() => std::mem::forget(payload),
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
 /// Drops the tasks a shutdown returned one by one, each drop's panic caught (a panic while a
 /// vector drops the rest would abort).
 pub(super) fn drop_each(unfired: Vec<UnfiredTask>) {

@@ -2,16 +2,17 @@
 //! closures it schedules (plain, panicking, shutting the timer down, or carrying bytes of a size
 //! class: `sized_task.rs`), and the check of each schedule's answer against the answer the model
 //! predicts from its own bookkeeping (`deadlines::refusal`): accepted, or refused as shut down,
-//! beyond the timer's range, or over its `max_pending`, the closure dropped unrun.
+//! beyond the timer's range, or over its `max_pending`, the closure dropped unrun; and what becomes
+//! of the tasks a shutdown hands back ([`hand_back`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle};
+use delaywheel::{ManualClock, ScheduleError, Timer, TimerHandle, UnfiredTask};
 
 use super::deadlines::{due_tick, passed_instant, refusal, reported};
-use super::panics::{caught, drop_each, Bomb};
+use super::panics::{caught, drop_each, run_unfired, Bomb};
 use super::sized::{by_class, Carried, Probe, Visit};
 
 /// Every run of a task: its id and the clock's time.
@@ -52,8 +53,10 @@ pub(super) enum Expect {
     Pending,
     Fired,
     Cancelled,
-    /// Refused by `try_schedule`, or left unfired by shutdown.
+    /// Refused by `try_schedule`, or left unfired by shutdown (and dropped).
     Gone,
+    /// Left unfired by shutdown, then run by the model (`UnfiredTask::run`).
+    RanUnfired,
 }
 
 pub(super) struct Task {
@@ -235,4 +238,51 @@ impl Sched<'_> {
         };
         self.record(tasks, result, task, Some(delay))
     }
+}
+
+/// Runs every other task a shutdown at `step` handed back (from the first or the second, by the
+/// step) and drops the others one by one. Each run must be of one task the model holds pending: a
+/// task, which records its run (once, its bytes intact: the checks after every step), or a link
+/// of a chain, which counts it. The drops are checked by the probes of the sized closures.
+pub(super) fn hand_back(
+    unfired: Vec<UnfiredTask>,
+    step: usize,
+    (fired, in_task): (&Log, &InTask),
+    tasks: &mut [Task],
+    chains: &mut [Chain],
+) -> Result<(), String> {
+    for (i, task) in unfired.into_iter().enumerate() {
+        if (i + step) % 2 == 1 {
+            drop_each(vec![task]);
+            continue;
+        }
+        let logged = fired.lock().unwrap().len();
+        let links: Vec<usize> = chains.iter().map(|c| c.runs.load(Ordering::SeqCst)).collect();
+        run_unfired(task);
+        // A task that shuts the timer down finds it shut down: nothing to hand back.
+        in_task.lock().unwrap().take();
+        let ran: Vec<usize> = fired.lock().unwrap()[logged..].iter().map(|&(id, _)| id).collect();
+        let moved = |c: &usize| chains[*c].runs.load(Ordering::SeqCst) != links[*c];
+        let linked: Vec<usize> = (0..chains.len()).filter(moved).collect();
+        match (ran.as_slice(), linked.as_slice()) {
+            (&[id], []) => {
+                ensure!(
+                    tasks[id].expect == Expect::Pending,
+                    "step {step}: ran unfired {id} ({:?})",
+                    tasks[id].expect
+                );
+                tasks[id].expect = Expect::RanUnfired;
+            }
+            ([], &[c]) => {
+                ensure!(chains[c].left > 0, "step {step}: ran an unfired link of chain {c}, which had none");
+                (chains[c].ran, chains[c].left) = (chains[c].ran + 1, 0);
+            }
+            _ => {
+                return Err(format!(
+                    "step {step}: an unfired task ran tasks {ran:?}, links of chains {linked:?}"
+                ))
+            }
+        }
+    }
+    Ok(())
 }
