@@ -1,10 +1,10 @@
 //! Property test of the delay queue of values (`queue::DelayQueue`) against the reference model in
 //! `common/queue_model.rs` (shared with the fuzz target `queue_ops`), on a manual timer: random
 //! inserts (by delay, by instant, at instants already passed, far future), removes, resets (by
-//! delay and by instant) and deadlines of any key, clock moves, advances, takes one by one and in
-//! batches, clears and shrinks, with values of every size class counting their drops, on timers
-//! with and without a capacity and a bound on pending values. What the model checks after every
-//! step is in its module docs.
+//! delay and by instant) and deadlines of any key, keys given to another queue, clock moves,
+//! advances, takes one by one and in batches, clears and shrinks, with values of every size class
+//! counting their drops, on timers with and without a capacity and a bound on pending values. What
+//! the model checks after every step is in its module docs.
 //!
 //! `DELAYWHEEL_PROPTEST_CASES` sets the number of cases (default 256).
 
@@ -42,6 +42,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u8..8).prop_map(Op::Take),
         1 => (0u8..16).prop_map(Op::TakeMany),
         1 => any::<usize>().prop_map(Op::Deadline),
+        1 => any::<usize>().prop_map(Op::ForeignKey),
         1 => prop_oneof![20 => Just(Op::Shrink), 1 => Just(Op::Clear)],
     ]
 }

@@ -2,33 +2,33 @@
 //! on a manual timer, shared by the property test (`tests/queue_model.rs`) and the fuzz target
 //! (`fuzz/fuzz_targets/queue_ops.rs`): inserts (by delay, by instant, at instants already passed,
 //! far future; `try_` and plain), removes, resets (by delay and by instant) and deadlines of any
-//! key, clock moves, advances, takes one at a time and in batches, clears, shrinks of the timer,
-//! and a shutdown, on a timer with a capacity and a bound on pending values or none. The values
-//! are of one size class per run (`sized_task.rs`), each counting its drops; in some runs every
-//! third value panics when dropped (caught wherever the model drops it; the queue's `clear` and
-//! drop catch it themselves, and a refused `insert` lets it out).
+//! key (also given to another queue, where it names nothing), clock moves, advances, takes one at
+//! a time and in batches, clears, shrinks of the timer, and a shutdown, on a timer with a capacity
+//! and a bound on pending values or none. The values are of one size class per run
+//! (`sized_task.rs`), each counting its drops; in some runs every third value panics when dropped
+//! (caught wherever the model drops it; the queue's `clear` and drop catch it themselves, and a
+//! refused `insert` lets it out).
 //!
 //! The model is a list of values with their deadlines, using the timer's rounding rules
-//! (`model_deadlines.rs`). After every step: `len()` counts the pending and the expired values
-//! not yet taken, and `is_empty()` agrees; every value is dropped exactly once when it leaves the
-//! queue (taken and dropped by the model, removed, cleared, refused, handed back by the shutdown)
-//! and not before, its bytes intact; a shutdown hands back one task per pending value and no
-//! other, in deadline order, each with its value's deadline as the timer keeps it; `next_deadline()` is `None` for an empty queue, the deadline
-//! of an expired value while one waits (the one the next take returns), else no later than the
-//! tick the earliest pending value is due at. `remove` hands a value back iff it is pending;
-//! `reset` is true iff the value is pending and the deadline representable; `deadline` reads back
-//! the deadline set, to the nanosecond (past the 292 years an `i64` of nanoseconds holds: the
-//! start of its tick). An insert is refused exactly when and why the model predicts (shut down,
-//! a deadline out of range, `max_pending` values pending: `refusal` in `model_deadlines.rs`), the
-//! value handed back (`try_`) or dropped. After
-//! an advance exactly the values whose tick has begun have expired, and those of the next tick up
-//! to a deadline passed within the tick under way that expired (`fired_by_advance`). Taken values
-//! come out once, in deadline order (`queue_order.rs`): to the nanosecond where the timer keeps
-//! deadlines exactly, to a 256th of the tick where it keeps far words; also across advances (a
-//! value set to an instant already passed expires at the next advance, and overtakes the values
-//! waiting that are due after it); equal deadlines in the order the advances expired them, and
-//! within one advance in insertion order; each with its deadline. Dropping the
-//! queue at the end drops every value it still holds.
+//! (`model_deadlines.rs`). After every step: `len()` counts the pending and the expired values not
+//! yet taken, and `is_empty()` agrees; every value is dropped exactly once when it leaves the queue
+//! (taken and dropped by the model, removed, cleared, refused, handed back by the shutdown) and not
+//! before, its bytes intact; a shutdown hands back one task per pending value and no other, in
+//! deadline order, each with its value's deadline as the timer keeps it; `next_deadline()` is
+//! `None` for an empty queue, the deadline of an expired value while one waits (the one the next
+//! take returns), else no later than the tick the earliest pending value is due at. `remove` hands
+//! a value back iff it is pending; `reset` is true iff the value is pending and the deadline
+//! representable; `deadline` reads back the deadline set, to the nanosecond (past the 292 years an
+//! `i64` of nanoseconds holds: the start of its tick). An insert is refused exactly when and why
+//! the model predicts (shut down, a deadline out of range, `max_pending` values pending: `refusal`
+//! in `model_deadlines.rs`), the value handed back (`try_`) or dropped. After an advance exactly
+//! the values whose tick has begun have expired, and those of the next tick up to a deadline passed
+//! within the tick under way that expired (`fired_by_advance`). Taken values come out once, in
+//! deadline order (`queue_order.rs`): to the nanosecond where the timer keeps deadlines exactly, to
+//! a 256th of the tick where it keeps far words; also across advances (a value set to an instant
+//! already passed expires at the next advance, and overtakes the values waiting that are due after
+//! it); equal deadlines in the order the advances expired them, and within one advance in insertion
+//! order; each with its deadline. Dropping the queue at the end drops every value it still holds.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -85,6 +85,10 @@ pub enum Op {
     Reset(usize, Option<u64>),
     /// `deadline` of the key with this index.
     Deadline(usize),
+    /// The key with this index given to a second queue (`remove`, `reset`, `deadline`), and that
+    /// queue's key with this index to this one: a key names nothing in another queue, whose
+    /// values stay as they are, also where the two keys' slots and generations are equal.
+    ForeignKey(usize),
     /// Move the clock by this many nanoseconds, then `advance_clock`.
     Advance(u64),
     /// Move the clock only.
@@ -189,7 +193,14 @@ struct Model<V> {
     probes: Vec<Arc<Probe>>,
     advances: usize,
     shut_down: bool,
+    /// A second queue, on a manual timer of its own, with [`OTHERS`] values pending an hour:
+    /// their keys name the same slots and generations as this queue's first ones.
+    other: DelayQueue<usize>,
+    others: Vec<(Key, Instant)>,
 }
+
+/// How many values the second queue holds.
+const OTHERS: usize = 8;
 
 /// Runs `ops` on a queue of this shape, checking every step against the model.
 pub fn check(shape: QueueShape, ops: Vec<Op>) -> Result<(), String> {
@@ -217,6 +228,10 @@ impl Visit for Run {
         let queue = DelayQueue::<V>::with_timer(timer);
         let (entries, probes, advances, shut_down) = (Vec::new(), Vec::new(), 0, false);
         let drop_panics = shape.drop_panics;
+        let other =
+            DelayQueue::with_timer(Timer::builder().tick(tick).clock(ManualClock::new()).manual().build());
+        let hour = Duration::from_secs(3_600);
+        let others = (0..OTHERS).map(|i| (other.insert(i, hour), other.timer().now() + hour)).collect();
         let mut model = Model {
             clock,
             queue,
@@ -228,6 +243,8 @@ impl Visit for Run {
             probes,
             advances,
             shut_down,
+            other,
+            others,
         };
         for (step, op) in ops.into_iter().enumerate() {
             model.step(step, op)?;

@@ -149,6 +149,7 @@ impl<V: Carried> Model<V> {
                     ensure!(self.queue.deadline(&key) == expected, "step {step}: deadline of {i}: {entry:?}");
                 }
             }
+            Op::ForeignKey(i) => self.foreign_key(step, i)?,
             Op::MoveClock(nanos) => self.clock.advance(Duration::from_nanos(nanos)),
             Op::Advance(nanos) => self.advance(step, nanos)?,
             Op::Shutdown => self.shutdown(step)?,
@@ -198,6 +199,35 @@ impl<V: Carried> Model<V> {
             Op::Shrink => self.queue.timer().shrink(),
         }
         self.after(step)
+    }
+
+    /// Gives key `i` to the second queue and that queue's key `i` to this one: each names nothing
+    /// there (the values it would name by slot and generation stay, which the checks after the
+    /// step see for this queue's).
+    fn foreign_key(&mut self, step: usize, i: usize) -> Result<(), String> {
+        let (other, soon) = (&self.other, Duration::from_millis(1));
+        if let Some((i, key)) = self.key(i) {
+            let at = other.timer().now() + soon;
+            let named =
+                (other.remove(&key), other.reset(&key, soon), other.reset_at(&key, at), other.deadline(&key));
+            ensure!(
+                named == (None, false, false, None),
+                "step {step}: key {i} named {named:?} in another queue"
+            );
+        }
+        for &(key, due) in &self.others {
+            ensure!(other.deadline(&key) == Some(due), "step {step}: another queue's value moved");
+        }
+        ensure!(other.len() == self.others.len(), "step {step}: another queue holds {}", other.len());
+        let (key, _) = self.others[i % self.others.len()];
+        let value = self.queue.remove(&key);
+        let id = value.as_ref().map(|v| v.probe().id);
+        caught(|| drop(value));
+        let at = self.base + self.clock.now() + soon;
+        let named =
+            (id, self.queue.reset(&key, soon), self.queue.reset_at(&key, at), self.queue.deadline(&key));
+        ensure!(named == (None, false, false, None), "step {step}: another queue's key named {named:?}");
+        Ok(())
     }
 
     /// Shuts the queue's timer down: it hands back a task per pending value, each with the value's
