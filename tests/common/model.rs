@@ -27,28 +27,10 @@ use std::time::Duration;
 
 use delaywheel::{ManualClock, Timer, TimerHandle};
 
-// The timer's rounding of deadlines, as the model expects it.
-#[path = "model_deadlines.rs"]
-mod deadlines;
+include!("model_base.rs");
 use deadlines::{due_tick, fired_by_advance, in_range, reported};
-
-// The panics the model provokes, and how it catches them.
-#[path = "model_panics.rs"]
-mod panics;
 use panics::caught;
 pub use panics::pass_over_expected_panics;
-
-// Closures of many sizes that count their drops and check their bytes.
-#[path = "sized_task.rs"]
-pub mod sized;
-
-macro_rules! ensure {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
 
 macro_rules! ensure_eq {
     ($a:expr, $b:expr, $($fmt:tt)+) => {{

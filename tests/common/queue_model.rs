@@ -36,25 +36,10 @@ use std::time::{Duration, Instant};
 use delaywheel::queue::{DelayQueue, Key};
 use delaywheel::{ManualClock, Timer};
 
-#[path = "model_deadlines.rs"]
-mod deadlines;
+include!("model_base.rs");
 use deadlines::{due_tick, far_slot, reported};
-
-#[path = "model_panics.rs"]
-mod panics;
 use panics::pass_over_expected_panics;
-
-#[path = "sized_task.rs"]
-pub mod sized;
 use sized::{by_class, Carried, Probe, Visit};
-
-macro_rules! ensure {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
 
 /// The queue a sequence runs on: its timer's tick, wheel size, `capacity` and `max_pending`
 /// (`None`: unbounded), and the size class of its values.
