@@ -11,22 +11,13 @@ use libfuzzer_sys::fuzz_target;
 #[allow(dead_code)]
 mod queue_model;
 
+mod shape;
+
 use queue_model::{check, Op, QueueShape};
+use shape::nanos;
 
 fn delay(u: &mut Unstructured<'_>) -> Result<Option<u64>> {
-    Ok(match u.int_in_range(0u8..=11)? {
-        0..=2 => Some(u.int_in_range(0..=2)?),
-        3..=6 => Some(u.int_in_range(0..=50_000_000)?),
-        7..=8 => Some(u.int_in_range(0..=5_000_000_000_000)?),
-        9 => Some(u.int_in_range(0..=u64::MAX / 4)?),
-        10 => Some(u.int_in_range(1u64 << 63..=u64::MAX)?), // past an i64 of nanoseconds
-        _ => None,
-    })
-}
-
-fn nanos(u: &mut Unstructured<'_>) -> Result<u64> {
-    let scale = [0u64, 2_000, 20_000_000, 2_000_000_000, 10_000_000_000_000][u.choose_index(5)?];
-    Ok(if scale == 0 { 0 } else { u.int_in_range(0..=scale)? })
+    shape::delay(u, true)
 }
 
 fn op(u: &mut Unstructured<'_>) -> Result<Op> {
@@ -50,37 +41,16 @@ fn op(u: &mut Unstructured<'_>) -> Result<Op> {
     })
 }
 
-/// The queue's shape: tick (1 µs – 20 ms), wheel size (2 – 128), a capacity (none, within a
-/// page, or a few pages), now and then a bound on pending values, the values' size class, and
-/// in a quarter of the runs every third value panics when dropped.
+/// The queue's shape: its timer's (`shape.rs`, with a bound on pending values up to 300), the
+/// values' size class, and in a quarter of the runs every third value panics when dropped.
 fn shape(u: &mut Unstructured<'_>) -> Result<QueueShape> {
-    let tick_us = u.int_in_range(1..=20_000)?;
-    let wheel_size = u.int_in_range(2..=128)?;
-    let capacity = match u.int_in_range(0u8..=3)? {
-        0 | 1 => 0,
-        2 => u.int_in_range(1..=300)?,
-        _ => u.int_in_range(256..=4_096)?,
-    };
-    let max_pending = match u.int_in_range(0u8..=3)? {
-        0 => Some(u.int_in_range(0..=300)?),
-        _ => None,
-    };
+    let (tick_us, wheel_size, capacity, max_pending) = shape::timer(u, 300)?;
     let (class, drop_panics) = (u.arbitrary()?, u.ratio(1u8, 4)?);
     Ok(QueueShape { tick_us, wheel_size, capacity, max_pending, class, drop_panics })
 }
 
-fn decode(data: &[u8]) -> Result<(QueueShape, Vec<Op>)> {
-    let mut u = Unstructured::new(data);
-    let shape = shape(&mut u)?;
-    let mut ops = Vec::new();
-    while !u.is_empty() && ops.len() < 2_000 {
-        ops.push(op(&mut u)?);
-    }
-    Ok((shape, ops))
-}
-
 fuzz_target!(|data: &[u8]| {
-    if let Ok((shape, ops)) = decode(data) {
+    if let Ok((shape, ops)) = shape::run(data, shape, op) {
         if let Err(failure) = check(shape, ops.clone()) {
             panic!("{failure}\n{shape:?}, ops {ops:?}");
         }
