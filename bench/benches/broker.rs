@@ -68,6 +68,8 @@ mod state;
 #[allow(dead_code)] // hierarchical_hash_wheel_timer and the pieces the manual forms use
 #[path = "spec/systems.rs"]
 mod systems;
+#[path = "spec/tokio_tasks.rs"]
+mod tokio_tasks;
 #[path = "broker/tokio_timer.rs"]
 mod tokio_timer;
 

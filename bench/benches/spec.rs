@@ -98,6 +98,8 @@ mod measure;
 mod systems;
 #[path = "spec/threads.rs"]
 mod threads;
+#[path = "spec/tokio_tasks.rs"]
+mod tokio_tasks;
 
 use std::collections::BTreeMap;
 use std::io::Write;

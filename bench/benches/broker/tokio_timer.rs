@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use crate::measure::now_ns;
 use crate::state::{self, Conn};
+use crate::tokio_tasks;
 use crate::{Span, Workload};
-use delaywheel_bench::process_cpu_ms;
 
 /// Polls `fut` once: whether it is still pending (a sleep registered).
 async fn poll_once<F: Future + ?Sized>(mut fut: Pin<&mut F>) -> bool {
@@ -30,71 +30,53 @@ async fn poll_once<F: Future + ?Sized>(mut fut: Pin<&mut F>) -> bool {
 /// The run's spans and the process CPU (ms) from spawn to join.
 pub fn run(work: &Workload<'_>, idle: Duration, request: Duration) -> (Vec<Span>, f64) {
     let threads = work.threads;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_time()
-        .build()
-        .expect("runtime");
-    let barrier = Arc::new(tokio::sync::Barrier::new(threads));
     let ready = Arc::new(AtomicU64::new(0));
-    let cpu_before = process_cpu_ms();
-    let tasks: Vec<_> = (0..threads)
-        .map(|t| {
-            let (barrier, plan, ready) = (Arc::clone(&barrier), Arc::clone(&work.plan), Arc::clone(&ready));
-            let (share, conns, window_len) = (work.share(t), work.cfg.conns, work.cfg.window);
-            runtime.spawn(tokio::task::unconstrained(async move {
-                let conns: Vec<Arc<Conn>> = (0..conns).map(|c| Conn::new((t * conns + c) as u64)).collect();
-                let mut idles = Vec::with_capacity(conns.len());
-                for conn in &conns {
-                    let mut sleep = Box::pin(tokio::time::sleep(idle));
-                    poll_once(sleep.as_mut()).await;
-                    idles.push((sleep, state::idle_task(Arc::clone(conn))));
+    let (runtime, spans, cpu_ms) = tokio_tasks::run(threads, |t, barrier| {
+        let (plan, ready) = (Arc::clone(&work.plan), Arc::clone(&ready));
+        let (share, conns, window_len) = (work.share(t), work.cfg.conns, work.cfg.window);
+        async move {
+            let conns: Vec<Arc<Conn>> = (0..conns).map(|c| Conn::new((t * conns + c) as u64)).collect();
+            let mut idles = Vec::with_capacity(conns.len());
+            for conn in &conns {
+                let mut sleep = Box::pin(tokio::time::sleep(idle));
+                poll_once(sleep.as_mut()).await;
+                idles.push((sleep, state::idle_task(Arc::clone(conn))));
+            }
+            let mut window = VecDeque::with_capacity(window_len);
+            barrier.wait().await;
+            let start = now_ns();
+            for (id, msg) in share.clone().zip(&plan[share]) {
+                let (c, conn) = (msg.conn as usize, &conns[msg.conn as usize]);
+                idles[c].0.as_mut().reset(tokio::time::Instant::now() + idle);
+                let answered = msg.short_ms == 0;
+                let delay = if answered { request } else { Duration::from_millis(u64::from(msg.short_ms)) };
+                let task = state::request_task(Arc::clone(conn), id as u64, Instant::now(), msg.bytes);
+                let mut timeout = Box::pin(async move {
+                    tokio::time::sleep(delay).await;
+                    task();
+                });
+                if !poll_once(timeout.as_mut()).await {
+                    // Due before its first poll (this task was preempted for longer than the
+                    // delay after the sleep read the clock): it ran its task inline, which the
+                    // ledger checks was an unanswered request's.
+                    ready.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
-                let mut window = VecDeque::with_capacity(window_len);
-                barrier.wait().await;
-                let start = now_ns();
-                for (id, msg) in share.clone().zip(&plan[share]) {
-                    let (c, conn) = (msg.conn as usize, &conns[msg.conn as usize]);
-                    idles[c].0.as_mut().reset(tokio::time::Instant::now() + idle);
-                    let answered = msg.short_ms == 0;
-                    let delay =
-                        if answered { request } else { Duration::from_millis(u64::from(msg.short_ms)) };
-                    let task = state::request_task(Arc::clone(conn), id as u64, Instant::now(), msg.bytes);
-                    let mut timeout = Box::pin(async move {
-                        tokio::time::sleep(delay).await;
-                        task();
-                    });
-                    if !poll_once(timeout.as_mut()).await {
-                        // Due before its first poll (this task was preempted for longer than the
-                        // delay after the sleep read the clock): it ran its task inline, which the
-                        // ledger checks was an unanswered request's.
-                        ready.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    if !answered {
-                        tokio::spawn(timeout);
-                        continue;
-                    }
-                    if window.len() == window_len {
-                        drop(window.pop_front());
-                    }
-                    window.push_back(timeout);
+                if !answered {
+                    tokio::spawn(timeout);
+                    continue;
                 }
-                let end = now_ns();
-                window.clear();
-                // The idle sleeps and their tasks go with this task (never fired: 60 s).
-                Span { start, end, lost: 0 }
-            }))
-        })
-        .collect();
-    let spans: Vec<Span> = runtime.block_on(async {
-        let mut spans = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            spans.push(task.await.expect("request task"));
+                if window.len() == window_len {
+                    drop(window.pop_front());
+                }
+                window.push_back(timeout);
+            }
+            let end = now_ns();
+            window.clear();
+            // The idle sleeps and their tasks go with this task (never fired: 60 s).
+            Span { start, end, lost: 0 }
         }
-        spans
     });
-    let cpu_ms = process_cpu_ms() - cpu_before;
     let ready = ready.load(Ordering::Relaxed);
     if ready > 0 {
         eprintln!("# tokio-timer threads={threads}: {ready} request timeouts were due at their first poll");

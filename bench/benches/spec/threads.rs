@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use crate::measure::{counting_task, delays_ms, now_ns};
 use crate::systems::System;
+use crate::tokio_tasks;
 use crate::{line, note, Results};
 use delaywheel_bench::process_cpu_ms;
 
@@ -186,46 +187,29 @@ pub fn w7_tokio_timer(cfg: &W7) -> Results {
 fn tokio_run(threads: usize, total: usize) -> Run {
     let per_thread = total / threads;
     let delays = Arc::new(delays_ms(20_000, 40_000, per_thread * threads));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_time()
-        .build()
-        .expect("runtime");
-    let barrier = Arc::new(tokio::sync::Barrier::new(threads));
-    let cpu_before = process_cpu_ms();
-    let tasks: Vec<_> = (0..threads)
-        .map(|t| {
-            let (barrier, delays) = (Arc::clone(&barrier), Arc::clone(&delays));
-            runtime.spawn(tokio::task::unconstrained(async move {
-                let mut window = VecDeque::with_capacity(WINDOW);
-                barrier.wait().await;
-                let start = now_ns();
-                for &delay in &delays[t * per_thread..(t + 1) * per_thread] {
-                    if window.len() == WINDOW {
-                        drop(window.pop_front());
-                    }
-                    let mut sleep = Box::pin(tokio::time::sleep(Duration::from_millis(delay)));
-                    // The first poll registers the sleep with the runtime's timer.
-                    let registered = poll_fn(|cx| Poll::Ready(sleep.as_mut().poll(cx).is_pending())).await;
-                    window.push_back(sleep);
-                    if !registered {
-                        return Span { start, end: now_ns(), lost: 1 };
-                    }
+    let (runtime, spans, cpu_ms) = tokio_tasks::run(threads, |t, barrier| {
+        let delays = Arc::clone(&delays);
+        async move {
+            let mut window = VecDeque::with_capacity(WINDOW);
+            barrier.wait().await;
+            let start = now_ns();
+            for &delay in &delays[t * per_thread..(t + 1) * per_thread] {
+                if window.len() == WINDOW {
+                    drop(window.pop_front());
                 }
-                let end = now_ns();
-                window.clear();
-                Span { start, end, lost: 0 }
-            }))
-        })
-        .collect();
-    let spans: Vec<Span> = runtime.block_on(async {
-        let mut spans = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            spans.push(task.await.expect("W7 task"));
+                let mut sleep = Box::pin(tokio::time::sleep(Duration::from_millis(delay)));
+                // The first poll registers the sleep with the runtime's timer.
+                let registered = poll_fn(|cx| Poll::Ready(sleep.as_mut().poll(cx).is_pending())).await;
+                window.push_back(sleep);
+                if !registered {
+                    return Span { start, end: now_ns(), lost: 1 };
+                }
+            }
+            let end = now_ns();
+            window.clear();
+            Span { start, end, lost: 0 }
         }
-        spans
     });
-    let cpu_ms = process_cpu_ms() - cpu_before;
     if spans.iter().any(|s| s.lost > 0) {
         note(format!("{TOKIO_TIMER} W7 threads={threads}: a sleep was ready at its first poll"));
     }
