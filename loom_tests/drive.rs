@@ -96,8 +96,17 @@ type HandDrive = delaywheel::Drive<Box<dyn FnMut(Instant) -> HandSleep + Send>, 
 /// A timer without a driver thread on the system clock (tick `tick`, a wheel of 2) holding one
 /// task an hour out, and its drive future on a sleep fired by hand, polled once with a waker that
 /// counts on the returned `Wakes`: it sleeps on that task.
+///
+/// Under loom a system clock reads no real time: it moves only by
+/// `loom_internals::advance_system_clock`, so that every execution reads the same times and takes
+/// the same operations (loom replays the operations it recorded; a reading that differs from one
+/// execution to the next can change what is filed where, and loom then stops with "Reached
+/// unexpected exploration state"). It is moved 10 µs on here, as a real clock would be by the
+/// first schedule: a zero delay is then a deadline passed within tick 0, as on the real clock, and
+/// not the origin's boundary.
 fn hand_driven(tick: Duration) -> (loom::sync::Arc<delaywheel::Timer>, HandSleep, HandDrive, Arc<Wakes>) {
     let timer = loom::sync::Arc::new(delaywheel::Timer::builder().tick(tick).wheel_size(2).manual().build());
+    delaywheel::loom_internals::advance_system_clock(&timer, Duration::from_micros(10));
     timer.schedule(Duration::from_secs(3_600), || {});
     let sleep = HandSleep::default();
     let made = sleep.clone();
@@ -113,8 +122,7 @@ fn hand_driven(tick: Duration) -> (loom::sync::Arc<delaywheel::Timer>, HandSleep
 }
 
 /// On the system clock (the drive future then sleeps with the runtime: here a sleep fired by
-/// hand; only tasks due at once and one an hour out, so that the real time the model reads
-/// changes nothing): a task due now is scheduled, then the runtime fires the drive future's
+/// hand; the clock stands still, see [`hand_driven`]): a task due now is scheduled, then the runtime fires the drive future's
 /// sleep, whose waker advances the timer unless another advance holds the lock, while the main
 /// thread advances. The main thread's advance began before the schedule (the task is left to the
 /// next advance), or after it (it runs the task); the waker's advance runs no closure, and wakes
@@ -155,8 +163,7 @@ loom::thread_local! {
     static IN_SLEEP_WAKER: std::cell::Cell<bool> = std::cell::Cell::new(false);
 }
 
-/// On the system clock, as above, with a tick of a second (so that the real time an execution takes
-/// never reaches the next tick, and every execution sees the same operations): a closure due now,
+/// On the system clock, as above, with a tick of a second: a closure due now,
 /// cancelled by the main thread while the runtime's thread fires the drive future's sleep, whose
 /// waker advances the timer but runs only tasks that hand a waker over: the closure is set aside
 /// (re-added, due at once) for the drive future's poll. Exactly one of "the cancel returned true"
@@ -230,16 +237,16 @@ fn sleep_waker_leaves_a_closure_racing_its_reset() {
 }
 
 /// The start of the models below, on the system clock with a tick of a second, as above: closure C
-/// due 200 µs out (counted by the returned `Runs`) and, once that has passed, a sleep with a zero
-/// delay: its deadline passed mid-tick, later than C's, so the batch that fires it takes C beside
-/// it (`timer/advance.rs`, "Passed deadlines mid-tick"). The sleep is returned to keep it pending.
+/// due 200 µs out (counted by the returned `Runs`) and, once the clock has moved past that (by
+/// hand, see [`hand_driven`]), a sleep with a zero delay: its deadline passed mid-tick, later than
+/// C's, so the batch that fires it takes C beside it (`timer/advance.rs`, "Passed deadlines
+/// mid-tick"). The sleep is returned to keep it pending. (On a clock that reads real time, a
+/// preemption of more than 200 µs before the schedule reads it files C as passed, in tick 0 beside
+/// the sleep instead of in tick 1: other operations, which loom cannot replay.)
 fn passed_beside_a_closure(timer: &delaywheel::Timer) -> (Runs, delaywheel::TimerHandle, delaywheel::Sleep) {
     let runs = Runs::default();
-    let due = Instant::now() + Duration::from_micros(200);
-    let handle = timer.schedule_at(due, runs.task());
-    while Instant::now() <= due {
-        std::hint::spin_loop();
-    }
+    let handle = timer.schedule_at(timer.now() + Duration::from_micros(200), runs.task());
+    delaywheel::loom_internals::advance_system_clock(timer, Duration::from_micros(300));
     (runs, handle, timer.sleep(Duration::ZERO))
 }
 

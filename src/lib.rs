@@ -269,11 +269,19 @@ pub use timer::stats::{BucketLoad, LatenessSummary, TimerStats};
 pub use timer::unfired::UnfiredTask;
 pub use timer::Timer;
 
-/// The slot lock, for its own loom model (`loom_tests/slot_lock.rs`): only in loom builds.
+/// Only in loom builds: the slot lock, for its own loom model (`loom_tests/slot_lock.rs`), and the
+/// system clock's reading, which the models of `Timer::drive` move (`loom_tests/drive.rs`).
 #[cfg(delaywheel_loom)]
 #[doc(hidden)]
 pub mod loom_internals {
     pub use crate::entry::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
+
+    /// Moves the reading of `timer`'s system clock by `by`: under loom a system clock reads no
+    /// real time, only what the model sets (`src/clock/`), so that every execution sees the same
+    /// times. Panics on a timer on a [`ManualClock`](crate::ManualClock).
+    pub fn advance_system_clock(timer: &crate::Timer, by: std::time::Duration) {
+        timer.live().advance_model_clock(by);
+    }
 }
 
 /// The README's code blocks run as doctests, so the README stays true.

@@ -177,6 +177,11 @@ pub(crate) enum ClockSource {
         origin: Instant,
         #[cfg(any(target_os = "linux", target_os = "android"))]
         raw_origin: Option<u64>,
+        /// Under loom, the reading (see [`advance_model`](ClockSource::advance_model)): a std
+        /// atomic, not loom's, as the reading orders nothing (the models move it on their main
+        /// thread before they spawn the others).
+        #[cfg(delaywheel_loom)]
+        model: std::sync::Arc<std::sync::atomic::AtomicU64>,
     },
     /// Moves only when told to; the timer never waits on it.
     Manual(ManualClock),
@@ -192,13 +197,30 @@ impl ClockSource {
             origin,
             #[cfg(any(target_os = "linux", target_os = "android"))]
             raw_origin,
+            #[cfg(delaywheel_loom)]
+            model: Default::default(),
         }
+    }
+
+    /// Under loom, a system clock reads no real time: its reading starts at zero and moves only
+    /// by this call (`loom_internals::advance_system_clock`), so that every execution of a model
+    /// reads the same times and takes the same operations, as loom requires (docs/loom.md).
+    #[cfg(delaywheel_loom)]
+    pub(crate) fn advance_model(&self, by: Duration) {
+        let ClockSource::System { model, .. } = self else {
+            panic!("a manual clock moves by its own advance")
+        };
+        model.fetch_add(duration_nanos(by), std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Nanoseconds since the clock's origin (saturating). On every schedule: inlined into the
     /// caller's crate, and in `u64` (`Duration::as_nanos` is a `u128` multiply-add).
     #[inline]
     pub(crate) fn now_nanos(&self) -> u64 {
+        #[cfg(delaywheel_loom)]
+        if let ClockSource::System { model, .. } = self {
+            return model.load(std::sync::atomic::Ordering::SeqCst);
+        }
         match self {
             #[cfg(any(target_os = "linux", target_os = "android"))]
             ClockSource::System { raw_origin: Some(raw_origin), .. } => {

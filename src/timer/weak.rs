@@ -52,6 +52,12 @@ impl LiveTimer {
         self.0.timer_id()
     }
 
+    /// Under loom: moves the system clock's reading by `by` (`ClockSource::advance_model`).
+    #[cfg(delaywheel_loom)]
+    pub(crate) fn advance_model_clock(&self, by: Duration) {
+        self.0.time().clock.advance_model(by);
+    }
+
     /// [`Timer::tick`].
     pub(crate) fn tick(&self) -> Duration {
         self.0.time().ticks.as_duration()
