@@ -77,9 +77,9 @@ impl Timer {
     ///
     /// # Errors
     ///
-    /// As [`try_schedule`](Timer::try_schedule): [`ScheduleError::ShutDown`],
-    /// [`ScheduleError::TooManyPending`], and [`ScheduleError::DelayTooLong`] for a deadline beyond
-    /// the last representable tick (its `delay` is the deadline's distance from now). A deadline in
+    /// As [`try_schedule`](Timer::try_schedule), in its order: [`ScheduleError::ShutDown`],
+    /// [`ScheduleError::DelayTooLong`] for a deadline beyond the last representable tick (its
+    /// `delay` is the deadline's distance from now), [`ScheduleError::TooManyPending`]. A deadline in
     /// the past is not an error: it runs at the next advance. The task is dropped unrun on error.
     pub fn try_schedule_at<F>(&self, deadline: Instant, task: F) -> Result<TimerHandle, ScheduleError>
     where

@@ -285,15 +285,15 @@ impl Timer {
     /// # Errors
     ///
     /// * [`ScheduleError::ShutDown`] after [`shutdown`](Timer::shutdown) (or drop) has begun;
-    /// * [`ScheduleError::TooManyPending`] when [`TimerBuilder::max_pending`] tasks are pending (or
-    ///   when the timer's slots, or its task slab's blocks of this task's size, are exhausted: over
-    ///   four billion of each);
     /// * [`ScheduleError::DelayTooLong`] if the delay is beyond the timer's range (a second past
     ///   [`max_delay`](Timer::max_delay), which a prompt schedule accepts): the deadline's tick is
     ///   past the last representable tick or past the last tick the clock can reach (its reading
-    ///   saturates at `u64::MAX` nanoseconds).
+    ///   saturates at `u64::MAX` nanoseconds);
+    /// * [`ScheduleError::TooManyPending`] when [`TimerBuilder::max_pending`] tasks are pending (or
+    ///   when the timer's slots, or its task slab's blocks of this task's size, are exhausted: over
+    ///   four billion of each).
     ///
-    /// The task is dropped unrun in every case.
+    /// Where several hold, the error is the first of them in this order. The task is dropped unrun.
     pub fn try_schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, ScheduleError>
     where
         F: FnOnce() + Send + 'static,

@@ -260,7 +260,11 @@ pub(super) fn hand_back(
         let links: Vec<usize> = chains.iter().map(|c| c.runs.load(Ordering::SeqCst)).collect();
         run_unfired(task);
         // A task that shuts the timer down finds it shut down: nothing to hand back.
-        in_task.lock().unwrap().take();
+        let again = in_task.lock().unwrap().take();
+        ensure!(
+            again.as_ref().map_or(true, Vec::is_empty),
+            "step {step}: a shutdown inside an unfired task run after the shutdown handed back {again:?}"
+        );
         let ran: Vec<usize> = fired.lock().unwrap()[logged..].iter().map(|&(id, _)| id).collect();
         let moved = |c: &usize| chains[*c].runs.load(Ordering::SeqCst) != links[*c];
         let linked: Vec<usize> = (0..chains.len()).filter(moved).collect();
