@@ -11,8 +11,8 @@
 //! * `SPEC_SYSTEMS`: comma-separated, any of `delaywheel`, `tokio` (`tokio-delayqueue`), `heap`
 //!   (`binaryheap-mutex`), `hhwt` (`hierarchical_hash_wheel_timer`), `tokio-timer` (tokio's own
 //!   timer: W7 only); default all, in that order. hhwt runs no W7 (its cancel is a message). Also,
-//!   by name only, `lean`, `lean-arc`, `lean-spin` and `lean-arc-spin`: the measurement prototype
-//!   of `spec/lean.rs`.
+//!   by name only, `lean`, `lean-arc`, `lean-spin`, `lean-arc-spin`, `lean-backoff`, `lean-pool`,
+//!   `lean-pool-spin` and `lean-pool-backoff`: the measurement prototype of `spec/lean.rs`.
 //! * `SPEC_N`: timers per workload (default 1,000,000; W3 gives each of its 2 threads N/2).
 //! * `SPEC_WORKLOADS`: any of `W1`…`W7` and `W4s` (W2 needs W1 and runs it too); default all. W7
 //!   (threads sharing one timer) is `spec/threads.rs`, with its own variables `SPEC_W7_THREADS`,
@@ -107,7 +107,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use delaywheel_bench::lean_core::{Parked, Spin};
+use delaywheel_bench::lean_core::{Backoff, Parked, Spin};
 use delaywheel_bench::process_cpu_ms;
 use measure::{counting_task, delays_ms, now_ns, rss_bytes, FIRED};
 use systems::{DelayWheel, HeapTimer, Hhwt, System, TokioDelayQueue};
@@ -171,6 +171,10 @@ fn canonical(name: &str) -> Option<&'static str> {
         "lean-arc" | "lean-core-arc" => lean::LeanArc::<Parked>::NAME,
         "lean-spin" | "lean-core-spin" => lean::LeanKeys::<Spin>::NAME,
         "lean-arc-spin" | "lean-core-arc-spin" => lean::LeanArc::<Spin>::NAME,
+        "lean-backoff" | "lean-core-backoff" => lean::LeanKeys::<Backoff>::NAME,
+        "lean-pool" | "lean-core-pool" => lean::LeanPool::<Parked>::NAME,
+        "lean-pool-spin" | "lean-core-pool-spin" => lean::LeanPool::<Spin>::NAME,
+        "lean-pool-backoff" | "lean-core-pool-backoff" => lean::LeanPool::<Backoff>::NAME,
         _ => return None,
     })
 }
@@ -387,6 +391,10 @@ fn run_named(name: &str, cfg: &Config) -> Results {
         n if n == lean::LeanArc::<Parked>::NAME => run::<lean::LeanArc<Parked>>(cfg),
         n if n == lean::LeanKeys::<Spin>::NAME => run::<lean::LeanKeys<Spin>>(cfg),
         n if n == lean::LeanArc::<Spin>::NAME => run::<lean::LeanArc<Spin>>(cfg),
+        n if n == lean::LeanKeys::<Backoff>::NAME => run::<lean::LeanKeys<Backoff>>(cfg),
+        n if n == lean::LeanPool::<Parked>::NAME => run::<lean::LeanPool<Parked>>(cfg),
+        n if n == lean::LeanPool::<Spin>::NAME => run::<lean::LeanPool<Spin>>(cfg),
+        n if n == lean::LeanPool::<Backoff>::NAME => run::<lean::LeanPool<Backoff>>(cfg),
         // tokio's own timer has no handle to cancel but its `Sleep`: W7 only.
         n if n == threads::TOKIO_TIMER => match cfg.runs("W7") {
             true => threads::w7_tokio_timer(&cfg.w7),

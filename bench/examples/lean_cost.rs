@@ -2,7 +2,10 @@
 //! `delaywheel_bench::lean_core` on a manual timer, in the shapes of `task_cost`'s `MODE=window`
 //! (W7 on one thread: `N` timeouts 20–40 s out, each cancelled once 512 newer ones are pending)
 //! and `MODE=insert` (`N` timeouts 10–70 s out, then all cancelled), with the same 8-byte task.
-//! `ARC=1` takes handles that hold their shard's `Arc` instead of keys; `LOCK=spin` the spin lock.
+//! `ARC=1` takes handles that hold their shard's `Arc` instead of keys, `HANDLE=pool` handles of
+//! pooled shards; `LOCK=spin` the spin lock, `LOCK=backoff` the one whose waiters sleep. `MODE=fire`
+//! is `task_cost`'s default shape: `N` timeouts 0–1 s out, fired by advancing 1 ms at a time. The
+//! crate's build options (`LEAN_FIFO`, `LEAN_LEN`: `lean_core`'s docs) are printed on stderr.
 //!
 //! ```sh
 //! cargo build --release -p delaywheel-bench --example lean_cost --example task_cost
@@ -14,7 +17,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use delaywheel_bench::lean_core::{LeanTimer, Parked, ShardLock, Spin};
+use delaywheel_bench::lean_core::{
+    Backoff, LeanTimer, Own, Owned, Parked, Pool, Pooled, ShardLock, Spin, FIFO, GEN64, LEN,
+};
 
 static SUM: AtomicU64 = AtomicU64::new(0);
 
@@ -33,17 +38,63 @@ fn task(seed: u64) -> impl FnOnce() + Send + 'static {
 }
 
 fn main() {
-    match std::env::var("LOCK").as_deref() {
-        Ok("spin") => run::<Spin>(),
-        _ => run::<Parked>(),
+    eprintln!("FIFO {FIFO}, LEN {LEN:?}, GEN64 {GEN64}");
+    let pool = std::env::var("HANDLE").is_ok_and(|v| v == "pool");
+    match (std::env::var("LOCK").as_deref(), pool) {
+        (Ok("spin"), false) => run::<Spin>(),
+        (Ok("spin"), true) => run_pool::<Spin>(),
+        (Ok("backoff"), false) => run::<Backoff>(),
+        (Ok("backoff"), true) => run_pool::<Backoff>(),
+        (_, false) => run::<Parked>(),
+        (_, true) => run_pool::<Parked>(),
     }
 }
 
+fn env_n() -> u64 {
+    std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000)
+}
+
+/// `MODE=fire`: `n` timeouts 0–1 s out, fired by advancing 1 ms at a time.
+fn fire<L: ShardLock, O: Own<L>>(timer: &LeanTimer<L, O>, n: u64, state: &mut u64) {
+    for i in 0..n {
+        timer.schedule(Duration::from_millis(splitmix(state) % 1_000), task(i));
+    }
+    let mut now = 0;
+    while !timer.is_empty() {
+        now += 1;
+        timer.advance(now);
+    }
+}
+
+/// W7's shape with pooled handles (`HANDLE=pool`), or `MODE=fire`.
+fn run_pool<L: Pooled>() {
+    let n = env_n();
+    let timer = LeanTimer::<L, Pool>::start_manual();
+    let mut state = 42;
+    let start = Instant::now();
+    if std::env::var("MODE").is_ok_and(|m| m == "fire") {
+        fire(&timer, n, &mut state);
+    } else {
+        let mut window = VecDeque::with_capacity(512);
+        for i in 0..n {
+            if window.len() == 512 {
+                let oldest: delaywheel_bench::lean_core::PoolHandle<L> =
+                    window.pop_front().expect("a full window");
+                assert!(oldest.cancel());
+            }
+            let delay = Duration::from_millis(20_000 + splitmix(&mut state) % 20_000);
+            window.push_back(timer.schedule_pooled(delay, task(i)));
+        }
+    }
+    eprintln!("{n} timeouts: {:?}", start.elapsed());
+    println!("checksum {}", SUM.load(Ordering::Relaxed));
+}
+
 fn run<L: ShardLock>() {
-    let n: u64 = std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let n = env_n();
     let mode = std::env::var("MODE").unwrap_or_else(|_| "window".into());
     let arc = std::env::var("ARC").is_ok_and(|v| v == "1");
-    let timer = LeanTimer::<L>::start_manual();
+    let timer = LeanTimer::<L, Owned>::start_manual();
     let mut state = 42;
     let start = Instant::now();
     match (mode.as_str(), arc) {
@@ -78,7 +129,8 @@ fn run<L: ShardLock>() {
                 .collect();
             assert!(keys.iter().all(|key| timer.cancel(key)));
         }
-        _ => panic!("MODE: window or insert"),
+        ("fire", _) => fire(&timer, n, &mut state),
+        _ => panic!("MODE: window, insert or fire"),
     }
     eprintln!("{n} timeouts: {:?}", start.elapsed());
     println!("checksum {}", SUM.load(Ordering::Relaxed));

@@ -1,10 +1,19 @@
-//! The shard's lock, two ways: parking_lot's `Mutex` (a waiter parks; lock and unlock each a
-//! read-modify-write), or a spin lock (a waiter spins, then yields; the unlock a plain `Release`
-//! store, so one read-modify-write per critical section).
+//! The shard's lock, three ways: parking_lot's `Mutex` (a waiter parks; lock and unlock each a
+//! read-modify-write), or a test-and-set lock whose unlock is a plain `Release` store (one
+//! read-modify-write per critical section), whose waiter either spins then yields ([`Spin`]), or
+//! spins, yields, then sleeps in bounded steps re-checking the word ([`Backoff`]).
+//!
+//! [`Backoff`]'s holder never wakes anyone: a waiter past its spins and yields sleeps 1 µs, then
+//! 2, 4, … up to [`BACKOFF_CAP`] (64 µs) a step, and looks at the word after each. So it costs a
+//! waiter at most one step past the unlock: up to 64 µs plus the kernel's timer slack (50 µs by
+//! default on Linux) of extra latency, once it has waited about 130 µs; below that, the spins and
+//! yields see the unlock within one yield. A waiter asleep burns no core.
 
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::wheel::Wheel;
 
@@ -34,51 +43,32 @@ impl ShardLock for Parked {
     }
 }
 
-/// A test-and-set lock: `compare_exchange` to lock, a `Release` store to unlock.
-pub struct Spin {
-    held: AtomicBool,
-    wheel: UnsafeCell<Wheel>,
+/// How a [`TestAndSet`] waiter waits for the word to clear.
+pub trait Wait: Send + Sync + 'static {
+    /// Waits until `held` reads `false` (then the caller tries again).
+    fn wait(held: &AtomicBool);
 }
 
-// SAFETY: the wheel is reached only through a `SpinGuard`, which exists only while `held` is set by
-// its `lock` (taken with `Acquire`, given back with `Release` when the guard drops): one thread at a
-// time, each seeing the last one's writes.
-unsafe impl Sync for Spin {}
+/// Spin 100 times, then yield until free: a waiter burns its core.
+pub struct Yield;
 
-/// The wheel of a held [`Spin`]; unlocks when dropped.
-pub struct SpinGuard<'a>(&'a Spin);
+/// Spin 64 times, yield 16 times, then sleep 1, 2, 4, … up to [`BACKOFF_CAP`] a step.
+pub struct Sleep;
 
-impl Deref for SpinGuard<'_> {
-    type Target = Wheel;
+/// How often [`Backoff`] waiters waited (once per `lock` that found the word set and spun) and
+/// slept (once per step), in the whole process: the waits' cold path counts them.
+pub static BACKOFF_WAITS: AtomicU64 = AtomicU64::new(0);
+/// See [`BACKOFF_WAITS`].
+pub static BACKOFF_SLEEPS: AtomicU64 = AtomicU64::new(0);
 
-    #[inline(always)]
-    fn deref(&self) -> &Wheel {
-        // SAFETY: the lock is held while the guard lives (see the `Sync` impl).
-        unsafe { &*self.0.wheel.get() }
-    }
-}
+/// The longest sleep of a [`Backoff`] waiter between two looks at the word.
+pub const BACKOFF_CAP: Duration = Duration::from_micros(64);
 
-impl DerefMut for SpinGuard<'_> {
-    #[inline(always)]
-    fn deref_mut(&mut self) -> &mut Wheel {
-        // SAFETY: the lock is held while the guard lives, and `&mut self` makes this the only
-        // reference through it.
-        unsafe { &mut *self.0.wheel.get() }
-    }
-}
-
-impl Drop for SpinGuard<'_> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        self.0.held.store(false, Ordering::Release);
-    }
-}
-
-impl Spin {
+impl Wait for Yield {
     #[cold]
-    fn wait(&self) {
+    fn wait(held: &AtomicBool) {
         let mut spins = 0;
-        while self.held.load(Ordering::Relaxed) {
+        while held.load(Ordering::Relaxed) {
             if spins < 100 {
                 std::hint::spin_loop();
                 spins += 1;
@@ -89,17 +79,86 @@ impl Spin {
     }
 }
 
-impl ShardLock for Spin {
-    type Guard<'a> = SpinGuard<'a>;
+impl Wait for Sleep {
+    #[cold]
+    fn wait(held: &AtomicBool) {
+        BACKOFF_WAITS.fetch_add(1, Ordering::Relaxed);
+        let mut round = 0u32;
+        let mut sleep = Duration::from_micros(1);
+        while held.load(Ordering::Relaxed) {
+            if round < 64 {
+                std::hint::spin_loop();
+            } else if round < 80 {
+                std::thread::yield_now();
+            } else {
+                BACKOFF_SLEEPS.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(sleep);
+                sleep = (sleep * 2).min(BACKOFF_CAP);
+            }
+            round = round.saturating_add(1);
+        }
+    }
+}
+
+/// A test-and-set lock: `compare_exchange` to lock, a `Release` store to unlock; its waiters wait
+/// as `W` says.
+pub struct TestAndSet<W> {
+    held: AtomicBool,
+    wheel: UnsafeCell<Wheel>,
+    wait: PhantomData<W>,
+}
+
+/// Waiters spin, then yield.
+pub type Spin = TestAndSet<Yield>;
+
+/// Waiters spin, yield, then sleep in steps up to [`BACKOFF_CAP`].
+pub type Backoff = TestAndSet<Sleep>;
+
+// SAFETY: the wheel is reached only through a `SpinGuard`, which exists only while `held` is set by
+// its `lock` (taken with `Acquire`, given back with `Release` when the guard drops): one thread at a
+// time, each seeing the last one's writes. (`W` is a marker: no data.)
+unsafe impl<W: Wait> Sync for TestAndSet<W> {}
+
+/// The wheel of a held [`TestAndSet`]; unlocks when dropped.
+pub struct SpinGuard<'a, W>(&'a TestAndSet<W>);
+
+impl<W> Deref for SpinGuard<'_, W> {
+    type Target = Wheel;
+
+    #[inline(always)]
+    fn deref(&self) -> &Wheel {
+        // SAFETY: the lock is held while the guard lives (see the `Sync` impl).
+        unsafe { &*self.0.wheel.get() }
+    }
+}
+
+impl<W> DerefMut for SpinGuard<'_, W> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Wheel {
+        // SAFETY: the lock is held while the guard lives, and `&mut self` makes this the only
+        // reference through it.
+        unsafe { &mut *self.0.wheel.get() }
+    }
+}
+
+impl<W> Drop for SpinGuard<'_, W> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.held.store(false, Ordering::Release);
+    }
+}
+
+impl<W: Wait> ShardLock for TestAndSet<W> {
+    type Guard<'a> = SpinGuard<'a, W>;
 
     fn new(wheel: Wheel) -> Self {
-        Spin { held: AtomicBool::new(false), wheel: UnsafeCell::new(wheel) }
+        TestAndSet { held: AtomicBool::new(false), wheel: UnsafeCell::new(wheel), wait: PhantomData }
     }
 
     #[inline(always)]
-    fn lock(&self) -> SpinGuard<'_> {
+    fn lock(&self) -> SpinGuard<'_, W> {
         while self.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            self.wait();
+            W::wait(&self.held);
         }
         SpinGuard(self)
     }

@@ -2,9 +2,9 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{Key, LeanTimer, Parked, ShardLock, Spin};
+use super::{Backoff, Key, LeanTimer, Own, Owned, Parked, Pool, ShardLock, Spin};
 
-fn splitmix(state: &mut u64) -> u64 {
+pub(super) fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -16,13 +16,16 @@ fn splitmix(state: &mut u64) -> u64 {
 /// when it jumps, at the first advance that reaches it. Delays reach the top levels (cascades).
 #[test]
 fn fires_once_never_early() {
-    fires_once_never_early_with::<Parked>();
-    fires_once_never_early_with::<Spin>();
+    fires_once_never_early_with::<Parked, Owned>();
+    fires_once_never_early_with::<Spin, Owned>();
+    fires_once_never_early_with::<Backoff, Owned>();
+    fires_once_never_early_with::<Parked, Pool>();
+    fires_once_never_early_with::<Backoff, Pool>();
 }
 
-fn fires_once_never_early_with<L: ShardLock>() {
+fn fires_once_never_early_with<L: ShardLock, O: Own<L>>() {
     for step in [1u64, 7, 977] {
-        let timer = LeanTimer::<L>::start_manual();
+        let timer = LeanTimer::<L, O>::start_manual();
         let fired = Arc::new(Mutex::new(Vec::new()));
         // The tick being advanced to, read by the tasks as they run.
         let clock = Arc::new(AtomicU64::new(0));
@@ -71,6 +74,7 @@ fn fires_once_never_early_with<L: ShardLock>() {
 fn cancel_wins_once_and_not_after_fire() {
     cancel_wins_once_with::<Parked>();
     cancel_wins_once_with::<Spin>();
+    cancel_wins_once_with::<Backoff>();
 }
 
 fn cancel_wins_once_with<L: ShardLock>() {
@@ -108,14 +112,17 @@ fn cancel_wins_once_with<L: ShardLock>() {
 /// fired xor cancelled, exactly once. Once on a manual timer, once on the real clock's driver.
 #[test]
 fn threads_fire_xor_cancel() {
-    threads_fire_xor_cancel_with::<Parked>();
-    threads_fire_xor_cancel_with::<Spin>();
+    threads_fire_xor_cancel_with::<Parked, Owned>();
+    threads_fire_xor_cancel_with::<Spin, Owned>();
+    threads_fire_xor_cancel_with::<Backoff, Owned>();
+    threads_fire_xor_cancel_with::<Backoff, Pool>();
 }
 
-fn threads_fire_xor_cancel_with<L: ShardLock>() {
+fn threads_fire_xor_cancel_with<L: ShardLock, O: Own<L>>() {
     for manual in [true, false] {
         const PER: usize = 20_000;
-        let timer = Arc::new(if manual { LeanTimer::<L>::start_manual() } else { LeanTimer::<L>::start() });
+        let timer =
+            Arc::new(if manual { LeanTimer::<L, O>::start_manual() } else { LeanTimer::<L, O>::start() });
         let marks: Arc<Vec<AtomicU8>> = Arc::new((0..4 * PER).map(|_| AtomicU8::new(0)).collect());
         let done = Arc::new(AtomicU64::new(0));
         let (tx, rx) = crossbeam_channel::unbounded::<(usize, Key, Instant, u64)>();
@@ -177,4 +184,27 @@ fn threads_fire_xor_cancel_with<L: ShardLock>() {
             assert_eq!(mark.load(Ordering::Relaxed), 1, "timeout {id} (manual: {manual})");
         }
     }
+}
+
+/// With `LEAN_FIFO`: equal deadlines fire in schedule order, also when the earlier ones cascaded
+/// down from a higher level and the later ones went straight to level 0.
+#[test]
+fn fifo_among_equal_deadlines() {
+    if !super::FIFO {
+        return;
+    }
+    let timer = LeanTimer::<Backoff, Pool>::start_manual();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    for id in 0..200u64 {
+        if id == 100 {
+            timer.advance(4_000);
+        }
+        let log = Arc::clone(&order);
+        // All due at tick 5,000: the first 100 from level 2, the rest from level 0 or 1.
+        timer.schedule(Duration::from_millis(5_000 - if id < 100 { 0 } else { 4_000 }), move || {
+            log.lock().unwrap().push(id);
+        });
+    }
+    timer.advance(5_000);
+    assert_eq!(*order.lock().unwrap(), (0..200).collect::<Vec<_>>());
 }

@@ -1,9 +1,11 @@
 //! One shard's state: a slab of slots (generation, deadline, task, intrusive links) and a
 //! hierarchical wheel of list heads, 6 levels of 64 buckets, an entry placed by the highest bit in
 //! which its deadline differs from the wheel's time (tokio's placement). Sequential: its shard's
-//! lock guards it.
+//! lock guards it. With [`FIFO`] an entry is appended at its bucket's tail and
+//! carries its 256th of a tick and a sequence number, by which the timer orders a batch it fires.
 
 use super::task::Task;
+use super::{Generation, Next, FIFO};
 
 const NIL: u32 = u32::MAX;
 const LEVELS: usize = 6;
@@ -15,13 +17,24 @@ pub(crate) const MAX_TICKS: u64 = 1 << (BITS as usize * LEVELS);
 struct Slot {
     deadline: u64,
     /// Bumped when the slot is freed: a key names an occupant by (index, generation).
-    generation: u32,
+    generation: Generation,
     prev: u32,
     /// The next entry of its bucket, or of the free list.
     next: u32,
     /// `level * 64 + bucket` while linked.
     bucket: u16,
+    /// [`FIFO`]: the 256th of its tick the deadline falls in, and the shard's count of inserts.
+    sub: u8,
+    seq: u32,
     task: Option<Task>,
+}
+
+/// A task due, with what orders it among a fired batch ([`FIFO`]): its deadline in 256ths of a
+/// tick, then the order its shard took it in.
+pub(crate) struct Fired {
+    pub(crate) key: u64,
+    pub(crate) seq: u32,
+    pub(crate) task: Task,
 }
 
 /// A bucket due: its level, its index and the tick it is due at.
@@ -35,10 +48,17 @@ pub struct Wheel {
     slots: Vec<Slot>,
     free: u32,
     heads: [[u32; BUCKETS]; LEVELS],
+    /// [`FIFO`]: each bucket's last entry (meaningful while its head is not `NIL`).
+    tails: [[u32; BUCKETS]; LEVELS],
     occupied: [u64; LEVELS],
     /// The last tick advanced to: every entry due by it has fired.
     elapsed: u64,
     len: usize,
+    /// [`FIFO`]: inserts so far (wrapping).
+    seq: u32,
+    /// Which timer's this wheel is, for pooled shards (`pool.rs`): bumped when a timer gives its
+    /// shard back.
+    pub(crate) epoch: u64,
 }
 
 impl Default for Wheel {
@@ -47,9 +67,12 @@ impl Default for Wheel {
             slots: Vec::new(),
             free: NIL,
             heads: [[NIL; BUCKETS]; LEVELS],
+            tails: [[NIL; BUCKETS]; LEVELS],
             occupied: [0; LEVELS],
             elapsed: 0,
             len: 0,
+            seq: 0,
+            epoch: 0,
         }
     }
 }
@@ -72,7 +95,17 @@ impl Wheel {
         self.slots.reserve_exact(slots);
         for index in first..first + slots {
             let next = if index + 1 < first + slots { index as u32 + 1 } else { self.free };
-            self.slots.push(Slot { deadline: 0, generation: 0, prev: NIL, next, bucket: 0, task: None });
+            let slot = Slot {
+                deadline: 0,
+                generation: Generation::default(),
+                prev: NIL,
+                next,
+                bucket: 0,
+                sub: 0,
+                seq: 0,
+                task: None,
+            };
+            self.slots.push(slot);
         }
         if slots > 0 {
             self.free = first as u32;
@@ -80,19 +113,25 @@ impl Wheel {
     }
 
     /// Stores `task` due at `deadline` (at the earliest the tick after the last advanced to, at the
-    /// latest `MAX_TICKS - 1` after it); its (slot, generation).
+    /// latest `MAX_TICKS - 1` after it), in the 256th `sub` of that tick; its (slot, generation).
     #[inline(always)]
-    pub(crate) fn insert(&mut self, deadline: u64, task: Task) -> (u32, u32) {
+    pub(crate) fn insert(&mut self, deadline: u64, sub: u8, task: Task) -> (u32, Generation) {
         let deadline = deadline.clamp(self.elapsed + 1, self.elapsed + MAX_TICKS - 1);
+        let seq = self.seq;
+        if FIFO {
+            self.seq = seq.wrapping_add(1);
+        }
         let index = match self.free {
             NIL => {
                 let index = u32::try_from(self.slots.len()).ok().filter(|&i| i != NIL).expect("slab full");
                 self.slots.push(Slot {
                     deadline,
-                    generation: 0,
+                    generation: Generation::default(),
                     prev: NIL,
                     next: NIL,
                     bucket: 0,
+                    sub,
+                    seq,
                     task: Some(task),
                 });
                 index
@@ -101,6 +140,9 @@ impl Wheel {
                 let slot = &mut self.slots[index as usize];
                 self.free = slot.next;
                 slot.deadline = deadline;
+                if FIFO {
+                    (slot.sub, slot.seq) = (sub, seq);
+                }
                 slot.task = Some(task);
                 index
             }
@@ -112,7 +154,7 @@ impl Wheel {
 
     /// Takes the task of `(index, generation)` out if it is still pending.
     #[inline(always)]
-    pub(crate) fn remove(&mut self, index: u32, generation: u32) -> Option<Task> {
+    pub(crate) fn remove(&mut self, index: u32, generation: Generation) -> Option<Task> {
         let slot = self.slots.get(index as usize)?;
         if slot.generation != generation || slot.task.is_none() {
             return None;
@@ -124,7 +166,7 @@ impl Wheel {
     #[inline(always)]
     fn free_slot(&mut self, index: u32) -> Task {
         let slot = &mut self.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
+        slot.generation = slot.generation.next();
         slot.next = self.free;
         self.free = index;
         self.len -= 1;
@@ -137,12 +179,26 @@ impl Wheel {
         let level = level_for(base, deadline);
         let bucket = ((deadline >> (BITS as usize * level)) & (BUCKETS as u64 - 1)) as usize;
         let head = self.heads[level][bucket];
-        if head != NIL {
-            self.slots[head as usize].prev = index;
+        let code = (level * BUCKETS + bucket) as u16;
+        if FIFO {
+            // At the tail: equal deadlines in one bucket keep their order.
+            let tail = if head == NIL { NIL } else { self.tails[level][bucket] };
+            if tail == NIL {
+                self.heads[level][bucket] = index;
+            } else {
+                self.slots[tail as usize].next = index;
+            }
+            let slot = &mut self.slots[index as usize];
+            (slot.prev, slot.next, slot.bucket) = (tail, NIL, code);
+            self.tails[level][bucket] = index;
+        } else {
+            if head != NIL {
+                self.slots[head as usize].prev = index;
+            }
+            let slot = &mut self.slots[index as usize];
+            (slot.prev, slot.next, slot.bucket) = (NIL, head, code);
+            self.heads[level][bucket] = index;
         }
-        let slot = &mut self.slots[index as usize];
-        (slot.prev, slot.next, slot.bucket) = (NIL, head, (level * BUCKETS + bucket) as u16);
-        self.heads[level][bucket] = index;
         self.occupied[level] |= 1 << bucket;
     }
 
@@ -152,6 +208,8 @@ impl Wheel {
         let (level, bucket) = (bucket as usize / BUCKETS, bucket as usize % BUCKETS);
         if next != NIL {
             self.slots[next as usize].prev = prev;
+        } else if FIFO {
+            self.tails[level][bucket] = prev;
         }
         if prev != NIL {
             self.slots[prev as usize].next = next;
@@ -185,14 +243,16 @@ impl Wheel {
 
     /// Advances to `now`: every entry due by it leaves the wheel, its task pushed on `fired`.
     /// O(buckets reached + entries moved or fired).
-    pub(crate) fn advance(&mut self, now: u64, fired: &mut Vec<Task>) {
+    pub(crate) fn advance(&mut self, now: u64, fired: &mut Vec<Fired>) {
         while let Some(due) = self.next_due().filter(|due| due.tick <= now) {
             let mut index = std::mem::replace(&mut self.heads[due.level][due.bucket], NIL);
             self.occupied[due.level] &= !(1 << due.bucket);
             while index != NIL {
                 let next = self.slots[index as usize].next;
-                if self.slots[index as usize].deadline <= due.tick {
-                    fired.push(self.free_slot(index));
+                let slot = &self.slots[index as usize];
+                if slot.deadline <= due.tick {
+                    let (key, seq) = (slot.deadline << 8 | u64::from(slot.sub), slot.seq);
+                    fired.push(Fired { key, seq, task: self.free_slot(index) });
                 } else {
                     self.link(due.tick, index);
                 }
