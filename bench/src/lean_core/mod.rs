@@ -42,7 +42,8 @@
 //! memory given back (the slab never shrinks while its timer lives); re-arm in place; async
 //! futures, the value queue, lanes by thread, statistics, executor threads; without `LEAN_GEN64`
 //! keys are only as safe as a 32-bit generation (a slot reused 2³² times between a schedule and
-//! its cancel would cancel the wrong timeout).
+//! its cancel would cancel the wrong timeout); deadlines beyond about 2 years (2³⁶ − 2³⁰ ticks
+//! after a shard's time, `wheel::MAX_DELAY_TICKS`) panic instead of returning an error.
 
 mod lock;
 mod options;

@@ -208,3 +208,44 @@ fn fifo_among_equal_deadlines() {
     timer.advance(5_000);
     assert_eq!(*order.lock().unwrap(), (0..200).collect::<Vec<_>>());
 }
+
+/// The top level: after jumps of the time, a deadline of this turn fires before one of the next
+/// turn whose top-level bucket is nearer the time's (at the bucket it is due in, never early), and
+/// the farthest deadline fires at its tick.
+#[test]
+fn top_level_turns_fire_in_order() {
+    use super::wheel::MAX_DELAY_TICKS;
+    const TOP: u64 = 1 << 30; // ticks per top-level bucket
+    let timer = LeanTimer::<Parked, Owned>::start_manual();
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let clock = Arc::new(AtomicU64::new(0));
+    let now = 3 * TOP + 5;
+    clock.store(now, Ordering::Relaxed);
+    timer.advance(now);
+    let deadlines = [now + MAX_DELAY_TICKS, 4 * TOP, 2 * TOP + MAX_DELAY_TICKS / 2];
+    for (id, &deadline) in deadlines.iter().enumerate() {
+        let (log, clock) = (Arc::clone(&fired), Arc::clone(&clock));
+        timer.schedule(Duration::from_millis(deadline - now), move || {
+            log.lock().unwrap().push((id, clock.load(Ordering::Relaxed)));
+        });
+    }
+    let mut order = deadlines.to_vec();
+    order.sort_unstable();
+    for (step, &deadline) in order.iter().enumerate() {
+        for at in [deadline - 1, deadline] {
+            clock.store(at, Ordering::Relaxed);
+            timer.advance(at);
+            assert_eq!(fired.lock().unwrap().len(), step + usize::from(at == deadline), "at {at}");
+        }
+        let last = *fired.lock().unwrap().last().unwrap();
+        assert_eq!(last, (deadlines.iter().position(|&d| d == deadline).unwrap(), deadline));
+    }
+    assert!(timer.is_empty());
+}
+
+#[test]
+#[should_panic(expected = "out of range")]
+fn a_deadline_past_the_range_is_refused() {
+    let timer = LeanTimer::<Parked, Owned>::start_manual();
+    timer.schedule(Duration::from_millis(super::wheel::MAX_DELAY_TICKS + 1), || {});
+}

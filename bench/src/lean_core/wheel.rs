@@ -11,8 +11,12 @@ const NIL: u32 = u32::MAX;
 const LEVELS: usize = 6;
 const BITS: u32 = 6;
 const BUCKETS: usize = 1 << BITS;
-/// Ticks the top level spans: deadlines are capped at this many ticks after the wheel's time.
+/// Ticks the top level spans.
 pub(crate) const MAX_TICKS: u64 = 1 << (BITS as usize * LEVELS);
+/// The farthest deadline, in ticks after the wheel's time (about 2 years at 1 ms): one top-level
+/// bucket short of the top level's span, so that no entry of the top level's next turn shares the
+/// bucket the time is in (which the search for the next bucket would take for this turn's).
+pub(crate) const MAX_DELAY_TICKS: u64 = MAX_TICKS - (1 << (BITS as usize * (LEVELS - 1)));
 
 struct Slot {
     deadline: u64,
@@ -112,11 +116,20 @@ impl Wheel {
         }
     }
 
-    /// Stores `task` due at `deadline` (at the earliest the tick after the last advanced to, at the
-    /// latest `MAX_TICKS - 1` after it), in the 256th `sub` of that tick; its (slot, generation).
+    /// Stores `task` due at `deadline` (at the earliest the tick after the last advanced to), in
+    /// the 256th `sub` of that tick; its (slot, generation).
+    ///
+    /// # Panics
+    ///
+    /// If `deadline` is more than [`MAX_DELAY_TICKS`] after the wheel's time: never early, so no
+    /// far deadline is clamped into range.
     #[inline(always)]
     pub(crate) fn insert(&mut self, deadline: u64, sub: u8, task: Task) -> (u32, Generation) {
-        let deadline = deadline.clamp(self.elapsed + 1, self.elapsed + MAX_TICKS - 1);
+        assert!(
+            deadline.saturating_sub(self.elapsed) <= MAX_DELAY_TICKS,
+            "lean core: deadline {deadline} out of range"
+        );
+        let deadline = deadline.max(self.elapsed + 1);
         let seq = self.seq;
         if FIFO {
             self.seq = seq.wrapping_add(1);
