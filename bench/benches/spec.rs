@@ -22,7 +22,9 @@
 //! * `SPEC_WHEEL_SIZE`: delaywheel's wheel size instead of its default (for comparing sizes;
 //!   the figures in docs/benchmarks.md use the default, as the SPEC says).
 //! * `SPEC_CAPACITY`: delaywheel built with `TimerBuilder::capacity(n)` (its arena allocated and
-//!   written before the clock starts: a warmed timer against the default cold one).
+//!   written before the clock starts: a warmed timer against the default cold one), and the lean
+//!   core's systems with `n` free slots written into the scheduling thread's shard; the peers are
+//!   never reserved.
 //! * `SPEC_LANES`: delaywheel built with `TimerBuilder::bucket_lanes(n)` instead of the host's
 //!   default (the cores rounded up to a power of two, 8 to 16: what a bigger host gets).
 //!

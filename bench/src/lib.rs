@@ -1,6 +1,7 @@
 //! What the benchmarks and their profiling examples share: the inner futures the async timeout
 //! groups wrap (`benches/async_timeout.rs`, `examples/timeout_profile.rs`), and the process CPU
-//! time the SPEC runner and the floors report.
+//! time the SPEC runner and the floors report; and [`lean_core`], a minimal timer core of another
+//! design, measured beside delaywheel (docs/lean_core.md).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,4 +44,5 @@ pub fn process_cpu_ms() -> f64 {
     let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
     (us(usage.ru_utime) + us(usage.ru_stime)) / 1e3
 }
+
 pub mod lean_core;

@@ -1,5 +1,5 @@
 //! The minimal sharded timer core of `delaywheel_bench::lean_core` (a measurement prototype, not a
-//! peer anyone ships: docs/design.md, "A leaner core, measured") as two systems: `lean-core`, whose
+//! peer anyone ships: docs/lean_core.md) as two systems: `lean-core`, whose
 //! handles are keys cancelled through the timer (no reference count), `lean-core-arc`, whose
 //! handles hold their shard's `Arc` and cancel by themselves, and `lean-core-pool`, whose handles
 //! name a shard header of the process-wide pool and cancel by themselves with no reference count;

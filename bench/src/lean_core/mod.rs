@@ -1,5 +1,5 @@
 //! A minimal thread-safe timer core, for measurement only: what a schedule + cancel pair costs in a
-//! design other than delaywheel's (docs/design.md, "A leaner core, measured").
+//! design other than delaywheel's (docs/lean_core.md).
 //!
 //! * **Shards**: `S` shards (the cores rounded up to a power of two, at least 8), each a
 //!   [`ShardLock`] (parking_lot's `Mutex`, or a test-and-set lock whose waiters spin or back off
@@ -23,8 +23,7 @@
 //!   comes after its look at the shard reads either that or the new tick, and wakes it if earlier.
 //!
 //! Options, each one of delaywheel's features, chosen when the crate is built (environment
-//! variables read by `option_env!`, so that each costs nothing when off; docs/design.md, "A
-//! leaner core, measured"):
+//! variables read by `option_env!`, so that each costs nothing when off; docs/lean_core.md):
 //!
 //! * `LEAN_FIFO=1` ([`FIFO`]): equal deadlines fire in the order they were scheduled (on one
 //!   thread; across threads by deadline to a 256th of the tick): entries appended at their bucket's
