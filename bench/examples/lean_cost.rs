@@ -20,16 +20,9 @@ use std::time::{Duration, Instant};
 use delaywheel_bench::lean_core::{
     Backoff, LeanTimer, Own, Owned, Parked, Pool, Pooled, ShardLock, Spin, FIFO, GEN64, LEN,
 };
+use delaywheel_bench::splitmix;
 
 static SUM: AtomicU64 = AtomicU64::new(0);
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 fn task(seed: u64) -> impl FnOnce() + Send + 'static {
     move || {

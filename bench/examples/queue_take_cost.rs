@@ -18,14 +18,7 @@ use std::time::{Duration, Instant};
 
 use delaywheel::queue::{DelayQueue, Expired};
 use delaywheel::{ManualClock, Timer};
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use delaywheel_bench::splitmix;
 
 #[inline(never)]
 fn take_one_by_one(queue: &DelayQueue<u64>) -> u64 {

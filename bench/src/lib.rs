@@ -1,7 +1,8 @@
 //! What the benchmarks and their profiling examples share: the inner futures the async timeout
-//! groups wrap (`benches/async_timeout.rs`, `examples/timeout_profile.rs`), and the process CPU
-//! time the SPEC runner and the floors report; and [`lean_core`], a minimal timer core of another
-//! design, measured beside delaywheel (docs/lean_core.md).
+//! groups wrap (`benches/async_timeout.rs`, `examples/timeout_profile.rs`), the process CPU time
+//! the SPEC runner and the floors report, and the PRNG of the examples and the lean core's tests
+//! ([`splitmix`]); and [`lean_core`], a minimal timer core of another design, measured beside
+//! delaywheel (docs/lean_core.md).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,6 +44,16 @@ pub fn process_cpu_ms() -> f64 {
     };
     let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
     (us(usage.ru_utime) + us(usage.ru_stime)) / 1e3
+}
+
+/// splitmix64 (Vigna): the next number of the stream whose state is `state`. Deterministic, so
+/// that a seed gives the same delays in every run and on every system measured.
+pub fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 pub mod lean_core;

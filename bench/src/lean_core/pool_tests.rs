@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::tests::splitmix;
 use super::{Backoff, LeanTimer, Parked, Pool, PoolHandle, Pooled};
+use crate::splitmix;
 
 /// Counts, per timeout, how its task ended: run, cancelled, and (always, once) its closure dropped.
 struct Marks {

@@ -3,14 +3,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{Backoff, Key, LeanTimer, Own, Owned, Parked, Pool, ShardLock, Spin};
-
-pub(super) fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use crate::splitmix;
 
 /// Every timeout fires once, at its deadline tick exactly, when time moves one tick at a time; and
 /// when it jumps, at the first advance that reaches it. Delays reach the top levels (cascades).
