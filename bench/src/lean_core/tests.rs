@@ -1,8 +1,9 @@
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{Backoff, Key, LeanTimer, Own, Owned, Parked, Pool, ShardLock, Spin};
+use super::{Backoff, Handle, Key, LeanTimer, Own, Owned, Parked, Pool, PoolHandle, Pooled, ShardLock, Spin};
 use crate::splitmix;
 
 /// Every timeout fires once, at its deadline tick exactly, when time moves one tick at a time; and
@@ -102,49 +103,129 @@ fn cancel_wins_once_with<L: ShardLock>() {
 }
 
 /// 4 threads schedule, 2 others cancel what they are sent, 2 advance the time: every timeout is
-/// fired xor cancelled, exactly once. Once on a manual timer, once on the real clock's driver.
+/// fired xor cancelled, exactly once, and never before its deadline. Once on a manual timer, once
+/// on the real clock's driver. Here by [`Key`], through the timer.
 #[test]
 fn threads_fire_xor_cancel() {
-    threads_fire_xor_cancel_with::<Parked, Owned>();
-    threads_fire_xor_cancel_with::<Spin, Owned>();
-    threads_fire_xor_cancel_with::<Backoff, Owned>();
-    threads_fire_xor_cancel_with::<Backoff, Pool>();
+    threads_fire_xor_cancel_with::<Parked, Owned, Key>();
+    threads_fire_xor_cancel_with::<Spin, Owned, Key>();
+    threads_fire_xor_cancel_with::<Backoff, Owned, Key>();
+    threads_fire_xor_cancel_with::<Backoff, Pool, Key>();
 }
 
-fn threads_fire_xor_cancel_with<L: ShardLock, O: Own<L>>() {
+/// The same with handles that cancel by themselves on the cancelling threads: [`Handle`]s holding
+/// their shard's `Arc`, and [`PoolHandle`]s.
+#[test]
+fn threads_fire_xor_cancel_by_handle() {
+    threads_fire_xor_cancel_with::<Parked, Owned, Handle<Parked>>();
+    threads_fire_xor_cancel_with::<Spin, Owned, Handle<Spin>>();
+    threads_fire_xor_cancel_with::<Backoff, Owned, Handle<Backoff>>();
+    threads_fire_xor_cancel_with::<Backoff, Pool, PoolHandle<Backoff>>();
+}
+
+/// What a timeout is cancelled by on another thread.
+trait Cancel<L: ShardLock, O: Own<L>>: Send + 'static {
+    fn schedule<F: FnOnce() + Send + 'static>(timer: &LeanTimer<L, O>, delay: Duration, task: F) -> Self;
+    fn cancel(&self, timer: &LeanTimer<L, O>) -> bool;
+}
+
+impl<L: ShardLock, O: Own<L>> Cancel<L, O> for Key {
+    fn schedule<F: FnOnce() + Send + 'static>(timer: &LeanTimer<L, O>, delay: Duration, task: F) -> Key {
+        timer.schedule(delay, task)
+    }
+
+    fn cancel(&self, timer: &LeanTimer<L, O>) -> bool {
+        timer.cancel(self)
+    }
+}
+
+impl<L: ShardLock> Cancel<L, Owned> for Handle<L> {
+    fn schedule<F: FnOnce() + Send + 'static>(timer: &LeanTimer<L, Owned>, delay: Duration, task: F) -> Self {
+        timer.schedule_handle(delay, task)
+    }
+
+    fn cancel(&self, _: &LeanTimer<L, Owned>) -> bool {
+        Handle::cancel(self)
+    }
+}
+
+impl<L: Pooled> Cancel<L, Pool> for PoolHandle<L> {
+    fn schedule<F: FnOnce() + Send + 'static>(timer: &LeanTimer<L, Pool>, delay: Duration, task: F) -> Self {
+        timer.schedule_pooled(delay, task)
+    }
+
+    fn cancel(&self, _: &LeanTimer<L, Pool>) -> bool {
+        PoolHandle::cancel(self)
+    }
+}
+
+thread_local! {
+    /// The tick of the manual timer's advance running on this thread: when its tasks run.
+    static ADVANCING_TO: Cell<u64> = const { Cell::new(0) };
+}
+
+fn advance_here<L: ShardLock, O: Own<L>>(timer: &LeanTimer<L, O>, now: u64) {
+    ADVANCING_TO.with(|at| at.set(now));
+    timer.advance(now);
+}
+
+/// What the tasks of a run write: per timeout, its runs plus its winning cancels; and every run
+/// before its deadline, told here rather than by a panic, which on the real clock would stop the
+/// driver and leave the test to time out without the message.
+struct Outcomes {
+    marks: Vec<AtomicU8>,
+    early: Mutex<Vec<String>>,
+}
+
+fn threads_fire_xor_cancel_with<L: ShardLock, O: Own<L>, C: Cancel<L, O>>() {
     for manual in [true, false] {
         const PER: usize = 20_000;
         let timer =
             Arc::new(if manual { LeanTimer::<L, O>::start_manual() } else { LeanTimer::<L, O>::start() });
-        let marks: Arc<Vec<AtomicU8>> = Arc::new((0..4 * PER).map(|_| AtomicU8::new(0)).collect());
+        let outcomes = Arc::new(Outcomes {
+            marks: (0..4 * PER).map(|_| AtomicU8::new(0)).collect(),
+            early: Mutex::new(Vec::new()),
+        });
         let done = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = crossbeam_channel::unbounded::<(usize, Key, Instant, u64)>();
+        let (tx, rx) = crossbeam_channel::unbounded::<(usize, C)>();
         std::thread::scope(|s| {
             for t in 0..4 {
-                let (timer, marks, tx, done) = (&timer, &marks, tx.clone(), &done);
+                let (timer, outcomes, tx, done) = (&timer, &outcomes, tx.clone(), &done);
                 s.spawn(move || {
                     let mut state = t as u64;
                     for i in 0..PER {
                         let id = t * PER + i;
                         let delay = splitmix(&mut state) % 20;
-                        let marks = Arc::clone(marks);
+                        let outcomes = Arc::clone(outcomes);
                         let start = Instant::now();
-                        let key = timer.schedule(Duration::from_millis(delay), move || {
-                            assert!(manual || start.elapsed() >= Duration::from_millis(delay), "fired early");
-                            marks[id].fetch_add(1, Ordering::Relaxed);
+                        // The deadline's tick is at least this: the time can only have moved on.
+                        let due = timer.core.manual.load(Ordering::Relaxed) + delay;
+                        let cancel = C::schedule(timer, Duration::from_millis(delay), move || {
+                            let early = if manual {
+                                let at = ADVANCING_TO.with(Cell::get);
+                                (at < due).then(|| format!("{id} ran at tick {at}, due at {due} or later"))
+                            } else {
+                                let waited = start.elapsed();
+                                let delay = Duration::from_millis(delay);
+                                (waited < delay).then(|| format!("{id} ran after {waited:?} of {delay:?}"))
+                            };
+                            if let Some(early) = early {
+                                outcomes.early.lock().unwrap().push(early);
+                            }
+                            outcomes.marks[id].fetch_add(1, Ordering::Relaxed);
                         });
-                        tx.send((id, key, start, delay)).unwrap();
+                        tx.send((id, cancel)).unwrap();
                     }
                     done.fetch_add(1, Ordering::Release);
                 });
             }
             drop(tx);
             for _ in 0..2 {
-                let (timer, marks, rx) = (&timer, &marks, rx.clone());
+                let (timer, outcomes, rx) = (&timer, &outcomes, rx.clone());
                 s.spawn(move || {
-                    for (id, key, _, _) in rx {
-                        if id % 2 == 0 && timer.cancel(&key) {
-                            marks[id].fetch_add(1, Ordering::Relaxed);
+                    for (id, cancel) in rx {
+                        if id % 2 == 0 && cancel.cancel(timer) {
+                            outcomes.marks[id].fetch_add(1, Ordering::Relaxed);
                         }
                     }
                 });
@@ -156,7 +237,7 @@ fn threads_fire_xor_cancel_with<L: ShardLock, O: Own<L>>() {
                         let mut now = 0;
                         while done.load(Ordering::Acquire) < 4 {
                             now += 1;
-                            timer.advance(now);
+                            advance_here(timer, now);
                             std::thread::yield_now();
                         }
                     });
@@ -164,16 +245,23 @@ fn threads_fire_xor_cancel_with<L: ShardLock, O: Own<L>>() {
             }
         });
         if manual {
-            timer.advance(u64::MAX / 4);
+            advance_here(&timer, u64::MAX / 4);
         } else {
             let until = Instant::now() + Duration::from_secs(10);
-            while !timer.is_empty() && Instant::now() < until {
+            while !timer.is_empty() && outcomes.early.lock().unwrap().is_empty() && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(5));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(timer.is_empty());
-        for (id, mark) in marks.iter().enumerate() {
+        let early = outcomes.early.lock().unwrap();
+        assert!(
+            early.is_empty(),
+            "{} ran early (manual: {manual}), e.g. {:?}",
+            early.len(),
+            &early[..early.len().min(5)]
+        );
+        assert!(timer.is_empty(), "{} left pending (manual: {manual})", timer.len());
+        for (id, mark) in outcomes.marks.iter().enumerate() {
             assert_eq!(mark.load(Ordering::Relaxed), 1, "timeout {id} (manual: {manual})");
         }
     }
