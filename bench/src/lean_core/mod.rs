@@ -30,8 +30,8 @@
 //!   tail, and a fired batch sorted by (deadline in 256ths of a tick, the shard's sequence) before
 //!   it runs, all shards' due tasks in one batch.
 //! * `LEAN_GEN64=1` ([`Generation`]): generations of 64 bits (a slot reused 2⁶⁴ times between a
-//!   schedule and its cancel is out of reach), 32 otherwise; the slot stays 56 bytes, the handles
-//!   grow by 4 (`Key` 16, [`PoolHandle`] 32 bytes).
+//!   schedule and its cancel is out of reach), 32 otherwise; the slot stays 56 bytes, `Key` grows by 4 to
+//!   16 bytes, [`PoolHandle`] by 8 to 32.
 //! * `LEAN_LEN=store` or `LEAN_LEN=rmw` ([`LEN`]): [`LeanTimer::len`] read without locks, from a
 //!   count per shard written under the shard's lock by a load and a store (`store`), or by
 //!   `fetch_add` / `fetch_sub` (`rmw`).
@@ -223,7 +223,8 @@ impl<L: ShardLock, O: Own<L>> Core<L, O> {
             Some(origin) if FIFO => {
                 let at_ns = (origin.elapsed().as_nanos() as u64).saturating_add(delay_ns);
                 // 256ths of a tick, rounded up; `ceil(ceil(x) / 256) = ceil(x / 256)`.
-                let fine = at_ns.saturating_mul(256).div_ceil(TICK_NS);
+                // Whole ticks and the rest apart, so that no product saturates (never early).
+                let fine = at_ns / TICK_NS * 256 + (at_ns % TICK_NS * 256).div_ceil(TICK_NS);
                 (fine.div_ceil(256), (fine.wrapping_sub(1) & 255) as u8)
             }
             Some(origin) => {
@@ -398,7 +399,8 @@ impl<L: ShardLock> LeanTimer<L, Owned> {
 }
 
 impl<L: ShardLock, O: Own<L>> Drop for LeanTimer<L, O> {
-    /// Stops the driver and waits for it; pending tasks are dropped with the shards.
+    /// Stops the driver and waits for it; pending tasks are dropped with the shards (owned shards
+    /// live on while an `Arc` handle holds one: its pending tasks with them, still cancellable).
     fn drop(&mut self) {
         if let Some(driver) = self.driver.take() {
             self.core.stop.store(true, Ordering::Release);

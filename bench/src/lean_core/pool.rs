@@ -26,7 +26,7 @@
 //! header next. A cancel racing the give-back is ordered by the lock: before it, it takes the task
 //! out (it wins, and the task is dropped by it); after it, it sees the new epoch (it loses, and the
 //! task is dropped with the old wheel). Each task thus ends once: run, cancelled, or dropped with
-//! its timer. The only cost is that memory: a process keeps as many headers (about 2 KiB each) as
+//! its timer. The only cost is that memory: a process keeps as many headers (about 3.2 KiB each) as
 //! the most shards its timers held at once.
 
 use std::sync::atomic::Ordering;
@@ -81,13 +81,21 @@ impl<L: Pooled> Own<L> for Pool {
 
 /// A scheduled timeout of a pooled timer: cancels by itself from any thread, also after its timer
 /// is dropped (see the module's docs).
-#[derive(Clone, Copy)]
 pub struct PoolHandle<L: 'static> {
     shard: &'static Shard<L>,
     epoch: u64,
     slot: u32,
     generation: Generation,
 }
+
+// By hand: a derive would ask `L: Copy`, and the lock types are not.
+impl<L> Clone for PoolHandle<L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<L> Copy for PoolHandle<L> {}
 
 impl<L: Pooled> PoolHandle<L> {
     /// Whether the timeout was pending (then its task is dropped and never runs); `false` once its

@@ -164,3 +164,15 @@ fn threads_across_drop_and_reuse_with<L: Pooled>() {
     );
     eprintln!("{dropped} of the first timer's timeouts dropped with it");
 }
+
+/// A pooled handle is `Copy` whatever its lock: a copy names the same timeout, and of the two only
+/// the first cancel wins.
+#[test]
+fn a_copied_handle_names_the_same_timeout() {
+    let timer = LeanTimer::<Backoff, Pool>::start_manual();
+    let handle = timer.schedule_pooled(Duration::from_millis(5), || {});
+    let copy = handle;
+    assert!(copy.cancel());
+    assert!(!handle.cancel());
+    assert!(timer.is_empty());
+}
