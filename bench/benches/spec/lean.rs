@@ -94,69 +94,45 @@ impl<L: Named> System for LeanKeys<L> {
 /// Handles holding their shard: `LeanTimer::schedule_handle` and `Handle::cancel`.
 pub struct LeanArc<L: ShardLock>(LeanTimer<L>);
 
-impl<L: Named> System for LeanArc<L> {
-    const NAME: &'static str = L::ARC;
-    type Handle = Handle<L>;
-    type Local<'a> = ();
-
-    fn start() -> Self {
-        LeanArc(reserved(LeanTimer::start()))
-    }
-
-    fn local(&self) {}
-
-    fn schedule<F>(&self, _: &mut (), delay: Duration, task: F) -> Handle<L>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        self.0.schedule_handle(delay, task)
-    }
-
-    fn cancel(&self, _: &mut (), handle: &Handle<L>) -> bool {
-        handle.cancel()
-    }
-
-    fn pending(&self) -> usize {
-        self.0.len()
-    }
-
-    fn shutdown(self) {
-        drop(self.0);
-        backoff_counts();
-    }
-}
-
 /// Handles naming a pooled shard header: `LeanTimer::schedule_pooled` and `PoolHandle::cancel`.
 pub struct LeanPool<L: Pooled>(LeanTimer<L, Pool>);
 
-impl<L: Named + Pooled> System for LeanPool<L> {
-    const NAME: &'static str = L::POOL;
-    type Handle = PoolHandle<L>;
-    type Local<'a> = ();
+/// The `System` of a lean timer whose handles cancel by themselves: `$schedule` makes them.
+macro_rules! self_cancelling {
+    ($system:ident, $name:ident, $handle:ident, $schedule:ident $(, $bound:path)*) => {
+        impl<L: Named $(+ $bound)*> System for $system<L> {
+            const NAME: &'static str = L::$name;
+            type Handle = $handle<L>;
+            type Local<'a> = ();
 
-    fn start() -> Self {
-        LeanPool(reserved(LeanTimer::start()))
-    }
+            fn start() -> Self {
+                $system(reserved(LeanTimer::start()))
+            }
 
-    fn local(&self) {}
+            fn local(&self) {}
 
-    fn schedule<F>(&self, _: &mut (), delay: Duration, task: F) -> PoolHandle<L>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        self.0.schedule_pooled(delay, task)
-    }
+            fn schedule<F>(&self, _: &mut (), delay: Duration, task: F) -> $handle<L>
+            where
+                F: FnOnce() + Send + 'static,
+            {
+                self.0.$schedule(delay, task)
+            }
 
-    fn cancel(&self, _: &mut (), handle: &PoolHandle<L>) -> bool {
-        handle.cancel()
-    }
+            fn cancel(&self, _: &mut (), handle: &$handle<L>) -> bool {
+                handle.cancel()
+            }
 
-    fn pending(&self) -> usize {
-        self.0.len()
-    }
+            fn pending(&self) -> usize {
+                self.0.len()
+            }
 
-    fn shutdown(self) {
-        drop(self.0);
-        backoff_counts();
-    }
+            fn shutdown(self) {
+                drop(self.0);
+                backoff_counts();
+            }
+        }
+    };
 }
+
+self_cancelling!(LeanArc, ARC, Handle, schedule_handle);
+self_cancelling!(LeanPool, POOL, PoolHandle, schedule_pooled, Pooled);
