@@ -301,8 +301,8 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// # Errors
     ///
     /// The value comes back inside [`InsertError`], with the timer's reason: see
-    /// [`InsertError::error`], and [`Timer::try_schedule`](crate::Timer::try_schedule) for which reason a refusal names when
-    /// several hold. Nothing is stored then.
+    /// [`InsertError::error`], and [`Timer::try_schedule`](crate::Timer::try_schedule) for which
+    /// reason a refusal names when several hold. Nothing is stored then.
     pub fn try_insert(&self, value: T, delay: Duration) -> Result<Key, InsertError<T>> {
         self.insert_when(value, When::After(delay))
     }
