@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 use crate::deadline::{Deadline, Fractions, Ranker, MAX_DEADLINE_TICK};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
+#[cfg(delaywheel_loom)]
+mod loom_model;
 // A module with `unsafe` code (see the crate's "Unsafe code"): one `clock_gettime` call.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[allow(unsafe_code)]
@@ -200,17 +202,6 @@ impl ClockSource {
             #[cfg(delaywheel_loom)]
             model: Default::default(),
         }
-    }
-
-    /// Under loom, a system clock reads no real time: its reading starts at zero and moves only
-    /// by this call (`loom_internals::advance_system_clock`), so that every execution of a model
-    /// reads the same times and takes the same operations, as loom requires (docs/loom.md).
-    #[cfg(delaywheel_loom)]
-    pub(crate) fn advance_model(&self, by: Duration) {
-        let ClockSource::System { model, .. } = self else {
-            panic!("a manual clock moves by its own advance")
-        };
-        model.fetch_add(duration_nanos(by), std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Nanoseconds since the clock's origin (saturating). On every schedule: inlined into the
