@@ -121,12 +121,12 @@ fn hand_driven(tick: Duration) -> (loom::sync::Arc<delaywheel::Timer>, HandSleep
     (timer, sleep, drive, wakes)
 }
 
-/// On the system clock (the drive future then sleeps with the runtime: here a sleep fired by
-/// hand; the clock stands still, see [`hand_driven`]): a task due now is scheduled, then the runtime fires the drive future's
-/// sleep, whose waker advances the timer unless another advance holds the lock, while the main
-/// thread advances. The main thread's advance began before the schedule (the task is left to the
-/// next advance), or after it (it runs the task); the waker's advance runs no closure, and wakes
-/// the drive future, whose poll runs the task. Never neither.
+/// On the system clock (the drive future then sleeps with the runtime: here a sleep fired by hand;
+/// the clock stands still, see [`hand_driven`]): a task due now is scheduled, then the runtime
+/// fires the drive future's sleep, whose waker advances the timer unless another advance holds the
+/// lock, while the main thread advances. The main thread's advance began before the schedule (the
+/// task is left to the next advance), or after it (it runs the task); the waker's advance runs no
+/// closure, and wakes the drive future, whose poll runs the task. Never neither.
 #[test]
 fn sleep_wake_racing_an_advance() {
     // The hour takes a dozen levels, which the final drain visits: more operations than most
@@ -163,13 +163,12 @@ loom::thread_local! {
     static IN_SLEEP_WAKER: std::cell::Cell<bool> = std::cell::Cell::new(false);
 }
 
-/// On the system clock, as above, with a tick of a second: a closure due now,
-/// cancelled by the main thread while the runtime's thread fires the drive future's sleep, whose
-/// waker advances the timer but runs only tasks that hand a waker over: the closure is set aside
-/// (re-added, due at once) for the drive future's poll. Exactly one of "the cancel returned true"
-/// and "the closure ran once" happens, and the closure never runs inside the sleep's waker.
-/// Seeded fault `drive_waker_runs_closures` (nothing set aside): the waker's advance runs the
-/// closure.
+/// On the system clock, as above, with a tick of a second: a closure due now, cancelled by the main
+/// thread while the runtime's thread fires the drive future's sleep, whose waker advances the timer
+/// but runs only tasks that hand a waker over: the closure is set aside (re-added, due at once) for
+/// the drive future's poll. Exactly one of "the cancel returned true" and "the closure ran once"
+/// happens, and the closure never runs inside the sleep's waker. Seeded fault
+/// `drive_waker_runs_closures` (nothing set aside): the waker's advance runs the closure.
 #[test]
 fn sleep_waker_leaves_a_closure_racing_its_cancel() {
     let mut model = loom::model::Builder::new();
