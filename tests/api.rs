@@ -82,7 +82,8 @@ fn debug_output_shows_the_state_that_matters() {
     assert_eq!(format!("{clock:?}"), "ManualClock { now: 0ns }");
     assert_eq!(
         format!("{:?}", timer.stats()),
-        "TimerStats { pending: 2, scheduled: 2, fired: 0, cancelled: 0, panicked: 0, rearmed: 0, queued_buckets: 1, \
+        "TimerStats { pending: 2, scheduled: 2, fired: 0, cancelled: 0, abandoned: 0, panicked: 0, rearmed: 0, \
+         queued_buckets: 1, \
          levels_in_use: 1, resident_buckets: 512, pending_per_level: [2], fullest_bucket: Some(BucketLoad { level: 0, slot: 5, entries: 2 }), \
          lateness: LatenessSummary { count: 0, mean: 0ns, p50: 0ns, p99: 0ns, p999: 0ns, max: 0ns } }"
     );

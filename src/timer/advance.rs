@@ -310,7 +310,7 @@ impl Shared {
         // slot is never released.)
         let leave = !fault!("drain_scan_leaves_bucketed");
         super::cancel::claim_each_held(&self.store, claim, leave, |(task, (deadline, stamp))| {
-            super::fire::count_left(&task, stripe);
+            super::fire::count_abandoned(&task, stripe);
             values += u64::from(task.is_value());
             hand_over(task, (deadline, stamp), report, stripe, &mut unfired);
         });

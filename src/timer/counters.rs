@@ -67,6 +67,7 @@ pub(crate) struct Totals {
     pub(crate) cancelled: u64,
     pub(crate) panicked: u64,
     pub(crate) rearmed: u64,
+    pub(crate) abandoned: u64,
 }
 
 /// The kind of count-out of an entry a `cancel()` claimed.
@@ -86,6 +87,10 @@ pub(crate) struct Stripe<C> {
     panicked: AtomicU64,
     /// Resets that moved a pending task (`reset.rs`).
     rearmed: AtomicU64,
+    /// Entries counted out as `left` without running: abandoned (handed back or dropped by a
+    /// shutdown, by a closed executor) and tick-group members their group's end left behind. So
+    /// `left` = `fired` + `abandoned` once each count-out has counted its kind.
+    abandoned: AtomicU64,
     bound: Option<Arc<Bound>>,
     context: C,
 }
@@ -102,6 +107,7 @@ impl<C: Clone> Counters<C> {
                 fired: AtomicU64::new(0),
                 panicked: AtomicU64::new(0),
                 rearmed: AtomicU64::new(0),
+                abandoned: AtomicU64::new(0),
                 bound: bound.clone(),
                 context: context.clone(),
             })
@@ -152,6 +158,7 @@ impl<C> Counters<C> {
             cancelled: self.stripes.total_out(|s| &s.pending, CANCELLED),
             panicked: self.stripes.sum(|s| &s.panicked, Ordering::Relaxed),
             rearmed: self.stripes.sum(|s| &s.rearmed, Ordering::Relaxed),
+            abandoned: self.stripes.sum(|s| &s.abandoned, Ordering::Relaxed),
         }
     }
 }
@@ -202,11 +209,18 @@ impl<C> Stripe<C> {
         self.count_out_of_bound();
     }
 
-    /// Counts out an entry claimed for running, or abandoned.
+    /// Counts out an entry claimed for running (then counted [`fired`](Stripe::fired) by the
+    /// batch), or abandoned (then counted by [`abandoned`](Stripe::abandoned)).
     #[inline]
     pub(crate) fn left(&self) {
         self.pending.count_out(LEFT, 1);
         self.count_out_of_bound();
+    }
+
+    /// Counts out an entry claimed as abandoned: it never runs, nor was it cancelled.
+    pub(crate) fn abandoned(&self) {
+        self.left();
+        self.abandoned.fetch_add(1, Ordering::Relaxed);
     }
 
     #[inline]
@@ -231,6 +245,8 @@ impl<C> Stripe<C> {
         self.count_out_of_bound_n(n);
         if fired {
             self.fired(n);
+        } else if !cancelled {
+            self.abandoned.fetch_add(n, Ordering::Relaxed);
         }
     }
 

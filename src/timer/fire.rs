@@ -63,7 +63,7 @@ pub(crate) fn abandon<C>(arena: &EntryArena, held: (EntryId, Return), stripe: &S
     let Some(task) = entry::abandon(arena, held) else {
         return Abandoned::Lost;
     };
-    count_left(&task, stripe);
+    count_abandoned(&task, stripe);
     let kind = if task.is_value() { Abandoned::Value } else { Abandoned::Closure };
     if crate::unwind::drop_caught(task) {
         stripe.panicked(1);
@@ -79,17 +79,17 @@ pub(crate) fn abandon_take<C>(
 ) -> Option<(InlineTask, Deadline, u64)> {
     let taken = entry::abandon_take(arena, id);
     if let Some((task, ..)) = &taken {
-        count_left(task, stripe);
+        count_abandoned(task, stripe);
     }
     taken
 }
 
-/// Counts out on `stripe` the entry of `task`, claimed for running or abandoned, unless its entry
-/// is not counted (a tick group's task: `InlineTask::is_counted`).
+/// Counts out on `stripe` the entry of `task`, claimed as abandoned, unless its entry is not
+/// counted (a tick group's task: `InlineTask::is_counted`; its members count as their group ends).
 #[inline]
-pub(crate) fn count_left<C>(task: &InlineTask, stripe: &Stripe<C>) {
+pub(crate) fn count_abandoned<C>(task: &InlineTask, stripe: &Stripe<C>) {
     if task.is_counted() {
-        stripe.left();
+        stripe.abandoned();
     }
 }
 

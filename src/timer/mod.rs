@@ -398,6 +398,7 @@ impl Timer {
             scheduled: totals.scheduled,
             fired: totals.fired,
             cancelled: totals.cancelled,
+            abandoned: totals.abandoned,
             panicked: totals.panicked,
             rearmed: totals.rearmed,
             queued_buckets: self.shared().queue.len(),

@@ -43,8 +43,8 @@ impl Timer {
     /// others of their tick (a tick group) have no task of their own: the shutdown counts them out
     /// of [`len`](Timer::len) and wakes them once its locks are released (they then never
     /// elapse), and hands nothing back for them; in [`stats`](Timer::stats) they count as
-    /// scheduled but neither fired nor cancelled, so with such timeouts pending, fired + cancelled
-    /// + returned falls short of scheduled by their number.
+    /// `abandoned`, as the tasks handed back do: after a shutdown, fired + cancelled + abandoned =
+    /// scheduled.
     ///
     /// Called from inside one of this timer's tasks, it does not wait for the thread running that
     /// very task, and the tasks of the same batch that have not started yet (due at the same tick,

@@ -51,6 +51,13 @@ pub struct TimerStats {
     /// Tasks cancelled by a `cancel()` that returned `true`, and values a delay queue handed back
     /// by `remove` or dropped by `clear` before they expired.
     pub cancelled: u64,
+    /// Tasks that will never run and were not cancelled: handed back by a shutdown
+    /// ([`UnfiredTask`](crate::UnfiredTask)s), dropped unrun by a shutdown or by the drop of a
+    /// timer a [`DelayQueue`](crate::queue::DelayQueue) or a handle outlives, discarded by a
+    /// closed executor, and lazily armed timeouts that a shutdown woke unelapsed. With no call in
+    /// flight, `scheduled = pending + fired + cancelled + abandoned`: every task is counted once,
+    /// by how it ended.
+    pub abandoned: u64,
     /// Tasks that panicked while running, and wakes the timer made that panicked (of a sleep, of a
     /// delay queue's waiting consumers); each panic was caught and the timer went on.
     pub panicked: u64,

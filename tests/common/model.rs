@@ -394,6 +394,7 @@ pub fn check_shape(shape: Shape, ops: Vec<Op>) -> Result<(), String> {
         ensure_eq!(stats.panicked, panicked, "step {}: panicked", step);
         let accounted = stats.fired + stats.cancelled + returned_total + pending as u64;
         ensure_eq!(accounted, stats.scheduled, "step {}: fired + cancelled + returned + pending", step);
+        ensure_eq!(stats.abandoned, returned_total, "step {}: abandoned = returned by the shutdowns", step);
     }
     Ok(())
 }
