@@ -40,6 +40,9 @@ fn shutdown_racing_schedule() {
         assert_eq!(z.count(), usize::from(z_ok), "Z: accepted and handed back, or refused");
         assert_eq!(handed_back, 1 + usize::from(y_ok) + usize::from(z_ok));
         assert!(timer.is_empty());
+        let stats = timer.stats();
+        let counted = (stats.scheduled, stats.abandoned);
+        assert_eq!(counted, (handed_back as u64, handed_back as u64), "refusals count nowhere");
         assert!(timer.try_schedule(ticks(1), || {}).is_err());
         assert!(timer.shutdown().is_empty());
     });
@@ -133,6 +136,13 @@ fn shutdown_racing_advance() {
         assert_eq!(later.count(), 1, "LATER was handed back");
         assert_eq!(handed_back, 2 - ran_before_shutdown);
         assert!(timer.is_empty());
+        let stats = timer.stats();
+        let counted = (stats.fired, stats.abandoned, stats.scheduled);
+        assert_eq!(
+            counted,
+            (ran_before_shutdown as u64, handed_back as u64, 2),
+            "each counted once, by its end"
+        );
         assert!(!timer.advance_clock(Duration::ZERO), "a shut-down timer does not advance");
     });
 }
