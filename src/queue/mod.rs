@@ -6,8 +6,10 @@
 //! `T: Send`). Values come back on [`remove`](DelayQueue::remove), deadlines move with
 //! [`reset`](DelayQueue::reset), and consumers take expired values with
 //! [`try_recv`](DelayQueue::try_recv), [`try_recv_many`](DelayQueue::try_recv_many) (a batch at
-//! a time), [`recv_timeout`](DelayQueue::recv_timeout) or (feature `async`) `poll_expired`,
-//! `next_expired` and a `Stream`.
+//! a time), [`recv_timeout`](DelayQueue::recv_timeout), [`recv`](DelayQueue::recv) and the
+//! iterators of `std::sync::mpsc::Receiver`'s shape ([`iter`](DelayQueue::iter),
+//! [`try_iter`](DelayQueue::try_iter)), or (feature `async`) `poll_expired`, `next_expired` and a
+//! `Stream`.
 //!
 //! ## Protocol
 //!
@@ -68,6 +70,7 @@
 #[cfg(feature = "async")]
 mod bare;
 mod expired;
+mod iter;
 mod len;
 mod ready;
 #[cfg(feature = "async")]
@@ -80,6 +83,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 pub use expired::{Expired, InsertError};
+pub use iter::{Iter, TryIter};
 #[cfg(feature = "async")]
 pub use stream::NextExpired;
 
@@ -124,8 +128,9 @@ impl fmt::Debug for Key {
 /// * by key: [`remove`](Self::remove) (the value back, if it had not expired),
 ///   [`reset`](Self::reset) / [`reset_at`](Self::reset_at), [`deadline`](Self::deadline);
 /// * consumers: [`try_recv`](Self::try_recv), [`try_recv_many`](Self::try_recv_many),
-///   [`recv_timeout`](Self::recv_timeout), and with the `async` feature `poll_expired`,
-///   `next_expired` and `Stream`;
+///   [`recv_timeout`](Self::recv_timeout), [`recv`](Self::recv), the iterators
+///   [`iter`](Self::iter) (also `for expired in &queue`) and [`try_iter`](Self::try_iter), and with
+///   the `async` feature `poll_expired`, `next_expired` and `Stream`;
 /// * the whole queue: [`len`](Self::len), [`is_empty`](Self::is_empty),
 ///   [`next_deadline`](Self::next_deadline), [`clear`](Self::clear); built with
 ///   [`new`](Self::new), [`with_capacity`](Self::with_capacity) or [`with_timer`](Self::with_timer).
