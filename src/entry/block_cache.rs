@@ -24,10 +24,11 @@
 //!   exactly; every other move needs the timer, which a dropping slab's timer no longer is.
 
 use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 
 use super::free_lists::BATCH;
 use super::task_slab::{Block, CLASSES};
-use super::thread_cache::{self, Cacheable, CachedFree, Local};
+use super::thread_cache::{self, Cacheable, CachedFree, ExitGuard, Local, Locals};
 
 /// The most blocks a thread's cache of one class holds before a put gives its oldest batch back:
 /// a page of fresh blocks (a batch) and two more.
@@ -37,8 +38,14 @@ pub(crate) const CAPACITY: usize = 3 * BATCH;
 pub(crate) type BlockFree = CachedFree<Block>;
 
 std::thread_local! {
-    static LOCAL: [RefCell<Local<Block>>; CLASSES.len()] =
-        const { [RefCell::new(Local::new()), RefCell::new(Local::new()), RefCell::new(Local::new())] };
+    static LOCAL: Locals<Block, { CLASSES.len() }> = const {
+        [
+            RefCell::new(ManuallyDrop::new(Local::new())),
+            RefCell::new(ManuallyDrop::new(Local::new())),
+            RefCell::new(ManuallyDrop::new(Local::new())),
+        ]
+    };
+    static EXIT: ExitGuard<Block> = const { ExitGuard::new() };
 }
 
 impl Cacheable for Block {
@@ -46,10 +53,15 @@ impl Cacheable for Block {
     const REFILL_AT: usize = 0;
     const CAPACITY: usize = CAPACITY;
     const COUNTED: bool = true;
+    const CACHES: usize = CLASSES.len();
 
     #[inline]
     fn with_local<R>(which: usize, f: impl FnOnce(&mut Local<Block>) -> R) -> Option<R> {
         thread_cache::with(&LOCAL, which, f)
+    }
+
+    fn exit_guard() -> bool {
+        EXIT.try_with(|_| ()).is_ok()
     }
 }
 
@@ -104,7 +116,7 @@ mod tests {
     #[test]
     fn a_drop_racing_a_cache_given_back_at_thread_exit_counts_each_block_once() {
         // What a dropped slab's count meets when a thread that scheduled exits meanwhile: its
-        // cache, given back by the thread-local's destructor, is on a list or in its cell.
+        // cache, given back by its exit guard (`ExitGuard`), is on a list or in its cell.
         for _ in 0..2_000 {
             let slab = Arc::new(TaskSlab::new());
             let worker = Arc::clone(&slab);
@@ -118,6 +130,24 @@ mod tests {
             assert_eq!(slab.blocks_out(), 0);
             thread.join().unwrap();
         }
+    }
+
+    #[test]
+    fn a_cache_its_threads_exit_closed_sends_takes_and_puts_to_the_lists() {
+        // Another thread-local's destructor may drop or schedule a task after the exit guard ran.
+        let slab = Arc::new(TaskSlab::new());
+        let worker = Arc::clone(&slab);
+        std::thread::spawn(move || {
+            churn(&worker, 10);
+            assert!(cached(&worker) > 0);
+            drop(ExitGuard::<Block>::new());
+            assert_eq!(cached(&worker), 0, "the guard gave the cache back");
+            churn(&worker, 10);
+            assert_eq!(cached(&worker), 0, "a closed cache takes no owner again");
+        })
+        .join()
+        .unwrap();
+        assert_eq!(slab.blocks_out(), 0);
     }
 
     #[test]

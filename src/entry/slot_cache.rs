@@ -16,10 +16,11 @@
 //!   caches publish their sizes only in the builds that audit (debug and test).
 
 use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 
 use super::arena::PAGE;
 use super::free_lists::{BATCH, MIN_AGE};
-use super::thread_cache::{self, Cacheable, CachedFree, Local};
+use super::thread_cache::{self, Cacheable, CachedFree, ExitGuard, Local, Locals};
 use super::EntryId;
 
 /// The most indices a thread's cache holds before a put gives its oldest batch back: a page of
@@ -30,7 +31,8 @@ pub(crate) const CAPACITY: usize = PAGE + 2 * BATCH;
 pub(crate) type SlotFree = CachedFree<EntryId>;
 
 std::thread_local! {
-    static LOCAL: [RefCell<Local<EntryId>>; 1] = const { [RefCell::new(Local::new())] };
+    static LOCAL: Locals<EntryId, 1> = const { [RefCell::new(ManuallyDrop::new(Local::new()))] };
+    static EXIT: ExitGuard<EntryId> = const { ExitGuard::new() };
 }
 
 impl Cacheable for EntryId {
@@ -39,10 +41,15 @@ impl Cacheable for EntryId {
     const CAPACITY: usize = CAPACITY;
     // Only the audit reads the count, and only debug and test builds audit.
     const COUNTED: bool = cfg!(any(debug_assertions, test));
+    const CACHES: usize = 1;
 
     #[inline]
     fn with_local<R>(_: usize, f: impl FnOnce(&mut Local<EntryId>) -> R) -> Option<R> {
         thread_cache::with(&LOCAL, 0, f)
+    }
+
+    fn exit_guard() -> bool {
+        EXIT.try_with(|_| ()).is_ok()
     }
 }
 
@@ -98,7 +105,7 @@ mod tests {
     #[test]
     fn an_audit_racing_a_cache_given_back_at_thread_exit_sees_each_index_once() {
         // What a dropped arena's audit meets when a thread that scheduled exits meanwhile: its
-        // cache, given back by the thread-local's destructor, is on the lists or in the count.
+        // cache, given back by its exit guard (`ExitGuard`), is on the lists or in the count.
         for _ in 0..2_000 {
             let arena = Arc::new(EntryArena::unaudited());
             let worker = Arc::clone(&arena);

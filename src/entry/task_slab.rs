@@ -83,11 +83,13 @@ unsafe impl Send for Block {}
 
 impl Block {
     /// The block's first byte.
+    #[inline]
     pub(crate) fn as_ptr(self) -> *mut u8 {
         self.0.as_ptr()
     }
 
     /// The block at `ptr`, which a class handed out.
+    #[inline]
     pub(crate) fn from_ptr(ptr: *mut u8) -> Block {
         Block(NonNull::new(ptr).expect("a block's address is not null"))
     }
@@ -128,7 +130,7 @@ impl Class {
     }
 
     /// Allocates a page and returns its blocks, in order (none past `max_pages`).
-    fn fresh_page(&self) -> impl DoubleEndedIterator<Item = Block> {
+    fn fresh_page(&self) -> impl DoubleEndedIterator<Item = Block> + ExactSizeIterator {
         let mut pages = self.pages.lock();
         let page = (pages.len() < self.max_pages).then(|| {
             // Aligned to 4 KiB: every block to `BLOCK_ALIGN`.
@@ -136,12 +138,12 @@ impl Class {
             pages.push(Block::from_ptr(page));
             page
         });
-        let size = self.size;
-        page.into_iter().flat_map(move |page| {
-            // SAFETY: the source's pages are `size * BLOCKS_PER_PAGE` bytes (`Class::new`) and
-            // `block < BLOCKS_PER_PAGE`, so the offset stays inside this page.
-            (0..BLOCKS_PER_PAGE).map(move |block| Block::from_ptr(unsafe { page.add(block * size) }))
-        })
+        let (size, blocks) = (self.size, if page.is_some() { BLOCKS_PER_PAGE } else { 0 });
+        let page = page.unwrap_or(std::ptr::null_mut());
+        // SAFETY: with a page, the source's pages are `size * BLOCKS_PER_PAGE` bytes (`Class::new`)
+        // and `block < BLOCKS_PER_PAGE`, so the offset stays inside it; without one, the range is
+        // empty and nothing is computed.
+        (0..blocks).map(move |block| Block::from_ptr(unsafe { page.add(block * size) }))
     }
 
     /// Gives back a block taken with [`alloc`](Class::alloc), whose contents its holder has moved

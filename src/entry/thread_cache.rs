@@ -22,8 +22,10 @@
 //! **Lifetimes.** A cache names its owner by a `Weak`: it never keeps an owner alive, and its
 //! pointer (which the `Weak` keeps from being reused) tells whether an item belongs to the owner at
 //! hand. A thread that takes from another owner first gives its cached items back to the old one,
-//! if it is still alive; a thread that exits does the same (the thread-local's destructor). An
-//! owner dropped meanwhile just leaves the items to be forgotten.
+//! if it is still alive; a thread that exits does the same (its [`ExitGuard`], a thread-local
+//! registered when a cache first takes an owner; the caches' own thread-local has no destructor,
+//! so that a take or put checks no state of it). An owner dropped meanwhile just leaves the items
+//! to be forgotten.
 //!
 //! **Counting what the caches hold** (for the kinds that count: [`Cacheable::COUNTED`]). Each
 //! thread publishes how many items its cache holds in a
@@ -50,6 +52,8 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -67,11 +71,17 @@ pub(crate) trait Cacheable: Copy + Send + Sized + 'static {
     const CAPACITY: usize;
     /// Whether the caches publish their sizes ([`CachedFree::cached`] is 0 otherwise).
     const COUNTED: bool;
+    /// How many caches of `T` a thread has (the classes of blocks; one for slots).
+    const CACHES: usize;
 
     /// Runs `f` on this thread's cache number `which` (the class of a block); `None` under loom,
-    /// while the thread's locals are being destroyed, or if the cache is in use further up this
-    /// thread's stack.
+    /// or if the cache is in use further up this thread's stack. (A cache its thread's exit closed
+    /// has no owner, and takes none: [`ExitGuard`].)
     fn with_local<R>(which: usize, f: impl FnOnce(&mut Local<Self>) -> R) -> Option<R>;
+
+    /// Registers this thread's [`ExitGuard`] of `T`; `false` if it already ran (the thread is
+    /// exiting), when a cache must not take an owner.
+    fn exit_guard() -> bool;
 }
 
 /// Free items of one owner: its free lists, and the threads' caches in front of them (see the
@@ -90,21 +100,27 @@ pub(crate) struct CachedFree<T: Cacheable> {
 /// A thread's cache of one owner's items.
 pub(crate) struct Local<T: Cacheable> {
     owner: Weak<CachedFree<T>>,
+    /// The owner's address (`owner`'s pointer, 0 with no owner): what a take or put compares, one
+    /// comparison where `Weak::as_ptr` first tells a dangling `Weak` apart.
+    owner_at: usize,
     pub(super) items: VecDeque<T>,
     /// How many items `items` holds, for the owner's count (see the module docs).
     cell: Option<Arc<AtomicUsize>>,
     /// The owner's shrink count when this cache was last emptied or taken over.
     shrinks: u64,
+    /// Set as the thread exits ([`ExitGuard`]): the cache is given back, and takes no owner again.
+    closed: bool,
 }
 
 impl<T: Cacheable> Local<T> {
     /// An empty cache with no owner (a thread-local's first value).
     pub(crate) const fn new() -> Local<T> {
-        Local { owner: Weak::new(), items: VecDeque::new(), cell: None, shrinks: 0 }
+        Local { owner: Weak::new(), owner_at: 0, items: VecDeque::new(), cell: None, shrinks: 0, closed: false }
     }
 
+    #[inline]
     fn owned_by(&self, free: &Arc<CachedFree<T>>) -> bool {
-        std::ptr::eq(self.owner.as_ptr(), Arc::as_ptr(free))
+        self.owner_at == Arc::as_ptr(free) as usize
     }
 
     /// Publishes that the cache holds `len` items.
@@ -133,21 +149,46 @@ impl<T: Cacheable> Local<T> {
         self.items.clear();
         self.cell = None;
         self.owner = Weak::new();
+        self.owner_at = 0;
     }
 }
 
-impl<T: Cacheable> Drop for Local<T> {
+/// A thread's caches of one kind, as its thread-local holds them: behind `ManuallyDrop`, so that
+/// the thread-local needs no destructor and an access to it checks no state (where one with a
+/// destructor checks, on every take and put, whether it is registered or destroyed). The kind's
+/// [`ExitGuard`] gives the caches back as the thread exits.
+pub(crate) type Locals<T, const N: usize> = [RefCell<ManuallyDrop<Local<T>>>; N];
+
+/// What gives a thread's caches of `T` back as the thread exits, in a thread-local of its own
+/// (with a destructor) that a cache registers when it takes an owner
+/// ([`Cacheable::exit_guard`]). Its drop gives each cache's items back and closes it: a take or
+/// put later in the thread's exit (another thread-local's destructor dropping a task) goes to the
+/// lists.
+pub(crate) struct ExitGuard<T: Cacheable>(PhantomData<T>);
+
+impl<T: Cacheable> ExitGuard<T> {
+    pub(crate) const fn new() -> ExitGuard<T> {
+        ExitGuard(PhantomData)
+    }
+}
+
+impl<T: Cacheable> Drop for ExitGuard<T> {
     fn drop(&mut self) {
-        self.give_back();
+        for which in 0..T::CACHES {
+            T::with_local(which, |local| {
+                local.give_back();
+                local.closed = true;
+                local.items = VecDeque::new();
+            });
+        }
     }
 }
 
-/// Runs `f` on the thread-local cache `local`, unless loom models run, the thread's locals are
-/// being destroyed, or the cache is in use further up this thread's stack: for
-/// [`Cacheable::with_local`].
+/// Runs `f` on the thread-local cache `local`, unless loom models run or the cache is in use
+/// further up this thread's stack: for [`Cacheable::with_local`].
 #[inline]
-pub(crate) fn with<T: Cacheable, R>(
-    local: &'static std::thread::LocalKey<impl AsRef<[RefCell<Local<T>>]>>,
+pub(crate) fn with<T: Cacheable, R, const N: usize>(
+    local: &'static std::thread::LocalKey<Locals<T, N>>,
     which: usize,
     f: impl FnOnce(&mut Local<T>) -> R,
 ) -> Option<R> {
@@ -155,7 +196,7 @@ pub(crate) fn with<T: Cacheable, R>(
         return None;
     }
     local
-        .try_with(|locals| locals.as_ref()[which].try_borrow_mut().ok().map(|mut local| f(&mut local)))
+        .try_with(|locals| locals[which].try_borrow_mut().ok().map(|mut local| f(&mut local)))
         .ok()
         .flatten()
 }
@@ -174,19 +215,45 @@ impl<T: Cacheable> CachedFree<T> {
     /// A free item from this thread's cache, refilled first if it is down to
     /// [`Cacheable::REFILL_AT`] (`fresh`, called with no lock held, gives never-used items when the
     /// lists have none). `None` once neither the lists nor `fresh` have one.
+    ///
+    /// The common case (the cache is this owner's, current and above its refill mark) is inlined
+    /// into the caller; everything else is [`take_slow`](Self::take_slow), out of line, so that the
+    /// fast path keeps to a few registers.
     #[inline]
     pub(crate) fn take<I: DoubleEndedIterator<Item = T>>(
         self: &Arc<Self>,
         fresh: impl FnOnce() -> I,
     ) -> Option<T> {
+        let shrinks = self.shrinks.load(Ordering::Relaxed);
+        let hit = T::with_local(self.which, |local| {
+            if !local.owned_by(self) || local.shrinks != shrinks || local.items.len() <= T::REFILL_AT {
+                return None;
+            }
+            Self::pop(local)
+        });
+        match hit {
+            Some(Some(item)) => Some(item),
+            _ => self.take_slow(fresh),
+        }
+    }
+
+    /// [`take`](Self::take) when the cache is not this owner's, is older than the last shrink, or
+    /// is down to its refill mark, or when this thread has no cache to use.
+    #[cold]
+    #[inline(never)]
+    fn take_slow<I: DoubleEndedIterator<Item = T>>(self: &Arc<Self>, fresh: impl FnOnce() -> I) -> Option<T> {
         let mut fresh = Some(fresh);
-        if let Some(taken) = T::with_local(self.which, |local| self.take_cached(local, &mut fresh)) {
+        let taken = T::with_local(self.which, |local| {
+            // A cache takes an owner only while its thread's exit guard is still to run.
+            let usable = !local.closed && (local.owned_by(self) || T::exit_guard());
+            usable.then(|| self.take_cached(local, &mut fresh))
+        });
+        if let Some(taken) = taken.flatten() {
             return taken;
         }
         self.lists.take(fresh.take().expect("a take calls `fresh` at most once"))
     }
 
-    #[inline]
     fn take_cached<I: DoubleEndedIterator<Item = T>>(
         self: &Arc<Self>,
         local: &mut Local<T>,
@@ -196,6 +263,12 @@ impl<T: Cacheable> CachedFree<T> {
         if !local.owned_by(self) || local.items.len() <= T::REFILL_AT || local.shrinks != shrinks {
             self.refill(local, shrinks, fresh.take().expect("a take calls `fresh` at most once"));
         }
+        Self::pop(local)
+    }
+
+    /// Takes the cache's next item (its oldest or its newest, as `T` says).
+    #[inline]
+    fn pop(local: &mut Local<T>) -> Option<T> {
         // Counted out before it leaves (see the module docs: every window errs low).
         local.publish(local.items.len().saturating_sub(1));
         if T::OLDEST_FIRST {
@@ -225,6 +298,7 @@ impl<T: Cacheable> CachedFree<T> {
                 local.cell = Some(cell);
             }
             local.owner = Arc::downgrade(self);
+            local.owner_at = Arc::as_ptr(self) as usize;
             local.shrinks = shrinks;
         }
         self.lists.take_batch(&mut local.items, fresh);
@@ -232,9 +306,28 @@ impl<T: Cacheable> CachedFree<T> {
     }
 
     /// Returns a free item: to this thread's cache if this owner owns it (giving its oldest batch
-    /// to the pool first if it is full), else to the lists.
+    /// to the pool first if it is full), else to the lists. As in [`take`](Self::take), the common
+    /// case (this owner's cache, with room) is inlined and the rest is out of line.
     #[inline]
     pub(crate) fn put(self: &Arc<Self>, item: T) {
+        let kept = T::with_local(self.which, |local| {
+            if !local.owned_by(self) || local.items.len() >= T::CAPACITY {
+                return false;
+            }
+            local.items.push_back(item);
+            local.publish(local.items.len());
+            true
+        });
+        if kept != Some(true) {
+            self.put_slow(item);
+        }
+    }
+
+    /// [`put`](Self::put) when the cache is full or not this owner's, or when this thread has no
+    /// cache to use.
+    #[cold]
+    #[inline(never)]
+    fn put_slow(self: &Arc<Self>, item: T) {
         let kept = T::with_local(self.which, |local| {
             if !local.owned_by(self) {
                 return false;
@@ -296,6 +389,6 @@ impl<T: Cacheable> CachedFree<T> {
 
     /// Free items: on the lists and in the threads' caches, counted with every list's lock held.
     pub(crate) fn free_count(&self) -> usize {
-        self.lists.listed_with(|listed| listed.len() + self.cached())
+        self.lists.listed_count_with(|listed| listed + self.cached())
     }
 }

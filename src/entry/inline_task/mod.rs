@@ -30,10 +30,11 @@
 //!   associated `const` per `F` ([`is_inline`]), so each `new`/`run`/`drop` compiles to one branch.
 //! * **In a block** iff not inline and a slab class holds it (`task_slab::class_for`: up to 256
 //!   bytes, alignment up to 64): [`InlineTask::new_in_as`] takes a block of that class, moves `F` into
-//!   it, and keeps the block's and the class's addresses in the word. Whoever consumes the task
-//!   (run, drop, `into_box`) moves `F` out of the block, gives the block back to its class (on the
-//!   consuming thread's free list), and only then calls or drops `F`: a panic there finds the
-//!   block already returned.
+//!   it, and keeps the block's and the class's addresses in the word. A run or `into_box` moves
+//!   `F` out of the block, gives the block back to its class (on the consuming thread's free
+//!   list), and only then calls `F`: a panic there finds the block already returned. A drop (a
+//!   cancel's) drops `F` where it lies, with no copy out, and then gives the block back, from a
+//!   guard that does so also while a panic of that drop unwinds.
 //! * **Boxed** otherwise (captures over 256 bytes, or aligned over 64): `Box<F>` is allocated once
 //!   in [`InlineTask::new_in_as`] and its thin pointer kept in the word. [`InlineTask::into_box`] hands
 //!   that same allocation back, re-typed as `Box<dyn FnOnce() + Send>`; an inline or block closure
@@ -87,6 +88,7 @@ use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 
 use super::task_slab::{self, Block, Class, Freed, TaskSlab};
+pub(crate) use lines::TaskLines;
 
 /// The storage "word": two `usize`s, uninitialised outside the closure's own bytes.
 type Word = MaybeUninit<[usize; 2]>;
@@ -245,68 +247,6 @@ impl InlineTask {
     }
 }
 
-/// The cache lines a task's closure occupies outside its slot (a block, or a box), for a loop over
-/// many tasks to start loading them early ([`TaskLines::prefetch`]): the first line's address with
-/// `log2` of the line count in its low bits (a block is line-aligned, 1, 2 or 4 lines; a box gets
-/// the line its closure starts in), or 0 for a closure stored inline. A hint only: prefetching it
-/// after the closure moved on loads a line nobody needs, nothing more.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct TaskLines(usize);
-
-const LINE: usize = 64;
-
-impl TaskLines {
-    /// Asks the CPU to start loading the lines, and does nothing else (see `SlotLock::prefetch`
-    /// for why a prefetch, not a load). A no-op off x86-64 and under loom.
-    #[inline]
-    pub(crate) fn prefetch(self) {
-        if self.0 == 0 {
-            return;
-        }
-        let first = self.0 & !(LINE - 1);
-        for line in 0..1usize << (self.0 & (LINE - 1)) {
-            let _address = first.wrapping_add(line * LINE);
-            #[cfg(all(target_arch = "x86_64", not(delaywheel_loom)))]
-            // SAFETY: `_mm_prefetch` is `unsafe` only because it is a `target_feature(enable =
-            // "sse")` function, and SSE is part of every x86-64 target. A prefetch never faults and
-            // has no architectural effect, whatever the address (this one may be stale).
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(_address as *const i8);
-            }
-        }
-    }
-}
-
-impl InlineTask {
-    /// Where this task's closure lies outside its slot ([`TaskLines`]).
-    #[inline]
-    pub(crate) fn lines(&self) -> TaskLines {
-        let lines_log2 = match self.vtable.storage {
-            Storage::Inline => return TaskLines(0),
-            Storage::Block(size) => (size / LINE).trailing_zeros() as usize,
-            Storage::Boxed => 0,
-        };
-        // SAFETY: a block or boxed closure's word starts with a pointer (`BlockWord::block`, or the
-        // `*mut F`), written in `store` and never changed: the word's first `usize` is
-        // initialised, aligned and in bounds. Only its address is taken, as a number.
-        let address = unsafe { self.data.as_ptr().cast::<usize>().read() };
-        TaskLines(address & !(LINE - 1) | lines_log2)
-    }
-}
-
-// Blocks are line-aligned, each class a power-of-two number of lines whose log2 fits below a line's
-// address bits.
-const _: () = {
-    assert!(task_slab::BLOCK_ALIGN % LINE == 0);
-    let mut class = 0;
-    while class < task_slab::CLASSES.len() {
-        let lines = task_slab::CLASSES[class] / LINE;
-        assert!(lines.is_power_of_two() && lines.trailing_zeros() < LINE.trailing_zeros());
-        class += 1;
-    }
-};
-
 impl Drop for InlineTask {
     #[inline]
     fn drop(&mut self) {
@@ -323,6 +263,22 @@ impl fmt::Debug for InlineTask {
             Storage::Block(size) => write!(f, "InlineTask(block of {size})"),
             Storage::Boxed => f.write_str("InlineTask(boxed)"),
         }
+    }
+}
+
+/// A block whose closure was dropped in place, given back to its class when this guard drops:
+/// after the closure's drop, or while a panic of that drop unwinds.
+struct GiveBack {
+    block: *mut u8,
+    class: *const Class,
+}
+
+impl Drop for GiveBack {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the class outlives its blocks (module docs, "Blocks"), so the address is a live
+        // `Class`, reached by shared reference only.
+        unsafe { &*self.class }.free(Block::from_ptr(self.block));
     }
 }
 
@@ -433,9 +389,20 @@ impl<F: Send + 'static> Erased<F> {
     ///
     /// As [`Self::take`].
     unsafe fn drop(data: Word) {
-        if Self::INLINE || Self::CLASS.is_some() {
+        if Self::INLINE {
             // SAFETY: this function's contract is `take`'s, passed on unchanged.
             drop(unsafe { Self::take(data, None) });
+        } else if Self::CLASS.is_some() {
+            // SAFETY: a block closure's word holds the `BlockWord` `store` wrote (aligned, in
+            // bounds: asserted at the top of the module).
+            let BlockWord { block, class } = unsafe { data.as_ptr().cast::<BlockWord>().read() };
+            // Gives the block back once `F` is dropped, or as a panic of that drop unwinds.
+            let _back = GiveBack { block, class };
+            // SAFETY: `store` moved an `F` into the block, which is aligned and big enough for it
+            // (CLASS); the caller guarantees it is still live and consumed only here, so it is
+            // dropped once, where it lies. Nothing reads the block after: the guard gives back its
+            // address alone.
+            unsafe { std::ptr::drop_in_place(block.cast::<F>()) };
         } else {
             // SAFETY: this function's contract, and `F` is boxed (the branch), as `unbox` requires;
             // dropping the box drops `F` in place and frees it.
@@ -489,6 +456,7 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
 }
 
 mod kinds;
+mod lines;
 #[cfg(test)]
 mod tests;
 mod value;
