@@ -74,6 +74,7 @@ pub(crate) const fn class_for(size: usize, align: usize) -> Option<usize> {
 
 /// A block's address (`BLOCK_ALIGN`-aligned, its class's size in bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(transparent)]
 pub(crate) struct Block(NonNull<u8>);
 
 // SAFETY: a `Block` is an address, moved between threads by the free lists; it grants nothing by

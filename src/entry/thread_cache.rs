@@ -115,7 +115,14 @@ pub(crate) struct Local<T: Cacheable> {
 impl<T: Cacheable> Local<T> {
     /// An empty cache with no owner (a thread-local's first value).
     pub(crate) const fn new() -> Local<T> {
-        Local { owner: Weak::new(), owner_at: 0, items: VecDeque::new(), cell: None, shrinks: 0, closed: false }
+        Local {
+            owner: Weak::new(),
+            owner_at: 0,
+            items: VecDeque::new(),
+            cell: None,
+            shrinks: 0,
+            closed: false,
+        }
     }
 
     #[inline]
@@ -195,10 +202,7 @@ pub(crate) fn with<T: Cacheable, R, const N: usize>(
     if cfg!(delaywheel_loom) {
         return None;
     }
-    local
-        .try_with(|locals| locals[which].try_borrow_mut().ok().map(|mut local| f(&mut local)))
-        .ok()
-        .flatten()
+    local.try_with(|locals| locals[which].try_borrow_mut().ok().map(|mut local| f(&mut local))).ok().flatten()
 }
 
 impl<T: Cacheable> CachedFree<T> {

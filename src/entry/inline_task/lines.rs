@@ -45,8 +45,8 @@ impl InlineTask {
             Storage::Block(size) => (size / LINE).trailing_zeros() as usize,
             Storage::Boxed => 0,
         };
-        // SAFETY: a block or boxed closure's word starts with a pointer (`BlockWord::block`, or the
-        // `*mut F`), written in `store` and never changed: the word's first `usize` is
+        // SAFETY: a block or boxed closure's word starts with a pointer (`BlockWord::block`, a
+        // `Block`: a transparent `NonNull<u8>`; or the `*mut F`), written in `store` and never changed: the word's first `usize` is
         // initialised, aligned and in bounds. Only its address is taken, as a number.
         let address = unsafe { self.data.as_ptr().cast::<usize>().read() };
         TaskLines(address & !(LINE - 1) | lines_log2)

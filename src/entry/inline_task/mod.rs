@@ -18,8 +18,8 @@
 //! InlineTask { vtable: &'static VTable, data: MaybeUninit<[usize; 2]> }   24 bytes, align 8 (64-bit)
 //!              │                        └─ inline: the closure `F` itself, in the data's first
 //!              │                                   size_of::<F>() bytes (any of 0..=16)
-//!              │                           block:  the `*mut F` of a slab block holding `F`, then the
-//!              │                                   `*const Class` it came from (`BlockWord`)
+//!              │                           block:  the address of a slab block holding `F` (a `Block`),
+//!              │                                   then the `*const Class` it came from (`BlockWord`)
 //!              │                           boxed:  the `*mut F` from `Box::into_raw(Box::new(f))`
 //!              └─ one static `VTable` per closure type `F`: call, drop and into_box for that `F`,
 //!                 and where it is stored
@@ -125,7 +125,7 @@ pub(crate) enum Storage {
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct BlockWord {
-    block: *mut u8,
+    block: Block,
     class: *const Class,
 }
 
@@ -269,7 +269,7 @@ impl fmt::Debug for InlineTask {
 /// A block whose closure was dropped in place, given back to its class when this guard drops:
 /// after the closure's drop, or while a panic of that drop unwinds.
 struct GiveBack {
-    block: *mut u8,
+    block: Block,
     class: *const Class,
 }
 
@@ -278,7 +278,7 @@ impl Drop for GiveBack {
     fn drop(&mut self) {
         // SAFETY: the class outlives its blocks (module docs, "Blocks"), so the address is a live
         // `Class`, reached by shared reference only.
-        unsafe { &*self.class }.free(Block::from_ptr(self.block));
+        unsafe { &*self.class }.free(self.block);
     }
 }
 
@@ -313,10 +313,9 @@ impl<F: Send + 'static> Erased<F> {
         } else if let Some(class) = Erased::<F>::CLASS {
             let class = slab.class(class);
             let Some(block) = class.alloc() else { return Err(f) };
-            let block = block.as_ptr();
             // SAFETY: the block is ours (just taken), `BLOCK_ALIGN`-aligned and its class's size
             // in bytes, and CLASS chose a class that holds `F` in size and alignment.
-            unsafe { block.cast::<F>().write(f) };
+            unsafe { block.as_ptr().cast::<F>().write(f) };
             let word = BlockWord { block, class };
             // SAFETY: a `BlockWord` fits the word in size and alignment (asserted above). The word
             // now owns the block and the `F` in it.
@@ -351,14 +350,14 @@ impl<F: Send + 'static> Erased<F> {
             let BlockWord { block, class } = unsafe { data.as_ptr().cast::<BlockWord>().read() };
             // SAFETY: `new_in_as` moved an `F` into the block, which is aligned and big enough for it
             // (CLASS); the caller guarantees it is still live and read once, so this moves it out.
-            let f = unsafe { block.cast::<F>().read() };
+            let f = unsafe { block.as_ptr().cast::<F>().read() };
             // The block is empty now: back to its class (or to `freed`, which returns it with
             // its batch), before `f` is called or dropped.
             match freed {
-                Some(freed) => freed.push(class, Block::from_ptr(block)),
+                Some(freed) => freed.push(class, block),
                 // SAFETY: the class outlives its blocks (module docs, "Blocks"), so the address
                 // is a live `Class`, reached by shared reference only.
-                None => unsafe { &*class }.free(Block::from_ptr(block)),
+                None => unsafe { &*class }.free(block),
             }
             f
         } else {
@@ -402,7 +401,7 @@ impl<F: Send + 'static> Erased<F> {
             // (CLASS); the caller guarantees it is still live and consumed only here, so it is
             // dropped once, where it lies. Nothing reads the block after: the guard gives back its
             // address alone.
-            unsafe { std::ptr::drop_in_place(block.cast::<F>()) };
+            unsafe { std::ptr::drop_in_place(block.as_ptr().cast::<F>()) };
         } else {
             // SAFETY: this function's contract, and `F` is boxed (the branch), as `unbox` requires;
             // dropping the box drops `F` in place and frees it.

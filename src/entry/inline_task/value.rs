@@ -104,7 +104,7 @@ impl InlineTask {
             Storage::Inline => self.data.as_mut_ptr().cast::<u8>(),
             // SAFETY: a block task's word holds the `BlockWord` `store` wrote (aligned, in bounds:
             // asserted in the parent module).
-            Storage::Block(_) => unsafe { self.data.as_ptr().cast::<BlockWord>().read() }.block,
+            Storage::Block(_) => unsafe { self.data.as_ptr().cast::<BlockWord>().read() }.block.as_ptr(),
             // SAFETY: a boxed task's word holds its `*mut F`, written as a pointer at the word's
             // (aligned) start.
             Storage::Boxed => unsafe { self.data.as_ptr().cast::<*mut u8>().read() },
