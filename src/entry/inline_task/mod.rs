@@ -54,9 +54,10 @@
 //!   panics in `run` was moved out already: its captures are dropped by unwinding, once, and a boxed
 //!   closure's allocation was freed (a block closure's block given back) when it was moved out, before the
 //!   call.
-//! * **Blocks.** A block holds `F` from `new_in_as` until the one consumer moves it out; the block
-//!   is `BLOCK_ALIGN`-aligned and its class's size, which `class_for` chose to hold `F` in size
-//!   and alignment. The class outlives the block: a slab dropped with blocks still out leaks its
+//! * **Blocks.** A block holds `F` from `new_in_as` until the one consumer moves it out (a run,
+//!   `into_box`) or drops it in place (`Drop`, which gives the block back only after that drop,
+//!   or as a panic of it unwinds: `GiveBack`); the block is `BLOCK_ALIGN`-aligned and its class's
+//!   size, which `class_for` chose to hold `F` in size and alignment. The class outlives the block: a slab dropped with blocks still out leaks its
 //!   classes rather than free them (`task_slab.rs`), so the class address in the word stays valid.
 //! * **Alignment and size.** The "word" is a `MaybeUninit<[usize; 2]>`, so it is `usize`-aligned
 //!   wherever it lives (inside the task or copied to a vtable function's argument), and only types
