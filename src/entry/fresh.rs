@@ -21,7 +21,10 @@ impl Fresh {
     /// A new entry for `task`, stored for `arena` (inline, in a block of its task slab, or boxed:
     /// `inline_task/`) and marked as a task that only hands a waker over when run (an async
     /// sleep's) if `wake`; `None` (and `task` dropped) if the slab's class for it has no room. Its
-    /// stamp is drawn here, as `by` says ([`EntryArena::stamp`]).
+    /// stamp is drawn here, as `by` says ([`EntryArena::stamp`]). Inlined into every schedule:
+    /// left to the compiler, a closure stored in a block gets it out of line, and the new entry
+    /// comes back through memory (47 more instructions per schedule + cancel pair at 64 bytes).
+    #[inline(always)]
     pub(crate) fn new_as<F>(
         deadline: Deadline,
         task: F,
