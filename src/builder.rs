@@ -16,7 +16,8 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// half a second never cascade, heartbeats of seconds to minutes cascade once, and far deadlines
 /// spread over many buckets (less lock contention between scheduling threads). A level costs 512
 /// buckets of 1.1 KiB with two lanes each in use (about 0.5 MiB; a lane costs 512 bytes where a
-/// thread adds to it: [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer
+/// thread adds to it, and level 0 uses one per bucket until adds contend:
+/// [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer
 /// (callgrind) for 100 000 timers over 1 s, schedule to fire: 4096 slots 1 227, 512 slots 1 366, 256 slots 1
 /// 447, 64 slots 1 521, 20 slots (Kafka's) 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
@@ -25,8 +26,8 @@ pub const DEFAULT_WHEEL_SIZE: usize = 512;
 /// [`BuildError::WheelSizeTooLarge`].
 ///
 /// A level's buckets are created in chunks of up to 512 consecutive slots, each when a task first
-/// needs one of them (about 110 KiB a chunk with 8 lanes, plus 0.5 KiB per lane a thread adds
-/// to), and never freed; the wheel keeps 24 bytes per chunk of every level from the start (2.25
+/// needs one of them (about 110 KiB a chunk with 8 lanes, plus 0.5 KiB per lane created), and
+/// never freed; the wheel keeps 24 bytes per chunk of every level from the start (2.25
 /// MiB at the maximum; 192 bytes at the default). So a `wheel_size(86_400)` at a 1 s tick (a day of
 /// seconds in level 0) or `wheel_size(1 << 24)` with a few tasks starts at a few MiB, and grows as
 /// the cursor moves round level 0 with tasks pending: after `wheel_size` ticks with a task in
@@ -256,13 +257,16 @@ impl TimerBuilder {
     /// lines of its own; a thread adds to the lane of its index (threads are numbered as they
     /// first touch any timer) modulo the lanes. Threads that share a lane share its lock and its
     /// lines when they schedule into the same bucket at once (the same delay from many threads: a
-    /// broker's request timeouts), so more lanes let more threads schedule side by side. A lane
-    /// costs 16 bytes per bucket, and 512 more once a thread adds to it (a lane is created on first
-    /// use); a level of the wheel is `wheel_size` buckets allocated whole when first used: at the
-    /// default wheel size a level is 0.5 MiB with 2 lanes in use, 2.1 MiB with 8 and 4.1 MiB with
-    /// 16 (up to three levels in use for delays up to 37 h). A timer scheduled into by one or two
-    /// threads thus costs about the same with 16 lanes as with 2. Fewer lanes than scheduling
-    /// threads is correct, only slower under contention.
+    /// broker's request timeouts), so more lanes let more threads schedule side by side. A bucket
+    /// of level 0 (deadlines within `wheel_size` ticks) keeps every add in its first lane until an
+    /// add finds that lane's lock held by another add, and then spreads as the others do: most of
+    /// them see a thread at a time. A lane costs 16 bytes per bucket, and 512 more once an add
+    /// needs it (a lane is created on first use); a level of the wheel is `wheel_size` buckets
+    /// allocated whole when first used: at the default wheel size a level is 0.5 MiB with 2 lanes
+    /// in use, 2.1 MiB with 8 and 4.1 MiB with 16 (up to three levels in use for delays up to
+    /// 37 h). A timer scheduled into by one or two threads thus costs about the same with 16
+    /// lanes as with 2. Fewer lanes than scheduling threads is correct, only slower under
+    /// contention.
     ///
     /// A value that is not a power of two from 2 to 16 makes [`try_build`](TimerBuilder::try_build)
     /// fail with [`BuildError::InvalidBucketLanes`].

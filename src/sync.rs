@@ -218,7 +218,9 @@ pub(crate) use imp::*;
 // **Unmodelled** primitives: the same in both builds, invisible to loom. Only for the entry arena's
 // free lists, fresh-index counter and page directory (`entry/arena.rs`, `entry/pages.rs`), and for
 // the thread a timer's advance runs on (`timer/advancing.rs`: each thread reads there only whether
-// it wrote its own number, which orders nothing across threads). Slot indices do travel through
+// it wrote its own number, which orders nothing across threads), and a bucket's spread over its
+// lanes (`wheel/bucket/lanes.rs`: it only picks which created lane an add takes, and under loom it
+// never changes). Slot indices do travel through
 // them, from the thread that released a slot to the one that reuses it, but the state of every slot
 // is ordered by the slot's own lock, which is modelled; so the models need not explore the lists.
 // The rule that makes hiding them sound: **no loom operation inside an unmodelled lock or once-cell
@@ -230,6 +232,7 @@ pub(crate) use parking_lot::Mutex as UnmodelledMutex;
 pub(crate) use parking_lot::MutexGuard as UnmodelledMutexGuard;
 pub(crate) use std::sync::atomic::AtomicPtr as UnmodelledAtomicPtr;
 pub(crate) use std::sync::atomic::AtomicU64 as UnmodelledAtomicU64;
+pub(crate) use std::sync::atomic::AtomicU8 as UnmodelledAtomicU8;
 pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;
 
 /// How many stripes a per-thread structure gets (the striped counts, the arena's free lists),

@@ -22,10 +22,14 @@
 //! A [`PageSource`] hands out pages of one size (a multiple of 4 KiB) carved from chunks of
 //! [`PAGES_PER_CHUNK`] pages, each chunk one anonymous `mmap` (so a page costs a system call per
 //! 64 pages, not one each). The first chunk is faulted in as its pages are used; every later one
-//! is mapped with `MAP_POPULATE`, resident at once: a source that needs a second chunk is growing
-//! (a burst of schedules), and one system call that fills 64 pages costs less than the 64 or more
-//! page faults of first touch on the scheduling thread (SPEC W1 and W4: a third fewer page
-//! faults, docs/benchmarks.md "Warm-up"). A page given back ([`PageSource::give_back`]) is emptied
+//! is made resident [`POPULATE_STEP`] pages at a time, as its first page of each step is handed
+//! out (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14; before that the pages fault in on first
+//! touch): a source that needs a second chunk is growing (a burst of schedules), and one system
+//! call that fills 8 pages costs less than the 8 or more page faults of first touch on the
+//! scheduling thread (SPEC W1 and W4: a third fewer page faults, docs/benchmarks.md "Warm-up"),
+//! while the resident pages not handed out yet stay under a step (a whole chunk populated at once
+//! kept up to 63 pages resident unused: 0.75 MB of slots, 0.75 bytes per timer in SPEC W6's
+//! million). A page given back ([`PageSource::give_back`]) is emptied
 //! with `madvise(MADV_DONTNEED)`, and so is the rest of the last chunk, not handed out yet: its
 //! physical memory goes back to the kernel at once, whatever the allocator would do (glibc keeps
 //! freed memory at the top of a thread's heap resident, and `malloc_trim` does not trim those),
@@ -47,6 +51,9 @@ pub(crate) use imp::{map, remap, unmap};
 
 /// Pages mapped at once by a [`PageSource`].
 pub(crate) const PAGES_PER_CHUNK: usize = 64;
+
+/// Pages of a chunk made resident at once, past the first chunk (see the module docs).
+const POPULATE_STEP: usize = 8;
 
 /// The system's page: every page a [`PageSource`] hands out is aligned to it.
 pub(crate) const OS_PAGE: usize = 4096;
@@ -94,20 +101,24 @@ impl PageSource {
             return page;
         }
         if chunks.left == 0 {
-            // The first chunk is faulted in page by page as it is used (a small timer keeps a
-            // small footprint); a source that needs a second one is growing, and gets each new
-            // chunk populated in the one system call (see the module docs).
-            let chunk = imp::map(self.chunk_bytes(), !chunks.mapped.is_empty());
-            chunks.mapped.push(chunk);
+            chunks.mapped.push(imp::map(self.chunk_bytes(), false));
             chunks.left = PAGES_PER_CHUNK;
         }
         chunks.left -= 1;
         let last = *chunks.mapped.last().expect("a chunk was mapped");
-        // SAFETY: page `PAGES_PER_CHUNK - 1 - left` of the last chunk: an offset within its
-        // `chunk_bytes` from its non-null start, so in bounds and not null.
-        unsafe {
-            NonNull::new_unchecked(last.as_ptr().add((PAGES_PER_CHUNK - 1 - chunks.left) * self.page_bytes))
+        let index = PAGES_PER_CHUNK - 1 - chunks.left;
+        // SAFETY: page `index` of the last chunk: an offset within its `chunk_bytes` from its
+        // non-null start, so in bounds and not null.
+        let page = unsafe { NonNull::new_unchecked(last.as_ptr().add(index * self.page_bytes)) };
+        // The first chunk is faulted in page by page as it is used (a small timer keeps a small
+        // footprint); a source that needs a second one is growing, and gets the rest of each
+        // later chunk made resident a step at a time (see the module docs).
+        if chunks.mapped.len() > 1 && index % POPULATE_STEP == 0 {
+            // SAFETY: pages `index .. index + POPULATE_STEP` of the last chunk (`PAGES_PER_CHUNK`
+            // is a multiple of the step): within its mapping; populating keeps their bytes.
+            unsafe { imp::populate(page, POPULATE_STEP * self.page_bytes) };
         }
+        page
     }
 
     /// Gives back pages taken with [`take`](PageSource::take), which nobody uses any more: their
@@ -188,6 +199,19 @@ mod imp {
             );
         }
         NonNull::new(chunk.cast()).expect("mmap returns no null mapping")
+    }
+
+    /// Makes `bytes` at `at` resident and writable without a page fault each
+    /// (`MADV_POPULATE_WRITE`); a kernel without it (before 5.14) leaves them to fault in on
+    /// first touch.
+    ///
+    /// # Safety
+    ///
+    /// `at..at + bytes` lies within one mapping made by [`map`] (whole system pages).
+    pub(super) unsafe fn populate(at: NonNull<u8>, bytes: usize) {
+        // SAFETY: a range of a live mapping of ours (the caller's contract); populating faults its
+        // pages in and keeps their contents. A failure (an older kernel) changes nothing.
+        unsafe { libc::madvise(at.as_ptr().cast(), bytes, libc::MADV_POPULATE_WRITE) };
     }
 
     /// Moves or resizes a mapping of `old` bytes at `at` made by [`map`] (or by this) to `new`
@@ -294,6 +318,13 @@ mod imp {
     ///
     /// As on Linux (this does nothing).
     pub(super) unsafe fn discard(_at: NonNull<u8>, _bytes: usize) {}
+
+    /// Nothing to do: `std::alloc`'s memory faults in as it is touched.
+    ///
+    /// # Safety
+    ///
+    /// As on Linux (this does nothing).
+    pub(super) unsafe fn populate(_at: NonNull<u8>, _bytes: usize) {}
 
     /// # Safety
     ///

@@ -3,7 +3,7 @@
 
 use super::{Stage, TimerTaskList, NO_EXPIRATION};
 use crate::entry::location::{BucketKey, MAX_LANES};
-use crate::sync::{thread_index, AtomicU64, Mutex, MutexGuard, OnceLock};
+use crate::sync::{thread_index, AtomicU64, Mutex, MutexGuard, OnceLock, Ordering, UnmodelledAtomicU8};
 use crate::wheel::place::STAGES;
 
 /// The most lanes a bucket may have (`TimerBuilder::bucket_lanes`): what a location holds.
@@ -11,7 +11,7 @@ pub(crate) const MAX_BUCKET_LANES: usize = MAX_LANES;
 
 /// The fewest lanes a bucket has: two, so that a scheduler and the driver's cascade re-adds in
 /// the other lane do not meet on one lock (with one thread scheduling, which lane it is depends on
-/// its index).
+/// its index; at level 0, once they contend in lane 0).
 pub(crate) const MIN_BUCKET_LANES: usize = 2;
 
 /// The fewest lanes a bucket has by default, whatever the cores: thread indices are numbered
@@ -38,12 +38,23 @@ pub(crate) fn default_lanes() -> usize {
     }
 }
 
+/// The lanes a new bucket spreads its adds over, as a mask of a thread's index: lane 0 alone at
+/// level 0, every lane above (see the module docs, "Lanes spread on contention"). Under loom and
+/// in the unit tests every lane at every level, so that the models see each thread add to a lane
+/// of its own and create it, as the unit tests expect (`tests.rs` narrows buckets where it tests
+/// the spreading).
+fn first_spread(level: usize, lanes: usize) -> u8 {
+    match level > 0 || cfg!(any(test, delaywheel_loom)) {
+        true => (lanes - 1) as u8,
+        false => 0,
+    }
+}
+
 /// One lane of a bucket: its own lock over its own stages, alone on its cache lines (128 bytes:
 /// adjacent-line prefetching pairs 64-byte lines).
 #[repr(align(128))]
 pub(super) struct Lane {
-    /// Inline, so that a schedule touches no other block than the list it appends to; a level-0
-    /// bucket uses only the first.
+    /// Inline, so that a schedule touches no other block than the list it appends to.
     pub(super) stages: Mutex<[Stage; STAGES as usize]>,
 }
 
@@ -71,6 +82,7 @@ impl TimerTaskList {
             slot_bits: slot_bits as u8,
             expiration: AtomicU64::new(NO_EXPIRATION),
             gate: Mutex::new(()),
+            spread: UnmodelledAtomicU8::new(first_spread(level, lanes)),
             lanes: (0..lanes).map(|_| OnceLock::new()).collect(),
         }
     }
@@ -91,11 +103,62 @@ impl TimerTaskList {
         self.key.slot(u32::from(self.slot_bits))
     }
 
-    /// The lane of the calling thread: its `thread_index` modulo the lanes (the same round robin
-    /// as the counter stripes, `sync/striped.rs`).
-    #[inline]
+    /// The lane of the calling thread (unit tests; see [`lock_local`](TimerTaskList::lock_local)).
+    #[cfg(test)]
     pub(super) fn local_lane(&self) -> usize {
-        thread_index() & (self.lanes.len() - 1)
+        thread_index() & usize::from(self.spread.load(Ordering::Relaxed))
+    }
+
+    /// The calling thread's lane and its lock for an add: its `thread_index` modulo the lanes the
+    /// bucket spreads over (the same round robin as the counter stripes, `sync/striped.rs`). A
+    /// bucket that keeps to lane 0 spreads if the lane's lock is held (see the module docs, "Lanes
+    /// spread on contention").
+    #[inline(always)]
+    pub(super) fn lock_local(&self) -> (usize, MutexGuard<'_, [Stage; STAGES as usize]>) {
+        // Relaxed: the spread only picks a lane, and any created lane is a correct one to add to.
+        let spread = self.spread.load(Ordering::Relaxed);
+        if spread == 0 {
+            return match self.lane(0).stages.try_lock() {
+                Some(stages) => (0, stages),
+                None => self.lock_contended(),
+            };
+        }
+        let index = thread_index() & usize::from(spread);
+        (index, self.lane(index).stages.lock())
+    }
+
+    /// [`lock_local`](TimerTaskList::lock_local) when lane 0 was held: spreads the bucket unless
+    /// a visit or a flush holds the gate (they hold every lane: more lanes would not help), then
+    /// waits for the calling thread's lane.
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(&self) -> (usize, MutexGuard<'_, [Stage; STAGES as usize]>) {
+        if self.gate.try_lock().is_some() {
+            self.widen();
+        }
+        let index = thread_index() & usize::from(self.spread.load(Ordering::Relaxed));
+        (index, self.lane(index).stages.lock())
+    }
+
+    /// Spreads the adds over every lane for good (a store only if it changes the spread: the byte
+    /// shares its line with the expiration, which every add reads).
+    fn widen(&self) {
+        if self.spread.load(Ordering::Relaxed) == 0 {
+            self.spread.store((self.lanes.len() - 1) as u8, Ordering::Relaxed);
+        }
+    }
+
+    /// The lanes' mask the bucket spreads its adds over (unit tests).
+    #[cfg(test)]
+    pub(super) fn spread(&self) -> usize {
+        usize::from(self.spread.load(Ordering::Relaxed))
+    }
+
+    /// The bucket, keeping to lane 0 as a level-0 bucket does in a build (unit tests).
+    #[cfg(test)]
+    pub(super) fn narrow(self) -> Self {
+        self.spread.store(0, Ordering::Relaxed);
+        self
     }
 
     /// Lane `index`, created on first use (see the module docs, "Lanes created on first use").

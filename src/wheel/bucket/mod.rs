@@ -16,9 +16,9 @@
 //! lock, one list tail and one set of minima between them, as long as no two of them have the same
 //! index modulo `L` (threads that share a lane are correct, only slower; so are a scheduler and the
 //! driver's cascade re-adds in the same lane). Only the expiration is shared, and an add only reads
-//! it unless it lowers it. The price is memory: a lane is 512 bytes, so it is created on first use
-//! (below): a bucket is a header of 48 bytes in its `Arc` and a cell of 16 bytes per lane, plus 512
-//! bytes per lane some thread added to (816 bytes for one thread's lane of 16, 8.3 KiB for all 16).
+//! it unless it lowers it. The price is memory, 512 bytes a lane, so a lane is created on first use
+//! (and at level 0 only once adds contend, below): a bucket is 48 bytes in its `Arc`, 16 per lane,
+//! and 512 per lane created (816 bytes for one thread's lane of 16).
 //!
 //! **Lanes created on first use.** A lane is a `OnceLock<Box<Lane>>`, created by the first thread
 //! that adds to it (or names it: a cancel, a reset), under the bucket's **gate**, a lock taken only
@@ -30,7 +30,19 @@
 //! an add reads under its lane's lock because the drain's flush takes that lock after setting it
 //! (`timer/`), could be read stale in a lane the flush never locked, so an entry would be accepted
 //! after the flush and never handed back (seeded fault `lane_created_outside_gate`). A lane is never
-//! removed: a bucket holds the lanes of the threads that ever added to it.
+//! removed: a bucket holds the lanes its adds ever spread over.
+//!
+//! **Lanes spread on contention.** A level-0 bucket starts with its adds in lane 0 alone (the
+//! driver's cascade re-adds too), and spreads them over all `L` lanes for good (its **spread**, a
+//! mask: an add goes to lane `thread_index & spread`) once an add finds lane 0's lock held
+//! (`try_lock`) while no visit or flush holds the gate (they hold every lane: more lanes would not
+//! help). Buckets above level 0 are spread from the start: they collect the timeouts of one delay
+//! from every thread (a broker's request timeouts, SPEC W3 and W7), while level 0's 512 buckets,
+//! each visited at its tick, mostly see a thread at a time (a broker's unanswered requests) and
+//! keep one lane. The spread is a hint, read `Relaxed`: any created lane is a correct one to add
+//! to (a cancel and a reset follow the ticket's or the location's lane, a visit and the flush lock
+//! every created lane), and lanes are still created only under the gate, so it adds no race. Unit
+//! tests and loom models start spread at every level (for loom an unmodelled byte that never changes).
 //!
 //! * An **add** takes its lane's lock (then the slot's), inserts, and lowers the expiration under
 //!   it, as with one lock; but two lanes' adds may lower it at once, so a lowering is one atomic
@@ -102,7 +114,7 @@ use super::{faults, ShutDown};
 use crate::deadline::Deadline;
 use crate::entry::location::{BucketKey, LaneKey, Location};
 use crate::entry::{Claimed, EntryArena, EntryId, EntryState, Fresh, InlineTask, TaskLines, Ticket};
-use crate::sync::{AtomicBool, AtomicU64, Mutex, OnceLock, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, OnceLock, Ordering, UnmodelledAtomicU8};
 
 /// "No expiration": the bucket is empty (or just flushed) and not queued.
 pub(crate) const NO_EXPIRATION: u64 = u64::MAX;
@@ -136,6 +148,9 @@ pub(crate) struct TimerTaskList {
     /// Taken to create a lane, and by a visit or a flush before the lanes' locks (see the module
     /// docs, "Lanes created on first use").
     gate: Mutex<()>,
+    /// The lanes adds spread over, a mask of a thread's index (`lanes.rs`): 0 (lane 0 alone, a
+    /// level-0 bucket at first), or `L - 1` (for good).
+    spread: UnmodelledAtomicU8,
     /// A power of two of them, from [`MIN_BUCKET_LANES`] to [`MAX_BUCKET_LANES`], each created on
     /// first use, on cache lines of its own (see the module docs).
     lanes: Box<[OnceLock<Box<Lane>>]>,
@@ -290,8 +305,7 @@ impl TimerTaskList {
         enter: impl FnOnce(&mut EntryState<'_>, LaneKey) -> bool,
         queue: impl FnOnce(u64),
     ) -> Option<Option<u64>> {
-        let lane = self.local_lane();
-        let mut stages = self.lane(lane).stages.lock();
+        let (lane, mut stages) = self.lock_local();
         if refused() {
             return None;
         }

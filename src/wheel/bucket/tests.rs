@@ -299,6 +299,43 @@ fn each_thread_adds_to_its_lane_and_a_visit_takes_every_lane() {
 }
 
 #[test]
+fn a_narrow_bucket_takes_every_thread_in_lane_0() {
+    let arena = &EntryArena::unaudited();
+    let bucket = Arc::new(TimerTaskList::new(1, 0, 9, LANES).narrow());
+    let es = entries(arena, 2);
+    on_lane(1, || add_all(arena, &bucket, &es[..1], stage(0, 100, 25, 100)));
+    on_lane(2, || add_all(arena, &bucket, &es[1..], stage(0, 100, 25, 100)));
+    for e in &es {
+        assert_eq!(arena.lock(e.id).location.map(|location| location.lane()), Some(0));
+    }
+    assert_eq!(bucket.spread(), 0);
+    assert_eq!(bucket.flush(arena).len(), 2);
+}
+
+#[test]
+fn a_narrow_bucket_spreads_once_an_add_finds_lane_0_held_but_not_by_a_visit() {
+    let arena = &EntryArena::unaudited();
+    let bucket = Arc::new(TimerTaskList::new(0, 0, 9, LANES).narrow());
+    let es = entries(arena, 2);
+    // A visit holds every lane and the gate: an add waits for it, and spreads no wider.
+    let visit = bucket.lock_all();
+    std::thread::scope(|scope| {
+        let adder = scope.spawn(|| on_lane(1, || add_all(arena, &bucket, &es[..1], stage(0, 100, 25, 100))));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(visit);
+        adder.join().unwrap();
+    });
+    assert_eq!(bucket.spread(), 0, "a visit is no contention between adds");
+    // An add that finds lane 0 held by another add spreads the bucket over every lane.
+    let lane0 = bucket.lane(0).stages.lock();
+    on_lane(1, || add_all(arena, &bucket, &es[1..], stage(0, 100, 25, 100)));
+    drop(lane0);
+    assert_eq!(bucket.spread(), LANES - 1);
+    assert_eq!(arena.lock(es[1].id).location.map(|location| location.lane()), Some(1));
+    assert_eq!(bucket.flush(arena).len(), 2, "a flush finds every lane");
+}
+
+#[test]
 fn a_bucket_is_a_few_cache_lines_per_lane() {
     // A header of 32 bytes (48 in its `Arc`), then the lanes, each lock and 4 stages (488 bytes,
     // each stage's last chunk inline: `chunk_deque/`) on 512 bytes of their own.
