@@ -397,7 +397,10 @@ fn stress(builder: TimerBuilder, seed: u64) {
         }
     });
     drop(rt);
-    assert_eq!(assert_counts(&timer, "stress"), 0);
+    // The driver may still be closing the batch that woke the last future (its counts are written
+    // after the claims): exact once no call is in flight, here once the shutdown joined the driver.
+    assert!(timer.shutdown().is_empty());
+    assert_eq!((assert_counts(&timer, "stress"), timer.stats().abandoned), (0, 0));
 }
 
 #[test]
