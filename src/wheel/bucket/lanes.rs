@@ -44,9 +44,10 @@ pub(crate) fn default_lanes() -> usize {
 /// of its own and create it, as the unit tests expect (`tests.rs` narrows buckets where it tests
 /// the spreading).
 fn first_spread(level: usize, lanes: usize) -> u8 {
-    match level > 0 || cfg!(any(test, delaywheel_loom)) {
-        true => (lanes - 1) as u8,
-        false => 0,
+    if level > 0 || cfg!(any(test, delaywheel_loom)) {
+        (lanes - 1) as u8
+    } else {
+        0
     }
 }
 
