@@ -30,6 +30,7 @@ mod queue_consumers;
 mod queue_order;
 mod reset;
 mod schedule_vs_flush;
+mod shard_wake;
 mod shrink;
 mod shutdown;
 #[cfg(feature = "async")]

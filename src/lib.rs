@@ -232,6 +232,7 @@ mod missed_tick;
 pub mod purgatory;
 pub mod queue;
 mod repeating;
+mod shard;
 #[cfg(feature = "async")]
 mod sleep;
 mod sync;
@@ -275,6 +276,7 @@ pub use timer::Timer;
 #[doc(hidden)]
 pub mod loom_internals {
     pub use crate::entry::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
+    pub use crate::shard::wake::{WakeTick, NEVER};
 
     /// Moves the reading of `timer`'s system clock by `by`: under loom a system clock reads no
     /// real time, only what the model sets (`src/clock/`), so that every execution sees the same
