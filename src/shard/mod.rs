@@ -7,6 +7,14 @@
 //!
 //! * `wake.rs`: the driver's wake-up tick, the hand-shake by which a schedule wakes a driver that
 //!   sleeps past the schedule's deadline.
+//! * `slab.rs`: one shard's slots, each named by a 64-bit generation, and their free list; slots
+//!   written ahead and given back.
+//! * `wheel.rs`: one shard's wheel over its slab, sequential (the shard's lock guards it):
+//!   placement, insert, remove, reset in place, the advance with its cascades, the next tick, and
+//!   the drain at shutdown; a fired batch carries what merges it across shards (deadline, its
+//!   256th of a tick, sequence).
 #![cfg_attr(not(test), allow(dead_code))]
 
+mod slab;
 pub(crate) mod wake;
+pub(crate) mod wheel;

@@ -1,0 +1,271 @@
+//! A shard's slab: the slots its entries live in, each addressed by a `u32` index and named by a
+//! 64-bit generation, and the free list of the vacant ones, threaded through the slots themselves.
+//!
+//! A slot is vacant or occupied. An occupied slot holds one entry `E` (the wheel's: deadline,
+//! sequence, bucket, payload) and its two links, `prev` and `next`, which its owner (`wheel.rs`)
+//! uses to keep it on an intrusive list. A vacant slot holds no entry, and its `next` is the next
+//! vacant slot of the free list. The slab knows nothing of lists beyond its free list: it hands
+//! out slots, takes them back and keeps the generations.
+//!
+//! Invariants (the shard's lock guards the slab, so they hold whenever the lock is free):
+//!
+//! * Every vacant slot is on the free list exactly once, and no occupied slot is.
+//! * A slot's generation moves on (by one, wrapping after 2⁶⁴) each time it is vacated, so a key
+//!   `(index, generation)` names one occupant: a key of an earlier occupant never matches a later
+//!   one. A slot written for the first time starts at [`Slab::floor`], at least the generation of
+//!   every slot a shrink has cut off (keys of a cut slot's occupants stay stale when the index
+//!   comes back).
+//! * `len` is the number of occupied slots, exactly.
+//!
+//! Memory: [`reserve`](Slab::reserve) writes vacant slots ahead (their pages touched before the
+//! clock starts); [`shrink`](Slab::shrink) gives back the vacant slots after the last occupied one
+//! and the vector's spare capacity. It cannot give back a vacant slot below an occupied one: an
+//! occupied slot never moves, since keys name it by index. A shrink rebuilds the free list lowest
+//! index first, so that later entries fill the bottom and leave the tail free for the next shrink.
+//! The slab never drops an entry itself except when it is dropped: entries leave it by value.
+
+/// The index no slot has: the end of a list, or of the free list.
+pub(super) const NIL: u32 = u32::MAX;
+
+/// The most slots a slab holds: indices are `u32`, and [`NIL`] is none of them. The unit tests
+/// take a smaller bound, to reach it.
+#[cfg(not(test))]
+pub(super) const MAX_SLOTS: usize = NIL as usize;
+#[cfg(test)]
+pub(super) const MAX_SLOTS: usize = 1 << 16;
+
+/// One slot: its generation, its links and, while occupied, its entry.
+pub(super) struct Slot<E> {
+    /// Names the occupant: a key holds (index, generation).
+    pub(super) generation: u64,
+    /// Occupied: the entry before this one on its list ([`NIL`] at the head).
+    pub(super) prev: u32,
+    /// Occupied: the entry after this one on its list; vacant: the next vacant slot. [`NIL`] at
+    /// the end of either.
+    pub(super) next: u32,
+    /// The entry, while occupied.
+    pub(super) entry: Option<E>,
+}
+
+/// The slots, the head of the free list, and the count of occupied slots.
+pub(super) struct Slab<E> {
+    slots: Vec<Slot<E>>,
+    /// The first vacant slot, or [`NIL`].
+    free: u32,
+    /// Occupied slots.
+    len: usize,
+    /// The generation of a slot written for the first time ([`Slab::floor`]).
+    floor: u64,
+}
+
+impl<E> Slab<E> {
+    /// An empty slab: no slots written.
+    pub(super) const fn new() -> Self {
+        Slab { slots: Vec::new(), free: NIL, len: 0, floor: 0 }
+    }
+
+    /// Occupied slots.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no slot is occupied.
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slots written, vacant and occupied.
+    pub(super) fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Slots the slab's memory holds, written or not.
+    pub(super) fn capacity(&self) -> usize {
+        self.slots.capacity()
+    }
+
+    /// The generation a slot written for the first time starts at: at least the generation of every
+    /// slot a shrink has cut off, so that no key of their occupants names a later one.
+    pub(super) fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// Puts `entry` in a vacant slot (the free list's first, else a new one at the end): its
+    /// index and generation, which name it until it is vacated. `Err(entry)` if the slab holds
+    /// [`MAX_SLOTS`] occupied slots. The slot's links are the caller's to set.
+    #[inline]
+    pub(super) fn occupy(&mut self, entry: E) -> Result<(u32, u64), E> {
+        let index = match self.free {
+            NIL => {
+                if self.slots.len() >= MAX_SLOTS {
+                    return Err(entry);
+                }
+                let index = self.slots.len() as u32;
+                let slot = Slot { generation: self.floor, prev: NIL, next: NIL, entry: Some(entry) };
+                self.slots.push(slot);
+                index
+            }
+            index => {
+                let slot = &mut self.slots[index as usize];
+                debug_assert!(slot.entry.is_none(), "slot {index} on the free list is occupied");
+                self.free = slot.next;
+                slot.entry = Some(entry);
+                index
+            }
+        };
+        self.len += 1;
+        Ok((index, self.slots[index as usize].generation))
+    }
+
+    /// Takes the entry of the occupied slot `index` out: the generation that named it, and the
+    /// entry. The slot's generation moves on and the slot goes to the head of the free list.
+    ///
+    /// # Panics
+    ///
+    /// If the slot is vacant (the caller's logic error: it vacates only what it has found
+    /// occupied).
+    #[inline]
+    pub(super) fn vacate(&mut self, index: u32) -> (u64, E) {
+        let slot = &mut self.slots[index as usize];
+        let entry = slot.entry.take().expect("vacate: the slot is occupied");
+        let generation = slot.generation;
+        slot.generation = generation.wrapping_add(1);
+        slot.next = self.free;
+        self.free = index;
+        self.len -= 1;
+        (generation, entry)
+    }
+
+    /// The entry of slot `index` if the slot is occupied by the occupant `generation` names.
+    #[inline]
+    pub(super) fn get(&self, index: u32, generation: u64) -> Option<&E> {
+        let slot = self.slots.get(index as usize)?;
+        if slot.generation != generation {
+            return None;
+        }
+        slot.entry.as_ref()
+    }
+
+    /// The slot `index` (links and entry), which the caller knows is written.
+    #[inline]
+    pub(super) fn slot(&self, index: u32) -> &Slot<E> {
+        &self.slots[index as usize]
+    }
+
+    /// The slot `index`, to set its links or its entry's fields.
+    #[inline]
+    pub(super) fn slot_mut(&mut self, index: u32) -> &mut Slot<E> {
+        &mut self.slots[index as usize]
+    }
+
+    /// The entry of the slot `index`, which the caller knows is occupied.
+    ///
+    /// # Panics
+    ///
+    /// If the slot is vacant.
+    #[inline]
+    pub(super) fn entry(&self, index: u32) -> &E {
+        self.slots[index as usize].entry.as_ref().expect("the slot is occupied")
+    }
+
+    /// The entry of the slot `index`, which the caller knows is occupied.
+    ///
+    /// # Panics
+    ///
+    /// If the slot is vacant.
+    #[inline]
+    pub(super) fn entry_mut(&mut self, index: u32) -> &mut E {
+        self.slots[index as usize].entry.as_mut().expect("the slot is occupied")
+    }
+
+    /// Writes vacant slots at the end until at least `slots` are vacant (up to [`MAX_SLOTS`] in
+    /// all), so that that many entries find a slot without the slab growing; the new ones are
+    /// taken first, lowest index first.
+    pub(super) fn reserve(&mut self, slots: usize) {
+        let vacant = self.slots.len() - self.len;
+        let more = slots.saturating_sub(vacant).min(MAX_SLOTS - self.slots.len());
+        if more == 0 {
+            return;
+        }
+        let first = self.slots.len();
+        self.slots.reserve_exact(more);
+        for index in first..first + more {
+            let next = if index + 1 < first + more { index as u32 + 1 } else { self.free };
+            self.slots.push(Slot { generation: self.floor, prev: NIL, next, entry: None });
+        }
+        self.free = first as u32;
+    }
+
+    /// Gives back what it can (module docs): cuts off the vacant slots after the last occupied one,
+    /// all of them when the slab is empty, and the vector's capacity beyond the slots left. Returns
+    /// the slots of capacity given back. O(slots written): it reads each slot once and rebuilds
+    /// the free list, lowest index first.
+    pub(super) fn shrink(&mut self) -> usize {
+        let before = self.slots.capacity();
+        let keep = self.slots.iter().rposition(|slot| slot.entry.is_some()).map_or(0, |last| last + 1);
+        if keep < self.slots.len() {
+            let cut = self.slots[keep..].iter().map(|slot| slot.generation).max().unwrap_or(0);
+            self.floor = self.floor.max(cut);
+            self.slots.truncate(keep);
+            self.relink_free();
+        }
+        self.slots.shrink_to_fit();
+        before - self.slots.capacity()
+    }
+
+    /// Vacates every occupied slot, in index order, handing `each` the index, the generation
+    /// that named the occupant, and the entry; the free list is then rebuilt, lowest index first.
+    /// `each` must not panic (the slab would be left with vacant slots off the free list).
+    pub(super) fn take_all(&mut self, mut each: impl FnMut(u32, u64, E)) {
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(entry) = slot.entry.take() {
+                let generation = slot.generation;
+                slot.generation = generation.wrapping_add(1);
+                self.len -= 1;
+                each(index as u32, generation, entry);
+            }
+        }
+        self.relink_free();
+    }
+
+    /// Threads the free list through every vacant slot, lowest index first.
+    fn relink_free(&mut self) {
+        let mut free = NIL;
+        for (index, slot) in self.slots.iter_mut().enumerate().rev() {
+            if slot.entry.is_none() {
+                slot.next = free;
+                free = index as u32;
+            }
+        }
+        self.free = free;
+    }
+
+    /// Checks the invariants (module docs) by walking the free list and every slot: the unit tests'
+    /// audit.
+    #[cfg(test)]
+    pub(super) fn check(&self) {
+        let mut on_free = vec![false; self.slots.len()];
+        let mut index = self.free;
+        while index != NIL {
+            let slot = &self.slots[index as usize];
+            assert!(slot.entry.is_none(), "occupied slot {index} on the free list");
+            assert!(
+                !std::mem::replace(&mut on_free[index as usize], true),
+                "slot {index} twice on the free list"
+            );
+            index = slot.next;
+        }
+        let occupied = self.slots.iter().filter(|slot| slot.entry.is_some()).count();
+        assert_eq!(occupied, self.len, "len counts the occupied slots");
+        assert_eq!(
+            on_free.iter().filter(|&&free| free).count(),
+            self.slots.len() - occupied,
+            "every vacant slot free"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;
