@@ -165,7 +165,7 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except nine private modules. Two carry the slots:
+//! The crate denies `unsafe_code` everywhere except ten private modules. Two carry the slots:
 //! `entry::inline_task`, which stores a task's closure type-erased in a fixed 24 bytes (inline when it
 //! captures at most two words) so that entries can live densely in slots, and `entry::slot_lock`, the slots'
 //! lock, whose state lives in two spare bits of the entry's generation word (an `UnsafeCell` behind a guard,
@@ -183,9 +183,11 @@
 //! mappings of its own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own).
 //! One shares the timeouts' tick groups (feature `async`): `sleep::group`, whose group is reached through a
 //! pointer and freed by the last of its three holds (members, the thread's cache, the timer task), decided
-//! under the group's lock, so that a timeout writes no reference count (loom models `sleep::group_*`). In
-//! all nine, every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment saying why it is sound
-//! (checked by clippy's `undocumented_unsafe_blocks`, denied in CI), and every `unsafe fn` (all
+//! under the group's lock, so that a timeout writes no reference count (loom models `sleep::group_*`). One
+//! is the shard core's lock, `shard::lock` (test-and-set, an `UnsafeCell` behind its guard; not used by
+//! `Timer` yet; loom models `shard::*`). In all ten, every `unsafe` block and `unsafe impl` carries a
+//! `// SAFETY:` comment saying why it is sound (checked by clippy's `undocumented_unsafe_blocks`, denied
+//! in CI), and every `unsafe fn` (all
 //! crate-private, which clippy's `missing_safety_doc` does not see) a `# Safety` section with its caller's
 //! obligations.
 //!
@@ -195,9 +197,9 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// Nine modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
-// `entry::pages`, `entry::os`, `entry::mapped_vec`, `driver::timer_slack`, `clock::monotonic` and
-// `sleep::group`
+// Ten modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
+// `entry::pages`, `entry::os`, `entry::mapped_vec`, `driver::timer_slack`, `clock::monotonic`,
+// `sleep::group` and `shard::lock`
 // (see "Unsafe code" above); everything else is safe Rust.
 #![deny(unsafe_code)]
 // In those modules every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment, every
@@ -270,13 +272,21 @@ pub use timer::stats::{BucketLoad, LatenessSummary, TimerStats};
 pub use timer::unfired::UnfiredTask;
 pub use timer::Timer;
 
-/// Only in loom builds: the slot lock, for its own loom model (`loom_tests/slot_lock.rs`), and the
-/// system clock's reading, which the models of `Timer::drive` move (`loom_tests/drive.rs`).
+/// Only in loom builds: the slot lock, for its own loom model (`loom_tests/slot_lock.rs`), the
+/// shard core's lock and pool (`loom_tests/shard.rs`), and the system clock's reading, which the
+/// models of `Timer::drive` move (`loom_tests/drive.rs`).
 #[cfg(delaywheel_loom)]
 #[doc(hidden)]
 pub mod loom_internals {
     pub use crate::entry::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
     pub use crate::shard::wake::{WakeTick, NEVER};
+
+    /// The shard core (`src/shard/`), which no public type uses yet.
+    pub mod shard {
+        pub use crate::shard::lock::{ShardLock, ShardLockGuard};
+        pub use crate::shard::pool::{Handle, Pool, Shard, ShardGuard, ShardState};
+        pub use crate::shard::stand_in::Slots;
+    }
 
     /// Moves the reading of `timer`'s system clock by `by`: under loom a system clock reads no
     /// real time, only what the model sets (`src/clock/`), so that every execution sees the same

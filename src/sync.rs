@@ -28,6 +28,13 @@
 //! drive the timer on a manual clock, which never waits), so the loom `Condvar` only supports notifying,
 //! and a wait there is a bug in the model.
 //!
+//! Two more, for the shard core (`shard/`): [`UnsafeCell`], std's or loom's in loom's shape (the
+//! access a lock hands out is a value, [`CellAccess`], which loom tracks until it is dropped, so
+//! that an access the lock does not order fails a model; dereferencing its pointer is the lock's
+//! `unsafe`, not this module's), and [`type_static`], one value per type made on first use and
+//! never freed: process-wide normally, one per model execution under loom (loom objects cannot
+//! outlive the execution that made them).
+//!
 //! Built on these: the per-thread striped count of things in and out, with the order of its reads
 //! (`striped.rs`), which the timer's `len()` and the delay queue's `len` share.
 
@@ -47,6 +54,49 @@ mod imp {
     /// `Arc::downgrade`, as a free function so that both branches offer the same call.
     pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
         Arc::downgrade(arc)
+    }
+
+    /// std's `UnsafeCell` in loom's shape: [`UnsafeCell::get_mut`] hands out the access as a value.
+    #[derive(Debug, Default)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        /// A write access to the value: its pointer (under loom, tracked until it is dropped).
+        #[inline(always)]
+        pub(crate) fn get_mut(&self) -> CellAccess<T> {
+            CellAccess(self.0.get())
+        }
+    }
+
+    /// A write access to an [`UnsafeCell`]'s value, from [`UnsafeCell::get_mut`].
+    #[derive(Debug)]
+    pub(crate) struct CellAccess<T>(*mut T);
+
+    impl<T> CellAccess<T> {
+        /// The value's address; dereferencing it is the caller's `unsafe`.
+        #[inline(always)]
+        pub(crate) fn ptr(&self) -> *mut T {
+            self.0
+        }
+    }
+
+    /// The one value of type `T` in the process, made by `T::default()` on first use and never
+    /// freed (`Box::leak`; found again by its type under a lock, so a call costs a lock and a scan
+    /// of the types made so far: for set-up paths, not hot ones).
+    pub(crate) fn type_static<T: std::any::Any + Default + Send + Sync>() -> &'static T {
+        static VALUES: parking_lot::Mutex<Vec<&'static (dyn std::any::Any + Send + Sync)>> =
+            parking_lot::Mutex::new(Vec::new());
+        let mut values = VALUES.lock();
+        if let Some(value) = values.iter().find_map(|&value| value.downcast_ref::<T>()) {
+            return value;
+        }
+        let value: &'static T = Box::leak(Box::default());
+        values.push(value);
+        value
     }
 
     /// A small number for the calling thread, handed out round robin on first use: threads
@@ -209,6 +259,53 @@ mod imp {
     /// See the `Weak` above.
     pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
         Weak(Arc::clone(arc))
+    }
+
+    /// loom's `UnsafeCell`, which checks every access against the orderings that should order it.
+    pub(crate) struct UnsafeCell<T>(loom::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::cell::UnsafeCell::new(value))
+        }
+
+        /// A write access to the value, tracked by loom until it is dropped: an access by another
+        /// thread that does not happen-after its end (or before its start) fails the model.
+        #[track_caller]
+        pub(crate) fn get_mut(&self) -> CellAccess<T> {
+            CellAccess(self.0.get_mut())
+        }
+    }
+
+    /// A write access to an [`UnsafeCell`]'s value, from [`UnsafeCell::get_mut`].
+    pub(crate) struct CellAccess<T>(loom::cell::MutPtr<T>);
+
+    impl<T> CellAccess<T> {
+        /// The value's address, valid while the access lives.
+        pub(crate) fn ptr(&self) -> *mut T {
+            self.0.with(|ptr| ptr)
+        }
+    }
+
+    /// What `type_static` keeps: a value of each type asked for so far.
+    type TypeStatics = Mutex<Vec<&'static (dyn std::any::Any + Send + Sync)>>;
+
+    loom::lazy_static! {
+        /// The values of `type_static`, one set per model execution.
+        static ref TYPE_STATICS: TypeStatics = Mutex::new(Vec::new());
+    }
+
+    /// One value of type `T` per model execution, made by `T::default()` on first use: it holds
+    /// loom objects, which cannot outlive the execution that made them. Leaked (`Box::leak`) as in
+    /// normal builds, so a reference to it stays valid; the next execution makes its own.
+    pub(crate) fn type_static<T: std::any::Any + Default + Send + Sync>() -> &'static T {
+        let mut values = TYPE_STATICS.lock();
+        if let Some(value) = values.iter().find_map(|&value| value.downcast_ref::<T>()) {
+            return value;
+        }
+        let value: &'static T = Box::leak(Box::default());
+        values.push(value);
+        value
     }
 }
 

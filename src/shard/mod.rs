@@ -5,6 +5,15 @@
 //! and modelled beside today's core, which `Timer` still runs on; nothing outside this room uses
 //! them yet.
 //!
+//! * `lock.rs`: [`ShardLock`](lock::ShardLock), the shard's lock: test-and-set, its unlock one
+//!   `Release` store (one read-modify-write per critical section), its waiters spinning, yielding,
+//!   then sleeping in bounded steps (no fairness; a sleeping waiter sees the unlock up to about
+//!   115 µs late; none burns a core).
+//! * `pool.rs`: shard headers (the lock over the shard's state and epoch, and the count `len`
+//!   reads without the lock) from a process-wide pool, never freed, so that a handle (`&'static`
+//!   header, epoch, slot, generation; `Copy`) cancels with no reference count: it locks the header
+//!   and compares the epoch, which moves when the owner gives the header back. The state is the
+//!   caller's type ([`ShardState`](pool::ShardState)).
 //! * `wake.rs`: the driver's wake-up tick, the hand-shake by which a schedule wakes a driver that
 //!   sleeps past the schedule's deadline.
 //! * `slab.rs`: one shard's slots, each named by a 64-bit generation, and their free list; slots
@@ -13,8 +22,23 @@
 //!   placement, insert, remove, reset in place, the advance with its cascades, the next tick, and
 //!   the drain at shutdown; a fired batch carries what merges it across shards (deadline, its
 //!   256th of a tick, sequence).
+//! * `faults.rs`: the room's seeded faults for the loom models (`loom_tests/shard.rs`,
+//!   `loom_tests/shard_wake.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
+//!   for the pool's tests and models.
 #![cfg_attr(not(test), allow(dead_code))]
 
+mod faults;
+// A module with `unsafe` code (see the crate's "Unsafe code"): the lock's cell behind its guard.
+#[allow(unsafe_code)]
+pub(crate) mod lock;
+pub(crate) mod pool;
 mod slab;
+#[cfg(any(test, delaywheel_loom))]
+pub(crate) mod stand_in;
 pub(crate) mod wake;
 pub(crate) mod wheel;
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod lock_tests;
+#[cfg(all(test, not(delaywheel_loom)))]
+mod pool_tests;
