@@ -63,8 +63,9 @@ fn try_lock_fails_while_held_and_succeeds_after() {
     assert!(format!("{lock:?}").contains("held: false"));
 }
 
-/// A holder keeps the lock 20 ms, far past a waiter's spins and yields: the waiter sleeps, looks
-/// again, and takes the lock once it is free, seeing the holder's write.
+/// A holder keeps the lock until a waiter has slept (at least 20 ms; on a loaded host a waiter's
+/// yields alone may take longer): the waiter sleeps, looks again, and takes the lock once it is
+/// free, seeing the holder's write.
 #[test]
 fn a_waiter_past_its_spins_sleeps_and_takes_the_lock() {
     let lock = ShardLock::new(0u32);
@@ -75,6 +76,9 @@ fn a_waiter_past_its_spins_sleeps_and_takes_the_lock() {
             let mut guard = lock.lock();
             holding.wait();
             std::thread::sleep(Duration::from_millis(20));
+            while SLEEPS.load(Ordering::Relaxed) == sleeps_before {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             *guard = 1;
         });
         holding.wait();
