@@ -247,8 +247,16 @@ fn threads_fire_xor_cancel_with<L: ShardLock, O: Own<L>, C: Cancel<L, O>>() {
         if manual {
             advance_here(&timer, u64::MAX / 4);
         } else {
+            // Every timeout is marked once it ran or was cancelled; the driver counts a task out
+            // before it runs it, so an empty timer alone does not mean every run has happened (a
+            // loaded host can stall the driver in between). The last sleep gives a second run
+            // time to show.
             let until = Instant::now() + Duration::from_secs(10);
-            while !timer.is_empty() && outcomes.early.lock().unwrap().is_empty() && Instant::now() < until {
+            let unmarked = || outcomes.marks.iter().any(|mark| mark.load(Ordering::Relaxed) == 0);
+            while (!timer.is_empty() || unmarked())
+                && outcomes.early.lock().unwrap().is_empty()
+                && Instant::now() < until
+            {
                 std::thread::sleep(Duration::from_millis(5));
             }
             std::thread::sleep(Duration::from_millis(20));
