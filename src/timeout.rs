@@ -296,3 +296,12 @@ impl fmt::Display for Elapsed {
 }
 
 impl Error for Elapsed {}
+
+/// An [`Elapsed`] as an I/O error of kind [`TimedOut`](std::io::ErrorKind::TimedOut), as tokio's
+/// `Elapsed` converts, so that `timer.timeout(d, io_future).await??` works in a function returning
+/// `std::io::Result`.
+impl From<Elapsed> for std::io::Error {
+    fn from(elapsed: Elapsed) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, elapsed)
+    }
+}

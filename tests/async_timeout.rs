@@ -246,3 +246,23 @@ fn a_timeout_is_debug_whatever_its_future_so_try_timeout_unwraps_either_way() {
     timer.shutdown();
     assert_eq!(timer.try_timeout(ms(5), async { 3 }).unwrap_err(), ScheduleError::ShutDown);
 }
+
+/// An elapsed timeout converts into an I/O error of kind `TimedOut`, so `?` carries it out of a
+/// function returning `std::io::Result`, as tokio's does.
+#[test]
+fn an_elapsed_timeout_is_an_io_error_of_kind_timed_out() {
+    async fn read_with_limit(timer: &Timer) -> std::io::Result<u8> {
+        let byte = timer.timeout(ms(5), std::future::pending::<std::io::Result<u8>>()).await??;
+        Ok(byte)
+    }
+    let (clock, timer) = manual_timer(ms(1), 8);
+    let (_wakes, waker) = CountingWaker::new();
+    let mut read = pin!(read_with_limit(&timer));
+    assert!(poll(read.as_mut(), &waker).is_pending());
+    clock.advance(ms(5));
+    timer.advance_clock(Duration::ZERO);
+    let Poll::Ready(Err(error)) = poll(read.as_mut(), &waker) else { panic!("the read did not time out") };
+    assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+    assert_eq!(error.to_string(), "deadline has elapsed");
+    assert!(error.get_ref().is_some_and(|inner| inner.is::<Elapsed>()));
+}
