@@ -88,15 +88,8 @@ mod imp {
     /// freed (`Box::leak`; found again by its type under a lock, so a call costs a lock and a scan
     /// of the types made so far: for set-up paths, not hot ones).
     pub(crate) fn type_static<T: std::any::Any + Default + Send + Sync>() -> &'static T {
-        static VALUES: parking_lot::Mutex<Vec<&'static (dyn std::any::Any + Send + Sync)>> =
-            parking_lot::Mutex::new(Vec::new());
-        let mut values = VALUES.lock();
-        if let Some(value) = values.iter().find_map(|&value| value.downcast_ref::<T>()) {
-            return value;
-        }
-        let value: &'static T = Box::leak(Box::default());
-        values.push(value);
-        value
+        static VALUES: parking_lot::Mutex<super::TypeStatics> = parking_lot::Mutex::new(Vec::new());
+        super::find_or_leak(&mut VALUES.lock())
     }
 
     /// A small number for the calling thread, handed out round robin on first use: threads
@@ -287,30 +280,36 @@ mod imp {
         }
     }
 
-    /// What `type_static` keeps: a value of each type asked for so far.
-    type TypeStatics = Mutex<Vec<&'static (dyn std::any::Any + Send + Sync)>>;
-
     loom::lazy_static! {
         /// The values of `type_static`, one set per model execution.
-        static ref TYPE_STATICS: TypeStatics = Mutex::new(Vec::new());
+        static ref TYPE_STATICS: Mutex<super::TypeStatics> = Mutex::new(Vec::new());
     }
 
     /// One value of type `T` per model execution, made by `T::default()` on first use: it holds
     /// loom objects, which cannot outlive the execution that made them. Leaked (`Box::leak`) as in
     /// normal builds, so a reference to it stays valid; the next execution makes its own.
     pub(crate) fn type_static<T: std::any::Any + Default + Send + Sync>() -> &'static T {
-        let mut values = TYPE_STATICS.lock();
-        if let Some(value) = values.iter().find_map(|&value| value.downcast_ref::<T>()) {
-            return value;
-        }
-        let value: &'static T = Box::leak(Box::default());
-        values.push(value);
-        value
+        super::find_or_leak(&mut TYPE_STATICS.lock())
     }
 }
 
 #[allow(unused_imports)]
 pub(crate) use imp::*;
+
+/// What `type_static` keeps (under a lock of its build's kind): a value of each type asked for so
+/// far.
+type TypeStatics = Vec<&'static (dyn std::any::Any + Send + Sync)>;
+
+/// `type_static`'s body in both builds: the value of type `T` among `values`, or a new one
+/// (`T::default()`, leaked: never freed) added to them.
+fn find_or_leak<T: std::any::Any + Default + Send + Sync>(values: &mut TypeStatics) -> &'static T {
+    if let Some(value) = values.iter().find_map(|&value| value.downcast_ref::<T>()) {
+        return value;
+    }
+    let value: &'static T = Box::leak(Box::default());
+    values.push(value);
+    value
+}
 
 // **Unmodelled** primitives: the same in both builds, invisible to loom. Only for the entry arena's
 // free lists, fresh-index counter and page directory (`entry/arena.rs`, `entry/pages.rs`), and for

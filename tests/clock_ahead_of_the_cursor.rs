@@ -25,13 +25,7 @@ const WHEELS: [usize; 9] = [2, 3, 4, 7, 8, 20, 60, 256, 1000];
 fn timer(rng: &mut SplitMix) -> (ManualClock, Timer, u64, u64) {
     let tick = TICKS_NS[rng.range(0, TICKS_NS.len() as u64) as usize];
     let wheel = WHEELS[rng.range(0, WHEELS.len() as u64) as usize];
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .tick(Duration::from_nanos(tick))
-        .wheel_size(wheel)
-        .clock(clock.clone())
-        .manual()
-        .build();
+    let (clock, timer) = common::manual_timer(Duration::from_nanos(tick), wheel);
     (clock, timer, tick, wheel as u64)
 }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::waker::CountingWaker;
 use common::SplitMix;
-use delaywheel::{ManualClock, Sleep, Timeout, Timer};
+use delaywheel::{Sleep, Timeout};
 
 const TICKS_NS: [u64; 7] = [1_000, 1_001, 7_000, 999_999, 1_000_000, 1_500_000, 10_000_000];
 const WHEELS: [usize; 8] = [2, 3, 4, 7, 8, 20, 60, 256];
@@ -58,13 +58,7 @@ fn run(seed: u64) {
     let mut rng = SplitMix(seed);
     let tick = TICKS_NS[rng.range(0, TICKS_NS.len() as u64) as usize];
     let wheel = WHEELS[rng.range(0, WHEELS.len() as u64) as usize] as u64;
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .tick(Duration::from_nanos(tick))
-        .wheel_size(wheel as usize)
-        .clock(clock.clone())
-        .manual()
-        .build();
+    let (clock, timer) = common::manual_timer(Duration::from_nanos(tick), wheel as usize);
     let origin = timer.now();
     let at = |ns: u64| origin + Duration::from_nanos(ns);
     let mut items: Vec<Item> = Vec::new();
