@@ -4,7 +4,7 @@
 //! with `scripts/loom.sh` (all of them, or one by name); `docs/loom.md` says what each proves and how
 //! to debug a failure.
 //!
-//! Every model but the slot lock's and the shard core's own (`slot_lock.rs`, `shard.rs`) drives the
+//! Every model but the slot lock's and the shard core's own (`slot_lock.rs`, `shard*.rs`) drives the
 //! public API of a manual timer on a `ManualClock` (loom has no clock; a manual timer starts no
 //! thread and never waits) from `loom::thread`s, and keeps small: 2–3 threads, wheel size 2 (8 for the paced chunk), 1–3 tasks. The main model thread
 //! is one of the racers.
@@ -31,6 +31,7 @@ mod queue_order;
 mod reset;
 mod schedule_vs_flush;
 mod shard;
+mod shard_core;
 mod shard_wake;
 mod shrink;
 mod shutdown;

@@ -273,8 +273,8 @@ pub use timer::unfired::UnfiredTask;
 pub use timer::Timer;
 
 /// Only in loom builds: the slot lock, for its own loom model (`loom_tests/slot_lock.rs`), the
-/// shard core's lock and pool (`loom_tests/shard.rs`), and the system clock's reading, which the
-/// models of `Timer::drive` move (`loom_tests/drive.rs`).
+/// shard core's lock, pool and assembled core (`loom_tests/shard.rs`, `loom_tests/shard_core.rs`),
+/// and the system clock's reading, which the models of `Timer::drive` move (`loom_tests/drive.rs`).
 #[cfg(delaywheel_loom)]
 #[doc(hidden)]
 pub mod loom_internals {
@@ -286,6 +286,12 @@ pub mod loom_internals {
         pub use crate::shard::lock::{ShardLock, ShardLockGuard};
         pub use crate::shard::pool::{Handle, Pool, Shard, ShardGuard, ShardState};
         pub use crate::shard::stand_in::Slots;
+
+        /// The assembled shard core (`src/shard/core.rs`) and what it is made of and hands out.
+        pub mod core {
+            pub use crate::shard::core::{Core, Handle, Merge};
+            pub use crate::shard::wheel::{Fired, Wheel};
+        }
     }
 
     /// Moves the reading of `timer`'s system clock by `by`: under loom a system clock reads no

@@ -12,8 +12,15 @@
 //!   after the unlock, racing the count's other writers.
 //! * `shard_wake_never_after_look` (`wake.rs`, at its site): the driver marks its look after it,
 //!   not before, so a schedule linked behind the look reads the tick of the look before.
+//! * `shard_core_wake_before_link` ([`schedule_reading_wake_first`]): `Core::schedule` reads the
+//!   wake-up tick before it takes the shard's lock, so before its entry is linked, and may read a
+//!   tick published by a look that misses the entry.
+//! * `shard_core_advance_counts_out_after_unlock` ([`advance_counting_after_unlock`]): the core's
+//!   advance counts a shard's fired entries out after the unlock, racing a schedule's count-in.
 
-use super::pool::{Handle, Header, Pool, ShardState};
+use super::pool::{Handle, Header, Pool, Shard, ShardState};
+use super::wake::WakeTick;
+use super::wheel::{Fired, Refused, Wheel};
 use crate::sync::Ordering;
 
 /// `shard_epoch_bumped_after_give_back`: `Pool::give_back` with the epoch moved after the header
@@ -39,4 +46,35 @@ pub(super) fn cancel_counting_after_unlock<S: ShardState>(handle: &Handle<S>) ->
     let count = handle.header.count.load(Ordering::Relaxed);
     handle.header.count.store(count.wrapping_sub(1), Ordering::Relaxed);
     Some(payload)
+}
+
+/// `shard_core_advance_counts_out_after_unlock`: one shard's part of `Core::advance`, counting
+/// the fired entries out by a load and a store after the unlock, where a schedule's count-in
+/// (under the lock) may come between the two and be lost.
+pub(super) fn advance_counting_after_unlock<P: Send + 'static>(
+    shard: &Shard<Wheel<P>>,
+    now: u64,
+    out: &mut Vec<Fired<P>>,
+) {
+    let before = out.len();
+    shard.lock().state().advance(now, out);
+    let count = shard.header.count.load(Ordering::Relaxed);
+    shard.header.count.store(count.wrapping_sub(out.len() - before), Ordering::Relaxed);
+}
+
+/// `shard_core_wake_before_link`: `Core::schedule` into `shard` reading the wake-up tick before the
+/// lock, where a look that misses the entry, not linked yet, may have published the tick read.
+pub(super) fn schedule_reading_wake_first<P: Send + 'static>(
+    word: &WakeTick,
+    shard: &Shard<Wheel<P>>,
+    deadline: u64,
+    sub: u8,
+    seq: u64,
+    payload: P,
+) -> Result<(super::core::Handle<P>, bool), Refused<P>> {
+    let wake = word.wakes_driver(deadline);
+    let mut shard = shard.lock();
+    let key = shard.state().insert(deadline, sub, seq, payload)?;
+    shard.count_in(1);
+    Ok((shard.handle(key.slot, key.generation), wake))
 }

@@ -5,6 +5,11 @@
 //! and modelled beside today's core, which `Timer` still runs on; nothing outside this room uses
 //! them yet.
 //!
+//! * `core.rs`: [`Core`](core::Core), the rooms below assembled: shard headers from the pool
+//!   whose state is a wheel, a thread's schedules into a shard of its own, cancel, reset and
+//!   deadline through a handle, the driver's advance over every shard merged into one batch in
+//!   deadline and sequence order, its look before it sleeps (the wake-up hand-shake), the count
+//!   without locks, the drain at shutdown. Its module docs state which lock orders what.
 //! * `lock.rs`: [`ShardLock`](lock::ShardLock), the shard's lock: test-and-set, its unlock one
 //!   `Release` store (one read-modify-write per critical section), its waiters spinning, yielding,
 //!   then sleeping in bounded steps (no fairness; a sleeping waiter sees the unlock up to about
@@ -23,10 +28,11 @@
 //!   the drain at shutdown; a fired batch carries what merges it across shards (deadline, its
 //!   256th of a tick, sequence).
 //! * `faults.rs`: the room's seeded faults for the loom models (`loom_tests/shard.rs`,
-//!   `loom_tests/shard_wake.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
+//!   `loom_tests/shard_wake.rs`, `loom_tests/shard_core.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
 //!   for the pool's tests and models.
 #![cfg_attr(not(test), allow(dead_code))]
 
+pub(crate) mod core;
 mod faults;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the lock's cell behind its guard.
 #[allow(unsafe_code)]

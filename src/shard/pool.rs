@@ -159,7 +159,7 @@ impl<S: 'static> fmt::Debug for Pool<S> {
 
 /// An owner's hold on a header taken from a [`Pool`]: gives it back when dropped.
 pub struct Shard<S: ShardState> {
-    header: &'static Header<S>,
+    pub(super) header: &'static Header<S>,
     pool: &'static Pool<S>,
 }
 

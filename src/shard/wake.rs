@@ -33,7 +33,8 @@
 //! it, and then the driver, having woken at that tick and looked again before the entry was
 //! linked, could sleep past the entry's deadline (the loom model
 //! `shard_wake::schedule_reading_before_its_lock_can_leave_the_driver_asleep` finds that
-//! interleaving). The driver's [`NEVER`] must be stored before its look, not after (seeded fault
+//! interleaving; on the assembled core, `core.rs`, the seeded fault `shard_core_wake_before_link`
+//! makes `shard_core::a_schedule_racing_the_look_wakes_the_driver` fail). The driver's [`NEVER`] must be stored before its look, not after (seeded fault
 //! `shard_wake_never_after_look`, caught by `shard_wake::schedule_behind_the_look_wakes_the_driver`).
 //! Both accesses are `Relaxed`: the shard lock orders them, and the word carries no data but
 //! itself.

@@ -2,7 +2,7 @@
 //! heads over it, sequential (`&mut self`: the shard's lock guards it, so no atomics).
 //!
 //! **What it holds.** Each entry is a slot of the slab: its deadline in ticks and the 256th of that
-//! tick it falls in (`sub`), the shard's sequence number taken when it was inserted, the bucket it
+//! tick it falls in (`sub`), the sequence number its inserter gave it, the bucket it
 //! is in, its links, and a payload `P` (a task, a value: the wheel only moves it). The wheel has
 //! [`LEVELS`] levels of 64 buckets; a bucket of level `k` spans 64ᵏ ticks. Each bucket is a doubly
 //! linked list threaded through the slots (head and tail here, `prev` and `next` in the slots),
@@ -29,7 +29,9 @@
 //! bucket's entries in the order they were linked to it: a batch whose ticks rise, and within a
 //! tick FIFO by insertion as long as nothing was reset. Each [`Fired`] carries (deadline, `sub`,
 //! sequence), by which the caller sorts a batch, merged across shards, into deadline order to a
-//! 256th of a tick with equal deadlines in insertion order. A reset keeps the entry's sequence
+//! 256th of a tick with equal deadlines in the order of their sequence numbers. The caller numbers
+//! its inserts (one number shared by every shard gives FIFO across threads, as `entry/stamps.rs`
+//! does), so a wheel keeps no count of its own. A reset keeps the entry's sequence
 //! number, as `Timer::reset` keeps a task's stamp (docs/design.md, "Ties: the stamp"): among
 //! equal deadlines a re-armed entry orders by when it was first inserted; in its new bucket it
 //! is linked at the tail.
@@ -73,14 +75,14 @@ const _: () = assert!(LEVELS <= 16 && BUCKETS <= 256);
 
 /// Names an entry: its slot and the generation of the occupant it was given to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Key {
+pub struct Key {
     pub(crate) slot: u32,
     pub(crate) generation: u64,
 }
 
 /// Why the wheel refused a deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Refusal {
+pub enum Refusal {
     /// The deadline is after [`MAX_TICK`].
     TooFar,
     /// The slab holds as many entries as slot indices allow.
@@ -89,7 +91,7 @@ pub(crate) enum Refusal {
 
 /// An insert the wheel refused: the payload, handed back, and why.
 #[derive(Debug)]
-pub(crate) struct Refused<P> {
+pub struct Refused<P> {
     pub(crate) payload: P,
     pub(crate) reason: Refusal,
 }
@@ -97,13 +99,13 @@ pub(crate) struct Refused<P> {
 /// An entry that left the wheel, due or drained: what orders it among a batch, the key it had,
 /// and its payload.
 #[derive(Debug)]
-pub(crate) struct Fired<P> {
+pub struct Fired<P> {
     /// The deadline tick it was given (earlier than the tick it fired at when it was already
     /// passed when set).
     pub(crate) deadline: u64,
     /// The 256th of the tick its deadline falls in.
     pub(crate) sub: u8,
-    /// The shard's count of inserts when it was inserted.
+    /// The sequence number its insert gave it.
     pub(crate) seq: u64,
     pub(crate) key: Key,
     pub(crate) payload: P,
@@ -111,7 +113,7 @@ pub(crate) struct Fired<P> {
 
 impl<P> Fired<P> {
     /// The order of a merged batch: deadline, its 256th, then insertion.
-    pub(crate) fn order(&self) -> (u64, u8, u64) {
+    pub fn order(&self) -> (u64, u8, u64) {
         (self.deadline, self.sub, self.seq)
     }
 }
@@ -169,15 +171,13 @@ fn decode(code: NonZeroU16) -> (usize, usize) {
 }
 
 /// One shard's slab and wheel (module docs).
-pub(crate) struct Wheel<P> {
+pub struct Wheel<P> {
     slab: Slab<Entry<P>>,
     lists: [[List; BUCKETS]; LEVELS],
     /// Per level, bit `b` set iff bucket `b`'s list is non-empty.
     occupied: [u64; LEVELS],
     /// The last tick advanced to.
     time: u64,
-    /// Inserts so far: the next entry's sequence number.
-    seq: u64,
 }
 
 impl<P> Default for Wheel<P> {
@@ -199,7 +199,7 @@ impl<P> fmt::Debug for Wheel<P> {
 impl<P> Wheel<P> {
     /// An empty wheel at time 0, no slots written.
     pub(crate) const fn new() -> Self {
-        Wheel { slab: Slab::new(), lists: [[EMPTY; BUCKETS]; LEVELS], occupied: [0; LEVELS], time: 0, seq: 0 }
+        Wheel { slab: Slab::new(), lists: [[EMPTY; BUCKETS]; LEVELS], occupied: [0; LEVELS], time: 0 }
     }
 
     /// Entries pending.
@@ -219,25 +219,25 @@ impl<P> Wheel<P> {
         self.time
     }
 
-    /// Files `payload` due at tick `deadline`, in its 256th `sub`: at the tick after the wheel's
-    /// time if `deadline` is not after it. Its key, which names it until it leaves the wheel.
+    /// Files `payload` due at tick `deadline`, in its 256th `sub`, with the caller's sequence
+    /// number `seq` (which orders it among equal deadlines, [`Fired::order`]): at the tick after
+    /// the wheel's time if `deadline` is not after it. Its key, which names it until it leaves the
+    /// wheel.
     ///
     /// # Errors
     ///
     /// The payload back, with [`Refusal::TooFar`] if `deadline` is after [`MAX_TICK`], or
     /// [`Refusal::Full`] if the slab has no slot index left; the wheel is unchanged.
     #[inline]
-    pub(crate) fn insert(&mut self, deadline: u64, sub: u8, payload: P) -> Result<Key, Refused<P>> {
+    pub(crate) fn insert(&mut self, deadline: u64, sub: u8, seq: u64, payload: P) -> Result<Key, Refused<P>> {
         if deadline > MAX_TICK {
             return Err(Refused { payload, reason: Refusal::TooFar });
         }
-        let entry =
-            Entry { when: (deadline << 8) | u64::from(sub), seq: self.seq, bucket: code(0, 0), payload };
+        let entry = Entry { when: (deadline << 8) | u64::from(sub), seq, bucket: code(0, 0), payload };
         let (slot, generation) = match self.slab.occupy(entry) {
             Ok(occupied) => occupied,
             Err(entry) => return Err(Refused { payload: entry.payload, reason: Refusal::Full }),
         };
-        self.seq = self.seq.wrapping_add(1);
         self.link(slot, self.filed_at(deadline));
         Ok(Key { slot, generation })
     }

@@ -136,7 +136,7 @@ fn run(start: u64, ops: &[Op]) {
                 let deadline = model.deadline(when);
                 let id = ids;
                 ids += 1;
-                match wheel.insert(deadline, sub, drops.token(id)) {
+                match wheel.insert(deadline, sub, model.seq, drops.token(id)) {
                     Ok(key) => {
                         assert!(deadline <= MAX_TICK, "{deadline} accepted");
                         assert!(!model.places.contains_key(&key), "{key:?} handed out twice");

@@ -17,8 +17,11 @@ fn taken(fired: Vec<Fired<Token>>) -> Vec<(Key, (u64, u8, u64), u32)> {
     fired.iter().map(|f| (f.key, f.order(), f.payload.id)).collect()
 }
 
+/// Inserts with the number of entries pending as the sequence number: the count of inserts so far,
+/// in a test that removes nothing before it.
 fn insert<P>(wheel: &mut Wheel<P>, deadline: u64, sub: u8, payload: P) -> Key {
-    wheel.insert(deadline, sub, payload).unwrap_or_else(|_| panic!("{deadline} refused"))
+    let seq = wheel.len() as u64;
+    wheel.insert(deadline, sub, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused"))
 }
 
 #[test]
@@ -196,7 +199,7 @@ fn the_time_ends_after_the_last_tick() {
     assert!(fire(&mut wheel, 0).is_empty(), "an earlier time changes nothing");
     let fired = fire(&mut wheel, u64::MAX);
     assert_eq!(fired.iter().map(|f| (f.key, f.deadline, f.payload)).collect::<Vec<_>>(), [(key, 3, 2)]);
-    assert_eq!(wheel.insert(TIME_END, 0, 3).map_err(|e| e.reason).unwrap_err(), Refusal::TooFar);
+    assert_eq!(wheel.insert(TIME_END, 0, 0, 3).map_err(|e| e.reason).unwrap_err(), Refusal::TooFar);
 }
 
 /// A deadline at or before the time is filed at the next tick and fires there, keeping the
@@ -315,7 +318,7 @@ fn far_deadlines_are_refused_with_their_payload() {
     let drops = Drops::default();
     let mut wheel = Wheel::new();
     for (id, deadline) in [(0, MAX_TICK + 1), (1, u64::MAX)] {
-        let Err(Refused { payload, reason }) = wheel.insert(deadline, 0, drops.token(id)) else {
+        let Err(Refused { payload, reason }) = wheel.insert(deadline, 0, 0, drops.token(id)) else {
             panic!("{deadline} accepted");
         };
         assert_eq!((payload.id, reason), (id, Refusal::TooFar));
@@ -326,16 +329,15 @@ fn far_deadlines_are_refused_with_their_payload() {
     drops.assert_each_once(3);
 }
 
-/// A slab at its last index refuses with the payload back, and a refused insert takes no sequence
-/// number.
+/// A slab at its last index refuses with the payload back, and takes again once a slot is free.
 #[test]
 fn a_full_wheel_refuses_with_the_payload() {
     let mut wheel = Wheel::new();
     let keys: Vec<Key> = (0..MAX_SLOTS as u32).map(|id| insert(&mut wheel, 5, 0, id)).collect();
-    let Err(refused) = wheel.insert(5, 0, u32::MAX) else { panic!("accepted") };
+    let Err(refused) = wheel.insert(5, 0, MAX_SLOTS as u64, u32::MAX) else { panic!("accepted") };
     assert_eq!((refused.payload, refused.reason), (u32::MAX, Refusal::Full));
     assert_eq!(wheel.remove(keys[9]), Some(9));
-    insert(&mut wheel, 5, 0, 7_000_000);
+    assert!(wheel.insert(5, 0, MAX_SLOTS as u64, 7_000_000).is_ok());
     let fired = fire(&mut wheel, 5);
     assert_eq!(fired.len(), MAX_SLOTS);
     assert_eq!(fired.last().map(|f| (f.payload, f.seq)), Some((7_000_000, MAX_SLOTS as u64)));
@@ -420,7 +422,7 @@ fn nothing_is_dropped_twice_or_leaked() {
         let mut keys = Vec::new();
         for id in 0..3_000 {
             let deadline = if id % 50 == 0 { MAX_TICK + 1 } else { wheel.time() + rng.next() % 100_000 };
-            if let Ok(key) = wheel.insert(deadline, 0, drops.token(id)) {
+            if let Ok(key) = wheel.insert(deadline, 0, u64::from(id), drops.token(id)) {
                 keys.push(key);
             }
             if keys.is_empty() {

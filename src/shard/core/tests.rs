@@ -1,0 +1,222 @@
+//! The core on one thread, on manual ticks: firing ticks, cancel and reset against the advance,
+//! the merged order, the count, the drain, the wake-up answers, and payloads whose `Drop` panics.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::super::pool::Pool;
+use super::super::wheel::{Fired, Refusal, Wheel, MAX_TICK};
+use super::{Core, Handle, Merge};
+use crate::test_rng::XorShift;
+
+fn schedule<P: Send + 'static>(core: &Core<P>, deadline: u64, seq: u64, payload: P) -> Handle<P> {
+    core.schedule(deadline, 0, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused")).0
+}
+
+/// Advances to `now`: the payloads fired, in order.
+fn advance<P: Send + 'static>(core: &Core<P>, now: u64) -> Vec<P> {
+    let mut out = Vec::new();
+    core.advance(now, &mut out, &mut Merge::default());
+    out.into_iter().map(|fired| fired.payload).collect()
+}
+
+/// Every entry fires at its tick, not before, through a walk of `next_tick` and jumps alike.
+#[test]
+fn entries_fire_exactly_at_their_ticks() {
+    let core = Core::new(4);
+    assert_eq!(core.shards(), 4);
+    let mut rng = XorShift::new(11);
+    let deadlines: Vec<u64> = (0..300).map(|_| 1 + rng.next() % (1 << (rng.next() % 24))).collect();
+    for (id, &deadline) in deadlines.iter().enumerate() {
+        schedule(&core, deadline, id as u64, id);
+    }
+    let mut now = 0;
+    let mut fired = 0;
+    while let Some(next) = core.next_tick() {
+        assert!(next > now, "the next tick {next} after the time {now}");
+        let before = now;
+        now = if rng.next() % 2 == 0 { next } else { next + rng.next() % 5 };
+        for id in advance(&core, now) {
+            let deadline = deadlines[id];
+            assert!(deadline <= now, "{id} due at {deadline} fired at {now}, early");
+            assert!(deadline > before, "{id} due at {deadline} still pending after {before}");
+            fired += 1;
+        }
+        assert_eq!(core.len(), deadlines.len() - fired);
+    }
+    assert_eq!(fired, deadlines.len());
+    assert!(core.is_empty());
+}
+
+/// A cancel takes the entry once; the advance never fires a cancelled entry, and a cancel after the
+/// fire finds nothing; a deadline reads back until then.
+#[test]
+fn cancel_and_advance_take_each_entry_once() {
+    let core = Core::new(2);
+    let a = schedule(&core, 5, 0, 'a');
+    let b = schedule(&core, 5, 1, 'b');
+    assert_eq!((core.deadline(&a), core.len()), (Some((5, 0)), 2));
+    assert_eq!(core.cancel(&a), Some('a'));
+    assert_eq!((core.cancel(&a), core.deadline(&a), core.len()), (None, None, 1));
+    assert_eq!(advance(&core, 5), ['b']);
+    assert_eq!((core.cancel(&b), core.deadline(&b), core.len()), (None, None, 0));
+    assert_eq!(core.reset(&b, 10, 0), Ok(None), "fired: nothing to move");
+}
+
+/// A reset moves an entry earlier or later and keeps its sequence number; one moved earlier than
+/// the published tick asks for a wake-up, one moved later never does; a deadline beyond the range
+/// leaves the entry as it was.
+#[test]
+fn reset_earlier_and_later() {
+    let core = Core::new(1);
+    let a = schedule(&core, 100, 0, 'a');
+    let b = schedule(&core, 50, 1, 'b');
+    assert_eq!(core.before_sleep(), Some(50));
+    assert_eq!(core.reset(&a, 20, 3), Ok(Some(true)), "earlier than the driver's 50");
+    assert_eq!(core.reset(&a, 30, 0), Ok(Some(false)), "later than before");
+    assert_eq!(core.reset(&b, 40, 0), Ok(Some(true)), "earlier than 50: wakes although 30 is earlier");
+    assert_eq!(core.before_sleep(), Some(30));
+    assert_eq!(core.reset(&a, 35, 0), Ok(Some(false)));
+    assert_eq!(core.reset(&b, MAX_TICK + 1, 0), Err(Refusal::TooFar));
+    assert_eq!(core.deadline(&b), Some((40, 0)));
+    assert_eq!(core.reset(&b, 35, 0), Ok(Some(false)), "not earlier than the published 30");
+    assert!(advance(&core, 34).is_empty());
+    let mut out = Vec::new();
+    core.advance(35, &mut out, &mut Merge::default());
+    assert_eq!(out.iter().map(Fired::order).collect::<Vec<_>>(), [(35, 0, 0), (35, 0, 1)]);
+}
+
+/// Equal deadlines from different shards fire in the callers' sequence order, 256ths first; a
+/// batch over several ticks and one over many entries of a tick (the counting sort) alike.
+#[test]
+fn equal_deadlines_merge_by_sequence_across_shards() {
+    let core = Core::new(4);
+    let mut seq = 0;
+    let mut expected = Vec::new();
+    for round in 0..100u64 {
+        for shard in 0..4 {
+            let (deadline, sub) = (10 + round % 3, (round % 5) as u8);
+            core.schedule_in(&core.shards[shard], deadline, sub, seq, seq).expect("in range");
+            expected.push((deadline, sub, seq));
+            seq += 1;
+        }
+    }
+    expected.sort();
+    let mut out = Vec::new();
+    core.advance(12, &mut out, &mut Merge::default());
+    assert_eq!(out.iter().map(Fired::order).collect::<Vec<_>>(), expected);
+    assert!(out.iter().all(|fired| fired.payload == fired.seq));
+
+    for (shard, seq) in (0..4).cycle().zip(0..200) {
+        core.schedule_in(&core.shards[shard], 20, (seq % 7) as u8, seq, seq).expect("in range");
+    }
+    out.clear();
+    core.advance(20, &mut out, &mut Merge::default());
+    let mut expected: Vec<(u64, u8, u64)> = (0..200).map(|seq| (20, (seq % 7) as u8, seq)).collect();
+    expected.sort();
+    assert_eq!(out.iter().map(Fired::order).collect::<Vec<_>>(), expected);
+}
+
+/// `len` counts every schedule and every entry cancelled, fired or drained out.
+#[test]
+fn len_is_exact() {
+    let core = Core::new(4);
+    let handles: Vec<_> =
+        (0..4).map(|shard| core.schedule_in(&core.shards[shard], 10, 0, 0, ()).unwrap().0).collect();
+    assert_eq!(core.len(), 4);
+    assert!(core.schedule(MAX_TICK + 1, 0, 0, ()).is_err());
+    assert_eq!(core.len(), 4, "a refused schedule is not counted");
+    core.cancel(&handles[1]);
+    core.cancel(&handles[1]);
+    assert_eq!(core.len(), 3);
+    schedule(&core, 20, 0, ());
+    assert_eq!(advance(&core, 10).len(), 3);
+    assert_eq!(core.len(), 1);
+    core.drain_all(&mut Vec::new(), &mut Merge::default());
+    assert!(core.is_empty());
+}
+
+/// The drain hands every pending entry back in order, leaves every handle stale, and the core
+/// takes schedules again.
+#[test]
+fn drain_hands_back_everything() {
+    let core = Core::new(2);
+    let late = schedule(&core, 1_000_000, 0, 3);
+    let first = schedule(&core, 70, 1, 1);
+    schedule(&core, 70, 0, 0);
+    schedule(&core, 500, 2, 2);
+    let mut out = Vec::new();
+    core.drain_all(&mut out, &mut Merge::default());
+    assert_eq!(out.iter().map(|fired| fired.payload).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!((core.cancel(&late), core.deadline(&first), core.next_tick()), (None, None, None));
+    schedule(&core, 5, 4, 4);
+    assert_eq!(advance(&core, 5), [4]);
+}
+
+/// The wake-up answers: every schedule wakes a driver that has not looked; after a look, only
+/// deadlines earlier than the tick published; a look that finds nothing publishes nothing.
+#[test]
+fn schedules_wake_the_driver_only_when_earlier() {
+    let core = Core::new(2);
+    assert_eq!(core.before_sleep(), None);
+    assert!(core.schedule(100, 0, 0, ()).unwrap().1, "the driver sleeps until woken");
+    assert!(core.schedule(200, 0, 1, ()).unwrap().1, "no look since");
+    assert_eq!(core.before_sleep(), Some(64), "a lower bound: level 1's bucket");
+    assert!(!core.schedule(64, 0, 2, ()).unwrap().1);
+    assert!(core.schedule(63, 0, 3, ()).unwrap().1);
+    assert_eq!(core.before_sleep(), Some(63));
+}
+
+/// A payload that counts its drops, and panics in them if armed.
+struct Bomb {
+    drops: Arc<AtomicUsize>,
+    armed: bool,
+}
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::Relaxed);
+        if self.armed {
+            panic!("dropping an armed Bomb panics (expected by this test)");
+        }
+    }
+}
+
+/// Whether `f` panicked.
+fn panics(f: impl FnOnce()) -> bool {
+    panic::catch_unwind(AssertUnwindSafe(f)).is_err()
+}
+
+/// A panicking `Drop` of a payload runs after the unlock, wherever the payload ends (cancelled,
+/// fired, refused, dropped with the core): the shard works on, and a core dropped with such a
+/// payload pending gives every header back, unlocked. (Two pending would be two panics in one
+/// drop, an abort, as for any `Vec`.)
+#[test]
+fn a_payload_whose_drop_panics_leaves_no_lock_held() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let bomb = |armed| Bomb { drops: Arc::clone(&drops), armed };
+    let pool = Pool::<Wheel<Bomb>>::global();
+    let core = Core::new(2);
+    let handle = schedule(&core, 10, 0, bomb(true));
+    let cancelled = core.cancel(&handle);
+    assert!(panics(move || drop(cancelled)));
+    schedule(&core, 10, 1, bomb(true));
+    let mut out = Vec::new();
+    core.advance(10, &mut out, &mut Merge::default());
+    assert!(panics(move || drop(out)));
+    assert!(core.is_empty());
+    let refused = core.schedule(MAX_TICK + 1, 0, 2, bomb(true)).map(|_| ()).unwrap_err();
+    assert!(panics(move || drop(refused)));
+    core.schedule_in(&core.shards[0], 20, 0, 3, bomb(true)).map_err(drop).unwrap();
+    core.schedule_in(&core.shards[1], 30, 0, 4, bomb(false)).map_err(drop).unwrap();
+    let free = pool.free();
+    assert!(panics(move || drop(core)), "the pending payload's panic unwinds out of the drop");
+    assert_eq!(pool.free(), free + 2, "both headers given back");
+    assert_eq!(drops.load(Ordering::Relaxed), 5);
+    let again = Core::new(2);
+    for shard in 0..2 {
+        again.schedule_in(&again.shards[shard], 5, 0, 0, bomb(false)).map_err(drop).unwrap();
+    }
+    assert_eq!(again.len(), 2);
+}

@@ -1,0 +1,126 @@
+//! The core under std threads: schedulers that cancel and reset some of their entries while a
+//! driver thread advances tick by tick; every entry ends exactly once (cancelled, fired, or
+//! drained at the end), never fires before its deadline, and each batch is in order.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use super::super::wheel::Fired;
+use super::{Core, Merge};
+use crate::test_rng::XorShift;
+
+const THREADS: usize = 4;
+const PER_THREAD: usize = 3_000;
+
+/// What every thread shares: the core, the driver's tick, the callers' sequence numbers, and how
+/// each entry ended.
+struct Shared {
+    core: Core<usize>,
+    now: AtomicU64,
+    seq: AtomicU64,
+    /// Per entry: 1 cancelled, 2 fired, 3 drained (any second end is caught at once).
+    ends: Vec<AtomicU8>,
+    done: AtomicBool,
+}
+
+impl Shared {
+    fn end(&self, id: usize, how: u8) {
+        let before = self.ends[id].swap(how, Ordering::Relaxed);
+        assert_eq!(before, 0, "entry {id} ended twice (as {before}, then as {how})");
+    }
+}
+
+fn schedule_and_cancel(shared: &Shared, thread: usize) {
+    let mut rng = XorShift::new(100 + thread as u64);
+    let mut handles = Vec::new();
+    for n in 0..PER_THREAD {
+        let id = thread * PER_THREAD + n;
+        let now = shared.now.load(Ordering::Relaxed);
+        let deadline = now + rng.next() % 200;
+        let seq = shared.seq.fetch_add(1, Ordering::Relaxed);
+        let (handle, _) =
+            shared.core.schedule(deadline, (rng.next() % 256) as u8, seq, id).expect("in range");
+        handles.push((handle, id));
+        let (handle, id) = handles[rng.next() as usize % handles.len()];
+        match rng.next() % 4 {
+            0 => {
+                if let Some(payload) = shared.core.cancel(&handle) {
+                    assert_eq!(payload, id, "a handle cancels its own entry");
+                    shared.end(id, 1);
+                }
+            }
+            1 => {
+                let now = shared.now.load(Ordering::Relaxed);
+                let _ = shared.core.reset(&handle, now + rng.next() % 50, 0).expect("in range");
+            }
+            _ => {}
+        }
+        if n % 64 == 0 {
+            thread::yield_now();
+        }
+    }
+}
+
+fn drive(shared: &Shared) {
+    let (mut out, mut merge) = (Vec::new(), Merge::default());
+    loop {
+        let done = shared.done.load(Ordering::Acquire);
+        let now = shared.now.load(Ordering::Relaxed) + 1;
+        shared.now.store(now, Ordering::Relaxed);
+        shared.core.advance(now, &mut out, &mut merge);
+        check_batch(&out, now);
+        for fired in out.drain(..) {
+            shared.end(fired.payload, 2);
+        }
+        let _ = shared.core.before_sleep();
+        if done {
+            return;
+        }
+        thread::yield_now();
+    }
+}
+
+/// A batch is in order and holds nothing due after `now`.
+fn check_batch(batch: &[Fired<usize>], now: u64) {
+    assert!(batch.iter().all(|fired| fired.deadline <= now), "an entry fired before its deadline");
+    assert!(batch.windows(2).all(|pair| pair[0].order() <= pair[1].order()), "a batch out of order");
+}
+
+#[test]
+fn schedulers_and_a_driver_end_every_entry_once() {
+    let shared = Arc::new(Shared {
+        core: Core::new(THREADS),
+        now: AtomicU64::new(0),
+        seq: AtomicU64::new(0),
+        ends: (0..THREADS * PER_THREAD).map(|_| AtomicU8::new(0)).collect(),
+        done: AtomicBool::new(false),
+    });
+    let driver = {
+        let shared = Arc::clone(&shared);
+        thread::spawn(move || drive(&shared))
+    };
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || schedule_and_cancel(&shared, thread))
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("a scheduler panicked");
+    }
+    shared.done.store(true, Ordering::Release);
+    driver.join().expect("the driver panicked");
+    let pending = shared.core.len();
+    let mut out = Vec::new();
+    shared.core.drain_all(&mut out, &mut Merge::default());
+    assert_eq!(out.len(), pending, "len() once quiet is exact");
+    for fired in out {
+        shared.end(fired.payload, 3);
+    }
+    assert!(shared.ends.iter().all(|end| end.load(Ordering::Relaxed) != 0), "an entry never ended");
+    let fired = shared.ends.iter().filter(|end| end.load(Ordering::Relaxed) == 2).count();
+    let cancelled = shared.ends.iter().filter(|end| end.load(Ordering::Relaxed) == 1).count();
+    assert!(fired > 0 && cancelled > 0, "fired {fired}, cancelled {cancelled}: both raced");
+    assert!(shared.core.is_empty());
+}
