@@ -1,5 +1,5 @@
-//! The assembled shard core: shard headers from the pool whose state is a [`Wheel`], one
-//! [`WakeTick`], and the operations a timer runs on them. It knows ticks, sequence numbers and
+//! The assembled shard core: shard headers from the pool whose state is a wheel with the queue of
+//! its buckets ([`Driven`]: Kafka's geometry, `wheel/`), one [`WakeTick`], and the operations a timer runs on them. It knows ticks, sequence numbers and
 //! payloads, not threads, clocks or parking: a schedule says whether its caller must wake the
 //! driver, and the driver asks what tick to sleep until.
 //!
@@ -54,14 +54,15 @@ use std::fmt;
 use super::faults;
 use super::pool::{self, Pool, Shard, ShardState};
 use super::wake::WakeTick;
-use super::wheel::{Fired, Key, Refusal, Refused, Wheel};
+use super::wheel::driven::Driven;
+use super::wheel::{Fired, Key, Refusal, Refused, DEFAULT_WHEEL_SIZE};
 use crate::deadline::{self, Deadline};
 
 /// An entry of a [`Core`]: cancels, resets and reads its deadline from any thread; finds nothing
 /// once the entry left (fired, cancelled, drained) or the core was dropped.
-pub type Handle<P> = pool::Handle<Wheel<P>>;
+pub type Handle<P> = pool::Handle<Driven<P>>;
 
-impl<P: Send + 'static> ShardState for Wheel<P> {
+impl<P: Send + 'static> ShardState for Driven<P> {
     type Payload = P;
 
     #[inline]
@@ -72,7 +73,7 @@ impl<P: Send + 'static> ShardState for Wheel<P> {
 
 /// The shard core (module docs).
 pub struct Core<P: Send + 'static> {
-    shards: Box<[Shard<Wheel<P>>]>,
+    shards: Box<[Shard<Driven<P>>]>,
     /// The shard count less one (a power of two less one).
     mask: usize,
     wake: WakeTick,
@@ -82,9 +83,25 @@ impl<P: Send + 'static> Core<P> {
     /// A core of `shards` shards (rounded up to a power of two, at least one), headers taken from
     /// the pool.
     pub fn new(shards: usize) -> Core<P> {
+        Core::with_wheel_size(shards, DEFAULT_WHEEL_SIZE)
+    }
+
+    /// [`new`](Core::new) with wheels of `wheel_size` buckets a level.
+    ///
+    /// # Panics
+    ///
+    /// If `wheel_size` is below 2 or above 2²⁴ (`Wheel::new`).
+    pub fn with_wheel_size(shards: usize, wheel_size: u64) -> Core<P> {
         let count = shards.max(1).next_power_of_two();
         let pool = Pool::global();
-        Core { shards: (0..count).map(|_| pool.take()).collect(), mask: count - 1, wake: WakeTick::new() }
+        let shards: Box<[Shard<Driven<P>>]> = (0..count).map(|_| pool.take()).collect();
+        for shard in shards.iter() {
+            let mut shard = shard.lock();
+            if shard.state().wheel().wheel_size() != wheel_size {
+                *shard.state() = Driven::new(wheel_size);
+            }
+        }
+        Core { shards, mask: count - 1, wake: WakeTick::new() }
     }
 
     /// How many shards it has.
@@ -94,7 +111,7 @@ impl<P: Send + 'static> Core<P> {
 
     /// The calling thread's shard.
     #[inline]
-    fn own_shard(&self) -> &Shard<Wheel<P>> {
+    fn own_shard(&self) -> &Shard<Driven<P>> {
         &self.shards[crate::sync::thread_index() & self.mask]
     }
 
@@ -120,7 +137,7 @@ impl<P: Send + 'static> Core<P> {
     #[inline]
     fn schedule_in(
         &self,
-        shard: &Shard<Wheel<P>>,
+        shard: &Shard<Driven<P>>,
         deadline: u64,
         sub: u8,
         seq: u64,
@@ -193,7 +210,7 @@ impl<P: Send + 'static> Core<P> {
     }
 
     /// The earliest tick at which [`advance`](Core::advance) has work, over every shard (each
-    /// under its lock; `Wheel::next_tick`: never after the earliest entry is due); `None` if
+    /// under its lock; `Driven::next_tick`: never after the earliest entry is due); `None` if
     /// nothing is pending.
     pub fn next_tick(&self) -> Option<u64> {
         self.shards.iter().filter_map(|shard| shard.lock().state().next_tick()).min()

@@ -20,7 +20,8 @@
 
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
 use super::wake::WakeTick;
-use super::wheel::{Fired, Refused, Wheel};
+use super::wheel::driven::Driven;
+use super::wheel::{Fired, Refused};
 use crate::sync::Ordering;
 
 /// `shard_epoch_bumped_after_give_back`: `Pool::give_back` with the epoch moved after the header
@@ -52,7 +53,7 @@ pub(super) fn cancel_counting_after_unlock<S: ShardState>(handle: &Handle<S>) ->
 /// the fired entries out by a load and a store after the unlock, where a schedule's count-in
 /// (under the lock) may come between the two and be lost.
 pub(super) fn advance_counting_after_unlock<P: Send + 'static>(
-    shard: &Shard<Wheel<P>>,
+    shard: &Shard<Driven<P>>,
     now: u64,
     out: &mut Vec<Fired<P>>,
 ) {
@@ -66,7 +67,7 @@ pub(super) fn advance_counting_after_unlock<P: Send + 'static>(
 /// lock, where a look that misses the entry, not linked yet, may have published the tick read.
 pub(super) fn schedule_reading_wake_first<P: Send + 'static>(
     word: &WakeTick,
-    shard: &Shard<Wheel<P>>,
+    shard: &Shard<Driven<P>>,
     deadline: u64,
     sub: u8,
     seq: u64,

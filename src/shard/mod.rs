@@ -23,10 +23,13 @@
 //!   sleeps past the schedule's deadline.
 //! * `slab.rs`: one shard's slots, each named by a 64-bit generation, and their free list; slots
 //!   written ahead and given back.
-//! * `wheel.rs`: one shard's wheel over its slab, sequential (the shard's lock guards it):
-//!   placement, insert, remove, reset in place, the advance with its cascades, the next tick, and
-//!   the drain at shutdown; a fired batch carries what merges it across shards (deadline, its
-//!   256th of a tick, sequence).
+//! * `wheel/`: one shard's wheel over its slab, sequential (the shard's lock guards it), in the
+//!   timer's contract's geometry (Kafka's): levels of `wheel_size` buckets created as deadlines
+//!   need them, each bucket a list and the start of its round, placed by `crate::wheel::place`;
+//!   an insert, a reset or a cascade reports when it set a bucket's round, for the caller to offer
+//!   the bucket to its queue, and the queue's pops come back as flushes; deadlines already passed
+//!   wait on an overdue list that every advance drains. A fired batch carries what merges it across
+//!   shards (deadline, its 256th of a tick, sequence).
 //! * `faults.rs`: the room's seeded faults for the loom models (`loom_tests/shard.rs`,
 //!   `loom_tests/shard_wake.rs`, `loom_tests/shard_core.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
 //!   for the pool's tests and models.

@@ -28,7 +28,7 @@ pub(crate) mod bucket;
 mod chunk_deque;
 mod chunks;
 mod faults;
-mod place;
+pub(crate) mod place;
 mod slots;
 
 use bucket::Refused;

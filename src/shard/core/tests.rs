@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::super::pool::Pool;
-use super::super::wheel::{Fired, Refusal, Wheel, MAX_TICK};
+use super::super::wheel::driven::Driven;
+use super::super::wheel::{Fired, Refusal, MAX_TICK};
 use super::{Core, Handle, Merge};
 use crate::test_rng::XorShift;
 
@@ -76,7 +77,7 @@ fn reset_earlier_and_later() {
     assert_eq!(core.reset(&a, 20, 3), Ok(Some(true)), "earlier than the driver's 50");
     assert_eq!(core.reset(&a, 30, 0), Ok(Some(false)), "later than before");
     assert_eq!(core.reset(&b, 40, 0), Ok(Some(true)), "earlier than 50: wakes although 30 is earlier");
-    assert_eq!(core.before_sleep(), Some(30));
+    assert_eq!(core.before_sleep(), Some(20), "the offer at 20 is queued still: a lower bound");
     assert_eq!(core.reset(&a, 35, 0), Ok(Some(false)));
     assert_eq!(core.reset(&b, MAX_TICK + 1, 0), Err(Refusal::TooFar));
     assert_eq!(core.deadline(&b), Some((40, 0)));
@@ -162,10 +163,13 @@ fn schedules_wake_the_driver_only_when_earlier() {
     assert_eq!(core.before_sleep(), None);
     assert!(core.schedule(100, 0, 0, ()).unwrap().1, "the driver sleeps until woken");
     assert!(core.schedule(200, 0, 1, ()).unwrap().1, "no look since");
-    assert_eq!(core.before_sleep(), Some(64), "a lower bound: level 1's bucket");
-    assert!(!core.schedule(64, 0, 2, ()).unwrap().1);
-    assert!(core.schedule(63, 0, 3, ()).unwrap().1);
-    assert_eq!(core.before_sleep(), Some(63));
+    assert_eq!(core.before_sleep(), Some(100));
+    assert!(!core.schedule(100, 0, 2, ()).unwrap().1);
+    assert!(core.schedule(99, 0, 3, ()).unwrap().1);
+    assert_eq!(core.before_sleep(), Some(99));
+    let core = Core::<()>::new(1);
+    assert!(core.schedule(1_000, 0, 0, ()).unwrap().1);
+    assert_eq!(core.before_sleep(), Some(512), "a lower bound: level 1's bucket");
 }
 
 /// A payload that counts its drops, and panics in them if armed.
@@ -196,7 +200,7 @@ fn panics(f: impl FnOnce()) -> bool {
 fn a_payload_whose_drop_panics_leaves_no_lock_held() {
     let drops = Arc::new(AtomicUsize::new(0));
     let bomb = |armed| Bomb { drops: Arc::clone(&drops), armed };
-    let pool = Pool::<Wheel<Bomb>>::global();
+    let pool = Pool::<Driven<Bomb>>::global();
     let core = Core::new(2);
     let handle = schedule(&core, 10, 0, bomb(true));
     let cancelled = core.cancel(&handle);

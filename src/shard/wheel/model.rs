@@ -1,21 +1,23 @@
-//! The wheel against a reference: random inserts, removes (by live and stale keys), resets and
-//! advances (by steps from one tick to past the time's end, and to the next tick), from times
-//! near the start, the top level's turn and the end of the range. The reference files each entry
-//! at its tick (or the tick after the time, for a deadline already passed) in a `BTreeMap` ordered
-//! by (that tick, the order it was linked in), so an advance to `now` must hand out exactly the
-//! entries filed up to `now`, in that order, each with its deadline, 256th, sequence number and
-//! key; `len`, the time, each key's deadline and the next tick (a lower bound, never after the
-//! earliest entry) are compared after every step, the wheel is audited after every step, and the
-//! drain at the end hands back exactly what the reference holds. Every payload is dropped once.
+//! The wheel against a reference, driven the Kafka way: random inserts, removes (by live and stale
+//! keys), resets and advances (by steps from one tick to far beyond, and to the head of the queue),
+//! with a reference heap of offers standing in for the driver's queue (`support::Drive`) and stale
+//! offers (popped ones) offered again, for every wheel size the crate's tests use, from times near
+//! the start and the end of the range. The reference holds each pending entry by its order
+//! (deadline, 256th, sequence number) in a `BTreeMap`, so an advance to `now` must hand out exactly
+//! the entries due by `now` (never early, at most one tick late), in that order (FIFO by sequence
+//! among equal deadlines); `len` and each key's deadline are compared after every step, the wheel is
+//! audited after every advance (every bucket holding entries queued), and the drain at the end
+//! hands back exactly what the reference holds. Every payload is dropped once.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
 use proptest::prelude::*;
 
-use super::support::{audit, fire, Drops, Token};
-use super::{Key, Refusal, Wheel, MAX_TICK, TIME_END};
+use super::support::{audit, Drive, Drops, Token};
+use super::{Key, Refusal, MAX_TICK, MAX_WHEEL_SIZE};
 
-/// A deadline relative to the wheel's time.
+/// A deadline relative to the clock.
 #[derive(Clone, Copy, Debug)]
 enum When {
     After(u64),
@@ -30,7 +32,9 @@ enum Op {
     Remove(usize),
     Reset(usize, When, u8),
     Advance(u64),
-    ToNextTick,
+    ToHead,
+    /// An offer popped so far offered again, by its index modulo their number.
+    Stale(usize),
 }
 
 fn when() -> impl Strategy<Value = When> {
@@ -51,7 +55,7 @@ fn when() -> impl Strategy<Value = When> {
 
 fn op() -> impl Strategy<Value = Op> {
     let step = prop_oneof![
-        4 => 1..3u64,
+        4 => 0..3u64,
         4 => 0..100u64,
         3 => 0..10_000u64,
         2 => 0..(1u64 << 32),
@@ -62,7 +66,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<usize>().prop_map(Op::Remove),
         2 => (any::<usize>(), when(), any::<u8>()).prop_map(|(key, when, sub)| Op::Reset(key, when, sub)),
         2 => step.prop_map(Op::Advance),
-        1 => Just(Op::ToNextTick),
+        1 => Just(Op::ToHead),
+        1 => any::<usize>().prop_map(Op::Stale),
     ]
 }
 
@@ -75,6 +80,10 @@ fn start() -> impl Strategy<Value = u64> {
     ]
 }
 
+fn wheel_size() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(2u64), Just(3), Just(20), Just(60), Just(64), Just(512), Just(MAX_WHEEL_SIZE)]
+}
+
 /// What the reference expects of a pending entry when it leaves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Expect {
@@ -85,17 +94,22 @@ struct Expect {
     id: u32,
 }
 
+impl Expect {
+    fn order(&self) -> (u64, u8, u64) {
+        (self.deadline, self.sub, self.seq)
+    }
+}
+
 #[derive(Default)]
 struct Reference {
-    time: u64,
+    /// The clock: the last tick advanced to.
+    now: u64,
     /// Inserts accepted so far.
     seq: u64,
-    /// Links (inserts and resets) so far.
-    links: u64,
-    /// Pending entries by (filed tick, link order).
-    pending: BTreeMap<(u64, u64), Expect>,
-    /// Each pending key's place in `pending`.
-    places: HashMap<Key, (u64, u64)>,
+    /// Pending entries by their order.
+    pending: BTreeMap<(u64, u8, u64), Expect>,
+    /// Each pending key's order.
+    places: HashMap<Key, (u64, u8, u64)>,
     /// Every key handed out.
     keys: Vec<Key>,
 }
@@ -103,31 +117,27 @@ struct Reference {
 impl Reference {
     fn deadline(&self, when: When) -> u64 {
         match when {
-            When::After(delay) => self.time + delay,
-            When::Passed(by) => self.time.saturating_sub(by),
+            When::After(delay) => self.now + delay,
+            When::Passed(by) => self.now.saturating_sub(by),
             When::Beyond(by) => MAX_TICK + 1 + by,
         }
     }
 
-    /// Files `expect` as the wheel does: at its tick, or at the tick after the time.
     fn file(&mut self, expect: Expect) {
-        let at = expect.deadline.max(self.time + 1).min(TIME_END);
-        self.links += 1;
-        self.pending.insert((at, self.links), expect);
-        self.places.insert(expect.key, (at, self.links));
-    }
-
-    fn earliest(&self) -> Option<u64> {
-        self.pending.keys().next().map(|&(at, _)| at)
+        self.pending.insert(expect.order(), expect);
+        self.places.insert(expect.key, expect.order());
     }
 }
 
-fn run(start: u64, ops: &[Op]) {
+fn expect_of(f: &super::Fired<Token>) -> Expect {
+    Expect { deadline: f.deadline, sub: f.sub, seq: f.seq, key: f.key, id: f.payload.id }
+}
+
+fn run(wheel_size: u64, start: u64, ops: &[Op]) {
     let drops = Drops::default();
-    let mut wheel = Wheel::new();
-    let mut model = Reference::default();
-    assert!(fire(&mut wheel, start).is_empty());
-    model.time = start;
+    let mut drive = Drive::new(wheel_size);
+    let mut model = Reference { now: start, ..Reference::default() };
+    assert!(drive.advance(start).is_empty());
     let mut ids = 0u32;
     for op in ops {
         let mut key_used = None;
@@ -136,10 +146,11 @@ fn run(start: u64, ops: &[Op]) {
                 let deadline = model.deadline(when);
                 let id = ids;
                 ids += 1;
-                match wheel.insert(deadline, sub, model.seq, drops.token(id)) {
-                    Ok(key) => {
+                match drive.wheel.insert(deadline, sub, model.seq, drops.token(id)) {
+                    Ok((key, offer)) => {
                         assert!(deadline <= MAX_TICK, "{deadline} accepted");
                         assert!(!model.places.contains_key(&key), "{key:?} handed out twice");
+                        drive.queue.extend(offer.map(Reverse));
                         model.file(Expect { deadline, sub, seq: model.seq, key, id });
                         model.seq += 1;
                         model.keys.push(key);
@@ -155,7 +166,7 @@ fn run(start: u64, ops: &[Op]) {
                 let key = model.keys[pick % model.keys.len()];
                 let expected =
                     model.places.remove(&key).map(|place| model.pending.remove(&place).unwrap().id);
-                assert_eq!(wheel.remove(key).map(|token| token.id), expected, "remove {key:?}");
+                assert_eq!(drive.wheel.remove(key).map(|token| token.id), expected, "remove {key:?}");
                 key_used = Some(key);
             }
             Op::Reset(pick, when, sub) if !model.keys.is_empty() => {
@@ -170,68 +181,65 @@ fn run(start: u64, ops: &[Op]) {
                         Ok(true)
                     }
                 };
-                assert_eq!(wheel.reset(key, deadline, sub), expected, "reset {key:?} to {deadline}");
+                assert_eq!(drive.reset(key, deadline, sub), expected, "reset {key:?} to {deadline}");
                 key_used = Some(key);
             }
             Op::Remove(_) | Op::Reset(..) => {}
             Op::Advance(step) => {
-                let now = model.time.saturating_add(step);
-                advance(&mut wheel, &mut model, now);
+                let now = model.now.saturating_add(step).min(MAX_TICK);
+                advance(&mut drive, &mut model, now);
             }
-            Op::ToNextTick => {
-                if let Some(next) = wheel.next_tick() {
-                    advance(&mut wheel, &mut model, next);
+            Op::ToHead => {
+                if let Some(next) = drive.next_tick() {
+                    let now = next.max(model.now);
+                    advance(&mut drive, &mut model, now);
                 }
             }
+            Op::Stale(pick) if !drive.popped.is_empty() => {
+                let offer = drive.popped[pick % drive.popped.len()];
+                drive.queue.push(Reverse(offer));
+            }
+            Op::Stale(_) => {}
         }
-        assert_eq!((wheel.len(), wheel.time()), (model.pending.len(), model.time));
-        let next = wheel.next_tick();
-        assert_eq!(next.is_some(), model.earliest().is_some());
-        if let (Some(next), Some(earliest)) = (next, model.earliest()) {
-            assert!(next <= earliest, "next tick {next} after the earliest entry's {earliest}");
-            assert!(next > model.time || model.time == TIME_END, "next tick {next} not after the time");
-        }
+        assert_eq!(drive.wheel.len(), model.pending.len());
+        assert!(drive.wheel.time() <= model.now, "the wheel's time passed the clock");
         if let Some(key) = key_used {
             let expected = model.places.get(&key).map(|place| {
                 let expect = model.pending[place];
                 (expect.deadline, expect.sub)
             });
-            assert_eq!(wheel.deadline(key), expected, "deadline of {key:?}");
+            assert_eq!(drive.wheel.deadline(key), expected, "deadline of {key:?}");
         }
-        audit(&wheel);
+        if let (Some(next), Some(first)) = (drive.next_tick(), model.pending.keys().next()) {
+            assert!(next <= first.0.max(model.now), "head {next} after the earliest entry's {}", first.0);
+        }
     }
     let mut out = Vec::new();
-    wheel.drain_all(&mut out);
-    audit(&wheel);
+    drive.wheel.drain_all(&mut out);
+    audit(&drive.wheel, None);
     let mut expected: Vec<Expect> = model.pending.values().copied().collect();
     expected.sort_by_key(|expect| expect.key.slot);
-    let drained: Vec<Expect> = out
-        .iter()
-        .map(|f| Expect { deadline: f.deadline, sub: f.sub, seq: f.seq, key: f.key, id: f.payload.id })
-        .collect();
+    let drained: Vec<Expect> = out.iter().map(expect_of).collect();
     assert_eq!(drained, expected, "the drain hands back what is pending, in slot order");
     drop(out);
-    assert!(model.keys.iter().all(|&key| wheel.remove(key).is_none()), "every key stale after the drain");
-    drop(wheel);
+    assert!(
+        model.keys.iter().all(|&key| drive.wheel.remove(key).is_none()),
+        "every key stale after the drain"
+    );
+    drop(drive);
     drops.assert_each_once(ids);
 }
 
-/// Advances both to `now`: the wheel hands out exactly what the reference has filed up to it, in
-/// the reference's order.
-fn advance(wheel: &mut Wheel<Token>, model: &mut Reference, now: u64) {
-    let now = now.min(TIME_END);
-    let fired: Vec<Expect> = fire(wheel, now)
-        .iter()
-        .map(|f| Expect { deadline: f.deadline, sub: f.sub, seq: f.seq, key: f.key, id: f.payload.id })
-        .collect();
+/// Advances both to `now`: the wheel hands out exactly what is due by it, in the reference's order.
+fn advance(drive: &mut Drive<Token>, model: &mut Reference, now: u64) {
+    let fired: Vec<Expect> = drive.advance(now).iter().map(expect_of).collect();
     let mut expected = Vec::new();
     while let Some(entry) = model.pending.first_entry().filter(|entry| entry.key().0 <= now) {
         let expect = entry.remove();
         model.places.remove(&expect.key);
-        assert!(expect.deadline <= now, "never early");
         expected.push(expect);
     }
-    model.time = model.time.max(now);
+    model.now = model.now.max(now);
     assert_eq!(fired, expected, "advance to {now}");
 }
 
@@ -239,7 +247,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn behaves_as_the_reference(start in start(), ops in proptest::collection::vec(op(), 1..300)) {
-        run(start, &ops);
+    fn behaves_as_the_reference(
+        wheel_size in wheel_size(),
+        start in start(),
+        ops in proptest::collection::vec(op(), 1..300),
+    ) {
+        run(wheel_size, start, &ops);
     }
 }

@@ -1,47 +1,124 @@
 //! What the wheel's tests share: the audit of its invariants, payloads that count their drops, and
-//! an advance that audits.
+//! the Kafka drive with a reference heap of offers standing in for the driver's queue.
 
 use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::rc::Rc;
 
 use super::super::slab::NIL;
-use super::{bucket_for, decode, level_for, Fired, Wheel, TIME_END};
+use super::buckets::NO_ROUND;
+use super::{BucketCode, Fired, Key, Offer, Wheel};
+use crate::wheel::place::{max_levels, slot_ticks};
 
 /// Checks the wheel's invariants (module docs): the slab's, then every list (links both ways, each
-/// slot's bucket, each entry in the bucket its filed tick and the time give, occupancy bits), every
-/// occupied slot on one list, and the next tick after the time.
-pub(super) fn audit<P>(wheel: &Wheel<P>) {
+/// slot's code), each bucket's entries in its round and slot, the overdue list's due, every
+/// occupied slot on one list; and, with `queued`, that every bucket holding entries has its round
+/// queued.
+pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offer>>>) {
     wheel.slab.check();
-    let mut linked = 0;
-    for (level, lists) in wheel.lists.iter().enumerate() {
-        for (bucket, &list) in lists.iter().enumerate() {
-            let in_use = (wheel.occupied[level] >> bucket) & 1 == 1;
-            assert_eq!(list.head != NIL, in_use, "level {level} bucket {bucket}: occupancy bit");
-            let (mut prev, mut index) = (NIL, list.head);
-            while index != NIL {
-                let slot = wheel.slab.slot(index);
-                let entry = slot.entry.as_ref().expect("a linked slot is occupied");
-                assert_eq!(decode(entry.bucket), (level, bucket), "slot {index}'s bucket");
-                assert_eq!(slot.prev, prev, "slot {index}'s prev");
-                let at = wheel.filed_at(entry.deadline());
-                let (time, deadline) = (wheel.time, entry.deadline());
-                assert_eq!(
-                    (level_for(time, at), bucket_for(level, at)),
-                    (level, bucket),
-                    "slot {index} due {deadline} filed at {at}, time {time}"
-                );
-                linked += 1;
-                assert!(linked <= wheel.len(), "a list runs in a cycle");
-                (prev, index) = (index, slot.next);
-            }
-            assert_eq!(list.tail, prev, "level {level} bucket {bucket}: tail");
+    assert!(wheel.levels.created() <= max_levels(wheel.wheel_size));
+    let walk = |code: BucketCode, head: u32, tail: u32, each: &mut dyn FnMut(u64)| {
+        let (mut prev, mut index, mut seen) = (NIL, head, 0);
+        while index != NIL {
+            let slot = wheel.slab.slot(index);
+            let entry = slot.entry.as_ref().expect("a linked slot is occupied");
+            assert_eq!(entry.bucket, code, "slot {index}'s list");
+            assert_eq!(slot.prev, prev, "slot {index}'s prev");
+            each(entry.deadline());
+            seen += 1;
+            assert!(seen <= wheel.len(), "a list runs in a cycle");
+            (prev, index) = (index, slot.next);
         }
+        assert_eq!(tail, prev, "{code:?}: tail");
+        seen
+    };
+    let time = wheel.time;
+    let mut linked = walk(BucketCode::OVERDUE, wheel.overdue.head, wheel.overdue.tail, &mut |deadline| {
+        assert!(deadline <= time, "overdue entry due {deadline} after the time {time}")
+    });
+    for (level, slot, bucket) in wheel.levels.iter() {
+        let code = BucketCode::encode(level, slot);
+        let (expiration, ticks) = (bucket.expiration, slot_ticks(wheel.wheel_size, level).unwrap());
+        if !bucket.list.is_empty() {
+            assert_ne!(expiration, NO_ROUND, "{code:?} holds entries and no round");
+            assert_eq!(((expiration / ticks) % wheel.wheel_size) as usize, slot, "{code:?}'s round");
+            assert_eq!(expiration % ticks, 0, "{code:?}'s round starts on its slot");
+            if let Some(queued) = queued {
+                let offer = Offer { expiration, bucket: code };
+                assert!(queued.iter().any(|q| q.0 == offer), "{offer:?} holds entries and is not queued");
+            }
+        }
+        linked += walk(code, bucket.list.head, bucket.list.tail, &mut |deadline| {
+            assert!(
+                expiration <= deadline && deadline - expiration < ticks,
+                "{code:?} round {expiration} holds {deadline}, time {time}"
+            );
+        });
     }
     assert_eq!(linked, wheel.len(), "every occupied slot on one list");
-    assert_eq!(wheel.is_empty(), wheel.next_tick().is_none());
-    if let Some(tick) = wheel.next_tick() {
-        assert!(tick > wheel.time || wheel.time == TIME_END, "next tick {tick}, time {}", wheel.time);
+}
+
+/// The Kafka drive: a wheel and a heap of its offers (the driver's queue), every offer queued.
+pub(super) struct Drive<P> {
+    pub(super) wheel: Wheel<P>,
+    pub(super) queue: BinaryHeap<Reverse<Offer>>,
+    /// Offers the queue popped so far (for stale offers offered again).
+    pub(super) popped: Vec<Offer>,
+}
+
+impl<P> Drive<P> {
+    pub(super) fn new(wheel_size: u64) -> Self {
+        Drive { wheel: Wheel::new(wheel_size), queue: BinaryHeap::new(), popped: Vec::new() }
+    }
+
+    /// Inserts with the number of entries pending as the sequence number: the count of inserts so
+    /// far, in a test that removes nothing before it.
+    pub(super) fn insert(&mut self, deadline: u64, sub: u8, payload: P) -> Key {
+        let seq = self.wheel.len() as u64;
+        self.insert_seq(deadline, sub, seq, payload)
+    }
+
+    pub(super) fn insert_seq(&mut self, deadline: u64, sub: u8, seq: u64, payload: P) -> Key {
+        let (key, offer) =
+            self.wheel.insert(deadline, sub, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused"));
+        self.queue.extend(offer.map(Reverse));
+        key
+    }
+
+    /// [`Wheel::reset`], its offer queued.
+    pub(super) fn reset(&mut self, key: Key, deadline: u64, sub: u8) -> Result<bool, super::Refusal> {
+        let Some(offer) = self.wheel.reset(key, deadline, sub)? else { return Ok(false) };
+        self.queue.extend(offer.map(Reverse));
+        Ok(true)
+    }
+
+    /// Pops and flushes every offer due by `now`, queueing the flushes' offers, then drains the
+    /// overdue list: what fired, sorted by [`Fired::order`], the wheel audited.
+    pub(super) fn advance(&mut self, now: u64) -> Vec<Fired<P>> {
+        let (mut out, mut offers) = (Vec::new(), Vec::new());
+        while let Some(&Reverse(offer)) = self.queue.peek() {
+            if offer.expiration > now {
+                break;
+            }
+            self.queue.pop();
+            self.popped.push(offer);
+            self.wheel.flush(offer.bucket, offer.expiration, &mut out, &mut offers);
+            self.queue.extend(offers.drain(..).map(Reverse));
+        }
+        self.wheel.drain_overdue(&mut out);
+        out.sort_by_key(Fired::order);
+        audit(&self.wheel, Some(&self.queue));
+        out
+    }
+
+    /// The earliest expiration queued, or the wheel's time when the overdue list holds entries.
+    pub(super) fn next_tick(&self) -> Option<u64> {
+        if self.wheel.has_overdue() {
+            return Some(self.wheel.time());
+        }
+        self.queue.peek().map(|offer| offer.0.expiration)
     }
 }
 
@@ -85,12 +162,4 @@ impl fmt::Debug for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Token({})", self.id)
     }
-}
-
-/// Advances `wheel` to `now`: what fired, audited.
-pub(super) fn fire<P>(wheel: &mut Wheel<P>, now: u64) -> Vec<Fired<P>> {
-    let mut out = Vec::new();
-    wheel.advance(now, &mut out);
-    audit(wheel);
-    out
 }

@@ -1,0 +1,194 @@
+//! The buckets of a wheel's levels, created as deadlines need them, and the code by which an entry
+//! and the driver's queue name one.
+//!
+//! A level is `wheel_size` buckets, held in chunks of up to [`CHUNK`] buckets, each chunk written
+//! the first time a deadline needs one of its buckets and kept until the wheel is dropped; a level
+//! is created (its list of chunks, empty) the first time a deadline is beyond the span of the levels
+//! below it. So a wheel of 2²⁴ buckets a level costs a list of chunk pointers and the chunks in use,
+//! not 2²⁴ buckets, and a wheel whose deadlines all fit level 0 has one level.
+//!
+//! Each bucket is Kafka's `TimerTaskList` without its lock (the shard's lock guards the wheel): a
+//! doubly linked list threaded through the slab's slots (head and tail here, `prev` and `next` in
+//! the slots) and an **expiration**, the start of the round its entries belong to, or [`NO_ROUND`]
+//! once it was flushed.
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+use super::super::slab::NIL;
+
+/// Buckets per chunk (fewer if the wheel has fewer).
+const CHUNK: usize = 512;
+
+/// A bucket's expiration when it holds no round (new, or flushed).
+pub(crate) const NO_ROUND: u64 = u64::MAX;
+
+/// The mark bit of a [`BucketCode`]: it makes every code non-zero.
+const MARK: u32 = 1 << 31;
+/// Bits of a code that name the slot: every slot of a wheel of up to 2²⁴ buckets.
+const SLOT_BITS: u32 = 24;
+/// The level field's value that names the overdue list rather than a level.
+const OVERDUE_LEVEL: u32 = 0x7f;
+
+// Every level of a wheel of two buckets (the most levels: 64) has a code below the overdue one.
+const _: () = assert!(64 < OVERDUE_LEVEL as usize);
+
+/// Names a bucket, (level, slot), or the overdue list, in 31 bits under a mark bit: an entry
+/// records the list it is on, and the driver's queue names the bucket it is to flush. The niche
+/// (never zero) marks a vacant slot in the slab.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct BucketCode(NonZeroU32);
+
+impl BucketCode {
+    /// The overdue list's code.
+    pub(crate) const OVERDUE: BucketCode = BucketCode::encode(OVERDUE_LEVEL as usize, 0);
+
+    /// The code of bucket `slot` of `level` (`level < 64`, `slot < 2²⁴`).
+    #[inline]
+    pub(crate) const fn encode(level: usize, slot: usize) -> BucketCode {
+        debug_assert!(level <= OVERDUE_LEVEL as usize && slot < 1 << SLOT_BITS);
+        match NonZeroU32::new(MARK | (level as u32) << SLOT_BITS | slot as u32) {
+            Some(code) => BucketCode(code),
+            None => panic!("the mark bit is set"),
+        }
+    }
+
+    /// The level and slot the code names (the overdue list's level is beyond every level).
+    #[inline]
+    pub(crate) fn decode(self) -> (usize, usize) {
+        let code = self.0.get();
+        (((code >> SLOT_BITS) & OVERDUE_LEVEL) as usize, (code & ((1 << SLOT_BITS) - 1)) as usize)
+    }
+}
+
+impl fmt::Debug for BucketCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == BucketCode::OVERDUE {
+            return f.write_str("Overdue");
+        }
+        let (level, slot) = self.decode();
+        write!(f, "Bucket({level}, {slot})")
+    }
+}
+
+/// A list of slots: its first and last, both [`NIL`] when empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct List {
+    pub(super) head: u32,
+    pub(super) tail: u32,
+}
+
+impl List {
+    pub(super) const EMPTY: List = List { head: NIL, tail: NIL };
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+}
+
+/// One bucket: its list and the start of its round.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Bucket {
+    pub(super) list: List,
+    pub(super) expiration: u64,
+}
+
+const FRESH: Bucket = Bucket { list: List::EMPTY, expiration: NO_ROUND };
+
+/// The levels of buckets (module docs).
+pub(super) struct Levels {
+    wheel_size: usize,
+    chunk: usize,
+    /// Per level, its chunks, written as needed.
+    levels: Vec<Vec<Option<Box<[Bucket]>>>>,
+}
+
+impl Levels {
+    pub(super) fn new(wheel_size: usize) -> Levels {
+        Levels { wheel_size, chunk: wheel_size.min(CHUNK), levels: Vec::new() }
+    }
+
+    /// Levels created so far.
+    pub(super) fn created(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Bucket `slot` of `level`, if it was ever written.
+    #[inline]
+    pub(super) fn get(&self, level: usize, slot: usize) -> Option<&Bucket> {
+        let chunk = self.levels.get(level)?.get(slot / self.chunk)?.as_ref()?;
+        Some(&chunk[slot % self.chunk])
+    }
+
+    /// Bucket `slot` of `level`, if it was ever written.
+    #[inline]
+    pub(super) fn get_mut(&mut self, level: usize, slot: usize) -> Option<&mut Bucket> {
+        let chunk = self.levels.get_mut(level)?.get_mut(slot / self.chunk)?.as_mut()?;
+        Some(&mut chunk[slot % self.chunk])
+    }
+
+    /// Bucket `slot` of `level`, its level and chunk created if they are not yet.
+    #[inline]
+    pub(super) fn bucket(&mut self, level: usize, slot: usize) -> &mut Bucket {
+        debug_assert!(slot < self.wheel_size);
+        if level >= self.levels.len() {
+            self.levels.resize_with(level + 1, Vec::new);
+        }
+        let (index, offset) = (slot / self.chunk, slot % self.chunk);
+        let chunks = &mut self.levels[level];
+        if index >= chunks.len() {
+            chunks.resize_with(index + 1, || None);
+        }
+        let size = self.chunk;
+        &mut chunks[index].get_or_insert_with(|| vec![FRESH; size].into_boxed_slice())[offset]
+    }
+
+    /// Every bucket written, with its level and slot.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (usize, usize, &Bucket)> + '_ {
+        let chunk = self.chunk;
+        self.levels.iter().enumerate().flat_map(move |(level, chunks)| {
+            chunks.iter().enumerate().filter_map(|(index, c)| c.as_ref().map(|c| (index, c))).flat_map(
+                move |(index, c)| c.iter().enumerate().map(move |(at, b)| (level, index * chunk + at, b)),
+            )
+        })
+    }
+
+    /// Every bucket emptied, its round forgotten (the chunks stay).
+    pub(super) fn clear(&mut self) {
+        for chunks in &mut self.levels {
+            for chunk in chunks.iter_mut().flatten() {
+                chunk.fill(FRESH);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_name_every_bucket_of_every_wheel() {
+        for (level, slot) in [(0, 0), (0, (1 << 24) - 1), (63, 0), (63, (1 << 24) - 1), (2, 12_345)] {
+            let code = BucketCode::encode(level, slot);
+            assert_eq!(code.decode(), (level, slot));
+            assert_ne!(code, BucketCode::OVERDUE);
+        }
+        assert_eq!(BucketCode::OVERDUE.decode().0, OVERDUE_LEVEL as usize);
+        assert_eq!(std::mem::size_of::<Option<BucketCode>>(), 4);
+    }
+
+    #[test]
+    fn levels_and_chunks_are_written_as_needed() {
+        let mut levels = Levels::new(1 << 24);
+        assert_eq!(levels.created(), 0);
+        assert!(levels.get(0, 5).is_none());
+        levels.bucket(2, (1 << 24) - 1).expiration = 7;
+        assert_eq!(levels.created(), 3);
+        assert!(levels.get(0, 5).is_none() && levels.get(2, 0).is_none());
+        assert_eq!(levels.get(2, (1 << 24) - 1).map(|b| b.expiration), Some(7));
+        assert_eq!(levels.iter().count(), CHUNK);
+        levels.clear();
+        assert_eq!(levels.get(2, (1 << 24) - 1).map(|b| b.expiration), Some(NO_ROUND));
+    }
+}

@@ -1,0 +1,475 @@
+//! One shard's timer state: a [slab](super::slab) of entries and Kafka's hierarchical timing wheel
+//! of bucket lists over it, sequential (`&mut self`: the shard's lock guards it, so no atomics).
+//!
+//! **The geometry is the timer's contract** (docs/design.md, "The shape"): levels of `wheel_size`
+//! buckets (any size from 2 to 2²⁴), level `k`'s buckets `wheel_size`ᵏ ticks wide, the levels above
+//! the first created as deadlines need them (up to `crate::wheel::place::max_levels`, which covers
+//! every tick); each bucket a list of entries and an **expiration**, the start of its current
+//! round; and one queue of buckets ordered by expiration, outside the wheel, that the driver polls.
+//! The wheel does not own that queue: it tells its caller when a bucket must be offered to it, and
+//! the caller hands back each bucket the queue pops ([`Wheel::flush`]). So the driver sleeps until
+//! the earliest bucket is due, never ticking through empty ones, and an idle wheel costs nothing.
+//!
+//! **Placement** is the crate's (`crate::wheel::place`): relative to the wheel's **time** (the
+//! cursor, the last expiration flushed), a deadline goes to the finest level whose window holds it,
+//! in the slot of its round there; the round's start is the bucket's expiration, never after the
+//! deadline. Kafka's `setExpiration`: an insert, a reset and a cascade's re-add each report
+//! ([`Offer`]) whether they set the bucket's expiration for a new round, and then, and only then,
+//! the caller offers (expiration, bucket) to the queue. A remove leaves the expiration, so a loop of
+//! schedule and cancel in one bucket offers it once per round. A deadline at or before the time is
+//! not filed in a bucket but on the **overdue** list, which every advance drains
+//! ([`Wheel::drain_overdue`]): a zero delay or a passed deadline runs by the next advance even if
+//! the clock did not move.
+//!
+//! **Flush** ([`Wheel::flush`]): the queue popped (expiration, bucket). If the bucket's expiration
+//! is another (a flush or a new round came since), the offer was stale and nothing happens.
+//! Otherwise the time moves to the expiration (never backwards), the bucket's round is forgotten,
+//! and each entry is placed again from the new time: due, it leaves the wheel; otherwise it goes to
+//! a finer level (the cascade), whose new rounds are offers for the caller.
+//!
+//! **A bucket behind the time.** The queue is polled outside the shard's lock, so the time can move
+//! past a bucket whose offer is still queued (the driver popped a later bucket first while a
+//! schedule filed an earlier one). A placement that then lands in that bucket for a later round
+//! finds it holding the old round, whose entries are all due (its range ends at or before the
+//! window of its level, so at or before the time): they move to the overdue list before the new
+//! round is set, and the old offer, stale, finds nothing.
+//!
+//! **Order.** Each [`Fired`] carries (deadline, `sub`, sequence), by which the caller sorts a batch,
+//! merged across shards, into deadline order to a 256th of a tick with equal deadlines in the
+//! order of their sequence numbers (the caller numbers its inserts, so a wheel keeps no count). A
+//! reset keeps the entry's sequence number, as `Timer::reset` keeps a task's stamp.
+//!
+//! **Range.** Deadlines go up to [`MAX_TICK`], the crate's last deadline tick; a later one is
+//! refused ([`Refusal::TooFar`], the payload handed back), never clamped.
+//!
+//! **Invariants**, whenever the shard's lock is free: every occupied slot is on exactly one list
+//! (a bucket's or the overdue list), the one its code names; an entry in a bucket lies in the round
+//! the bucket's expiration starts and is placed there from the time, or (a bucket behind the time)
+//! is due; an entry on the overdue list is due; every vacant slot is on the slab's free list; `len`
+//! is exact.
+//!
+//! **Cost.** Insert (amortised, as the slab grows), remove and reset are O(1); a flush is O(its
+//! entries), each entry cascading at most once a level. A slot is 56 bytes for a 16-byte payload
+//! (generation 8, links 8, deadline and `sub` 8, sequence 8, bucket code 4, payload 16, padding
+//! 4); a bucket 16 bytes, in chunks of 512 (`buckets.rs`). No method drops a payload.
+
+use std::fmt;
+
+use super::slab::{Slab, NIL};
+use crate::deadline::MAX_DEADLINE_TICK;
+use crate::wheel::place::{max_levels, LevelTable, Placement};
+
+mod buckets;
+pub(crate) mod driven;
+
+pub(crate) use buckets::BucketCode;
+use buckets::{Levels, List, NO_ROUND};
+
+/// The last deadline tick the wheel takes: the crate's ([`MAX_DEADLINE_TICK`]).
+pub(crate) const MAX_TICK: u64 = MAX_DEADLINE_TICK;
+
+/// The largest wheel: buckets a level (a [`BucketCode`] names each).
+pub(crate) const MAX_WHEEL_SIZE: u64 = 1 << 24;
+
+/// The default wheel size (the timer's).
+pub(crate) const DEFAULT_WHEEL_SIZE: u64 = 512;
+
+/// Names an entry: its slot and the generation of the occupant it was given to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub(crate) slot: u32,
+    pub(crate) generation: u64,
+}
+
+/// Why the wheel refused a deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The deadline is after [`MAX_TICK`].
+    TooFar,
+    /// The slab holds as many entries as slot indices allow.
+    Full,
+}
+
+/// An insert the wheel refused: the payload, handed back, and why.
+#[derive(Debug)]
+pub struct Refused<P> {
+    pub(crate) payload: P,
+    pub(crate) reason: Refusal,
+}
+
+/// A bucket whose expiration was set for a new round: the caller offers it to the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Offer {
+    pub(crate) expiration: u64,
+    pub(crate) bucket: BucketCode,
+}
+
+/// An entry that left the wheel, due or drained: what orders it among a batch, the key it had,
+/// and its payload.
+#[derive(Debug)]
+pub struct Fired<P> {
+    /// The deadline tick it was given (earlier than the tick it fired at when it was already
+    /// passed when set).
+    pub(crate) deadline: u64,
+    /// The 256th of the tick its deadline falls in.
+    pub(crate) sub: u8,
+    /// The sequence number its insert gave it.
+    pub(crate) seq: u64,
+    pub(crate) key: Key,
+    pub(crate) payload: P,
+}
+
+impl<P> Fired<P> {
+    /// The order of a merged batch: deadline, its 256th, then insertion.
+    pub fn order(&self) -> (u64, u8, u64) {
+        (self.deadline, self.sub, self.seq)
+    }
+}
+
+/// What a slot holds for the wheel.
+struct Entry<P> {
+    /// `deadline << 8 | sub`.
+    when: u64,
+    seq: u64,
+    /// The list that holds it; its niche is the vacant slot's `None`.
+    bucket: BucketCode,
+    payload: P,
+}
+
+impl<P> Entry<P> {
+    fn deadline(&self) -> u64 {
+        self.when >> 8
+    }
+
+    fn fired(self, slot: u32, generation: u64) -> Fired<P> {
+        Fired {
+            deadline: self.deadline(),
+            sub: self.when as u8,
+            seq: self.seq,
+            key: Key { slot, generation },
+            payload: self.payload,
+        }
+    }
+}
+
+/// One shard's slab and wheel (module docs).
+pub struct Wheel<P> {
+    slab: Slab<Entry<P>>,
+    table: LevelTable,
+    levels: Levels,
+    overdue: List,
+    /// The last expiration flushed.
+    time: u64,
+    wheel_size: u64,
+}
+
+impl<P> Default for Wheel<P> {
+    fn default() -> Self {
+        Wheel::new(DEFAULT_WHEEL_SIZE)
+    }
+}
+
+impl<P> fmt::Debug for Wheel<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wheel")
+            .field("wheel_size", &self.wheel_size)
+            .field("len", &self.len())
+            .field("time", &self.time)
+            .field("levels", &self.levels.created())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P> Wheel<P> {
+    /// An empty wheel of `wheel_size` buckets a level at time 0: no level, bucket or slot written.
+    ///
+    /// # Panics
+    ///
+    /// If `wheel_size` is below 2 or above [`MAX_WHEEL_SIZE`].
+    pub(crate) fn new(wheel_size: u64) -> Self {
+        assert!((2..=MAX_WHEEL_SIZE).contains(&wheel_size), "wheel size {wheel_size} out of 2..=2^24");
+        Wheel {
+            slab: Slab::new(),
+            table: LevelTable::new(wheel_size),
+            levels: Levels::new(wheel_size as usize),
+            overdue: List::EMPTY,
+            time: 0,
+            wheel_size,
+        }
+    }
+
+    /// Buckets a level.
+    pub(crate) fn wheel_size(&self) -> u64 {
+        self.wheel_size
+    }
+
+    /// Levels created so far (at most `max_levels(wheel_size)`).
+    pub(crate) fn levels(&self) -> usize {
+        self.levels.created()
+    }
+
+    /// Entries pending.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    /// Whether no entry is pending.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slab.is_empty()
+    }
+
+    /// The wheel's time: the last expiration flushed (every entry due by it is due at the next
+    /// advance).
+    pub(crate) fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// Whether the overdue list holds entries (the next advance has work).
+    pub(crate) fn has_overdue(&self) -> bool {
+        !self.overdue.is_empty()
+    }
+
+    /// Files `payload` due at tick `deadline`, in its 256th `sub`, with the caller's sequence
+    /// number `seq` (which orders it among equal deadlines, [`Fired::order`]): in its bucket, or on
+    /// the overdue list if `deadline` is not after the time. Its key, which names it until it
+    /// leaves the wheel, and the offer the caller makes to the queue if the insert set its
+    /// bucket's expiration for a new round.
+    ///
+    /// # Errors
+    ///
+    /// The payload back, with [`Refusal::TooFar`] if `deadline` is after [`MAX_TICK`], or
+    /// [`Refusal::Full`] if the slab has no slot index left; the wheel is unchanged.
+    #[inline]
+    pub(crate) fn insert(
+        &mut self,
+        deadline: u64,
+        sub: u8,
+        seq: u64,
+        payload: P,
+    ) -> Result<(Key, Option<Offer>), Refused<P>> {
+        if deadline > MAX_TICK {
+            return Err(Refused { payload, reason: Refusal::TooFar });
+        }
+        let entry =
+            Entry { when: (deadline << 8) | u64::from(sub), seq, bucket: BucketCode::OVERDUE, payload };
+        let (slot, generation) = match self.slab.occupy(entry) {
+            Ok(occupied) => occupied,
+            Err(entry) => return Err(Refused { payload: entry.payload, reason: Refusal::Full }),
+        };
+        let offer = self.file(slot, deadline);
+        Ok((Key { slot, generation }, offer))
+    }
+
+    /// Takes the entry `key` names out: its payload, or `None` if it has left the wheel (fired,
+    /// removed, drained: the key is stale, also after its slot's reuse). Its bucket keeps its
+    /// expiration.
+    #[inline]
+    pub(crate) fn remove(&mut self, key: Key) -> Option<P> {
+        self.slab.get(key.slot, key.generation)?;
+        self.unlink(key.slot);
+        Some(self.slab.vacate(key.slot).1.payload)
+    }
+
+    /// Moves the entry `key` names to `deadline` and `sub` in place: same slot, key, payload and
+    /// sequence number, linked at the tail of its new list (filed as [`insert`](Wheel::insert)
+    /// files). `Ok(Some(offer))` if it moved (`offer` as an insert's), `Ok(None)` if the key is
+    /// stale (nothing changes).
+    ///
+    /// # Errors
+    ///
+    /// [`Refusal::TooFar`] if the key names a pending entry and `deadline` is after
+    /// [`MAX_TICK`]; the entry stays as it was.
+    #[inline]
+    pub(crate) fn reset(
+        &mut self,
+        key: Key,
+        deadline: u64,
+        sub: u8,
+    ) -> Result<Option<Option<Offer>>, Refusal> {
+        if self.slab.get(key.slot, key.generation).is_none() {
+            return Ok(None);
+        }
+        if deadline > MAX_TICK {
+            return Err(Refusal::TooFar);
+        }
+        self.unlink(key.slot);
+        self.slab.entry_mut(key.slot).when = (deadline << 8) | u64::from(sub);
+        Ok(Some(self.file(key.slot, deadline)))
+    }
+
+    /// The deadline and `sub` of the entry `key` names, `None` if the key is stale.
+    pub(crate) fn deadline(&self, key: Key) -> Option<(u64, u8)> {
+        let entry = self.slab.get(key.slot, key.generation)?;
+        Some((entry.deadline(), entry.when as u8))
+    }
+
+    /// The queue popped `bucket` at `expiration` (module docs, "Flush"): if that is the bucket's
+    /// round, the time moves to `expiration` (never backwards) and each of its entries is placed
+    /// again from there, due ones appended to `out`, the rest linked in finer buckets, whose new
+    /// rounds are appended to `offers`. A stale offer changes nothing. Should `out` or `offers`
+    /// fail to grow, the wheel stays whole: each entry is unlinked before it is placed.
+    pub(crate) fn flush(
+        &mut self,
+        bucket: BucketCode,
+        expiration: u64,
+        out: &mut Vec<Fired<P>>,
+        offers: &mut Vec<Offer>,
+    ) {
+        let (level, slot) = bucket.decode();
+        match self.levels.get_mut(level, slot) {
+            Some(b) if b.expiration == expiration && expiration != NO_ROUND => b.expiration = NO_ROUND,
+            _ => return,
+        }
+        self.time = self.time.max(expiration);
+        loop {
+            let index = self.levels.get(level, slot).map_or(NIL, |b| b.list.head);
+            if index == NIL {
+                break;
+            }
+            self.unlink(index);
+            let deadline = self.slab.entry(index).deadline();
+            if deadline <= self.time {
+                let (generation, entry) = self.slab.vacate(index);
+                out.push(entry.fired(index, generation));
+            } else if let Some(offer) = self.file(index, deadline) {
+                offers.push(offer);
+            }
+        }
+    }
+
+    /// Every entry of the overdue list leaves the wheel, appended to `out` in the order they were
+    /// linked (each unlinked and freed before it is pushed).
+    pub(crate) fn drain_overdue(&mut self, out: &mut Vec<Fired<P>>) {
+        while self.overdue.head != NIL {
+            let index = self.overdue.head;
+            self.unlink(index);
+            let (generation, entry) = self.slab.vacate(index);
+            out.push(entry.fired(index, generation));
+        }
+    }
+
+    /// Hands every pending entry out, appended to `out` in slot order (the caller sorts by
+    /// [`Fired::order`] if it needs deadline order): the wheel is left empty, every key stale,
+    /// every bucket's round forgotten, its slots vacant and written (a [`shrink`](Wheel::shrink)
+    /// gives them back).
+    pub(crate) fn drain_all(&mut self, out: &mut Vec<Fired<P>>) {
+        // Room first: the slab's walk must not panic halfway.
+        out.reserve(self.len());
+        self.slab.take_all(|slot, generation, entry| out.push(entry.fired(slot, generation)));
+        self.levels.clear();
+        self.overdue = List::EMPTY;
+    }
+
+    /// Writes vacant slots ahead until `slots` entries fit without the slab growing (their pages
+    /// touched now rather than on the schedule path).
+    pub(crate) fn reserve(&mut self, slots: usize) {
+        self.slab.reserve(slots);
+    }
+
+    /// Gives back the slab's vacant slots after its last occupied one (all of them when the wheel
+    /// is empty) and its spare capacity: slots of capacity given back. A vacant slot below an
+    /// occupied one stays (entries never move: keys name their slots). O(slots written). The
+    /// buckets are not the slab's and stay.
+    pub(crate) fn shrink(&mut self) -> usize {
+        self.slab.shrink()
+    }
+
+    /// Links the occupied slot `index`, due at `deadline`, where it belongs from the time: the
+    /// overdue list, or its bucket (module docs). The offer, if it set the bucket's round.
+    #[inline]
+    fn file(&mut self, index: u32, deadline: u64) -> Option<Offer> {
+        let (level, slot, round) = match self.table.place(self.time, deadline) {
+            Placement::Due => {
+                self.link(index, BucketCode::OVERDUE);
+                return None;
+            }
+            Placement::Slot { level, slot, stage } => (level, slot, stage.round),
+        };
+        debug_assert!(level < max_levels(self.wheel_size) && round > self.time && round <= deadline);
+        let code = BucketCode::encode(level, slot);
+        let bucket = self.levels.bucket(level, slot);
+        let offer = if bucket.expiration == round {
+            None
+        } else {
+            debug_assert!(bucket.expiration == NO_ROUND || bucket.expiration < round);
+            bucket.expiration = round;
+            if !bucket.list.is_empty() {
+                self.overdue_behind(level, slot);
+            }
+            Some(Offer { expiration: round, bucket: code })
+        };
+        self.link(index, code);
+        offer
+    }
+
+    /// Moves the entries of bucket `slot` of `level`, left behind the time with a round of the
+    /// past, to the overdue list (module docs, "A bucket behind the time"): all are due.
+    #[cold]
+    fn overdue_behind(&mut self, level: usize, slot: usize) {
+        while let Some(index) = self.levels.get(level, slot).map(|b| b.list.head).filter(|&i| i != NIL) {
+            debug_assert!(
+                self.slab.entry(index).deadline() <= self.time,
+                "a round of the past holds a due entry"
+            );
+            self.unlink(index);
+            self.link(index, BucketCode::OVERDUE);
+        }
+    }
+
+    /// The list `code` names.
+    #[inline]
+    fn list_mut(&mut self, code: BucketCode) -> &mut List {
+        if code == BucketCode::OVERDUE {
+            return &mut self.overdue;
+        }
+        let (level, slot) = code.decode();
+        &mut self.levels.bucket(level, slot).list
+    }
+
+    /// Links the occupied slot `index` at the tail of the list `code` names.
+    #[inline]
+    fn link(&mut self, index: u32, code: BucketCode) {
+        let list = self.list_mut(code);
+        let tail = list.tail;
+        if tail == NIL {
+            list.head = index;
+        }
+        list.tail = index;
+        if tail != NIL {
+            self.slab.slot_mut(tail).next = index;
+        }
+        let slot = self.slab.slot_mut(index);
+        (slot.prev, slot.next) = (tail, NIL);
+        slot.entry.as_mut().expect("a linked slot is occupied").bucket = code;
+    }
+
+    /// Unlinks the occupied slot `index` from its list.
+    #[inline]
+    fn unlink(&mut self, index: u32) {
+        let slot = self.slab.slot(index);
+        let (prev, next) = (slot.prev, slot.next);
+        let code = slot.entry.as_ref().expect("a linked slot is occupied").bucket;
+        if next != NIL {
+            self.slab.slot_mut(next).prev = prev;
+        }
+        if prev != NIL {
+            self.slab.slot_mut(prev).next = next;
+        }
+        let list = self.list_mut(code);
+        if next == NIL {
+            list.tail = prev;
+        }
+        if prev == NIL {
+            list.head = next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod model;
+#[cfg(test)]
+mod support;
+#[cfg(test)]
+mod tests;
