@@ -32,7 +32,6 @@ mod reset;
 mod schedule_vs_flush;
 mod shard;
 mod shard_core;
-mod shard_wake;
 mod shrink;
 mod shutdown;
 #[cfg(feature = "async")]

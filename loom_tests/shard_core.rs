@@ -1,12 +1,12 @@
 //! The assembled shard core (`src/shard/core.rs`) on its real pieces: the shard lock, the pooled
-//! headers with their `Wheel` state, and the wake-up tick. Payloads count their ends in std
-//! atomics, observations kept out of loom's sight.
+//! headers with their `Wheel` state, and the driver's queue of buckets. Payloads count their ends
+//! in std atomics, observations kept out of loom's sight.
 //!
-//! * `a_schedule_racing_the_look_wakes_the_driver`: entries due at ticks 10 and 100, a look
-//!   before the model published 10; the driver, woken at 10, advances (taking that entry), looks
-//!   (`Core::before_sleep`) and sleeps until woken, until its look publishes 50, while the main
-//!   thread schedules an entry due at 50 and wakes the driver if `Core::schedule` says so. A sleep
-//!   that nothing cuts short is one past the deadline: loom reports it as a deadlock.
+//! * `a_schedule_racing_the_poll_is_flushed_by_the_next_advance`: a schedule due at tick 5 into a
+//!   wheel of 4 buckets a level (level 1's round at 4, cascading to level 0 at 5) against the
+//!   driver's advance to 5, then, once the schedule is done, a second advance to 5: the entry
+//!   fires exactly once, in one of the two, whether the driver polled before the offer (the
+//!   bucket linked, its offer queued after the poll), between, or after.
 //! * `cancel_racing_advance`: a cancel of an entry due at tick 1, then a schedule, on one thread,
 //!   against the advance to tick 1: the entry ends exactly once (cancelled or fired), and `len`
 //!   counts exactly the entry scheduled after.
@@ -17,40 +17,25 @@ use delaywheel::loom_internals::shard::core::{Core, Merge};
 use loom::sync::Arc;
 use loom::thread;
 
-/// The deadline of the entry scheduled during the driver's look.
-const DUE: u64 = 50;
-
-/// The driver, woken at tick 10: advances, then looks and sleeps until woken, until its look
-/// finds the entry due at [`DUE`].
-fn drive(core: &Core<u64>) {
-    let mut out = Vec::new();
-    core.advance(10, &mut out, &mut Merge::default());
-    assert_eq!(out.iter().map(|fired| fired.order()).collect::<Vec<_>>(), [(10, 0, 0)]);
-    while core.before_sleep() != Some(DUE) {
-        thread::park();
-    }
-}
-
-/// Seeded fault `shard_core_wake_before_link`: the schedule reads the wake-up tick before its lock,
-/// reads the 10 of the look before, and a look that missed the entry not yet linked leaves the
-/// driver asleep (a deadlock).
+/// Seeded fault `shard_core_offer_before_link`: the schedule offers its bucket before the insert
+/// links the entry; the driver pops it and flushes a bucket whose round is not set (a stale offer),
+/// the insert then sets the round without offering it, and neither advance fires the entry.
 #[test]
-fn a_schedule_racing_the_look_wakes_the_driver() {
+fn a_schedule_racing_the_poll_is_flushed_by_the_next_advance() {
     loom::model(|| {
-        // Leaked, not in an `Arc`: an execution that deadlocks unwinds with the driver parked,
-        // and dropping loom objects then would panic again and abort the test.
-        let core: &'static Core<u64> = Box::leak(Box::new(Core::new(1)));
-        for (seq, deadline) in [10, 100].into_iter().enumerate() {
-            core.schedule(deadline, 0, seq as u64, deadline).expect("in range");
-        }
-        assert_eq!(core.before_sleep(), Some(10));
-        let driver = thread::spawn(move || drive(core));
-        let (_, wake) = core.schedule(DUE, 0, 2, DUE).expect("in range");
-        if wake {
-            driver.thread().unpark();
-        }
-        driver.join().unwrap();
-        assert_eq!(core.len(), 2, "the entries due at 50 and 100");
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        let scheduler = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || {
+                core.schedule(5, 0, 0, 5).map_err(drop).unwrap();
+            })
+        };
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
+        core.advance(5, &mut out, &mut merge);
+        scheduler.join().unwrap();
+        core.advance(5, &mut out, &mut merge);
+        assert_eq!(out.iter().map(|fired| fired.order()).collect::<Vec<_>>(), [(5, 0, 0)], "fired once");
+        assert_eq!(core.len(), 0);
     });
 }
 
@@ -70,7 +55,7 @@ fn cancel_racing_advance() {
     loom::model(|| {
         let ends = std::sync::Arc::new(AtomicUsize::new(0));
         let core = Arc::new(Core::new(1));
-        let (a, _) = core.schedule(1, 0, 0, Payload(std::sync::Arc::clone(&ends))).map_err(drop).unwrap();
+        let a = core.schedule(1, 0, 0, Payload(std::sync::Arc::clone(&ends))).map_err(drop).unwrap();
         let other = {
             let (core, ends) = (Arc::clone(&core), std::sync::Arc::clone(&ends));
             thread::spawn(move || {

@@ -279,7 +279,6 @@ pub use timer::Timer;
 #[doc(hidden)]
 pub mod loom_internals {
     pub use crate::entry::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
-    pub use crate::shard::wake::{WakeTick, NEVER};
 
     /// The shard core (`src/shard/`), which no public type uses yet.
     pub mod shard {

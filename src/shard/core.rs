@@ -1,7 +1,7 @@
-//! The assembled shard core: shard headers from the pool whose state is a wheel with the queue of
-//! its buckets ([`Driven`]: Kafka's geometry, `wheel/`), one [`WakeTick`], and the operations a timer runs on them. It knows ticks, sequence numbers and
-//! payloads, not threads, clocks or parking: a schedule says whether its caller must wake the
-//! driver, and the driver asks what tick to sleep until.
+//! The assembled shard core: shard headers from the pool whose state is a [`Wheel`] (Kafka's
+//! geometry, `wheel/`), the driver's one [`DelayQueue`] of buckets, keyed by (shard, bucket), and
+//! the operations a timer runs on them. It knows ticks, sequence numbers and payloads, not clocks
+//! or parking: the queue's waits and wake-ups (`delay_queue/`) are the driver's.
 //!
 //! **Shards.** [`Core::new`] takes its headers from [`Pool::global`], as many as it is given
 //! (rounded up to a power of two; a caller passes the cores, `available_parallelism`). A thread
@@ -14,55 +14,51 @@
 //!
 //! **What each lock orders.** A shard's [`ShardLock`](super::lock::ShardLock) orders everything
 //! done to the entries of its shard: a schedule's insert and count-in, a cancel's remove and
-//! count-out, a reset's move, the driver's advance and count-out, its look at the next tick, the
-//! drain. So a cancel and the advance that would fire the same entry take it exactly once between
-//! them (whoever holds the lock first), and a reset either moves a pending entry or finds it gone.
-//! No lock is held across two shards, and none while a payload is dropped or handed back: a cancel
-//! returns the payload after its unlock, the advance and the drain append to the caller's batch
-//! under the lock and the caller drops or runs it afterwards (a panicking `Drop` leaves no lock
-//! held). The count of each shard is written under its lock only, by a load and a store, and
-//! [`Core::len`] sums them without locks (`pool.rs`, "`len` without the lock": it counts every
-//! entry pending throughout the read, exact when nothing is in flight). The caller's sequence
-//! number rides in the entry: the core adds no shared counter.
+//! count-out, a reset's move, the driver's flush of one of its buckets and count-out, the drain.
+//! So a cancel and the flush that would fire the same entry take it exactly once between them
+//! (whoever holds the lock first), and a reset either moves a pending entry or finds it gone. No
+//! lock is held across two shards, none while a payload is dropped or handed back, and the queue's
+//! lock is never taken under a shard's: offers are made after the unlock. The count of each shard
+//! is written under its lock only, by a load and a store, and [`Core::len`] sums them without
+//! locks (`pool.rs`, "`len` without the lock"). The caller's sequence number rides in the entry.
 //!
-//! **The wake-up hand-shake** (`wake.rs`) on these pieces:
+//! **The queue of buckets** (Kafka's drive). An insert or a reset that sets a bucket's round (or
+//! gives the drained overdue list an entry) reports an offer; [`Core::schedule`] and
+//! [`Core::reset`] make it **after** the entry is linked, after the unlock, with
+//! [`DelayQueue::offer`], which wakes a waiting driver when it lowers the head. The driver's
+//! [`Core::advance`] starts a round of the queue, pops each bucket due, flushes it under its
+//! shard's lock (fired entries counted out there), offers the cascade's new rounds from inside the
+//! round ([`DelayQueue::offer_within`], so a cascade due now is flushed in the same advance), ends
+//! the round, and sorts the batch. A schedule's offer due now is popped in a round under way too:
+//! the bucket may also hold entries a cascade of that round filed after the schedule set the
+//! bucket's round (and so offered nothing). Why no entry is missed: a bucket holding entries has
+//! its round set, and the insert that set it offers it once the entry is linked; a poll before
+//! that offer misses the bucket but the offer is then queued for a later poll (this advance's or
+//! the next), and a poll after it flushes the bucket with the entry in it. An offer made before
+//! the link could be popped and flushed as stale (the round not set yet), and the round the insert
+//! then sets would never be offered: the seeded fault `shard_core_offer_before_link`, which the
+//! loom model `shard_core::a_schedule_racing_the_poll_is_flushed_by_the_next_advance` catches. A
+//! bucket popped after the time moved past it is handled by the wheel ("A bucket behind the
+//! time").
 //!
-//! * [`Core::schedule`] reads the wake-up tick after its entry is linked, inside the shard's
-//!   critical section, and returns whether the deadline is earlier than it (the caller then wakes
-//!   the driver after the unlock). [`Core::reset`] does the same when it moves an entry earlier (a
-//!   move later needs no wake: a look that saw the entry published a tick no later than its old
-//!   deadline).
-//! * [`Core::before_sleep`], the driver before it sleeps: stores "never" ([`WakeTick::before_look`]),
-//!   then locks each shard in turn for its next tick, and publishes the earliest
-//!   ([`WakeTick::publish`]); the driver sleeps until that tick, or until woken if `None`.
-//!
-//! A schedule whose critical section comes after the driver's look at its shard reads "never" or a
-//! tick published after that look, and is told to wake the driver if its deadline is earlier; one
-//! that comes before it is found by the look. Where in the critical section the read falls does
-//! not matter (the lock makes the section one step for the look), but it must be inside it or
-//! after it: the seeded fault `shard_core_wake_before_link` reads before the lock, and the loom
-//! model `shard_core::a_schedule_racing_the_look_wakes_the_driver` catches it.
-//!
-//! **The fired batch.** [`Core::advance`] takes each shard's due entries under its lock (counted
-//! out there), appended to one batch, and sorts what it appended by [`Fired::order`] (deadline, its
-//! 256th, sequence) through `deadline::sort_batch`: one tick's batch is counting-sorted by its
-//! 256ths, equal deadlines put in sequence order. [`Merge`] keeps the sort's buffers between
+//! **The fired batch.** [`Core::advance`] appends each flushed bucket's due entries to one batch
+//! and sorts what it appended by [`Fired::order`] (deadline, its 256th, sequence) through
+//! `deadline::sort_batch`. [`Merge`] keeps the sort's buffers and the flushes' offers between
 //! advances.
 
 use std::fmt;
 
 use super::faults;
 use super::pool::{self, Pool, Shard, ShardState};
-use super::wake::WakeTick;
-use super::wheel::driven::Driven;
-use super::wheel::{Fired, Key, Refusal, Refused, DEFAULT_WHEEL_SIZE};
+use super::wheel::{BucketCode, Fired, Key, Offer, Offers, Refusal, Refused, Wheel, DEFAULT_WHEEL_SIZE};
 use crate::deadline::{self, Deadline};
+use crate::delay_queue::{DelayQueue, Identity};
 
 /// An entry of a [`Core`]: cancels, resets and reads its deadline from any thread; finds nothing
 /// once the entry left (fired, cancelled, drained) or the core was dropped.
-pub type Handle<P> = pool::Handle<Driven<P>>;
+pub type Handle<P> = pool::Handle<Wheel<P>>;
 
-impl<P: Send + 'static> ShardState for Driven<P> {
+impl<P: Send + 'static> ShardState for Wheel<P> {
     type Payload = P;
 
     #[inline]
@@ -71,17 +67,30 @@ impl<P: Send + 'static> ShardState for Driven<P> {
     }
 }
 
+/// What the driver's queue holds: a bucket of a shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bucketed {
+    pub(crate) shard: u16,
+    pub(crate) bucket: BucketCode,
+}
+
+impl Identity for Bucketed {
+    fn identity(&self) -> u64 {
+        u64::from(self.shard) << 32 | u64::from(self.bucket.get())
+    }
+}
+
 /// The shard core (module docs).
 pub struct Core<P: Send + 'static> {
-    shards: Box<[Shard<Driven<P>>]>,
+    shards: Box<[Shard<Wheel<P>>]>,
     /// The shard count less one (a power of two less one).
     mask: usize,
-    wake: WakeTick,
+    queue: DelayQueue<Bucketed>,
 }
 
 impl<P: Send + 'static> Core<P> {
-    /// A core of `shards` shards (rounded up to a power of two, at least one), headers taken from
-    /// the pool.
+    /// A core of `shards` shards (rounded up to a power of two, at least one, at most 2¹⁵),
+    /// headers taken from the pool, wheels of the default size.
     pub fn new(shards: usize) -> Core<P> {
         Core::with_wheel_size(shards, DEFAULT_WHEEL_SIZE)
     }
@@ -92,16 +101,16 @@ impl<P: Send + 'static> Core<P> {
     ///
     /// If `wheel_size` is below 2 or above 2²⁴ (`Wheel::new`).
     pub fn with_wheel_size(shards: usize, wheel_size: u64) -> Core<P> {
-        let count = shards.max(1).next_power_of_two();
+        let count = shards.clamp(1, 1 << 15).next_power_of_two();
         let pool = Pool::global();
-        let shards: Box<[Shard<Driven<P>>]> = (0..count).map(|_| pool.take()).collect();
+        let shards: Box<[Shard<Wheel<P>>]> = (0..count).map(|_| pool.take()).collect();
         for shard in shards.iter() {
             let mut shard = shard.lock();
-            if shard.state().wheel().wheel_size() != wheel_size {
-                *shard.state() = Driven::new(wheel_size);
+            if shard.state().wheel_size() != wheel_size {
+                *shard.state() = Wheel::new(wheel_size);
             }
         }
-        Core { shards, mask: count - 1, wake: WakeTick::new() }
+        Core { shards, mask: count - 1, queue: DelayQueue::new() }
     }
 
     /// How many shards it has.
@@ -109,51 +118,76 @@ impl<P: Send + 'static> Core<P> {
         self.shards.len()
     }
 
-    /// The calling thread's shard.
+    /// The driver's queue of buckets: its waits (`wait_due`, `watch`) and wake-ups are the
+    /// driver's; [`advance`](Core::advance) polls it.
+    pub(crate) fn queue(&self) -> &DelayQueue<Bucketed> {
+        &self.queue
+    }
+
+    /// The calling thread's shard index.
     #[inline]
-    fn own_shard(&self) -> &Shard<Driven<P>> {
-        &self.shards[crate::sync::thread_index() & self.mask]
+    fn own_shard(&self) -> usize {
+        crate::sync::thread_index() & self.mask
     }
 
     /// Files `payload` due at tick `deadline` (its 256th `sub`, the caller's sequence number `seq`)
-    /// in the calling thread's shard: its handle, and whether the caller must wake the driver (the
-    /// deadline is earlier than the tick it sleeps until; module docs).
+    /// in the calling thread's shard, and offers its bucket to the queue if the insert set the
+    /// bucket's round (module docs): its handle.
     ///
     /// # Errors
     ///
     /// The payload back with the reason ([`Refusal`]), handed back after the unlock.
     #[inline]
-    pub fn schedule(
-        &self,
-        deadline: u64,
-        sub: u8,
-        seq: u64,
-        payload: P,
-    ) -> Result<(Handle<P>, bool), Refused<P>> {
+    pub fn schedule(&self, deadline: u64, sub: u8, seq: u64, payload: P) -> Result<Handle<P>, Refused<P>> {
         self.schedule_in(self.own_shard(), deadline, sub, seq, payload)
     }
 
-    /// [`schedule`](Core::schedule) into `shard`.
+    /// [`schedule`](Core::schedule) into shard `index`.
     #[inline]
     fn schedule_in(
         &self,
-        shard: &Shard<Driven<P>>,
+        index: usize,
         deadline: u64,
         sub: u8,
         seq: u64,
         payload: P,
-    ) -> Result<(Handle<P>, bool), Refused<P>> {
-        if fault!("shard_core_wake_before_link") {
-            return faults::schedule_reading_wake_first(&self.wake, shard, deadline, sub, seq, payload);
+    ) -> Result<Handle<P>, Refused<P>> {
+        let shard = &self.shards[index];
+        if fault!("shard_core_offer_before_link") {
+            self.offer(index, faults::offers_before_link(shard, deadline));
+            let mut shard = shard.lock();
+            let (key, _) = shard.state().insert(deadline, sub, seq, payload)?;
+            shard.count_in(1);
+            return Ok(shard.handle(key.slot, key.generation));
         }
-        let mut shard = shard.lock();
-        let key = shard.state().insert(deadline, sub, seq, payload)?;
-        shard.count_in(1);
-        let handle = shard.handle(key.slot, key.generation);
-        // After the link, in the critical section (module docs).
-        let wake = self.wake.wakes_driver(deadline);
-        drop(shard);
-        Ok((handle, wake))
+        let mut guard = shard.lock();
+        let (key, offers) = guard.state().insert(deadline, sub, seq, payload)?;
+        guard.count_in(1);
+        let handle = guard.handle(key.slot, key.generation);
+        drop(guard);
+        // After the link and the unlock (module docs).
+        self.offer(index, offers);
+        Ok(handle)
+    }
+
+    /// The index of the shard `handle` (found pending: so one of this core's) names: the calling
+    /// thread's own shard at first look.
+    #[inline]
+    fn index_of(&self, handle: &Handle<P>) -> usize {
+        let is = |index: usize| std::ptr::eq(self.shards[index].header, handle.header);
+        let own = self.own_shard();
+        if is(own) {
+            return own;
+        }
+        (0..self.shards.len()).find(|&index| is(index)).expect("a pending entry's shard is the core's")
+    }
+
+    /// Offers `offers` of shard `index` to the queue.
+    #[inline]
+    fn offer(&self, index: usize, offers: Offers) {
+        for Offer { expiration, bucket } in offers.iter() {
+            self.queue.offer(expiration, Bucketed { shard: index as u16, bucket });
+        }
     }
 
     /// Takes `handle`'s entry out if it is pending, counted out: its payload, for the caller to
@@ -164,23 +198,24 @@ impl<P: Send + 'static> Core<P> {
     }
 
     /// Moves `handle`'s pending entry to `deadline` and `sub` in place, keeping its sequence
-    /// number: `Some(wake)`, `wake` telling whether the caller must wake the driver (moved earlier
-    /// than the tick it sleeps until); `None` if the entry is not pending.
+    /// number, and offers its new bucket if the move set the bucket's round: `true` if it moved,
+    /// `false` if the entry is not pending.
     ///
     /// # Errors
     ///
     /// [`Refusal::TooFar`] if the entry is pending and `deadline` is beyond the range; it stays.
     #[inline]
-    pub fn reset(&self, handle: &Handle<P>, deadline: u64, sub: u8) -> Result<Option<bool>, Refusal> {
-        let Some(mut shard) = handle.lock() else { return Ok(None) };
+    pub fn reset(&self, handle: &Handle<P>, deadline: u64, sub: u8) -> Result<bool, Refusal> {
+        let Some(mut shard) = handle.lock() else { return Ok(false) };
         let (slot, generation) = handle.entry();
-        let key = Key { slot, generation };
-        let wheel = shard.state();
-        let Some((old, _)) = wheel.deadline(key) else { return Ok(None) };
-        wheel.reset(key, deadline, sub)?;
-        let wake = deadline < old && self.wake.wakes_driver(deadline);
+        let Some(offers) = shard.state().reset(Key { slot, generation }, deadline, sub)? else {
+            return Ok(false);
+        };
         drop(shard);
-        Ok(Some(wake))
+        if offers.round.is_some() || offers.overdue.is_some() {
+            self.offer(self.index_of(handle), offers);
+        }
+        Ok(true)
     }
 
     /// The deadline tick and 256th of `handle`'s entry, `None` if it is not pending.
@@ -189,41 +224,37 @@ impl<P: Send + 'static> Core<P> {
         handle.lock()?.state().deadline(Key { slot, generation })
     }
 
-    /// The driver: takes every entry due by tick `now` out of every shard (each under its lock,
-    /// counted out there), appended to `out` and sorted, what was appended, by [`Fired::order`]
-    /// (module docs). `merge` holds the sort's buffers between calls.
+    /// The driver: one round of the queue at tick `now` (module docs): every bucket due popped
+    /// and flushed under its shard's lock (counted out there), the cascades' offers queued within
+    /// the round, the due entries appended to `out` and sorted, what was appended, by
+    /// [`Fired::order`]. `merge` holds the sort's buffers and the offers between calls.
     pub fn advance(&self, now: u64, out: &mut Vec<Fired<P>>, merge: &mut Merge) {
         let start = out.len();
-        for shard in self.shards.iter() {
+        let round = self.queue.round();
+        while let Some((expiration, Bucketed { shard: index, bucket })) = self.queue.poll_due(now, round) {
+            let shard = &self.shards[usize::from(index)];
             if fault!("shard_core_advance_counts_out_after_unlock") {
-                faults::advance_counting_after_unlock(shard, now, out);
-                continue;
+                faults::flush_counting_after_unlock(shard, bucket, expiration, out, &mut merge.offers);
+            } else {
+                let mut shard = shard.lock();
+                let before = out.len();
+                shard.state().flush(bucket, expiration, out, &mut merge.offers);
+                if out.len() > before {
+                    shard.count_out(out.len() - before);
+                }
             }
-            let mut shard = shard.lock();
-            let before = out.len();
-            shard.state().advance(now, out);
-            if out.len() > before {
-                shard.count_out(out.len() - before);
+            for offer in merge.offers.drain(..) {
+                self.queue.offer_within(offer.expiration, Bucketed { shard: index, bucket: offer.bucket });
             }
         }
+        self.queue.end_round();
         merge.sort(&mut out[start..]);
     }
 
-    /// The earliest tick at which [`advance`](Core::advance) has work, over every shard (each
-    /// under its lock; `Driven::next_tick`: never after the earliest entry is due); `None` if
-    /// nothing is pending.
+    /// The earliest expiration queued, `None` if the queue is empty: never after the earliest
+    /// pending entry is due (a stale offer may make it earlier).
     pub fn next_tick(&self) -> Option<u64> {
-        self.shards.iter().filter_map(|shard| shard.lock().state().next_tick()).min()
-    }
-
-    /// The driver, before it sleeps: the wake-up hand-shake's look (module docs). The tick to
-    /// sleep until, or `None` to sleep until woken; a schedule that needs an earlier wake-up is
-    /// told to wake the driver, also one that came before this call and after the last advance.
-    pub fn before_sleep(&self) -> Option<u64> {
-        self.wake.before_look();
-        let next = self.next_tick();
-        self.wake.publish(next);
-        next
+        self.queue.head()
     }
 
     /// The entries pending, summed over the shards' counts without locks (`pool.rs`, "`len`
@@ -239,8 +270,8 @@ impl<P: Send + 'static> Core<P> {
     }
 
     /// A shutdown: every pending entry taken out (each shard under its lock, counted out), appended
-    /// to `out` and sorted by [`Fired::order`]; every handle finds nothing afterwards. The caller
-    /// drops or returns the payloads.
+    /// to `out` and sorted by [`Fired::order`]; every handle finds nothing afterwards, and the
+    /// offers left in the queue are stale. The caller drops or returns the payloads.
     pub fn drain_all(&self, out: &mut Vec<Fired<P>>, merge: &mut Merge) {
         let start = out.len();
         for shard in self.shards.iter() {
@@ -269,17 +300,19 @@ impl<P: Send + 'static> fmt::Debug for Core<P> {
         f.debug_struct("Core")
             .field("shards", &self.shards.len())
             .field("len", &self.len())
-            .field("wake", &self.wake.get())
+            .field("queue", &self.queue)
             .finish()
     }
 }
 
 /// The buffers with which [`Core::advance`] and [`Core::drain_all`] sort a batch through
-/// `deadline::sort_batch`: the batch's order keys (index, deadline and 256th) and its spare.
+/// `deadline::sort_batch` (the batch's order keys, index, deadline and 256th, and their spare), and
+/// the offers of a flush.
 #[derive(Debug, Default)]
 pub struct Merge {
     keys: Vec<(u32, Deadline)>,
     spare: Vec<(u32, Deadline)>,
+    offers: Vec<Offer>,
 }
 
 /// Marks a position of `keys` whose entry is in place (while [`Merge::sort`] permutes).

@@ -10,18 +10,16 @@
 //!   epoch in a second critical section, after the header is back in the pool.
 //! * `shard_count_after_unlock` ([`cancel_counting_after_unlock`]): a cancel counts its entry out
 //!   after the unlock, racing the count's other writers.
-//! * `shard_wake_never_after_look` (`wake.rs`, at its site): the driver marks its look after it,
-//!   not before, so a schedule linked behind the look reads the tick of the look before.
-//! * `shard_core_wake_before_link` ([`schedule_reading_wake_first`]): `Core::schedule` reads the
-//!   wake-up tick before it takes the shard's lock, so before its entry is linked, and may read a
-//!   tick published by a look that misses the entry.
-//! * `shard_core_advance_counts_out_after_unlock` ([`advance_counting_after_unlock`]): the core's
-//!   advance counts a shard's fired entries out after the unlock, racing a schedule's count-in.
+//! * `shard_core_offer_before_link` ([`offers_before_link`]): `Core::schedule` offers the bucket
+//!   its insert will set the round of before the insert's critical section, and drops the offers
+//!   the insert reports: the driver may pop and flush the bucket before the entry is linked (a
+//!   stale offer then), and the round set after it is never offered.
+//! * `shard_core_advance_counts_out_after_unlock` ([`flush_counting_after_unlock`]): the core's
+//!   advance counts a flushed bucket's fired entries out after the unlock, racing a schedule's
+//!   count-in.
 
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
-use super::wake::WakeTick;
-use super::wheel::driven::Driven;
-use super::wheel::{Fired, Refused};
+use super::wheel::{BucketCode, Fired, Offer, Offers, Wheel};
 use crate::sync::Ordering;
 
 /// `shard_epoch_bumped_after_give_back`: `Pool::give_back` with the epoch moved after the header
@@ -49,33 +47,24 @@ pub(super) fn cancel_counting_after_unlock<S: ShardState>(handle: &Handle<S>) ->
     Some(payload)
 }
 
-/// `shard_core_advance_counts_out_after_unlock`: one shard's part of `Core::advance`, counting
-/// the fired entries out by a load and a store after the unlock, where a schedule's count-in
-/// (under the lock) may come between the two and be lost.
-pub(super) fn advance_counting_after_unlock<P: Send + 'static>(
-    shard: &Shard<Driven<P>>,
-    now: u64,
+/// `shard_core_advance_counts_out_after_unlock`: one flush of `Core::advance`, counting the fired
+/// entries out by a load and a store after the unlock, where a schedule's count-in (under the
+/// lock) may come between the two and be lost.
+pub(super) fn flush_counting_after_unlock<P: Send + 'static>(
+    shard: &Shard<Wheel<P>>,
+    bucket: BucketCode,
+    expiration: u64,
     out: &mut Vec<Fired<P>>,
+    offers: &mut Vec<Offer>,
 ) {
     let before = out.len();
-    shard.lock().state().advance(now, out);
+    shard.lock().state().flush(bucket, expiration, out, offers);
     let count = shard.header.count.load(Ordering::Relaxed);
     shard.header.count.store(count.wrapping_sub(out.len() - before), Ordering::Relaxed);
 }
 
-/// `shard_core_wake_before_link`: `Core::schedule` into `shard` reading the wake-up tick before the
-/// lock, where a look that misses the entry, not linked yet, may have published the tick read.
-pub(super) fn schedule_reading_wake_first<P: Send + 'static>(
-    word: &WakeTick,
-    shard: &Shard<Driven<P>>,
-    deadline: u64,
-    sub: u8,
-    seq: u64,
-    payload: P,
-) -> Result<(super::core::Handle<P>, bool), Refused<P>> {
-    let wake = word.wakes_driver(deadline);
-    let mut shard = shard.lock();
-    let key = shard.state().insert(deadline, sub, seq, payload)?;
-    shard.count_in(1);
-    Ok((shard.handle(key.slot, key.generation), wake))
+/// `shard_core_offer_before_link`: the offers an insert of `deadline` into `shard` would make,
+/// read in a critical section of their own, for `Core::schedule` to make before its insert's.
+pub(super) fn offers_before_link<P: Send + 'static>(shard: &Shard<Wheel<P>>, deadline: u64) -> Offers {
+    shard.lock().state().offers_for(deadline)
 }

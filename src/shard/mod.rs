@@ -1,14 +1,16 @@
 //! The shard core: the timer core `Timer` moves onto (docs/lean_core.md, "A core rebuilt this
 //! way, room by room"). Each shard is one lock over a slab of slots with intrusive list links and
 //! a wheel of list heads; a thread schedules into a shard of its own, any thread cancels through
-//! its handle's shard, and the driver takes what is due shard by shard. The rooms here are built
+//! its handle's shard, and the driver polls one delay queue of the shards' buckets and flushes each
+//! bucket due under its shard's lock. The rooms here are built
 //! and modelled beside today's core, which `Timer` still runs on; nothing outside this room uses
 //! them yet.
 //!
 //! * `core.rs`: [`Core`](core::Core), the rooms below assembled: shard headers from the pool
 //!   whose state is a wheel, a thread's schedules into a shard of its own, cancel, reset and
-//!   deadline through a handle, the driver's advance over every shard merged into one batch in
-//!   deadline and sequence order, its look before it sleeps (the wake-up hand-shake), the count
+//!   deadline through a handle, the driver's one delay queue of buckets (`crate::delay_queue`,
+//!   keyed by shard and bucket: a schedule offers a bucket whose round it set, after linking; the
+//!   advance polls and flushes) and its batch merged in deadline and sequence order, the count
 //!   without locks, the drain at shutdown. Its module docs state which lock orders what.
 //! * `lock.rs`: [`ShardLock`](lock::ShardLock), the shard's lock: test-and-set, its unlock one
 //!   `Release` store (one read-modify-write per critical section), its waiters spinning, yielding,
@@ -19,8 +21,6 @@
 //!   header, epoch, slot, generation; `Copy`) cancels with no reference count: it locks the header
 //!   and compares the epoch, which moves when the owner gives the header back. The state is the
 //!   caller's type ([`ShardState`](pool::ShardState)).
-//! * `wake.rs`: the driver's wake-up tick, the hand-shake by which a schedule wakes a driver that
-//!   sleeps past the schedule's deadline.
 //! * `slab.rs`: one shard's slots, each named by a 64-bit generation, and their free list; slots
 //!   written ahead and given back.
 //! * `wheel/`: one shard's wheel over its slab, sequential (the shard's lock guards it), in the
@@ -28,10 +28,10 @@
 //!   need them, each bucket a list and the start of its round, placed by `crate::wheel::place`;
 //!   an insert, a reset or a cascade reports when it set a bucket's round, for the caller to offer
 //!   the bucket to its queue, and the queue's pops come back as flushes; deadlines already passed
-//!   wait on an overdue list that every advance drains. A fired batch carries what merges it across
+//!   wait on an overdue list, offered to the queue at the wheel's time. A fired batch carries what merges it across
 //!   shards (deadline, its 256th of a tick, sequence).
 //! * `faults.rs`: the room's seeded faults for the loom models (`loom_tests/shard.rs`,
-//!   `loom_tests/shard_wake.rs`, `loom_tests/shard_core.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
+//!   `loom_tests/shard_core.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
 //!   for the pool's tests and models.
 #![cfg_attr(not(test), allow(dead_code))]
 
@@ -44,7 +44,6 @@ pub(crate) mod pool;
 mod slab;
 #[cfg(any(test, delaywheel_loom))]
 pub(crate) mod stand_in;
-pub(crate) mod wake;
 pub(crate) mod wheel;
 
 #[cfg(all(test, not(delaywheel_loom)))]

@@ -1,18 +1,17 @@
 //! The core on one thread, on manual ticks: firing ticks, cancel and reset against the advance,
-//! the merged order, the count, the drain, the wake-up answers, and payloads whose `Drop` panics.
+//! the merged order, the count, the drain, the offers to the queue, and payloads whose `Drop` panics.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::super::pool::Pool;
-use super::super::wheel::driven::Driven;
-use super::super::wheel::{Fired, Refusal, MAX_TICK};
+use super::super::wheel::{Fired, Refusal, Wheel, MAX_TICK};
 use super::{Core, Handle, Merge};
 use crate::test_rng::XorShift;
 
 fn schedule<P: Send + 'static>(core: &Core<P>, deadline: u64, seq: u64, payload: P) -> Handle<P> {
-    core.schedule(deadline, 0, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused")).0
+    core.schedule(deadline, 0, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused"))
 }
 
 /// Advances to `now`: the payloads fired, in order.
@@ -62,30 +61,29 @@ fn cancel_and_advance_take_each_entry_once() {
     assert_eq!((core.cancel(&a), core.deadline(&a), core.len()), (None, None, 1));
     assert_eq!(advance(&core, 5), ['b']);
     assert_eq!((core.cancel(&b), core.deadline(&b), core.len()), (None, None, 0));
-    assert_eq!(core.reset(&b, 10, 0), Ok(None), "fired: nothing to move");
+    assert_eq!(core.reset(&b, 10, 0), Ok(false), "fired: nothing to move");
 }
 
-/// A reset moves an entry earlier or later and keeps its sequence number; one moved earlier than
-/// the published tick asks for a wake-up, one moved later never does; a deadline beyond the range
-/// leaves the entry as it was.
+/// A reset moves an entry earlier or later and keeps its sequence number, offering its new
+/// bucket when it sets the bucket's round; a deadline beyond the range leaves the entry as it was.
 #[test]
 fn reset_earlier_and_later() {
     let core = Core::new(1);
     let a = schedule(&core, 100, 0, 'a');
     let b = schedule(&core, 50, 1, 'b');
-    assert_eq!(core.before_sleep(), Some(50));
-    assert_eq!(core.reset(&a, 20, 3), Ok(Some(true)), "earlier than the driver's 50");
-    assert_eq!(core.reset(&a, 30, 0), Ok(Some(false)), "later than before");
-    assert_eq!(core.reset(&b, 40, 0), Ok(Some(true)), "earlier than 50: wakes although 30 is earlier");
-    assert_eq!(core.before_sleep(), Some(20), "the offer at 20 is queued still: a lower bound");
-    assert_eq!(core.reset(&a, 35, 0), Ok(Some(false)));
+    assert_eq!((core.next_tick(), core.queue().len()), (Some(50), 2));
+    assert_eq!(core.reset(&a, 20, 3), Ok(true));
+    assert_eq!(core.reset(&a, 30, 0), Ok(true));
+    assert_eq!(core.reset(&b, 30, 0), Ok(true));
+    assert_eq!(core.queue().len(), 4, "rounds 100, 50, 20, 30: one offer each, the one at 30 once");
+    assert_eq!(core.next_tick(), Some(20), "the offer at 20, stale: a lower bound");
     assert_eq!(core.reset(&b, MAX_TICK + 1, 0), Err(Refusal::TooFar));
-    assert_eq!(core.deadline(&b), Some((40, 0)));
-    assert_eq!(core.reset(&b, 35, 0), Ok(Some(false)), "not earlier than the published 30");
-    assert!(advance(&core, 34).is_empty());
+    assert_eq!(core.deadline(&b), Some((30, 0)));
+    assert!(advance(&core, 29).is_empty());
     let mut out = Vec::new();
-    core.advance(35, &mut out, &mut Merge::default());
-    assert_eq!(out.iter().map(Fired::order).collect::<Vec<_>>(), [(35, 0, 0), (35, 0, 1)]);
+    core.advance(30, &mut out, &mut Merge::default());
+    assert_eq!(out.iter().map(Fired::order).collect::<Vec<_>>(), [(30, 0, 0), (30, 0, 1)]);
+    assert_eq!(core.reset(&a, 40, 0), Ok(false), "fired");
 }
 
 /// Equal deadlines from different shards fire in the callers' sequence order, 256ths first; a
@@ -98,7 +96,7 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
     for round in 0..100u64 {
         for shard in 0..4 {
             let (deadline, sub) = (10 + round % 3, (round % 5) as u8);
-            core.schedule_in(&core.shards[shard], deadline, sub, seq, seq).expect("in range");
+            core.schedule_in(shard, deadline, sub, seq, seq).expect("in range");
             expected.push((deadline, sub, seq));
             seq += 1;
         }
@@ -110,7 +108,7 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
     assert!(out.iter().all(|fired| fired.payload == fired.seq));
 
     for (shard, seq) in (0..4).cycle().zip(0..200) {
-        core.schedule_in(&core.shards[shard], 20, (seq % 7) as u8, seq, seq).expect("in range");
+        core.schedule_in(shard, 20, (seq % 7) as u8, seq, seq).expect("in range");
     }
     out.clear();
     core.advance(20, &mut out, &mut Merge::default());
@@ -123,8 +121,7 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
 #[test]
 fn len_is_exact() {
     let core = Core::new(4);
-    let handles: Vec<_> =
-        (0..4).map(|shard| core.schedule_in(&core.shards[shard], 10, 0, 0, ()).unwrap().0).collect();
+    let handles: Vec<_> = (0..4).map(|shard| core.schedule_in(shard, 10, 0, 0, ()).unwrap()).collect();
     assert_eq!(core.len(), 4);
     assert!(core.schedule(MAX_TICK + 1, 0, 0, ()).is_err());
     assert_eq!(core.len(), 4, "a refused schedule is not counted");
@@ -150,26 +147,34 @@ fn drain_hands_back_everything() {
     let mut out = Vec::new();
     core.drain_all(&mut out, &mut Merge::default());
     assert_eq!(out.iter().map(|fired| fired.payload).collect::<Vec<_>>(), [0, 1, 2, 3]);
-    assert_eq!((core.cancel(&late), core.deadline(&first), core.next_tick()), (None, None, None));
+    assert_eq!((core.cancel(&late), core.deadline(&first), core.len()), (None, None, 0));
+    assert!(advance(&core, 2_000_000).is_empty(), "the offers left are stale");
     schedule(&core, 5, 4, 4);
     assert_eq!(advance(&core, 5), [4]);
 }
 
-/// The wake-up answers: every schedule wakes a driver that has not looked; after a look, only
-/// deadlines earlier than the tick published; a look that finds nothing publishes nothing.
+/// Kafka's drive: a bucket is offered when its round is set, once however many entries share it
+/// (also through schedule and cancel in a loop); a cascade's offer due now is flushed in the same
+/// advance; a passed deadline fires at the next advance, the clock unmoved; a wheel of 2²⁴
+/// buckets a level takes a far deadline.
 #[test]
-fn schedules_wake_the_driver_only_when_earlier() {
-    let core = Core::new(2);
-    assert_eq!(core.before_sleep(), None);
-    assert!(core.schedule(100, 0, 0, ()).unwrap().1, "the driver sleeps until woken");
-    assert!(core.schedule(200, 0, 1, ()).unwrap().1, "no look since");
-    assert_eq!(core.before_sleep(), Some(100));
-    assert!(!core.schedule(100, 0, 2, ()).unwrap().1);
-    assert!(core.schedule(99, 0, 3, ()).unwrap().1);
-    assert_eq!(core.before_sleep(), Some(99));
-    let core = Core::<()>::new(1);
-    assert!(core.schedule(1_000, 0, 0, ()).unwrap().1);
-    assert_eq!(core.before_sleep(), Some(512), "a lower bound: level 1's bucket");
+fn buckets_are_offered_once_per_round() {
+    let core = Core::<u32>::with_wheel_size(2, 4);
+    for id in 0..100 {
+        let handle = schedule(&core, 6, u64::from(id), id);
+        assert_eq!(core.cancel(&handle), Some(id));
+    }
+    assert_eq!((core.queue().len(), core.next_tick()), (1, Some(4)), "level 1's round at 4");
+    schedule(&core, 6, 100, 100);
+    schedule(&core, 7, 101, 101);
+    assert_eq!(core.queue().len(), 1);
+    assert_eq!(advance(&core, 6), [100], "cascaded at 4 to level 0, flushed at 6 in the same advance");
+    assert_eq!(core.next_tick(), Some(7));
+    schedule(&core, 2, 102, 102);
+    assert_eq!(advance(&core, 6), [102], "passed: the next advance, the clock unmoved");
+    let core = Core::<u32>::with_wheel_size(1, 2_usize.pow(24) as u64);
+    schedule(&core, 1 << 40, 0, 7);
+    assert_eq!(advance(&core, 1 << 40), [7]);
 }
 
 /// A payload that counts its drops, and panics in them if armed.
@@ -200,7 +205,7 @@ fn panics(f: impl FnOnce()) -> bool {
 fn a_payload_whose_drop_panics_leaves_no_lock_held() {
     let drops = Arc::new(AtomicUsize::new(0));
     let bomb = |armed| Bomb { drops: Arc::clone(&drops), armed };
-    let pool = Pool::<Driven<Bomb>>::global();
+    let pool = Pool::<Wheel<Bomb>>::global();
     let core = Core::new(2);
     let handle = schedule(&core, 10, 0, bomb(true));
     let cancelled = core.cancel(&handle);
@@ -212,15 +217,15 @@ fn a_payload_whose_drop_panics_leaves_no_lock_held() {
     assert!(core.is_empty());
     let refused = core.schedule(MAX_TICK + 1, 0, 2, bomb(true)).map(|_| ()).unwrap_err();
     assert!(panics(move || drop(refused)));
-    core.schedule_in(&core.shards[0], 20, 0, 3, bomb(true)).map_err(drop).unwrap();
-    core.schedule_in(&core.shards[1], 30, 0, 4, bomb(false)).map_err(drop).unwrap();
+    core.schedule_in(0, 20, 0, 3, bomb(true)).map_err(drop).unwrap();
+    core.schedule_in(1, 30, 0, 4, bomb(false)).map_err(drop).unwrap();
     let free = pool.free();
     assert!(panics(move || drop(core)), "the pending payload's panic unwinds out of the drop");
     assert_eq!(pool.free(), free + 2, "both headers given back");
     assert_eq!(drops.load(Ordering::Relaxed), 5);
     let again = Core::new(2);
     for shard in 0..2 {
-        again.schedule_in(&again.shards[shard], 5, 0, 0, bomb(false)).map_err(drop).unwrap();
+        again.schedule_in(shard, 5, 0, 0, bomb(false)).map_err(drop).unwrap();
     }
     assert_eq!(again.len(), 2);
 }

@@ -39,8 +39,7 @@ fn schedule_and_cancel(shared: &Shared, thread: usize) {
         let now = shared.now.load(Ordering::Relaxed);
         let deadline = now + rng.next() % 200;
         let seq = shared.seq.fetch_add(1, Ordering::Relaxed);
-        let (handle, _) =
-            shared.core.schedule(deadline, (rng.next() % 256) as u8, seq, id).expect("in range");
+        let handle = shared.core.schedule(deadline, (rng.next() % 256) as u8, seq, id).expect("in range");
         handles.push((handle, id));
         let (handle, id) = handles[rng.next() as usize % handles.len()];
         match rng.next() % 4 {
@@ -73,7 +72,6 @@ fn drive(shared: &Shared) {
         for fired in out.drain(..) {
             shared.end(fired.payload, 2);
         }
-        let _ = shared.core.before_sleep();
         if done {
             return;
         }

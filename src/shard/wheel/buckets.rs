@@ -59,6 +59,11 @@ impl BucketCode {
         let code = self.0.get();
         (((code >> SLOT_BITS) & OVERDUE_LEVEL) as usize, (code & ((1 << SLOT_BITS) - 1)) as usize)
     }
+
+    /// The code as a number (with its shard, what orders offers of one expiration in the queue).
+    pub(crate) fn get(self) -> u32 {
+        self.0.get()
+    }
 }
 
 impl fmt::Debug for BucketCode {
@@ -68,6 +73,30 @@ impl fmt::Debug for BucketCode {
         }
         let (level, slot) = self.decode();
         write!(f, "Bucket({level}, {slot})")
+    }
+}
+
+/// A bucket (or the overdue list) to offer to the queue at `expiration`: its round was set (or the
+/// overdue list, drained, took an entry; its expiration is then the wheel's time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Offer {
+    pub(crate) expiration: u64,
+    pub(crate) bucket: BucketCode,
+}
+
+/// The offers one insert, reset or re-add makes: its bucket's new round, and the overdue list's
+/// (a deadline already passed, or a bucket behind the time moved there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offers {
+    pub(crate) round: Option<Offer>,
+    pub(crate) overdue: Option<Offer>,
+}
+
+impl Offers {
+    /// Each offer, the bucket's first.
+    #[inline]
+    pub(crate) fn iter(self) -> impl Iterator<Item = Offer> {
+        self.round.into_iter().chain(self.overdue)
     }
 }
 

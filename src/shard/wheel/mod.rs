@@ -10,14 +10,16 @@
 //! the caller hands back each bucket the queue pops ([`Wheel::flush`]). So the driver sleeps until
 //! the earliest bucket is due, never ticking through empty ones, and an idle wheel costs nothing.
 //!
-//! **Placement** is the crate's (`crate::wheel::place`): relative to the wheel's **time** (the
+//! **Placement** is the crate's (`crate::wheel::place`, its precomputed `LevelTable`; the stages it
+//! also computes are the other wheel's and go unused here): relative to the wheel's **time** (the
 //! cursor, the last expiration flushed), a deadline goes to the finest level whose window holds it,
 //! in the slot of its round there; the round's start is the bucket's expiration, never after the
 //! deadline. Kafka's `setExpiration`: an insert, a reset and a cascade's re-add each report
 //! ([`Offer`]) whether they set the bucket's expiration for a new round, and then, and only then,
 //! the caller offers (expiration, bucket) to the queue. A remove leaves the expiration, so a loop of
 //! schedule and cancel in one bucket offers it once per round. A deadline at or before the time is
-//! not filed in a bucket but on the **overdue** list, which every advance drains
+//! not filed in a bucket but on the **overdue** list, offered at the time when it takes its first
+//! entry since it was last drained, and drained by that offer's flush
 //! ([`Wheel::drain_overdue`]): a zero delay or a passed deadline runs by the next advance even if
 //! the clock did not move.
 //!
@@ -31,8 +33,8 @@
 //! past a bucket whose offer is still queued (the driver popped a later bucket first while a
 //! schedule filed an earlier one). A placement that then lands in that bucket for a later round
 //! finds it holding the old round, whose entries are all due (its range ends at or before the
-//! window of its level, so at or before the time): they move to the overdue list before the new
-//! round is set, and the old offer, stale, finds nothing.
+//! window of its level, so at or before the time): they move to the overdue list (offered if it
+//! was drained) before the new round is set, and the old offer, stale, finds nothing.
 //!
 //! **Order.** Each [`Fired`] carries (deadline, `sub`, sequence), by which the caller sorts a batch,
 //! merged across shards, into deadline order to a 256th of a tick with equal deadlines in the
@@ -60,9 +62,8 @@ use crate::deadline::MAX_DEADLINE_TICK;
 use crate::wheel::place::{max_levels, LevelTable, Placement};
 
 mod buckets;
-pub(crate) mod driven;
 
-pub(crate) use buckets::BucketCode;
+pub(crate) use buckets::{BucketCode, Offer, Offers};
 use buckets::{Levels, List, NO_ROUND};
 
 /// The last deadline tick the wheel takes: the crate's ([`MAX_DEADLINE_TICK`]).
@@ -95,13 +96,6 @@ pub enum Refusal {
 pub struct Refused<P> {
     pub(crate) payload: P,
     pub(crate) reason: Refusal,
-}
-
-/// A bucket whose expiration was set for a new round: the caller offers it to the queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Offer {
-    pub(crate) expiration: u64,
-    pub(crate) bucket: BucketCode,
 }
 
 /// An entry that left the wheel, due or drained: what orders it among a batch, the key it had,
@@ -158,6 +152,8 @@ pub struct Wheel<P> {
     table: LevelTable,
     levels: Levels,
     overdue: List,
+    /// Whether the overdue list's offer was reported since it was last drained.
+    overdue_offered: bool,
     /// The last expiration flushed.
     time: u64,
     wheel_size: u64,
@@ -193,6 +189,7 @@ impl<P> Wheel<P> {
             table: LevelTable::new(wheel_size),
             levels: Levels::new(wheel_size as usize),
             overdue: List::EMPTY,
+            overdue_offered: false,
             time: 0,
             wheel_size,
         }
@@ -234,8 +231,9 @@ impl<P> Wheel<P> {
     /// Files `payload` due at tick `deadline`, in its 256th `sub`, with the caller's sequence
     /// number `seq` (which orders it among equal deadlines, [`Fired::order`]): in its bucket, or on
     /// the overdue list if `deadline` is not after the time. Its key, which names it until it
-    /// leaves the wheel, and the offer the caller makes to the queue if the insert set its
-    /// bucket's expiration for a new round.
+    /// leaves the wheel, and the offers the caller makes to the queue: its bucket's, if the insert
+    /// set the bucket's expiration for a new round, and the overdue list's, if it was not offered
+    /// since its last drain.
     ///
     /// # Errors
     ///
@@ -248,7 +246,7 @@ impl<P> Wheel<P> {
         sub: u8,
         seq: u64,
         payload: P,
-    ) -> Result<(Key, Option<Offer>), Refused<P>> {
+    ) -> Result<(Key, Offers), Refused<P>> {
         if deadline > MAX_TICK {
             return Err(Refused { payload, reason: Refusal::TooFar });
         }
@@ -282,12 +280,7 @@ impl<P> Wheel<P> {
     /// [`Refusal::TooFar`] if the key names a pending entry and `deadline` is after
     /// [`MAX_TICK`]; the entry stays as it was.
     #[inline]
-    pub(crate) fn reset(
-        &mut self,
-        key: Key,
-        deadline: u64,
-        sub: u8,
-    ) -> Result<Option<Option<Offer>>, Refusal> {
+    pub(crate) fn reset(&mut self, key: Key, deadline: u64, sub: u8) -> Result<Option<Offers>, Refusal> {
         if self.slab.get(key.slot, key.generation).is_none() {
             return Ok(None);
         }
@@ -317,6 +310,9 @@ impl<P> Wheel<P> {
         out: &mut Vec<Fired<P>>,
         offers: &mut Vec<Offer>,
     ) {
+        if bucket == BucketCode::OVERDUE {
+            return self.drain_overdue(out);
+        }
         let (level, slot) = bucket.decode();
         match self.levels.get_mut(level, slot) {
             Some(b) if b.expiration == expiration && expiration != NO_ROUND => b.expiration = NO_ROUND,
@@ -333,8 +329,8 @@ impl<P> Wheel<P> {
             if deadline <= self.time {
                 let (generation, entry) = self.slab.vacate(index);
                 out.push(entry.fired(index, generation));
-            } else if let Some(offer) = self.file(index, deadline) {
-                offers.push(offer);
+            } else {
+                offers.extend(self.file(index, deadline).iter());
             }
         }
     }
@@ -342,6 +338,7 @@ impl<P> Wheel<P> {
     /// Every entry of the overdue list leaves the wheel, appended to `out` in the order they were
     /// linked (each unlinked and freed before it is pushed).
     pub(crate) fn drain_overdue(&mut self, out: &mut Vec<Fired<P>>) {
+        self.overdue_offered = false;
         while self.overdue.head != NIL {
             let index = self.overdue.head;
             self.unlink(index);
@@ -360,6 +357,7 @@ impl<P> Wheel<P> {
         self.slab.take_all(|slot, generation, entry| out.push(entry.fired(slot, generation)));
         self.levels.clear();
         self.overdue = List::EMPTY;
+        self.overdue_offered = false;
     }
 
     /// Writes vacant slots ahead until `slots` entries fit without the slab growing (their pages
@@ -377,44 +375,69 @@ impl<P> Wheel<P> {
     }
 
     /// Links the occupied slot `index`, due at `deadline`, where it belongs from the time: the
-    /// overdue list, or its bucket (module docs). The offer, if it set the bucket's round.
+    /// overdue list, or its bucket (module docs). The offers it makes.
     #[inline]
-    fn file(&mut self, index: u32, deadline: u64) -> Option<Offer> {
+    fn file(&mut self, index: u32, deadline: u64) -> Offers {
         let (level, slot, round) = match self.table.place(self.time, deadline) {
-            Placement::Due => {
-                self.link(index, BucketCode::OVERDUE);
-                return None;
-            }
+            Placement::Due => return Offers { round: None, overdue: self.link_overdue(index) },
             Placement::Slot { level, slot, stage } => (level, slot, stage.round),
         };
         debug_assert!(level < max_levels(self.wheel_size) && round > self.time && round <= deadline);
         let code = BucketCode::encode(level, slot);
         let bucket = self.levels.bucket(level, slot);
-        let offer = if bucket.expiration == round {
-            None
-        } else {
+        let mut offers = Offers::default();
+        if bucket.expiration != round {
             debug_assert!(bucket.expiration == NO_ROUND || bucket.expiration < round);
             bucket.expiration = round;
             if !bucket.list.is_empty() {
-                self.overdue_behind(level, slot);
+                offers.overdue = self.overdue_behind(level, slot);
             }
-            Some(Offer { expiration: round, bucket: code })
-        };
+            offers.round = Some(Offer { expiration: round, bucket: code });
+        }
         self.link(index, code);
-        offer
+        offers
+    }
+
+    /// Links the occupied slot `index` at the tail of the overdue list: the list's offer, at the
+    /// time, if it was not offered since its last drain.
+    #[inline]
+    fn link_overdue(&mut self, index: u32) -> Option<Offer> {
+        self.link(index, BucketCode::OVERDUE);
+        let first = !std::mem::replace(&mut self.overdue_offered, true);
+        first.then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
     }
 
     /// Moves the entries of bucket `slot` of `level`, left behind the time with a round of the
-    /// past, to the overdue list (module docs, "A bucket behind the time"): all are due.
+    /// past, to the overdue list (module docs, "A bucket behind the time"): all are due. The
+    /// overdue list's offer, if it makes one.
     #[cold]
-    fn overdue_behind(&mut self, level: usize, slot: usize) {
+    fn overdue_behind(&mut self, level: usize, slot: usize) -> Option<Offer> {
+        let mut offer = None;
         while let Some(index) = self.levels.get(level, slot).map(|b| b.list.head).filter(|&i| i != NIL) {
             debug_assert!(
                 self.slab.entry(index).deadline() <= self.time,
                 "a round of the past holds a due entry"
             );
             self.unlink(index);
-            self.link(index, BucketCode::OVERDUE);
+            offer = offer.or(self.link_overdue(index));
+        }
+        offer
+    }
+
+    /// The offers an insert of `deadline` would make now, without it (the seeded fault
+    /// `shard_core_offer_before_link`, `super::faults`).
+    pub(super) fn offers_for(&self, deadline: u64) -> Offers {
+        match self.table.place(self.time, deadline) {
+            Placement::Due => Offers {
+                round: None,
+                overdue: (!self.overdue_offered)
+                    .then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE }),
+            },
+            Placement::Slot { level, slot, stage } => Offers {
+                round: (self.levels.get(level, slot).map_or(NO_ROUND, |b| b.expiration) != stage.round)
+                    .then_some(Offer { expiration: stage.round, bucket: BucketCode::encode(level, slot) }),
+                overdue: None,
+            },
         }
     }
 

@@ -150,7 +150,7 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
                     Ok((key, offer)) => {
                         assert!(deadline <= MAX_TICK, "{deadline} accepted");
                         assert!(!model.places.contains_key(&key), "{key:?} handed out twice");
-                        drive.queue.extend(offer.map(Reverse));
+                        drive.queue.extend(offer.iter().map(Reverse));
                         model.file(Expect { deadline, sub, seq: model.seq, key, id });
                         model.seq += 1;
                         model.keys.push(key);

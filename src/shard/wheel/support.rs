@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 use std::fmt;
 use std::rc::Rc;
 
@@ -35,6 +35,10 @@ pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offe
         seen
     };
     let time = wheel.time;
+    let queued: Option<HashSet<Offer>> = queued.map(|queued| queued.iter().map(|q| q.0).collect());
+    if let (Some(queued), false) = (&queued, wheel.overdue.is_empty()) {
+        assert!(queued.iter().any(|q| q.bucket == BucketCode::OVERDUE), "the overdue list is not queued");
+    }
     let mut linked = walk(BucketCode::OVERDUE, wheel.overdue.head, wheel.overdue.tail, &mut |deadline| {
         assert!(deadline <= time, "overdue entry due {deadline} after the time {time}")
     });
@@ -45,9 +49,9 @@ pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offe
             assert_ne!(expiration, NO_ROUND, "{code:?} holds entries and no round");
             assert_eq!(((expiration / ticks) % wheel.wheel_size) as usize, slot, "{code:?}'s round");
             assert_eq!(expiration % ticks, 0, "{code:?}'s round starts on its slot");
-            if let Some(queued) = queued {
+            if let Some(queued) = &queued {
                 let offer = Offer { expiration, bucket: code };
-                assert!(queued.iter().any(|q| q.0 == offer), "{offer:?} holds entries and is not queued");
+                assert!(queued.contains(&offer), "{offer:?} holds entries and is not queued");
             }
         }
         linked += walk(code, bucket.list.head, bucket.list.tail, &mut |deadline| {
@@ -66,11 +70,20 @@ pub(super) struct Drive<P> {
     pub(super) queue: BinaryHeap<Reverse<Offer>>,
     /// Offers the queue popped so far (for stale offers offered again).
     pub(super) popped: Vec<Offer>,
+    /// Advances so far, and how many make one audit (1: each).
+    advances: u64,
+    pub(super) audit_every: u64,
 }
 
 impl<P> Drive<P> {
     pub(super) fn new(wheel_size: u64) -> Self {
-        Drive { wheel: Wheel::new(wheel_size), queue: BinaryHeap::new(), popped: Vec::new() }
+        Drive {
+            wheel: Wheel::new(wheel_size),
+            queue: BinaryHeap::new(),
+            popped: Vec::new(),
+            advances: 0,
+            audit_every: 1,
+        }
     }
 
     /// Inserts with the number of entries pending as the sequence number: the count of inserts so
@@ -81,21 +94,21 @@ impl<P> Drive<P> {
     }
 
     pub(super) fn insert_seq(&mut self, deadline: u64, sub: u8, seq: u64, payload: P) -> Key {
-        let (key, offer) =
+        let (key, offers) =
             self.wheel.insert(deadline, sub, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused"));
-        self.queue.extend(offer.map(Reverse));
+        self.queue.extend(offers.iter().map(Reverse));
         key
     }
 
     /// [`Wheel::reset`], its offer queued.
     pub(super) fn reset(&mut self, key: Key, deadline: u64, sub: u8) -> Result<bool, super::Refusal> {
-        let Some(offer) = self.wheel.reset(key, deadline, sub)? else { return Ok(false) };
-        self.queue.extend(offer.map(Reverse));
+        let Some(offers) = self.wheel.reset(key, deadline, sub)? else { return Ok(false) };
+        self.queue.extend(offers.iter().map(Reverse));
         Ok(true)
     }
 
-    /// Pops and flushes every offer due by `now`, queueing the flushes' offers, then drains the
-    /// overdue list: what fired, sorted by [`Fired::order`], the wheel audited.
+    /// Pops and flushes every offer due by `now` (the overdue list's too), queueing the flushes'
+    /// offers: what fired, sorted by [`Fired::order`], the wheel audited.
     pub(super) fn advance(&mut self, now: u64) -> Vec<Fired<P>> {
         let (mut out, mut offers) = (Vec::new(), Vec::new());
         while let Some(&Reverse(offer)) = self.queue.peek() {
@@ -107,17 +120,16 @@ impl<P> Drive<P> {
             self.wheel.flush(offer.bucket, offer.expiration, &mut out, &mut offers);
             self.queue.extend(offers.drain(..).map(Reverse));
         }
-        self.wheel.drain_overdue(&mut out);
         out.sort_by_key(Fired::order);
-        audit(&self.wheel, Some(&self.queue));
+        self.advances += 1;
+        if self.advances % self.audit_every == 0 {
+            audit(&self.wheel, Some(&self.queue));
+        }
         out
     }
 
-    /// The earliest expiration queued, or the wheel's time when the overdue list holds entries.
+    /// The earliest expiration queued.
     pub(super) fn next_tick(&self) -> Option<u64> {
-        if self.wheel.has_overdue() {
-            return Some(self.wheel.time());
-        }
         self.queue.peek().map(|offer| offer.0.expiration)
     }
 }

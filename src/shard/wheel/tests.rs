@@ -2,7 +2,7 @@ use std::collections::BTreeSet;
 
 use super::super::slab::MAX_SLOTS;
 use super::support::{audit, Drive, Drops, Token};
-use super::{BucketCode, Fired, Key, Offer, Refusal, Refused, Wheel, MAX_TICK, MAX_WHEEL_SIZE};
+use super::{BucketCode, Fired, Key, Offer, Offers, Refusal, Refused, Wheel, MAX_TICK, MAX_WHEEL_SIZE};
 use crate::test_rng::XorShift;
 use crate::wheel::place::{max_levels, slot_ticks};
 
@@ -117,6 +117,7 @@ fn many_timeouts_fire_once_never_early_never_late() {
             const N: u32 = 4_000;
             let drops = Drops::default();
             let mut drive = Drive::new(wheel_size);
+            drive.audit_every = 199;
             let mut rng = XorShift::new(11 + step);
             let (mut now, mut fired_ids) = (0u64, vec![false; N as usize]);
             let check = |drive: &mut Drive<Token>, now: &mut u64, fired_ids: &mut [bool]| {
@@ -161,7 +162,9 @@ fn passed_deadlines_fire_at_the_next_advance() {
     assert_eq!(drive.wheel.time(), 100);
     drive.insert(100, 0, 'b');
     drive.insert(3, 0, 'c');
-    assert!(drive.wheel.has_overdue() && drive.queue.is_empty(), "on the overdue list, no offer");
+    assert!(drive.wheel.has_overdue(), "on the overdue list");
+    let overdue = Offer { expiration: 100, bucket: BucketCode::OVERDUE };
+    assert_eq!(drive.queue.iter().map(|o| o.0).collect::<Vec<_>>(), [overdue], "offered once, at the time");
     assert_eq!(drive.next_tick(), Some(100));
     let fired = drive.advance(100);
     assert_eq!(fired.iter().map(|f| f.payload).collect::<String>(), "cb");
@@ -193,22 +196,34 @@ fn a_bucket_is_offered_once_per_round() {
     let mut offers = Vec::new();
     for id in 0..1_000 {
         let (key, offer) = wheel.insert(15, 0, id, id).unwrap();
-        offers.extend(offer);
+        offers.extend(offer.iter());
         assert_eq!(wheel.remove(key), Some(id));
     }
     assert_eq!(offers, [Offer { expiration: 15, bucket: BucketCode::encode(0, 15) }]);
     let (_, offer) = wheel.insert(16, 0, 0, 0).unwrap();
-    assert!(offer.is_some(), "another bucket");
+    assert!(offer.round.is_some() && offer.overdue.is_none(), "another bucket");
     let (key, _) = wheel.insert(15, 0, 0, 0).unwrap();
     let moved = wheel.reset(key, 16, 0);
-    assert_eq!(moved, Ok(Some(None)), "a reset into a bucket of the same round offers nothing");
+    assert_eq!(moved, Ok(Some(Offers::default())), "a reset into a bucket of the same round offers nothing");
     let (mut out, mut cascaded) = (Vec::new(), Vec::new());
     wheel.flush(BucketCode::encode(0, 15), 15, &mut out, &mut cascaded);
     assert!(out.is_empty() && cascaded.is_empty() && wheel.time() == 15);
     wheel.flush(BucketCode::encode(0, 16), 16, &mut out, &mut cascaded);
     assert_eq!((out.len(), wheel.time()), (2, 16));
     let (_, offer) = wheel.insert(35, 0, 0, 0).unwrap();
-    assert_eq!(offer, Some(Offer { expiration: 35, bucket: BucketCode::encode(0, 15) }), "the next round");
+    assert_eq!(
+        offer.round,
+        Some(Offer { expiration: 35, bucket: BucketCode::encode(0, 15) }),
+        "the next round"
+    );
+    let (_, offer) = wheel.insert(16, 0, 0, 0).unwrap();
+    let overdue = Some(Offer { expiration: 16, bucket: BucketCode::OVERDUE });
+    assert_eq!((offer.round, offer.overdue), (None, overdue), "due: the overdue list, offered at the time");
+    let (_, offer) = wheel.insert(2, 0, 0, 0).unwrap();
+    assert_eq!(offer, Offers::default(), "offered once until drained");
+    wheel.flush(BucketCode::OVERDUE, 16, &mut out, &mut cascaded);
+    assert_eq!(out.len(), 4);
+    assert_eq!(wheel.insert(3, 0, 0, 0).unwrap().1.overdue, overdue, "drained: offered again");
 }
 
 /// An offer popped again, or one whose bucket moved on to another round, finds nothing; a bucket
@@ -220,7 +235,7 @@ fn stale_offers_and_buckets_behind_the_time_are_harmless() {
     let (mut out, mut offers) = (Vec::new(), Vec::new());
     let (_, early) = wheel.insert(5, 0, 0, 'a').unwrap();
     let (_, late) = wheel.insert(10, 0, 1, 'b').unwrap();
-    let (early, late) = (early.unwrap(), late.unwrap());
+    let (early, late) = (early.round.unwrap(), late.round.unwrap());
     // The driver popped `late` before `early` was offered.
     wheel.flush(late.bucket, late.expiration, &mut out, &mut offers);
     assert_eq!(out.iter().map(|f| f.payload).collect::<String>(), "b");
@@ -229,7 +244,8 @@ fn stale_offers_and_buckets_behind_the_time_are_harmless() {
     assert_eq!(out.len(), 1, "popped again: stale");
     // A new round in the early bucket: its old entry, due, moves to the overdue list.
     let (_, offer) = wheel.insert(25, 0, 2, 'c').unwrap();
-    assert_eq!(offer, Some(Offer { expiration: 25, bucket: early.bucket }));
+    let overdue = Some(Offer { expiration: 10, bucket: BucketCode::OVERDUE });
+    assert_eq!(offer, Offers { round: Some(Offer { expiration: 25, bucket: early.bucket }), overdue });
     assert!(wheel.has_overdue());
     audit(&wheel, None);
     wheel.flush(early.bucket, early.expiration, &mut out, &mut offers);
@@ -384,7 +400,7 @@ fn nothing_is_dropped_twice_or_leaked() {
         for id in 0..3_000 {
             let deadline = if id % 50 == 0 { MAX_TICK + 1 } else { now + rng.next() % 100_000 };
             if let Ok((key, offer)) = drive.wheel.insert(deadline, 0, u64::from(id), drops.token(id)) {
-                drive.queue.extend(offer.map(std::cmp::Reverse));
+                drive.queue.extend(offer.iter().map(std::cmp::Reverse));
                 keys.push(key);
             }
             if keys.is_empty() {
