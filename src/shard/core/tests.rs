@@ -229,3 +229,34 @@ fn a_payload_whose_drop_panics_leaves_no_lock_held() {
     }
     assert_eq!(again.len(), 2);
 }
+
+/// Not a test: what a schedule + cancel pair costs the core, for callgrind (docs/lean_core.md).
+/// SPEC W7's shape on one thread: `CORE_PAIRS` pairs (default 1,000,000), each timeout cancelled
+/// once 512 newer ones are pending, deadlines 30,000 ticks out, an advance every 1,000 pairs, a
+/// payload of 24 bytes. Instructions per pair: the difference of two runs over the difference of
+/// their pair counts, e.g.
+/// `CORE_PAIRS=200000 valgrind --tool=callgrind <lib test binary> --ignored --exact
+/// shard::core::tests::callgrind_window_pairs` and again with 400000.
+#[test]
+#[ignore]
+fn callgrind_window_pairs() {
+    let pairs: u64 = std::env::var("CORE_PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let core: Core<[usize; 3]> = Core::new(8);
+    let mut window = std::collections::VecDeque::with_capacity(513);
+    let mut now = 0u64;
+    for i in 0..pairs {
+        if i % 1000 == 0 {
+            now += 1;
+            let mut out = Vec::new();
+            core.advance(now, &mut out, &mut Merge::default());
+            assert!(out.is_empty());
+        }
+        let h = core.schedule(now + 30_000, (i & 255) as u8, i, [i as usize; 3]).ok().unwrap();
+        window.push_back(h);
+        if window.len() > 512 {
+            let h = window.pop_front().unwrap();
+            assert!(core.cancel(&h).is_some());
+        }
+    }
+    std::hint::black_box(core.len());
+}

@@ -17,8 +17,10 @@ use std::num::NonZeroU32;
 
 use super::super::slab::NIL;
 
-/// Buckets per chunk (fewer if the wheel has fewer).
-const CHUNK: usize = 512;
+/// Buckets per chunk (fewer if the wheel has fewer): a power of two, so that a slot's chunk and
+/// place in it are a shift and a mask (every schedule and cancel looks a bucket up).
+const CHUNK_BITS: u32 = 9;
+const CHUNK: usize = 1 << CHUNK_BITS;
 
 /// A bucket's expiration when it holds no round (new, or flushed).
 pub(crate) const NO_ROUND: u64 = u64::MAX;
@@ -145,39 +147,47 @@ impl Levels {
     /// Bucket `slot` of `level`, if it was ever written.
     #[inline]
     pub(super) fn get(&self, level: usize, slot: usize) -> Option<&Bucket> {
-        let chunk = self.levels.get(level)?.get(slot / self.chunk)?.as_ref()?;
-        Some(&chunk[slot % self.chunk])
+        let chunk = self.levels.get(level)?.get(slot >> CHUNK_BITS)?.as_ref()?;
+        chunk.get(slot & (CHUNK - 1))
     }
 
     /// Bucket `slot` of `level`, if it was ever written.
     #[inline]
     pub(super) fn get_mut(&mut self, level: usize, slot: usize) -> Option<&mut Bucket> {
-        let chunk = self.levels.get_mut(level)?.get_mut(slot / self.chunk)?.as_mut()?;
-        Some(&mut chunk[slot % self.chunk])
+        let chunk = self.levels.get_mut(level)?.get_mut(slot >> CHUNK_BITS)?.as_mut()?;
+        chunk.get_mut(slot & (CHUNK - 1))
     }
 
     /// Bucket `slot` of `level`, its level and chunk created if they are not yet.
     #[inline]
     pub(super) fn bucket(&mut self, level: usize, slot: usize) -> &mut Bucket {
         debug_assert!(slot < self.wheel_size);
+        if self.get(level, slot).is_none() {
+            self.create(level, slot);
+        }
+        self.get_mut(level, slot).expect("the bucket was just created")
+    }
+
+    /// Creates the level and the chunk of bucket `slot` of `level` (the bucket's first use).
+    #[cold]
+    fn create(&mut self, level: usize, slot: usize) {
         if level >= self.levels.len() {
             self.levels.resize_with(level + 1, Vec::new);
         }
-        let (index, offset) = (slot / self.chunk, slot % self.chunk);
+        let index = slot >> CHUNK_BITS;
         let chunks = &mut self.levels[level];
         if index >= chunks.len() {
             chunks.resize_with(index + 1, || None);
         }
         let size = self.chunk;
-        &mut chunks[index].get_or_insert_with(|| vec![FRESH; size].into_boxed_slice())[offset]
+        chunks[index].get_or_insert_with(|| vec![FRESH; size].into_boxed_slice());
     }
 
     /// Every bucket written, with its level and slot.
     pub(super) fn iter(&self) -> impl Iterator<Item = (usize, usize, &Bucket)> + '_ {
-        let chunk = self.chunk;
         self.levels.iter().enumerate().flat_map(move |(level, chunks)| {
             chunks.iter().enumerate().filter_map(|(index, c)| c.as_ref().map(|c| (index, c))).flat_map(
-                move |(index, c)| c.iter().enumerate().map(move |(at, b)| (level, index * chunk + at, b)),
+                move |(index, c)| c.iter().enumerate().map(move |(at, b)| (level, index * CHUNK + at, b)),
             )
         })
     }

@@ -385,24 +385,24 @@ impl<P> Wheel<P> {
         debug_assert!(level < max_levels(self.wheel_size) && round > self.time && round <= deadline);
         let code = BucketCode::encode(level, slot);
         let bucket = self.levels.bucket(level, slot);
-        let mut offers = Offers::default();
-        if bucket.expiration != round {
-            debug_assert!(bucket.expiration == NO_ROUND || bucket.expiration < round);
-            bucket.expiration = round;
-            if !bucket.list.is_empty() {
-                offers.overdue = self.overdue_behind(level, slot);
-            }
-            offers.round = Some(Offer { expiration: round, bucket: code });
+        if bucket.expiration == round {
+            link(&mut self.slab, &mut bucket.list, index, code);
+            return Offers::default();
         }
-        self.link(index, code);
-        offers
+        // A new round for the bucket: offered; entries of a round of the past move out first.
+        debug_assert!(bucket.expiration == NO_ROUND || bucket.expiration < round);
+        bucket.expiration = round;
+        let behind = !bucket.list.is_empty();
+        let overdue = if behind { self.overdue_behind(level, slot) } else { None };
+        link(&mut self.slab, &mut self.levels.bucket(level, slot).list, index, code);
+        Offers { round: Some(Offer { expiration: round, bucket: code }), overdue }
     }
 
     /// Links the occupied slot `index` at the tail of the overdue list: the list's offer, at the
     /// time, if it was not offered since its last drain.
     #[inline]
     fn link_overdue(&mut self, index: u32) -> Option<Offer> {
-        self.link(index, BucketCode::OVERDUE);
+        link(&mut self.slab, &mut self.overdue, index, BucketCode::OVERDUE);
         let first = !std::mem::replace(&mut self.overdue_offered, true);
         first.then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
     }
@@ -441,31 +441,14 @@ impl<P> Wheel<P> {
         }
     }
 
-    /// The list `code` names.
+    /// The list `code` names, which holds an entry (its bucket exists).
     #[inline]
     fn list_mut(&mut self, code: BucketCode) -> &mut List {
         if code == BucketCode::OVERDUE {
             return &mut self.overdue;
         }
         let (level, slot) = code.decode();
-        &mut self.levels.bucket(level, slot).list
-    }
-
-    /// Links the occupied slot `index` at the tail of the list `code` names.
-    #[inline]
-    fn link(&mut self, index: u32, code: BucketCode) {
-        let list = self.list_mut(code);
-        let tail = list.tail;
-        if tail == NIL {
-            list.head = index;
-        }
-        list.tail = index;
-        if tail != NIL {
-            self.slab.slot_mut(tail).next = index;
-        }
-        let slot = self.slab.slot_mut(index);
-        (slot.prev, slot.next) = (tail, NIL);
-        slot.entry.as_mut().expect("a linked slot is occupied").bucket = code;
+        &mut self.levels.get_mut(level, slot).expect("a linked entry's bucket exists").list
     }
 
     /// Unlinks the occupied slot `index` from its list.
@@ -488,6 +471,20 @@ impl<P> Wheel<P> {
             list.head = next;
         }
     }
+}
+
+/// Links the occupied slot `index` at the tail of `list`, the list `code` names.
+#[inline]
+fn link<P>(slab: &mut Slab<Entry<P>>, list: &mut List, index: u32, code: BucketCode) {
+    let tail = std::mem::replace(&mut list.tail, index);
+    if tail == NIL {
+        list.head = index;
+    } else {
+        slab.slot_mut(tail).next = index;
+    }
+    let slot = slab.slot_mut(index);
+    (slot.prev, slot.next) = (tail, NIL);
+    slot.entry.as_mut().expect("a linked slot is occupied").bucket = code;
 }
 
 #[cfg(test)]
