@@ -8,12 +8,17 @@
 //!   fires exactly once, in one of the two, whether the driver polled before the offer (the
 //!   bucket linked, its offer queued after the poll), between, or after.
 //! * `cancel_racing_advance`: a cancel of an entry due at tick 1, then a schedule, on one thread,
-//!   against the advance to tick 1: the entry ends exactly once (cancelled or fired), and `len`
-//!   counts exactly the entry scheduled after.
+//!   against the advance to tick 1 and the claim of its batch: the entry ends exactly once
+//!   (cancelled or claimed), and `len` counts exactly the entry scheduled after.
+//! * `a_cancel_before_the_claim_wins`: a cancel of an entry due at tick 1 against the driver's
+//!   advance to tick 1 (which holds the entry) and its claim, with a flag the driver sets just
+//!   before it claims: exactly one of the claim and the cancel gets the payload, and a cancel that
+//!   completed before the flag was set (so before the claim began) got it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use delaywheel::loom_internals::shard::core::{Core, Merge};
+use loom::sync::atomic::AtomicBool;
 use loom::sync::Arc;
 use loom::thread;
 
@@ -34,7 +39,9 @@ fn a_schedule_racing_the_poll_is_flushed_by_the_next_advance() {
         core.advance(5, &mut out, &mut merge);
         scheduler.join().unwrap();
         core.advance(5, &mut out, &mut merge);
-        assert_eq!(out.iter().map(|fired| fired.order()).collect::<Vec<_>>(), [(5, 0, 0)], "fired once");
+        assert_eq!(out.iter().map(|due| due.order()).collect::<Vec<_>>(), [(5, 0, 0)], "fired once");
+        assert_eq!(core.len(), 1, "held until claimed");
+        assert_eq!(core.claim(&out[0]), Some(5));
         assert_eq!(core.len(), 0);
     });
 }
@@ -48,8 +55,8 @@ impl Drop for Payload {
     }
 }
 
-/// Seeded fault `shard_core_advance_counts_out_after_unlock`: the advance's count-out after the
-/// unlock loses the count-in of the schedule between its load and store ("len() once quiet").
+/// Seeded fault `shard_core_claim_counts_out_after_unlock`: the claim's count-out after the unlock
+/// loses the count-in of the schedule between its load and store ("len() once quiet").
 #[test]
 fn cancel_racing_advance() {
     loom::model(|| {
@@ -66,12 +73,42 @@ fn cancel_racing_advance() {
         };
         let mut out = Vec::new();
         core.advance(1, &mut out, &mut Merge::default());
-        let fired = out.len();
-        drop(out);
+        let fired = out.iter().filter_map(|due| core.claim(due)).count();
         let cancelled = other.join().unwrap();
         assert_eq!(fired + usize::from(cancelled), 1, "A ended once (fired {fired}, cancelled {cancelled})");
         assert_eq!(ends.load(Ordering::Relaxed), 1);
         assert_eq!(core.len(), 1, "len() once quiet: the later entry alone is pending");
         assert_eq!(core.cancel(&a).map(drop), None, "A's handle finds nothing");
+    });
+}
+
+/// Seeded fault `shard_core_claims_at_collection`: the advance takes the payload when it collects
+/// the entry, so a cancel between the advance and the flag finds nothing though the claim has not
+/// begun ("a cancel that completed before the claim began wins").
+#[test]
+fn a_cancel_before_the_claim_wins() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::new(1));
+        let claiming = Arc::new(AtomicBool::new(false));
+        let a = core.schedule(1, 0, 0, 7).map_err(drop).unwrap();
+        let canceller = {
+            let (core, claiming) = (Arc::clone(&core), Arc::clone(&claiming));
+            thread::spawn(move || {
+                let cancelled = core.cancel(&a);
+                (cancelled, claiming.load(loom::sync::atomic::Ordering::SeqCst))
+            })
+        };
+        let mut out = Vec::new();
+        core.advance(1, &mut out, &mut Merge::default());
+        claiming.store(true, loom::sync::atomic::Ordering::SeqCst);
+        let claimed: Vec<u64> = out.iter().filter_map(|due| core.claim(due)).collect();
+        let (cancelled, claim_begun) = canceller.join().unwrap();
+        assert_eq!(claimed.len() + usize::from(cancelled.is_some()), 1, "exactly one of claim and cancel");
+        assert!(claimed.iter().chain(&cancelled).all(|&payload| payload == 7));
+        if !claim_begun {
+            assert_eq!(cancelled, Some(7), "a cancel that completed before the claim began wins");
+        }
+        assert_eq!(core.len(), 0);
+        assert_eq!(core.deadline(&a), None);
     });
 }

@@ -14,43 +14,58 @@
 //!
 //! **What each lock orders.** A shard's [`ShardLock`](super::lock::ShardLock) orders everything
 //! done to the entries of its shard: a schedule's insert and count-in, a cancel's remove and
-//! count-out, a reset's move, the driver's flush of one of its buckets and count-out, the drain.
-//! So a cancel and the flush that would fire the same entry take it exactly once between them
-//! (whoever holds the lock first), and a reset either moves a pending entry or finds it gone. No
-//! lock is held across two shards, none while a payload is dropped or handed back, and the queue's
-//! lock is never taken under a shard's: offers are made after the unlock. The count of each shard
-//! is written under its lock only, by a load and a store, and [`Core::len`] sums them without
-//! locks (`pool.rs`, "`len` without the lock"). The caller's sequence number rides in the entry.
+//! count-out, a reset's move, the driver's flush of one of its buckets, a claim and its count-out,
+//! the drain. So a cancel and the claim that would run the same entry take it exactly once between
+//! them (whoever holds the lock first), and a reset either moves a pending entry or finds it gone
+//! or held. No lock is held across two shards, none while a payload is dropped or handed back, and
+//! the queue's lock is never taken under a shard's: offers are made after the unlock. The count of
+//! each shard is written under its lock only, by a load and a store, and [`Core::len`] sums them
+//! without locks (`pool.rs`, "`len` without the lock"). The caller's sequence number rides in the
+//! entry.
 //!
 //! **The queue of buckets** (Kafka's drive). An insert or a reset that sets a bucket's round (or
 //! gives the drained overdue list an entry) reports an offer; [`Core::schedule`] and
 //! [`Core::reset`] make it **after** the entry is linked, after the unlock, with
 //! [`DelayQueue::offer`], which wakes a waiting driver when it lowers the head. The driver's
 //! [`Core::advance`] starts a round of the queue, pops each bucket due, flushes it under its
-//! shard's lock (fired entries counted out there), offers the cascade's new rounds from inside the
-//! round ([`DelayQueue::offer_within`], so a cascade due now is flushed in the same advance), ends
-//! the round, and sorts the batch. A schedule's offer due now is popped in a round under way too:
-//! the bucket may also hold entries a cascade of that round filed after the schedule set the
-//! bucket's round (and so offered nothing). Why no entry is missed: a bucket holding entries has
-//! its round set, and the insert that set it offers it once the entry is linked; a poll before
-//! that offer misses the bucket but the offer is then queued for a later poll (this advance's or
-//! the next), and a poll after it flushes the bucket with the entry in it. An offer made before
-//! the link could be popped and flushed as stale (the round not set yet), and the round the insert
-//! then sets would never be offered: the seeded fault `shard_core_offer_before_link`, which the
-//! loom model `shard_core::a_schedule_racing_the_poll_is_flushed_by_the_next_advance` catches. A
-//! bucket popped after the time moved past it is handled by the wheel ("A bucket behind the
-//! time").
+//! shard's lock (due entries held, not taken: "Claimed when it runs"), offers the cascade's new
+//! rounds from inside the round ([`DelayQueue::offer_within`], so a cascade due now is flushed in
+//! the same advance), ends the round, and sorts the batch. A schedule's offer due now is popped in
+//! a round under way too: the bucket may also hold entries a cascade of that round filed after the
+//! schedule set the bucket's round (and so offered nothing). Why no entry is missed: a bucket
+//! holding entries has its round set, and the insert that set it offers it once the entry is
+//! linked; a poll before that offer misses the bucket but the offer is then queued for a later poll
+//! (this advance's or the next), and a poll after it flushes the bucket with the entry in it. An
+//! offer made before the link could be popped and flushed as stale (the round not set yet), and the
+//! round the insert then sets would never be offered: the seeded fault
+//! `shard_core_offer_before_link`, which the loom model
+//! `shard_core::a_schedule_racing_the_poll_is_flushed_by_the_next_advance` catches. A bucket popped
+//! after the time moved past it is handled by the wheel ("A bucket behind the time").
 //!
-//! **The fired batch.** [`Core::advance`] appends each flushed bucket's due entries to one batch
-//! and sorts what it appended by [`Fired::order`] (deadline, its 256th, sequence) through
-//! `deadline::sort_batch`. [`Merge`] keeps the sort's buffers and the flushes' offers between
-//! advances.
+//! **The batch.** [`Core::advance`] appends each flushed bucket's due entries to one batch, each a
+//! [`Due`] (its shard, its key, its order; no payload), and sorts what it appended by
+//! [`Due::order`] (deadline, its 256th, sequence) through `deadline::sort_batch`. [`Merge`] keeps
+//! the sort's buffers and the flushes' entries and offers between advances.
+//!
+//! **Claimed when it runs, not when collected.** A flush leaves each due entry in its slot, held
+//! by the batch (the wheel's docs, "Held"), pending and counted in `len`. The caller claims each
+//! just before it runs it, [`Core::claim`]: the due entry's shard locked, the entry taken out and
+//! counted out, its payload returned after the unlock; one lock per entry run. Until then a
+//! cancel of it wins ([`Core::cancel`] takes it out, counted out, and the claim finds nothing: a
+//! later task of a batch under way never runs once cancelled), a reset of it returns `false` (it
+//! is being fired), its deadline reads back, and a drain takes it (the claim then finds
+//! nothing). Each held entry is counted out by whichever of claim, cancel and drain takes it,
+//! under its shard's lock. An advance that took payloads at collection would let a cancel that
+//! completes before the claim begins lose: the seeded fault `shard_core_claims_at_collection`,
+//! which the loom model `shard_core::a_cancel_before_the_claim_wins` catches.
 
 use std::fmt;
 
 use super::faults;
 use super::pool::{self, Pool, Shard, ShardState};
-use super::wheel::{BucketCode, Fired, Key, Offer, Offers, Refusal, Refused, Wheel, DEFAULT_WHEEL_SIZE};
+use super::wheel::{
+    self, BucketCode, Fired, Key, Offer, Offers, Refusal, Refused, Wheel, DEFAULT_WHEEL_SIZE,
+};
 use crate::deadline::{self, Deadline};
 use crate::delay_queue::{DelayQueue, Identity};
 
@@ -80,12 +95,32 @@ impl Identity for Bucketed {
     }
 }
 
+/// An entry of an advance's batch (module docs, "Claimed when it runs"): held in its shard until
+/// [`Core::claim`] takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Due {
+    /// The index of its shard.
+    pub(crate) shard: u16,
+    pub(crate) entry: wheel::Due,
+}
+
+impl Due {
+    /// The order of a merged batch: deadline, its 256th, then insertion.
+    #[inline]
+    pub fn order(&self) -> (u64, u8, u64) {
+        self.entry.order()
+    }
+}
+
 /// The shard core (module docs).
 pub struct Core<P: Send + 'static> {
     shards: Box<[Shard<Wheel<P>>]>,
     /// The shard count less one (a power of two less one).
     mask: usize,
     queue: DelayQueue<Bucketed>,
+    /// The payloads an advance took at collection under the seeded fault
+    /// `shard_core_claims_at_collection` (`faults.rs`); empty otherwise.
+    collected: faults::Collected<P>,
 }
 
 impl<P: Send + 'static> Core<P> {
@@ -110,7 +145,7 @@ impl<P: Send + 'static> Core<P> {
                 *shard.state() = Wheel::new(wheel_size);
             }
         }
-        Core { shards, mask: count - 1, queue: DelayQueue::new() }
+        Core { shards, mask: count - 1, queue: DelayQueue::new(), collected: faults::Collected::default() }
     }
 
     /// How many shards it has.
@@ -199,7 +234,7 @@ impl<P: Send + 'static> Core<P> {
 
     /// Moves `handle`'s pending entry to `deadline` and `sub` in place, keeping its sequence
     /// number, and offers its new bucket if the move set the bucket's round: `true` if it moved,
-    /// `false` if the entry is not pending.
+    /// `false` if the entry is not pending or is held by a batch (being fired).
     ///
     /// # Errors
     ///
@@ -218,37 +253,57 @@ impl<P: Send + 'static> Core<P> {
         Ok(true)
     }
 
-    /// The deadline tick and 256th of `handle`'s entry, `None` if it is not pending.
+    /// The deadline tick and 256th of `handle`'s entry, `None` if it is not pending (a held entry
+    /// is pending until claimed).
     pub fn deadline(&self, handle: &Handle<P>) -> Option<(u64, u8)> {
         let (slot, generation) = handle.entry();
         handle.lock()?.state().deadline(Key { slot, generation })
     }
 
     /// The driver: one round of the queue at tick `now` (module docs): every bucket due popped
-    /// and flushed under its shard's lock (counted out there), the cascades' offers queued within
-    /// the round, the due entries appended to `out` and sorted, what was appended, by
-    /// [`Fired::order`]. `merge` holds the sort's buffers and the offers between calls.
-    pub fn advance(&self, now: u64, out: &mut Vec<Fired<P>>, merge: &mut Merge) {
+    /// and flushed under its shard's lock, its due entries held there (module docs, "Claimed when
+    /// it runs"), the cascades' offers queued within the round, the due entries appended to `out`
+    /// and sorted, what was appended, by [`Due::order`]. `merge` holds the sort's buffers, the
+    /// flushes' entries and the offers between calls.
+    pub fn advance(&self, now: u64, out: &mut Vec<Due>, merge: &mut Merge) {
         let start = out.len();
         let round = self.queue.round();
         while let Some((expiration, Bucketed { shard: index, bucket })) = self.queue.poll_due(now, round) {
             let shard = &self.shards[usize::from(index)];
-            if fault!("shard_core_advance_counts_out_after_unlock") {
-                faults::flush_counting_after_unlock(shard, bucket, expiration, out, &mut merge.offers);
+            if fault!("shard_core_claims_at_collection") {
+                let (due, offers) = (&mut merge.due, &mut merge.offers);
+                faults::flush_claiming(shard, index, bucket, expiration, due, offers, &self.collected);
             } else {
-                let mut shard = shard.lock();
-                let before = out.len();
-                shard.state().flush(bucket, expiration, out, &mut merge.offers);
-                if out.len() > before {
-                    shard.count_out(out.len() - before);
-                }
+                shard.lock().state().flush(bucket, expiration, &mut merge.due, &mut merge.offers);
             }
+            out.extend(merge.due.drain(..).map(|entry| Due { shard: index, entry }));
             for offer in merge.offers.drain(..) {
                 self.queue.offer_within(offer.expiration, Bucketed { shard: index, bucket: offer.bucket });
             }
         }
         self.queue.end_round();
         merge.sort(&mut out[start..]);
+    }
+
+    /// Takes `due`'s entry out of its shard, counted out there, to run it (module docs, "Claimed
+    /// when it runs"): its payload, handed back after the unlock, or `None` if a cancel or a
+    /// drain took it since the advance.
+    #[inline]
+    pub fn claim(&self, due: &Due) -> Option<P> {
+        if fault!("shard_core_claims_at_collection") {
+            return self.collected.take(due.shard, due.entry.key);
+        }
+        let shard = &self.shards[usize::from(due.shard)];
+        if fault!("shard_core_claim_counts_out_after_unlock") {
+            return faults::claim_counting_after_unlock(shard, due.entry.key);
+        }
+        let mut guard = shard.lock();
+        let payload = guard.state().claim(due.entry.key);
+        if payload.is_some() {
+            guard.count_out(1);
+        }
+        drop(guard);
+        payload
     }
 
     /// The earliest expiration queued, `None` if the queue is empty: never after the earliest
@@ -269,9 +324,10 @@ impl<P: Send + 'static> Core<P> {
         self.len() == 0
     }
 
-    /// A shutdown: every pending entry taken out (each shard under its lock, counted out), appended
-    /// to `out` and sorted by [`Fired::order`]; every handle finds nothing afterwards, and the
-    /// offers left in the queue are stale. The caller drops or returns the payloads.
+    /// A shutdown: every pending entry taken out, held ones too (each shard under its lock,
+    /// counted out), appended to `out` and sorted by [`Fired::order`]; every handle and every
+    /// claim of a batch under way finds nothing afterwards, and the offers left in the queue are
+    /// stale. The caller drops or returns the payloads.
     pub fn drain_all(&self, out: &mut Vec<Fired<P>>, merge: &mut Merge) {
         let start = out.len();
         for shard in self.shards.iter() {
@@ -307,34 +363,56 @@ impl<P: Send + 'static> fmt::Debug for Core<P> {
 
 /// The buffers with which [`Core::advance`] and [`Core::drain_all`] sort a batch through
 /// `deadline::sort_batch` (the batch's order keys, index, deadline and 256th, and their spare), and
-/// the offers of a flush.
+/// the due entries and offers of a flush.
 #[derive(Debug, Default)]
 pub struct Merge {
     keys: Vec<(u32, Deadline)>,
     spare: Vec<(u32, Deadline)>,
+    due: Vec<wheel::Due>,
     offers: Vec<Offer>,
+}
+
+/// What a batch is ordered by: (deadline, its 256th, sequence).
+trait Ordered {
+    fn order(&self) -> (u64, u8, u64);
+}
+
+impl Ordered for Due {
+    #[inline]
+    fn order(&self) -> (u64, u8, u64) {
+        self.entry.order()
+    }
+}
+
+impl<P> Ordered for Fired<P> {
+    #[inline]
+    fn order(&self) -> (u64, u8, u64) {
+        Fired::order(self)
+    }
 }
 
 /// Marks a position of `keys` whose entry is in place (while [`Merge::sort`] permutes).
 const PLACED: u32 = u32::MAX;
 
 impl Merge {
-    /// Sorts `batch` by [`Fired::order`]: the keys through `deadline::sort_batch`, then the
-    /// entries moved into their order in one pass over the permutation's cycles.
-    fn sort<P>(&mut self, batch: &mut [Fired<P>]) {
+    /// Sorts `batch` by its order (deadline, its 256th, sequence): the keys through
+    /// `deadline::sort_batch`, then the entries moved into their order in one pass over the
+    /// permutation's cycles.
+    fn sort<T: Ordered>(&mut self, batch: &mut [T]) {
         if batch.len() < 2 {
             return;
         }
         if batch.len() >= PLACED as usize {
-            batch.sort_by_key(Fired::order);
+            batch.sort_by_key(Ordered::order);
             return;
         }
         self.keys.clear();
-        self.keys.extend(batch.iter().enumerate().map(|(index, fired)| {
-            let deadline = Deadline::new(fired.deadline, fired.sub).expect("a wheel's deadline is in range");
+        self.keys.extend(batch.iter().enumerate().map(|(index, entry)| {
+            let (tick, sub, _) = entry.order();
+            let deadline = Deadline::new(tick, sub).expect("a wheel's deadline is in range");
             (index as u32, deadline)
         }));
-        deadline::sort_batch(&mut self.keys, &mut self.spare, |&index| batch[index as usize].seq);
+        deadline::sort_batch(&mut self.keys, &mut self.spare, |&index| batch[index as usize].order().2);
         // Position `i` takes the entry at `keys[i].0`: follow each cycle of the permutation,
         // swapping each position's entry in, and mark the positions done.
         for start in 0..batch.len() {

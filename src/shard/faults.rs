@@ -14,13 +14,16 @@
 //!   its insert will set the round of before the insert's critical section, and drops the offers
 //!   the insert reports: the driver may pop and flush the bucket before the entry is linked (a
 //!   stale offer then), and the round set after it is never offered.
-//! * `shard_core_advance_counts_out_after_unlock` ([`flush_counting_after_unlock`]): the core's
-//!   advance counts a flushed bucket's fired entries out after the unlock, racing a schedule's
-//!   count-in.
+//! * `shard_core_claim_counts_out_after_unlock` ([`claim_counting_after_unlock`]): the core's
+//!   claim counts its entry out after the unlock, racing a schedule's count-in.
+//! * `shard_core_claims_at_collection` ([`flush_claiming`], [`Collected`]): the core's advance
+//!   takes each due entry's payload at collection, under the flush's lock (counted out there), and
+//!   its claim hands back what was taken: a cancel between the advance and the claim finds
+//!   nothing, though the entry has not begun to run.
 
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
-use super::wheel::{BucketCode, Fired, Offer, Offers, Wheel};
-use crate::sync::Ordering;
+use super::wheel::{BucketCode, Due, Key, Offer, Offers, Wheel};
+use crate::sync::{Ordering, UnmodelledMutex as Mutex};
 
 /// `shard_epoch_bumped_after_give_back`: `Pool::give_back` with the epoch moved after the header
 /// went back to the pool, where a new owner may already have taken it and made handles under the
@@ -47,20 +50,56 @@ pub(super) fn cancel_counting_after_unlock<S: ShardState>(handle: &Handle<S>) ->
     Some(payload)
 }
 
-/// `shard_core_advance_counts_out_after_unlock`: one flush of `Core::advance`, counting the fired
-/// entries out by a load and a store after the unlock, where a schedule's count-in (under the
-/// lock) may come between the two and be lost.
-pub(super) fn flush_counting_after_unlock<P: Send + 'static>(
+/// `shard_core_claim_counts_out_after_unlock`: `Core::claim` counting its entry out by a load and
+/// a store after the unlock, where a schedule's count-in (under the lock) may come between the two
+/// and be lost.
+pub(super) fn claim_counting_after_unlock<P: Send + 'static>(shard: &Shard<Wheel<P>>, key: Key) -> Option<P> {
+    let payload = shard.lock().state().claim(key)?;
+    let count = shard.header.count.load(Ordering::Relaxed);
+    shard.header.count.store(count.wrapping_sub(1), Ordering::Relaxed);
+    Some(payload)
+}
+
+/// `shard_core_claims_at_collection`: the payloads taken at collection, by shard and key, until
+/// the claim asks for them. A field of the core, empty outside that fault.
+pub(super) struct Collected<P>(Mutex<Vec<(u16, Key, P)>>);
+
+impl<P> Default for Collected<P> {
+    fn default() -> Self {
+        Collected(Mutex::new(Vec::new()))
+    }
+}
+
+impl<P> Collected<P> {
+    /// The payload taken at collection for `key` of shard `shard`.
+    pub(super) fn take(&self, shard: u16, key: Key) -> Option<P> {
+        let mut taken = self.0.lock();
+        let at = taken.iter().position(|&(s, k, _)| (s, k) == (shard, key))?;
+        Some(taken.swap_remove(at).2)
+    }
+}
+
+/// `shard_core_claims_at_collection`: one flush of `Core::advance` that takes each due entry's
+/// payload out under the flush's lock, counted out, into `collected`.
+pub(super) fn flush_claiming<P: Send + 'static>(
     shard: &Shard<Wheel<P>>,
+    index: u16,
     bucket: BucketCode,
     expiration: u64,
-    out: &mut Vec<Fired<P>>,
+    due: &mut Vec<Due>,
     offers: &mut Vec<Offer>,
+    collected: &Collected<P>,
 ) {
-    let before = out.len();
-    shard.lock().state().flush(bucket, expiration, out, offers);
-    let count = shard.header.count.load(Ordering::Relaxed);
-    shard.header.count.store(count.wrapping_sub(out.len() - before), Ordering::Relaxed);
+    let before = due.len();
+    let mut guard = shard.lock();
+    guard.state().flush(bucket, expiration, due, offers);
+    let taken: Vec<_> = due[before..]
+        .iter()
+        .map(|entry| (index, entry.key, guard.state().claim(entry.key).expect("held")))
+        .collect();
+    guard.count_out(taken.len());
+    drop(guard);
+    collected.0.lock().extend(taken);
 }
 
 /// `shard_core_offer_before_link`: the offers an insert of `deadline` into `shard` would make,

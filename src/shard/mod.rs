@@ -1,8 +1,9 @@
 //! The shard core: the timer core `Timer` moves onto (docs/lean_core.md, "A core rebuilt this
 //! way, room by room"). Each shard is one lock over a slab of slots with intrusive list links and
 //! a wheel of list heads; a thread schedules into a shard of its own, any thread cancels through
-//! its handle's shard, and the driver polls one delay queue of the shards' buckets and flushes each
-//! bucket due under its shard's lock. The rooms here are built
+//! its handle's shard, and the driver polls one delay queue of the shards' buckets, flushes each
+//! bucket due under its shard's lock, holding its due entries there, and claims each under that
+//! lock just before it runs it (a cancel until then wins). The rooms here are built
 //! and modelled beside today's core, which `Timer` still runs on; nothing outside this room uses
 //! them yet.
 //!
@@ -10,8 +11,9 @@
 //!   whose state is a wheel, a thread's schedules into a shard of its own, cancel, reset and
 //!   deadline through a handle, the driver's one delay queue of buckets (`crate::delay_queue`,
 //!   keyed by shard and bucket: a schedule offers a bucket whose round it set, after linking; the
-//!   advance polls and flushes) and its batch merged in deadline and sequence order, the count
-//!   without locks, the drain at shutdown. Its module docs state which lock orders what.
+//!   advance polls and flushes) and its batch merged in deadline and sequence order, held until
+//!   each entry's claim, the count without locks, the drain at shutdown. Its module docs state
+//!   which lock orders what.
 //! * `lock.rs`: [`ShardLock`](lock::ShardLock), the shard's lock: test-and-set, its unlock one
 //!   `Release` store (one read-modify-write per critical section), its waiters spinning, yielding,
 //!   then sleeping in bounded steps (no fairness; a sleeping waiter sees the unlock up to about
@@ -28,8 +30,9 @@
 //!   need them, each bucket a list and the start of its round, placed by `crate::wheel::place`;
 //!   an insert, a reset or a cascade reports when it set a bucket's round, for the caller to offer
 //!   the bucket to its queue, and the queue's pops come back as flushes; deadlines already passed
-//!   wait on an overdue list, offered to the queue at the wheel's time. A fired batch carries what merges it across
-//!   shards (deadline, its 256th of a tick, sequence).
+//!   wait on an overdue list, offered to the queue at the wheel's time. A flush holds its due
+//!   entries in their slots for the batch's claims; a batch carries what merges it across shards
+//!   (deadline, its 256th of a tick, sequence).
 //! * `faults.rs`: the room's seeded faults for the loom models (`loom_tests/shard.rs`,
 //!   `loom_tests/shard_core.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
 //!   for the pool's tests and models.

@@ -6,19 +6,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::super::pool::Pool;
-use super::super::wheel::{Fired, Refusal, Wheel, MAX_TICK};
-use super::{Core, Handle, Merge};
+use super::super::wheel::{Refusal, Wheel, MAX_TICK};
+use super::{Core, Due, Handle, Merge};
 use crate::test_rng::XorShift;
 
 fn schedule<P: Send + 'static>(core: &Core<P>, deadline: u64, seq: u64, payload: P) -> Handle<P> {
     core.schedule(deadline, 0, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused"))
 }
 
-/// Advances to `now`: the payloads fired, in order.
+/// Advances to `now` and claims each due entry in order: the payloads fired.
 fn advance<P: Send + 'static>(core: &Core<P>, now: u64) -> Vec<P> {
     let mut out = Vec::new();
     core.advance(now, &mut out, &mut Merge::default());
-    out.into_iter().map(|fired| fired.payload).collect()
+    out.iter().map(|due| core.claim(due).expect("held until claimed")).collect()
+}
+
+/// Advances to `now`: the batch, held, not claimed.
+fn collect<P: Send + 'static>(core: &Core<P>, now: u64) -> Vec<Due> {
+    let mut out = Vec::new();
+    core.advance(now, &mut out, &mut Merge::default());
+    out
 }
 
 /// Every entry fires at its tick, not before, through a walk of `next_tick` and jumps alike.
@@ -80,9 +87,10 @@ fn reset_earlier_and_later() {
     assert_eq!(core.reset(&b, MAX_TICK + 1, 0), Err(Refusal::TooFar));
     assert_eq!(core.deadline(&b), Some((30, 0)));
     assert!(advance(&core, 29).is_empty());
-    let mut out = Vec::new();
-    core.advance(30, &mut out, &mut Merge::default());
-    assert_eq!(out.iter().map(Fired::order).collect::<Vec<_>>(), [(30, 0, 0), (30, 0, 1)]);
+    let out = collect(&core, 30);
+    assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), [(30, 0, 0), (30, 0, 1)]);
+    assert_eq!(core.reset(&a, 40, 0), Ok(false), "held: being fired");
+    assert!(out.iter().all(|due| core.claim(due).is_some()));
     assert_eq!(core.reset(&a, 40, 0), Ok(false), "fired");
 }
 
@@ -104,8 +112,8 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
     expected.sort();
     let mut out = Vec::new();
     core.advance(12, &mut out, &mut Merge::default());
-    assert_eq!(out.iter().map(Fired::order).collect::<Vec<_>>(), expected);
-    assert!(out.iter().all(|fired| fired.payload == fired.seq));
+    assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), expected);
+    assert!(out.iter().all(|due| core.claim(due) == Some(due.entry.seq)));
 
     for (shard, seq) in (0..4).cycle().zip(0..200) {
         core.schedule_in(shard, 20, (seq % 7) as u8, seq, seq).expect("in range");
@@ -114,7 +122,36 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
     core.advance(20, &mut out, &mut Merge::default());
     let mut expected: Vec<(u64, u8, u64)> = (0..200).map(|seq| (20, (seq % 7) as u8, seq)).collect();
     expected.sort();
-    assert_eq!(out.iter().map(Fired::order).collect::<Vec<_>>(), expected);
+    assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), expected);
+    assert!(out.iter().all(|due| core.claim(due).is_some()) && core.is_empty());
+}
+
+/// A due entry is held by the batch until claimed (module docs, "Claimed when it runs"): counted
+/// and pending meanwhile; a cancel of it wins and the claim finds nothing; a reset of it is
+/// refused; a drain takes it and its claim finds nothing; each is counted out once.
+#[test]
+fn a_held_entry_is_pending_until_claimed() {
+    let core = Core::new(2);
+    let a = core.schedule_in(0, 5, 0, 0, 'a').unwrap();
+    let b = core.schedule_in(1, 5, 0, 1, 'b').unwrap();
+    let c = core.schedule_in(0, 5, 0, 2, 'c').unwrap();
+    let batch = collect(&core, 5);
+    assert_eq!(
+        batch.iter().map(|due| (due.shard, due.entry.seq)).collect::<Vec<_>>(),
+        [(0, 0), (1, 1), (0, 2)]
+    );
+    assert_eq!(core.len(), 3, "held entries are counted");
+    assert_eq!(core.cancel(&b), Some('b'), "a cancel of a held entry wins");
+    assert_eq!((core.claim(&batch[1]), core.len()), (None, 2));
+    assert_eq!(core.reset(&c, 9, 0), Ok(false), "held: being fired");
+    assert_eq!(core.deadline(&c), Some((5, 0)), "pending until claimed");
+    assert_eq!((core.claim(&batch[0]), core.len()), (Some('a'), 1));
+    assert_eq!((core.claim(&batch[0]), core.cancel(&a), core.deadline(&a)), (None, None, None));
+    let mut drained = Vec::new();
+    core.drain_all(&mut drained, &mut Merge::default());
+    assert_eq!(drained.iter().map(|fired| fired.payload).collect::<Vec<_>>(), ['c']);
+    assert_eq!((core.claim(&batch[2]), core.len()), (None, 0), "the drain took it");
+    assert!(advance(&core, 100).is_empty());
 }
 
 /// `len` counts every schedule and every entry cancelled, fired or drained out.
@@ -211,9 +248,8 @@ fn a_payload_whose_drop_panics_leaves_no_lock_held() {
     let cancelled = core.cancel(&handle);
     assert!(panics(move || drop(cancelled)));
     schedule(&core, 10, 1, bomb(true));
-    let mut out = Vec::new();
-    core.advance(10, &mut out, &mut Merge::default());
-    assert!(panics(move || drop(out)));
+    let fired = advance(&core, 10);
+    assert!(panics(move || drop(fired)));
     assert!(core.is_empty());
     let refused = core.schedule(MAX_TICK + 1, 0, 2, bomb(true)).map(|_| ()).unwrap_err();
     assert!(panics(move || drop(refused)));

@@ -1,13 +1,13 @@
 //! The core under std threads: schedulers that cancel and reset some of their entries while a
-//! driver thread advances tick by tick; every entry ends exactly once (cancelled, fired, or
-//! drained at the end), never fires before its deadline, and each batch is in order.
+//! driver thread advances tick by tick and claims each due entry in the batch's order, yielding
+//! between claims so that cancels reach held entries; every entry ends exactly once (cancelled,
+//! claimed, or drained at the end), never fires before its deadline, and each batch is in order.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use super::super::wheel::Fired;
-use super::{Core, Merge};
+use super::{Core, Due, Merge};
 use crate::test_rng::XorShift;
 
 const THREADS: usize = 4;
@@ -19,8 +19,10 @@ struct Shared {
     core: Core<usize>,
     now: AtomicU64,
     seq: AtomicU64,
-    /// Per entry: 1 cancelled, 2 fired, 3 drained (any second end is caught at once).
+    /// Per entry: 1 cancelled, 2 claimed, 3 drained (any second end is caught at once).
     ends: Vec<AtomicU8>,
+    /// Claims that found their entry gone (a cancel won it while it was held).
+    lost_claims: AtomicU64,
     done: AtomicBool,
 }
 
@@ -69,8 +71,15 @@ fn drive(shared: &Shared) {
         shared.now.store(now, Ordering::Relaxed);
         shared.core.advance(now, &mut out, &mut merge);
         check_batch(&out, now);
-        for fired in out.drain(..) {
-            shared.end(fired.payload, 2);
+        for (n, due) in out.drain(..).enumerate() {
+            if let Some(id) = shared.core.claim(&due) {
+                shared.end(id, 2);
+            } else {
+                shared.lost_claims.fetch_add(1, Ordering::Relaxed);
+            }
+            if n % 8 == 7 {
+                thread::yield_now();
+            }
         }
         if done {
             return;
@@ -80,8 +89,8 @@ fn drive(shared: &Shared) {
 }
 
 /// A batch is in order and holds nothing due after `now`.
-fn check_batch(batch: &[Fired<usize>], now: u64) {
-    assert!(batch.iter().all(|fired| fired.deadline <= now), "an entry fired before its deadline");
+fn check_batch(batch: &[Due], now: u64) {
+    assert!(batch.iter().all(|due| due.entry.deadline <= now), "an entry fired before its deadline");
     assert!(batch.windows(2).all(|pair| pair[0].order() <= pair[1].order()), "a batch out of order");
 }
 
@@ -93,6 +102,7 @@ fn schedulers_and_a_driver_end_every_entry_once() {
         seq: AtomicU64::new(0),
         ends: (0..THREADS * PER_THREAD).map(|_| AtomicU8::new(0)).collect(),
         done: AtomicBool::new(false),
+        lost_claims: AtomicU64::new(0),
     });
     let driver = {
         let shared = Arc::clone(&shared);
@@ -119,6 +129,11 @@ fn schedulers_and_a_driver_end_every_entry_once() {
     assert!(shared.ends.iter().all(|end| end.load(Ordering::Relaxed) != 0), "an entry never ended");
     let fired = shared.ends.iter().filter(|end| end.load(Ordering::Relaxed) == 2).count();
     let cancelled = shared.ends.iter().filter(|end| end.load(Ordering::Relaxed) == 1).count();
-    assert!(fired > 0 && cancelled > 0, "fired {fired}, cancelled {cancelled}: both raced");
+    let held = shared.lost_claims.load(Ordering::Relaxed);
+    assert!(held <= cancelled as u64, "a claim found nothing with no cancel to explain it");
+    assert!(
+        fired > 0 && cancelled > 0,
+        "fired {fired}, cancelled {cancelled} ({held} while held): both raced"
+    );
     assert!(shared.core.is_empty());
 }

@@ -31,19 +31,25 @@ const MARK: u32 = 1 << 31;
 const SLOT_BITS: u32 = 24;
 /// The level field's value that names the overdue list rather than a level.
 const OVERDUE_LEVEL: u32 = 0x7f;
+/// The level field's value of an entry held by a batch, on no list.
+const HELD_LEVEL: u32 = 0x7e;
 
-// Every level of a wheel of two buckets (the most levels: 64) has a code below the overdue one.
-const _: () = assert!(64 < OVERDUE_LEVEL as usize);
+// Every level of a wheel of two buckets (the most levels: 64) has a code below the held one.
+const _: () = assert!(64 < HELD_LEVEL as usize && HELD_LEVEL < OVERDUE_LEVEL);
 
 /// Names a bucket, (level, slot), or the overdue list, in 31 bits under a mark bit: an entry
-/// records the list it is on, and the driver's queue names the bucket it is to flush. The niche
-/// (never zero) marks a vacant slot in the slab.
+/// records the list it is on, and the driver's queue names the bucket it is to flush. One more
+/// code, [`HELD`](BucketCode::HELD), names no list: an entry a flush found due, held by the batch
+/// until it is claimed. The niche (never zero) marks a vacant slot in the slab.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct BucketCode(NonZeroU32);
 
 impl BucketCode {
     /// The overdue list's code.
     pub(crate) const OVERDUE: BucketCode = BucketCode::encode(OVERDUE_LEVEL as usize, 0);
+
+    /// The code of an entry held by a batch (`wheel/`'s docs, "Held"): on no list.
+    pub(crate) const HELD: BucketCode = BucketCode::encode(HELD_LEVEL as usize, 0);
 
     /// The code of bucket `slot` of `level` (`level < 64`, `slot < 2²⁴`).
     #[inline]
@@ -72,6 +78,9 @@ impl fmt::Debug for BucketCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if *self == BucketCode::OVERDUE {
             return f.write_str("Overdue");
+        }
+        if *self == BucketCode::HELD {
+            return f.write_str("Held");
         }
         let (level, slot) = self.decode();
         write!(f, "Bucket({level}, {slot})")
@@ -212,7 +221,9 @@ mod tests {
             let code = BucketCode::encode(level, slot);
             assert_eq!(code.decode(), (level, slot));
             assert_ne!(code, BucketCode::OVERDUE);
+            assert_ne!(code, BucketCode::HELD);
         }
+        assert_ne!(BucketCode::HELD, BucketCode::OVERDUE);
         assert_eq!(BucketCode::OVERDUE.decode().0, OVERDUE_LEVEL as usize);
         assert_eq!(std::mem::size_of::<Option<BucketCode>>(), 4);
     }

@@ -26,8 +26,19 @@
 //! **Flush** ([`Wheel::flush`]): the queue popped (expiration, bucket). If the bucket's expiration
 //! is another (a flush or a new round came since), the offer was stale and nothing happens.
 //! Otherwise the time moves to the expiration (never backwards), the bucket's round is forgotten,
-//! and each entry is placed again from the new time: due, it leaves the wheel; otherwise it goes to
-//! a finer level (the cascade), whose new rounds are offers for the caller.
+//! and each entry is placed again from the new time: due, it is held by the batch ("Held");
+//! otherwise it goes to a finer level (the cascade), whose new rounds are offers for the caller.
+//!
+//! **Held.** A flush, or the overdue list's drain, does not take a due entry's payload: it unlinks
+//! the entry, marks it [`BucketCode::HELD`] (a code of no list) and appends a [`Due`] (its key and
+//! its order, no payload) to the batch. The entry stays in its slot, pending and counted in
+//! [`len`](Wheel::len), until one of these takes it, whichever comes first: the batch's
+//! [`claim`](Wheel::claim) just before it runs (its payload, `None` if gone); a
+//! [`remove`](Wheel::remove), a cancel, which wins over the claim still to come; or
+//! [`drain_all`](Wheel::drain_all). Each takes it once, vacating the slot, so the caller that
+//! counts entries counts it out at that take, under the same lock. A held entry is being fired: a
+//! [`reset`](Wheel::reset) leaves it and answers as for a stale key, and
+//! [`deadline`](Wheel::deadline) still reads the deadline it fell due by (pending until claimed).
 //!
 //! **A bucket behind the time.** The queue is polled outside the shard's lock, so the time can move
 //! past a bucket whose offer is still queued (the driver popped a later bucket first while a
@@ -36,21 +47,22 @@
 //! window of its level, so at or before the time): they move to the overdue list (offered if it
 //! was drained) before the new round is set, and the old offer, stale, finds nothing.
 //!
-//! **Order.** Each [`Fired`] carries (deadline, `sub`, sequence), by which the caller sorts a batch,
-//! merged across shards, into deadline order to a 256th of a tick with equal deadlines in the
-//! order of their sequence numbers (the caller numbers its inserts, so a wheel keeps no count). A
-//! reset keeps the entry's sequence number, as `Timer::reset` keeps a task's stamp.
+//! **Order.** Each [`Due`] and [`Fired`] carries (deadline, `sub`, sequence), by which the caller
+//! sorts a batch, merged across shards, into deadline order to a 256th of a tick with equal
+//! deadlines in the order of their sequence numbers (the caller numbers its inserts, so a wheel
+//! keeps no count). A reset keeps the entry's sequence number, as `Timer::reset` keeps a task's
+//! stamp.
 //!
 //! **Range.** Deadlines go up to [`MAX_TICK`], the crate's last deadline tick; a later one is
 //! refused ([`Refusal::TooFar`], the payload handed back), never clamped.
 //!
-//! **Invariants**, whenever the shard's lock is free: every occupied slot is on exactly one list
-//! (a bucket's or the overdue list), the one its code names; an entry in a bucket lies in the round
-//! the bucket's expiration starts and is placed there from the time, or (a bucket behind the time)
-//! is due; an entry on the overdue list is due; every vacant slot is on the slab's free list; `len`
-//! is exact.
+//! **Invariants**, whenever the shard's lock is free: every occupied slot is held or on exactly
+//! one list (a bucket's or the overdue list), the one its code names; an entry in a bucket lies in
+//! the round the bucket's expiration starts and is placed there from the time, or (a bucket behind
+//! the time) is due; an entry on the overdue list is due, and so is a held one; every vacant slot
+//! is on the slab's free list; `len` is exact, held entries included.
 //!
-//! **Cost.** Insert (amortised, as the slab grows), remove and reset are O(1); a flush is O(its
+//! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1); a flush is O(its
 //! entries), each entry cascading at most once a level. A slot is 56 bytes for a 16-byte payload
 //! (generation 8, links 8, deadline and `sub` 8, sequence 8, bucket code 4, payload 16, padding
 //! 4); a bucket 16 bytes, in chunks of 512 (`buckets.rs`). No method drops a payload.
@@ -62,9 +74,12 @@ use crate::deadline::MAX_DEADLINE_TICK;
 use crate::wheel::place::{max_levels, LevelTable, Placement};
 
 mod buckets;
+mod types;
 
 pub(crate) use buckets::{BucketCode, Offer, Offers};
 use buckets::{Levels, List, NO_ROUND};
+use types::Entry;
+pub use types::{Due, Fired, Key, Refusal, Refused};
 
 /// The last deadline tick the wheel takes: the crate's ([`MAX_DEADLINE_TICK`]).
 pub(crate) const MAX_TICK: u64 = MAX_DEADLINE_TICK;
@@ -74,77 +89,6 @@ pub(crate) const MAX_WHEEL_SIZE: u64 = 1 << 24;
 
 /// The default wheel size (the timer's).
 pub(crate) const DEFAULT_WHEEL_SIZE: u64 = 512;
-
-/// Names an entry: its slot and the generation of the occupant it was given to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub(crate) slot: u32,
-    pub(crate) generation: u64,
-}
-
-/// Why the wheel refused a deadline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// The deadline is after [`MAX_TICK`].
-    TooFar,
-    /// The slab holds as many entries as slot indices allow.
-    Full,
-}
-
-/// An insert the wheel refused: the payload, handed back, and why.
-#[derive(Debug)]
-pub struct Refused<P> {
-    pub(crate) payload: P,
-    pub(crate) reason: Refusal,
-}
-
-/// An entry that left the wheel, due or drained: what orders it among a batch, the key it had,
-/// and its payload.
-#[derive(Debug)]
-pub struct Fired<P> {
-    /// The deadline tick it was given (earlier than the tick it fired at when it was already
-    /// passed when set).
-    pub(crate) deadline: u64,
-    /// The 256th of the tick its deadline falls in.
-    pub(crate) sub: u8,
-    /// The sequence number its insert gave it.
-    pub(crate) seq: u64,
-    pub(crate) key: Key,
-    pub(crate) payload: P,
-}
-
-impl<P> Fired<P> {
-    /// The order of a merged batch: deadline, its 256th, then insertion.
-    pub fn order(&self) -> (u64, u8, u64) {
-        (self.deadline, self.sub, self.seq)
-    }
-}
-
-/// What a slot holds for the wheel.
-struct Entry<P> {
-    /// `deadline << 8 | sub`.
-    when: u64,
-    seq: u64,
-    /// The list that holds it; its niche is the vacant slot's `None`.
-    bucket: BucketCode,
-    payload: P,
-}
-
-impl<P> Entry<P> {
-    fn deadline(&self) -> u64 {
-        self.when >> 8
-    }
-
-    fn fired(self, slot: u32, generation: u64) -> Fired<P> {
-        Fired {
-            deadline: self.deadline(),
-            sub: self.when as u8,
-            seq: self.seq,
-            key: Key { slot, generation },
-            payload: self.payload,
-        }
-    }
-}
 
 /// One shard's slab and wheel (module docs).
 pub struct Wheel<P> {
@@ -205,7 +149,7 @@ impl<P> Wheel<P> {
         self.levels.created()
     }
 
-    /// Entries pending.
+    /// Entries pending, held ones included.
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.slab.len()
@@ -229,7 +173,7 @@ impl<P> Wheel<P> {
     }
 
     /// Files `payload` due at tick `deadline`, in its 256th `sub`, with the caller's sequence
-    /// number `seq` (which orders it among equal deadlines, [`Fired::order`]): in its bucket, or on
+    /// number `seq` (which orders it among equal deadlines, [`Due::order`]): in its bucket, or on
     /// the overdue list if `deadline` is not after the time. Its key, which names it until it
     /// leaves the wheel, and the offers the caller makes to the queue: its bucket's, if the insert
     /// set the bucket's expiration for a new round, and the overdue list's, if it was not offered
@@ -260,29 +204,43 @@ impl<P> Wheel<P> {
         Ok((Key { slot, generation }, offer))
     }
 
-    /// Takes the entry `key` names out: its payload, or `None` if it has left the wheel (fired,
-    /// removed, drained: the key is stale, also after its slot's reuse). Its bucket keeps its
-    /// expiration.
+    /// Takes the entry `key` names out, also a held one (the cancel wins over the batch's claim):
+    /// its payload, or `None` if it has left the wheel (claimed, removed, drained: the key is
+    /// stale, also after its slot's reuse). Its bucket keeps its expiration.
     #[inline]
     pub(crate) fn remove(&mut self, key: Key) -> Option<P> {
-        self.slab.get(key.slot, key.generation)?;
-        self.unlink(key.slot);
+        if !self.slab.get(key.slot, key.generation)?.is_held() {
+            self.unlink(key.slot);
+        }
+        Some(self.slab.vacate(key.slot).1.payload)
+    }
+
+    /// Takes the held entry `key` names out (module docs, "Held"): its payload, for the batch to
+    /// run, or `None` if it is gone (removed or drained since the flush held it; the key is stale).
+    #[inline]
+    pub(crate) fn claim(&mut self, key: Key) -> Option<P> {
+        let held = self.slab.get(key.slot, key.generation)?.is_held();
+        debug_assert!(held, "a claim of {key:?}, pending and not held");
+        if !held {
+            return None;
+        }
         Some(self.slab.vacate(key.slot).1.payload)
     }
 
     /// Moves the entry `key` names to `deadline` and `sub` in place: same slot, key, payload and
     /// sequence number, linked at the tail of its new list (filed as [`insert`](Wheel::insert)
     /// files). `Ok(Some(offer))` if it moved (`offer` as an insert's), `Ok(None)` if the key is
-    /// stale (nothing changes).
+    /// stale or names a held entry, which is being fired (nothing changes).
     ///
     /// # Errors
     ///
-    /// [`Refusal::TooFar`] if the key names a pending entry and `deadline` is after
+    /// [`Refusal::TooFar`] if the key names a pending entry, not held, and `deadline` is after
     /// [`MAX_TICK`]; the entry stays as it was.
     #[inline]
     pub(crate) fn reset(&mut self, key: Key, deadline: u64, sub: u8) -> Result<Option<Offers>, Refusal> {
-        if self.slab.get(key.slot, key.generation).is_none() {
-            return Ok(None);
+        match self.slab.get(key.slot, key.generation) {
+            Some(entry) if !entry.is_held() => {}
+            _ => return Ok(None),
         }
         if deadline > MAX_TICK {
             return Err(Refusal::TooFar);
@@ -292,7 +250,8 @@ impl<P> Wheel<P> {
         Ok(Some(self.file(key.slot, deadline)))
     }
 
-    /// The deadline and `sub` of the entry `key` names, `None` if the key is stale.
+    /// The deadline and `sub` of the entry `key` names, `None` if the key is stale. A held entry
+    /// is pending until claimed: its deadline reads back, the one it fell due by.
     pub(crate) fn deadline(&self, key: Key) -> Option<(u64, u8)> {
         let entry = self.slab.get(key.slot, key.generation)?;
         Some((entry.deadline(), entry.when as u8))
@@ -300,14 +259,15 @@ impl<P> Wheel<P> {
 
     /// The queue popped `bucket` at `expiration` (module docs, "Flush"): if that is the bucket's
     /// round, the time moves to `expiration` (never backwards) and each of its entries is placed
-    /// again from there, due ones appended to `out`, the rest linked in finer buckets, whose new
-    /// rounds are appended to `offers`. A stale offer changes nothing. Should `out` or `offers`
-    /// fail to grow, the wheel stays whole: each entry is unlinked before it is placed.
+    /// again from there, due ones held and appended to `out` (module docs, "Held"), the rest
+    /// linked in finer buckets, whose new rounds are appended to `offers`. A stale offer changes
+    /// nothing. Should `out` or `offers` fail to grow, the wheel stays whole: each entry is
+    /// unlinked and placed (or held) before it is pushed.
     pub(crate) fn flush(
         &mut self,
         bucket: BucketCode,
         expiration: u64,
-        out: &mut Vec<Fired<P>>,
+        out: &mut Vec<Due>,
         offers: &mut Vec<Offer>,
     ) {
         if bucket == BucketCode::OVERDUE {
@@ -327,28 +287,36 @@ impl<P> Wheel<P> {
             self.unlink(index);
             let deadline = self.slab.entry(index).deadline();
             if deadline <= self.time {
-                let (generation, entry) = self.slab.vacate(index);
-                out.push(entry.fired(index, generation));
+                out.push(self.hold(index));
             } else {
                 offers.extend(self.file(index, deadline).iter());
             }
         }
     }
 
-    /// Every entry of the overdue list leaves the wheel, appended to `out` in the order they were
-    /// linked (each unlinked and freed before it is pushed).
-    pub(crate) fn drain_overdue(&mut self, out: &mut Vec<Fired<P>>) {
+    /// Every entry of the overdue list is held by the batch, appended to `out` in the order they
+    /// were linked (each unlinked and held before it is pushed).
+    pub(crate) fn drain_overdue(&mut self, out: &mut Vec<Due>) {
         self.overdue_offered = false;
         while self.overdue.head != NIL {
             let index = self.overdue.head;
             self.unlink(index);
-            let (generation, entry) = self.slab.vacate(index);
-            out.push(entry.fired(index, generation));
+            out.push(self.hold(index));
         }
     }
 
-    /// Hands every pending entry out, appended to `out` in slot order (the caller sorts by
-    /// [`Fired::order`] if it needs deadline order): the wheel is left empty, every key stale,
+    /// Marks the unlinked, occupied slot `index` held (module docs, "Held"): its batch element.
+    #[inline]
+    fn hold(&mut self, index: u32) -> Due {
+        let generation = self.slab.slot(index).generation;
+        let entry = self.slab.entry_mut(index);
+        entry.bucket = BucketCode::HELD;
+        entry.due(index, generation)
+    }
+
+    /// Hands every pending entry out, held ones too (a batch's claim of them then finds nothing),
+    /// appended to `out` in slot order (the caller sorts by [`Fired::order`] if it needs deadline
+    /// order): the wheel is left empty, every key stale,
     /// every bucket's round forgotten, its slots vacant and written (a [`shrink`](Wheel::shrink)
     /// gives them back).
     pub(crate) fn drain_all(&mut self, out: &mut Vec<Fired<P>>) {
@@ -441,7 +409,7 @@ impl<P> Wheel<P> {
         }
     }
 
-    /// The list `code` names, which holds an entry (its bucket exists).
+    /// The list `code` names, which holds an entry (its bucket exists; not held).
     #[inline]
     fn list_mut(&mut self, code: BucketCode) -> &mut List {
         if code == BucketCode::OVERDUE {
@@ -451,7 +419,7 @@ impl<P> Wheel<P> {
         &mut self.levels.get_mut(level, slot).expect("a linked entry's bucket exists").list
     }
 
-    /// Unlinks the occupied slot `index` from its list.
+    /// Unlinks the occupied slot `index` from its list (it is on one: not held).
     #[inline]
     fn unlink(&mut self, index: u32) {
         let slot = self.slab.slot(index);
@@ -487,6 +455,8 @@ fn link<P>(slab: &mut Slab<Entry<P>>, list: &mut List, index: u32, code: BucketC
     slot.entry.as_mut().expect("a linked slot is occupied").bucket = code;
 }
 
+#[cfg(test)]
+mod held_tests;
 #[cfg(test)]
 mod model;
 #[cfg(test)]

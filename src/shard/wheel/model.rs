@@ -5,9 +5,11 @@
 //! the start and the end of the range. The reference holds each pending entry by its order
 //! (deadline, 256th, sequence number) in a `BTreeMap`, so an advance to `now` must hand out exactly
 //! the entries due by `now` (never early, at most one tick late), in that order (FIFO by sequence
-//! among equal deadlines); `len` and each key's deadline are compared after every step, the wheel is
-//! audited after every advance (every bucket holding entries queued), and the drain at the end
-//! hands back exactly what the reference holds. Every payload is dropped once.
+//! among equal deadlines), held: each counted in `len` and its deadline read back, a reset of it
+//! refused, some removed while held (the claim then finds nothing), the rest claimed in the batch's
+//! order; `len` and each key's deadline are compared after every step, the wheel is audited after
+//! every advance (every bucket holding entries queued, held entries included), and the drain at the
+//! end hands back exactly what the reference holds. Every payload is dropped once.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
@@ -31,8 +33,9 @@ enum Op {
     /// A key handed out so far, live or stale, by its index modulo their number.
     Remove(usize),
     Reset(usize, When, u8),
-    Advance(u64),
-    ToHead,
+    /// A step, and which entries of the batch a remove takes while held (bits of the mask).
+    Advance(u64, u8),
+    ToHead(u8),
     /// An offer popped so far offered again, by its index modulo their number.
     Stale(usize),
 }
@@ -65,8 +68,8 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (when(), any::<u8>()).prop_map(|(when, sub)| Op::Insert(when, sub)),
         2 => any::<usize>().prop_map(Op::Remove),
         2 => (any::<usize>(), when(), any::<u8>()).prop_map(|(key, when, sub)| Op::Reset(key, when, sub)),
-        2 => step.prop_map(Op::Advance),
-        1 => Just(Op::ToHead),
+        2 => (step, any::<u8>()).prop_map(|(step, cancels)| Op::Advance(step, cancels)),
+        1 => any::<u8>().prop_map(Op::ToHead),
         1 => any::<usize>().prop_map(Op::Stale),
     ]
 }
@@ -185,14 +188,14 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
                 key_used = Some(key);
             }
             Op::Remove(_) | Op::Reset(..) => {}
-            Op::Advance(step) => {
+            Op::Advance(step, cancels) => {
                 let now = model.now.saturating_add(step).min(MAX_TICK);
-                advance(&mut drive, &mut model, now);
+                advance(&mut drive, &mut model, now, cancels);
             }
-            Op::ToHead => {
+            Op::ToHead(cancels) => {
                 if let Some(next) = drive.next_tick() {
                     let now = next.max(model.now);
-                    advance(&mut drive, &mut model, now);
+                    advance(&mut drive, &mut model, now, cancels);
                 }
             }
             Op::Stale(pick) if !drive.popped.is_empty() => {
@@ -230,9 +233,12 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
     drops.assert_each_once(ids);
 }
 
-/// Advances both to `now`: the wheel hands out exactly what is due by it, in the reference's order.
-fn advance(drive: &mut Drive<Token>, model: &mut Reference, now: u64) {
-    let fired: Vec<Expect> = drive.advance(now).iter().map(expect_of).collect();
+/// Advances both to `now`: the wheel holds exactly what is due by it, in the reference's order;
+/// held, each is counted, reads its deadline back and refuses a reset; the entries `cancels`
+/// picks (bit `i % 8` for the `i`th) are removed while held, and every entry is then claimed in
+/// the batch's order: the removed ones find nothing, the others their payloads.
+fn advance(drive: &mut Drive<Token>, model: &mut Reference, now: u64, cancels: u8) {
+    let batch = drive.collect(now);
     let mut expected = Vec::new();
     while let Some(entry) = model.pending.first_entry().filter(|entry| entry.key().0 <= now) {
         let expect = entry.remove();
@@ -240,7 +246,23 @@ fn advance(drive: &mut Drive<Token>, model: &mut Reference, now: u64) {
         expected.push(expect);
     }
     model.now = model.now.max(now);
-    assert_eq!(fired, expected, "advance to {now}");
+    let held: Vec<_> = batch.iter().map(|d| (d.deadline, d.sub, d.seq, d.key)).collect();
+    let wanted: Vec<_> = expected.iter().map(|e| (e.deadline, e.sub, e.seq, e.key)).collect();
+    assert_eq!(held, wanted, "advance to {now}");
+    assert_eq!(drive.wheel.len(), model.pending.len() + batch.len(), "held entries are counted");
+    let picked = |at: usize| cancels & (1 << (at % 8)) != 0;
+    for (at, (due, expect)) in batch.iter().zip(&expected).enumerate() {
+        assert_eq!(drive.wheel.deadline(due.key), Some((due.deadline, due.sub)), "held: pending");
+        assert_eq!(drive.wheel.reset(due.key, now + 1, 0), Ok(None), "held: a reset is refused");
+        if picked(at) {
+            assert_eq!(drive.wheel.remove(due.key).map(|token| token.id), Some(expect.id), "removed held");
+        }
+    }
+    for (at, (due, expect)) in batch.iter().zip(&expected).enumerate() {
+        let claimed = drive.wheel.claim(due.key).map(|token| token.id);
+        assert_eq!(claimed, (!picked(at)).then_some(expect.id), "claim of {:?}", due.key);
+    }
+    assert_eq!(drive.wheel.len(), model.pending.len());
 }
 
 proptest! {

@@ -9,12 +9,12 @@ use std::rc::Rc;
 
 use super::super::slab::NIL;
 use super::buckets::NO_ROUND;
-use super::{BucketCode, Fired, Key, Offer, Wheel};
+use super::{BucketCode, Due, Fired, Key, Offer, Wheel};
 use crate::wheel::place::{max_levels, slot_ticks};
 
 /// Checks the wheel's invariants (module docs): the slab's, then every list (links both ways, each
 /// slot's code), each bucket's entries in its round and slot, the overdue list's due, every
-/// occupied slot on one list; and, with `queued`, that every bucket holding entries has its round
+/// occupied slot on one list or held (and due); and, with `queued`, that every bucket holding entries has its round
 /// queued.
 pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offer>>>) {
     wheel.slab.check();
@@ -61,7 +61,18 @@ pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offe
             );
         });
     }
-    assert_eq!(linked, wheel.len(), "every occupied slot on one list");
+    let mut held = 0;
+    for index in 0..wheel.slab.slots() as u32 {
+        if let Some(entry) = wheel.slab.slot(index).entry.as_ref().filter(|entry| entry.is_held()) {
+            assert!(
+                entry.deadline() <= time,
+                "held entry {index} due {} after the time {time}",
+                entry.deadline()
+            );
+            held += 1;
+        }
+    }
+    assert_eq!(linked + held, wheel.len(), "every occupied slot on one list or held");
 }
 
 /// The Kafka drive: a wheel and a heap of its offers (the driver's queue), every offer queued.
@@ -107,9 +118,19 @@ impl<P> Drive<P> {
         Ok(true)
     }
 
-    /// Pops and flushes every offer due by `now` (the overdue list's too), queueing the flushes'
-    /// offers: what fired, sorted by [`Fired::order`], the wheel audited.
+    /// [`collect`](Drive::collect), then each due entry claimed in the batch's order: what fired.
     pub(super) fn advance(&mut self, now: u64) -> Vec<Fired<P>> {
+        let batch = self.collect(now);
+        let claim = |due: Due| {
+            let payload = self.wheel.claim(due.key).expect("a held entry is claimed once");
+            Fired { deadline: due.deadline, sub: due.sub, seq: due.seq, key: due.key, payload }
+        };
+        batch.into_iter().map(claim).collect()
+    }
+
+    /// Pops and flushes every offer due by `now` (the overdue list's too), queueing the flushes'
+    /// offers: what fell due, held, sorted by [`Due::order`], the wheel audited.
+    pub(super) fn collect(&mut self, now: u64) -> Vec<Due> {
         let (mut out, mut offers) = (Vec::new(), Vec::new());
         while let Some(&Reverse(offer)) = self.queue.peek() {
             if offer.expiration > now {
@@ -120,7 +141,7 @@ impl<P> Drive<P> {
             self.wheel.flush(offer.bucket, offer.expiration, &mut out, &mut offers);
             self.queue.extend(offers.drain(..).map(Reverse));
         }
-        out.sort_by_key(Fired::order);
+        out.sort_by_key(Due::order);
         self.advances += 1;
         if self.advances % self.audit_every == 0 {
             audit(&self.wheel, Some(&self.queue));

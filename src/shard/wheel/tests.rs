@@ -238,7 +238,7 @@ fn stale_offers_and_buckets_behind_the_time_are_harmless() {
     let (early, late) = (early.round.unwrap(), late.round.unwrap());
     // The driver popped `late` before `early` was offered.
     wheel.flush(late.bucket, late.expiration, &mut out, &mut offers);
-    assert_eq!(out.iter().map(|f| f.payload).collect::<String>(), "b");
+    assert_eq!(out.iter().map(|due| due.seq).collect::<Vec<_>>(), [1]);
     assert_eq!(wheel.time(), 10);
     wheel.flush(late.bucket, late.expiration, &mut out, &mut offers);
     assert_eq!(out.len(), 1, "popped again: stale");
@@ -251,10 +251,12 @@ fn stale_offers_and_buckets_behind_the_time_are_harmless() {
     wheel.flush(early.bucket, early.expiration, &mut out, &mut offers);
     assert_eq!(out.len(), 1, "the old round's offer is stale");
     wheel.drain_overdue(&mut out);
-    assert_eq!(out.iter().map(|f| f.payload).collect::<String>(), "ba");
+    assert_eq!(out.iter().map(|due| due.seq).collect::<Vec<_>>(), [1, 0]);
     wheel.flush(early.bucket, 25, &mut out, &mut offers);
-    assert_eq!(out.iter().map(|f| f.payload).collect::<String>(), "bac");
-    assert!(offers.is_empty() && wheel.is_empty());
+    assert_eq!(out.iter().map(|due| due.seq).collect::<Vec<_>>(), [1, 0, 2]);
+    assert!(offers.is_empty() && wheel.len() == 3, "held until claimed");
+    let claimed: String = out.iter().map(|due| wheel.claim(due.key).unwrap()).collect();
+    assert_eq!((claimed.as_str(), wheel.is_empty()), ("bac", true));
     wheel.flush(BucketCode::encode(5, 3), 7, &mut out, &mut offers);
     assert_eq!(wheel.levels(), 1, "a flush of a bucket never written creates nothing");
 }
