@@ -205,16 +205,16 @@ impl<P: Send + 'static> Core<P> {
         Ok(handle)
     }
 
-    /// The index of the shard `handle` (found pending: so one of this core's) names: the calling
-    /// thread's own shard at first look.
+    /// The index of the shard `handle` names, the calling thread's own shard at first look;
+    /// `None` if the handle is another core's.
     #[inline]
-    fn index_of(&self, handle: &Handle<P>) -> usize {
+    fn index_of(&self, handle: &Handle<P>) -> Option<usize> {
         let is = |index: usize| std::ptr::eq(self.shards[index].header, handle.header);
         let own = self.own_shard();
         if is(own) {
-            return own;
+            return Some(own);
         }
-        (0..self.shards.len()).find(|&index| is(index)).expect("a pending entry's shard is the core's")
+        (0..self.shards.len()).find(|&index| is(index))
     }
 
     /// Offers `offers` of shard `index` to the queue.
@@ -234,13 +234,15 @@ impl<P: Send + 'static> Core<P> {
 
     /// Moves `handle`'s pending entry to `deadline` and `sub` in place, keeping its sequence
     /// number, and offers its new bucket if the move set the bucket's round: `true` if it moved,
-    /// `false` if the entry is not pending or is held by a batch (being fired).
+    /// `false` if the entry is not pending, is held by a batch (being fired), or the handle is
+    /// another core's (found before anything moves, so that an entry never moves unoffered).
     ///
     /// # Errors
     ///
     /// [`Refusal::TooFar`] if the entry is pending and `deadline` is beyond the range; it stays.
     #[inline]
     pub fn reset(&self, handle: &Handle<P>, deadline: u64, sub: u8) -> Result<bool, Refusal> {
+        let Some(index) = self.index_of(handle) else { return Ok(false) };
         let Some(mut shard) = handle.lock() else { return Ok(false) };
         let (slot, generation) = handle.entry();
         let Some(offers) = shard.state().reset(Key { slot, generation }, deadline, sub)? else {
@@ -248,7 +250,7 @@ impl<P: Send + 'static> Core<P> {
         };
         drop(shard);
         if offers.round.is_some() || offers.overdue.is_some() {
-            self.offer(self.index_of(handle), offers);
+            self.offer(index, offers);
         }
         Ok(true)
     }
@@ -307,7 +309,8 @@ impl<P: Send + 'static> Core<P> {
     }
 
     /// The earliest expiration queued, `None` if the queue is empty: never after the earliest
-    /// pending entry is due (a stale offer may make it earlier).
+    /// entry that is pending and not held by a batch is due (a stale offer may make it earlier);
+    /// held entries wait for their claims, not for the queue.
     pub fn next_tick(&self) -> Option<u64> {
         self.queue.head()
     }

@@ -2,7 +2,7 @@
 //! 64-bit generation, and the free list of the vacant ones, threaded through the slots themselves.
 //!
 //! A slot is vacant or occupied. An occupied slot holds one entry `E` (the wheel's: deadline,
-//! sequence, bucket, payload) and its two links, `prev` and `next`, which its owner (`wheel.rs`)
+//! sequence, bucket, payload) and its two links, `prev` and `next`, which its owner (`wheel/`)
 //! uses to keep it on an intrusive list. A vacant slot holds no entry, and its `next` is the next
 //! vacant slot of the free list. The slab knows nothing of lists beyond its free list: it hands
 //! out slots, takes them back and keeps the generations.

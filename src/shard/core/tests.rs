@@ -94,6 +94,19 @@ fn reset_earlier_and_later() {
     assert_eq!(core.reset(&a, 40, 0), Ok(false), "fired");
 }
 
+/// A handle of another core names nothing to this one: its reset is refused before anything
+/// moves, and the entry fires on its own core at its own deadline.
+#[test]
+fn a_reset_through_another_cores_handle_moves_nothing() {
+    let (mine, other) = (Core::new(2), Core::new(2));
+    let a = schedule(&other, 40, 0, 'a');
+    assert_eq!(mine.reset(&a, 10, 0), Ok(false));
+    assert_eq!(other.deadline(&a), Some((40, 0)));
+    assert!(advance(&other, 39).is_empty());
+    assert_eq!(advance(&other, 40), ['a']);
+    assert!(mine.is_empty() && other.is_empty());
+}
+
 /// Equal deadlines from different shards fire in the callers' sequence order, 256ths first; a
 /// batch over several ticks and one over many entries of a tick (the counting sort) alike.
 #[test]
