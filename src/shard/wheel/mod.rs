@@ -279,12 +279,7 @@ impl<P> Wheel<P> {
             _ => return,
         }
         self.time = self.time.max(expiration);
-        loop {
-            let index = self.levels.get(level, slot).map_or(NIL, |b| b.list.head);
-            if index == NIL {
-                break;
-            }
-            self.unlink(index);
+        while let Some(index) = self.pop_front(bucket) {
             let deadline = self.slab.entry(index).deadline();
             if deadline <= self.time {
                 out.push(self.hold(index));
@@ -298,9 +293,7 @@ impl<P> Wheel<P> {
     /// were linked (each unlinked and held before it is pushed).
     pub(crate) fn drain_overdue(&mut self, out: &mut Vec<Due>) {
         self.overdue_offered = false;
-        while self.overdue.head != NIL {
-            let index = self.overdue.head;
-            self.unlink(index);
+        while let Some(index) = self.pop_front(BucketCode::OVERDUE) {
             out.push(self.hold(index));
         }
     }
@@ -381,12 +374,11 @@ impl<P> Wheel<P> {
     #[cold]
     fn overdue_behind(&mut self, level: usize, slot: usize) -> Option<Offer> {
         let mut offer = None;
-        while let Some(index) = self.levels.get(level, slot).map(|b| b.list.head).filter(|&i| i != NIL) {
+        while let Some(index) = self.pop_front(BucketCode::encode(level, slot)) {
             debug_assert!(
                 self.slab.entry(index).deadline() <= self.time,
                 "a round of the past holds a due entry"
             );
-            self.unlink(index);
             offer = offer.or(self.link_overdue(index));
         }
         offer
@@ -407,6 +399,17 @@ impl<P> Wheel<P> {
                 overdue: None,
             },
         }
+    }
+
+    /// Unlinks the first entry of the list `code` names (its bucket exists): its slot, `None`
+    /// if the list is empty.
+    #[inline]
+    fn pop_front(&mut self, code: BucketCode) -> Option<u32> {
+        let head = self.list_mut(code).head;
+        (head != NIL).then(|| {
+            self.unlink(head);
+            head
+        })
     }
 
     /// The list `code` names, which holds an entry (its bucket exists; not held).
