@@ -47,7 +47,7 @@ fn insert(shard: &Shard<State>, ends: &std::sync::Arc<Ends>, id: usize) -> Handl
     let mut guard = shard.lock();
     let (slot, generation) = guard.state().insert(Payload { ends: std::sync::Arc::clone(ends), id });
     guard.count_in(1);
-    guard.handle(slot, generation)
+    guard.handle(0, slot, generation)
 }
 
 fn bump(lock: &ShardLock<(u64, u64)>, try_first: bool) {

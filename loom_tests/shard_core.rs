@@ -14,6 +14,12 @@
 //!   advance to tick 1 (which holds the entry) and its claim, with a flag the driver sets just
 //!   before it claims: exactly one of the claim and the cancel gets the payload, and a cancel that
 //!   completed before the flag was set (so before the claim began) got it.
+//! * `a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round`: a reset of an
+//!   entry due at tick 2 to tick 1, from another thread, against the driver's advances to 1 and
+//!   to 2 (yielding between them as it waits for its next tick), each with the claims of its
+//!   batch, then, once the reset is done, a last advance to 2 and its claims: the entry runs
+//!   exactly once, at 1 if the reset moved it (its new round offered, so an advance under way or
+//!   the next takes it) or at 2 if the reset returned `false` (held by the batch or claimed).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -110,5 +116,37 @@ fn a_cancel_before_the_claim_wins() {
         }
         assert_eq!(core.len(), 0);
         assert_eq!(core.deadline(&a), None);
+    });
+}
+
+/// Seeded fault `shard_core_reset_offers_before_link`: the reset offers the bucket of tick 1
+/// before it moves the entry there; the driver's advance to 1 pops the offer and flushes a bucket
+/// whose round is not set yet (a stale offer), the move then sets the round without offering it,
+/// and no later advance runs the entry.
+#[test]
+fn a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        let a = core.schedule(2, 0, 0, 7).map_err(drop).unwrap();
+        let resetter = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || core.reset(&a, 1, 0).unwrap())
+        };
+        let (mut out, mut merge, mut ran) = (Vec::new(), Merge::default(), Vec::new());
+        let mut tick = |now: u64, ran: &mut Vec<(u64, u64)>| {
+            core.advance(now, &mut out, &mut merge);
+            ran.extend(out.drain(..).filter_map(|due| Some((due.order().0, core.claim(&due)?))));
+        };
+        tick(1, &mut ran);
+        // The driver waits for its next tick.
+        thread::yield_now();
+        tick(2, &mut ran);
+        let moved = resetter.join().unwrap();
+        tick(2, &mut ran);
+        let deadline = if moved { 1 } else { 2 };
+        assert_eq!(ran, [(deadline, 7)], "ran once, at the deadline the reset left it (moved: {moved})");
+        assert_eq!(core.len(), 0);
+        assert_eq!(core.deadline(&a), None);
+        assert_eq!(core.reset(&a, 3, 0), Ok(false), "ran: nothing to move");
     });
 }

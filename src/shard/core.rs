@@ -8,9 +8,12 @@
 //! schedules into the shard of its thread index (`crate::sync::thread_index`, handed out round
 //! robin at a thread's first use) masked to the shard count, so threads that do not share a shard
 //! do not share a lock; any thread cancels, resets and reads a deadline through a handle, in the
-//! handle's shard. Dropping the core gives every header back (the last first, so that the next
-//! core to take as many gets them in the same order): each state is swapped out under its lock and
-//! its pending payloads dropped after the unlock (`pool.rs`, "Giving back").
+//! handle's shard. A handle carries its shard's index in this core (`pool.rs`, "A handle"): a
+//! reset, which offers to the queue under that index, checks it with one compare of the header
+//! at that index, from any thread, and refuses a handle of another core. Dropping the core gives
+//! every header back (the last first, so that the next core to take as many gets them in the same
+//! order): each state is swapped out under its lock and its pending payloads dropped after the
+//! unlock (`pool.rs`, "Giving back").
 //!
 //! **What each lock orders.** A shard's [`ShardLock`](super::lock::ShardLock) orders everything
 //! done to the entries of its shard: a schedule's insert and count-in, a cancel's remove and
@@ -39,8 +42,13 @@
 //! offer made before the link could be popped and flushed as stale (the round not set yet), and the
 //! round the insert then sets would never be offered: the seeded fault
 //! `shard_core_offer_before_link`, which the loom model
-//! `shard_core::a_schedule_racing_the_poll_is_flushed_by_the_next_advance` catches. A bucket popped
-//! after the time moved past it is handled by the wheel ("A bucket behind the time").
+//! `shard_core::a_schedule_racing_the_poll_is_flushed_by_the_next_advance` catches. A reset's
+//! move offers the same way, after the move and the unlock: offered before it, the bucket of the
+//! new round could be flushed stale while the entry has not moved yet, and the round the move
+//! sets never offered (the seeded fault `shard_core_reset_offers_before_link`, which the loom
+//! model `shard_core::a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round`
+//! catches). A bucket popped after the time moved past it is handled by the wheel ("A bucket
+//! behind the time").
 //!
 //! **The batch.** [`Core::advance`] appends each flushed bucket's due entries to one batch, each a
 //! [`Due`] (its shard, its key, its order; no payload), and sorts what it appended by
@@ -193,28 +201,26 @@ impl<P: Send + 'static> Core<P> {
             let mut shard = shard.lock();
             let (key, _) = shard.state().insert(deadline, sub, seq, payload)?;
             shard.count_in(1);
-            return Ok(shard.handle(key.slot, key.generation));
+            return Ok(shard.handle(index as u16, key.slot, key.generation));
         }
         let mut guard = shard.lock();
         let (key, offers) = guard.state().insert(deadline, sub, seq, payload)?;
         guard.count_in(1);
-        let handle = guard.handle(key.slot, key.generation);
+        let handle = guard.handle(index as u16, key.slot, key.generation);
         drop(guard);
         // After the link and the unlock (module docs).
         self.offer(index, offers);
         Ok(handle)
     }
 
-    /// The index of the shard `handle` names, the calling thread's own shard at first look;
-    /// `None` if the handle is another core's.
+    /// The index of the shard `handle` names: the index the handle carries, if this core's
+    /// header is there (from any thread, no search); `None` if the handle is another core's,
+    /// whatever index it carries.
     #[inline]
     fn index_of(&self, handle: &Handle<P>) -> Option<usize> {
-        let is = |index: usize| std::ptr::eq(self.shards[index].header, handle.header);
-        let own = self.own_shard();
-        if is(own) {
-            return Some(own);
-        }
-        (0..self.shards.len()).find(|&index| is(index))
+        let index = handle.index();
+        let shard = self.shards.get(index)?;
+        std::ptr::eq(shard.header, handle.header).then_some(index)
     }
 
     /// Offers `offers` of shard `index` to the queue.
@@ -243,6 +249,12 @@ impl<P: Send + 'static> Core<P> {
     #[inline]
     pub fn reset(&self, handle: &Handle<P>, deadline: u64, sub: u8) -> Result<bool, Refusal> {
         let Some(index) = self.index_of(handle) else { return Ok(false) };
+        if fault!("shard_core_reset_offers_before_link") {
+            self.offer(index, faults::offers_before_link(&self.shards[index], deadline));
+            let Some(mut shard) = handle.lock() else { return Ok(false) };
+            let (slot, generation) = handle.entry();
+            return Ok(shard.state().reset(Key { slot, generation }, deadline, sub)?.is_some());
+        }
         let Some(mut shard) = handle.lock() else { return Ok(false) };
         let (slot, generation) = handle.entry();
         let Some(offers) = shard.state().reset(Key { slot, generation }, deadline, sub)? else {

@@ -14,6 +14,9 @@
 //!   its insert will set the round of before the insert's critical section, and drops the offers
 //!   the insert reports: the driver may pop and flush the bucket before the entry is linked (a
 //!   stale offer then), and the round set after it is never offered.
+//! * `shard_core_reset_offers_before_link` ([`offers_before_link`]): `Core::reset` offers the
+//!   bucket its move will set the round of before the move's critical section, and drops the
+//!   offers the move reports: as the schedule's fault, for an entry that is already pending.
 //! * `shard_core_claim_counts_out_after_unlock` ([`claim_counting_after_unlock`]): the core's
 //!   claim counts its entry out after the unlock, racing a schedule's count-in.
 //! * `shard_core_claims_at_collection` ([`flush_claiming`], [`Collected`]): the core's advance
@@ -102,8 +105,9 @@ pub(super) fn flush_claiming<P: Send + 'static>(
     collected.0.lock().extend(taken);
 }
 
-/// `shard_core_offer_before_link`: the offers an insert of `deadline` into `shard` would make,
-/// read in a critical section of their own, for `Core::schedule` to make before its insert's.
+/// `shard_core_offer_before_link`, `shard_core_reset_offers_before_link`: the offers an insert
+/// (or a move) to `deadline` in `shard` would make, read in a critical section of their own, for
+/// `Core::schedule` (or `Core::reset`) to make before its insert's (or move's).
 pub(super) fn offers_before_link<P: Send + 'static>(shard: &Shard<Wheel<P>>, deadline: u64) -> Offers {
     shard.lock().state().offers_for(deadline)
 }

@@ -14,8 +14,11 @@
 //!   zero; after the unlock the header goes back on the pool's list, and then the old state, with
 //!   the payloads still pending in it, is dropped (or handed back by `retire`, for a shutdown that
 //!   returns them), never while the lock is held.
-//! * **A handle** ([`Handle`]): (`&'static` header, epoch, slot, generation), `Copy`, 32 bytes,
-//!   `Send + Sync + 'static`, made under the lock by [`ShardGuard::handle`]. [`Handle::lock`]
+//! * **A handle** ([`Handle`]): (`&'static` header, epoch, slot, generation, and the owner's
+//!   index of the shard in the padding), `Copy`, 32 bytes, `Send + Sync + 'static`, made under the
+//!   lock by [`ShardGuard::handle`]. The pool never reads the index: it is the owner's, to find
+//!   the shard without a search, and not proof that the handle is the owner's ([`Handle::index`]).
+//!   [`Handle::lock`]
 //!   locks the header and compares the epoch, and only if it is the handle's hands out the
 //!   state; [`Handle::cancel`] then takes the payload of (slot, generation) out, counts it out,
 //!   and returns it to be dropped after the unlock.
@@ -229,10 +232,11 @@ impl<S: ShardState> ShardGuard<'_, S> {
         self.header.count.store(count.wrapping_sub(n), Ordering::Relaxed);
     }
 
-    /// The handle of the entry in `slot` of `generation`, for this shard's owner now.
+    /// The handle of the entry in `slot` of `generation`, for this shard's owner now, which keeps
+    /// the shard at `index` of its own ([`Handle::index`]).
     #[inline]
-    pub fn handle(&self, slot: u32, generation: u64) -> Handle<S> {
-        Handle { header: self.header, epoch: self.body.epoch, slot, generation }
+    pub fn handle(&self, index: u16, slot: u32, generation: u64) -> Handle<S> {
+        Handle { header: self.header, epoch: self.body.epoch, slot, generation, index }
     }
 }
 
@@ -249,7 +253,13 @@ pub struct Handle<S: 'static> {
     pub(super) epoch: u64,
     pub(super) slot: u32,
     pub(super) generation: u64,
+    /// The owner's index of the shard, in the padding ([`Handle::index`]).
+    index: u16,
 }
+
+// Four bytes of padding hold the index: a handle stays as small as (header, epoch, slot,
+// generation) padded.
+const _: () = assert!(std::mem::size_of::<Handle<()>>() <= 32);
 
 // By hand: a derive would ask `S: Copy`.
 impl<S: 'static> Clone for Handle<S> {
@@ -291,6 +301,14 @@ impl<S: ShardState> Handle<S> {
         (self.slot, self.generation)
     }
 
+    /// The index its owner gave the shard when it made the handle ([`ShardGuard::handle`]): where
+    /// to look first, not proof that the handle is the owner's (another owner's shard may have the
+    /// same index), which only the header compared at that index gives.
+    #[inline]
+    pub fn index(&self) -> usize {
+        usize::from(self.index)
+    }
+
     /// Whether `other` names the same header (of this owner or another).
     pub fn same_header(&self, other: &Handle<S>) -> bool {
         std::ptr::eq(self.header, other.header)
@@ -304,6 +322,7 @@ impl<S: 'static> fmt::Debug for Handle<S> {
             .field("epoch", &self.epoch)
             .field("slot", &self.slot)
             .field("generation", &self.generation)
+            .field("index", &self.index)
             .finish()
     }
 }

@@ -61,7 +61,7 @@ fn insert<const TEST: u8>(shard: &Shard<State<TEST>>, probe: Probe<TEST>) -> Han
     let mut guard = shard.lock();
     let (slot, generation) = guard.state().insert(probe);
     guard.count_in(1);
-    guard.handle(slot, generation)
+    guard.handle(0, slot, generation)
 }
 
 #[test]

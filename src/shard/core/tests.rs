@@ -102,6 +102,10 @@ fn a_reset_through_another_cores_handle_moves_nothing() {
     let a = schedule(&other, 40, 0, 'a');
     assert_eq!(mine.reset(&a, 10, 0), Ok(false));
     assert_eq!(other.deadline(&a), Some((40, 0)));
+    let wider = Core::new(8);
+    let far = wider.schedule_in(7, 40, 0, 1, 'f').map_err(drop).unwrap();
+    assert_eq!(mine.reset(&far, 10, 0), Ok(false), "an index beyond this core's shards");
+    assert_eq!(wider.cancel(&far), Some('f'));
     assert!(advance(&other, 39).is_empty());
     assert_eq!(advance(&other, 40), ['a']);
     assert!(mine.is_empty() && other.is_empty());

@@ -137,3 +137,37 @@ fn schedulers_and_a_driver_end_every_entry_once() {
     );
     assert!(shared.core.is_empty());
 }
+
+/// Handles used from a thread other than the one that scheduled them, into every shard: each
+/// carries its shard's index, a reset moves its entry there and offers the new round (the entry
+/// fires at its new deadline), a cancel takes it, and a deadline reads back, whichever shard the
+/// calling thread's own is.
+#[test]
+fn handles_reset_and_cancel_from_another_thread() {
+    let core = Arc::new(Core::new(4));
+    let handles: Vec<_> = (0..4)
+        .map(|shard| core.schedule_in(shard, 40, 0, shard as u64, shard).map_err(drop).unwrap())
+        .collect();
+    assert!(handles.iter().enumerate().all(|(shard, handle)| handle.index() == shard));
+    let other = {
+        let (core, handles) = (Arc::clone(&core), handles.clone());
+        thread::spawn(move || {
+            for (shard, handle) in handles.iter().enumerate() {
+                assert_eq!(core.reset(handle, 10 + shard as u64, 0), Ok(true), "shard {shard}");
+                assert_eq!(core.deadline(handle), Some((10 + shard as u64, 0)));
+            }
+            core.cancel(&handles[3])
+        })
+    };
+    assert_eq!(other.join().unwrap(), Some(3));
+    assert_eq!(core.next_tick(), Some(10), "the reset's new round is offered");
+    let (mut out, mut merge) = (Vec::new(), Merge::default());
+    for now in 1..=40 {
+        let start = out.len();
+        core.advance(now, &mut out, &mut merge);
+        assert!(out[start..].iter().all(|due| due.order().0 == now), "fired at {now}");
+    }
+    let fired: Vec<usize> = out.iter().map(|due| core.claim(due).unwrap()).collect();
+    assert_eq!(fired, [0, 1, 2], "each at its new deadline, the cancelled one not");
+    assert!(core.is_empty() && handles.iter().all(|handle| core.deadline(handle).is_none()));
+}
