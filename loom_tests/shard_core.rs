@@ -20,6 +20,16 @@
 //!   batch, then, once the reset is done, a last advance to 2 and its claims: the entry runs
 //!   exactly once, at 1 if the reset moved it (its new round offered, so an advance under way or
 //!   the next takes it) or at 2 if the reset returned `false` (held by the batch or claimed).
+//! * `a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`: a schedule of a
+//!   passed deadline against the advance that drains the overdue list (one passed deadline on it
+//!   already), then a second advance: each entry is taken once over the two, whether the schedule
+//!   linked before the drain, or after it (the drain cleared the list's "offered" flag, so the
+//!   schedule offers it again).
+//! * `a_schedule_above_the_limit_is_taken_by_the_next_advance`: a schedule numbered above the
+//!   round's limit, due at the advance's tick, against the advance (level 1's round at 4 cascading
+//!   to level 0 at 5), then a second advance whose limit covers it: the first takes only the entry
+//!   its limit covers, the second the other, once, wherever the first left it (its bucket, the
+//!   overdue list) or the schedule filed it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -42,9 +52,9 @@ fn a_schedule_racing_the_poll_is_flushed_by_the_next_advance() {
             })
         };
         let (mut out, mut merge) = (Vec::new(), Merge::default());
-        core.advance(5, &mut out, &mut merge);
+        core.advance(5, u64::MAX, &mut out, &mut merge);
         scheduler.join().unwrap();
-        core.advance(5, &mut out, &mut merge);
+        core.advance(5, u64::MAX, &mut out, &mut merge);
         assert_eq!(out.iter().map(|due| due.order()).collect::<Vec<_>>(), [(5, 0, 0)], "fired once");
         assert_eq!(core.len(), 1, "held until claimed");
         assert_eq!(core.claim(&out[0]), Some(5));
@@ -78,7 +88,7 @@ fn cancel_racing_advance() {
             })
         };
         let mut out = Vec::new();
-        core.advance(1, &mut out, &mut Merge::default());
+        core.advance(1, u64::MAX, &mut out, &mut Merge::default());
         let fired = out.iter().filter_map(|due| core.claim(due)).count();
         let cancelled = other.join().unwrap();
         assert_eq!(fired + usize::from(cancelled), 1, "A ended once (fired {fired}, cancelled {cancelled})");
@@ -105,7 +115,7 @@ fn a_cancel_before_the_claim_wins() {
             })
         };
         let mut out = Vec::new();
-        core.advance(1, &mut out, &mut Merge::default());
+        core.advance(1, u64::MAX, &mut out, &mut Merge::default());
         claiming.store(true, loom::sync::atomic::Ordering::SeqCst);
         let claimed: Vec<u64> = out.iter().filter_map(|due| core.claim(due)).collect();
         let (cancelled, claim_begun) = canceller.join().unwrap();
@@ -134,7 +144,7 @@ fn a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round() {
         };
         let (mut out, mut merge, mut ran) = (Vec::new(), Merge::default(), Vec::new());
         let mut tick = |now: u64, ran: &mut Vec<(u64, u64)>| {
-            core.advance(now, &mut out, &mut merge);
+            core.advance(now, u64::MAX, &mut out, &mut merge);
             ran.extend(out.drain(..).filter_map(|due| Some((due.order().0, core.claim(&due)?))));
         };
         tick(1, &mut ran);
@@ -148,5 +158,57 @@ fn a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round() {
         assert_eq!(core.len(), 0);
         assert_eq!(core.deadline(&a), None);
         assert_eq!(core.reset(&a, 3, 0), Ok(false), "ran: nothing to move");
+    });
+}
+
+/// Seeded fault `shard_core_overdue_flag_left_set`: the drain leaves the overdue list's flag set,
+/// so a passed deadline linked after the drain offers nothing and neither advance takes it.
+#[test]
+fn a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        core.schedule(0, 0, 1, 1).map_err(drop).unwrap();
+        let scheduler = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || {
+                core.schedule(0, 0, 2, 2).map_err(drop).unwrap();
+            })
+        };
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
+        core.advance(0, 2, &mut out, &mut merge);
+        scheduler.join().unwrap();
+        core.advance(0, 2, &mut out, &mut merge);
+        let mut fired: Vec<u64> = out.iter().map(|due| core.claim(due).expect("held")).collect();
+        fired.sort_unstable();
+        assert_eq!(fired, [1, 2], "each taken once by the two advances");
+        assert_eq!(core.len(), 0);
+    });
+}
+
+/// Seeded fault `shard_core_kept_not_offered`: the advance drops the next round's offer of the
+/// bucket (or overdue list) its flush left the later entry in, and the second advance finds
+/// nothing ("taken by the next advance").
+#[test]
+fn a_schedule_above_the_limit_is_taken_by_the_next_advance() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        core.schedule(5, 0, 1, 1).map_err(drop).unwrap();
+        let scheduler = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || {
+                core.schedule(5, 0, 2, 2).map_err(drop).unwrap();
+            })
+        };
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
+        core.advance(5, 1, &mut out, &mut merge);
+        let first: Vec<u64> = out.drain(..).map(|due| core.claim(&due).expect("held")).collect();
+        assert_eq!(first, [1], "the first advance takes what its limit covers");
+        scheduler.join().unwrap();
+        core.advance(5, 2, &mut out, &mut merge);
+        let second: Vec<u64> = out.drain(..).map(|due| core.claim(&due).expect("held")).collect();
+        assert_eq!(second, [2], "taken by the next advance, once");
+        assert_eq!(core.len(), 0);
+        core.advance(5, 2, &mut out, &mut merge);
+        assert!(out.is_empty(), "never taken twice");
     });
 }

@@ -50,6 +50,24 @@
 //! catches). A bucket popped after the time moved past it is handled by the wheel ("A bucket
 //! behind the time").
 //!
+//! **Rounds: bounded work per advance.** [`Core::advance`] takes the caller's **limit**, the last
+//! sequence number handed out when it began (`entry/stamps.rs`, "Rounds"), and its flushes hold
+//! only the due entries numbered at most that (the wheel's docs, "Rounds"): one above it stays
+//! linked, in its bucket (which keeps its round) or on the overdue list (which stays offered), and
+//! the advance offers that list for the next round ([`DelayQueue::offer_next`], set aside by this
+//! round's polls, queued again, due, at its end), so the next advance takes it even if the clock
+//! did not move. Work numbered after an advance began cannot keep it going: a schedule offers the
+//! overdue list only if a drain left it empty, a drain that keeps entries leaves it offered, and a
+//! schedule into a kept bucket finds its round set; the flushes an advance makes besides those
+//! its limit covers are of rounds set while it ran (between the wheel's time and `now`) and of
+//! the overdue list offered again after a drain emptied it. Nothing is lost: the next round's
+//! offer is made after the flush's unlock, and a kept bucket that a new round lands in (behind the
+//! time) moves its entries to the overdue list, offered. A drain that left the flag set would
+//! strand a passed deadline linked after it (seeded fault `shard_core_overdue_flag_left_set`, loom
+//! model `shard_core::a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`),
+//! an advance that dropped the next round's offer the kept entries (`shard_core_kept_not_offered`,
+//! `shard_core::a_schedule_above_the_limit_is_taken_by_the_next_advance`).
+//!
 //! **The batch.** [`Core::advance`] appends each flushed bucket's due entries to one batch, each a
 //! [`Due`] (its shard, its key, its order; no payload), and sorts what it appended by
 //! [`Due::order`] (deadline, its 256th, sequence) through `deadline::sort_batch`. [`Merge`] keeps
@@ -274,26 +292,46 @@ impl<P: Send + 'static> Core<P> {
         handle.lock()?.state().deadline(Key { slot, generation })
     }
 
-    /// The driver: one round of the queue at tick `now` (module docs): every bucket due popped
-    /// and flushed under its shard's lock, its due entries held there (module docs, "Claimed when
-    /// it runs"), the cascades' offers queued within the round, the due entries appended to `out`
-    /// and sorted, what was appended, by [`Due::order`]. `merge` holds the sort's buffers, the
-    /// flushes' entries and the offers between calls.
-    pub fn advance(&self, now: u64, out: &mut Vec<Due>, merge: &mut Merge) {
+    /// The driver: one round of the queue at tick `now` with the sequence-number limit `limit`
+    /// (module docs, "Rounds"): every bucket due popped and flushed under its shard's lock, its due
+    /// entries numbered at most `limit` held there (module docs, "Claimed when it runs"), those
+    /// above it left for the next round, the cascades' offers queued within the round, the held
+    /// entries appended to `out` and sorted, what was appended, by [`Due::order`]. `merge` holds the
+    /// sort's buffers, the flushes' entries and the offers between calls.
+    pub fn advance(&self, now: u64, limit: u64, out: &mut Vec<Due>, merge: &mut Merge) {
+        self.advance_with(now, limit, out, merge, || {});
+    }
+
+    /// [`advance`](Core::advance), running `between` after each flush, before the next poll (the
+    /// unit tests schedule there, as another thread may).
+    #[inline]
+    fn advance_with(
+        &self,
+        now: u64,
+        limit: u64,
+        out: &mut Vec<Due>,
+        merge: &mut Merge,
+        mut between: impl FnMut(),
+    ) {
         let start = out.len();
         let round = self.queue.round();
         while let Some((expiration, Bucketed { shard: index, bucket })) = self.queue.poll_due(now, round) {
             let shard = &self.shards[usize::from(index)];
-            if fault!("shard_core_claims_at_collection") {
-                let (due, offers) = (&mut merge.due, &mut merge.offers);
-                faults::flush_claiming(shard, index, bucket, expiration, due, offers, &self.collected);
+            let next = if fault!("shard_core_claims_at_collection") {
+                let (at, due, offers) = ((bucket, expiration, limit), &mut merge.due, &mut merge.offers);
+                faults::flush_claiming(shard, index, at, due, offers, &self.collected)
             } else {
-                shard.lock().state().flush(bucket, expiration, &mut merge.due, &mut merge.offers);
-            }
+                shard.lock().state().flush(bucket, expiration, limit, &mut merge.due, &mut merge.offers)
+            };
             out.extend(merge.due.drain(..).map(|entry| Due { shard: index, entry }));
             for offer in merge.offers.drain(..) {
                 self.queue.offer_within(offer.expiration, Bucketed { shard: index, bucket: offer.bucket });
             }
+            // What the limit left, for the next round (module docs, "Rounds").
+            if let Some(offer) = next.filter(|_| !fault!("shard_core_kept_not_offered")) {
+                self.queue.offer_next(offer.expiration, Bucketed { shard: index, bucket: offer.bucket });
+            }
+            between();
         }
         self.queue.end_round();
         merge.sort(&mut out[start..]);

@@ -23,6 +23,12 @@
 //!   takes each due entry's payload at collection, under the flush's lock (counted out there), and
 //!   its claim hands back what was taken: a cancel between the advance and the claim finds
 //!   nothing, though the entry has not begun to run.
+//! * `shard_core_overdue_flag_left_set` (`wheel/flush.rs`, at its site): the overdue list's drain
+//!   leaves the list's "offered" flag set, so the entry it takes next (a passed deadline scheduled
+//!   after the drain) is never offered, and no advance takes it.
+//! * `shard_core_kept_not_offered` (`core.rs`, at its site): the advance drops the offer of a
+//!   bucket or overdue list a flush left holding entries above the round's limit, so no later
+//!   round takes them.
 
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
 use super::wheel::{BucketCode, Due, Key, Offer, Offers, Wheel};
@@ -87,15 +93,14 @@ impl<P> Collected<P> {
 pub(super) fn flush_claiming<P: Send + 'static>(
     shard: &Shard<Wheel<P>>,
     index: u16,
-    bucket: BucketCode,
-    expiration: u64,
+    (bucket, expiration, limit): (BucketCode, u64, u64),
     due: &mut Vec<Due>,
     offers: &mut Vec<Offer>,
     collected: &Collected<P>,
-) {
+) -> Option<Offer> {
     let before = due.len();
     let mut guard = shard.lock();
-    guard.state().flush(bucket, expiration, due, offers);
+    let next = guard.state().flush(bucket, expiration, limit, due, offers);
     let taken: Vec<_> = due[before..]
         .iter()
         .map(|entry| (index, entry.key, guard.state().claim(entry.key).expect("held")))
@@ -103,6 +108,7 @@ pub(super) fn flush_claiming<P: Send + 'static>(
     guard.count_out(taken.len());
     drop(guard);
     collected.0.lock().extend(taken);
+    next
 }
 
 /// `shard_core_offer_before_link`, `shard_core_reset_offers_before_link`: the offers an insert

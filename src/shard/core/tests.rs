@@ -17,14 +17,14 @@ fn schedule<P: Send + 'static>(core: &Core<P>, deadline: u64, seq: u64, payload:
 /// Advances to `now` and claims each due entry in order: the payloads fired.
 fn advance<P: Send + 'static>(core: &Core<P>, now: u64) -> Vec<P> {
     let mut out = Vec::new();
-    core.advance(now, &mut out, &mut Merge::default());
+    core.advance(now, u64::MAX, &mut out, &mut Merge::default());
     out.iter().map(|due| core.claim(due).expect("held until claimed")).collect()
 }
 
 /// Advances to `now`: the batch, held, not claimed.
 fn collect<P: Send + 'static>(core: &Core<P>, now: u64) -> Vec<Due> {
     let mut out = Vec::new();
-    core.advance(now, &mut out, &mut Merge::default());
+    core.advance(now, u64::MAX, &mut out, &mut Merge::default());
     out
 }
 
@@ -128,7 +128,7 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
     }
     expected.sort();
     let mut out = Vec::new();
-    core.advance(12, &mut out, &mut Merge::default());
+    core.advance(12, u64::MAX, &mut out, &mut Merge::default());
     assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), expected);
     assert!(out.iter().all(|due| core.claim(due) == Some(due.entry.seq)));
 
@@ -136,7 +136,7 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
         core.schedule_in(shard, 20, (seq % 7) as u8, seq, seq).expect("in range");
     }
     out.clear();
-    core.advance(20, &mut out, &mut Merge::default());
+    core.advance(20, u64::MAX, &mut out, &mut Merge::default());
     let mut expected: Vec<(u64, u8, u64)> = (0..200).map(|seq| (20, (seq % 7) as u8, seq)).collect();
     expected.sort();
     assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), expected);
@@ -301,7 +301,7 @@ fn callgrind_window_pairs() {
         if i % 1000 == 0 {
             now += 1;
             let mut out = Vec::new();
-            core.advance(now, &mut out, &mut Merge::default());
+            core.advance(now, u64::MAX, &mut out, &mut Merge::default());
             assert!(out.is_empty());
         }
         let h = core.schedule(now + 30_000, (i & 255) as u8, i, [i as usize; 3]).ok().unwrap();
@@ -312,4 +312,65 @@ fn callgrind_window_pairs() {
         }
     }
     std::hint::black_box(core.len());
+}
+
+/// Advances to `now` in a round of limit `limit`, running `between` after each flush, and claims
+/// each due entry in order: the payloads fired, and how many flushes the advance made.
+fn advance_by<P: Send + 'static>(
+    core: &Core<P>,
+    now: u64,
+    limit: u64,
+    mut between: impl FnMut(),
+) -> (Vec<P>, usize) {
+    let (mut out, mut flushes) = (Vec::new(), 0);
+    core.advance_with(now, limit, &mut out, &mut Merge::default(), || {
+        flushes += 1;
+        between();
+    });
+    (out.iter().map(|due| core.claim(due).expect("held until claimed")).collect(), flushes)
+}
+
+/// One advance does bounded work: passed deadlines scheduled between its polls, numbered above its
+/// limit, cannot keep it going (the overdue list, drained, is offered again once, for this round,
+/// then stays offered for the next); it takes what its limit covers, and the next advance takes the
+/// rest at the same tick.
+#[test]
+fn passed_deadlines_scheduled_during_an_advance_wait_for_the_next() {
+    let core = Core::new(1);
+    schedule(&core, 0, 1, 1u64);
+    let seq = std::cell::Cell::new(1);
+    let (fired, flushes) = advance_by(&core, 10, 1, || {
+        if seq.get() < 1_000 {
+            seq.set(seq.get() + 1);
+            schedule(&core, 0, seq.get(), seq.get());
+        }
+    });
+    assert_eq!(fired, [1], "only what the limit covers");
+    assert!(flushes <= 2, "{flushes} flushes: the schedules kept the advance going");
+    assert_eq!(core.len() as u64, seq.get() - 1);
+    let (fired, _) = advance_by(&core, 10, seq.get(), || {});
+    assert_eq!(fired, (2..=seq.get()).collect::<Vec<_>>(), "the next advance takes the rest");
+    assert!(core.is_empty());
+    assert_eq!(core.next_tick(), None, "nothing queued once the overdue list is drained empty");
+}
+
+/// The same for entries scheduled into a bucket due at the advance's tick: the flush leaves them in
+/// the bucket, which keeps its round and is queued for the next advance.
+#[test]
+fn entries_scheduled_into_a_due_bucket_during_an_advance_wait_for_the_next() {
+    let core = Core::new(1);
+    schedule(&core, 1, 1, 1u64);
+    let seq = std::cell::Cell::new(1);
+    let (fired, flushes) = advance_by(&core, 1_000, 1, || {
+        if seq.get() < 1_000 {
+            seq.set(seq.get() + 1);
+            schedule(&core, 1_000, seq.get(), seq.get());
+        }
+    });
+    assert_eq!(fired, [1]);
+    assert!(flushes <= 4, "{flushes} flushes: the schedules kept the advance going");
+    assert_eq!(core.next_tick(), Some(1_000), "the kept bucket is queued");
+    let (fired, _) = advance_by(&core, 1_000, seq.get(), || {});
+    assert_eq!(fired, (2..=seq.get()).collect::<Vec<_>>());
+    assert!(core.is_empty());
 }

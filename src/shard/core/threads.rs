@@ -1,7 +1,8 @@
 //! The core under std threads: schedulers that cancel and reset some of their entries while a
 //! driver thread advances tick by tick and claims each due entry in the batch's order, yielding
 //! between claims so that cancels reach held entries; every entry ends exactly once (cancelled,
-//! claimed, or drained at the end), never fires before its deadline, and each batch is in order.
+//! claimed, or drained at the end), never fires before its deadline nor in a round whose limit is
+//! below its sequence number, and each batch is in order.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -40,7 +41,7 @@ fn schedule_and_cancel(shared: &Shared, thread: usize) {
         let id = thread * PER_THREAD + n;
         let now = shared.now.load(Ordering::Relaxed);
         let deadline = now + rng.next() % 200;
-        let seq = shared.seq.fetch_add(1, Ordering::Relaxed);
+        let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let handle = shared.core.schedule(deadline, (rng.next() % 256) as u8, seq, id).expect("in range");
         handles.push((handle, id));
         let (handle, id) = handles[rng.next() as usize % handles.len()];
@@ -69,8 +70,11 @@ fn drive(shared: &Shared) {
         let done = shared.done.load(Ordering::Acquire);
         let now = shared.now.load(Ordering::Relaxed) + 1;
         shared.now.store(now, Ordering::Relaxed);
-        shared.core.advance(now, &mut out, &mut merge);
-        check_batch(&out, now);
+        // The round's limit: the last sequence number handed out (entries numbered above it, and
+        // those scheduled meanwhile, may wait for the next advance).
+        let limit = shared.seq.load(Ordering::Relaxed);
+        shared.core.advance(now, limit, &mut out, &mut merge);
+        check_batch(&out, now, limit);
         for (n, due) in out.drain(..).enumerate() {
             if let Some(id) = shared.core.claim(&due) {
                 shared.end(id, 2);
@@ -88,8 +92,9 @@ fn drive(shared: &Shared) {
     }
 }
 
-/// A batch is in order and holds nothing due after `now`.
-fn check_batch(batch: &[Due], now: u64) {
+/// A batch is in order and holds nothing due after `now` or numbered above `limit`.
+fn check_batch(batch: &[Due], now: u64, limit: u64) {
+    assert!(batch.iter().all(|due| due.entry.seq <= limit), "an entry above the round's limit fired");
     assert!(batch.iter().all(|due| due.entry.deadline <= now), "an entry fired before its deadline");
     assert!(batch.windows(2).all(|pair| pair[0].order() <= pair[1].order()), "a batch out of order");
 }
@@ -164,7 +169,7 @@ fn handles_reset_and_cancel_from_another_thread() {
     let (mut out, mut merge) = (Vec::new(), Merge::default());
     for now in 1..=40 {
         let start = out.len();
-        core.advance(now, &mut out, &mut merge);
+        core.advance(now, u64::MAX, &mut out, &mut merge);
         assert!(out[start..].iter().all(|due| due.order().0 == now), "fired at {now}");
     }
     let fired: Vec<usize> = out.iter().map(|due| core.claim(due).unwrap()).collect();

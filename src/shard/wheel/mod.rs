@@ -19,15 +19,25 @@
 //! the caller offers (expiration, bucket) to the queue. A remove leaves the expiration, so a loop of
 //! schedule and cancel in one bucket offers it once per round. A deadline at or before the time is
 //! not filed in a bucket but on the **overdue** list, offered at the time when it takes its first
-//! entry since it was last drained, and drained by that offer's flush
+//! entry since a drain left it empty, and drained by that offer's flush
 //! ([`Wheel::drain_overdue`]): a zero delay or a passed deadline runs by the next advance even if
 //! the clock did not move.
 //!
-//! **Flush** ([`Wheel::flush`]): the queue popped (expiration, bucket). If the bucket's expiration
-//! is another (a flush or a new round came since), the offer was stale and nothing happens.
-//! Otherwise the time moves to the expiration (never backwards), the bucket's round is forgotten,
-//! and each entry is placed again from the new time: due, it is held by the batch ("Held");
-//! otherwise it goes to a finer level (the cascade), whose new rounds are offers for the caller.
+//! **Flush** ([`Wheel::flush`], `flush.rs`): the queue popped (expiration, bucket). If the bucket's
+//! expiration is another (a flush or a new round came since), the offer was stale and nothing
+//! happens. Otherwise the time moves to the expiration (never backwards) and each entry is placed
+//! again from the new time: due, it is held by the batch ("Held") unless the round's limit leaves
+//! it ("Rounds"); otherwise it goes to a finer level (the cascade), whose new rounds are offers for
+//! the caller. A bucket left empty forgets its round.
+//!
+//! **Rounds.** Each flush and drain takes the caller's **limit**, the last sequence number of its
+//! round: a due entry numbered above it (scheduled, or reset, after the round began) is not held
+//! but left linked, in its bucket (which keeps its round, behind the time once the time moves on)
+//! or on the overdue list (which stays offered), and the flush returns that list's offer for the
+//! caller to queue for the next round. So a round takes only what its limit covers, however many
+//! entries are filed while it runs, and the next round takes the rest even if the clock did not
+//! move. A second offer of such a bucket is stale once a new round is set or the bucket is flushed
+//! empty, and finds nothing.
 //!
 //! **Held.** A flush, or the overdue list's drain, does not take a due entry's payload: it unlinks
 //! the entry, marks it [`BucketCode::HELD`] (a code of no list) and appends a [`Due`] (its key and
@@ -74,6 +84,7 @@ use crate::deadline::MAX_DEADLINE_TICK;
 use crate::wheel::place::{max_levels, LevelTable, Placement};
 
 mod buckets;
+mod flush;
 mod types;
 
 pub(crate) use buckets::{BucketCode, Offer, Offers};
@@ -96,7 +107,7 @@ pub struct Wheel<P> {
     table: LevelTable,
     levels: Levels,
     overdue: List,
-    /// Whether the overdue list's offer was reported since it was last drained.
+    /// Whether the overdue list's offer was reported since a drain last left it empty.
     overdue_offered: bool,
     /// The last expiration flushed.
     time: u64,
@@ -257,56 +268,6 @@ impl<P> Wheel<P> {
         Some((entry.deadline(), entry.when as u8))
     }
 
-    /// The queue popped `bucket` at `expiration` (module docs, "Flush"): if that is the bucket's
-    /// round, the time moves to `expiration` (never backwards) and each of its entries is placed
-    /// again from there, due ones held and appended to `out` (module docs, "Held"), the rest
-    /// linked in finer buckets, whose new rounds are appended to `offers`. A stale offer changes
-    /// nothing. Should `out` or `offers` fail to grow, the wheel stays whole: each entry is
-    /// unlinked and placed (or held) before it is pushed.
-    pub(crate) fn flush(
-        &mut self,
-        bucket: BucketCode,
-        expiration: u64,
-        out: &mut Vec<Due>,
-        offers: &mut Vec<Offer>,
-    ) {
-        if bucket == BucketCode::OVERDUE {
-            return self.drain_overdue(out);
-        }
-        let (level, slot) = bucket.decode();
-        match self.levels.get_mut(level, slot) {
-            Some(b) if b.expiration == expiration && expiration != NO_ROUND => b.expiration = NO_ROUND,
-            _ => return,
-        }
-        self.time = self.time.max(expiration);
-        while let Some(index) = self.pop_front(bucket) {
-            let deadline = self.slab.entry(index).deadline();
-            if deadline <= self.time {
-                out.push(self.hold(index));
-            } else {
-                offers.extend(self.file(index, deadline).iter());
-            }
-        }
-    }
-
-    /// Every entry of the overdue list is held by the batch, appended to `out` in the order they
-    /// were linked (each unlinked and held before it is pushed).
-    pub(crate) fn drain_overdue(&mut self, out: &mut Vec<Due>) {
-        self.overdue_offered = false;
-        while let Some(index) = self.pop_front(BucketCode::OVERDUE) {
-            out.push(self.hold(index));
-        }
-    }
-
-    /// Marks the unlinked, occupied slot `index` held (module docs, "Held"): its batch element.
-    #[inline]
-    fn hold(&mut self, index: u32) -> Due {
-        let generation = self.slab.slot(index).generation;
-        let entry = self.slab.entry_mut(index);
-        entry.bucket = BucketCode::HELD;
-        entry.due(index, generation)
-    }
-
     /// Hands every pending entry out, held ones too (a batch's claim of them then finds nothing),
     /// appended to `out` in slot order (the caller sorts by [`Fired::order`] if it needs deadline
     /// order): the wheel is left empty, every key stale,
@@ -462,6 +423,8 @@ fn link<P>(slab: &mut Slab<Entry<P>>, list: &mut List, index: u32, code: BucketC
 mod held_tests;
 #[cfg(test)]
 mod model;
+#[cfg(test)]
+mod round_tests;
 #[cfg(test)]
 mod support;
 #[cfg(test)]

@@ -4,8 +4,9 @@
 //! offers (popped ones) offered again, for every wheel size the crate's tests use, from times near
 //! the start and the end of the range. The reference holds each pending entry by its order
 //! (deadline, 256th, sequence number) in a `BTreeMap`, so an advance to `now` must hand out exactly
-//! the entries due by `now` (never early, at most one tick late), in that order (FIFO by sequence
-//! among equal deadlines), held: each counted in `len` and its deadline read back, a reset of it
+//! the entries due by `now` (never early, at most one tick late) and numbered at most the round's
+//! limit (some advances leave the latest inserts out; the next round takes them, the clock moved
+//! or not), in that order (FIFO by sequence among equal deadlines), held: each counted in `len` and its deadline read back, a reset of it
 //! refused, some removed while held (the claim then finds nothing), the rest claimed in the batch's
 //! order; `len` and each key's deadline are compared after every step, the wheel is audited after
 //! every advance (every bucket holding entries queued, held entries included), and the drain at the
@@ -33,9 +34,10 @@ enum Op {
     /// A key handed out so far, live or stale, by its index modulo their number.
     Remove(usize),
     Reset(usize, When, u8),
-    /// A step, and which entries of the batch a remove takes while held (bits of the mask).
-    Advance(u64, u8),
-    ToHead(u8),
+    /// A step, which entries of the batch a remove takes while held (bits of the mask), and how
+    /// many of the latest inserts the round's limit leaves out.
+    Advance(u64, u8, u64),
+    ToHead(u8, u64),
     /// An offer popped so far offered again, by its index modulo their number.
     Stale(usize),
 }
@@ -68,10 +70,15 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (when(), any::<u8>()).prop_map(|(when, sub)| Op::Insert(when, sub)),
         2 => any::<usize>().prop_map(Op::Remove),
         2 => (any::<usize>(), when(), any::<u8>()).prop_map(|(key, when, sub)| Op::Reset(key, when, sub)),
-        2 => (step, any::<u8>()).prop_map(|(step, cancels)| Op::Advance(step, cancels)),
-        1 => any::<u8>().prop_map(Op::ToHead),
+        2 => (step, any::<u8>(), back()).prop_map(|(step, cancels, back)| Op::Advance(step, cancels, back)),
+        1 => (any::<u8>(), back()).prop_map(|(cancels, back)| Op::ToHead(cancels, back)),
         1 => any::<usize>().prop_map(Op::Stale),
     ]
+}
+
+/// How many of the latest inserts a round's limit leaves out.
+fn back() -> impl Strategy<Value = u64> {
+    prop_oneof![3 => Just(0u64), 2 => 0..4u64]
 }
 
 fn start() -> impl Strategy<Value = u64> {
@@ -109,6 +116,8 @@ struct Reference {
     now: u64,
     /// Inserts accepted so far.
     seq: u64,
+    /// The last round's limit: it never goes down.
+    limit: u64,
     /// Pending entries by their order.
     pending: BTreeMap<(u64, u8, u64), Expect>,
     /// Each pending key's order.
@@ -188,14 +197,14 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
                 key_used = Some(key);
             }
             Op::Remove(_) | Op::Reset(..) => {}
-            Op::Advance(step, cancels) => {
+            Op::Advance(step, cancels, back) => {
                 let now = model.now.saturating_add(step).min(MAX_TICK);
-                advance(&mut drive, &mut model, now, cancels);
+                advance(&mut drive, &mut model, (now, back), cancels);
             }
-            Op::ToHead(cancels) => {
+            Op::ToHead(cancels, back) => {
                 if let Some(next) = drive.next_tick() {
                     let now = next.max(model.now);
-                    advance(&mut drive, &mut model, now, cancels);
+                    advance(&mut drive, &mut model, (now, back), cancels);
                 }
             }
             Op::Stale(pick) if !drive.popped.is_empty() => {
@@ -233,22 +242,27 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
     drops.assert_each_once(ids);
 }
 
-/// Advances both to `now`: the wheel holds exactly what is due by it, in the reference's order;
-/// held, each is counted, reads its deadline back and refuses a reset; the entries `cancels`
-/// picks (bit `i % 8` for the `i`th) are removed while held, and every entry is then claimed in
-/// the batch's order: the removed ones find nothing, the others their payloads.
-fn advance(drive: &mut Drive<Token>, model: &mut Reference, now: u64, cancels: u8) {
-    let batch = drive.collect(now);
+/// Advances both to `now` in one round whose limit leaves out the `back` latest inserts (the
+/// limit never goes down): the wheel holds exactly what is due by `now` and numbered at most the
+/// limit, in the reference's order, and leaves the rest due for a later round; held, each is
+/// counted, reads its deadline back and refuses a reset; the entries `cancels` picks (bit `i % 8`
+/// for the `i`th) are removed while held, and every entry is then claimed in the batch's order:
+/// the removed ones find nothing, the others their payloads.
+fn advance(drive: &mut Drive<Token>, model: &mut Reference, (now, back): (u64, u64), cancels: u8) {
+    model.limit = model.limit.max(model.seq.saturating_sub(1 + back));
+    let limit = model.limit;
+    let batch = drive.collect_by(now, limit);
+    let taken: Vec<_> = model.pending.range(..=(now, u8::MAX, u64::MAX)).map(|(&order, _)| order).collect();
     let mut expected = Vec::new();
-    while let Some(entry) = model.pending.first_entry().filter(|entry| entry.key().0 <= now) {
-        let expect = entry.remove();
+    for order in taken.into_iter().filter(|order| order.2 <= limit) {
+        let expect = model.pending.remove(&order).unwrap();
         model.places.remove(&expect.key);
         expected.push(expect);
     }
     model.now = model.now.max(now);
     let held: Vec<_> = batch.iter().map(|d| (d.deadline, d.sub, d.seq, d.key)).collect();
     let wanted: Vec<_> = expected.iter().map(|e| (e.deadline, e.sub, e.seq, e.key)).collect();
-    assert_eq!(held, wanted, "advance to {now}");
+    assert_eq!(held, wanted, "advance to {now}, limit {limit}");
     assert_eq!(drive.wheel.len(), model.pending.len() + batch.len(), "held entries are counted");
     let picked = |at: usize| cancels & (1 << (at % 8)) != 0;
     for (at, (due, expect)) in batch.iter().zip(&expected).enumerate() {

@@ -131,16 +131,23 @@ impl<P> Drive<P> {
     /// Pops and flushes every offer due by `now` (the overdue list's too), queueing the flushes'
     /// offers: what fell due, held, sorted by [`Due::order`], the wheel audited.
     pub(super) fn collect(&mut self, now: u64) -> Vec<Due> {
-        let (mut out, mut offers) = (Vec::new(), Vec::new());
+        self.collect_by(now, u64::MAX)
+    }
+
+    /// [`collect`](Drive::collect) as one round with the sequence-number limit `limit`: the
+    /// offers a flush returns for the next round are queued once the round is over.
+    pub(super) fn collect_by(&mut self, now: u64, limit: u64) -> Vec<Due> {
+        let (mut out, mut offers, mut next) = (Vec::new(), Vec::new(), Vec::new());
         while let Some(&Reverse(offer)) = self.queue.peek() {
             if offer.expiration > now {
                 break;
             }
             self.queue.pop();
             self.popped.push(offer);
-            self.wheel.flush(offer.bucket, offer.expiration, &mut out, &mut offers);
+            next.extend(self.wheel.flush(offer.bucket, offer.expiration, limit, &mut out, &mut offers));
             self.queue.extend(offers.drain(..).map(Reverse));
         }
+        self.queue.extend(next.into_iter().map(Reverse));
         out.sort_by_key(Due::order);
         self.advances += 1;
         if self.advances % self.audit_every == 0 {

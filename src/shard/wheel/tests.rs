@@ -206,9 +206,9 @@ fn a_bucket_is_offered_once_per_round() {
     let moved = wheel.reset(key, 16, 0);
     assert_eq!(moved, Ok(Some(Offers::default())), "a reset into a bucket of the same round offers nothing");
     let (mut out, mut cascaded) = (Vec::new(), Vec::new());
-    wheel.flush(BucketCode::encode(0, 15), 15, &mut out, &mut cascaded);
+    wheel.flush(BucketCode::encode(0, 15), 15, u64::MAX, &mut out, &mut cascaded);
     assert!(out.is_empty() && cascaded.is_empty() && wheel.time() == 15);
-    wheel.flush(BucketCode::encode(0, 16), 16, &mut out, &mut cascaded);
+    wheel.flush(BucketCode::encode(0, 16), 16, u64::MAX, &mut out, &mut cascaded);
     assert_eq!((out.len(), wheel.time()), (2, 16));
     let (_, offer) = wheel.insert(35, 0, 0, 0).unwrap();
     assert_eq!(
@@ -221,7 +221,7 @@ fn a_bucket_is_offered_once_per_round() {
     assert_eq!((offer.round, offer.overdue), (None, overdue), "due: the overdue list, offered at the time");
     let (_, offer) = wheel.insert(2, 0, 0, 0).unwrap();
     assert_eq!(offer, Offers::default(), "offered once until drained");
-    wheel.flush(BucketCode::OVERDUE, 16, &mut out, &mut cascaded);
+    wheel.flush(BucketCode::OVERDUE, 16, u64::MAX, &mut out, &mut cascaded);
     assert_eq!(out.len(), 4);
     assert_eq!(wheel.insert(3, 0, 0, 0).unwrap().1.overdue, overdue, "drained: offered again");
 }
@@ -237,10 +237,10 @@ fn stale_offers_and_buckets_behind_the_time_are_harmless() {
     let (_, late) = wheel.insert(10, 0, 1, 'b').unwrap();
     let (early, late) = (early.round.unwrap(), late.round.unwrap());
     // The driver popped `late` before `early` was offered.
-    wheel.flush(late.bucket, late.expiration, &mut out, &mut offers);
+    wheel.flush(late.bucket, late.expiration, u64::MAX, &mut out, &mut offers);
     assert_eq!(out.iter().map(|due| due.seq).collect::<Vec<_>>(), [1]);
     assert_eq!(wheel.time(), 10);
-    wheel.flush(late.bucket, late.expiration, &mut out, &mut offers);
+    wheel.flush(late.bucket, late.expiration, u64::MAX, &mut out, &mut offers);
     assert_eq!(out.len(), 1, "popped again: stale");
     // A new round in the early bucket: its old entry, due, moves to the overdue list.
     let (_, offer) = wheel.insert(25, 0, 2, 'c').unwrap();
@@ -248,16 +248,16 @@ fn stale_offers_and_buckets_behind_the_time_are_harmless() {
     assert_eq!(offer, Offers { round: Some(Offer { expiration: 25, bucket: early.bucket }), overdue });
     assert!(wheel.has_overdue());
     audit(&wheel, None);
-    wheel.flush(early.bucket, early.expiration, &mut out, &mut offers);
+    wheel.flush(early.bucket, early.expiration, u64::MAX, &mut out, &mut offers);
     assert_eq!(out.len(), 1, "the old round's offer is stale");
-    wheel.drain_overdue(&mut out);
+    wheel.drain_overdue(u64::MAX, &mut out);
     assert_eq!(out.iter().map(|due| due.seq).collect::<Vec<_>>(), [1, 0]);
-    wheel.flush(early.bucket, 25, &mut out, &mut offers);
+    wheel.flush(early.bucket, 25, u64::MAX, &mut out, &mut offers);
     assert_eq!(out.iter().map(|due| due.seq).collect::<Vec<_>>(), [1, 0, 2]);
     assert!(offers.is_empty() && wheel.len() == 3, "held until claimed");
     let claimed: String = out.iter().map(|due| wheel.claim(due.key).unwrap()).collect();
     assert_eq!((claimed.as_str(), wheel.is_empty()), ("bac", true));
-    wheel.flush(BucketCode::encode(5, 3), 7, &mut out, &mut offers);
+    wheel.flush(BucketCode::encode(5, 3), 7, u64::MAX, &mut out, &mut offers);
     assert_eq!(wheel.levels(), 1, "a flush of a bucket never written creates nothing");
 }
 

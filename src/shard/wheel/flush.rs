@@ -1,0 +1,119 @@
+//! The flush of a bucket the queue popped and the drain of the overdue list, each bounded by the
+//! round's **limit** (the wheel's docs, "Rounds"): a due entry whose sequence number is above it is
+//! left linked where it is, and its list offered for the next round.
+//!
+//! One pass over the list: each entry is unlinked from its head and held, filed in a finer bucket,
+//! or, above the limit, linked again at the tail; the pass ends at the list's end or at the first
+//! entry it linked again. Entries above the limit need not be at the tail (a reset links an entry
+//! of any sequence number there, and a cascade appends in the order of the coarser list), so the
+//! pass does not stop at the first of them. Each entry is on its list, held or filed at every
+//! point where `out` or `offers` may fail to grow, so a panic there leaves the lists whole.
+
+use super::super::slab::NIL;
+use super::buckets::NO_ROUND;
+use super::{link, BucketCode, Due, Offer, Wheel};
+
+impl<P> Wheel<P> {
+    /// The queue popped `bucket` at `expiration` (module docs, "Flush"): if that is the bucket's
+    /// round, the time moves to `expiration` (never backwards) and each of its entries is placed
+    /// again from there: due ones with a sequence number at most `limit` held and appended to
+    /// `out` (module docs, "Held"), due ones above it left in the bucket, the rest linked in finer
+    /// buckets, whose new rounds are appended to `offers`. A bucket left holding entries keeps its
+    /// round, and its offer is returned for the caller to make for the next round. A stale offer
+    /// changes nothing. The overdue list's code drains it ([`drain_overdue`](Wheel::drain_overdue)).
+    pub(crate) fn flush(
+        &mut self,
+        bucket: BucketCode,
+        expiration: u64,
+        limit: u64,
+        out: &mut Vec<Due>,
+        offers: &mut Vec<Offer>,
+    ) -> Option<Offer> {
+        if bucket == BucketCode::OVERDUE {
+            return self.drain_overdue(limit, out);
+        }
+        let (level, slot) = bucket.decode();
+        match self.levels.get(level, slot) {
+            Some(b) if b.expiration == expiration && expiration != NO_ROUND => {}
+            _ => return None,
+        }
+        self.time = self.time.max(expiration);
+        let mut first_kept = NIL;
+        while let Some(index) = self.pop_front_until(bucket, first_kept) {
+            let entry = self.slab.entry(index);
+            let deadline = entry.deadline();
+            if deadline > self.time {
+                offers.extend(self.file(index, deadline).iter());
+            } else if entry.seq <= limit {
+                out.push(self.hold(index));
+            } else {
+                self.keep(bucket, index, &mut first_kept);
+            }
+        }
+        let b = self.levels.get_mut(level, slot).expect("a flushed bucket exists");
+        if first_kept == NIL {
+            b.expiration = NO_ROUND;
+            return None;
+        }
+        Some(Offer { expiration, bucket })
+    }
+
+    /// Holds every entry of the overdue list whose sequence number is at most `limit`, appended to
+    /// `out` in the order they were linked; those above it stay linked, and the list's offer at the
+    /// time is returned for the caller to make for the next round (the list counts as offered
+    /// until its next drain). Emptied, the list is not offered: the next entry it takes offers it.
+    pub(crate) fn drain_overdue(&mut self, limit: u64, out: &mut Vec<Due>) -> Option<Offer> {
+        if !fault!("shard_core_overdue_flag_left_set") {
+            self.overdue_offered = false;
+        }
+        let mut first_kept = NIL;
+        while let Some(index) = self.pop_front_until(BucketCode::OVERDUE, first_kept) {
+            if self.slab.entry(index).seq <= limit {
+                out.push(self.hold(index));
+            } else {
+                self.keep(BucketCode::OVERDUE, index, &mut first_kept);
+            }
+        }
+        if first_kept == NIL {
+            return None;
+        }
+        self.overdue_offered = true;
+        Some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
+    }
+
+    /// Unlinks the first entry of the list `code` names (its bucket exists) unless it is `stop`:
+    /// its slot, `None` if the list is empty or starts at `stop`.
+    #[inline]
+    fn pop_front_until(&mut self, code: BucketCode, stop: u32) -> Option<u32> {
+        let head = self.list_mut(code).head;
+        (head != NIL && head != stop).then(|| {
+            self.unlink(head);
+            head
+        })
+    }
+
+    /// Links the unlinked slot `index`, due but above the round's limit, at the tail of the list
+    /// `code` names again; the first so linked ends the pass (`first_kept`).
+    #[inline]
+    fn keep(&mut self, code: BucketCode, index: u32, first_kept: &mut u32) {
+        let list = if code == BucketCode::OVERDUE {
+            &mut self.overdue
+        } else {
+            let (level, slot) = code.decode();
+            &mut self.levels.get_mut(level, slot).expect("a flushed bucket exists").list
+        };
+        link(&mut self.slab, list, index, code);
+        if *first_kept == NIL {
+            *first_kept = index;
+        }
+    }
+
+    /// Marks the unlinked, occupied slot `index` held (module docs, "Held"): its batch element.
+    #[inline]
+    fn hold(&mut self, index: u32) -> Due {
+        let generation = self.slab.slot(index).generation;
+        let entry = self.slab.entry_mut(index);
+        entry.bucket = BucketCode::HELD;
+        entry.due(index, generation)
+    }
+}
