@@ -12,8 +12,9 @@
 //!   (cancelled or claimed), and `len` counts exactly the entry scheduled after.
 //! * `a_cancel_before_the_claim_wins`: a cancel of an entry due at tick 1 against the driver's
 //!   advance to tick 1 (which holds the entry) and its claim, with a flag the driver sets just
-//!   before it claims: exactly one of the claim and the cancel gets the payload, and a cancel that
-//!   completed before the flag was set (so before the claim began) got it.
+//!   before it claims: exactly one of the claim and the cancel gets the payload, a cancel that
+//!   completed before the flag was set (so before the claim began) got it, and the handle's status
+//!   says which (`Cancelled` or `Fired`).
 //! * `a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round`: a reset of an
 //!   entry due at tick 2 to tick 1, from another thread, against the driver's advances to 1 and
 //!   to 2 (yielding between them as it waits for its next tick), each with the claims of its
@@ -33,7 +34,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use delaywheel::loom_internals::shard::core::{Core, Merge};
+use delaywheel::loom_internals::shard::core::{at_tick, Core, Deadline, Merge, Status};
 use loom::sync::atomic::AtomicBool;
 use loom::sync::Arc;
 use loom::thread;
@@ -48,14 +49,14 @@ fn a_schedule_racing_the_poll_is_flushed_by_the_next_advance() {
         let scheduler = {
             let core = Arc::clone(&core);
             thread::spawn(move || {
-                core.schedule(5, 0, 0, 5).map_err(drop).unwrap();
+                core.schedule(at_tick(5), 0, 5).map_err(drop).unwrap();
             })
         };
         let (mut out, mut merge) = (Vec::new(), Merge::default());
         core.advance(5, u64::MAX, &mut out, &mut merge);
         scheduler.join().unwrap();
         core.advance(5, u64::MAX, &mut out, &mut merge);
-        assert_eq!(out.iter().map(|due| due.order()).collect::<Vec<_>>(), [(5, 0, 0)], "fired once");
+        assert_eq!(out.iter().map(|due| due.order()).collect::<Vec<_>>(), [(at_tick(5), 0)], "fired once");
         assert_eq!(core.len(), 1, "held until claimed");
         assert_eq!(core.claim(&out[0]), Some(5));
         assert_eq!(core.len(), 0);
@@ -78,12 +79,12 @@ fn cancel_racing_advance() {
     loom::model(|| {
         let ends = std::sync::Arc::new(AtomicUsize::new(0));
         let core = Arc::new(Core::new(1));
-        let a = core.schedule(1, 0, 0, Payload(std::sync::Arc::clone(&ends))).map_err(drop).unwrap();
+        let a = core.schedule(at_tick(1), 0, Payload(std::sync::Arc::clone(&ends))).map_err(drop).unwrap();
         let other = {
             let (core, ends) = (Arc::clone(&core), std::sync::Arc::clone(&ends));
             thread::spawn(move || {
                 let cancelled = core.cancel(&a).is_some();
-                core.schedule(5, 0, 1, Payload(ends)).map_err(drop).unwrap();
+                core.schedule(at_tick(5), 1, Payload(ends)).map_err(drop).unwrap();
                 cancelled
             })
         };
@@ -106,7 +107,7 @@ fn a_cancel_before_the_claim_wins() {
     loom::model(|| {
         let core: Arc<Core<u64>> = Arc::new(Core::new(1));
         let claiming = Arc::new(AtomicBool::new(false));
-        let a = core.schedule(1, 0, 0, 7).map_err(drop).unwrap();
+        let a = core.schedule(at_tick(1), 0, 7).map_err(drop).unwrap();
         let canceller = {
             let (core, claiming) = (Arc::clone(&core), Arc::clone(&claiming));
             thread::spawn(move || {
@@ -126,6 +127,8 @@ fn a_cancel_before_the_claim_wins() {
         }
         assert_eq!(core.len(), 0);
         assert_eq!(core.deadline(&a), None);
+        let ended = if cancelled.is_some() { Status::Cancelled } else { Status::Fired };
+        assert_eq!(core.status(&a), Some(ended), "the status says which took it");
     });
 }
 
@@ -137,13 +140,13 @@ fn a_cancel_before_the_claim_wins() {
 fn a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round() {
     loom::model(|| {
         let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
-        let a = core.schedule(2, 0, 0, 7).map_err(drop).unwrap();
+        let a = core.schedule(at_tick(2), 0, 7).map_err(drop).unwrap();
         let resetter = {
             let core = Arc::clone(&core);
-            thread::spawn(move || core.reset(&a, 1, 0).unwrap())
+            thread::spawn(move || core.reset(&a, at_tick(1)))
         };
         let (mut out, mut merge, mut ran) = (Vec::new(), Merge::default(), Vec::new());
-        let mut tick = |now: u64, ran: &mut Vec<(u64, u64)>| {
+        let mut tick = |now: u64, ran: &mut Vec<(Deadline, u64)>| {
             core.advance(now, u64::MAX, &mut out, &mut merge);
             ran.extend(out.drain(..).filter_map(|due| Some((due.order().0, core.claim(&due)?))));
         };
@@ -153,11 +156,12 @@ fn a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round() {
         tick(2, &mut ran);
         let moved = resetter.join().unwrap();
         tick(2, &mut ran);
-        let deadline = if moved { 1 } else { 2 };
+        let deadline = at_tick(if moved { 1 } else { 2 });
         assert_eq!(ran, [(deadline, 7)], "ran once, at the deadline the reset left it (moved: {moved})");
         assert_eq!(core.len(), 0);
         assert_eq!(core.deadline(&a), None);
-        assert_eq!(core.reset(&a, 3, 0), Ok(false), "ran: nothing to move");
+        assert!(!core.reset(&a, at_tick(3)), "ran: nothing to move");
+        assert_eq!(core.status(&a), Some(Status::Fired));
     });
 }
 
@@ -167,11 +171,11 @@ fn a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round() {
 fn a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next() {
     loom::model(|| {
         let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
-        core.schedule(0, 0, 1, 1).map_err(drop).unwrap();
+        core.schedule(at_tick(0), 1, 1).map_err(drop).unwrap();
         let scheduler = {
             let core = Arc::clone(&core);
             thread::spawn(move || {
-                core.schedule(0, 0, 2, 2).map_err(drop).unwrap();
+                core.schedule(at_tick(0), 2, 2).map_err(drop).unwrap();
             })
         };
         let (mut out, mut merge) = (Vec::new(), Merge::default());
@@ -192,11 +196,11 @@ fn a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next() {
 fn a_schedule_above_the_limit_is_taken_by_the_next_advance() {
     loom::model(|| {
         let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
-        core.schedule(5, 0, 1, 1).map_err(drop).unwrap();
+        core.schedule(at_tick(5), 1, 1).map_err(drop).unwrap();
         let scheduler = {
             let core = Arc::clone(&core);
             thread::spawn(move || {
-                core.schedule(5, 0, 2, 2).map_err(drop).unwrap();
+                core.schedule(at_tick(5), 2, 2).map_err(drop).unwrap();
             })
         };
         let (mut out, mut merge) = (Vec::new(), Merge::default());

@@ -94,7 +94,7 @@ pub(crate) const MAX_DEADLINE_TICK: u64 = (u64::MAX >> 1) >> RANK_BITS;
 /// A task's deadline: its tick and where it falls within the tick (see the module docs). Within
 /// one timer, ordered as the deadlines are.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct Deadline(u64);
+pub struct Deadline(u64);
 
 impl Deadline {
     /// Later than every deadline (no entry has it): the floor of an empty list.

@@ -288,8 +288,15 @@ pub mod loom_internals {
 
         /// The assembled shard core (`src/shard/core.rs`) and what it is made of and hands out.
         pub mod core {
+            pub use crate::deadline::Deadline;
             pub use crate::shard::core::{Core, Handle, Merge};
+            pub use crate::shard::life::Status;
             pub use crate::shard::wheel::{Fired, Wheel};
+
+            /// A deadline on the boundary of `tick` (the models know ticks only).
+            pub fn at_tick(tick: u64) -> Deadline {
+                Deadline::at_tick(tick)
+            }
         }
     }
 

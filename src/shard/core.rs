@@ -1,7 +1,7 @@
 //! The assembled shard core: shard headers from the pool whose state is a [`Wheel`] (Kafka's
 //! geometry, `wheel/`), the driver's one [`DelayQueue`] of buckets, keyed by (shard, bucket), and
-//! the operations a timer runs on them. It knows ticks, sequence numbers and payloads, not clocks
-//! or parking: the queue's waits and wake-ups (`delay_queue/`) are the driver's.
+//! the operations a timer runs on them. It knows the crate's deadline words, the caller's stamps
+//! and payloads, not clocks or parking: the queue's waits and wake-ups (`delay_queue/`) are the driver's.
 //!
 //! **Shards.** [`Core::new`] takes its headers from [`Pool::global`], as many as it is given
 //! (rounded up to a power of two; a caller passes the cores, `available_parallelism`). A thread
@@ -23,8 +23,8 @@
 //! or held. No lock is held across two shards, none while a payload is dropped or handed back, and
 //! the queue's lock is never taken under a shard's: offers are made after the unlock. The count of
 //! each shard is written under its lock only, by a load and a store, and [`Core::len`] sums them
-//! without locks (`pool.rs`, "`len` without the lock"). The caller's sequence number rides in the
-//! entry.
+//! without locks (`pool.rs`, "`len` without the lock"). The caller's stamp rides in the slot's
+//! life word, as its generation, its tie-break and (with how it ended) its status.
 //!
 //! **The queue of buckets** (Kafka's drive). An insert or a reset that sets a bucket's round (or
 //! gives the drained overdue list an entry) reports an offer; [`Core::schedule`] and
@@ -70,7 +70,7 @@
 //!
 //! **The batch.** [`Core::advance`] appends each flushed bucket's due entries to one batch, each a
 //! [`Due`] (its shard, its key, its order; no payload), and sorts what it appended by
-//! [`Due::order`] (deadline, its 256th, sequence) through `deadline::sort_batch`. [`Merge`] keeps
+//! [`Due::order`] (the deadline word, then the stamp) through `deadline::sort_batch`. [`Merge`] keeps
 //! the sort's buffers and the flushes' entries and offers between advances.
 //!
 //! **Claimed when it runs, not when collected.** A flush leaves each due entry in its slot, held
@@ -84,14 +84,18 @@
 //! under its shard's lock. An advance that took payloads at collection would let a cancel that
 //! completes before the claim begins lose: the seeded fault `shard_core_claims_at_collection`,
 //! which the loom model `shard_core::a_cancel_before_the_claim_wins` catches.
+//!
+//! **Status.** A claim, a cancel and a drain each record in the entry's slot how it ended
+//! (`Fired`, `Cancelled`, `Abandoned`; `life.rs`), kept until the slot is reused: [`Core::status`]
+//! reads it through a handle under the shard's lock (`Pending` until then; `None` once the slot
+//! holds another entry, or the core is dropped).
 
 use std::fmt;
 
 use super::faults;
+use super::life::Status;
 use super::pool::{self, Pool, Shard, ShardState};
-use super::wheel::{
-    self, BucketCode, Fired, Key, Offer, Offers, Refusal, Refused, Wheel, DEFAULT_WHEEL_SIZE,
-};
+use super::wheel::{self, BucketCode, Fired, Key, Offer, Offers, Refused, Wheel, DEFAULT_WHEEL_SIZE};
 use crate::deadline::{self, Deadline};
 use crate::delay_queue::{DelayQueue, Identity};
 
@@ -131,9 +135,9 @@ pub struct Due {
 }
 
 impl Due {
-    /// The order of a merged batch: deadline, its 256th, then insertion.
+    /// The order of a merged batch: the deadline word, then the stamp.
     #[inline]
-    pub fn order(&self) -> (u64, u8, u64) {
+    pub fn order(&self) -> (Deadline, u64) {
         self.entry.order()
     }
 }
@@ -191,16 +195,16 @@ impl<P: Send + 'static> Core<P> {
         crate::sync::thread_index() & self.mask
     }
 
-    /// Files `payload` due at tick `deadline` (its 256th `sub`, the caller's sequence number `seq`)
-    /// in the calling thread's shard, and offers its bucket to the queue if the insert set the
+    /// Files `payload` due at `deadline` with the caller's `stamp` (below 2⁵⁶, unique among the
+    /// core's entries: the wheel's docs, "Order") in the calling thread's shard, and offers its bucket to the queue if the insert set the
     /// bucket's round (module docs): its handle.
     ///
     /// # Errors
     ///
     /// The payload back with the reason ([`Refusal`]), handed back after the unlock.
     #[inline]
-    pub fn schedule(&self, deadline: u64, sub: u8, seq: u64, payload: P) -> Result<Handle<P>, Refused<P>> {
-        self.schedule_in(self.own_shard(), deadline, sub, seq, payload)
+    pub fn schedule(&self, deadline: Deadline, stamp: u64, payload: P) -> Result<Handle<P>, Refused<P>> {
+        self.schedule_in(self.own_shard(), deadline, stamp, payload)
     }
 
     /// [`schedule`](Core::schedule) into shard `index`.
@@ -208,21 +212,20 @@ impl<P: Send + 'static> Core<P> {
     fn schedule_in(
         &self,
         index: usize,
-        deadline: u64,
-        sub: u8,
-        seq: u64,
+        deadline: Deadline,
+        stamp: u64,
         payload: P,
     ) -> Result<Handle<P>, Refused<P>> {
         let shard = &self.shards[index];
         if fault!("shard_core_offer_before_link") {
             self.offer(index, faults::offers_before_link(shard, deadline));
             let mut shard = shard.lock();
-            let (key, _) = shard.state().insert(deadline, sub, seq, payload)?;
+            let (key, _) = shard.state().insert(deadline, stamp, payload)?;
             shard.count_in(1);
             return Ok(shard.handle(index as u16, key.slot, key.generation));
         }
         let mut guard = shard.lock();
-        let (key, offers) = guard.state().insert(deadline, sub, seq, payload)?;
+        let (key, offers) = guard.state().insert(deadline, stamp, payload)?;
         guard.count_in(1);
         let handle = guard.handle(index as u16, key.slot, key.generation);
         drop(guard);
@@ -256,40 +259,44 @@ impl<P: Send + 'static> Core<P> {
         handle.cancel()
     }
 
-    /// Moves `handle`'s pending entry to `deadline` and `sub` in place, keeping its sequence
-    /// number, and offers its new bucket if the move set the bucket's round: `true` if it moved,
-    /// `false` if the entry is not pending, is held by a batch (being fired), or the handle is
-    /// another core's (found before anything moves, so that an entry never moves unoffered).
-    ///
-    /// # Errors
-    ///
-    /// [`Refusal::TooFar`] if the entry is pending and `deadline` is beyond the range; it stays.
+    /// Moves `handle`'s pending entry to `deadline` in place, keeping its stamp, and offers its
+    /// new bucket if the move set the bucket's round: `true` if it moved, `false` if the entry is
+    /// not pending, is held by a batch (being fired), or the handle is another core's (found
+    /// before anything moves, so that an entry never moves unoffered).
     #[inline]
-    pub fn reset(&self, handle: &Handle<P>, deadline: u64, sub: u8) -> Result<bool, Refusal> {
-        let Some(index) = self.index_of(handle) else { return Ok(false) };
+    pub fn reset(&self, handle: &Handle<P>, deadline: Deadline) -> bool {
+        let Some(index) = self.index_of(handle) else { return false };
         if fault!("shard_core_reset_offers_before_link") {
             self.offer(index, faults::offers_before_link(&self.shards[index], deadline));
-            let Some(mut shard) = handle.lock() else { return Ok(false) };
+            let Some(mut shard) = handle.lock() else { return false };
             let (slot, generation) = handle.entry();
-            return Ok(shard.state().reset(Key { slot, generation }, deadline, sub)?.is_some());
+            return shard.state().reset(Key { slot, generation }, deadline).is_some();
         }
-        let Some(mut shard) = handle.lock() else { return Ok(false) };
+        let Some(mut shard) = handle.lock() else { return false };
         let (slot, generation) = handle.entry();
-        let Some(offers) = shard.state().reset(Key { slot, generation }, deadline, sub)? else {
-            return Ok(false);
+        let Some(offers) = shard.state().reset(Key { slot, generation }, deadline) else {
+            return false;
         };
         drop(shard);
         if offers.round.is_some() || offers.overdue.is_some() {
             self.offer(index, offers);
         }
-        Ok(true)
+        true
     }
 
-    /// The deadline tick and 256th of `handle`'s entry, `None` if it is not pending (a held entry
-    /// is pending until claimed).
-    pub fn deadline(&self, handle: &Handle<P>) -> Option<(u64, u8)> {
+    /// The deadline of `handle`'s entry, `None` if it is not pending (a held entry is pending
+    /// until claimed).
+    pub fn deadline(&self, handle: &Handle<P>) -> Option<Deadline> {
         let (slot, generation) = handle.entry();
         handle.lock()?.state().deadline(Key { slot, generation })
+    }
+
+    /// Where `handle`'s entry is in its life (module docs, "Status"), read under its shard's
+    /// lock: `Pending` until a claim, a cancel or a drain takes it, then `Fired`, `Cancelled` or
+    /// `Abandoned` until its slot is reused; `None` then, and once the core is dropped.
+    pub fn status(&self, handle: &Handle<P>) -> Option<Status> {
+        let (slot, generation) = handle.entry();
+        handle.lock()?.state().status(Key { slot, generation })
     }
 
     /// The driver: one round of the queue at tick `now` with the sequence-number limit `limit`
@@ -415,7 +422,7 @@ impl<P: Send + 'static> fmt::Debug for Core<P> {
 }
 
 /// The buffers with which [`Core::advance`] and [`Core::drain_all`] sort a batch through
-/// `deadline::sort_batch` (the batch's order keys, index, deadline and 256th, and their spare), and
+/// `deadline::sort_batch` (the batch's order keys, index and deadline, and their spare), and
 /// the due entries and offers of a flush.
 #[derive(Debug, Default)]
 pub struct Merge {
@@ -425,21 +432,21 @@ pub struct Merge {
     offers: Vec<Offer>,
 }
 
-/// What a batch is ordered by: (deadline, its 256th, sequence).
+/// What a batch is ordered by: (deadline word, stamp).
 trait Ordered {
-    fn order(&self) -> (u64, u8, u64);
+    fn order(&self) -> (Deadline, u64);
 }
 
 impl Ordered for Due {
     #[inline]
-    fn order(&self) -> (u64, u8, u64) {
+    fn order(&self) -> (Deadline, u64) {
         self.entry.order()
     }
 }
 
 impl<P> Ordered for Fired<P> {
     #[inline]
-    fn order(&self) -> (u64, u8, u64) {
+    fn order(&self) -> (Deadline, u64) {
         Fired::order(self)
     }
 }
@@ -448,7 +455,7 @@ impl<P> Ordered for Fired<P> {
 const PLACED: u32 = u32::MAX;
 
 impl Merge {
-    /// Sorts `batch` by its order (deadline, its 256th, sequence): the keys through
+    /// Sorts `batch` by its order (deadline word, stamp): the keys through
     /// `deadline::sort_batch`, then the entries moved into their order in one pass over the
     /// permutation's cycles.
     fn sort<T: Ordered>(&mut self, batch: &mut [T]) {
@@ -460,12 +467,8 @@ impl Merge {
             return;
         }
         self.keys.clear();
-        self.keys.extend(batch.iter().enumerate().map(|(index, entry)| {
-            let (tick, sub, _) = entry.order();
-            let deadline = Deadline::new(tick, sub).expect("a wheel's deadline is in range");
-            (index as u32, deadline)
-        }));
-        deadline::sort_batch(&mut self.keys, &mut self.spare, |&index| batch[index as usize].order().2);
+        self.keys.extend(batch.iter().enumerate().map(|(index, entry)| (index as u32, entry.order().0)));
+        deadline::sort_batch(&mut self.keys, &mut self.spare, |&index| batch[index as usize].order().1);
         // Position `i` takes the entry at `keys[i].0`: follow each cycle of the permutation,
         // swapping each position's entry in, and mark the positions done.
         for start in 0..batch.len() {

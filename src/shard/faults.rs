@@ -32,6 +32,7 @@
 
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
 use super::wheel::{BucketCode, Due, Key, Offer, Offers, Wheel};
+use crate::deadline::Deadline;
 use crate::sync::{Ordering, UnmodelledMutex as Mutex};
 
 /// `shard_epoch_bumped_after_give_back`: `Pool::give_back` with the epoch moved after the header
@@ -114,6 +115,6 @@ pub(super) fn flush_claiming<P: Send + 'static>(
 /// `shard_core_offer_before_link`, `shard_core_reset_offers_before_link`: the offers an insert
 /// (or a move) to `deadline` in `shard` would make, read in a critical section of their own, for
 /// `Core::schedule` (or `Core::reset`) to make before its insert's (or move's).
-pub(super) fn offers_before_link<P: Send + 'static>(shard: &Shard<Wheel<P>>, deadline: u64) -> Offers {
-    shard.lock().state().offers_for(deadline)
+pub(super) fn offers_before_link<P: Send + 'static>(shard: &Shard<Wheel<P>>, deadline: Deadline) -> Offers {
+    shard.lock().state().offers_for(deadline.tick())
 }

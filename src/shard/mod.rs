@@ -23,8 +23,10 @@
 //!   header, epoch, slot, generation; `Copy`) cancels with no reference count: it locks the header
 //!   and compares the epoch, which moves when the owner gives the header back. The state is the
 //!   caller's type ([`ShardState`](pool::ShardState)).
-//! * `slab.rs`: one shard's slots, each named by a 64-bit generation, and their free list; slots
-//!   written ahead and given back.
+//! * `slab.rs`: one shard's slots, each named by its occupant's stamp (the caller's, unique per
+//!   wheel: the slot's generation), and their free list; slots written ahead and given back.
+//! * `life.rs`: a slot's life word, the stamp, the list the entry is on and how it ended (kept
+//!   until the slot's reuse, so that a key reads it: [`Status`](life::Status)).
 //! * `wheel/`: one shard's wheel over its slab, sequential (the shard's lock guards it), in the
 //!   timer's contract's geometry (Kafka's): levels of `wheel_size` buckets created as deadlines
 //!   need them, each bucket a list and the start of its round, placed by `crate::wheel::place`;
@@ -32,7 +34,8 @@
 //!   the bucket to its queue, and the queue's pops come back as flushes; deadlines already passed
 //!   wait on an overdue list, offered to the queue at the wheel's time. A flush holds its due
 //!   entries in their slots for the batch's claims; a batch carries what merges it across shards
-//!   (deadline, its 256th of a tick, sequence).
+//!   (the crate's `Deadline` word and the caller's stamp). A slot is 48 bytes for a payload of
+//!   `Option<InlineTask>`'s size.
 //! * `faults.rs`: the room's seeded faults for the loom models (`loom_tests/shard.rs`,
 //!   `loom_tests/shard_core.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
 //!   for the pool's tests and models.
@@ -40,6 +43,7 @@
 
 pub(crate) mod core;
 mod faults;
+pub(crate) mod life;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the lock's cell behind its guard.
 #[allow(unsafe_code)]
 pub(crate) mod lock;

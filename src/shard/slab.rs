@@ -1,20 +1,22 @@
-//! A shard's slab: the slots its entries live in, each addressed by a `u32` index and named by a
-//! 64-bit generation, and the free list of the vacant ones, threaded through the slots themselves.
+//! A shard's slab: the slots its entries live in, each addressed by a `u32` index and named by
+//! its occupant's stamp (the caller's, `life.rs`), and the free list of the vacant ones, threaded
+//! through the slots themselves.
 //!
-//! A slot is vacant or occupied. An occupied slot holds one entry `E` (the wheel's: deadline,
-//! sequence, bucket, payload) and its two links, `prev` and `next`, which its owner (`wheel/`)
-//! uses to keep it on an intrusive list. A vacant slot holds no entry, and its `next` is the next
-//! vacant slot of the free list. The slab knows nothing of lists beyond its free list: it hands
-//! out slots, takes them back and keeps the generations.
+//! A slot is vacant or occupied. An occupied slot holds one entry `E` (the wheel's: deadline and
+//! payload), its [life word](Life) and its two links, `prev` and `next`, which its owner
+//! (`wheel/`) uses to keep it on an intrusive list (the life word's list code names which). A
+//! vacant slot holds no entry, its `next` is the next vacant slot of the free list, and its life
+//! word keeps the last occupant's stamp and how it ended. The slab knows nothing of lists beyond
+//! its free list: it hands out slots, takes them back and keeps the life words.
 //!
 //! Invariants (the shard's lock guards the slab, so they hold whenever the lock is free):
 //!
 //! * Every vacant slot is on the free list exactly once, and no occupied slot is.
-//! * A slot's generation moves on (by one, wrapping after 2⁶⁴) each time it is vacated, so a key
-//!   `(index, generation)` names one occupant: a key of an earlier occupant never matches a later
-//!   one. A slot written for the first time starts at [`Slab::floor`], at least the generation of
-//!   every slot a shrink has cut off (keys of a cut slot's occupants stay stale when the index
-//!   comes back).
+//! * A slot's generation is its occupant's stamp, which the caller gives with the entry: stamps
+//!   are unique among the entries a wheel is ever given, so a key `(index, stamp)` names one
+//!   occupant and a key of an earlier occupant never matches a later one, also when a shrink cut
+//!   the slot off and the index comes back. A vacant slot keeps the stamp, so a key reads how its
+//!   occupant ended ([`Slab::status`]) until the slot is reused.
 //! * `len` is the number of occupied slots, exactly.
 //!
 //! Memory: [`reserve`](Slab::reserve) writes vacant slots ahead (their pages touched before the
@@ -23,6 +25,8 @@
 //! occupied slot never moves, since keys name it by index. A shrink rebuilds the free list lowest
 //! index first, so that later entries fill the bottom and leave the tail free for the next shrink.
 //! The slab never drops an entry itself except when it is dropped: entries leave it by value.
+
+use super::life::{Life, Status};
 
 /// The index no slot has: the end of a list, or of the free list.
 pub(super) const NIL: u32 = u32::MAX;
@@ -34,10 +38,10 @@ pub(super) const MAX_SLOTS: usize = NIL as usize;
 #[cfg(test)]
 pub(super) const MAX_SLOTS: usize = 1 << 16;
 
-/// One slot: its generation, its links and, while occupied, its entry.
+/// One slot: its life word, its links and, while occupied, its entry.
 pub(super) struct Slot<E> {
-    /// Names the occupant: a key holds (index, generation).
-    pub(super) generation: u64,
+    /// The occupant's stamp (a key holds (index, stamp)), its list, and how the last one ended.
+    pub(super) life: Life,
     /// Occupied: the entry before this one on its list ([`NIL`] at the head).
     pub(super) prev: u32,
     /// Occupied: the entry after this one on its list; vacant: the next vacant slot. [`NIL`] at
@@ -54,14 +58,12 @@ pub(super) struct Slab<E> {
     free: u32,
     /// Occupied slots.
     len: usize,
-    /// The generation of a slot written for the first time ([`Slab::floor`]).
-    floor: u64,
 }
 
 impl<E> Slab<E> {
     /// An empty slab: no slots written.
     pub(super) const fn new() -> Self {
-        Slab { slots: Vec::new(), free: NIL, len: 0, floor: 0 }
+        Slab { slots: Vec::new(), free: NIL, len: 0 }
     }
 
     /// Occupied slots.
@@ -86,24 +88,20 @@ impl<E> Slab<E> {
         self.slots.capacity()
     }
 
-    /// The generation a slot written for the first time starts at: at least the generation of every
-    /// slot a shrink has cut off, so that no key of their occupants names a later one.
-    pub(super) fn floor(&self) -> u64 {
-        self.floor
-    }
-
-    /// Puts `entry` in a vacant slot (the free list's first, else a new one at the end): its
-    /// index and generation, which name it until it is vacated. `Err(entry)` if the slab holds
-    /// [`MAX_SLOTS`] occupied slots. The slot's links are the caller's to set.
+    /// Puts `entry` of `stamp` (the caller's, below `life::STAMP_LIMIT`, unique among the entries
+    /// the slab is ever given) in a vacant slot (the free list's first, else a new one at the
+    /// end): its index, which with `stamp` names it. `Err(entry)` if the slab holds [`MAX_SLOTS`]
+    /// occupied slots. The slot's links and list are the caller's to set.
     #[inline]
-    pub(super) fn occupy(&mut self, entry: E) -> Result<(u32, u64), E> {
+    pub(super) fn occupy(&mut self, stamp: u64, entry: E) -> Result<u32, E> {
+        let life = Life::pending(stamp);
         let index = match self.free {
             NIL => {
                 if self.slots.len() >= MAX_SLOTS {
                     return Err(entry);
                 }
                 let index = self.slots.len() as u32;
-                let slot = Slot { generation: self.floor, prev: NIL, next: NIL, entry: Some(entry) };
+                let slot = Slot { life, prev: NIL, next: NIL, entry: Some(entry) };
                 self.slots.push(slot);
                 index
             }
@@ -111,41 +109,52 @@ impl<E> Slab<E> {
                 let slot = &mut self.slots[index as usize];
                 debug_assert!(slot.entry.is_none(), "slot {index} on the free list is occupied");
                 self.free = slot.next;
+                slot.life = life;
                 slot.entry = Some(entry);
                 index
             }
         };
         self.len += 1;
-        Ok((index, self.slots[index as usize].generation))
+        Ok(index)
     }
 
-    /// Takes the entry of the occupied slot `index` out: the generation that named it, and the
-    /// entry. The slot's generation moves on and the slot goes to the head of the free list.
+    /// Takes the entry of the occupied slot `index` out, its occupant ended as `status`
+    /// (recorded in its life word with its stamp until the slot's reuse): the entry. The slot goes
+    /// to the head of the free list.
     ///
     /// # Panics
     ///
     /// If the slot is vacant (the caller's logic error: it vacates only what it has found
     /// occupied).
     #[inline]
-    pub(super) fn vacate(&mut self, index: u32) -> (u64, E) {
+    pub(super) fn vacate(&mut self, index: u32, status: Status) -> E {
         let slot = &mut self.slots[index as usize];
         let entry = slot.entry.take().expect("vacate: the slot is occupied");
-        let generation = slot.generation;
-        slot.generation = generation.wrapping_add(1);
+        slot.life = slot.life.ended(status);
         slot.next = self.free;
         self.free = index;
         self.len -= 1;
-        (generation, entry)
+        entry
     }
 
-    /// The entry of slot `index` if the slot is occupied by the occupant `generation` names.
+    /// The slot `index` if it is occupied by the occupant `stamp` names.
     #[inline]
-    pub(super) fn get(&self, index: u32, generation: u64) -> Option<&E> {
+    pub(super) fn get(&self, index: u32, stamp: u64) -> Option<&Slot<E>> {
         let slot = self.slots.get(index as usize)?;
-        if slot.generation != generation {
-            return None;
+        (slot.life.is(stamp) && slot.entry.is_some()).then_some(slot)
+    }
+
+    /// Where the occupant `stamp` of slot `index` is in its life: [`Status::Pending`] while it
+    /// occupies the slot, how it ended once it left, until the slot's reuse (or a shrink that cut
+    /// it off); `None` then, and for a key that never named the slot's occupant.
+    pub(super) fn status(&self, index: u32, stamp: u64) -> Option<Status> {
+        let slot = self.slots.get(index as usize).filter(|slot| slot.life.is(stamp))?;
+        match (&slot.entry, slot.life.status()) {
+            (Some(_), _) => Some(Status::Pending),
+            // A slot never occupied.
+            (None, Status::Pending) => None,
+            (None, ended) => Some(ended),
         }
-        slot.entry.as_ref()
     }
 
     /// The slot `index` (links and entry), which the caller knows is written.
@@ -193,7 +202,7 @@ impl<E> Slab<E> {
         self.slots.reserve_exact(more);
         for index in first..first + more {
             let next = if index + 1 < first + more { index as u32 + 1 } else { self.free };
-            self.slots.push(Slot { generation: self.floor, prev: NIL, next, entry: None });
+            self.slots.push(Slot { life: Life::FRESH, prev: NIL, next, entry: None });
         }
         self.free = first as u32;
     }
@@ -206,8 +215,6 @@ impl<E> Slab<E> {
         let before = self.slots.capacity();
         let keep = self.slots.iter().rposition(|slot| slot.entry.is_some()).map_or(0, |last| last + 1);
         if keep < self.slots.len() {
-            let cut = self.slots[keep..].iter().map(|slot| slot.generation).max().unwrap_or(0);
-            self.floor = self.floor.max(cut);
             self.slots.truncate(keep);
             self.relink_free();
         }
@@ -215,16 +222,17 @@ impl<E> Slab<E> {
         before - self.slots.capacity()
     }
 
-    /// Vacates every occupied slot, in index order, handing `each` the index, the generation
-    /// that named the occupant, and the entry; the free list is then rebuilt, lowest index first.
-    /// `each` must not panic (the slab would be left with vacant slots off the free list).
-    pub(super) fn take_all(&mut self, mut each: impl FnMut(u32, u64, E)) {
+    /// Vacates every occupied slot, in index order, each occupant ended as `status`, handing
+    /// `each` the index, the occupant's stamp, and the entry; the free list is then rebuilt,
+    /// lowest index first. `each` must not panic (the slab would be left with vacant slots off the
+    /// free list).
+    pub(super) fn take_all(&mut self, status: Status, mut each: impl FnMut(u32, u64, E)) {
         for (index, slot) in self.slots.iter_mut().enumerate() {
             if let Some(entry) = slot.entry.take() {
-                let generation = slot.generation;
-                slot.generation = generation.wrapping_add(1);
+                let stamp = slot.life.stamp();
+                slot.life = slot.life.ended(status);
                 self.len -= 1;
-                each(index as u32, generation, entry);
+                each(index as u32, stamp, entry);
             }
         }
         self.relink_free();

@@ -1,17 +1,30 @@
 //! The core on one thread, on manual ticks: firing ticks, cancel and reset against the advance,
-//! the merged order, the count, the drain, the offers to the queue, and payloads whose `Drop` panics.
+//! the merged order, the count, the drain, the offers to the queue, each outcome's status, and
+//! payloads whose `Drop` panics.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use super::super::life::Status;
 use super::super::pool::Pool;
 use super::super::wheel::{Refusal, Wheel, MAX_TICK};
 use super::{Core, Due, Handle, Merge};
+use crate::deadline::Deadline;
 use crate::test_rng::XorShift;
 
-fn schedule<P: Send + 'static>(core: &Core<P>, deadline: u64, seq: u64, payload: P) -> Handle<P> {
-    core.schedule(deadline, 0, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused"))
+/// A deadline on the boundary of `tick`.
+fn at(tick: u64) -> Deadline {
+    Deadline::at_tick(tick)
+}
+
+/// A deadline in the 256th `rank` of `tick`.
+fn ranked(tick: u64, rank: u8) -> Deadline {
+    Deadline::new(tick, rank).expect("in range")
+}
+
+fn schedule<P: Send + 'static>(core: &Core<P>, deadline: u64, stamp: u64, payload: P) -> Handle<P> {
+    core.schedule(at(deadline), stamp, payload).unwrap_or_else(|_| panic!("{deadline} refused"))
 }
 
 /// Advances to `now` and claims each due entry in order: the payloads fired.
@@ -63,35 +76,70 @@ fn cancel_and_advance_take_each_entry_once() {
     let core = Core::new(2);
     let a = schedule(&core, 5, 0, 'a');
     let b = schedule(&core, 5, 1, 'b');
-    assert_eq!((core.deadline(&a), core.len()), (Some((5, 0)), 2));
+    assert_eq!((core.deadline(&a), core.len()), (Some(at(5)), 2));
     assert_eq!(core.cancel(&a), Some('a'));
     assert_eq!((core.cancel(&a), core.deadline(&a), core.len()), (None, None, 1));
     assert_eq!(advance(&core, 5), ['b']);
     assert_eq!((core.cancel(&b), core.deadline(&b), core.len()), (None, None, 0));
-    assert_eq!(core.reset(&b, 10, 0), Ok(false), "fired: nothing to move");
+    assert!(!core.reset(&b, at(10)), "fired: nothing to move");
 }
 
-/// A reset moves an entry earlier or later and keeps its sequence number, offering its new
-/// bucket when it sets the bucket's round; a deadline beyond the range leaves the entry as it was.
+/// A reset moves an entry earlier or later and keeps its stamp, offering its new bucket when it
+/// sets the bucket's round; the deadline word reads back as given.
 #[test]
 fn reset_earlier_and_later() {
     let core = Core::new(1);
     let a = schedule(&core, 100, 0, 'a');
     let b = schedule(&core, 50, 1, 'b');
     assert_eq!((core.next_tick(), core.queue().len()), (Some(50), 2));
-    assert_eq!(core.reset(&a, 20, 3), Ok(true));
-    assert_eq!(core.reset(&a, 30, 0), Ok(true));
-    assert_eq!(core.reset(&b, 30, 0), Ok(true));
+    assert!(core.reset(&a, ranked(20, 3)));
+    assert_eq!(core.deadline(&a), Some(ranked(20, 3)));
+    assert!(core.reset(&a, ranked(30, 0)));
+    assert!(core.reset(&b, ranked(30, 0)));
     assert_eq!(core.queue().len(), 4, "rounds 100, 50, 20, 30: one offer each, the one at 30 once");
     assert_eq!(core.next_tick(), Some(20), "the offer at 20, stale: a lower bound");
-    assert_eq!(core.reset(&b, MAX_TICK + 1, 0), Err(Refusal::TooFar));
-    assert_eq!(core.deadline(&b), Some((30, 0)));
+    assert_eq!(core.deadline(&b), Some(ranked(30, 0)));
     assert!(advance(&core, 29).is_empty());
     let out = collect(&core, 30);
-    assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), [(30, 0, 0), (30, 0, 1)]);
-    assert_eq!(core.reset(&a, 40, 0), Ok(false), "held: being fired");
+    assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), [(ranked(30, 0), 0), (ranked(30, 0), 1)]);
+    assert!(!core.reset(&a, at(40)), "held: being fired");
     assert!(out.iter().all(|due| core.claim(due).is_some()));
-    assert_eq!(core.reset(&a, 40, 0), Ok(false), "fired");
+    assert!(!core.reset(&a, at(40)), "fired");
+}
+
+/// Each outcome reads back through the handle: pending (held too) until a claim, a cancel or a
+/// drain, then fired, cancelled or abandoned until the slot is reused; a stale handle reads
+/// nothing once another entry (another stamp) has the slot, nor once the core is dropped.
+#[test]
+fn the_status_of_each_outcome_reads_back_until_the_slot_is_reused() {
+    let core = Core::new(1);
+    let (fired, cancelled, abandoned) =
+        (schedule(&core, 5, 0, 'f'), schedule(&core, 5, 1, 'c'), schedule(&core, 9, 2, 'a'));
+    assert_eq!(core.status(&fired), Some(Status::Pending));
+    let batch = collect(&core, 5);
+    assert_eq!(
+        (core.status(&fired), core.status(&cancelled)),
+        (Some(Status::Pending), Some(Status::Pending)),
+        "held"
+    );
+    assert_eq!(core.cancel(&cancelled), Some('c'));
+    assert_eq!(batch.iter().map(|due| core.claim(due)).collect::<Vec<_>>(), [Some('f'), None]);
+    let mut drained = Vec::new();
+    core.drain_all(&mut drained, &mut Merge::default());
+    assert_eq!(
+        [&fired, &cancelled, &abandoned].map(|handle| core.status(handle)),
+        [Some(Status::Fired), Some(Status::Cancelled), Some(Status::Abandoned)]
+    );
+    let reused = schedule(&core, 20, 3, 'r');
+    assert_eq!(reused.entry().0, fired.entry().0, "the drain's free list starts at slot 0");
+    assert_eq!(
+        (core.status(&fired), core.status(&reused)),
+        (None, Some(Status::Pending)),
+        "a stale key reads nothing"
+    );
+    assert_eq!(core.status(&abandoned), Some(Status::Abandoned), "its slot is not reused yet");
+    drop(core);
+    assert_eq!(Core::<char>::new(1).status(&reused), None, "the core was dropped");
 }
 
 /// A handle of another core names nothing to this one: its reset is refused before anything
@@ -100,11 +148,11 @@ fn reset_earlier_and_later() {
 fn a_reset_through_another_cores_handle_moves_nothing() {
     let (mine, other) = (Core::new(2), Core::new(2));
     let a = schedule(&other, 40, 0, 'a');
-    assert_eq!(mine.reset(&a, 10, 0), Ok(false));
-    assert_eq!(other.deadline(&a), Some((40, 0)));
+    assert!(!mine.reset(&a, at(10)));
+    assert_eq!(other.deadline(&a), Some(at(40)));
     let wider = Core::new(8);
-    let far = wider.schedule_in(7, 40, 0, 1, 'f').map_err(drop).unwrap();
-    assert_eq!(mine.reset(&far, 10, 0), Ok(false), "an index beyond this core's shards");
+    let far = wider.schedule_in(7, at(40), 1, 'f').map_err(drop).unwrap();
+    assert!(!mine.reset(&far, at(10)), "an index beyond this core's shards");
     assert_eq!(wider.cancel(&far), Some('f'));
     assert!(advance(&other, 39).is_empty());
     assert_eq!(advance(&other, 40), ['a']);
@@ -120,9 +168,9 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
     let mut expected = Vec::new();
     for round in 0..100u64 {
         for shard in 0..4 {
-            let (deadline, sub) = (10 + round % 3, (round % 5) as u8);
-            core.schedule_in(shard, deadline, sub, seq, seq).expect("in range");
-            expected.push((deadline, sub, seq));
+            let deadline = ranked(10 + round % 3, (round % 5) as u8);
+            core.schedule_in(shard, deadline, seq, seq).expect("in range");
+            expected.push((deadline, seq));
             seq += 1;
         }
     }
@@ -130,14 +178,14 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
     let mut out = Vec::new();
     core.advance(12, u64::MAX, &mut out, &mut Merge::default());
     assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), expected);
-    assert!(out.iter().all(|due| core.claim(due) == Some(due.entry.seq)));
+    assert!(out.iter().all(|due| core.claim(due) == Some(due.entry.stamp)));
 
-    for (shard, seq) in (0..4).cycle().zip(0..200) {
-        core.schedule_in(shard, 20, (seq % 7) as u8, seq, seq).expect("in range");
+    for (shard, seq) in (0..4).cycle().zip(1_000..1_200) {
+        core.schedule_in(shard, ranked(20, (seq % 7) as u8), seq, seq).expect("in range");
     }
     out.clear();
     core.advance(20, u64::MAX, &mut out, &mut Merge::default());
-    let mut expected: Vec<(u64, u8, u64)> = (0..200).map(|seq| (20, (seq % 7) as u8, seq)).collect();
+    let mut expected: Vec<_> = (1_000..1_200).map(|seq| (ranked(20, (seq % 7) as u8), seq)).collect();
     expected.sort();
     assert_eq!(out.iter().map(Due::order).collect::<Vec<_>>(), expected);
     assert!(out.iter().all(|due| core.claim(due).is_some()) && core.is_empty());
@@ -149,19 +197,19 @@ fn equal_deadlines_merge_by_sequence_across_shards() {
 #[test]
 fn a_held_entry_is_pending_until_claimed() {
     let core = Core::new(2);
-    let a = core.schedule_in(0, 5, 0, 0, 'a').unwrap();
-    let b = core.schedule_in(1, 5, 0, 1, 'b').unwrap();
-    let c = core.schedule_in(0, 5, 0, 2, 'c').unwrap();
+    let a = core.schedule_in(0, at(5), 0, 'a').unwrap();
+    let b = core.schedule_in(1, at(5), 1, 'b').unwrap();
+    let c = core.schedule_in(0, at(5), 2, 'c').unwrap();
     let batch = collect(&core, 5);
     assert_eq!(
-        batch.iter().map(|due| (due.shard, due.entry.seq)).collect::<Vec<_>>(),
+        batch.iter().map(|due| (due.shard, due.entry.stamp)).collect::<Vec<_>>(),
         [(0, 0), (1, 1), (0, 2)]
     );
     assert_eq!(core.len(), 3, "held entries are counted");
     assert_eq!(core.cancel(&b), Some('b'), "a cancel of a held entry wins");
     assert_eq!((core.claim(&batch[1]), core.len()), (None, 2));
-    assert_eq!(core.reset(&c, 9, 0), Ok(false), "held: being fired");
-    assert_eq!(core.deadline(&c), Some((5, 0)), "pending until claimed");
+    assert!(!core.reset(&c, at(9)), "held: being fired");
+    assert_eq!(core.deadline(&c), Some(at(5)), "pending until claimed");
     assert_eq!((core.claim(&batch[0]), core.len()), (Some('a'), 1));
     assert_eq!((core.claim(&batch[0]), core.cancel(&a), core.deadline(&a)), (None, None, None));
     let mut drained = Vec::new();
@@ -175,18 +223,33 @@ fn a_held_entry_is_pending_until_claimed() {
 #[test]
 fn len_is_exact() {
     let core = Core::new(4);
-    let handles: Vec<_> = (0..4).map(|shard| core.schedule_in(shard, 10, 0, 0, ()).unwrap()).collect();
+    let handles: Vec<_> =
+        (0..4).map(|shard| core.schedule_in(shard, at(10), shard as u64, ()).unwrap()).collect();
     assert_eq!(core.len(), 4);
-    assert!(core.schedule(MAX_TICK + 1, 0, 0, ()).is_err());
-    assert_eq!(core.len(), 4, "a refused schedule is not counted");
     core.cancel(&handles[1]);
     core.cancel(&handles[1]);
     assert_eq!(core.len(), 3);
-    schedule(&core, 20, 0, ());
+    schedule(&core, MAX_TICK, 4, ());
+    schedule(&core, 20, 5, ());
+    core.cancel(&handles[1]);
+    assert_eq!(core.len(), 5);
     assert_eq!(advance(&core, 10).len(), 3);
-    assert_eq!(core.len(), 1);
+    assert_eq!(core.len(), 2);
     core.drain_all(&mut Vec::new(), &mut Merge::default());
     assert!(core.is_empty());
+}
+
+/// A shard whose slab holds as many entries as slot indices allow refuses a schedule with the
+/// payload back, uncounted.
+#[test]
+fn a_full_shard_refuses_uncounted() {
+    let core = Core::new(1);
+    for stamp in 0..super::super::slab::MAX_SLOTS as u64 {
+        schedule(&core, 10, stamp, ());
+    }
+    let len = core.len();
+    let refused = core.schedule(at(10), u64::MAX >> 8, ()).map(|_| ()).unwrap_err();
+    assert_eq!((refused.reason, core.len()), (Refusal::Full, len));
 }
 
 /// The drain hands every pending entry back in order, leaves every handle stale, and the core
@@ -194,7 +257,7 @@ fn len_is_exact() {
 #[test]
 fn drain_hands_back_everything() {
     let core = Core::new(2);
-    let late = schedule(&core, 1_000_000, 0, 3);
+    let late = schedule(&core, 1_000_000, 3, 3);
     let first = schedule(&core, 70, 1, 1);
     schedule(&core, 70, 0, 0);
     schedule(&core, 500, 2, 2);
@@ -268,17 +331,17 @@ fn a_payload_whose_drop_panics_leaves_no_lock_held() {
     let fired = advance(&core, 10);
     assert!(panics(move || drop(fired)));
     assert!(core.is_empty());
-    let refused = core.schedule(MAX_TICK + 1, 0, 2, bomb(true)).map(|_| ()).unwrap_err();
-    assert!(panics(move || drop(refused)));
-    core.schedule_in(0, 20, 0, 3, bomb(true)).map_err(drop).unwrap();
-    core.schedule_in(1, 30, 0, 4, bomb(false)).map_err(drop).unwrap();
+    let cancelled = core.cancel(&schedule(&core, 15, 2, bomb(true)));
+    assert!(panics(move || drop(cancelled)));
+    core.schedule_in(0, at(20), 3, bomb(true)).map_err(drop).unwrap();
+    core.schedule_in(1, at(30), 4, bomb(false)).map_err(drop).unwrap();
     let free = pool.free();
     assert!(panics(move || drop(core)), "the pending payload's panic unwinds out of the drop");
     assert_eq!(pool.free(), free + 2, "both headers given back");
     assert_eq!(drops.load(Ordering::Relaxed), 5);
     let again = Core::new(2);
     for shard in 0..2 {
-        again.schedule_in(shard, 5, 0, 0, bomb(false)).map_err(drop).unwrap();
+        again.schedule_in(shard, at(5), shard as u64, bomb(false)).map_err(drop).unwrap();
     }
     assert_eq!(again.len(), 2);
 }
@@ -286,7 +349,7 @@ fn a_payload_whose_drop_panics_leaves_no_lock_held() {
 /// Not a test: what a schedule + cancel pair costs the core, for callgrind (docs/lean_core.md).
 /// SPEC W7's shape on one thread: `CORE_PAIRS` pairs (default 1,000,000), each timeout cancelled
 /// once 512 newer ones are pending, deadlines 30,000 ticks out, an advance every 1,000 pairs, a
-/// payload of 24 bytes. Instructions per pair: the difference of two runs over the difference of
+/// payload of 24 bytes with a niche (`Option<InlineTask>`'s shape: a 48-byte slot). Instructions per pair: the difference of two runs over the difference of
 /// their pair counts, e.g.
 /// `CORE_PAIRS=200000 valgrind --tool=callgrind <lib test binary> --ignored --exact
 /// shard::core::tests::callgrind_window_pairs` and again with 400000.
@@ -294,7 +357,7 @@ fn a_payload_whose_drop_panics_leaves_no_lock_held() {
 #[ignore]
 fn callgrind_window_pairs() {
     let pairs: u64 = std::env::var("CORE_PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let core: Core<[usize; 3]> = Core::new(8);
+    let core: Core<(&'static (), [usize; 2])> = Core::new(8);
     let mut window = std::collections::VecDeque::with_capacity(513);
     let mut now = 0u64;
     for i in 0..pairs {
@@ -304,7 +367,8 @@ fn callgrind_window_pairs() {
             core.advance(now, u64::MAX, &mut out, &mut Merge::default());
             assert!(out.is_empty());
         }
-        let h = core.schedule(now + 30_000, (i & 255) as u8, i, [i as usize; 3]).ok().unwrap();
+        let deadline = Deadline::new(now + 30_000, (i & 255) as u8).unwrap();
+        let h = core.schedule(deadline, i, (&(), [i as usize; 2])).ok().unwrap();
         window.push_back(h);
         if window.len() > 512 {
             let h = window.pop_front().unwrap();

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread;
 
 use super::{Core, Due, Merge};
+use crate::deadline::Deadline;
 use crate::test_rng::XorShift;
 
 const THREADS: usize = 4;
@@ -42,7 +43,8 @@ fn schedule_and_cancel(shared: &Shared, thread: usize) {
         let now = shared.now.load(Ordering::Relaxed);
         let deadline = now + rng.next() % 200;
         let seq = shared.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        let handle = shared.core.schedule(deadline, (rng.next() % 256) as u8, seq, id).expect("in range");
+        let deadline = Deadline::new(deadline, (rng.next() % 256) as u8).expect("in range");
+        let handle = shared.core.schedule(deadline, seq, id).expect("room");
         handles.push((handle, id));
         let (handle, id) = handles[rng.next() as usize % handles.len()];
         match rng.next() % 4 {
@@ -54,7 +56,7 @@ fn schedule_and_cancel(shared: &Shared, thread: usize) {
             }
             1 => {
                 let now = shared.now.load(Ordering::Relaxed);
-                let _ = shared.core.reset(&handle, now + rng.next() % 50, 0).expect("in range");
+                shared.core.reset(&handle, Deadline::at_tick(now + rng.next() % 50));
             }
             _ => {}
         }
@@ -94,8 +96,8 @@ fn drive(shared: &Shared) {
 
 /// A batch is in order and holds nothing due after `now` or numbered above `limit`.
 fn check_batch(batch: &[Due], now: u64, limit: u64) {
-    assert!(batch.iter().all(|due| due.entry.seq <= limit), "an entry above the round's limit fired");
-    assert!(batch.iter().all(|due| due.entry.deadline <= now), "an entry fired before its deadline");
+    assert!(batch.iter().all(|due| due.entry.stamp <= limit), "an entry above the round's limit fired");
+    assert!(batch.iter().all(|due| due.entry.deadline.tick() <= now), "an entry fired before its deadline");
     assert!(batch.windows(2).all(|pair| pair[0].order() <= pair[1].order()), "a batch out of order");
 }
 
@@ -151,15 +153,18 @@ fn schedulers_and_a_driver_end_every_entry_once() {
 fn handles_reset_and_cancel_from_another_thread() {
     let core = Arc::new(Core::new(4));
     let handles: Vec<_> = (0..4)
-        .map(|shard| core.schedule_in(shard, 40, 0, shard as u64, shard).map_err(drop).unwrap())
+        .map(|shard| {
+            core.schedule_in(shard, Deadline::at_tick(40), shard as u64, shard).map_err(drop).unwrap()
+        })
         .collect();
     assert!(handles.iter().enumerate().all(|(shard, handle)| handle.index() == shard));
     let other = {
         let (core, handles) = (Arc::clone(&core), handles.clone());
         thread::spawn(move || {
             for (shard, handle) in handles.iter().enumerate() {
-                assert_eq!(core.reset(handle, 10 + shard as u64, 0), Ok(true), "shard {shard}");
-                assert_eq!(core.deadline(handle), Some((10 + shard as u64, 0)));
+                let deadline = Deadline::at_tick(10 + shard as u64);
+                assert!(core.reset(handle, deadline), "shard {shard}");
+                assert_eq!(core.deadline(handle), Some(deadline));
             }
             core.cancel(&handles[3])
         })
@@ -170,7 +175,7 @@ fn handles_reset_and_cancel_from_another_thread() {
     for now in 1..=40 {
         let start = out.len();
         core.advance(now, u64::MAX, &mut out, &mut merge);
-        assert!(out[start..].iter().all(|due| due.order().0 == now), "fired at {now}");
+        assert!(out[start..].iter().all(|due| due.order().0.tick() == now), "fired at {now}");
     }
     let fired: Vec<usize> = out.iter().map(|due| core.claim(due).unwrap()).collect();
     assert_eq!(fired, [0, 1, 2], "each at its new deadline, the cancelled one not");

@@ -1,26 +1,37 @@
-use super::{Slab, MAX_SLOTS};
+use super::{Slab, Status, MAX_SLOTS};
 
-/// A slot's key: index and generation.
+/// Occupies a slot with `value`, stamped `value` (the tests' values are unique): its key, index
+/// and stamp.
 fn occupy(slab: &mut Slab<u32>, value: u32) -> (u32, u64) {
-    slab.occupy(value).unwrap_or_else(|_| panic!("room for {value}"))
+    let stamp = u64::from(value);
+    (slab.occupy(stamp, value).unwrap_or_else(|_| panic!("room for {value}")), stamp)
+}
+
+/// The entry a key names, if it is the slot's occupant.
+fn get(slab: &Slab<u32>, index: u32, stamp: u64) -> Option<u32> {
+    slab.get(index, stamp).and_then(|slot| slot.entry)
 }
 
 #[test]
-fn a_key_names_one_occupant() {
+fn a_key_names_one_occupant_and_reads_how_it_ended() {
     let mut slab = Slab::new();
-    let (a, a_gen) = occupy(&mut slab, 1);
+    let (a, a_stamp) = occupy(&mut slab, 1);
     let (b, _) = occupy(&mut slab, 2);
     assert_eq!((a, b, slab.len()), (0, 1, 2));
-    assert_eq!(slab.get(a, a_gen), Some(&1));
-    assert_eq!(slab.vacate(a), (a_gen, 1));
+    assert_eq!((get(&slab, a, a_stamp), slab.status(a, a_stamp)), (Some(1), Some(Status::Pending)));
+    assert_eq!(get(&slab, a, 2), None, "another stamp");
+    assert_eq!(slab.vacate(a, Status::Cancelled), 1);
     assert_eq!(slab.len(), 1);
-    assert_eq!(slab.get(a, a_gen), None, "vacant");
-    // The slot comes back with the next generation: the first key stays stale.
-    let (again, again_gen) = occupy(&mut slab, 3);
-    assert_eq!((again, again_gen), (a, a_gen + 1));
-    assert_eq!(slab.get(a, a_gen), None);
-    assert_eq!(slab.get(again, again_gen), Some(&3));
-    assert_eq!(slab.get(7, 0), None, "a slot never written");
+    assert_eq!(get(&slab, a, a_stamp), None, "vacant");
+    assert_eq!(slab.status(a, a_stamp), Some(Status::Cancelled), "kept until the slot's reuse");
+    // The slot comes back with the new occupant's stamp: the first key stays stale.
+    let (again, again_stamp) = occupy(&mut slab, 3);
+    assert_eq!((again, again_stamp), (a, 3));
+    assert_eq!((get(&slab, a, a_stamp), slab.status(a, a_stamp)), (None, None));
+    assert_eq!(get(&slab, again, again_stamp), Some(3));
+    assert_eq!((get(&slab, 7, 0), slab.status(7, 0)), (None, None), "a slot never written");
+    slab.reserve(10);
+    assert_eq!(slab.status(7, 0), None, "a slot written ahead, never occupied");
     slab.check();
 }
 
@@ -32,7 +43,7 @@ fn links_and_entries_are_the_callers() {
     (slot.prev, slot.next) = (9, 11);
     *slab.entry_mut(index) += 1;
     let slot = slab.slot(index);
-    assert_eq!((slot.prev, slot.next, slot.entry), (9, 11, Some(6)));
+    assert_eq!((slot.prev, slot.next, slot.entry, slot.life.stamp()), (9, 11, Some(6), 5));
     assert_eq!(*slab.entry(index), 6);
 }
 
@@ -40,8 +51,8 @@ fn links_and_entries_are_the_callers() {
 fn the_free_list_is_last_vacated_first() {
     let mut slab = Slab::new();
     let keys: Vec<_> = (0..4).map(|v| occupy(&mut slab, v)).collect();
-    slab.vacate(keys[1].0);
-    slab.vacate(keys[3].0);
+    slab.vacate(keys[1].0, Status::Fired);
+    slab.vacate(keys[3].0, Status::Fired);
     assert_eq!(occupy(&mut slab, 10).0, 3);
     assert_eq!(occupy(&mut slab, 11).0, 1);
     assert_eq!(occupy(&mut slab, 12).0, 4, "then a new slot");
@@ -52,7 +63,7 @@ fn the_free_list_is_last_vacated_first() {
 fn reserve_writes_vacant_slots_ahead_lowest_first() {
     let mut slab = Slab::new();
     let (first, _) = occupy(&mut slab, 0);
-    slab.vacate(first);
+    slab.vacate(first, Status::Fired);
     slab.reserve(5);
     assert_eq!(slab.slots(), 5, "one vacant already: four more");
     let capacity = slab.capacity();
@@ -71,21 +82,24 @@ fn shrink_cuts_the_vacant_tail_and_keeps_keys_stale() {
     let mut slab = Slab::new();
     let keys: Vec<_> = (0..10).map(|v| occupy(&mut slab, v)).collect();
     for &(index, _) in &keys[3..] {
-        slab.vacate(index);
+        slab.vacate(index, Status::Cancelled);
     }
-    slab.vacate(keys[1].0);
+    slab.vacate(keys[1].0, Status::Fired);
     assert!(slab.shrink() > 0);
     assert_eq!(slab.slots(), 3, "slot 1 is vacant but below slot 2");
     assert_eq!(slab.capacity(), 3);
     slab.check();
-    // Cut slots come back at the floor: the keys of their earlier occupants stay stale.
-    assert!(slab.floor() > keys[9].1);
+    // Cut slots come back with their new occupants' stamps: the keys of the earlier ones stay stale.
     let again: Vec<_> = (0..10).map(|v| occupy(&mut slab, 100 + v)).collect();
     assert_eq!(again[0].0, 1, "the free list rebuilt lowest first");
-    for &(index, generation) in &keys[3..] {
-        assert_eq!(slab.get(index, generation), None, "old key of slot {index}");
+    for &(index, stamp) in &keys[3..] {
+        assert_eq!(
+            (get(&slab, index, stamp), slab.status(index, stamp)),
+            (None, None),
+            "old key of slot {index}"
+        );
     }
-    assert!(again.iter().all(|&(index, generation)| slab.get(index, generation).is_some()));
+    assert!(again.iter().all(|&(index, stamp)| get(&slab, index, stamp).is_some()));
     assert_eq!(slab.slots(), 12);
     slab.shrink();
     assert_eq!(
@@ -102,11 +116,11 @@ fn an_empty_slab_gives_everything_back() {
     slab.reserve(100);
     let keys: Vec<_> = (0..50).map(|v| occupy(&mut slab, v)).collect();
     for &(index, _) in &keys {
-        slab.vacate(index);
+        slab.vacate(index, Status::Cancelled);
     }
     assert!(slab.shrink() >= 100);
     assert_eq!((slab.slots(), slab.capacity(), slab.len()), (0, 0, 0));
-    assert_eq!(occupy(&mut slab, 7).0, 0);
+    assert_eq!(occupy(&mut slab, 70).0, 0);
     slab.check();
 }
 
@@ -114,15 +128,18 @@ fn an_empty_slab_gives_everything_back() {
 fn take_all_hands_out_every_entry_once() {
     let mut slab = Slab::new();
     let keys: Vec<_> = (0..8).map(|v| occupy(&mut slab, v)).collect();
-    slab.vacate(keys[2].0);
-    slab.vacate(keys[5].0);
+    slab.vacate(keys[2].0, Status::Fired);
+    slab.vacate(keys[5].0, Status::Cancelled);
     let mut taken = Vec::new();
-    slab.take_all(|index, generation, value| taken.push((index, generation, value)));
+    slab.take_all(Status::Abandoned, |index, stamp, value| taken.push((index, stamp, value)));
     let expected: Vec<_> =
         keys.iter().zip(0..).filter(|&(_, v)| v != 2 && v != 5).map(|(&(i, g), v)| (i, g, v)).collect();
     assert_eq!(taken, expected);
     assert_eq!(slab.len(), 0);
-    assert!(keys.iter().all(|&(index, generation)| slab.get(index, generation).is_none()));
+    assert!(keys.iter().all(|&(index, stamp)| get(&slab, index, stamp).is_none()));
+    let statuses: Vec<_> = keys.iter().map(|&(index, stamp)| slab.status(index, stamp).unwrap()).collect();
+    assert_eq!(statuses[..3], [Status::Abandoned, Status::Abandoned, Status::Fired]);
+    assert_eq!(statuses[5], Status::Cancelled);
     assert_eq!(occupy(&mut slab, 9).0, 0, "the free list rebuilt lowest first");
     slab.check();
 }
@@ -134,9 +151,9 @@ fn a_full_slab_hands_the_entry_back() {
     for v in 0..MAX_SLOTS as u32 {
         occupy(&mut slab, v);
     }
-    assert_eq!(slab.occupy(u32::MAX), Err(u32::MAX));
+    assert_eq!(slab.occupy(u64::from(u32::MAX), u32::MAX), Err(u32::MAX));
     assert_eq!(slab.len(), MAX_SLOTS);
-    slab.vacate(17);
+    slab.vacate(17, Status::Fired);
     assert_eq!(occupy(&mut slab, 1).0, 17);
     slab.check();
 }

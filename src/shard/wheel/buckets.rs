@@ -16,6 +16,7 @@ use std::fmt;
 use std::num::NonZeroU32;
 
 use super::super::slab::NIL;
+use crate::wheel::place::{max_levels, slot_ticks};
 
 /// Buckets per chunk (fewer if the wheel has fewer): a power of two, so that a slot's chunk and
 /// place in it are a shift and a mask (every schedule and cancel looks a bucket up).
@@ -31,25 +32,19 @@ const MARK: u32 = 1 << 31;
 const SLOT_BITS: u32 = 24;
 /// The level field's value that names the overdue list rather than a level.
 const OVERDUE_LEVEL: u32 = 0x7f;
-/// The level field's value of an entry held by a batch, on no list.
-const HELD_LEVEL: u32 = 0x7e;
 
-// Every level of a wheel of two buckets (the most levels: 64) has a code below the held one.
-const _: () = assert!(64 < HELD_LEVEL as usize && HELD_LEVEL < OVERDUE_LEVEL);
+// Every level of a wheel of two buckets (the most levels: 64) has a code below the overdue one.
+const _: () = assert!(64 < OVERDUE_LEVEL as usize);
 
-/// Names a bucket, (level, slot), or the overdue list, in 31 bits under a mark bit: an entry
-/// records the list it is on, and the driver's queue names the bucket it is to flush. One more
-/// code, [`HELD`](BucketCode::HELD), names no list: an entry a flush found due, held by the batch
-/// until it is claimed. The niche (never zero) marks a vacant slot in the slab.
+/// Names a bucket, (level, slot), or the overdue list, in 31 bits under a mark bit: what the
+/// driver's queue names to flush (an entry names its list by its life word's list code and its
+/// deadline's tick, `life.rs`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct BucketCode(NonZeroU32);
 
 impl BucketCode {
     /// The overdue list's code.
     pub(crate) const OVERDUE: BucketCode = BucketCode::encode(OVERDUE_LEVEL as usize, 0);
-
-    /// The code of an entry held by a batch (`wheel/`'s docs, "Held"): on no list.
-    pub(crate) const HELD: BucketCode = BucketCode::encode(HELD_LEVEL as usize, 0);
 
     /// The code of bucket `slot` of `level` (`level < 64`, `slot < 2²⁴`).
     #[inline]
@@ -78,9 +73,6 @@ impl fmt::Debug for BucketCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if *self == BucketCode::OVERDUE {
             return f.write_str("Overdue");
-        }
-        if *self == BucketCode::HELD {
-            return f.write_str("Held");
         }
         let (level, slot) = self.decode();
         write!(f, "Bucket({level}, {slot})")
@@ -139,13 +131,31 @@ const FRESH: Bucket = Bucket { list: List::EMPTY, expiration: NO_ROUND };
 pub(super) struct Levels {
     wheel_size: usize,
     chunk: usize,
+    /// `log2(wheel_size)` when it is a power of two.
+    shift: Option<u32>,
+    /// Ticks per slot of each level (`crate::wheel::place::slot_ticks`).
+    slot_ticks: Box<[u64]>,
     /// Per level, its chunks, written as needed.
     levels: Vec<Vec<Option<Box<[Bucket]>>>>,
 }
 
 impl Levels {
     pub(super) fn new(wheel_size: usize) -> Levels {
-        Levels { wheel_size, chunk: wheel_size.min(CHUNK), levels: Vec::new() }
+        let size = wheel_size as u64;
+        let slot_ticks = (0..max_levels(size)).map(|level| slot_ticks(size, level).unwrap()).collect();
+        let shift = size.is_power_of_two().then(|| size.trailing_zeros());
+        Levels { wheel_size, chunk: wheel_size.min(CHUNK), shift, slot_ticks, levels: Vec::new() }
+    }
+
+    /// The slot of `level` that holds tick `tick`, `(tick / wheel_size^level) % wheel_size`: the
+    /// slot `crate::wheel::place` gives a deadline of that tick placed at that level (a shift and a
+    /// mask for a power-of-two wheel, two divisions otherwise).
+    #[inline]
+    pub(super) fn slot_of(&self, level: usize, tick: u64) -> usize {
+        match self.shift {
+            Some(shift) => ((tick >> (level as u32 * shift)) as usize) & (self.wheel_size - 1),
+            None => ((tick / self.slot_ticks[level]) % self.wheel_size as u64) as usize,
+        }
     }
 
     /// Levels created so far.
@@ -221,9 +231,7 @@ mod tests {
             let code = BucketCode::encode(level, slot);
             assert_eq!(code.decode(), (level, slot));
             assert_ne!(code, BucketCode::OVERDUE);
-            assert_ne!(code, BucketCode::HELD);
         }
-        assert_ne!(BucketCode::HELD, BucketCode::OVERDUE);
         assert_eq!(BucketCode::OVERDUE.decode().0, OVERDUE_LEVEL as usize);
         assert_eq!(std::mem::size_of::<Option<BucketCode>>(), 4);
     }
@@ -240,5 +248,19 @@ mod tests {
         assert_eq!(levels.iter().count(), CHUNK);
         levels.clear();
         assert_eq!(levels.get(2, (1 << 24) - 1).map(|b| b.expiration), Some(NO_ROUND));
+    }
+
+    /// A tick's slot at each level is the one the crate's placement gives it there.
+    #[test]
+    fn slot_of_is_the_placement_slot() {
+        use crate::wheel::place::{place, Placement};
+        for wheel_size in [2u64, 3, 60, 64, 512, 1 << 24] {
+            let levels = Levels::new(wheel_size as usize);
+            for (base, deadline) in [(0, 1), (0, 59), (59, 3_600), (12_345, 987_654_321), (5, (1 << 55) - 1)]
+            {
+                let Placement::Slot { level, slot, .. } = place(wheel_size, base, deadline) else { panic!() };
+                assert_eq!(levels.slot_of(level, deadline), slot, "{wheel_size}: {base} → {deadline}");
+            }
+        }
     }
 }

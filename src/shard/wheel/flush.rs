@@ -1,22 +1,24 @@
 //! The flush of a bucket the queue popped and the drain of the overdue list, each bounded by the
-//! round's **limit** (the wheel's docs, "Rounds"): a due entry whose sequence number is above it is
-//! left linked where it is, and its list offered for the next round.
+//! round's **limit** (the wheel's docs, "Rounds"): a due entry whose stamp is above it is left
+//! linked where it is, and its list offered for the next round.
 //!
 //! One pass over the list: each entry is unlinked from its head and held, filed in a finer bucket,
 //! or, above the limit, linked again at the tail; the pass ends at the list's end or at the first
 //! entry it linked again. Entries above the limit need not be at the tail (a reset links an entry
-//! of any sequence number there, and a cascade appends in the order of the coarser list), so the
+//! of any stamp there, and a cascade appends in the order of the coarser list), so the
 //! pass does not stop at the first of them. Each entry is on its list, held or filed at every
 //! point where `out` or `offers` may fail to grow, so a panic there leaves the lists whole.
 
+use super::super::life::ListCode;
 use super::super::slab::NIL;
 use super::buckets::NO_ROUND;
-use super::{link, BucketCode, Due, Offer, Wheel};
+use super::lists::link;
+use super::{BucketCode, Due, Key, Offer, Wheel};
 
 impl<P> Wheel<P> {
     /// The queue popped `bucket` at `expiration` (module docs, "Flush"): if that is the bucket's
     /// round, the time moves to `expiration` (never backwards) and each of its entries is placed
-    /// again from there: due ones with a sequence number at most `limit` held and appended to
+    /// again from there: due ones with a stamp at most `limit` held and appended to
     /// `out` (module docs, "Held"), due ones above it left in the bucket, the rest linked in finer
     /// buckets, whose new rounds are appended to `offers`. A bucket left holding entries keeps its
     /// round, and its offer is returned for the caller to make for the next round. A stale offer
@@ -40,11 +42,11 @@ impl<P> Wheel<P> {
         self.time = self.time.max(expiration);
         let mut first_kept = NIL;
         while let Some(index) = self.pop_front_until(bucket, first_kept) {
-            let entry = self.slab.entry(index);
-            let deadline = entry.deadline();
+            let slot = self.slab.slot(index);
+            let deadline = slot.entry.as_ref().expect("a linked slot is occupied").when.tick();
             if deadline > self.time {
                 offers.extend(self.file(index, deadline).iter());
-            } else if entry.seq <= limit {
+            } else if slot.life.stamp() <= limit {
                 out.push(self.hold(index));
             } else {
                 self.keep(bucket, index, &mut first_kept);
@@ -58,7 +60,7 @@ impl<P> Wheel<P> {
         Some(Offer { expiration, bucket })
     }
 
-    /// Holds every entry of the overdue list whose sequence number is at most `limit`, appended to
+    /// Holds every entry of the overdue list whose stamp is at most `limit`, appended to
     /// `out` in the order they were linked; those above it stay linked, and the list's offer at the
     /// time is returned for the caller to make for the next round (the list counts as offered
     /// until its next drain). Emptied, the list is not offered: the next entry it takes offers it.
@@ -68,7 +70,7 @@ impl<P> Wheel<P> {
         }
         let mut first_kept = NIL;
         while let Some(index) = self.pop_front_until(BucketCode::OVERDUE, first_kept) {
-            if self.slab.entry(index).seq <= limit {
+            if self.slab.slot(index).life.stamp() <= limit {
                 out.push(self.hold(index));
             } else {
                 self.keep(BucketCode::OVERDUE, index, &mut first_kept);
@@ -85,7 +87,12 @@ impl<P> Wheel<P> {
     /// its slot, `None` if the list is empty or starts at `stop`.
     #[inline]
     fn pop_front_until(&mut self, code: BucketCode, stop: u32) -> Option<u32> {
-        let head = self.list_mut(code).head;
+        let head = if code == BucketCode::OVERDUE {
+            self.overdue.head
+        } else {
+            let (level, slot) = code.decode();
+            self.levels.get(level, slot).expect("a flushed bucket exists").list.head
+        };
         (head != NIL && head != stop).then(|| {
             self.unlink(head);
             head
@@ -96,13 +103,16 @@ impl<P> Wheel<P> {
     /// `code` names again; the first so linked ends the pass (`first_kept`).
     #[inline]
     fn keep(&mut self, code: BucketCode, index: u32, first_kept: &mut u32) {
-        let list = if code == BucketCode::OVERDUE {
-            &mut self.overdue
+        let (list, list_code) = if code == BucketCode::OVERDUE {
+            (&mut self.overdue, ListCode::OVERDUE)
         } else {
             let (level, slot) = code.decode();
-            &mut self.levels.get_mut(level, slot).expect("a flushed bucket exists").list
+            (
+                &mut self.levels.get_mut(level, slot).expect("a flushed bucket exists").list,
+                ListCode::level(level),
+            )
         };
-        link(&mut self.slab, list, index, code);
+        link(&mut self.slab, list, index, list_code);
         if *first_kept == NIL {
             *first_kept = index;
         }
@@ -111,9 +121,10 @@ impl<P> Wheel<P> {
     /// Marks the unlinked, occupied slot `index` held (module docs, "Held"): its batch element.
     #[inline]
     fn hold(&mut self, index: u32) -> Due {
-        let generation = self.slab.slot(index).generation;
-        let entry = self.slab.entry_mut(index);
-        entry.bucket = BucketCode::HELD;
-        entry.due(index, generation)
+        let slot = self.slab.slot_mut(index);
+        slot.life = slot.life.on(ListCode::HELD);
+        let (stamp, deadline) =
+            (slot.life.stamp(), slot.entry.as_ref().expect("a held slot is occupied").when);
+        Due { deadline, stamp, key: Key { slot: index, generation: stamp } }
     }
 }

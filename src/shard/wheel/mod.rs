@@ -30,7 +30,7 @@
 //! it ("Rounds"); otherwise it goes to a finer level (the cascade), whose new rounds are offers for
 //! the caller. A bucket left empty forgets its round.
 //!
-//! **Rounds.** Each flush and drain takes the caller's **limit**, the last sequence number of its
+//! **Rounds.** Each flush and drain takes the caller's **limit**, the last stamp of its
 //! round: a due entry numbered above it (scheduled, or reset, after the round began) is not held
 //! but left linked, in its bucket (which keeps its round, behind the time once the time moves on)
 //! or on the overdue list (which stays offered), and the flush returns that list's offer for the
@@ -40,8 +40,8 @@
 //! empty, and finds nothing.
 //!
 //! **Held.** A flush, or the overdue list's drain, does not take a due entry's payload: it unlinks
-//! the entry, marks it [`BucketCode::HELD`] (a code of no list) and appends a [`Due`] (its key and
-//! its order, no payload) to the batch. The entry stays in its slot, pending and counted in
+//! the entry, marks it held (its life word's list code `HELD`, of no list: `life.rs`) and appends
+//! a [`Due`] (its key and its order, no payload) to the batch. The entry stays in its slot, pending and counted in
 //! [`len`](Wheel::len), until one of these takes it, whichever comes first: the batch's
 //! [`claim`](Wheel::claim) just before it runs (its payload, `None` if gone); a
 //! [`remove`](Wheel::remove), a cancel, which wins over the claim still to come; or
@@ -50,6 +50,11 @@
 //! [`reset`](Wheel::reset) leaves it and answers as for a stale key, and
 //! [`deadline`](Wheel::deadline) still reads the deadline it fell due by (pending until claimed).
 //!
+//! **Status.** Each take records how the entry ended in its slot's life word (`life.rs`): a claim
+//! `Fired`, a remove `Cancelled`, a drain `Abandoned`. [`status`](Wheel::status) reads it by key
+//! until the slot is reused (a stale key, whose stamp is not the new occupant's, then reads
+//! `None`).
+//!
 //! **A bucket behind the time.** The queue is polled outside the shard's lock, so the time can move
 //! past a bucket whose offer is still queued (the driver popped a later bucket first while a
 //! schedule filed an earlier one). A placement that then lands in that bucket for a later round
@@ -57,14 +62,19 @@
 //! window of its level, so at or before the time): they move to the overdue list (offered if it
 //! was drained) before the new round is set, and the old offer, stale, finds nothing.
 //!
-//! **Order.** Each [`Due`] and [`Fired`] carries (deadline, `sub`, sequence), by which the caller
-//! sorts a batch, merged across shards, into deadline order to a 256th of a tick with equal
-//! deadlines in the order of their sequence numbers (the caller numbers its inserts, so a wheel
-//! keeps no count). A reset keeps the entry's sequence number, as `Timer::reset` keeps a task's
-//! stamp.
+//! **Order.** An entry's deadline is the crate's [`Deadline`] word, placed by its
+//! [`tick`](Deadline::tick) (for a deadline passed within the tick under way, the tick it is filed
+//! at), and its **stamp** is the caller's (`entry/stamps.rs`: unique among the entries one wheel
+//! is ever given, below 2⁵⁶). Each [`Due`] and [`Fired`] carries (deadline, stamp), by which the
+//! caller sorts a batch, merged across shards, as `deadline::sort_batch` does: by the word, equal
+//! deadlines in stamp order ("Ties"). The stamp is also the slot's generation (`slab.rs`), so a
+//! key is (slot, stamp). A reset keeps the entry's stamp, as `Timer::reset` keeps a task's.
 //!
-//! **Range.** Deadlines go up to [`MAX_TICK`], the crate's last deadline tick; a later one is
-//! refused ([`Refusal::TooFar`], the payload handed back), never clamped.
+//! **Where an entry is** follows from its life word's list code and its deadline: a level `k`
+//! names the bucket `(tick / wheel_size^k) % wheel_size` of level `k`, the slot placement gave it
+//! (every entry in a bucket is filed there from its own tick: a deadline at or before the time goes
+//! to the overdue list, never to a bucket, and so do a bucket's entries left behind the time); the
+//! other codes name the overdue list, the held state and no list.
 //!
 //! **Invariants**, whenever the shard's lock is free: every occupied slot is held or on exactly
 //! one list (a bucket's or the overdue list), the one its code names; an entry in a bucket lies in
@@ -73,24 +83,35 @@
 //! is on the slab's free list; `len` is exact, held entries included.
 //!
 //! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1); a flush is O(its
-//! entries), each entry cascading at most once a level. A slot is 56 bytes for a 16-byte payload
-//! (generation 8, links 8, deadline and `sub` 8, sequence 8, bucket code 4, payload 16, padding
-//! 4); a bucket 16 bytes, in chunks of 512 (`buckets.rs`). No method drops a payload.
+//! entries), each entry cascading at most once a level. A slot is 48 bytes for a 24-byte payload
+//! with a niche (`Option<InlineTask>`'s size): life word 8, links 8, deadline 8, payload 24, the
+//! payload's niche marking the vacant slot; a bucket 16 bytes, in chunks of 512 (`buckets.rs`). No
+//! method drops a payload.
 
 use std::fmt;
 
-use super::slab::{Slab, NIL};
-use crate::deadline::MAX_DEADLINE_TICK;
+use super::life::{ListCode, Status};
+use super::slab::Slab;
+use crate::deadline::{Deadline, MAX_DEADLINE_TICK};
 use crate::wheel::place::{max_levels, LevelTable, Placement};
 
 mod buckets;
 mod flush;
+mod lists;
 mod types;
 
 pub(crate) use buckets::{BucketCode, Offer, Offers};
 use buckets::{Levels, List, NO_ROUND};
 use types::Entry;
 pub use types::{Due, Fired, Key, Refusal, Refused};
+
+// A slot for a payload of three words with a niche (`Option<InlineTask>`'s shape) is 48 bytes.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<super::slab::Slot<Entry<Slot48Payload>>>() == 48);
+
+/// A payload of `InlineTask`'s size and niche (a vtable reference and 16 bytes), for the slot's
+/// size assertion (`shard/` does not reach `entry/`).
+type Slot48Payload = (&'static (), [u64; 2]);
 
 /// The last deadline tick the wheel takes: the crate's ([`MAX_DEADLINE_TICK`]).
 pub(crate) const MAX_TICK: u64 = MAX_DEADLINE_TICK;
@@ -183,92 +204,84 @@ impl<P> Wheel<P> {
         !self.overdue.is_empty()
     }
 
-    /// Files `payload` due at tick `deadline`, in its 256th `sub`, with the caller's sequence
-    /// number `seq` (which orders it among equal deadlines, [`Due::order`]): in its bucket, or on
-    /// the overdue list if `deadline` is not after the time. Its key, which names it until it
-    /// leaves the wheel, and the offers the caller makes to the queue: its bucket's, if the insert
-    /// set the bucket's expiration for a new round, and the overdue list's, if it was not offered
-    /// since its last drain.
+    /// Files `payload` due at `deadline` (placed by its tick) with the caller's `stamp` (below
+    /// 2⁵⁶, unique among the entries the wheel is ever given: module docs, "Order"): in its
+    /// bucket, or on the overdue list if its tick is not after the time. Its key, which names it
+    /// until it leaves the wheel, and the offers the caller makes to the queue: its bucket's, if
+    /// the insert set the bucket's expiration for a new round, and the overdue list's, if it was
+    /// not offered since its last drain.
     ///
     /// # Errors
     ///
-    /// The payload back, with [`Refusal::TooFar`] if `deadline` is after [`MAX_TICK`], or
-    /// [`Refusal::Full`] if the slab has no slot index left; the wheel is unchanged.
+    /// The payload back, with [`Refusal::Full`], if the slab has no slot index left; the wheel is
+    /// unchanged.
     #[inline]
     pub(crate) fn insert(
         &mut self,
-        deadline: u64,
-        sub: u8,
-        seq: u64,
+        deadline: Deadline,
+        stamp: u64,
         payload: P,
     ) -> Result<(Key, Offers), Refused<P>> {
-        if deadline > MAX_TICK {
-            return Err(Refused { payload, reason: Refusal::TooFar });
-        }
-        let entry =
-            Entry { when: (deadline << 8) | u64::from(sub), seq, bucket: BucketCode::OVERDUE, payload };
-        let (slot, generation) = match self.slab.occupy(entry) {
-            Ok(occupied) => occupied,
+        let index = match self.slab.occupy(stamp, Entry { when: deadline, payload }) {
+            Ok(index) => index,
             Err(entry) => return Err(Refused { payload: entry.payload, reason: Refusal::Full }),
         };
-        let offer = self.file(slot, deadline);
-        Ok((Key { slot, generation }, offer))
+        let offer = self.file(index, deadline.tick());
+        Ok((Key { slot: index, generation: stamp }, offer))
     }
 
-    /// Takes the entry `key` names out, also a held one (the cancel wins over the batch's claim):
-    /// its payload, or `None` if it has left the wheel (claimed, removed, drained: the key is
-    /// stale, also after its slot's reuse). Its bucket keeps its expiration.
+    /// Takes the entry `key` names out, also a held one (the cancel wins over the batch's claim),
+    /// its status `Cancelled`: its payload, or `None` if it has left the wheel (claimed, removed,
+    /// drained: the key is stale, also after its slot's reuse). Its bucket keeps its expiration.
     #[inline]
     pub(crate) fn remove(&mut self, key: Key) -> Option<P> {
-        if !self.slab.get(key.slot, key.generation)?.is_held() {
+        if self.slab.get(key.slot, key.generation)?.life.list() != ListCode::HELD {
             self.unlink(key.slot);
         }
-        Some(self.slab.vacate(key.slot).1.payload)
+        Some(self.slab.vacate(key.slot, Status::Cancelled).payload)
     }
 
-    /// Takes the held entry `key` names out (module docs, "Held"): its payload, for the batch to
-    /// run, or `None` if it is gone (removed or drained since the flush held it; the key is stale).
+    /// Takes the held entry `key` names out (module docs, "Held"), its status `Fired`: its
+    /// payload, for the batch to run, or `None` if it is gone (removed or drained since the flush
+    /// held it; the key is stale).
     #[inline]
     pub(crate) fn claim(&mut self, key: Key) -> Option<P> {
-        let held = self.slab.get(key.slot, key.generation)?.is_held();
+        let held = self.slab.get(key.slot, key.generation)?.life.list() == ListCode::HELD;
         debug_assert!(held, "a claim of {key:?}, pending and not held");
         if !held {
             return None;
         }
-        Some(self.slab.vacate(key.slot).1.payload)
+        Some(self.slab.vacate(key.slot, Status::Fired).payload)
     }
 
-    /// Moves the entry `key` names to `deadline` and `sub` in place: same slot, key, payload and
-    /// sequence number, linked at the tail of its new list (filed as [`insert`](Wheel::insert)
-    /// files). `Ok(Some(offer))` if it moved (`offer` as an insert's), `Ok(None)` if the key is
-    /// stale or names a held entry, which is being fired (nothing changes).
-    ///
-    /// # Errors
-    ///
-    /// [`Refusal::TooFar`] if the key names a pending entry, not held, and `deadline` is after
-    /// [`MAX_TICK`]; the entry stays as it was.
+    /// Moves the entry `key` names to `deadline` in place: same slot, key, payload and stamp,
+    /// linked at the tail of its new list (filed as [`insert`](Wheel::insert) files). `Some(offers)`
+    /// if it moved (as an insert's), `None` if the key is stale or names a held entry, which is
+    /// being fired (nothing changes).
     #[inline]
-    pub(crate) fn reset(&mut self, key: Key, deadline: u64, sub: u8) -> Result<Option<Offers>, Refusal> {
-        match self.slab.get(key.slot, key.generation) {
-            Some(entry) if !entry.is_held() => {}
-            _ => return Ok(None),
-        }
-        if deadline > MAX_TICK {
-            return Err(Refusal::TooFar);
+    pub(crate) fn reset(&mut self, key: Key, deadline: Deadline) -> Option<Offers> {
+        if self.slab.get(key.slot, key.generation)?.life.list() == ListCode::HELD {
+            return None;
         }
         self.unlink(key.slot);
-        self.slab.entry_mut(key.slot).when = (deadline << 8) | u64::from(sub);
-        Ok(Some(self.file(key.slot, deadline)))
+        self.slab.entry_mut(key.slot).when = deadline;
+        Some(self.file(key.slot, deadline.tick()))
     }
 
-    /// The deadline and `sub` of the entry `key` names, `None` if the key is stale. A held entry
-    /// is pending until claimed: its deadline reads back, the one it fell due by.
-    pub(crate) fn deadline(&self, key: Key) -> Option<(u64, u8)> {
-        let entry = self.slab.get(key.slot, key.generation)?;
-        Some((entry.deadline(), entry.when as u8))
+    /// The deadline of the entry `key` names, `None` if the key is stale. A held entry is pending
+    /// until claimed: its deadline reads back, the one it fell due by.
+    pub(crate) fn deadline(&self, key: Key) -> Option<Deadline> {
+        Some(self.slab.get(key.slot, key.generation)?.entry.as_ref()?.when)
+    }
+
+    /// Where the entry `key` names is in its life (module docs, "Status"): `Pending` until a take,
+    /// then how it ended, until its slot is reused or cut off by a shrink; `None` then.
+    pub(crate) fn status(&self, key: Key) -> Option<Status> {
+        self.slab.status(key.slot, key.generation)
     }
 
     /// Hands every pending entry out, held ones too (a batch's claim of them then finds nothing),
+    /// each status `Abandoned`,
     /// appended to `out` in slot order (the caller sorts by [`Fired::order`] if it needs deadline
     /// order): the wheel is left empty, every key stale,
     /// every bucket's round forgotten, its slots vacant and written (a [`shrink`](Wheel::shrink)
@@ -276,7 +289,7 @@ impl<P> Wheel<P> {
     pub(crate) fn drain_all(&mut self, out: &mut Vec<Fired<P>>) {
         // Room first: the slab's walk must not panic halfway.
         out.reserve(self.len());
-        self.slab.take_all(|slot, generation, entry| out.push(entry.fired(slot, generation)));
+        self.slab.take_all(Status::Abandoned, |slot, stamp, entry| out.push(entry.fired(slot, stamp)));
         self.levels.clear();
         self.overdue = List::EMPTY;
         self.overdue_offered = false;
@@ -305,10 +318,11 @@ impl<P> Wheel<P> {
             Placement::Slot { level, slot, stage } => (level, slot, stage.round),
         };
         debug_assert!(level < max_levels(self.wheel_size) && round > self.time && round <= deadline);
-        let code = BucketCode::encode(level, slot);
+        debug_assert_eq!(slot, self.levels.slot_of(level, deadline), "the bucket follows from the tick");
+        let list = ListCode::level(level);
         let bucket = self.levels.bucket(level, slot);
         if bucket.expiration == round {
-            link(&mut self.slab, &mut bucket.list, index, code);
+            lists::link(&mut self.slab, &mut bucket.list, index, list);
             return Offers::default();
         }
         // A new round for the bucket: offered; entries of a round of the past move out first.
@@ -316,33 +330,8 @@ impl<P> Wheel<P> {
         bucket.expiration = round;
         let behind = !bucket.list.is_empty();
         let overdue = if behind { self.overdue_behind(level, slot) } else { None };
-        link(&mut self.slab, &mut self.levels.bucket(level, slot).list, index, code);
-        Offers { round: Some(Offer { expiration: round, bucket: code }), overdue }
-    }
-
-    /// Links the occupied slot `index` at the tail of the overdue list: the list's offer, at the
-    /// time, if it was not offered since its last drain.
-    #[inline]
-    fn link_overdue(&mut self, index: u32) -> Option<Offer> {
-        link(&mut self.slab, &mut self.overdue, index, BucketCode::OVERDUE);
-        let first = !std::mem::replace(&mut self.overdue_offered, true);
-        first.then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
-    }
-
-    /// Moves the entries of bucket `slot` of `level`, left behind the time with a round of the
-    /// past, to the overdue list (module docs, "A bucket behind the time"): all are due. The
-    /// overdue list's offer, if it makes one.
-    #[cold]
-    fn overdue_behind(&mut self, level: usize, slot: usize) -> Option<Offer> {
-        let mut offer = None;
-        while let Some(index) = self.pop_front(BucketCode::encode(level, slot)) {
-            debug_assert!(
-                self.slab.entry(index).deadline() <= self.time,
-                "a round of the past holds a due entry"
-            );
-            offer = offer.or(self.link_overdue(index));
-        }
-        offer
+        lists::link(&mut self.slab, &mut self.levels.bucket(level, slot).list, index, list);
+        Offers { round: Some(Offer { expiration: round, bucket: BucketCode::encode(level, slot) }), overdue }
     }
 
     /// The offers an insert of `deadline` would make now, without it (the seeded fault
@@ -361,62 +350,6 @@ impl<P> Wheel<P> {
             },
         }
     }
-
-    /// Unlinks the first entry of the list `code` names (its bucket exists): its slot, `None`
-    /// if the list is empty.
-    #[inline]
-    fn pop_front(&mut self, code: BucketCode) -> Option<u32> {
-        let head = self.list_mut(code).head;
-        (head != NIL).then(|| {
-            self.unlink(head);
-            head
-        })
-    }
-
-    /// The list `code` names, which holds an entry (its bucket exists; not held).
-    #[inline]
-    fn list_mut(&mut self, code: BucketCode) -> &mut List {
-        if code == BucketCode::OVERDUE {
-            return &mut self.overdue;
-        }
-        let (level, slot) = code.decode();
-        &mut self.levels.get_mut(level, slot).expect("a linked entry's bucket exists").list
-    }
-
-    /// Unlinks the occupied slot `index` from its list (it is on one: not held).
-    #[inline]
-    fn unlink(&mut self, index: u32) {
-        let slot = self.slab.slot(index);
-        let (prev, next) = (slot.prev, slot.next);
-        let code = slot.entry.as_ref().expect("a linked slot is occupied").bucket;
-        if next != NIL {
-            self.slab.slot_mut(next).prev = prev;
-        }
-        if prev != NIL {
-            self.slab.slot_mut(prev).next = next;
-        }
-        let list = self.list_mut(code);
-        if next == NIL {
-            list.tail = prev;
-        }
-        if prev == NIL {
-            list.head = next;
-        }
-    }
-}
-
-/// Links the occupied slot `index` at the tail of `list`, the list `code` names.
-#[inline]
-fn link<P>(slab: &mut Slab<Entry<P>>, list: &mut List, index: u32, code: BucketCode) {
-    let tail = std::mem::replace(&mut list.tail, index);
-    if tail == NIL {
-        list.head = index;
-    } else {
-        slab.slot_mut(tail).next = index;
-    }
-    let slot = slab.slot_mut(index);
-    (slot.prev, slot.next) = (tail, NIL);
-    slot.entry.as_mut().expect("a linked slot is occupied").bucket = code;
 }
 
 #[cfg(test)]

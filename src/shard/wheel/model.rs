@@ -2,38 +2,53 @@
 //! keys), resets and advances (by steps from one tick to far beyond, and to the head of the queue),
 //! with a reference heap of offers standing in for the driver's queue (`support::Drive`) and stale
 //! offers (popped ones) offered again, for every wheel size the crate's tests use, from times near
-//! the start and the end of the range. The reference holds each pending entry by its order
-//! (deadline, 256th, sequence number) in a `BTreeMap`, so an advance to `now` must hand out exactly
-//! the entries due by `now` (never early, at most one tick late) and numbered at most the round's
-//! limit (some advances leave the latest inserts out; the next round takes them, the clock moved
-//! or not), in that order (FIFO by sequence among equal deadlines), held: each counted in `len` and its deadline read back, a reset of it
-//! refused, some removed while held (the claim then finds nothing), the rest claimed in the batch's
-//! order; `len` and each key's deadline are compared after every step, the wheel is audited after
-//! every advance (every bucket holding entries queued, held entries included), and the drain at the
-//! end hands back exactly what the reference holds. Every payload is dropped once.
+//! the start and the end of the range. Deadlines are the crate's words of every form (far words
+//! with a rank, exact words, words passed within the tick under way), placed by their ticks. The
+//! reference holds each pending entry by its order (deadline word, stamp) in a `BTreeMap`, so an
+//! advance to `now` must hand out exactly the entries whose ticks are due by `now` (never early,
+//! at most one tick late) and stamped at most the round's limit (some advances leave the latest
+//! inserts out; the next round takes them, the clock moved or not), in that order (by stamp among
+//! equal deadlines), held: each counted in `len` and its deadline read back, a reset of it
+//! refused, some removed while held (the claim then finds nothing), the rest claimed in the
+//! batch's order; `len`, each key's deadline and its status (pending, then how it ended until its
+//! slot is reused, then nothing) are compared after every step, the wheel is audited after every
+//! advance (every bucket holding entries queued, held entries included), and the drain at the end
+//! hands back exactly what the reference holds, each key then abandoned. Every payload is dropped
+//! once.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
 use proptest::prelude::*;
 
+use super::super::life::Status;
 use super::support::{audit, Drive, Drops, Token};
-use super::{Key, Refusal, MAX_TICK, MAX_WHEEL_SIZE};
+use super::{Key, MAX_TICK, MAX_WHEEL_SIZE};
+use crate::deadline::{Deadline, Fractions};
 
-/// A deadline relative to the clock.
+/// A deadline's tick relative to the clock.
 #[derive(Clone, Copy, Debug)]
 enum When {
     After(u64),
     Passed(u64),
-    Beyond(u64),
+}
+
+/// A deadline word's form within its tick: a far word's rank, an exact word's position (in the
+/// nanoseconds of a 1 ms tick), or an exact word passed within the tick under way (`P`). An exact
+/// form beyond the exact words' range is a far word.
+#[derive(Clone, Copy, Debug)]
+enum Form {
+    Far(u8),
+    Exact(u64),
+    PassedMidTick(u64),
 }
 
 #[derive(Clone, Debug)]
 enum Op {
-    Insert(When, u8),
+    Insert(When, Form),
     /// A key handed out so far, live or stale, by its index modulo their number.
     Remove(usize),
-    Reset(usize, When, u8),
+    Reset(usize, When, Form),
     /// A step, which entries of the batch a remove takes while held (bits of the mask), and how
     /// many of the latest inserts the round's limit leaves out.
     Advance(u64, u8, u64),
@@ -51,11 +66,27 @@ fn when() -> impl Strategy<Value = When> {
         2 => 0..(1u64 << 30),
         1 => 0..(1u64 << 56),
     ];
+    prop_oneof![8 => delay.prop_map(When::After), 1 => (0..100u64).prop_map(When::Passed)]
+}
+
+fn form() -> impl Strategy<Value = Form> {
     prop_oneof![
-        8 => delay.prop_map(When::After),
-        1 => (0..100u64).prop_map(When::Passed),
-        1 => (0..1_000u64).prop_map(When::Beyond),
+        2 => any::<u8>().prop_map(Form::Far),
+        1 => (0..1_000_000u64).prop_map(Form::Exact),
+        1 => (0..1_000_000u64).prop_map(Form::PassedMidTick),
     ]
+}
+
+/// The word of `form` at `tick`.
+fn word(tick: u64, form: Form) -> Deadline {
+    let fractions = Fractions::new(1_000_000).expect("a 1 ms tick");
+    let exact = match form {
+        Form::Far(_) => None,
+        Form::Exact(below) => fractions.deadline(tick, below),
+        Form::PassedMidTick(below) => fractions.passed(tick, below),
+    };
+    let rank = if let Form::Far(rank) = form { rank } else { 0 };
+    exact.unwrap_or_else(|| Deadline::new(tick, rank).expect("a tick in range"))
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -67,9 +98,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => 0..(1u64 << 50),
     ];
     prop_oneof![
-        6 => (when(), any::<u8>()).prop_map(|(when, sub)| Op::Insert(when, sub)),
+        6 => (when(), form()).prop_map(|(when, form)| Op::Insert(when, form)),
         2 => any::<usize>().prop_map(Op::Remove),
-        2 => (any::<usize>(), when(), any::<u8>()).prop_map(|(key, when, sub)| Op::Reset(key, when, sub)),
+        2 => (any::<usize>(), when(), form()).prop_map(|(key, when, form)| Op::Reset(key, when, form)),
         2 => (step, any::<u8>(), back()).prop_map(|(step, cancels, back)| Op::Advance(step, cancels, back)),
         1 => (any::<u8>(), back()).prop_map(|(cancels, back)| Op::ToHead(cancels, back)),
         1 => any::<usize>().prop_map(Op::Stale),
@@ -97,16 +128,15 @@ fn wheel_size() -> impl Strategy<Value = u64> {
 /// What the reference expects of a pending entry when it leaves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Expect {
-    deadline: u64,
-    sub: u8,
-    seq: u64,
+    deadline: Deadline,
+    stamp: u64,
     key: Key,
     id: u32,
 }
 
 impl Expect {
-    fn order(&self) -> (u64, u8, u64) {
-        (self.deadline, self.sub, self.seq)
+    fn order(&self) -> (Deadline, u64) {
+        (self.deadline, self.stamp)
     }
 }
 
@@ -114,24 +144,25 @@ impl Expect {
 struct Reference {
     /// The clock: the last tick advanced to.
     now: u64,
-    /// Inserts accepted so far.
+    /// Inserts accepted so far: the next stamp.
     seq: u64,
     /// The last round's limit: it never goes down.
     limit: u64,
     /// Pending entries by their order.
-    pending: BTreeMap<(u64, u8, u64), Expect>,
+    pending: BTreeMap<(Deadline, u64), Expect>,
     /// Each pending key's order.
-    places: HashMap<Key, (u64, u8, u64)>,
+    places: HashMap<Key, (Deadline, u64)>,
+    /// Per slot, the key of its last occupant that left and how it ended (until the slot's reuse).
+    ended: HashMap<u32, (Key, Status)>,
     /// Every key handed out.
     keys: Vec<Key>,
 }
 
 impl Reference {
-    fn deadline(&self, when: When) -> u64 {
+    fn tick(&self, when: When) -> u64 {
         match when {
-            When::After(delay) => self.now + delay,
+            When::After(delay) => self.now.saturating_add(delay).min(MAX_TICK),
             When::Passed(by) => self.now.saturating_sub(by),
-            When::Beyond(by) => MAX_TICK + 1 + by,
         }
     }
 
@@ -139,10 +170,25 @@ impl Reference {
         self.pending.insert(expect.order(), expect);
         self.places.insert(expect.key, expect.order());
     }
+
+    /// Takes `key`'s pending entry out, ended as `status`.
+    fn end(&mut self, key: Key, status: Status) -> Option<Expect> {
+        let expect = self.pending.remove(&self.places.remove(&key)?).unwrap();
+        self.ended.insert(key.slot, (key, status));
+        Some(expect)
+    }
+
+    /// What the wheel must read as `key`'s status.
+    fn status(&self, key: Key) -> Option<Status> {
+        if self.places.contains_key(&key) {
+            return Some(Status::Pending);
+        }
+        self.ended.get(&key.slot).filter(|(ended, _)| *ended == key).map(|&(_, status)| status)
+    }
 }
 
 fn expect_of(f: &super::Fired<Token>) -> Expect {
-    Expect { deadline: f.deadline, sub: f.sub, seq: f.seq, key: f.key, id: f.payload.id }
+    Expect { deadline: f.deadline, stamp: f.stamp, key: f.key, id: f.payload.id }
 }
 
 fn run(wheel_size: u64, start: u64, ops: &[Op]) {
@@ -154,46 +200,42 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
     for op in ops {
         let mut key_used = None;
         match *op {
-            Op::Insert(when, sub) => {
-                let deadline = model.deadline(when);
+            Op::Insert(when, form) => {
+                let deadline = word(model.tick(when), form);
                 let id = ids;
                 ids += 1;
-                match drive.wheel.insert(deadline, sub, model.seq, drops.token(id)) {
-                    Ok((key, offer)) => {
-                        assert!(deadline <= MAX_TICK, "{deadline} accepted");
-                        assert!(!model.places.contains_key(&key), "{key:?} handed out twice");
-                        drive.queue.extend(offer.iter().map(Reverse));
-                        model.file(Expect { deadline, sub, seq: model.seq, key, id });
-                        model.seq += 1;
-                        model.keys.push(key);
-                        key_used = Some(key);
-                    }
-                    Err(refused) => {
-                        assert!(deadline > MAX_TICK, "{deadline} refused");
-                        assert_eq!((refused.payload.id, refused.reason), (id, Refusal::TooFar));
-                    }
-                }
+                let Ok((key, offer)) = drive.wheel.insert(deadline, model.seq, drops.token(id)) else {
+                    panic!("{deadline:?} refused");
+                };
+                assert!(!model.places.contains_key(&key), "{key:?} handed out twice");
+                assert_eq!(key.generation, model.seq, "the key's generation is the stamp");
+                drive.queue.extend(offer.iter().map(Reverse));
+                model.ended.remove(&key.slot);
+                model.file(Expect { deadline, stamp: model.seq, key, id });
+                model.seq += 1;
+                model.keys.push(key);
+                key_used = Some(key);
             }
             Op::Remove(pick) if !model.keys.is_empty() => {
                 let key = model.keys[pick % model.keys.len()];
-                let expected =
-                    model.places.remove(&key).map(|place| model.pending.remove(&place).unwrap().id);
+                let expected = model.end(key, Status::Cancelled).map(|expect| expect.id);
                 assert_eq!(drive.wheel.remove(key).map(|token| token.id), expected, "remove {key:?}");
                 key_used = Some(key);
             }
-            Op::Reset(pick, when, sub) if !model.keys.is_empty() => {
+            Op::Reset(pick, when, form) if !model.keys.is_empty() => {
                 let key = model.keys[pick % model.keys.len()];
-                let deadline = model.deadline(when);
+                let deadline = word(model.tick(when), form);
                 let expected = match model.places.get(&key) {
-                    None => Ok(false),
-                    Some(_) if deadline > MAX_TICK => Err(Refusal::TooFar),
+                    None => false,
                     Some(&place) => {
                         let expect = model.pending.remove(&place).unwrap();
-                        model.file(Expect { deadline, sub, ..expect });
-                        Ok(true)
+                        model.file(Expect { deadline, ..expect });
+                        true
                     }
                 };
-                assert_eq!(drive.reset(key, deadline, sub), expected, "reset {key:?} to {deadline}");
+                let offers = drive.wheel.reset(key, deadline);
+                drive.queue.extend(offers.iter().flat_map(|offers| offers.iter()).map(Reverse));
+                assert_eq!(offers.is_some(), expected, "reset {key:?} to {deadline:?}");
                 key_used = Some(key);
             }
             Op::Remove(_) | Op::Reset(..) => {}
@@ -216,14 +258,13 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
         assert_eq!(drive.wheel.len(), model.pending.len());
         assert!(drive.wheel.time() <= model.now, "the wheel's time passed the clock");
         if let Some(key) = key_used {
-            let expected = model.places.get(&key).map(|place| {
-                let expect = model.pending[place];
-                (expect.deadline, expect.sub)
-            });
+            let expected = model.places.get(&key).map(|place| model.pending[place].deadline);
             assert_eq!(drive.wheel.deadline(key), expected, "deadline of {key:?}");
+            assert_eq!(drive.wheel.status(key), model.status(key), "status of {key:?}");
         }
-        if let (Some(next), Some(first)) = (drive.next_tick(), model.pending.keys().next()) {
-            assert!(next <= first.0.max(model.now), "head {next} after the earliest entry's {}", first.0);
+        let earliest = model.pending.keys().map(|(deadline, _)| deadline.tick()).min();
+        if let (Some(next), Some(first)) = (drive.next_tick(), earliest) {
+            assert!(next <= first.max(model.now), "head {next} after the earliest entry's {first}");
         }
     }
     let mut out = Vec::new();
@@ -234,10 +275,16 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
     let drained: Vec<Expect> = out.iter().map(expect_of).collect();
     assert_eq!(drained, expected, "the drain hands back what is pending, in slot order");
     drop(out);
-    assert!(
-        model.keys.iter().all(|&key| drive.wheel.remove(key).is_none()),
-        "every key stale after the drain"
-    );
+    for &key in &model.keys {
+        if model.places.contains_key(&key) {
+            model.ended.insert(key.slot, (key, Status::Abandoned));
+        }
+    }
+    model.places.clear();
+    for &key in &model.keys {
+        assert_eq!(drive.wheel.status(key), model.status(key), "status of {key:?} after the drain");
+        assert!(drive.wheel.remove(key).is_none(), "every key stale after the drain");
+    }
     drop(drive);
     drops.assert_each_once(ids);
 }
@@ -252,29 +299,36 @@ fn advance(drive: &mut Drive<Token>, model: &mut Reference, (now, back): (u64, u
     model.limit = model.limit.max(model.seq.saturating_sub(1 + back));
     let limit = model.limit;
     let batch = drive.collect_by(now, limit);
-    let taken: Vec<_> = model.pending.range(..=(now, u8::MAX, u64::MAX)).map(|(&order, _)| order).collect();
+    let taken: Vec<_> =
+        model.pending.keys().filter(|(deadline, _)| deadline.tick() <= now).copied().collect();
     let mut expected = Vec::new();
-    for order in taken.into_iter().filter(|order| order.2 <= limit) {
+    for order in taken.into_iter().filter(|order| order.1 <= limit) {
         let expect = model.pending.remove(&order).unwrap();
         model.places.remove(&expect.key);
         expected.push(expect);
     }
     model.now = model.now.max(now);
-    let held: Vec<_> = batch.iter().map(|d| (d.deadline, d.sub, d.seq, d.key)).collect();
-    let wanted: Vec<_> = expected.iter().map(|e| (e.deadline, e.sub, e.seq, e.key)).collect();
+    let held: Vec<_> = batch.iter().map(|d| (d.deadline, d.stamp, d.key)).collect();
+    let wanted: Vec<_> = expected.iter().map(|e| (e.deadline, e.stamp, e.key)).collect();
     assert_eq!(held, wanted, "advance to {now}, limit {limit}");
     assert_eq!(drive.wheel.len(), model.pending.len() + batch.len(), "held entries are counted");
     let picked = |at: usize| cancels & (1 << (at % 8)) != 0;
     for (at, (due, expect)) in batch.iter().zip(&expected).enumerate() {
-        assert_eq!(drive.wheel.deadline(due.key), Some((due.deadline, due.sub)), "held: pending");
-        assert_eq!(drive.wheel.reset(due.key, now + 1, 0), Ok(None), "held: a reset is refused");
+        assert_eq!(drive.wheel.deadline(due.key), Some(due.deadline), "held: pending");
+        assert_eq!(drive.wheel.status(due.key), Some(Status::Pending), "held: pending");
+        assert!(!drive.reset(due.key, (now + 1).min(MAX_TICK), 0), "held: a reset is refused");
         if picked(at) {
             assert_eq!(drive.wheel.remove(due.key).map(|token| token.id), Some(expect.id), "removed held");
+            model.ended.insert(due.key.slot, (due.key, Status::Cancelled));
         }
     }
     for (at, (due, expect)) in batch.iter().zip(&expected).enumerate() {
         let claimed = drive.wheel.claim(due.key).map(|token| token.id);
         assert_eq!(claimed, (!picked(at)).then_some(expect.id), "claim of {:?}", due.key);
+        if claimed.is_some() {
+            model.ended.insert(due.key.slot, (due.key, Status::Fired));
+        }
+        assert_eq!(drive.wheel.status(due.key), model.status(due.key), "status of {:?}", due.key);
     }
     assert_eq!(drive.wheel.len(), model.pending.len());
 }

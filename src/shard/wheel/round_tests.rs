@@ -3,7 +3,7 @@
 //! a bucket partly flushed keeps its round, a stale offer of it finds nothing, and a bucket left
 //! behind the time hands what it kept to the overdue list.
 
-use super::support::Drive;
+use super::support::{word, Drive};
 use super::{BucketCode, Offer, Offers, Wheel};
 
 fn payloads(drive: &mut Drive<char>, batch: &[super::Due]) -> String {
@@ -19,7 +19,7 @@ fn a_partly_flushed_bucket_keeps_its_round_for_the_next_round() {
     drive.insert_seq(5, 0, 5, 'y');
     drive.insert_seq(5, 0, 2, 'z');
     let x = drive.insert_seq(7, 0, 1, 'x');
-    assert_eq!(drive.reset(x, 5, 0), Ok(true), "x, numbered 1, linked after y, numbered 5");
+    assert!(drive.reset(x, 5, 0), "x, numbered 1, linked after y, numbered 5");
     let batch = drive.collect_by(5, 2);
     assert_eq!(payloads(&mut drive, &batch), "xz");
     assert_eq!((drive.wheel.len(), drive.next_tick()), (1, Some(5)), "y waits, its bucket queued");
@@ -41,7 +41,7 @@ fn a_kept_bucket_behind_the_time_hands_its_entries_to_the_overdue_list() {
     drive.insert_seq(6, 0, 6, 'v');
     assert!(drive.collect_by(6, 2).is_empty(), "v above the limit too");
     assert_eq!(drive.wheel.time(), 6);
-    let (_, offers) = drive.wheel.insert(9, 0, 7, 'w').map_err(drop).unwrap();
+    let (_, offers) = drive.wheel.insert(word(9, 0), 7, 'w').map_err(drop).unwrap();
     let overdue = Some(Offer { expiration: 6, bucket: BucketCode::OVERDUE });
     assert_eq!(
         offers,
@@ -62,15 +62,15 @@ fn a_kept_bucket_behind_the_time_hands_its_entries_to_the_overdue_list() {
 fn the_overdue_list_stays_offered_while_it_keeps_entries() {
     let mut wheel = Wheel::new(20);
     let overdue = Some(Offer { expiration: 0, bucket: BucketCode::OVERDUE });
-    assert_eq!(wheel.insert(0, 0, 1, 'a').map_err(drop).unwrap().1.overdue, overdue);
-    assert_eq!(wheel.insert(0, 0, 3, 'b').map_err(drop).unwrap().1, Offers::default());
+    assert_eq!(wheel.insert(word(0, 0), 1, 'a').map_err(drop).unwrap().1.overdue, overdue);
+    assert_eq!(wheel.insert(word(0, 0), 3, 'b').map_err(drop).unwrap().1, Offers::default());
     let mut out = Vec::new();
     assert_eq!(wheel.drain_overdue(1, &mut out), overdue, "b kept: offered for the next round");
-    assert_eq!(out.iter().map(|due| due.seq).collect::<Vec<_>>(), [1]);
-    assert_eq!(wheel.insert(0, 0, 4, 'c').map_err(drop).unwrap().1, Offers::default(), "still offered");
+    assert_eq!(out.iter().map(|due| due.stamp).collect::<Vec<_>>(), [1]);
+    assert_eq!(wheel.insert(word(0, 0), 4, 'c').map_err(drop).unwrap().1, Offers::default(), "still offered");
     assert_eq!(wheel.flush(BucketCode::OVERDUE, 0, 4, &mut out, &mut Vec::new()), None, "emptied");
-    assert_eq!(out.iter().map(|due| due.seq).collect::<Vec<_>>(), [1, 3, 4]);
-    assert_eq!(wheel.insert(0, 0, 5, 'd').map_err(drop).unwrap().1.overdue, overdue, "offered again");
+    assert_eq!(out.iter().map(|due| due.stamp).collect::<Vec<_>>(), [1, 3, 4]);
+    assert_eq!(wheel.insert(word(0, 0), 5, 'd').map_err(drop).unwrap().1.overdue, overdue, "offered again");
     assert_eq!(wheel.drain_overdue(5, &mut out), None);
     let claimed: String = out.iter().map(|due| wheel.claim(due.key).unwrap()).collect();
     assert_eq!((claimed.as_str(), wheel.is_empty()), ("abcd", true));

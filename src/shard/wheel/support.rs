@@ -7,15 +7,27 @@ use std::collections::{BinaryHeap, HashSet};
 use std::fmt;
 use std::rc::Rc;
 
+use super::super::life::{ListCode, Status};
 use super::super::slab::NIL;
 use super::buckets::NO_ROUND;
 use super::{BucketCode, Due, Fired, Key, Offer, Wheel};
+use crate::deadline::Deadline;
 use crate::wheel::place::{max_levels, slot_ticks};
 
+/// A far deadline word of `tick` in its 256th `rank` (the wheel's tests know ticks and ranks).
+pub(super) fn word(tick: u64, rank: u8) -> Deadline {
+    Deadline::new(tick, rank).expect("a tick in range")
+}
+
+/// An order (deadline word, stamp) as (tick, rank, stamp), to compare with literals.
+pub(super) fn flat((deadline, stamp): (Deadline, u64)) -> (u64, u8, u64) {
+    (deadline.tick(), deadline.rank(), stamp)
+}
+
 /// Checks the wheel's invariants (module docs): the slab's, then every list (links both ways, each
-/// slot's code), each bucket's entries in its round and slot, the overdue list's due, every
-/// occupied slot on one list or held (and due); and, with `queued`, that every bucket holding entries has its round
-/// queued.
+/// slot's list code, and for a bucket the slot its tick names), each bucket's entries in its round
+/// and slot, the overdue list's due, every occupied slot on one list or held (and due), pending;
+/// and, with `queued`, that every bucket holding entries has its round queued.
 pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offer>>>) {
     wheel.slab.check();
     assert!(wheel.levels.created() <= max_levels(wheel.wheel_size));
@@ -24,9 +36,18 @@ pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offe
         while index != NIL {
             let slot = wheel.slab.slot(index);
             let entry = slot.entry.as_ref().expect("a linked slot is occupied");
-            assert_eq!(entry.bucket, code, "slot {index}'s list");
+            let tick = entry.when.tick();
+            let derived = match slot.life.list().as_level() {
+                Some(level) => BucketCode::encode(level, wheel.levels.slot_of(level, tick)),
+                None => {
+                    assert_eq!(slot.life.list(), ListCode::OVERDUE, "slot {index}'s list");
+                    BucketCode::OVERDUE
+                }
+            };
+            assert_eq!(derived, code, "slot {index}'s list, from its life word and tick");
+            assert_eq!(slot.life.status(), Status::Pending, "slot {index} occupied");
             assert_eq!(slot.prev, prev, "slot {index}'s prev");
-            each(entry.deadline());
+            each(tick);
             seen += 1;
             assert!(seen <= wheel.len(), "a list runs in a cycle");
             (prev, index) = (index, slot.next);
@@ -63,12 +84,10 @@ pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offe
     }
     let mut held = 0;
     for index in 0..wheel.slab.slots() as u32 {
-        if let Some(entry) = wheel.slab.slot(index).entry.as_ref().filter(|entry| entry.is_held()) {
-            assert!(
-                entry.deadline() <= time,
-                "held entry {index} due {} after the time {time}",
-                entry.deadline()
-            );
+        let slot = wheel.slab.slot(index);
+        if let Some(entry) = slot.entry.as_ref().filter(|_| slot.life.list() == ListCode::HELD) {
+            let tick = entry.when.tick();
+            assert!(tick <= time, "held entry {index} due {tick} after the time {time}");
             held += 1;
         }
     }
@@ -84,6 +103,8 @@ pub(super) struct Drive<P> {
     /// Advances so far, and how many make one audit (1: each).
     advances: u64,
     pub(super) audit_every: u64,
+    /// The stamp of the next [`insert`](Drive::insert).
+    pub(super) stamp: u64,
 }
 
 impl<P> Drive<P> {
@@ -94,28 +115,33 @@ impl<P> Drive<P> {
             popped: Vec::new(),
             advances: 0,
             audit_every: 1,
+            stamp: 0,
         }
     }
 
-    /// Inserts with the number of entries pending as the sequence number: the count of inserts so
-    /// far, in a test that removes nothing before it.
+    /// Inserts at `deadline` in its 256th `sub` with the next stamp of the drive's count (0, 1,
+    /// 2, ... in a test that gives no stamps itself).
     pub(super) fn insert(&mut self, deadline: u64, sub: u8, payload: P) -> Key {
-        let seq = self.wheel.len() as u64;
-        self.insert_seq(deadline, sub, seq, payload)
+        let stamp = self.stamp;
+        self.insert_seq(deadline, sub, stamp, payload)
     }
 
-    pub(super) fn insert_seq(&mut self, deadline: u64, sub: u8, seq: u64, payload: P) -> Key {
-        let (key, offers) =
-            self.wheel.insert(deadline, sub, seq, payload).unwrap_or_else(|_| panic!("{deadline} refused"));
+    /// Inserts with the stamp `stamp` (the drive's count then goes on after it).
+    pub(super) fn insert_seq(&mut self, deadline: u64, sub: u8, stamp: u64, payload: P) -> Key {
+        self.stamp = self.stamp.max(stamp + 1);
+        let (key, offers) = self
+            .wheel
+            .insert(word(deadline, sub), stamp, payload)
+            .unwrap_or_else(|_| panic!("{deadline} refused"));
         self.queue.extend(offers.iter().map(Reverse));
         key
     }
 
-    /// [`Wheel::reset`], its offer queued.
-    pub(super) fn reset(&mut self, key: Key, deadline: u64, sub: u8) -> Result<bool, super::Refusal> {
-        let Some(offers) = self.wheel.reset(key, deadline, sub)? else { return Ok(false) };
+    /// [`Wheel::reset`] to `deadline` in its 256th `sub`, its offers queued: whether it moved.
+    pub(super) fn reset(&mut self, key: Key, deadline: u64, sub: u8) -> bool {
+        let Some(offers) = self.wheel.reset(key, word(deadline, sub)) else { return false };
         self.queue.extend(offers.iter().map(Reverse));
-        Ok(true)
+        true
     }
 
     /// [`collect`](Drive::collect), then each due entry claimed in the batch's order: what fired.
@@ -123,7 +149,7 @@ impl<P> Drive<P> {
         let batch = self.collect(now);
         let claim = |due: Due| {
             let payload = self.wheel.claim(due.key).expect("a held entry is claimed once");
-            Fired { deadline: due.deadline, sub: due.sub, seq: due.seq, key: due.key, payload }
+            Fired { deadline: due.deadline, stamp: due.stamp, key: due.key, payload }
         };
         batch.into_iter().map(claim).collect()
     }

@@ -1,0 +1,98 @@
+//! The wheel's lists: linking a slot at a list's tail, unlinking it from wherever its life word
+//! and deadline say it is (the module docs of `wheel/`, "Where an entry is"), and the moves onto
+//! the overdue list.
+
+use super::super::life::ListCode;
+use super::super::slab::{Slab, NIL};
+use super::{BucketCode, Entry, List, Offer, Wheel};
+
+impl<P> Wheel<P> {
+    /// Links the occupied slot `index` at the tail of the overdue list: the list's offer, at the
+    /// time, if it was not offered since its last drain.
+    #[inline]
+    pub(super) fn link_overdue(&mut self, index: u32) -> Option<Offer> {
+        link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
+        let first = !std::mem::replace(&mut self.overdue_offered, true);
+        first.then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
+    }
+
+    /// Moves the entries of bucket `slot` of `level`, left behind the time with a round of the
+    /// past, to the overdue list (module docs, "A bucket behind the time"): all are due. The
+    /// overdue list's offer, if it makes one.
+    #[cold]
+    pub(super) fn overdue_behind(&mut self, level: usize, slot: usize) -> Option<Offer> {
+        let mut offer = None;
+        while let Some(index) = self.pop_front(BucketCode::encode(level, slot)) {
+            debug_assert!(
+                self.slab.entry(index).when.tick() <= self.time,
+                "a round of the past holds a due entry"
+            );
+            offer = offer.or(self.link_overdue(index));
+        }
+        offer
+    }
+
+    /// Unlinks the first entry of the list `code` names (its bucket exists): its slot, `None`
+    /// if the list is empty.
+    #[inline]
+    pub(super) fn pop_front(&mut self, code: BucketCode) -> Option<u32> {
+        let head = if code == BucketCode::OVERDUE {
+            self.overdue.head
+        } else {
+            let (level, slot) = code.decode();
+            self.levels.get(level, slot).expect("a flushed bucket exists").list.head
+        };
+        (head != NIL).then(|| {
+            self.unlink(head);
+            head
+        })
+    }
+
+    /// Unlinks the occupied slot `index` from its list (it is on one: not held), found by its
+    /// life word's list code and, for a level, its deadline's tick.
+    #[inline]
+    pub(super) fn unlink(&mut self, index: u32) {
+        let slot = self.slab.slot(index);
+        let (prev, next) = (slot.prev, slot.next);
+        let code = slot.life.list();
+        let level = code.as_level().map(|level| {
+            let tick = slot.entry.as_ref().expect("a linked slot is occupied").when.tick();
+            (level, self.levels.slot_of(level, tick))
+        });
+        if next != NIL {
+            self.slab.slot_mut(next).prev = prev;
+        }
+        if prev != NIL {
+            self.slab.slot_mut(prev).next = next;
+        }
+        let list = match level {
+            Some((level, slot)) => {
+                &mut self.levels.get_mut(level, slot).expect("a linked entry's bucket exists").list
+            }
+            None => {
+                debug_assert_eq!(code, ListCode::OVERDUE, "slot {index} is on no list");
+                &mut self.overdue
+            }
+        };
+        if next == NIL {
+            list.tail = prev;
+        }
+        if prev == NIL {
+            list.head = next;
+        }
+    }
+}
+
+/// Links the occupied slot `index` at the tail of `list`, the list `code` names.
+#[inline]
+pub(super) fn link<P>(slab: &mut Slab<Entry<P>>, list: &mut List, index: u32, code: ListCode) {
+    let tail = std::mem::replace(&mut list.tail, index);
+    if tail == NIL {
+        list.head = index;
+    } else {
+        slab.slot_mut(tail).next = index;
+    }
+    let slot = slab.slot_mut(index);
+    (slot.prev, slot.next) = (tail, NIL);
+    slot.life = slot.life.on(code);
+}
