@@ -96,8 +96,12 @@ use super::faults;
 use super::life::Status;
 use super::pool::{self, Pool, Shard, ShardState};
 use super::wheel::{self, BucketCode, Fired, Key, Offer, Offers, Refused, Wheel, DEFAULT_WHEEL_SIZE};
-use crate::deadline::{self, Deadline};
+use crate::deadline::Deadline;
 use crate::delay_queue::{DelayQueue, Identity};
+
+mod merge;
+
+pub use merge::Merge;
 
 /// An entry of a [`Core`]: cancels, resets and reads its deadline from any thread; finds nothing
 /// once the entry left (fired, cancelled, drained) or the core was dropped.
@@ -418,71 +422,6 @@ impl<P: Send + 'static> fmt::Debug for Core<P> {
             .field("len", &self.len())
             .field("queue", &self.queue)
             .finish()
-    }
-}
-
-/// The buffers with which [`Core::advance`] and [`Core::drain_all`] sort a batch through
-/// `deadline::sort_batch` (the batch's order keys, index and deadline, and their spare), and
-/// the due entries and offers of a flush.
-#[derive(Debug, Default)]
-pub struct Merge {
-    keys: Vec<(u32, Deadline)>,
-    spare: Vec<(u32, Deadline)>,
-    due: Vec<wheel::Due>,
-    offers: Vec<Offer>,
-}
-
-/// What a batch is ordered by: (deadline word, stamp).
-trait Ordered {
-    fn order(&self) -> (Deadline, u64);
-}
-
-impl Ordered for Due {
-    #[inline]
-    fn order(&self) -> (Deadline, u64) {
-        self.entry.order()
-    }
-}
-
-impl<P> Ordered for Fired<P> {
-    #[inline]
-    fn order(&self) -> (Deadline, u64) {
-        Fired::order(self)
-    }
-}
-
-/// Marks a position of `keys` whose entry is in place (while [`Merge::sort`] permutes).
-const PLACED: u32 = u32::MAX;
-
-impl Merge {
-    /// Sorts `batch` by its order (deadline word, stamp): the keys through
-    /// `deadline::sort_batch`, then the entries moved into their order in one pass over the
-    /// permutation's cycles.
-    fn sort<T: Ordered>(&mut self, batch: &mut [T]) {
-        if batch.len() < 2 {
-            return;
-        }
-        if batch.len() >= PLACED as usize {
-            batch.sort_by_key(Ordered::order);
-            return;
-        }
-        self.keys.clear();
-        self.keys.extend(batch.iter().enumerate().map(|(index, entry)| (index as u32, entry.order().0)));
-        deadline::sort_batch(&mut self.keys, &mut self.spare, |&index| batch[index as usize].order().1);
-        // Position `i` takes the entry at `keys[i].0`: follow each cycle of the permutation,
-        // swapping each position's entry in, and mark the positions done.
-        for start in 0..batch.len() {
-            let mut at = start;
-            loop {
-                let from = std::mem::replace(&mut self.keys[at].0, PLACED);
-                if from == PLACED || from as usize == start {
-                    break;
-                }
-                batch.swap(at, from as usize);
-                at = from as usize;
-            }
-        }
-        self.keys.clear();
     }
 }
 

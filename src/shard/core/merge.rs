@@ -1,0 +1,70 @@
+//! How a batch is put in order: [`Merge`], the buffers with which the core sorts an advance's
+//! batch and a drain's entries by (deadline word, stamp) through `deadline::sort_batch`.
+
+use super::{wheel, Due, Fired, Offer};
+use crate::deadline::{self, Deadline};
+
+/// The buffers with which [`Core::advance`] and [`Core::drain_all`] sort a batch through
+/// `deadline::sort_batch` (the batch's order keys, index and deadline, and their spare), and
+/// the due entries and offers of a flush.
+#[derive(Debug, Default)]
+pub struct Merge {
+    keys: Vec<(u32, Deadline)>,
+    spare: Vec<(u32, Deadline)>,
+    pub(super) due: Vec<wheel::Due>,
+    pub(super) offers: Vec<Offer>,
+}
+
+/// What a batch is ordered by: (deadline word, stamp).
+pub(super) trait Ordered {
+    fn order(&self) -> (Deadline, u64);
+}
+
+impl Ordered for Due {
+    #[inline]
+    fn order(&self) -> (Deadline, u64) {
+        self.entry.order()
+    }
+}
+
+impl<P> Ordered for Fired<P> {
+    #[inline]
+    fn order(&self) -> (Deadline, u64) {
+        Fired::order(self)
+    }
+}
+
+/// Marks a position of `keys` whose entry is in place (while [`Merge::sort`] permutes).
+const PLACED: u32 = u32::MAX;
+
+impl Merge {
+    /// Sorts `batch` by its order (deadline word, stamp): the keys through
+    /// `deadline::sort_batch`, then the entries moved into their order in one pass over the
+    /// permutation's cycles.
+    pub(super) fn sort<T: Ordered>(&mut self, batch: &mut [T]) {
+        if batch.len() < 2 {
+            return;
+        }
+        if batch.len() >= PLACED as usize {
+            batch.sort_by_key(Ordered::order);
+            return;
+        }
+        self.keys.clear();
+        self.keys.extend(batch.iter().enumerate().map(|(index, entry)| (index as u32, entry.order().0)));
+        deadline::sort_batch(&mut self.keys, &mut self.spare, |&index| batch[index as usize].order().1);
+        // Position `i` takes the entry at `keys[i].0`: follow each cycle of the permutation,
+        // swapping each position's entry in, and mark the positions done.
+        for start in 0..batch.len() {
+            let mut at = start;
+            loop {
+                let from = std::mem::replace(&mut self.keys[at].0, PLACED);
+                if from == PLACED || from as usize == start {
+                    break;
+                }
+                batch.swap(at, from as usize);
+                at = from as usize;
+            }
+        }
+        self.keys.clear();
+    }
+}
