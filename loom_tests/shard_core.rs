@@ -31,6 +31,10 @@
 //!   to level 0 at 5), then a second advance whose limit covers it: the first takes only the entry
 //!   its limit covers, the second the other, once, wherever the first left it (its bucket, the
 //!   overdue list) or the schedule filed it.
+//! * `a_set_aside_racing_the_poll_is_taken_by_the_next_advance`: an entry due at tick 1, held by
+//!   an advance to 1, set aside from another thread against the driver's next advance to 1, then,
+//!   once the set-aside is done, a last advance to 1: the entry is taken exactly once over the two
+//!   advances (its offer made for the next round after the link and the unlock), and claimed.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -214,5 +218,31 @@ fn a_schedule_above_the_limit_is_taken_by_the_next_advance() {
         assert_eq!(core.len(), 0);
         core.advance(5, 2, &mut out, &mut merge);
         assert!(out.is_empty(), "never taken twice");
+    });
+}
+
+/// Seeded fault `shard_core_set_aside_offered_before_link`: the set-aside offers the overdue list
+/// before it puts the entry back on it; the driver's advance pops the offer and drains the list
+/// while it is empty, the link then owes an offer it never makes, and no later advance takes the
+/// entry.
+#[test]
+fn a_set_aside_racing_the_poll_is_taken_by_the_next_advance() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        core.schedule(at_tick(1), 0, 7).map_err(drop).unwrap();
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
+        core.advance(1, 0, &mut out, &mut merge);
+        let due = out.pop().expect("due at 1");
+        let aside = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || core.set_aside(&due))
+        };
+        core.advance(1, 0, &mut out, &mut merge);
+        assert!(aside.join().unwrap(), "held: set aside");
+        core.advance(1, 0, &mut out, &mut merge);
+        assert_eq!(out.iter().map(|due| due.order()).collect::<Vec<_>>(), [(at_tick(1), 0)], "taken once");
+        assert_eq!(core.len(), 1, "held until claimed");
+        assert_eq!(core.claim(&out[0]), Some(7));
+        assert_eq!(core.len(), 0);
     });
 }

@@ -73,6 +73,26 @@
 //! [`Due::order`] (the deadline word, then the stamp) through `deadline::sort_batch`. [`Merge`] keeps
 //! the sort's buffers and the flushes' entries and offers between advances.
 //!
+//! **Passed deadlines mid-tick.** A deadline passed within the tick under way, `(f, f + 1]`, is
+//! filed at `f` (`deadline.rs`, `P`) and held by the next advance, while the entries of `f + 1`
+//! at or before it wait in their buckets (the wheel's docs, "Passed deadlines mid-tick"). A batch
+//! whose latest deadline of a tick is such a one ([`Deadline::in_own_tick`] gives it as a word of
+//! `f + 1`) asks [`Core::take_due_by`] with that word and the advance's stamp limit: every shard,
+//! each under its lock in turn, holds the entries of `f + 1` at or before it whose stamps are
+//! within the limit, appended to the batch, which the caller sorts again by the instants
+//! ([`Deadline::instant_order`]), equal ones by stamp ([`Merge::sort_by_instants`]), and claims
+//! as any batch. A batch without a passed deadline pays nothing here.
+//!
+//! **Set aside.** [`Core::set_aside`] puts a held entry back, pending, for the next advance (the
+//! drive waker's closures, `timer/drive_waker.rs`): under its shard's lock the wheel files it by
+//! its deadline from its time (a passed one on the overdue list), and what that reports is offered
+//! with [`DelayQueue::offer_next`] after the link and the unlock, so the round under way leaves it
+//! and the next takes it. Offered before the link, an advance could pop the offer and drain the
+//! overdue list before the entry is on it, and the offer the link then owes is never made: the
+//! seeded fault `shard_core_set_aside_offered_before_link`, which the loom model
+//! `shard_core::a_set_aside_racing_the_poll_is_taken_by_the_next_advance` catches. A cancel after
+//! it takes the entry, a reset moves it.
+//!
 //! **Claimed when it runs, not when collected.** A flush leaves each due entry in its slot, held
 //! by the batch (the wheel's docs, "Held"), pending and counted in `len`. The caller claims each
 //! just before it runs it, [`Core::claim`]: the due entry's shard locked, the entry taken out and
@@ -100,6 +120,7 @@ use crate::deadline::Deadline;
 use crate::delay_queue::{DelayQueue, Identity};
 
 mod merge;
+mod mid_tick;
 
 pub use merge::Merge;
 

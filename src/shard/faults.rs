@@ -29,6 +29,11 @@
 //! * `shard_core_kept_not_offered` (`core.rs`, at its site): the advance drops the offer of a
 //!   bucket or overdue list a flush left holding entries above the round's limit, so no later
 //!   round takes them.
+//! * `shard_core_set_aside_offered_before_link` ([`set_aside_offers_before_link`]):
+//!   `Core::set_aside` offers for the next round what putting the entry back will report before
+//!   its critical section, and drops what it reports: an advance may pop the offer and flush the
+//!   list before the entry is back (finding nothing, or a stale offer), and the offer the link
+//!   then owes is never made.
 
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
 use super::wheel::{BucketCode, Due, Key, Offer, Offers, Wheel};
@@ -117,4 +122,12 @@ pub(super) fn flush_claiming<P: Send + 'static>(
 /// `Core::schedule` (or `Core::reset`) to make before its insert's (or move's).
 pub(super) fn offers_before_link<P: Send + 'static>(shard: &Shard<Wheel<P>>, deadline: Deadline) -> Offers {
     shard.lock().state().offers_for(deadline.tick())
+}
+
+/// `shard_core_set_aside_offered_before_link`: the offers putting the held entry `key` back would
+/// make, read in a critical section of their own, for `Core::set_aside` to make before its own.
+pub(super) fn set_aside_offers_before_link<P: Send + 'static>(shard: &Shard<Wheel<P>>, key: Key) -> Offers {
+    let mut guard = shard.lock();
+    let wheel = guard.state();
+    wheel.deadline(key).map_or_else(Offers::default, |deadline| wheel.offers_for(deadline.tick()))
 }

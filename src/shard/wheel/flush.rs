@@ -120,7 +120,7 @@ impl<P> Wheel<P> {
 
     /// Marks the unlinked, occupied slot `index` held (module docs, "Held"): its batch element.
     #[inline]
-    fn hold(&mut self, index: u32) -> Due {
+    pub(super) fn hold(&mut self, index: u32) -> Due {
         let slot = self.slab.slot_mut(index);
         slot.life = slot.life.on(ListCode::HELD);
         let (stamp, deadline) =

@@ -50,6 +50,23 @@
 //! [`reset`](Wheel::reset) leaves it and answers as for a stale key, and
 //! [`deadline`](Wheel::deadline) still reads the deadline it fell due by (pending until claimed).
 //!
+//! **Passed deadlines mid-tick.** A deadline passed within the tick under way, `(f, f + 1]`, is
+//! filed at `f` (`deadline.rs`, `P`), so it is due at the next advance, while the entries of
+//! `f + 1` wait in their buckets for that tick's flush: the ones at or before it, and those equal
+//! to it scheduled earlier, would run after it. [`take_due_by`](Wheel::take_due_by) holds them
+//! with its batch: given the passed deadline's word as one of `f + 1`'s
+//! (`Deadline::in_own_tick`) and the caller's stamp limit, it looks into the bucket whose range
+//! holds `f + 1` at each level (at level 0 the bucket of that tick; at a coarser one, where an
+//! entry of a round not yet cascaded still waits, a bucket of other ticks too), compares each
+//! entry's tick and word, and holds each at or before the limit whose stamp is within it, as a
+//! flush holds. The cost falls on batches with a passed deadline only: one scan of one list a
+//! level.
+//!
+//! **Set aside.** A held entry can go back, pending: [`set_aside`](Wheel::set_aside) files it by
+//! its deadline from the wheel's time as an insert files (a passed one on the overdue list), with
+//! the offers an insert makes; the batch must not claim it then. Once back, a remove takes it and a
+//! reset moves it, as any pending entry.
+//!
 //! **Status.** Each take records how the entry ended in its slot's life word (`life.rs`): a claim
 //! `Fired`, a remove `Cancelled`, a drain `Abandoned`. [`status`](Wheel::status) reads it by key
 //! until the slot is reused (a stale key, whose stamp is not the new occupant's, then reads
@@ -79,8 +96,9 @@
 //! **Invariants**, whenever the shard's lock is free: every occupied slot is held or on exactly
 //! one list (a bucket's or the overdue list), the one its code names; an entry in a bucket lies in
 //! the round the bucket's expiration starts and is placed there from the time, or (a bucket behind
-//! the time) is due; an entry on the overdue list is due, and so is a held one; every vacant slot
-//! is on the slab's free list; `len` is exact, held entries included.
+//! the time) is due; an entry on the overdue list is due, and so is a held one, but for those a
+//! [`take_due_by`](Wheel::take_due_by) held (of the tick after a deadline passed mid-tick); every
+//! vacant slot is on the slab's free list; `len` is exact, held entries included.
 //!
 //! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1); a flush is O(its
 //! entries), each entry cascading at most once a level. A slot is 48 bytes for a 24-byte payload
@@ -96,6 +114,7 @@ use crate::deadline::{Deadline, MAX_DEADLINE_TICK};
 use crate::wheel::place::{max_levels, LevelTable, Placement};
 
 mod buckets;
+mod due_by;
 mod flush;
 mod lists;
 mod types;

@@ -14,7 +14,10 @@
 //! slot is reused, then nothing) are compared after every step, the wheel is audited after every
 //! advance (every bucket holding entries queued, held entries included), and the drain at the end
 //! hands back exactly what the reference holds, each key then abandoned. Every payload is dropped
-//! once.
+//! once. Besides advances, takes by a limit in the tick after the clock's (`take_due_by`: exactly
+//! the reference's entries of that tick at or before the limit, within a stamp limit) and batches
+//! some of whose entries are set aside, pending again, for the next advance to take
+//! (`model/due_by.rs`).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
@@ -25,6 +28,8 @@ use super::super::life::Status;
 use super::support::{audit, Drive, Drops, Token};
 use super::{Key, MAX_TICK, MAX_WHEEL_SIZE};
 use crate::deadline::{Deadline, Fractions};
+
+mod due_by;
 
 /// A deadline's tick relative to the clock.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +60,11 @@ enum Op {
     ToHead(u8, u64),
     /// An offer popped so far offered again, by its index modulo their number.
     Stale(usize),
+    /// A take by an exact word of the tick after the clock's (its position in the tick), a stamp
+    /// limit, and which entries taken a remove takes and which are set aside (`due_by.rs`).
+    TakeDueBy(u64, u64, u8, u8),
+    /// An advance (a step) whose batch sets entries aside (the masks as for `TakeDueBy`).
+    SetAside(u64, u8, u8),
 }
 
 fn when() -> impl Strategy<Value = When> {
@@ -104,6 +114,9 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (step, any::<u8>(), back()).prop_map(|(step, cancels, back)| Op::Advance(step, cancels, back)),
         1 => (any::<u8>(), back()).prop_map(|(cancels, back)| Op::ToHead(cancels, back)),
         1 => any::<usize>().prop_map(Op::Stale),
+        1 => (0..1_000_000u64, any::<u64>(), any::<u8>(), any::<u8>())
+            .prop_map(|(below, stamps, cancels, asides)| Op::TakeDueBy(below, stamps, cancels, asides)),
+        1 => (0..3u64, any::<u8>(), any::<u8>()).prop_map(|(step, cancels, asides)| Op::SetAside(step, cancels, asides)),
     ]
 }
 
@@ -254,6 +267,13 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
                 drive.queue.push(Reverse(offer));
             }
             Op::Stale(_) => {}
+            Op::TakeDueBy(below, stamps, cancels, asides) => {
+                due_by::take_due_by(&mut drive, &mut model, below, stamps, (cancels, asides));
+            }
+            Op::SetAside(step, cancels, asides) => {
+                let now = model.now.saturating_add(step).min(MAX_TICK);
+                due_by::advance_setting_aside(&mut drive, &mut model, now, (cancels, asides));
+            }
         }
         assert_eq!(drive.wheel.len(), model.pending.len());
         assert!(drive.wheel.time() <= model.now, "the wheel's time passed the clock");

@@ -1,0 +1,60 @@
+//! The core's moves of held entries besides the advance's: the entries of the tick after a
+//! deadline passed mid-tick, taken with its batch ([`Core::take_due_by`]), and a held entry put
+//! back for the next round ([`Core::set_aside`]). The module docs of `core.rs`, "Passed deadlines
+//! mid-tick" and "Set aside".
+
+use super::{faults, Bucketed, Core, Due, Merge};
+use crate::deadline::Deadline;
+
+impl<P: Send + 'static> Core<P> {
+    /// Holds, in every shard (each under its lock, no lock across two), the entries of `limit`'s
+    /// tick whose deadline word is at or before `limit` and whose stamp is at most `stamps`, as
+    /// an advance's flush holds its due entries, appended to `out` unsorted (module docs, "Passed
+    /// deadlines mid-tick"): `limit` is the latest deadline of a batch passed within the tick
+    /// before it, as one of that tick's words (`Deadline::in_own_tick`), `stamps` the advance's
+    /// stamp limit. The caller sorts the batch again by the instants, equal ones by stamp
+    /// ([`Merge::sort_by_instants`]) and claims each as any held entry. `merge` holds each
+    /// shard's entries on their way (as for [`advance`](Core::advance)).
+    pub fn take_due_by(&self, limit: Deadline, stamps: u64, out: &mut Vec<Due>, merge: &mut Merge) {
+        for (index, shard) in self.shards.iter().enumerate() {
+            shard.lock().state().take_due_by(limit, stamps, &mut merge.due);
+            out.extend(merge.due.drain(..).map(|entry| Due { shard: index as u16, entry }));
+        }
+    }
+
+    /// Puts `due`'s held entry back, pending, filed by its deadline from its wheel's time (a
+    /// passed one on the overdue list), and offers what the filing reports for the next round
+    /// ([`DelayQueue::offer_next`](crate::delay_queue::DelayQueue::offer_next)) after the link and
+    /// the unlock, so the next advance takes it (module docs, "Set aside"). `true` if it went
+    /// back; `false` if a cancel or a drain took it since the advance. The batch must not claim
+    /// it then: a cancel takes it, a reset moves it, an advance holds it again.
+    pub fn set_aside(&self, due: &Due) -> bool {
+        let index = usize::from(due.shard);
+        let shard = &self.shards[index];
+        if fault!("shard_core_set_aside_offered_before_link") {
+            let offers = faults::set_aside_offers_before_link(shard, due.entry.key);
+            for offer in offers.iter() {
+                self.queue.offer_next(offer.expiration, Bucketed { shard: due.shard, bucket: offer.bucket });
+            }
+            return shard.lock().state().set_aside(due.entry.key).is_some();
+        }
+        let Some(offers) = shard.lock().state().set_aside(due.entry.key) else { return false };
+        // After the link and the unlock (module docs).
+        for offer in offers.iter() {
+            self.queue.offer_next(offer.expiration, Bucketed { shard: due.shard, bucket: offer.bucket });
+        }
+        true
+    }
+}
+
+impl Merge {
+    /// Sorts a batch that [`Core::take_due_by`] added to by the instants
+    /// (`Deadline::instant_order`: a deadline passed mid-tick among its own tick's), equal ones
+    /// by stamp.
+    pub fn sort_by_instants(&mut self, batch: &mut [Due]) {
+        batch.sort_unstable_by_key(|due| (due.entry.deadline.instant_order(), due.entry.stamp));
+    }
+}
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests;
