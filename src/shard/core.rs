@@ -121,6 +121,7 @@ use crate::delay_queue::{DelayQueue, Identity};
 
 mod merge;
 mod mid_tick;
+pub(crate) mod stats;
 
 pub use merge::Merge;
 

@@ -35,7 +35,9 @@
 //!   wait on an overdue list, offered to the queue at the wheel's time. A flush holds its due
 //!   entries in their slots for the batch's claims; a batch carries what merges it across shards
 //!   (the crate's `Deadline` word and the caller's stamp). A slot is 48 bytes for a payload of
-//!   `Option<InlineTask>`'s size.
+//!   `Option<InlineTask>`'s size. Each bucket and level counts its entries under the shard's
+//!   lock, and `Core::stats` reads each shard's load under its lock in turn (`wheel/stats.rs`,
+//!   `core/stats.rs`): what `Timer::stats()` reports of the wheel.
 //! * `faults.rs`: the room's seeded faults for the loom models (`loom_tests/shard.rs`,
 //!   `loom_tests/shard_core.rs`, docs/loom.md); `stand_in.rs`: a small state (slots of payloads)
 //!   for the pool's tests and models.

@@ -103,22 +103,25 @@ impl Offers {
     }
 }
 
-/// A list of slots: its first and last, both [`NIL`] when empty.
+/// A list of slots: its first and last, both [`NIL`] when empty, and how many it holds (written
+/// by `lists::link` and `Wheel::unlink`; a bucket's load, `stats.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct List {
     pub(super) head: u32,
     pub(super) tail: u32,
+    pub(super) len: u32,
 }
 
 impl List {
-    pub(super) const EMPTY: List = List { head: NIL, tail: NIL };
+    pub(super) const EMPTY: List = List { head: NIL, tail: NIL, len: 0 };
 
     pub(super) fn is_empty(&self) -> bool {
         self.head == NIL
     }
 }
 
-/// One bucket: its list and the start of its round.
+/// One bucket: its list and the start of its round. 24 bytes (the list's count took the 16 to 24,
+/// the expiration's alignment rounding 20 up).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Bucket {
     pub(super) list: List,
@@ -126,6 +129,9 @@ pub(super) struct Bucket {
 }
 
 const FRESH: Bucket = Bucket { list: List::EMPTY, expiration: NO_ROUND };
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Bucket>() == 24);
 
 /// The levels of buckets (module docs).
 pub(super) struct Levels {
@@ -198,7 +204,8 @@ impl Levels {
         if index >= chunks.len() {
             chunks.resize_with(index + 1, || None);
         }
-        let size = self.chunk;
+        // The last chunk of a level holds only the buckets the level has.
+        let size = self.chunk.min(self.wheel_size - index * CHUNK);
         chunks[index].get_or_insert_with(|| vec![FRESH; size].into_boxed_slice());
     }
 
@@ -209,6 +216,26 @@ impl Levels {
                 move |(index, c)| c.iter().enumerate().map(move |(at, b)| (level, index * CHUNK + at, b)),
             )
         })
+    }
+
+    /// Every bucket written of `level`, with its slot, in slot order.
+    pub(super) fn level(&self, level: usize) -> impl Iterator<Item = (usize, &Bucket)> + '_ {
+        let chunks = self.levels.get(level).map_or(&[][..], Vec::as_slice);
+        chunks
+            .iter()
+            .enumerate()
+            .filter_map(|(index, c)| c.as_ref().map(|c| (index, c)))
+            .flat_map(|(index, c)| c.iter().enumerate().map(move |(at, b)| (index * CHUNK + at, b)))
+    }
+
+    /// Levels with at least one chunk written.
+    pub(super) fn in_use(&self) -> usize {
+        self.levels.iter().filter(|chunks| chunks.iter().any(Option::is_some)).count()
+    }
+
+    /// Buckets written, over every level.
+    pub(super) fn resident(&self) -> usize {
+        self.levels.iter().flatten().flatten().map(|chunk| chunk.len()).sum()
     }
 
     /// Every bucket emptied, its round forgotten (the chunks stay).

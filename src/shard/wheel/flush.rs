@@ -107,6 +107,8 @@ impl<P> Wheel<P> {
             (&mut self.overdue, ListCode::OVERDUE)
         } else {
             let (level, slot) = code.decode();
+            // Back into its level's count, which the unlink took it out of (`stats.rs`).
+            self.per_level[level] += 1;
             (
                 &mut self.levels.get_mut(level, slot).expect("a flushed bucket exists").list,
                 ListCode::level(level),

@@ -1,6 +1,7 @@
 //! The wheel's lists: linking a slot at a list's tail, unlinking it from wherever its life word
 //! and deadline say it is (the module docs of `wheel/`, "Where an entry is"), and the moves onto
-//! the overdue list.
+//! the overdue list. A link counts the entry into its list and an unlink out of it, and out of
+//! its level's count (`Wheel::file` and the flush's `keep` count it into that one: `stats.rs`).
 
 use super::super::life::ListCode;
 use super::super::slab::{Slab, NIL};
@@ -67,6 +68,7 @@ impl<P> Wheel<P> {
         }
         let list = match level {
             Some((level, slot)) => {
+                self.per_level[level] -= 1;
                 &mut self.levels.get_mut(level, slot).expect("a linked entry's bucket exists").list
             }
             None => {
@@ -80,6 +82,7 @@ impl<P> Wheel<P> {
         if prev == NIL {
             list.head = next;
         }
+        list.len -= 1;
     }
 }
 
@@ -92,6 +95,7 @@ pub(super) fn link<P>(slab: &mut Slab<Entry<P>>, list: &mut List, index: u32, co
     } else {
         slab.slot_mut(tail).next = index;
     }
+    list.len += 1;
     let slot = slab.slot_mut(index);
     (slot.prev, slot.next) = (tail, NIL);
     slot.life = slot.life.on(code);

@@ -103,7 +103,9 @@
 //! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1); a flush is O(its
 //! entries), each entry cascading at most once a level. A slot is 48 bytes for a 24-byte payload
 //! with a niche (`Option<InlineTask>`'s size): life word 8, links 8, deadline 8, payload 24, the
-//! payload's niche marking the vacant slot; a bucket 16 bytes, in chunks of 512 (`buckets.rs`). No
+//! payload's niche marking the vacant slot; a bucket 24 bytes (its list's head, tail and count,
+//! its expiration), in chunks of up to 512 (`buckets.rs`). Each list counts its entries and the
+//! wheel each level's, O(1) on every link and unlink, for [`stats`](Wheel::stats) (`stats.rs`). No
 //! method drops a payload.
 
 use std::fmt;
@@ -117,10 +119,12 @@ mod buckets;
 mod due_by;
 mod flush;
 mod lists;
+mod stats;
 mod types;
 
 pub(crate) use buckets::{BucketCode, Offer, Offers};
 use buckets::{Levels, List, NO_ROUND};
+pub(crate) use stats::WheelStats;
 use types::Entry;
 pub use types::{Due, Fired, Key, Refusal, Refused};
 
@@ -152,6 +156,8 @@ pub struct Wheel<P> {
     /// The last expiration flushed.
     time: u64,
     wheel_size: u64,
+    /// Entries in each level's buckets (`stats.rs`).
+    per_level: [u32; ListCode::LEVELS],
 }
 
 impl<P> Default for Wheel<P> {
@@ -187,6 +193,7 @@ impl<P> Wheel<P> {
             overdue_offered: false,
             time: 0,
             wheel_size,
+            per_level: [0; ListCode::LEVELS],
         }
     }
 
@@ -310,6 +317,7 @@ impl<P> Wheel<P> {
         out.reserve(self.len());
         self.slab.take_all(Status::Abandoned, |slot, stamp, entry| out.push(entry.fired(slot, stamp)));
         self.levels.clear();
+        self.per_level = [0; ListCode::LEVELS];
         self.overdue = List::EMPTY;
         self.overdue_offered = false;
     }
@@ -340,6 +348,7 @@ impl<P> Wheel<P> {
         debug_assert_eq!(slot, self.levels.slot_of(level, deadline), "the bucket follows from the tick");
         let list = ListCode::level(level);
         let bucket = self.levels.bucket(level, slot);
+        self.per_level[level] += 1;
         if bucket.expiration == round {
             lists::link(&mut self.slab, &mut bucket.list, index, list);
             return Offers::default();

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use proptest::prelude::*;
 
 use super::super::life::Status;
-use super::support::{audit, Drive, Drops, Token};
+use super::support::{audit, walked_stats, Drive, Drops, Token};
 use super::{Key, MAX_TICK, MAX_WHEEL_SIZE};
 use crate::deadline::{Deadline, Fractions};
 
@@ -276,6 +276,7 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
             }
         }
         assert_eq!(drive.wheel.len(), model.pending.len());
+        check_stats(&drive.wheel, &model, 0);
         assert!(drive.wheel.time() <= model.now, "the wheel's time passed the clock");
         if let Some(key) = key_used {
             let expected = model.places.get(&key).map(|place| model.pending[place].deadline);
@@ -333,6 +334,8 @@ fn advance(drive: &mut Drive<Token>, model: &mut Reference, (now, back): (u64, u
     assert_eq!(held, wanted, "advance to {now}, limit {limit}");
     assert_eq!(drive.wheel.len(), model.pending.len() + batch.len(), "held entries are counted");
     let picked = |at: usize| cancels & (1 << (at % 8)) != 0;
+    let mut held = batch.len();
+    check_stats(&drive.wheel, model, held);
     for (at, (due, expect)) in batch.iter().zip(&expected).enumerate() {
         assert_eq!(drive.wheel.deadline(due.key), Some(due.deadline), "held: pending");
         assert_eq!(drive.wheel.status(due.key), Some(Status::Pending), "held: pending");
@@ -340,6 +343,8 @@ fn advance(drive: &mut Drive<Token>, model: &mut Reference, (now, back): (u64, u
         if picked(at) {
             assert_eq!(drive.wheel.remove(due.key).map(|token| token.id), Some(expect.id), "removed held");
             model.ended.insert(due.key.slot, (due.key, Status::Cancelled));
+            held -= 1;
+            check_stats(&drive.wheel, model, held);
         }
     }
     for (at, (due, expect)) in batch.iter().zip(&expected).enumerate() {
@@ -347,10 +352,26 @@ fn advance(drive: &mut Drive<Token>, model: &mut Reference, (now, back): (u64, u
         assert_eq!(claimed, (!picked(at)).then_some(expect.id), "claim of {:?}", due.key);
         if claimed.is_some() {
             model.ended.insert(due.key.slot, (due.key, Status::Fired));
+            held -= 1;
         }
+        check_stats(&drive.wheel, model, held);
         assert_eq!(drive.wheel.status(due.key), model.status(due.key), "status of {:?}", due.key);
     }
     assert_eq!(drive.wheel.len(), model.pending.len());
+}
+
+/// The wheel's load against its walk (`support::walked_stats`) and the reference's: `held`
+/// entries held by the batch under way, the others in the levels or on the overdue list, and
+/// every one due after the wheel's time in a level.
+fn check_stats(wheel: &super::Wheel<Token>, model: &Reference, held: usize) {
+    let stats = wheel.stats();
+    assert_eq!(stats, walked_stats(wheel), "the counts against the walk");
+    assert_eq!(stats.held, held, "held entries");
+    let in_levels: usize = stats.pending_per_level.iter().sum();
+    assert_eq!(in_levels + stats.overdue, model.pending.len(), "levels and overdue list");
+    let time = wheel.time();
+    let ahead = model.pending.keys().filter(|(deadline, _)| deadline.tick() > time).count();
+    assert!(ahead <= in_levels, "{ahead} entries due after the time {time}, {in_levels} in levels");
 }
 
 proptest! {

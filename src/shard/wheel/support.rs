@@ -10,7 +10,7 @@ use std::rc::Rc;
 use super::super::life::{ListCode, Status};
 use super::super::slab::NIL;
 use super::buckets::NO_ROUND;
-use super::{BucketCode, Due, Fired, Key, Offer, Wheel};
+use super::{BucketCode, Due, Fired, Key, Offer, Wheel, WheelStats};
 use crate::deadline::Deadline;
 use crate::wheel::place::{max_levels, slot_ticks};
 
@@ -92,6 +92,39 @@ pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offe
         }
     }
     assert_eq!(linked + held, wheel.len(), "every occupied slot on one list or held");
+}
+
+/// The wheel's load found by walking it (every list by its links, every slot for the held ones,
+/// every bucket written), none of the counts [`Wheel::stats`] reads: what that must equal.
+pub(super) fn walked_stats<P>(wheel: &Wheel<P>) -> WheelStats {
+    let walk = |mut index: u32| {
+        let mut count = 0;
+        while index != NIL {
+            (count, index) = (count + 1, wheel.slab.slot(index).next);
+        }
+        count
+    };
+    let mut stats =
+        WheelStats { pending_per_level: vec![0; wheel.levels.created()], ..WheelStats::default() };
+    let mut levels = HashSet::new();
+    for (level, slot, bucket) in wheel.levels.iter() {
+        let entries = walk(bucket.list.head);
+        assert_eq!(bucket.list.len as usize, entries, "bucket ({level}, {slot})'s count");
+        stats.pending_per_level[level] += entries;
+        let most = stats.fullest_bucket.map_or(0, |(_, _, most)| most);
+        if entries > most {
+            stats.fullest_bucket = Some((level, slot, entries));
+        }
+        stats.resident_buckets += 1;
+        levels.insert(level);
+    }
+    stats.levels_in_use = levels.len();
+    stats.overdue = walk(wheel.overdue.head);
+    stats.held = (0..wheel.slab.slots() as u32)
+        .map(|index| wheel.slab.slot(index))
+        .filter(|slot| slot.entry.is_some() && slot.life.list() == ListCode::HELD)
+        .count();
+    stats
 }
 
 /// The Kafka drive: a wheel and a heap of its offers (the driver's queue), every offer queued.
