@@ -56,14 +56,21 @@
 //! linked, in its bucket (which keeps its round) or on the overdue list (which stays offered), and
 //! the advance offers that list for the next round ([`DelayQueue::offer_next`], set aside by this
 //! round's polls, queued again, due, at its end), so the next advance takes it even if the clock
-//! did not move. Work numbered after an advance began cannot keep it going: a schedule offers the
-//! overdue list only if a drain left it empty, a drain that keeps entries leaves it offered, and a
-//! schedule into a kept bucket finds its round set; the flushes an advance makes besides those
-//! its limit covers are of rounds set while it ran (between the wheel's time and `now`) and of
-//! the overdue list offered again after a drain emptied it. Nothing is lost: the next round's
-//! offer is made after the flush's unlock, and a kept bucket that a new round lands in (behind the
-//! time) moves its entries to the overdue list, offered. A drain that left the flag set would
-//! strand a passed deadline linked after it (seeded fault `shard_core_overdue_flag_left_set`, loom
+//! did not move. Entries numbered after an advance began do not keep it going once a drain or a
+//! flush has kept them: a drain that keeps entries leaves the overdue list offered, so later
+//! passed deadlines add no offer in this round, and a deadline at or before the wheel's time goes
+//! to the overdue list, never into a kept bucket. The flushes an advance makes besides those its
+//! limit covers are of rounds set while it ran (between the wheel's time and `now`) and of the
+//! overdue list offered again after a drain emptied it. That last is not bounded: a thread that
+//! schedules and cancels a passed deadline between every two polls (or resets one entry to a
+//! passed deadline and back) finds the list drained empty each time, its flag clear, and offers
+//! it again with `DelayQueue::offer`, which the round under way pops. Nothing is lost: the next
+//! round's offer is made after the flush's unlock, and a kept bucket that a new round lands in
+//! (behind the time) moves its entries to the overdue list, offered, or, when the list's offer
+//! is already set aside for the next round, taken by that round: an entry so moved can then wait
+//! one advance longer than its number allows (an offer of its own for such moves would mend it).
+//! A drain that left the flag set would strand a passed deadline linked after it (seeded fault
+//! `shard_core_overdue_flag_left_set`, loom
 //! model `shard_core::a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`),
 //! an advance that dropped the next round's offer the kept entries (`shard_core_kept_not_offered`,
 //! `shard_core::a_schedule_above_the_limit_is_taken_by_the_next_advance`).

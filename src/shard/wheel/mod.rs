@@ -100,8 +100,10 @@
 //! [`take_due_by`](Wheel::take_due_by) held (of the tick after a deadline passed mid-tick); every
 //! vacant slot is on the slab's free list; `len` is exact, held entries included.
 //!
-//! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1); a flush is O(its
-//! entries), each entry cascading at most once a level. A slot is 48 bytes for a 24-byte payload
+//! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1), but for the
+//! insert or reset that lands in a bucket left behind the time, which moves that bucket's entries
+//! to the overdue list (O(those entries), once per such bucket); a flush is O(its entries), each
+//! entry cascading at most once a level. A slot is 48 bytes for a 24-byte payload
 //! with a niche (`Option<InlineTask>`'s size): life word 8, links 8, deadline 8, payload 24, the
 //! payload's niche marking the vacant slot; a bucket 24 bytes (its list's head, tail and count,
 //! its expiration), in chunks of up to 512 (`buckets.rs`). Each list counts its entries and the
