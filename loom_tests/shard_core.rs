@@ -35,10 +35,15 @@
 //!   an advance to 1, set aside from another thread against the driver's next advance to 1, then,
 //!   once the set-aside is done, a last advance to 1: the entry is taken exactly once over the two
 //!   advances (its offer made for the next round after the link and the unlock), and claimed.
+//! * `entries_moved_from_behind_the_time_are_taken_by_the_round_under_way`: a bucket kept by a
+//!   round (X, due at 1, above its limit) is behind the time, and the overdue list's offer is the
+//!   next round's (Y kept, Z filed with no offer of its own); a schedule that sets a new round in
+//!   X's bucket, moving X to the overdue list, races the advance whose drain keeps Z for the next
+//!   round: once the schedule is done before one of the advance's polls, that advance takes X.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use delaywheel::loom_internals::shard::core::{at_tick, Core, Deadline, Merge, Status};
+use delaywheel::loom_internals::shard::core::{advance_with, at_tick, Core, Deadline, Due, Merge, Status};
 use loom::sync::atomic::AtomicBool;
 use loom::sync::Arc;
 use loom::thread;
@@ -243,6 +248,50 @@ fn a_set_aside_racing_the_poll_is_taken_by_the_next_advance() {
         assert_eq!(out.iter().map(|due| due.order()).collect::<Vec<_>>(), [(at_tick(1), 0)], "taken once");
         assert_eq!(core.len(), 1, "held until claimed");
         assert_eq!(core.claim(&out[0]), Some(7));
+        assert_eq!(core.len(), 0);
+    });
+}
+
+/// Seeded fault `shard_core_moved_overdue_not_offered`: the entries a bucket behind the time moves
+/// to the overdue list offer it only as a passed deadline does, not while the list's offer for the
+/// next round is pending: the advance whose drain kept Z polls on after the move, finds X's old
+/// offer stale, and leaves X, due and within its limit, to the next advance.
+#[test]
+fn entries_moved_from_behind_the_time_are_taken_by_the_round_under_way() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        let claim = |out: &mut Vec<Due>| -> Vec<u64> {
+            out.drain(..).map(|due| core.claim(&due).expect("held")).collect()
+        };
+        core.schedule(at_tick(1), 5, 5).map_err(drop).unwrap();
+        core.schedule(at_tick(0), 6, 6).map_err(drop).unwrap();
+        core.schedule(at_tick(2), 1, 1).map_err(drop).unwrap();
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
+        core.advance(2, 4, &mut out, &mut merge);
+        assert_eq!(claim(&mut out), [1], "X (5) and Y (6) above the limit, kept");
+        core.schedule(at_tick(0), 8, 8).map_err(drop).unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let scheduler = {
+            let (core, done) = (Arc::clone(&core), Arc::clone(&done));
+            thread::spawn(move || {
+                core.schedule(at_tick(5), 9, 9).map_err(drop).unwrap();
+                done.store(true, loom::sync::atomic::Ordering::Release);
+            })
+        };
+        let mut seen = false;
+        advance_with(&core, (2, 7), &mut out, &mut merge, || {
+            seen |= done.load(loom::sync::atomic::Ordering::Acquire);
+        });
+        let second = claim(&mut out);
+        scheduler.join().unwrap();
+        if seen {
+            assert_eq!(second, [6, 5], "the schedule was done before a poll: X taken by this advance");
+        }
+        core.advance(2, 9, &mut out, &mut merge);
+        let third = claim(&mut out);
+        assert_eq!(third, if second.contains(&5) { vec![8] } else { vec![8, 5] }, "the rest, once");
+        core.advance(5, 9, &mut out, &mut merge);
+        assert_eq!(claim(&mut out), [9]);
         assert_eq!(core.len(), 0);
     });
 }

@@ -289,13 +289,24 @@ pub mod loom_internals {
         /// The assembled shard core (`src/shard/core.rs`) and what it is made of and hands out.
         pub mod core {
             pub use crate::deadline::Deadline;
-            pub use crate::shard::core::{Core, Handle, Merge};
+            pub use crate::shard::core::{Core, Due, Handle, Merge};
             pub use crate::shard::life::Status;
             pub use crate::shard::wheel::{Fired, Wheel};
 
             /// A deadline on the boundary of `tick` (the models know ticks only).
             pub fn at_tick(tick: u64) -> Deadline {
                 Deadline::at_tick(tick)
+            }
+
+            /// `Core::advance`, running `between` after each flush, before the next poll.
+            pub fn advance_with<P: Send + 'static>(
+                core: &Core<P>,
+                (now, limit): (u64, u64),
+                out: &mut Vec<Due>,
+                merge: &mut Merge,
+                between: impl FnMut(),
+            ) {
+                core.advance_with(now, limit, out, merge, between);
             }
         }
     }

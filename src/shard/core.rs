@@ -29,7 +29,8 @@
 //! **The queue of buckets** (Kafka's drive). An insert or a reset that sets a bucket's round (or
 //! gives the drained overdue list an entry) reports an offer; [`Core::schedule`] and
 //! [`Core::reset`] make it **after** the entry is linked, after the unlock, with
-//! [`DelayQueue::offer`], which wakes a waiting driver when it lowers the head. The driver's
+//! [`DelayQueue::offer`], which wakes a waiting driver when it lowers the head (the overdue list's
+//! for a passed deadline with `offer_next`: "Rounds"). The driver's
 //! [`Core::advance`] starts a round of the queue, pops each bucket due, flushes it under its
 //! shard's lock (due entries held, not taken: "Claimed when it runs"), offers the cascade's new
 //! rounds from inside the round ([`DelayQueue::offer_within`], so a cascade due now is flushed in
@@ -56,24 +57,32 @@
 //! linked, in its bucket (which keeps its round) or on the overdue list (which stays offered), and
 //! the advance offers that list for the next round ([`DelayQueue::offer_next`], set aside by this
 //! round's polls, queued again, due, at its end), so the next advance takes it even if the clock
-//! did not move. Entries numbered after an advance began do not keep it going once a drain or a
-//! flush has kept them: a drain that keeps entries leaves the overdue list offered, so later
-//! passed deadlines add no offer in this round, and a deadline at or before the wheel's time goes
-//! to the overdue list, never into a kept bucket. The flushes an advance makes besides those its
-//! limit covers are of rounds set while it ran (between the wheel's time and `now`) and of the
-//! overdue list offered again after a drain emptied it. That last is not bounded: a thread that
-//! schedules and cancels a passed deadline between every two polls (or resets one entry to a
-//! passed deadline and back) finds the list drained empty each time, its flag clear, and offers
-//! it again with `DelayQueue::offer`, which the round under way pops. Nothing is lost: the next
-//! round's offer is made after the flush's unlock, and a kept bucket that a new round lands in
-//! (behind the time) moves its entries to the overdue list, offered, or, when the list's offer
-//! is already set aside for the next round, taken by that round: an entry so moved can then wait
-//! one advance longer than its number allows (an offer of its own for such moves would mend it).
-//! A drain that left the flag set would strand a passed deadline linked after it (seeded fault
-//! `shard_core_overdue_flag_left_set`, loom
-//! model `shard_core::a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`),
-//! an advance that dropped the next round's offer the kept entries (`shard_core_kept_not_offered`,
-//! `shard_core::a_schedule_above_the_limit_is_taken_by_the_next_advance`).
+//! did not move. The overdue list has two offers. An entry whose own deadline is passed (a
+//! schedule's, a reset's, a set-aside's) offers it, if it was not offered since its last drain,
+//! with `offer_next`: a round not yet begun takes it at once, the round under way leaves it to the
+//! next. Entries a bucket behind the time moves there (an insert or a reset setting a new round in
+//! a bucket that kept entries) offer it with [`DelayQueue::offer`] (from a flush's cascade,
+//! [`DelayQueue::offer_within`]), if no such offer was made since its last drain, whatever offer
+//! for the next round is pending: they were due before the round began, and the round under way
+//! takes them (their bucket's old offer is stale once the new round is set). So entries numbered
+//! after an advance began do not keep it going: a passed deadline's offer waits for the next
+//! round, a drain that keeps entries leaves the list offered, and a deadline at or before the
+//! wheel's time goes to the overdue list, never into a kept bucket. A passed deadline scheduled
+//! and cancelled (or an entry reset to one and back) between every two polls adds one offer for
+//! the next round, and the advance ends. The flushes an advance makes besides those its limit
+//! covers are of rounds set while it ran (between the wheel's time and `now`) and of the overdue
+//! list once for each bucket behind the time a schedule or a reset empties. Nothing is lost:
+//! every offer is made after the link and the unlock, and an entry on the overdue list has an
+//! offer since its last drain, of one kind or the other, that a round pops. A drain that left
+//! the flags set would strand a passed deadline linked after it (seeded fault
+//! `shard_core_overdue_flag_left_set`, loom model
+//! `shard_core::a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`), an
+//! advance that dropped the next round's offer the kept entries (`shard_core_kept_not_offered`,
+//! `shard_core::a_schedule_above_the_limit_is_taken_by_the_next_advance`), and entries moved from
+//! behind the time that offered the list only as a passed deadline does would wait one advance
+//! longer, while a drain's offer for the next round is pending
+//! (`shard_core_moved_overdue_not_offered`,
+//! `shard_core::entries_moved_from_behind_the_time_are_taken_by_the_round_under_way`).
 //!
 //! **The batch.** [`Core::advance`] appends each flushed bucket's due entries to one batch, each a
 //! [`Due`] (its shard, its key, its order; no payload), and sorts what it appended by
@@ -94,7 +103,8 @@
 //! drive waker's closures, `timer/drive_waker.rs`): under its shard's lock the wheel files it by
 //! its deadline from its time (a passed one on the overdue list), and what that reports is offered
 //! with [`DelayQueue::offer_next`] after the link and the unlock, so the round under way leaves it
-//! and the next takes it. Offered before the link, an advance could pop the offer and drain the
+//! and the next takes it (but for entries the filing moves from a bucket behind the time, offered
+//! for the round under way: "Rounds"). Offered before the link, an advance could pop the offer and drain the
 //! overdue list before the entry is on it, and the offer the link then owes is never made: the
 //! seeded fault `shard_core_set_aside_offered_before_link`, which the loom model
 //! `shard_core::a_set_aside_racing_the_poll_is_taken_by_the_next_advance` catches. A cancel after
@@ -277,11 +287,18 @@ impl<P: Send + 'static> Core<P> {
         std::ptr::eq(shard.header, handle.header).then_some(index)
     }
 
-    /// Offers `offers` of shard `index` to the queue.
+    /// Offers `offers` of shard `index` to the queue (module docs, "Rounds"): a bucket's new
+    /// round and the overdue list's for entries moved there from behind the time with
+    /// [`DelayQueue::offer`], which the round under way pops; the overdue list's for the entry's
+    /// own passed deadline with [`DelayQueue::offer_next`], which it leaves to the next.
     #[inline]
     fn offer(&self, index: usize, offers: Offers) {
-        for Offer { expiration, bucket } in offers.iter() {
+        let Offers { round, overdue, moved } = offers;
+        for Offer { expiration, bucket } in round.into_iter().chain(moved) {
             self.queue.offer(expiration, Bucketed { shard: index as u16, bucket });
+        }
+        if let Some(Offer { expiration, bucket }) = overdue {
+            self.queue.offer_next(expiration, Bucketed { shard: index as u16, bucket });
         }
     }
 
@@ -311,7 +328,7 @@ impl<P: Send + 'static> Core<P> {
             return false;
         };
         drop(shard);
-        if offers.round.is_some() || offers.overdue.is_some() {
+        if offers != Offers::default() {
             self.offer(index, offers);
         }
         true
@@ -343,9 +360,9 @@ impl<P: Send + 'static> Core<P> {
     }
 
     /// [`advance`](Core::advance), running `between` after each flush, before the next poll (the
-    /// unit tests schedule there, as another thread may).
+    /// unit tests and a loom model look or schedule there, as another thread may).
     #[inline]
-    fn advance_with(
+    pub(crate) fn advance_with(
         &self,
         now: u64,
         limit: u64,
@@ -454,6 +471,8 @@ impl<P: Send + 'static> fmt::Debug for Core<P> {
     }
 }
 
+#[cfg(all(test, not(delaywheel_loom)))]
+mod round_tests;
 #[cfg(all(test, not(delaywheel_loom)))]
 mod tests;
 #[cfg(all(test, not(delaywheel_loom)))]

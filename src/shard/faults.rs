@@ -34,6 +34,10 @@
 //!   its critical section, and drops what it reports: an advance may pop the offer and flush the
 //!   list before the entry is back (finding nothing, or a stale offer), and the offer the link
 //!   then owes is never made.
+//! * `shard_core_moved_overdue_not_offered` (`wheel/lists.rs`, at its site): the entries a bucket
+//!   behind the time moves to the overdue list offer it as a passed deadline does, only if the
+//!   list was not offered since its last drain, so that while its offer for the next round is
+//!   pending they wait one advance longer than their numbers allow.
 
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
 use super::wheel::{BucketCode, Due, Key, Offer, Offers, Wheel};

@@ -3,7 +3,7 @@
 //! back for the next round ([`Core::set_aside`]). The module docs of `core.rs`, "Passed deadlines
 //! mid-tick" and "Set aside".
 
-use super::{faults, Bucketed, Core, Due, Merge};
+use super::{faults, Bucketed, Core, Due, Merge, Offers};
 use crate::deadline::Deadline;
 
 impl<P: Send + 'static> Core<P> {
@@ -39,9 +39,14 @@ impl<P: Send + 'static> Core<P> {
             return shard.lock().state().set_aside(due.entry.key).is_some();
         }
         let Some(offers) = shard.lock().state().set_aside(due.entry.key) else { return false };
-        // After the link and the unlock (module docs).
-        for offer in offers.iter() {
+        // After the link and the unlock (module docs); entries moved from behind the time for
+        // the round under way ("Rounds").
+        let Offers { round, overdue, moved } = offers;
+        for offer in round.into_iter().chain(overdue) {
             self.queue.offer_next(offer.expiration, Bucketed { shard: due.shard, bucket: offer.bucket });
+        }
+        if let Some(offer) = moved {
+            self.queue.offer(offer.expiration, Bucketed { shard: due.shard, bucket: offer.bucket });
         }
         true
     }

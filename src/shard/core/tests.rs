@@ -395,9 +395,8 @@ fn advance_by<P: Send + 'static>(
 }
 
 /// One advance does bounded work: passed deadlines scheduled between its polls, numbered above its
-/// limit, cannot keep it going (the overdue list, drained, is offered again once, for this round,
-/// then stays offered for the next); it takes what its limit covers, and the next advance takes the
-/// rest at the same tick.
+/// limit, cannot keep it going (the overdue list, drained, is offered for the next round, and stays
+/// offered); it takes what its limit covers, and the next advance takes the rest at the same tick.
 #[test]
 fn passed_deadlines_scheduled_during_an_advance_wait_for_the_next() {
     let core = Core::new(1);

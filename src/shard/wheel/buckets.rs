@@ -88,18 +88,21 @@ pub struct Offer {
 }
 
 /// The offers one insert, reset or re-add makes: its bucket's new round, and the overdue list's
-/// (a deadline already passed, or a bucket behind the time moved there).
+/// two (the wheel's docs, "Rounds"): for the entry's own passed deadline, which the caller makes
+/// for the next round (`overdue`), and for entries a bucket behind the time moved there, which
+/// the round under way takes (`moved`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Offers {
     pub(crate) round: Option<Offer>,
     pub(crate) overdue: Option<Offer>,
+    pub(crate) moved: Option<Offer>,
 }
 
 impl Offers {
     /// Each offer, the bucket's first.
     #[inline]
     pub(crate) fn iter(self) -> impl Iterator<Item = Offer> {
-        self.round.into_iter().chain(self.overdue)
+        self.round.into_iter().chain(self.overdue).chain(self.moved)
     }
 }
 

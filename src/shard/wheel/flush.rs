@@ -63,10 +63,12 @@ impl<P> Wheel<P> {
     /// Holds every entry of the overdue list whose stamp is at most `limit`, appended to
     /// `out` in the order they were linked; those above it stay linked, and the list's offer at the
     /// time is returned for the caller to make for the next round (the list counts as offered
-    /// until its next drain). Emptied, the list is not offered: the next entry it takes offers it.
+    /// until its next drain, but for entries a bucket behind the time moves there, which offer it
+    /// for the round under way: module docs, "Rounds"). Emptied, the list is not offered: the
+    /// next entry it takes offers it.
     pub(crate) fn drain_overdue(&mut self, limit: u64, out: &mut Vec<Due>) -> Option<Offer> {
         if !fault!("shard_core_overdue_flag_left_set") {
-            self.overdue_offered = false;
+            (self.overdue_offered, self.moved_offered) = (false, false);
         }
         let mut first_kept = NIL;
         while let Some(index) = self.pop_front_until(BucketCode::OVERDUE, first_kept) {

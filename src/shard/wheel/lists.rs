@@ -8,8 +8,9 @@ use super::super::slab::{Slab, NIL};
 use super::{BucketCode, Entry, List, Offer, Wheel};
 
 impl<P> Wheel<P> {
-    /// Links the occupied slot `index` at the tail of the overdue list: the list's offer, at the
-    /// time, if it was not offered since its last drain.
+    /// Links the occupied slot `index`, its own deadline passed, at the tail of the overdue list:
+    /// the list's offer at the time, for the caller to make for the next round, if the list was
+    /// not offered since its last drain (module docs, "Rounds").
     #[inline]
     pub(super) fn link_overdue(&mut self, index: u32) -> Option<Offer> {
         link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
@@ -19,18 +20,30 @@ impl<P> Wheel<P> {
 
     /// Moves the entries of bucket `slot` of `level`, left behind the time with a round of the
     /// past, to the overdue list (module docs, "A bucket behind the time"): all are due. The
-    /// overdue list's offer, if it makes one.
+    /// list's offer at the time, for the caller to make so that the round under way takes it, if
+    /// no such offer was made since the list's last drain, whatever offer for the next round is
+    /// pending (module docs, "Rounds").
     #[cold]
     pub(super) fn overdue_behind(&mut self, level: usize, slot: usize) -> Option<Offer> {
-        let mut offer = None;
+        if fault!("shard_core_moved_overdue_not_offered") {
+            let mut offer = None;
+            while let Some(index) = self.pop_front(BucketCode::encode(level, slot)) {
+                offer = offer.or(self.link_overdue(index));
+            }
+            return offer;
+        }
+        let mut moved = false;
         while let Some(index) = self.pop_front(BucketCode::encode(level, slot)) {
             debug_assert!(
                 self.slab.entry(index).when.tick() <= self.time,
                 "a round of the past holds a due entry"
             );
-            offer = offer.or(self.link_overdue(index));
+            link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
+            moved = true;
         }
-        offer
+        self.overdue_offered |= moved;
+        let first = moved && !std::mem::replace(&mut self.moved_offered, true);
+        first.then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
     }
 
     /// Unlinks the first entry of the list `code` names (its bucket exists): its slot, `None`

@@ -19,7 +19,8 @@
 //! the caller offers (expiration, bucket) to the queue. A remove leaves the expiration, so a loop of
 //! schedule and cancel in one bucket offers it once per round. A deadline at or before the time is
 //! not filed in a bucket but on the **overdue** list, offered at the time when it takes its first
-//! entry since a drain left it empty, and drained by that offer's flush
+//! entry since a drain (for entries moved there from behind the time, its first such: "Rounds"),
+//! and drained by that offer's flush
 //! ([`Wheel::drain_overdue`]): a zero delay or a passed deadline runs by the next advance even if
 //! the clock did not move.
 //!
@@ -37,7 +38,13 @@
 //! caller to queue for the next round. So a round takes only what its limit covers, however many
 //! entries are filed while it runs, and the next round takes the rest even if the clock did not
 //! move. A second offer of such a bucket is stale once a new round is set or the bucket is flushed
-//! empty, and finds nothing.
+//! empty, and finds nothing. The overdue list's offers are of two kinds ([`Offers`]): `overdue`,
+//! for an entry's own passed deadline (an insert's, a reset's, a set-aside's), made if the list
+//! was not offered since its last drain, which the caller makes for the next round; and `moved`,
+//! for entries a bucket behind the time moves there, made if no such offer was made since its
+//! last drain, whatever other offer is pending, which the caller makes so that the round under
+//! way takes them (they were due before it began). A drain clears both flags, and sets the first
+//! again when it keeps entries.
 //!
 //! **Held.** A flush, or the overdue list's drain, does not take a due entry's payload: it unlinks
 //! the entry, marks it held (its life word's list code `HELD`, of no list: `life.rs`) and appends
@@ -76,8 +83,8 @@
 //! past a bucket whose offer is still queued (the driver popped a later bucket first while a
 //! schedule filed an earlier one). A placement that then lands in that bucket for a later round
 //! finds it holding the old round, whose entries are all due (its range ends at or before the
-//! window of its level, so at or before the time): they move to the overdue list (offered if it
-//! was drained) before the new round is set, and the old offer, stale, finds nothing.
+//! window of its level, so at or before the time): they move to the overdue list (offered for the
+//! round under way: "Rounds") before the new round is set, and the old offer, stale, finds nothing.
 //!
 //! **Order.** An entry's deadline is the crate's [`Deadline`] word, placed by its
 //! [`tick`](Deadline::tick) (for a deadline passed within the tick under way, the tick it is filed
@@ -153,8 +160,12 @@ pub struct Wheel<P> {
     table: LevelTable,
     levels: Levels,
     overdue: List,
-    /// Whether the overdue list's offer was reported since a drain last left it empty.
+    /// Whether an offer of the overdue list was reported since its last drain (module docs,
+    /// "Rounds").
     overdue_offered: bool,
+    /// Whether an offer of the overdue list for the round under way (entries a bucket behind the
+    /// time moved there) was reported since its last drain.
+    moved_offered: bool,
     /// The last expiration flushed.
     time: u64,
     wheel_size: u64,
@@ -193,6 +204,7 @@ impl<P> Wheel<P> {
             levels: Levels::new(wheel_size as usize),
             overdue: List::EMPTY,
             overdue_offered: false,
+            moved_offered: false,
             time: 0,
             wheel_size,
             per_level: [0; ListCode::LEVELS],
@@ -321,7 +333,7 @@ impl<P> Wheel<P> {
         self.levels.clear();
         self.per_level = [0; ListCode::LEVELS];
         self.overdue = List::EMPTY;
-        self.overdue_offered = false;
+        (self.overdue_offered, self.moved_offered) = (false, false);
     }
 
     /// Writes vacant slots ahead until `slots` entries fit without the slab growing (their pages
@@ -343,7 +355,7 @@ impl<P> Wheel<P> {
     #[inline]
     fn file(&mut self, index: u32, deadline: u64) -> Offers {
         let (level, slot, round) = match self.table.place(self.time, deadline) {
-            Placement::Due => return Offers { round: None, overdue: self.link_overdue(index) },
+            Placement::Due => return Offers { overdue: self.link_overdue(index), ..Offers::default() },
             Placement::Slot { level, slot, stage } => (level, slot, stage.round),
         };
         debug_assert!(level < max_levels(self.wheel_size) && round > self.time && round <= deadline);
@@ -359,9 +371,10 @@ impl<P> Wheel<P> {
         debug_assert!(bucket.expiration == NO_ROUND || bucket.expiration < round);
         bucket.expiration = round;
         let behind = !bucket.list.is_empty();
-        let overdue = if behind { self.overdue_behind(level, slot) } else { None };
+        let moved = if behind { self.overdue_behind(level, slot) } else { None };
         lists::link(&mut self.slab, &mut self.levels.bucket(level, slot).list, index, list);
-        Offers { round: Some(Offer { expiration: round, bucket: BucketCode::encode(level, slot) }), overdue }
+        let round = Some(Offer { expiration: round, bucket: BucketCode::encode(level, slot) });
+        Offers { round, overdue: None, moved }
     }
 
     /// The offers an insert of `deadline` would make now, without it (the seeded fault
@@ -372,11 +385,13 @@ impl<P> Wheel<P> {
                 round: None,
                 overdue: (!self.overdue_offered)
                     .then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE }),
+                moved: None,
             },
             Placement::Slot { level, slot, stage } => Offers {
                 round: (self.levels.get(level, slot).map_or(NO_ROUND, |b| b.expiration) != stage.round)
                     .then_some(Offer { expiration: stage.round, bucket: BucketCode::encode(level, slot) }),
                 overdue: None,
+                moved: None,
             },
         }
     }

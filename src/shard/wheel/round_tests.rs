@@ -42,11 +42,9 @@ fn a_kept_bucket_behind_the_time_hands_its_entries_to_the_overdue_list() {
     assert!(drive.collect_by(6, 2).is_empty(), "v above the limit too");
     assert_eq!(drive.wheel.time(), 6);
     let (_, offers) = drive.wheel.insert(word(9, 0), 7, 'w').map_err(drop).unwrap();
-    let overdue = Some(Offer { expiration: 6, bucket: BucketCode::OVERDUE });
-    assert_eq!(
-        offers,
-        Offers { round: Some(Offer { expiration: 9, bucket: BucketCode::encode(0, 1) }), overdue }
-    );
+    let moved = Some(Offer { expiration: 6, bucket: BucketCode::OVERDUE });
+    let round = Some(Offer { expiration: 9, bucket: BucketCode::encode(0, 1) });
+    assert_eq!(offers, Offers { round, overdue: None, moved });
     drive.queue.extend(offers.iter().map(std::cmp::Reverse));
     let batch = drive.collect_by(6, 10);
     assert_eq!(payloads(&mut drive, &batch), "yv");
@@ -74,4 +72,30 @@ fn the_overdue_list_stays_offered_while_it_keeps_entries() {
     assert_eq!(wheel.drain_overdue(5, &mut out), None);
     let claimed: String = out.iter().map(|due| wheel.claim(due.key).unwrap()).collect();
     assert_eq!((claimed.as_str(), wheel.is_empty()), ("abcd", true));
+}
+
+/// Entries a bucket behind the time moves to the overdue list offer it for the round under way
+/// even while its offer for the next round is pending (a drain kept entries), once until the next
+/// drain; a passed deadline of its own then offers nothing.
+#[test]
+fn a_move_from_behind_the_time_offers_the_overdue_list_while_its_next_offer_is_pending() {
+    let mut drive = Drive::new(4);
+    drive.insert_seq(0, 0, 0, 'a');
+    drive.insert_seq(0, 0, 5, 'y');
+    drive.insert_seq(1, 0, 6, 'x');
+    drive.insert_seq(2, 0, 1, 'b');
+    let batch = drive.collect_by(2, 1);
+    assert_eq!(payloads(&mut drive, &batch), "ab", "y and x kept");
+    assert_eq!(drive.wheel.time(), 2);
+    let at_time = Some(Offer { expiration: 2, bucket: BucketCode::OVERDUE });
+    let (_, offers) = drive.wheel.insert(word(5, 0), 7, 'w').map_err(drop).unwrap();
+    assert_eq!((offers.overdue, offers.moved), (None, at_time), "x moved: offered for this round");
+    drive.queue.extend(offers.iter().map(std::cmp::Reverse));
+    let (_, offers) = drive.wheel.insert(word(2, 0), 8, 'p').map_err(drop).unwrap();
+    assert_eq!(offers, Offers::default(), "a passed deadline: the list is offered");
+    let batch = drive.collect_by(2, 8);
+    assert_eq!(payloads(&mut drive, &batch), "yxp");
+    let batch = drive.collect_by(5, 8);
+    assert_eq!(payloads(&mut drive, &batch), "w");
+    assert!(drive.wheel.is_empty());
 }

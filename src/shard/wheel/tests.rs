@@ -247,8 +247,11 @@ fn stale_offers_and_buckets_behind_the_time_are_harmless() {
     assert_eq!(out.len(), 1, "popped again: stale");
     // A new round in the early bucket: its old entry, due, moves to the overdue list.
     let (_, offer) = wheel.insert(word(25, 0), 2, 'c').unwrap();
-    let overdue = Some(Offer { expiration: 10, bucket: BucketCode::OVERDUE });
-    assert_eq!(offer, Offers { round: Some(Offer { expiration: 25, bucket: early.bucket }), overdue });
+    let moved = Some(Offer { expiration: 10, bucket: BucketCode::OVERDUE });
+    assert_eq!(
+        offer,
+        Offers { round: Some(Offer { expiration: 25, bucket: early.bucket }), overdue: None, moved }
+    );
     assert!(wheel.has_overdue());
     audit(&wheel, None);
     wheel.flush(early.bucket, early.expiration, u64::MAX, &mut out, &mut offers);
