@@ -310,20 +310,24 @@ fn run(wheel_size: u64, start: u64, ops: &[Op]) {
     drops.assert_each_once(ids);
 }
 
-/// Advances both to `now` in one round whose limit leaves out the `back` latest inserts (the
-/// limit never goes down): the wheel holds exactly what is due by `now` and numbered at most the
-/// limit, in the reference's order, and leaves the rest due for a later round; held, each is
-/// counted, reads its deadline back and refuses a reset; the entries `cancels` picks (bit `i % 8`
-/// for the `i`th) are removed while held, and every entry is then claimed in the batch's order:
-/// the removed ones find nothing, the others their payloads.
-fn advance(drive: &mut Drive<Token>, model: &mut Reference, (now, back): (u64, u64), cancels: u8) {
-    model.limit = model.limit.max(model.seq.saturating_sub(1 + back));
-    let limit = model.limit;
+/// Advances both to `now` in one round of limit `limit`: the wheel's batch, which must hold exactly
+/// what the reference has due by `now` and numbered at most `limit`, in its order (each taken out
+/// of the reference's pending entries), and counted; and the reference's entries of it.
+fn advance_by(
+    drive: &mut Drive<Token>,
+    model: &mut Reference,
+    now: u64,
+    limit: u64,
+) -> (Vec<super::Due>, Vec<Expect>) {
     let batch = drive.collect_by(now, limit);
-    let taken: Vec<_> =
-        model.pending.keys().filter(|(deadline, _)| deadline.tick() <= now).copied().collect();
+    let taken: Vec<_> = model
+        .pending
+        .keys()
+        .filter(|(deadline, stamp)| deadline.tick() <= now && *stamp <= limit)
+        .copied()
+        .collect();
     let mut expected = Vec::new();
-    for order in taken.into_iter().filter(|order| order.1 <= limit) {
+    for order in taken {
         let expect = model.pending.remove(&order).unwrap();
         model.places.remove(&expect.key);
         expected.push(expect);
@@ -333,6 +337,18 @@ fn advance(drive: &mut Drive<Token>, model: &mut Reference, (now, back): (u64, u
     let wanted: Vec<_> = expected.iter().map(|e| (e.deadline, e.stamp, e.key)).collect();
     assert_eq!(held, wanted, "advance to {now}, limit {limit}");
     assert_eq!(drive.wheel.len(), model.pending.len() + batch.len(), "held entries are counted");
+    (batch, expected)
+}
+
+/// Advances both to `now` in one round whose limit leaves out the `back` latest inserts (the
+/// limit never goes down): the wheel holds exactly what is due by `now` and numbered at most the
+/// limit, in the reference's order, and leaves the rest due for a later round; held, each is
+/// counted, reads its deadline back and refuses a reset; the entries `cancels` picks (bit `i % 8`
+/// for the `i`th) are removed while held, and every entry is then claimed in the batch's order:
+/// the removed ones find nothing, the others their payloads.
+fn advance(drive: &mut Drive<Token>, model: &mut Reference, (now, back): (u64, u64), cancels: u8) {
+    model.limit = model.limit.max(model.seq.saturating_sub(1 + back));
+    let (batch, expected) = advance_by(drive, model, now, model.limit);
     let picked = |at: usize| cancels & (1 << (at % 8)) != 0;
     let mut held = batch.len();
     check_stats(&drive.wheel, model, held);

@@ -86,17 +86,6 @@ pub(super) fn advance_setting_aside(
     now: u64,
     masks: (u8, u8),
 ) {
-    let batch = drive.collect(now);
-    let due: Vec<_> = model.pending.keys().filter(|(deadline, _)| deadline.tick() <= now).copied().collect();
-    let mut expected = Vec::new();
-    for order in due {
-        let expect = model.pending.remove(&order).unwrap();
-        model.places.remove(&expect.key);
-        expected.push(expect);
-    }
-    model.now = model.now.max(now);
-    let held: Vec<_> = batch.iter().map(|d| (d.deadline, d.stamp, d.key)).collect();
-    let wanted: Vec<_> = expected.iter().map(|e| (e.deadline, e.stamp, e.key)).collect();
-    assert_eq!(held, wanted, "advance to {now}");
+    let (batch, expected) = super::advance_by(drive, model, now, u64::MAX);
     settle(drive, model, &batch, &expected, masks);
 }
