@@ -63,8 +63,8 @@
 //! next. Entries a bucket behind the time moves there (an insert or a reset setting a new round in
 //! a bucket that kept entries) offer it with [`DelayQueue::offer`] (from a flush's cascade,
 //! [`DelayQueue::offer_within`]), if no such offer was made since its last drain, whatever offer
-//! for the next round is pending: they were due before the round began, and the round under way
-//! takes them (their bucket's old offer is stale once the new round is set). So entries numbered
+//! for the next round is pending: due by the time already, the round under way takes them (those
+//! its limit covers run in it), and their bucket's old offer is stale once the new round is set. So entries numbered
 //! after an advance began do not keep it going: a passed deadline's offer waits for the next
 //! round, a drain that keeps entries leaves the list offered, and a deadline at or before the
 //! wheel's time goes to the overdue list, never into a kept bucket. A passed deadline scheduled
@@ -104,9 +104,9 @@
 //! its deadline from its time (a passed one on the overdue list), and what that reports is offered
 //! with [`DelayQueue::offer_next`] after the link and the unlock, so the round under way leaves it
 //! and the next takes it (but for entries the filing moves from a bucket behind the time, offered
-//! for the round under way: "Rounds"). Offered before the link, an advance could pop the offer and drain the
-//! overdue list before the entry is on it, and the offer the link then owes is never made: the
-//! seeded fault `shard_core_set_aside_offered_before_link`, which the loom model
+//! for the round under way: "Rounds"). Offered before the link, an advance could pop the offer and
+//! drain the overdue list before the entry is on it, and the offer the link then owes is never
+//! made: the seeded fault `shard_core_set_aside_offered_before_link`, which the loom model
 //! `shard_core::a_set_aside_racing_the_poll_is_taken_by_the_next_advance` catches. A cancel after
 //! it takes the entry, a reset moves it.
 //!

@@ -43,8 +43,8 @@
 //! was not offered since its last drain, which the caller makes for the next round; and `moved`,
 //! for entries a bucket behind the time moves there, made if no such offer was made since its
 //! last drain, whatever other offer is pending, which the caller makes so that the round under
-//! way takes them (they were due before it began). A drain clears both flags, and sets the first
-//! again when it keeps entries.
+//! way takes them (due by the time already, those its limit covers are its own). A drain clears
+//! both flags, and sets the first again when it keeps entries.
 //!
 //! **Held.** A flush, or the overdue list's drain, does not take a due entry's payload: it unlinks
 //! the entry, marks it held (its life word's list code `HELD`, of no list: `life.rs`) and appends
