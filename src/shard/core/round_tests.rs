@@ -6,28 +6,9 @@
 
 use std::cell::Cell;
 
-use super::{Core, Handle, Merge};
+use super::tests::{advance_by, schedule};
+use super::Core;
 use crate::deadline::Deadline;
-
-fn schedule<P: Send + 'static>(core: &Core<P>, tick: u64, stamp: u64, payload: P) -> Handle<P> {
-    core.schedule(Deadline::at_tick(tick), stamp, payload).unwrap_or_else(|_| panic!("{tick} refused"))
-}
-
-/// One advance to `now` with the limit `limit`, `between` run after each flush: the payloads
-/// claimed in the batch's order, and how many flushes it made.
-fn advance_by<P: Send + 'static>(
-    core: &Core<P>,
-    now: u64,
-    limit: u64,
-    mut between: impl FnMut(),
-) -> (Vec<P>, usize) {
-    let (mut out, mut flushes) = (Vec::new(), 0);
-    core.advance_with(now, limit, &mut out, &mut Merge::default(), || {
-        flushes += 1;
-        between();
-    });
-    (out.iter().map(|due| core.claim(due).expect("held until claimed")).collect(), flushes)
-}
 
 /// A passed deadline scheduled and cancelled between every two polls: its offer is the next
 /// round's, so the advance ends after the flush that ran the hook.

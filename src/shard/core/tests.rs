@@ -23,7 +23,12 @@ fn ranked(tick: u64, rank: u8) -> Deadline {
     Deadline::new(tick, rank).expect("in range")
 }
 
-fn schedule<P: Send + 'static>(core: &Core<P>, deadline: u64, stamp: u64, payload: P) -> Handle<P> {
+pub(super) fn schedule<P: Send + 'static>(
+    core: &Core<P>,
+    deadline: u64,
+    stamp: u64,
+    payload: P,
+) -> Handle<P> {
     core.schedule(at(deadline), stamp, payload).unwrap_or_else(|_| panic!("{deadline} refused"))
 }
 
@@ -380,7 +385,7 @@ fn callgrind_window_pairs() {
 
 /// Advances to `now` in a round of limit `limit`, running `between` after each flush, and claims
 /// each due entry in order: the payloads fired, and how many flushes the advance made.
-fn advance_by<P: Send + 'static>(
+pub(super) fn advance_by<P: Send + 'static>(
     core: &Core<P>,
     now: u64,
     limit: u64,
