@@ -40,6 +40,9 @@
 //!   next round's (Y kept, Z filed with no offer of its own); a schedule that sets a new round in
 //!   X's bucket, moving X to the overdue list, races the advance whose drain keeps Z for the next
 //!   round: once the schedule is done before one of the advance's polls, that advance takes X.
+//! * `a_schedule_racing_the_close_is_drained_or_refused`: a schedule against `Core::close` of its
+//!   shard (one entry pending already): the schedule is either drained by the close (linked first)
+//!   or refused (the flag read set in its insert's critical section), and `len` is then 0.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -293,5 +296,28 @@ fn entries_moved_from_behind_the_time_are_taken_by_the_round_under_way() {
         core.advance(5, 9, &mut out, &mut merge);
         assert_eq!(claim(&mut out), [9]);
         assert_eq!(core.len(), 0);
+    });
+}
+
+/// Seeded fault `shard_core_closed_read_outside_lock`: the schedule reads the closed flag in a
+/// critical section of its own, before its insert's; a close between the two drains the shard,
+/// and the entry is then linked into the closed shard, neither drained nor refused.
+#[test]
+fn a_schedule_racing_the_close_is_drained_or_refused() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        core.schedule(at_tick(3), 1, 1).map_err(drop).unwrap();
+        let scheduler = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || core.schedule(at_tick(2), 2, 2).is_ok())
+        };
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
+        core.close(&mut out, &mut merge);
+        let scheduled = scheduler.join().unwrap();
+        let drained: Vec<u64> = out.iter().map(|fired| fired.order().1).collect();
+        let expected: &[u64] = if scheduled { &[2, 1] } else { &[1] };
+        assert_eq!(drained, expected, "drained by the close or refused (scheduled: {scheduled})");
+        assert_eq!(core.len(), 0, "nothing left in the closed shard");
+        assert!(core.schedule(at_tick(2), 3, 3).is_err(), "closed");
     });
 }

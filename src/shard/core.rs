@@ -122,6 +122,14 @@
 //! completes before the claim begins lose: the seeded fault `shard_core_claims_at_collection`,
 //! which the loom model `shard_core::a_cancel_before_the_claim_wins` catches.
 //!
+//! **A shard's state** is its wheel, the caller's extra (`X`: [`Extra`]), the closed flag and the
+//! shard's [`Totals`] (`state.rs`): the `_with` calls ([`Core::schedule_with`],
+//! [`Core::cancel_with`], [`Core::reset_with`], [`Core::claim_with`], [`Core::deadline_with`],
+//! [`Core::close_with`]) run the caller's closure on the extra under the shard's lock, in the
+//! critical section of the entry's move, and the totals count each move there. A schedule that
+//! finds its shard closed is refused ([`Refusal::Closed`]), so that one racing [`Core::close`] is
+//! either drained by it or refused (`shutdown.rs`).
+//!
 //! **Status.** A claim, a cancel and a drain each record in the entry's slot how it ended
 //! (`Fired`, `Cancelled`, `Abandoned`; `life.rs`), kept until the slot is reused: [`Core::status`]
 //! reads it through a handle under the shard's lock (`Pending` until then; `None` once the slot
@@ -130,30 +138,26 @@
 use std::fmt;
 
 use super::faults;
-use super::life::Status;
 use super::pool::{self, Pool, Shard, ShardState};
-use super::wheel::{self, BucketCode, Fired, Key, Offer, Offers, Refused, Wheel, DEFAULT_WHEEL_SIZE};
+use super::wheel::{
+    self, BucketCode, Fired, Key, Offer, Offers, Refusal, Refused, Wheel, DEFAULT_WHEEL_SIZE,
+};
 use crate::deadline::Deadline;
 use crate::delay_queue::{DelayQueue, Identity};
 
+mod handles;
 mod merge;
 mod mid_tick;
+mod shutdown;
+mod state;
 pub(crate) mod stats;
 
 pub use merge::Merge;
+pub use state::{Extra, State, Totals};
 
 /// An entry of a [`Core`]: cancels, resets and reads its deadline from any thread; finds nothing
 /// once the entry left (fired, cancelled, drained) or the core was dropped.
-pub type Handle<P> = pool::Handle<Wheel<P>>;
-
-impl<P: Send + 'static> ShardState for Wheel<P> {
-    type Payload = P;
-
-    #[inline]
-    fn take(&mut self, slot: u32, generation: u64) -> Option<P> {
-        self.remove(Key { slot, generation })
-    }
-}
+pub type Handle<P, X = ()> = pool::Handle<State<P, X>>;
 
 /// What the driver's queue holds: a bucket of a shard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,9 +189,9 @@ impl Due {
     }
 }
 
-/// The shard core (module docs).
-pub struct Core<P: Send + 'static> {
-    shards: Box<[Shard<Wheel<P>>]>,
+/// The shard core (module docs): payloads `P`, and `X` beside each shard's wheel.
+pub struct Core<P: Send + 'static, X: Extra = ()> {
+    shards: Box<[Shard<State<P, X>>]>,
     /// The shard count less one (a power of two less one).
     mask: usize,
     queue: DelayQueue<Bucketed>,
@@ -198,7 +202,7 @@ pub struct Core<P: Send + 'static> {
 
 impl<P: Send + 'static> Core<P> {
     /// A core of `shards` shards (rounded up to a power of two, at least one, at most 2¹⁵),
-    /// headers taken from the pool, wheels of the default size.
+    /// headers taken from the pool, wheels of the default size, no extra.
     pub fn new(shards: usize) -> Core<P> {
         Core::with_wheel_size(shards, DEFAULT_WHEEL_SIZE)
     }
@@ -209,13 +213,25 @@ impl<P: Send + 'static> Core<P> {
     ///
     /// If `wheel_size` is below 2 or above 2²⁴ (`Wheel::new`).
     pub fn with_wheel_size(shards: usize, wheel_size: u64) -> Core<P> {
+        Core::with_extra(shards, wheel_size)
+    }
+}
+
+impl<P: Send + 'static, X: Extra> Core<P, X> {
+    /// [`with_wheel_size`](Core::with_wheel_size) with `X::default()` beside each shard's wheel
+    /// (module docs, "A shard's state").
+    ///
+    /// # Panics
+    ///
+    /// If `wheel_size` is below 2 or above 2²⁴ (`Wheel::new`).
+    pub fn with_extra(shards: usize, wheel_size: u64) -> Core<P, X> {
         let count = shards.clamp(1, 1 << 15).next_power_of_two();
         let pool = Pool::global();
-        let shards: Box<[Shard<Wheel<P>>]> = (0..count).map(|_| pool.take()).collect();
+        let shards: Box<[Shard<State<P, X>>]> = (0..count).map(|_| pool.take()).collect();
         for shard in shards.iter() {
             let mut shard = shard.lock();
-            if shard.state().wheel_size() != wheel_size {
-                *shard.state() = Wheel::new(wheel_size);
+            if shard.state().wheel.wheel_size() != wheel_size {
+                shard.state().wheel = Wheel::new(wheel_size);
             }
         }
         Core { shards, mask: count - 1, queue: DelayQueue::new(), collected: faults::Collected::default() }
@@ -244,22 +260,55 @@ impl<P: Send + 'static> Core<P> {
     ///
     /// # Errors
     ///
-    /// The payload back with the reason ([`Refusal`]), handed back after the unlock.
+    /// The payload back with the reason ([`Refusal`]: `Closed` once [`close`](Core::close) closed
+    /// the shard), handed back after the unlock.
     #[inline]
-    pub fn schedule(&self, deadline: Deadline, stamp: u64, payload: P) -> Result<Handle<P>, Refused<P>> {
-        self.schedule_in(self.own_shard(), deadline, stamp, payload)
+    pub fn schedule(&self, deadline: Deadline, stamp: u64, payload: P) -> Result<Handle<P, X>, Refused<P>> {
+        self.schedule_in_with(self.own_shard(), deadline, stamp, payload, |_| {})
+    }
+
+    /// [`schedule`](Core::schedule), running `f` on the shard's extra under its lock once the
+    /// entry is in (not if it is refused).
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Core::schedule).
+    #[inline]
+    pub fn schedule_with(
+        &self,
+        deadline: Deadline,
+        stamp: u64,
+        payload: P,
+        f: impl FnOnce(&mut X),
+    ) -> Result<Handle<P, X>, Refused<P>> {
+        self.schedule_in_with(self.own_shard(), deadline, stamp, payload, f)
     }
 
     /// [`schedule`](Core::schedule) into shard `index`.
-    #[inline]
     fn schedule_in(
         &self,
         index: usize,
         deadline: Deadline,
         stamp: u64,
         payload: P,
-    ) -> Result<Handle<P>, Refused<P>> {
+    ) -> Result<Handle<P, X>, Refused<P>> {
+        self.schedule_in_with(index, deadline, stamp, payload, |_| {})
+    }
+
+    /// [`schedule_with`](Core::schedule_with) into shard `index`.
+    #[inline]
+    fn schedule_in_with(
+        &self,
+        index: usize,
+        deadline: Deadline,
+        stamp: u64,
+        payload: P,
+        f: impl FnOnce(&mut X),
+    ) -> Result<Handle<P, X>, Refused<P>> {
         let shard = &self.shards[index];
+        if fault!("shard_core_closed_read_outside_lock") && faults::closed(shard) {
+            return Err(Refused { payload, reason: Refusal::Closed });
+        }
         if fault!("shard_core_offer_before_link") {
             self.offer(index, faults::offers_before_link(shard, deadline));
             let mut shard = shard.lock();
@@ -268,23 +317,15 @@ impl<P: Send + 'static> Core<P> {
             return Ok(shard.handle(index as u16, key.slot, key.generation));
         }
         let mut guard = shard.lock();
-        let (key, offers) = guard.state().insert(deadline, stamp, payload)?;
+        let state = guard.state();
+        let (key, offers) = state.insert(deadline, stamp, payload)?;
+        f(&mut state.extra);
         guard.count_in(1);
         let handle = guard.handle(index as u16, key.slot, key.generation);
         drop(guard);
         // After the link and the unlock (module docs).
         self.offer(index, offers);
         Ok(handle)
-    }
-
-    /// The index of the shard `handle` names: the index the handle carries, if this core's
-    /// header is there (from any thread, no search); `None` if the handle is another core's,
-    /// whatever index it carries.
-    #[inline]
-    fn index_of(&self, handle: &Handle<P>) -> Option<usize> {
-        let index = handle.index();
-        let shard = self.shards.get(index)?;
-        std::ptr::eq(shard.header, handle.header).then_some(index)
     }
 
     /// Offers `offers` of shard `index` to the queue (module docs, "Rounds"): a bucket's new
@@ -300,53 +341,6 @@ impl<P: Send + 'static> Core<P> {
         if let Some(Offer { expiration, bucket }) = overdue {
             self.queue.offer_next(expiration, Bucketed { shard: index as u16, bucket });
         }
-    }
-
-    /// Takes `handle`'s entry out if it is pending, counted out: its payload, for the caller to
-    /// drop or return (after the unlock). `None` if it fired, was cancelled or drained.
-    #[inline]
-    pub fn cancel(&self, handle: &Handle<P>) -> Option<P> {
-        handle.cancel()
-    }
-
-    /// Moves `handle`'s pending entry to `deadline` in place, keeping its stamp, and offers its
-    /// new bucket if the move set the bucket's round: `true` if it moved, `false` if the entry is
-    /// not pending, is held by a batch (being fired), or the handle is another core's (found
-    /// before anything moves, so that an entry never moves unoffered).
-    #[inline]
-    pub fn reset(&self, handle: &Handle<P>, deadline: Deadline) -> bool {
-        let Some(index) = self.index_of(handle) else { return false };
-        if fault!("shard_core_reset_offers_before_link") {
-            self.offer(index, faults::offers_before_link(&self.shards[index], deadline));
-            let Some(mut shard) = handle.lock() else { return false };
-            let (slot, generation) = handle.entry();
-            return shard.state().reset(Key { slot, generation }, deadline).is_some();
-        }
-        let Some(mut shard) = handle.lock() else { return false };
-        let (slot, generation) = handle.entry();
-        let Some(offers) = shard.state().reset(Key { slot, generation }, deadline) else {
-            return false;
-        };
-        drop(shard);
-        if offers != Offers::default() {
-            self.offer(index, offers);
-        }
-        true
-    }
-
-    /// The deadline of `handle`'s entry, `None` if it is not pending (a held entry is pending
-    /// until claimed).
-    pub fn deadline(&self, handle: &Handle<P>) -> Option<Deadline> {
-        let (slot, generation) = handle.entry();
-        handle.lock()?.state().deadline(Key { slot, generation })
-    }
-
-    /// Where `handle`'s entry is in its life (module docs, "Status"), read under its shard's
-    /// lock: `Pending` until a claim, a cancel or a drain takes it, then `Fired`, `Cancelled` or
-    /// `Abandoned` until its slot is reused; `None` then, and once the core is dropped.
-    pub fn status(&self, handle: &Handle<P>) -> Option<Status> {
-        let (slot, generation) = handle.entry();
-        handle.lock()?.state().status(Key { slot, generation })
     }
 
     /// The driver: one round of the queue at tick `now` with the sequence-number limit `limit`
@@ -378,7 +372,7 @@ impl<P: Send + 'static> Core<P> {
                 let (at, due, offers) = ((bucket, expiration, limit), &mut merge.due, &mut merge.offers);
                 faults::flush_claiming(shard, index, at, due, offers, &self.collected)
             } else {
-                shard.lock().state().flush(bucket, expiration, limit, &mut merge.due, &mut merge.offers)
+                shard.lock().state().wheel.flush(bucket, expiration, limit, &mut merge.due, &mut merge.offers)
             };
             out.extend(merge.due.drain(..).map(|entry| Due { shard: index, entry }));
             for offer in merge.offers.drain(..) {
@@ -399,6 +393,13 @@ impl<P: Send + 'static> Core<P> {
     /// drain took it since the advance.
     #[inline]
     pub fn claim(&self, due: &Due) -> Option<P> {
+        self.claim_with(due, |_| {})
+    }
+
+    /// [`claim`](Core::claim), running `f` on the shard's extra under its lock once the entry is
+    /// taken (not if a cancel or a drain took it); the payload is handed back after the unlock.
+    #[inline]
+    pub fn claim_with(&self, due: &Due, f: impl FnOnce(&mut X)) -> Option<P> {
         if fault!("shard_core_claims_at_collection") {
             return self.collected.take(due.shard, due.entry.key);
         }
@@ -407,8 +408,10 @@ impl<P: Send + 'static> Core<P> {
             return faults::claim_counting_after_unlock(shard, due.entry.key);
         }
         let mut guard = shard.lock();
-        let payload = guard.state().claim(due.entry.key);
+        let state = guard.state();
+        let payload = state.claim(due.entry.key);
         if payload.is_some() {
+            f(&mut state.extra);
             guard.count_out(1);
         }
         drop(guard);
@@ -433,35 +436,9 @@ impl<P: Send + 'static> Core<P> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    /// A shutdown: every pending entry taken out, held ones too (each shard under its lock,
-    /// counted out), appended to `out` and sorted by [`Fired::order`]; every handle and every
-    /// claim of a batch under way finds nothing afterwards, and the offers left in the queue are
-    /// stale. The caller drops or returns the payloads.
-    pub fn drain_all(&self, out: &mut Vec<Fired<P>>, merge: &mut Merge) {
-        let start = out.len();
-        for shard in self.shards.iter() {
-            let mut shard = shard.lock();
-            let before = out.len();
-            shard.state().drain_all(out);
-            if out.len() > before {
-                shard.count_out(out.len() - before);
-            }
-        }
-        merge.sort(&mut out[start..]);
-    }
 }
 
-impl<P: Send + 'static> Drop for Core<P> {
-    /// Gives every header back, the last first; each state's payloads are dropped after its
-    /// header is unlocked and back in the pool. Should one panic, the rest are still given back.
-    fn drop(&mut self) {
-        let shards = std::mem::take(&mut self.shards).into_vec();
-        shards.into_iter().rev().for_each(drop);
-    }
-}
-
-impl<P: Send + 'static> fmt::Debug for Core<P> {
+impl<P: Send + 'static, X: Extra> fmt::Debug for Core<P, X> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Core")
             .field("shards", &self.shards.len())

@@ -38,9 +38,14 @@
 //!   behind the time moves to the overdue list offer it as a passed deadline does, only if the
 //!   list was not offered since its last drain, so that while its offer for the next round is
 //!   pending they wait one advance longer than their numbers allow.
+//! * `shard_core_closed_read_outside_lock` ([`closed`]): `Core::schedule` reads its shard's
+//!   closed flag in a critical section of its own, before the insert's, which does not read it:
+//!   a close between the two drains the shard, and the entry is then linked into a closed shard,
+//!   neither drained nor refused.
 
+use super::core::{Extra, State};
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
-use super::wheel::{BucketCode, Due, Key, Offer, Offers, Wheel};
+use super::wheel::{BucketCode, Due, Key, Offer, Offers};
 use crate::deadline::Deadline;
 use crate::sync::{Ordering, UnmodelledMutex as Mutex};
 
@@ -72,7 +77,10 @@ pub(super) fn cancel_counting_after_unlock<S: ShardState>(handle: &Handle<S>) ->
 /// `shard_core_claim_counts_out_after_unlock`: `Core::claim` counting its entry out by a load and
 /// a store after the unlock, where a schedule's count-in (under the lock) may come between the two
 /// and be lost.
-pub(super) fn claim_counting_after_unlock<P: Send + 'static>(shard: &Shard<Wheel<P>>, key: Key) -> Option<P> {
+pub(super) fn claim_counting_after_unlock<P: Send + 'static, X: Extra>(
+    shard: &Shard<State<P, X>>,
+    key: Key,
+) -> Option<P> {
     let payload = shard.lock().state().claim(key)?;
     let count = shard.header.count.load(Ordering::Relaxed);
     shard.header.count.store(count.wrapping_sub(1), Ordering::Relaxed);
@@ -100,8 +108,8 @@ impl<P> Collected<P> {
 
 /// `shard_core_claims_at_collection`: one flush of `Core::advance` that takes each due entry's
 /// payload out under the flush's lock, counted out, into `collected`.
-pub(super) fn flush_claiming<P: Send + 'static>(
-    shard: &Shard<Wheel<P>>,
+pub(super) fn flush_claiming<P: Send + 'static, X: Extra>(
+    shard: &Shard<State<P, X>>,
     index: u16,
     (bucket, expiration, limit): (BucketCode, u64, u64),
     due: &mut Vec<Due>,
@@ -110,7 +118,7 @@ pub(super) fn flush_claiming<P: Send + 'static>(
 ) -> Option<Offer> {
     let before = due.len();
     let mut guard = shard.lock();
-    let next = guard.state().flush(bucket, expiration, limit, due, offers);
+    let next = guard.state().wheel.flush(bucket, expiration, limit, due, offers);
     let taken: Vec<_> = due[before..]
         .iter()
         .map(|entry| (index, entry.key, guard.state().claim(entry.key).expect("held")))
@@ -124,14 +132,26 @@ pub(super) fn flush_claiming<P: Send + 'static>(
 /// `shard_core_offer_before_link`, `shard_core_reset_offers_before_link`: the offers an insert
 /// (or a move) to `deadline` in `shard` would make, read in a critical section of their own, for
 /// `Core::schedule` (or `Core::reset`) to make before its insert's (or move's).
-pub(super) fn offers_before_link<P: Send + 'static>(shard: &Shard<Wheel<P>>, deadline: Deadline) -> Offers {
-    shard.lock().state().offers_for(deadline.tick())
+pub(super) fn offers_before_link<P: Send + 'static, X: Extra>(
+    shard: &Shard<State<P, X>>,
+    deadline: Deadline,
+) -> Offers {
+    shard.lock().state().wheel.offers_for(deadline.tick())
 }
 
 /// `shard_core_set_aside_offered_before_link`: the offers putting the held entry `key` back would
 /// make, read in a critical section of their own, for `Core::set_aside` to make before its own.
-pub(super) fn set_aside_offers_before_link<P: Send + 'static>(shard: &Shard<Wheel<P>>, key: Key) -> Offers {
+pub(super) fn set_aside_offers_before_link<P: Send + 'static, X: Extra>(
+    shard: &Shard<State<P, X>>,
+    key: Key,
+) -> Offers {
     let mut guard = shard.lock();
-    let wheel = guard.state();
+    let wheel = &mut guard.state().wheel;
     wheel.deadline(key).map_or_else(Offers::default, |deadline| wheel.offers_for(deadline.tick()))
+}
+
+/// `shard_core_closed_read_outside_lock`: the shard's closed flag, read in a critical section of
+/// its own, for `Core::schedule` to read before its insert's.
+pub(super) fn closed<P: Send + 'static, X: Extra>(shard: &Shard<State<P, X>>) -> bool {
+    shard.lock().state().closed
 }

@@ -8,12 +8,13 @@
 //! them yet.
 //!
 //! * `core.rs`: [`Core`](core::Core), the rooms below assembled: shard headers from the pool
-//!   whose state is a wheel, a thread's schedules into a shard of its own, cancel, reset and
+//!   whose state is a wheel beside the caller's extra, a closed flag and the shard's totals, a
+//!   thread's schedules into a shard of its own, cancel, reset and
 //!   deadline through a handle, the driver's one delay queue of buckets (`crate::delay_queue`,
 //!   keyed by shard and bucket: a schedule offers a bucket whose round it set, after linking; the
 //!   advance polls and flushes) and its batch merged in deadline and sequence order, held until
-//!   each entry's claim, the count without locks, the drain at shutdown. Its module docs state
-//!   which lock orders what.
+//!   each entry's claim, the count without locks, the close and drain at shutdown (a schedule racing
+//!   it drained or refused). Its module docs state which lock orders what.
 //! * `lock.rs`: [`ShardLock`](lock::ShardLock), the shard's lock: test-and-set, its unlock one
 //!   `Release` store (one read-modify-write per critical section), its waiters spinning, yielding,
 //!   then sleeping in bounded steps (no fairness; a sleeping waiter sees the unlock up to about

@@ -286,12 +286,20 @@ impl<S: ShardState> Handle<S> {
     /// the unlock). `None` if it is not pending, or its owner gave the shard back.
     #[inline]
     pub fn cancel(&self) -> Option<S::Payload> {
+        self.cancel_with(|_| {})
+    }
+
+    /// [`cancel`](Self::cancel), running `f` on the state under the lock once the payload is out
+    /// and counted out (not if nothing was taken); the payload is still dropped after the unlock.
+    #[inline]
+    pub fn cancel_with(&self, f: impl FnOnce(&mut S)) -> Option<S::Payload> {
         if fault!("shard_count_after_unlock") {
             return faults::cancel_counting_after_unlock(self);
         }
         let mut shard = self.lock()?;
         let payload = shard.state().take(self.slot, self.generation)?;
         shard.count_out(1);
+        f(shard.state());
         drop(shard);
         Some(payload)
     }

@@ -3,10 +3,10 @@
 //! back for the next round ([`Core::set_aside`]). The module docs of `core.rs`, "Passed deadlines
 //! mid-tick" and "Set aside".
 
-use super::{faults, Bucketed, Core, Due, Merge, Offers};
+use super::{faults, Bucketed, Core, Due, Extra, Merge, Offers};
 use crate::deadline::Deadline;
 
-impl<P: Send + 'static> Core<P> {
+impl<P: Send + 'static, X: Extra> Core<P, X> {
     /// Holds, in every shard (each under its lock, no lock across two), the entries of `limit`'s
     /// tick whose deadline word is at or before `limit` and whose stamp is at most `stamps`, as
     /// an advance's flush holds its due entries, appended to `out` unsorted (module docs, "Passed
@@ -17,7 +17,7 @@ impl<P: Send + 'static> Core<P> {
     /// shard's entries on their way (as for [`advance`](Core::advance)).
     pub fn take_due_by(&self, limit: Deadline, stamps: u64, out: &mut Vec<Due>, merge: &mut Merge) {
         for (index, shard) in self.shards.iter().enumerate() {
-            shard.lock().state().take_due_by(limit, stamps, &mut merge.due);
+            shard.lock().state().wheel.take_due_by(limit, stamps, &mut merge.due);
             out.extend(merge.due.drain(..).map(|entry| Due { shard: index as u16, entry }));
         }
     }
@@ -36,9 +36,9 @@ impl<P: Send + 'static> Core<P> {
             for offer in offers.iter() {
                 self.queue.offer_next(offer.expiration, Bucketed { shard: due.shard, bucket: offer.bucket });
             }
-            return shard.lock().state().set_aside(due.entry.key).is_some();
+            return shard.lock().state().wheel.set_aside(due.entry.key).is_some();
         }
-        let Some(offers) = shard.lock().state().set_aside(due.entry.key) else { return false };
+        let Some(offers) = shard.lock().state().wheel.set_aside(due.entry.key) else { return false };
         // After the link and the unlock (module docs); entries moved from behind the time for
         // the round under way ("Rounds").
         let Offers { round, overdue, moved } = offers;

@@ -12,7 +12,7 @@
 //! [`Core::len`].
 
 use super::super::wheel::WheelStats;
-use super::Core;
+use super::{Core, Extra};
 
 /// The core's load now (module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,13 +59,13 @@ impl CoreStats {
     }
 }
 
-impl<P: Send + 'static> Core<P> {
+impl<P: Send + 'static, X: Extra> Core<P, X> {
     /// The core's load now (module docs): each shard's wheel read under its lock, one at a time;
     /// O(shards + the buckets created in the levels holding entries).
     pub fn stats(&self) -> CoreStats {
         let mut stats = CoreStats { queued_buckets: self.queue.len(), ..CoreStats::default() };
         for shard in self.shards.iter() {
-            let load = shard.lock().state().stats();
+            let load = shard.lock().state().wheel.stats();
             stats.add(load);
         }
         stats

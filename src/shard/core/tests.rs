@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::super::life::Status;
 use super::super::pool::Pool;
-use super::super::wheel::{Refusal, Wheel, MAX_TICK};
-use super::{Core, Due, Handle, Merge};
+use super::super::wheel::{Refusal, MAX_TICK};
+use super::{Core, Due, Handle, Merge, State};
 use crate::deadline::Deadline;
 use crate::test_rng::XorShift;
 
@@ -327,7 +327,7 @@ fn panics(f: impl FnOnce()) -> bool {
 fn a_payload_whose_drop_panics_leaves_no_lock_held() {
     let drops = Arc::new(AtomicUsize::new(0));
     let bomb = |armed| Bomb { drops: Arc::clone(&drops), armed };
-    let pool = Pool::<Wheel<Bomb>>::global();
+    let pool = Pool::<State<Bomb, ()>>::global();
     let core = Core::new(2);
     let handle = schedule(&core, 10, 0, bomb(true));
     let cancelled = core.cancel(&handle);

@@ -12,14 +12,16 @@ pub struct Key {
     pub(crate) generation: u64,
 }
 
-/// Why the wheel refused an insert.
+/// Why an insert was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// The slab holds as many entries as slot indices allow.
     Full,
+    /// The core closed the shard (`core/shutdown.rs`).
+    Closed,
 }
 
-/// An insert the wheel refused: the payload, handed back, and why.
+/// An insert the wheel or the core refused: the payload, handed back, and why.
 #[derive(Debug)]
 pub struct Refused<P> {
     pub(crate) payload: P,

@@ -139,7 +139,8 @@ fn entries_of_a_coarser_level_fire_beside_a_passed_deadline() {
     f.schedule(passed_us(300, 300_500), 1);
     assert_eq!(f.fire(300), [0, 1]);
     assert_eq!(f.fire(319), [0u64; 0]);
-    let levels: usize = f.core.shards.iter().map(|shard| shard.lock().state().levels()).max().unwrap_or(0);
+    let levels: usize =
+        f.core.shards.iter().map(|shard| shard.lock().state().wheel.levels()).max().unwrap_or(0);
     assert_eq!(levels, 2, "A2 waits in level 1, in the round starting at 320");
     f.schedule(passed_us(319, 319_500), 3);
     assert_eq!(f.fire(319), [2, 3]);

@@ -1,0 +1,82 @@
+//! What a handle does through the core, from any thread: cancel, reset, and read the deadline
+//! and the status of its entry, each under the entry's shard's lock (module docs of `core.rs`),
+//! with the `_with` calls that run the caller's closure on the shard's extra there.
+
+use super::{Core, Extra, Handle, Key, Offers};
+use crate::deadline::Deadline;
+use crate::shard::faults;
+use crate::shard::life::Status;
+
+impl<P: Send + 'static, X: Extra> Core<P, X> {
+    /// The index of the shard `handle` names: the index the handle carries, if this core's
+    /// header is there (from any thread, no search); `None` if the handle is another core's,
+    /// whatever index it carries.
+    #[inline]
+    fn index_of(&self, handle: &Handle<P, X>) -> Option<usize> {
+        let index = handle.index();
+        let shard = self.shards.get(index)?;
+        std::ptr::eq(shard.header, handle.header).then_some(index)
+    }
+
+    /// Takes `handle`'s entry out if it is pending, counted out: its payload, for the caller to
+    /// drop or return (after the unlock). `None` if it fired, was cancelled or drained.
+    #[inline]
+    pub fn cancel(&self, handle: &Handle<P, X>) -> Option<P> {
+        handle.cancel()
+    }
+
+    /// [`cancel`](Core::cancel), running `f` on the shard's extra under its lock once the entry
+    /// is out (not if nothing was taken); the payload is handed back after the unlock.
+    #[inline]
+    pub fn cancel_with(&self, handle: &Handle<P, X>, f: impl FnOnce(&mut X)) -> Option<P> {
+        handle.cancel_with(|state| f(&mut state.extra))
+    }
+
+    /// Moves `handle`'s pending entry to `deadline` in place, keeping its stamp, and offers its
+    /// new bucket if the move set the bucket's round: `true` if it moved, `false` if the entry is
+    /// not pending, is held by a batch (being fired), or the handle is another core's (found
+    /// before anything moves, so that an entry never moves unoffered).
+    #[inline]
+    pub fn reset(&self, handle: &Handle<P, X>, deadline: Deadline) -> bool {
+        self.reset_with(handle, deadline, |_| {})
+    }
+
+    /// [`reset`](Core::reset), running `f` on the shard's extra under its lock once the entry
+    /// moved (not if it did not).
+    #[inline]
+    pub fn reset_with(&self, handle: &Handle<P, X>, deadline: Deadline, f: impl FnOnce(&mut X)) -> bool {
+        let Some(index) = self.index_of(handle) else { return false };
+        if fault!("shard_core_reset_offers_before_link") {
+            self.offer(index, faults::offers_before_link(&self.shards[index], deadline));
+            let Some(mut shard) = handle.lock() else { return false };
+            let (slot, generation) = handle.entry();
+            return shard.state().reset(Key { slot, generation }, deadline).is_some();
+        }
+        let Some(mut shard) = handle.lock() else { return false };
+        let (slot, generation) = handle.entry();
+        let state = shard.state();
+        let Some(offers) = state.reset(Key { slot, generation }, deadline) else {
+            return false;
+        };
+        f(&mut state.extra);
+        drop(shard);
+        if offers != Offers::default() {
+            self.offer(index, offers);
+        }
+        true
+    }
+
+    /// The deadline of `handle`'s entry, `None` if it is not pending (a held entry is pending
+    /// until claimed).
+    pub fn deadline(&self, handle: &Handle<P, X>) -> Option<Deadline> {
+        self.deadline_with(handle, |deadline, _| deadline)
+    }
+
+    /// Where `handle`'s entry is in its life (module docs, "Status"), read under its shard's
+    /// lock: `Pending` until a claim, a cancel or a drain takes it, then `Fired`, `Cancelled` or
+    /// `Abandoned` until its slot is reused; `None` then, and once the core is dropped.
+    pub fn status(&self, handle: &Handle<P, X>) -> Option<Status> {
+        let (slot, generation) = handle.entry();
+        handle.lock()?.state().wheel.status(Key { slot, generation })
+    }
+}

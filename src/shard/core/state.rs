@@ -1,0 +1,158 @@
+//! A shard's state under its lock: the wheel, the caller's extra ([`Extra`]), the closed flag
+//! (`shutdown.rs`) and the shard's [`Totals`]. Every operation of the core on a shard's entries
+//! goes through one of [`State`]'s methods, which keep the totals beside the wheel's move in the
+//! same critical section; the core's `_with` calls then hand the caller the extra there.
+//!
+//! **The extra.** A type of the caller's (the timer's instants before the clock's origin, by
+//! stamp, are one), made with `Default` when a shard's header is taken and dropped with the state
+//! when it is given back. The closures the `_with` calls run on it run under the shard's lock,
+//! after the entry's move: they see the entry's end and the extra in one critical section. A
+//! payload is never run or dropped there (a cancel's, a claim's and a drain's are handed back
+//! after the unlock), and a closure must not call into the core (the lock is not re-entrant).
+//!
+//! **Totals.** Plain counters under the shard's lock, each added to by a load and a store in the
+//! critical section of the move it counts: `scheduled` by an insert, `fired` by a claim that
+//! found its entry, `cancelled` by a cancel that did, `abandoned` by a drain, one for each entry,
+//! and `rearmed` by a reset that moved its entry. [`Core::totals`] sums them over the shards,
+//! each read under its lock in turn (never two at once): exact when no call is in flight, and
+//! under concurrent use a sum of per-shard snapshots that need not add up, as the load's
+//! (`stats.rs`). An entry set aside is still pending: no total moves.
+
+use super::{Core, Fired, Key, Offers, Refusal, Refused, ShardState, Wheel};
+use crate::deadline::Deadline;
+
+/// What a [`Core`] keeps in each shard beside the wheel (module docs): the caller's type.
+pub trait Extra: Default + Send + 'static {}
+
+impl<X: Default + Send + 'static> Extra for X {}
+
+/// A shard's monotonic totals, or their sum over the shards (module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Entries inserted.
+    pub(crate) scheduled: u64,
+    /// Entries a claim took to run.
+    pub(crate) fired: u64,
+    /// Entries a cancel took.
+    pub(crate) cancelled: u64,
+    /// Entries a drain took.
+    pub(crate) abandoned: u64,
+    /// Resets that moved their entry.
+    pub(crate) rearmed: u64,
+}
+
+impl Totals {
+    /// Adds `other`'s counts.
+    fn add(&mut self, other: &Totals) {
+        self.scheduled += other.scheduled;
+        self.fired += other.fired;
+        self.cancelled += other.cancelled;
+        self.abandoned += other.abandoned;
+        self.rearmed += other.rearmed;
+    }
+}
+
+/// A shard's state (module docs).
+pub struct State<P, X> {
+    pub(crate) wheel: Wheel<P>,
+    pub(crate) extra: X,
+    /// Set by `Core::close` under the lock, with the drain; never cleared (`shutdown.rs`).
+    pub(crate) closed: bool,
+    pub(crate) totals: Totals,
+}
+
+impl<P, X: Default> Default for State<P, X> {
+    fn default() -> Self {
+        State { wheel: Wheel::default(), extra: X::default(), closed: false, totals: Totals::default() }
+    }
+}
+
+impl<P: Send + 'static, X: Extra> ShardState for State<P, X> {
+    type Payload = P;
+
+    /// A cancel's take, counted in `cancelled`.
+    #[inline]
+    fn take(&mut self, slot: u32, generation: u64) -> Option<P> {
+        let payload = self.wheel.remove(Key { slot, generation })?;
+        self.totals.cancelled += 1;
+        Some(payload)
+    }
+}
+
+impl<P: Send + 'static, X> State<P, X> {
+    /// Inserts `payload` unless the shard is closed (`shutdown.rs`), counted in `scheduled`: its
+    /// key and what to offer.
+    #[inline]
+    pub(super) fn insert(
+        &mut self,
+        deadline: Deadline,
+        stamp: u64,
+        payload: P,
+    ) -> Result<(Key, Offers), Refused<P>> {
+        // The flag read in the insert's critical section (`shutdown.rs`).
+        if self.closed && !fault!("shard_core_closed_read_outside_lock") {
+            return Err(Refused { payload, reason: Refusal::Closed });
+        }
+        let inserted = self.wheel.insert(deadline, stamp, payload)?;
+        self.totals.scheduled += 1;
+        Ok(inserted)
+    }
+
+    /// Moves `key`'s pending entry to `deadline`, counted in `rearmed` if it moved.
+    #[inline]
+    pub(super) fn reset(&mut self, key: Key, deadline: Deadline) -> Option<Offers> {
+        let offers = self.wheel.reset(key, deadline)?;
+        self.totals.rearmed += 1;
+        Some(offers)
+    }
+
+    /// Takes `key`'s held entry to run it, counted in `fired`.
+    #[inline]
+    pub(crate) fn claim(&mut self, key: Key) -> Option<P> {
+        let payload = self.wheel.claim(key)?;
+        self.totals.fired += 1;
+        Some(payload)
+    }
+
+    /// Takes every entry out into `out`, counted in `abandoned`: how many.
+    pub(super) fn drain(&mut self, out: &mut Vec<Fired<P>>) -> usize {
+        let before = out.len();
+        self.wheel.drain_all(out);
+        let drained = out.len() - before;
+        self.totals.abandoned += drained as u64;
+        drained
+    }
+}
+
+impl<P: Send + 'static, X: Extra> Core<P, X> {
+    /// The shards' totals summed (module docs), each shard read under its lock in turn.
+    pub fn totals(&self) -> Totals {
+        let mut totals = Totals::default();
+        for shard in self.shards.iter() {
+            let shard_totals = shard.lock().state().totals;
+            totals.add(&shard_totals);
+        }
+        totals
+    }
+
+    /// Runs `f` on each shard's extra under its lock, one shard at a time, in index order.
+    pub fn for_each_extra(&self, mut f: impl FnMut(&mut X)) {
+        for shard in self.shards.iter() {
+            f(&mut shard.lock().state().extra);
+        }
+    }
+
+    /// Runs `f` on the deadline of `handle`'s pending entry and its shard's extra, in one critical
+    /// section: what `f` returns, or `None` if the entry is not pending (`f` not run).
+    pub fn deadline_with<R>(
+        &self,
+        handle: &super::Handle<P, X>,
+        f: impl FnOnce(Deadline, &mut X) -> R,
+    ) -> Option<R> {
+        let (slot, generation) = handle.entry();
+        let mut shard = handle.lock()?;
+        let state = shard.state();
+        let deadline = state.wheel.deadline(Key { slot, generation })?;
+        Some(f(deadline, &mut state.extra))
+    }
+}
