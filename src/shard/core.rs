@@ -123,7 +123,7 @@
 //! which the loom model `shard_core::a_cancel_before_the_claim_wins` catches.
 //!
 //! **A shard's state** is its wheel, the caller's extra (`X`: [`Extra`]), the closed flag and the
-//! shard's [`Totals`] (`state.rs`): the `_with` calls ([`Core::schedule_with`],
+//! shard's [`Totals`](state::Totals) (`state.rs`): the `_with` calls ([`Core::schedule_with`],
 //! [`Core::cancel_with`], [`Core::reset_with`], [`Core::claim_with`], [`Core::deadline_with`],
 //! [`Core::close_with`]) run the caller's closure on the extra under the shard's lock, in the
 //! critical section of the entry's move, and the totals count each move there. A schedule that
@@ -153,7 +153,7 @@ mod state;
 pub(crate) mod stats;
 
 pub use merge::Merge;
-pub use state::{Extra, State, Totals};
+pub use state::{Extra, State};
 
 /// An entry of a [`Core`]: cancels, resets and reads its deadline from any thread; finds nothing
 /// once the entry left (fired, cancelled, drained) or the core was dropped.

@@ -3,7 +3,8 @@
 
 use super::super::super::life::Status;
 use super::super::super::wheel::Refusal;
-use super::super::{Core, Merge, Totals};
+use super::super::state::Totals;
+use super::super::{Core, Merge};
 use crate::deadline::Deadline;
 
 fn at(tick: u64) -> Deadline {
