@@ -157,3 +157,55 @@ fn a_full_slab_hands_the_entry_back() {
     assert_eq!(occupy(&mut slab, 1).0, 17);
     slab.check();
 }
+
+/// Not a test: what the order of reuse costs a schedule + cancel pair when the shard holds many
+/// vacant slots, for callgrind and for a wall-time ratio between two builds (the slab's module
+/// docs, "Reuse"). `CORE_PENDING` entries (default 100,000) pending in one shard and as many
+/// vacant slots among them (twice as many scheduled, a random half cancelled), then `CORE_PAIRS`
+/// pairs (default 1,000,000): a schedule, then the cancel of a random pending entry; deadlines
+/// 30,000 to 34,095 ticks out, an advance every 1,000 pairs, a 24-byte payload with a niche (a
+/// 48-byte slot). Prints the pairs' wall time. Instructions per pair: the difference of two runs
+/// over the difference of their pair counts, e.g. `CORE_PAIRS=1000000 valgrind --tool=callgrind
+/// <lib test binary> --ignored --exact shard::slab::tests::callgrind_churn_pairs` and again with
+/// 2000000.
+#[test]
+#[ignore]
+fn callgrind_churn_pairs() {
+    use super::super::core::{Core, Merge};
+    use crate::deadline::Deadline;
+    use crate::test_rng::XorShift;
+
+    let var = |name: &str, default: u64| -> u64 {
+        std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    };
+    let (pending, pairs) = (var("CORE_PENDING", 100_000), var("CORE_PAIRS", 1_000_000));
+    let core: Core<(&'static (), [usize; 2])> = Core::new(8);
+    let mut rng = XorShift::new(0x5eed);
+    let mut stamp = 0u64;
+    let mut now = 0u64;
+    let mut schedule = |rng: &mut XorShift, now: u64| {
+        stamp += 1;
+        let deadline = Deadline::at_tick(now + 30_000 + rng.next() % 4096);
+        core.schedule(deadline, stamp, (&(), [stamp as usize; 2])).expect("room")
+    };
+    let mut handles: Vec<_> = (0..2 * pending).map(|_| schedule(&mut rng, now)).collect();
+    for _ in 0..pending {
+        let handle = handles.swap_remove((rng.next() % handles.len() as u64) as usize);
+        assert!(core.cancel(&handle).is_some());
+    }
+    let start = std::time::Instant::now();
+    for i in 0..pairs {
+        if i % 1000 == 0 {
+            now += 1;
+            let mut out = Vec::new();
+            core.advance(now, u64::MAX, &mut out, &mut Merge::default());
+            assert!(out.is_empty());
+        }
+        handles.push(schedule(&mut rng, now));
+        let handle = handles.swap_remove((rng.next() % handles.len() as u64) as usize);
+        assert!(core.cancel(&handle).is_some());
+    }
+    let elapsed = start.elapsed();
+    eprintln!("{pairs} pairs: {:.1} ns a pair", elapsed.as_nanos() as f64 / pairs.max(1) as f64);
+    std::hint::black_box(core.len());
+}
