@@ -1,6 +1,6 @@
 //! A shard's slab: the slots its entries live in, each addressed by a `u32` index and named by
-//! its occupant's stamp (the caller's, `life.rs`), and the free list of the vacant ones, threaded
-//! through the slots themselves.
+//! its occupant's stamp (the caller's, `life.rs`), and the free list of the vacant ones, a queue
+//! threaded through the slots themselves.
 //!
 //! A slot is vacant or occupied. An occupied slot holds one entry `E` (the wheel's: deadline and
 //! payload), its [life word](Life) and its two links, `prev` and `next`, which its owner
@@ -11,13 +11,27 @@
 //!
 //! Invariants (the shard's lock guards the slab, so they hold whenever the lock is free):
 //!
-//! * Every vacant slot is on the free list exactly once, and no occupied slot is.
+//! * Every vacant slot is on the free list exactly once, and no occupied slot is; while the list
+//!   is not empty, its tail index names its last slot (an empty list's tail is stale: only the
+//!   head says the list is empty, so that a pop writes one index).
 //! * A slot's generation is its occupant's stamp, which the caller gives with the entry: stamps
 //!   are unique among the entries a wheel is ever given, so a key `(index, stamp)` names one
 //!   occupant and a key of an earlier occupant never matches a later one, also when a shrink cut
 //!   the slot off and the index comes back. A vacant slot keeps the stamp, so a key reads how its
-//!   occupant ended ([`Slab::status`]) until the slot is reused.
+//!   occupant ended ([`Slab::status`]) until the slot is reused. The stamp of a new occupant
+//!   differs from the last one's (a debug assertion in [`Slab::occupy`]).
 //! * `len` is the number of occupied slots, exactly.
+//!
+//! Reuse: the free list is first in, first out. A vacated slot goes to the tail and a schedule
+//! takes the head, so a slot's last status ([`Slab::status`], what `TimerHandle::is_fired` and
+//! `is_cancelled` read) survives at least as many further occupies as the slab had vacant slots
+//! when the slot was vacated, and all of them while vacant slots written ahead remain
+//! ([`reserve`](Slab::reserve) puts them at the head: they have no status to keep). A slab whose
+//! free list is empty takes a new slot at the end, so a slot vacated into an empty free list is
+//! the next one reused. A shrink and a drain ([`take_all`](Slab::take_all)) rebuild the list by
+//! index, lowest first, not by age. A last-in, first-out list loses the status at the very next occupy, and
+//! costs the same instructions: the figures and the cache's share are in `docs/lean_core.md`
+//! ("Slots reused oldest first").
 //!
 //! Memory: [`reserve`](Slab::reserve) writes vacant slots ahead (their pages touched before the
 //! clock starts); [`shrink`](Slab::shrink) gives back the vacant slots after the last occupied one
@@ -51,11 +65,13 @@ pub(super) struct Slot<E> {
     pub(super) entry: Option<E>,
 }
 
-/// The slots, the head of the free list, and the count of occupied slots.
+/// The slots, the ends of the free list, and the count of occupied slots.
 pub(super) struct Slab<E> {
     slots: Vec<Slot<E>>,
-    /// The first vacant slot, or [`NIL`].
+    /// The first vacant slot, the next one taken, or [`NIL`].
     free: u32,
+    /// The last vacant slot, the last one vacated; stale while `free` is [`NIL`].
+    free_tail: u32,
     /// Occupied slots.
     len: usize,
 }
@@ -63,7 +79,7 @@ pub(super) struct Slab<E> {
 impl<E> Slab<E> {
     /// An empty slab: no slots written.
     pub(super) const fn new() -> Self {
-        Slab { slots: Vec::new(), free: NIL, len: 0 }
+        Slab { slots: Vec::new(), free: NIL, free_tail: NIL, len: 0 }
     }
 
     /// Occupied slots.
@@ -89,9 +105,10 @@ impl<E> Slab<E> {
     }
 
     /// Puts `entry` of `stamp` (the caller's, below `life::STAMP_LIMIT`, unique among the entries
-    /// the slab is ever given) in a vacant slot (the free list's first, else a new one at the
-    /// end): its index, which with `stamp` names it. `Err(entry)` if the slab holds [`MAX_SLOTS`]
-    /// occupied slots. The slot's links and list are the caller's to set.
+    /// the slab is ever given, so never the slot's last occupant's: a debug assertion) in a vacant
+    /// slot (the free list's head, the slot vacated longest ago, else a new one at the end): its
+    /// index, which with `stamp` names it. `Err(entry)` if the slab holds [`MAX_SLOTS`] occupied
+    /// slots. The slot's links and list are the caller's to set.
     #[inline]
     pub(super) fn occupy(&mut self, stamp: u64, entry: E) -> Result<u32, E> {
         let life = Life::pending(stamp);
@@ -108,6 +125,11 @@ impl<E> Slab<E> {
             index => {
                 let slot = &mut self.slots[index as usize];
                 debug_assert!(slot.entry.is_none(), "slot {index} on the free list is occupied");
+                // A vacated slot's status is not `Pending`; a slot written ahead's stamp is no one's.
+                debug_assert!(
+                    slot.life.status() == Status::Pending || !slot.life.is(stamp),
+                    "slot {index} given its last occupant's stamp {stamp} again"
+                );
                 self.free = slot.next;
                 slot.life = life;
                 slot.entry = Some(entry);
@@ -120,7 +142,7 @@ impl<E> Slab<E> {
 
     /// Takes the entry of the occupied slot `index` out, its occupant ended as `status`
     /// (recorded in its life word with its stamp until the slot's reuse): the entry. The slot goes
-    /// to the head of the free list.
+    /// to the tail of the free list, to be reused after every slot vacant before it.
     ///
     /// # Panics
     ///
@@ -131,8 +153,12 @@ impl<E> Slab<E> {
         let slot = &mut self.slots[index as usize];
         let entry = slot.entry.take().expect("vacate: the slot is occupied");
         slot.life = slot.life.ended(status);
-        slot.next = self.free;
-        self.free = index;
+        slot.next = NIL;
+        match self.free {
+            NIL => self.free = index,
+            _ => self.slots[self.free_tail as usize].next = index,
+        }
+        self.free_tail = index;
         self.len -= 1;
         entry
     }
@@ -191,7 +217,7 @@ impl<E> Slab<E> {
 
     /// Writes vacant slots at the end until at least `slots` are vacant (up to [`MAX_SLOTS`] in
     /// all), so that that many entries find a slot without the slab growing; the new ones are
-    /// taken first, lowest index first.
+    /// taken first, lowest index first (at the free list's head: they have no status to keep).
     pub(super) fn reserve(&mut self, slots: usize) {
         let vacant = self.slots.len() - self.len;
         let more = slots.saturating_sub(vacant).min(MAX_SLOTS - self.slots.len());
@@ -203,6 +229,9 @@ impl<E> Slab<E> {
         for index in first..first + more {
             let next = if index + 1 < first + more { index as u32 + 1 } else { self.free };
             self.slots.push(Slot { life: Life::FRESH, prev: NIL, next, entry: None });
+        }
+        if self.free == NIL {
+            self.free_tail = (first + more - 1) as u32;
         }
         self.free = first as u32;
     }
@@ -238,16 +267,20 @@ impl<E> Slab<E> {
         self.relink_free();
     }
 
-    /// Threads the free list through every vacant slot, lowest index first.
+    /// Threads the free list through every vacant slot, lowest index first (a shrink's order: later
+    /// entries fill the bottom).
     fn relink_free(&mut self) {
-        let mut free = NIL;
+        let (mut free, mut tail) = (NIL, NIL);
         for (index, slot) in self.slots.iter_mut().enumerate().rev() {
             if slot.entry.is_none() {
+                if tail == NIL {
+                    tail = index as u32;
+                }
                 slot.next = free;
                 free = index as u32;
             }
         }
-        self.free = free;
+        (self.free, self.free_tail) = (free, tail);
     }
 
     /// Checks the invariants (module docs) by walking the free list and every slot: the unit tests'
@@ -255,8 +288,9 @@ impl<E> Slab<E> {
     #[cfg(test)]
     pub(super) fn check(&self) {
         let mut on_free = vec![false; self.slots.len()];
-        let mut index = self.free;
+        let (mut index, mut last) = (self.free, NIL);
         while index != NIL {
+            last = index;
             let slot = &self.slots[index as usize];
             assert!(slot.entry.is_none(), "occupied slot {index} on the free list");
             assert!(
@@ -264,6 +298,9 @@ impl<E> Slab<E> {
                 "slot {index} twice on the free list"
             );
             index = slot.next;
+        }
+        if self.free != NIL {
+            assert_eq!(self.free_tail, last, "the tail is the free list's last slot");
         }
         let occupied = self.slots.iter().filter(|slot| slot.entry.is_some()).count();
         assert_eq!(occupied, self.len, "len counts the occupied slots");

@@ -147,6 +147,28 @@ fn the_status_of_each_outcome_reads_back_until_the_slot_is_reused() {
     assert_eq!(Core::<char>::new(1).status(&reused), None, "the core was dropped");
 }
 
+/// A slot is reused oldest first: a cancelled entry's status reads back through N further
+/// schedules into its shard when N slots were vacant before its own, and the next one takes it.
+#[test]
+fn a_status_survives_a_schedule_into_every_slot_vacant_before_it() {
+    const OTHERS: u64 = 100;
+    let core = Core::new(1);
+    let others: Vec<_> = (0..OTHERS).map(|stamp| schedule(&core, 50, stamp, stamp)).collect();
+    let target = schedule(&core, 50, OTHERS, OTHERS);
+    for handle in others.iter().rev() {
+        assert!(core.cancel(handle).is_some());
+    }
+    assert_eq!(core.cancel(&target), Some(OTHERS));
+    for stamp in OTHERS + 1..=2 * OTHERS {
+        let handle = schedule(&core, 60, stamp, stamp);
+        assert_ne!(handle.entry().0, target.entry().0);
+        assert_eq!(core.status(&target), Some(Status::Cancelled), "after {} schedules", stamp - OTHERS);
+    }
+    let reused = schedule(&core, 60, 2 * OTHERS + 1, 0);
+    assert_eq!(reused.entry().0, target.entry().0, "the next schedule takes its slot");
+    assert_eq!(core.status(&target), None);
+}
+
 /// A handle of another core names nothing to this one: its reset is refused before anything
 /// moves, and the entry fires on its own core at its own deadline.
 #[test]

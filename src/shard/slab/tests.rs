@@ -48,15 +48,68 @@ fn links_and_entries_are_the_callers() {
 }
 
 #[test]
-fn the_free_list_is_last_vacated_first() {
+fn the_free_list_is_first_vacated_first() {
     let mut slab = Slab::new();
     let keys: Vec<_> = (0..4).map(|v| occupy(&mut slab, v)).collect();
     slab.vacate(keys[1].0, Status::Fired);
     slab.vacate(keys[3].0, Status::Fired);
-    assert_eq!(occupy(&mut slab, 10).0, 3);
-    assert_eq!(occupy(&mut slab, 11).0, 1);
-    assert_eq!(occupy(&mut slab, 12).0, 4, "then a new slot");
+    assert_eq!(occupy(&mut slab, 10).0, 1);
+    slab.vacate(keys[0].0, Status::Fired);
+    assert_eq!(occupy(&mut slab, 11).0, 3);
+    assert_eq!(occupy(&mut slab, 12).0, 0);
+    assert_eq!(occupy(&mut slab, 13).0, 4, "then a new slot");
     slab.check();
+}
+
+/// A slot's status survives exactly as many occupies as there were vacant slots when it was
+/// vacated: it is reused after all of them.
+#[test]
+fn a_status_survives_an_occupy_of_every_slot_vacant_before_it() {
+    for vacant in [0, 1, 5, 64] {
+        let mut slab = Slab::new();
+        let (index, stamp) = occupy(&mut slab, 1_000);
+        // `vacant` slots vacated before it, in a scattered order, and one occupied after it.
+        let others: Vec<_> = (0..vacant).map(|v| occupy(&mut slab, v)).collect();
+        for &(other, _) in others.iter().rev() {
+            slab.vacate(other, Status::Cancelled);
+        }
+        slab.vacate(index, Status::Fired);
+        for v in 0..vacant {
+            let (reused, _) = occupy(&mut slab, 2_000 + v);
+            assert_ne!(reused, index, "{vacant} vacant before it");
+            assert_eq!(slab.status(index, stamp), Some(Status::Fired), "after {} occupies", v + 1);
+        }
+        assert_eq!(occupy(&mut slab, 3_000).0, index, "then it is reused");
+        assert_eq!(slab.status(index, stamp), None);
+        slab.check();
+    }
+}
+
+/// Slots written ahead are taken before the vacated ones: a slab reserved to `n` keeps a status
+/// for `n` further occupies when nothing else is pending.
+#[test]
+fn slots_written_ahead_are_taken_before_vacated_ones() {
+    let mut slab = Slab::new();
+    let (index, stamp) = occupy(&mut slab, 1_000);
+    slab.vacate(index, Status::Cancelled);
+    slab.reserve(100);
+    assert_eq!(slab.slots(), 100);
+    for v in 0..99 {
+        assert_ne!(occupy(&mut slab, v).0, index);
+    }
+    assert_eq!(slab.status(index, stamp), Some(Status::Cancelled), "after 99 occupies");
+    assert_eq!(occupy(&mut slab, 99).0, index, "the 100th takes it");
+    slab.check();
+}
+
+#[test]
+#[should_panic(expected = "given its last occupant's stamp")]
+#[cfg(debug_assertions)]
+fn a_slot_never_takes_its_last_occupants_stamp_again() {
+    let mut slab = Slab::new();
+    let (index, stamp) = occupy(&mut slab, 7);
+    slab.vacate(index, Status::Fired);
+    let _ = slab.occupy(stamp, 8);
 }
 
 #[test]
@@ -160,9 +213,10 @@ fn a_full_slab_hands_the_entry_back() {
 
 /// Not a test: what the order of reuse costs a schedule + cancel pair when the shard holds many
 /// vacant slots, for callgrind and for a wall-time ratio between two builds (the slab's module
-/// docs, "Reuse"). `CORE_PENDING` entries (default 100,000) pending in one shard and as many
-/// vacant slots among them (twice as many scheduled, a random half cancelled), then `CORE_PAIRS`
-/// pairs (default 1,000,000): a schedule, then the cancel of a random pending entry; deadlines
+/// docs, "Reuse"). `CORE_PENDING` entries (default 32,000: a unit test's slab holds at most 2¹⁶
+/// slots) pending in one shard and as many vacant slots among them (twice as many scheduled, a
+/// random half cancelled), then `CORE_PAIRS` pairs (default 1,000,000): a schedule, then the
+/// cancel of a random pending entry (a slot last-in, first-out reuse finds in the cache); deadlines
 /// 30,000 to 34,095 ticks out, an advance every 1,000 pairs, a 24-byte payload with a niche (a
 /// 48-byte slot). Prints the pairs' wall time. Instructions per pair: the difference of two runs
 /// over the difference of their pair counts, e.g. `CORE_PAIRS=1000000 valgrind --tool=callgrind
@@ -178,7 +232,7 @@ fn callgrind_churn_pairs() {
     let var = |name: &str, default: u64| -> u64 {
         std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
     };
-    let (pending, pairs) = (var("CORE_PENDING", 100_000), var("CORE_PAIRS", 1_000_000));
+    let (pending, pairs) = (var("CORE_PENDING", 32_000), var("CORE_PAIRS", 1_000_000));
     let core: Core<(&'static (), [usize; 2])> = Core::new(8);
     let mut rng = XorShift::new(0x5eed);
     let mut stamp = 0u64;
