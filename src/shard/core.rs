@@ -138,6 +138,7 @@
 use std::fmt;
 
 use super::faults;
+use super::life::STAMP_LIMIT;
 use super::pool::{self, Pool, Shard, ShardState};
 use super::wheel::{
     self, BucketCode, Fired, Key, Offer, Offers, Refusal, Refused, Wheel, DEFAULT_WHEEL_SIZE,
@@ -258,10 +259,17 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     /// core's entries: the wheel's docs, "Order") in the calling thread's shard, and offers its bucket to the queue if the insert set the
     /// bucket's round (module docs): its handle.
     ///
+    /// The stamp is the slot's generation as well as the batch order's tie-break: a handle names
+    /// (slot, stamp), so an entry given a stamp some earlier entry had would answer that entry's
+    /// stale handles. Every schedule takes a new stamp, also the re-arm of an elapsed `Sleep` or
+    /// `Interval` (only a [`reset`](Core::reset) of a pending entry keeps its stamp); a slab
+    /// debug-asserts that a slot's new occupant's stamp is not its last one's.
+    ///
     /// # Errors
     ///
     /// The payload back with the reason ([`Refusal`]: `Closed` once [`close`](Core::close) closed
-    /// the shard), handed back after the unlock.
+    /// the shard, `Stamp` for a stamp of 2⁵⁶ or more, before the lock), handed back after the
+    /// unlock.
     #[inline]
     pub fn schedule(&self, deadline: Deadline, stamp: u64, payload: P) -> Result<Handle<P, X>, Refused<P>> {
         self.schedule_in_with(self.own_shard(), deadline, stamp, payload, |_| {})
@@ -305,6 +313,9 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         payload: P,
         f: impl FnOnce(&mut X),
     ) -> Result<Handle<P, X>, Refused<P>> {
+        if stamp >= STAMP_LIMIT {
+            return Err(Refused { payload, reason: Refusal::Stamp });
+        }
         let shard = &self.shards[index];
         if fault!("shard_core_closed_read_outside_lock") && faults::closed(shard) {
             return Err(Refused { payload, reason: Refusal::Closed });

@@ -169,6 +169,19 @@ fn a_status_survives_a_schedule_into_every_slot_vacant_before_it() {
     assert_eq!(core.status(&target), None);
 }
 
+/// A stamp of 2⁵⁶ or more is refused, payload back, uncounted: the life word keeps 56 bits, so its
+/// key would not match. The largest stamp below is taken, and its handle answers.
+#[test]
+fn a_stamp_beyond_56_bits_is_refused() {
+    let core = Core::new(1);
+    for stamp in [1 << 56, u64::MAX] {
+        let refused = core.schedule(at(10), stamp, 'x').map(|_| ()).unwrap_err();
+        assert_eq!((refused.reason, refused.payload, core.len()), (Refusal::Stamp, 'x', 0));
+    }
+    let last = schedule(&core, 10, (1 << 56) - 1, 'y');
+    assert_eq!((core.status(&last), core.cancel(&last)), (Some(Status::Pending), Some('y')));
+}
+
 /// A handle of another core names nothing to this one: its reset is refused before anything
 /// moves, and the entry fires on its own core at its own deadline.
 #[test]

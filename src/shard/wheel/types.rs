@@ -19,6 +19,9 @@ pub enum Refusal {
     Full,
     /// The core closed the shard (`core/shutdown.rs`).
     Closed,
+    /// The stamp is 2⁵⁶ or more: the life word keeps 56 bits of it (`life.rs`), so its key would
+    /// not match.
+    Stamp,
 }
 
 /// An insert the wheel or the core refused: the payload, handed back, and why.
