@@ -6,14 +6,18 @@
 //! or, above the limit, linked again at the tail; the pass ends at the list's end or at the first
 //! entry it linked again. Entries above the limit need not be at the tail (a reset links an entry
 //! of any stamp there, and a cascade appends in the order of the coarser list), so the
-//! pass does not stop at the first of them. Each entry is on its list, held or filed at every
-//! point where `out` or `offers` may fail to grow, so a panic there leaves the lists whole.
+//! pass does not stop at the first of them. Room in `out` and `offers` is made before each unlink,
+//! so no push after it allocates: an entry is on its list, held and in `out`, or filed with its
+//! offers in `offers`, at every point where a vector may fail to grow.
 
 use super::super::life::ListCode;
 use super::super::slab::NIL;
 use super::buckets::NO_ROUND;
-use super::lists::link;
+use super::lists::{bucket_of, link, list_of};
 use super::{BucketCode, Due, Key, Offer, Wheel};
+
+/// The most offers one filing reports (`Offers`: the round's and the overdue list's two).
+const OFFERS_PER_FILE: usize = 3;
 
 impl<P> Wheel<P> {
     /// The queue popped `bucket` at `expiration` (module docs, "Flush"): if that is the bucket's
@@ -41,7 +45,7 @@ impl<P> Wheel<P> {
         }
         self.time = self.time.max(expiration);
         let mut first_kept = NIL;
-        while let Some(index) = self.pop_front_until(bucket, first_kept) {
+        while let Some(index) = self.room_then_pop(bucket, first_kept, out, offers) {
             let slot = self.slab.slot(index);
             let deadline = slot.entry.as_ref().expect("a linked slot is occupied").when.tick();
             if deadline > self.time {
@@ -70,6 +74,8 @@ impl<P> Wheel<P> {
         if !fault!("shard_core_overdue_flag_left_set") {
             (self.overdue_offered, self.moved_offered) = (false, false);
         }
+        // Room first (module docs): every entry of the list is due.
+        out.reserve(self.overdue.len as usize);
         let mut first_kept = NIL;
         while let Some(index) = self.pop_front_until(BucketCode::OVERDUE, first_kept) {
             if self.slab.slot(index).life.stamp() <= limit {
@@ -85,38 +91,37 @@ impl<P> Wheel<P> {
         Some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
     }
 
-    /// Unlinks the first entry of the list `code` names (its bucket exists) unless it is `stop`:
-    /// its slot, `None` if the list is empty or starts at `stop`.
+    /// Makes room in `out` for one entry and in `offers` for one filing's, then unlinks the first
+    /// entry of bucket `code` unless it is `stop` (`pop_front_until`). Room first, so that no push
+    /// after the unlink grows a vector: a failed allocation leaves the entry on its list, never held
+    /// and counted with no batch to claim it, nor filed in a bucket whose new round goes unoffered.
     #[inline]
-    fn pop_front_until(&mut self, code: BucketCode, stop: u32) -> Option<u32> {
-        let head = if code == BucketCode::OVERDUE {
-            self.overdue.head
-        } else {
-            let (level, slot) = code.decode();
-            self.levels.get(level, slot).expect("a flushed bucket exists").list.head
-        };
-        (head != NIL && head != stop).then(|| {
-            self.unlink(head);
-            head
-        })
+    fn room_then_pop(
+        &mut self,
+        code: BucketCode,
+        stop: u32,
+        out: &mut Vec<Due>,
+        offers: &mut Vec<Offer>,
+    ) -> Option<u32> {
+        out.reserve(1);
+        offers.reserve(OFFERS_PER_FILE);
+        self.pop_front_until(code, stop)
     }
 
     /// Links the unlinked slot `index`, due but above the round's limit, at the tail of the list
     /// `code` names again; the first so linked ends the pass (`first_kept`).
     #[inline]
     fn keep(&mut self, code: BucketCode, index: u32, first_kept: &mut u32) {
-        let (list, list_code) = if code == BucketCode::OVERDUE {
-            (&mut self.overdue, ListCode::OVERDUE)
-        } else {
-            let (level, slot) = code.decode();
-            // Back into its level's count, which the unlink took it out of (`stats.rs`).
-            self.per_level[level] += 1;
-            (
-                &mut self.levels.get_mut(level, slot).expect("a flushed bucket exists").list,
-                ListCode::level(level),
-            )
+        let at = bucket_of(code);
+        let list_code = match at {
+            Some((level, _)) => {
+                // Back into its level's count, which the unlink took it out of (`stats.rs`).
+                self.per_level[level] += 1;
+                ListCode::level(level)
+            }
+            None => ListCode::OVERDUE,
         };
-        link(&mut self.slab, list, index, list_code);
+        link(&mut self.slab, list_of(&mut self.levels, &mut self.overdue, at), index, list_code);
         if *first_kept == NIL {
             *first_kept = index;
         }

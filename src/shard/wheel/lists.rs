@@ -5,7 +5,7 @@
 
 use super::super::life::ListCode;
 use super::super::slab::{Slab, NIL};
-use super::{BucketCode, Entry, List, Offer, Wheel};
+use super::{BucketCode, Entry, Levels, List, Offer, Wheel};
 
 impl<P> Wheel<P> {
     /// Links the occupied slot `index`, its own deadline passed, at the tail of the overdue list:
@@ -14,8 +14,9 @@ impl<P> Wheel<P> {
     #[inline]
     pub(super) fn link_overdue(&mut self, index: u32) -> Option<Offer> {
         link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
-        let first = !std::mem::replace(&mut self.overdue_offered, true);
-        first.then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
+        let offer = self.overdue_offer();
+        self.overdue_offered = true;
+        offer
     }
 
     /// Moves the entries of bucket `slot` of `level`, left behind the time with a round of the
@@ -50,16 +51,24 @@ impl<P> Wheel<P> {
     /// if the list is empty.
     #[inline]
     pub(super) fn pop_front(&mut self, code: BucketCode) -> Option<u32> {
-        let head = if code == BucketCode::OVERDUE {
-            self.overdue.head
-        } else {
-            let (level, slot) = code.decode();
-            self.levels.get(level, slot).expect("a flushed bucket exists").list.head
-        };
-        (head != NIL).then(|| {
+        self.pop_front_until(code, NIL)
+    }
+
+    /// Unlinks the first entry of the list `code` names (its bucket exists) unless it is `stop`:
+    /// its slot, `None` if the list is empty or starts at `stop`.
+    #[inline]
+    pub(super) fn pop_front_until(&mut self, code: BucketCode, stop: u32) -> Option<u32> {
+        let head = self.list_mut(code).head;
+        (head != NIL && head != stop).then(|| {
             self.unlink(head);
             head
         })
+    }
+
+    /// The list `code` names: the overdue list, or its bucket's (which exists).
+    #[inline]
+    pub(super) fn list_mut(&mut self, code: BucketCode) -> &mut List {
+        list_of(&mut self.levels, &mut self.overdue, bucket_of(code))
     }
 
     /// Unlinks the occupied slot `index` from its list (it is on one: not held), found by its
@@ -79,16 +88,12 @@ impl<P> Wheel<P> {
         if prev != NIL {
             self.slab.slot_mut(prev).next = next;
         }
-        let list = match level {
-            Some((level, slot)) => {
-                self.per_level[level] -= 1;
-                &mut self.levels.get_mut(level, slot).expect("a linked entry's bucket exists").list
-            }
-            None => {
-                debug_assert_eq!(code, ListCode::OVERDUE, "slot {index} is on no list");
-                &mut self.overdue
-            }
-        };
+        if let Some((level, _)) = level {
+            self.per_level[level] -= 1;
+        } else {
+            debug_assert_eq!(code, ListCode::OVERDUE, "slot {index} is on no list");
+        }
+        let list = list_of(&mut self.levels, &mut self.overdue, level);
         if next == NIL {
             list.tail = prev;
         }
@@ -112,4 +117,24 @@ pub(super) fn link<P>(slab: &mut Slab<Entry<P>>, list: &mut List, index: u32, co
     let slot = slab.slot_mut(index);
     (slot.prev, slot.next) = (tail, NIL);
     slot.life = slot.life.on(code);
+}
+
+/// The bucket `code` names as (level, slot), `None` for the overdue list.
+#[inline]
+pub(super) fn bucket_of(code: BucketCode) -> Option<(usize, usize)> {
+    (code != BucketCode::OVERDUE).then(|| code.decode())
+}
+
+/// The list of bucket `(level, slot)` of `levels` (which exists), or `overdue` for `None`: the one
+/// look-up of a list by its name, apart from the slab so that a link can write both.
+#[inline]
+pub(super) fn list_of<'a>(
+    levels: &'a mut Levels,
+    overdue: &'a mut List,
+    at: Option<(usize, usize)>,
+) -> &'a mut List {
+    match at {
+        Some((level, slot)) => &mut levels.get_mut(level, slot).expect("a named bucket exists").list,
+        None => overdue,
+    }
 }

@@ -363,38 +363,45 @@ impl<P> Wheel<P> {
         let list = ListCode::level(level);
         let bucket = self.levels.bucket(level, slot);
         self.per_level[level] += 1;
-        if bucket.expiration == round {
+        let Some(offer) = round_offer(bucket.expiration, level, slot, round) else {
             lists::link(&mut self.slab, &mut bucket.list, index, list);
             return Offers::default();
-        }
+        };
         // A new round for the bucket: offered; entries of a round of the past move out first.
         debug_assert!(bucket.expiration == NO_ROUND || bucket.expiration < round);
         bucket.expiration = round;
         let behind = !bucket.list.is_empty();
         let moved = if behind { self.overdue_behind(level, slot) } else { None };
         lists::link(&mut self.slab, &mut self.levels.bucket(level, slot).list, index, list);
-        let round = Some(Offer { expiration: round, bucket: BucketCode::encode(level, slot) });
-        Offers { round, overdue: None, moved }
+        Offers { round: Some(offer), overdue: None, moved }
     }
 
     /// The offers an insert of `deadline` would make now, without it (the seeded fault
-    /// `shard_core_offer_before_link`, `super::faults`).
+    /// `shard_core_offer_before_link`, `super::faults`): [`file`](Wheel::file)'s rules, read, for
+    /// the bucket's round and the overdue list's offer for a passed deadline.
     pub(super) fn offers_for(&self, deadline: u64) -> Offers {
         match self.table.place(self.time, deadline) {
-            Placement::Due => Offers {
-                round: None,
-                overdue: (!self.overdue_offered)
-                    .then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE }),
-                moved: None,
-            },
-            Placement::Slot { level, slot, stage } => Offers {
-                round: (self.levels.get(level, slot).map_or(NO_ROUND, |b| b.expiration) != stage.round)
-                    .then_some(Offer { expiration: stage.round, bucket: BucketCode::encode(level, slot) }),
-                overdue: None,
-                moved: None,
-            },
+            Placement::Due => Offers { overdue: self.overdue_offer(), ..Offers::default() },
+            Placement::Slot { level, slot, stage } => {
+                let expiration = self.levels.get(level, slot).map_or(NO_ROUND, |b| b.expiration);
+                Offers { round: round_offer(expiration, level, slot, stage.round), ..Offers::default() }
+            }
         }
     }
+
+    /// The overdue list's offer at the time for an entry's own passed deadline, if the list was not
+    /// offered since its last drain (module docs, "Rounds").
+    #[inline]
+    fn overdue_offer(&self) -> Option<Offer> {
+        (!self.overdue_offered).then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
+    }
+}
+
+/// The offer of bucket `slot` of `level`, whose expiration is `expiration`, that filing an entry of
+/// the round starting at `round` there makes: the round's, if it is a new one for the bucket.
+#[inline]
+fn round_offer(expiration: u64, level: usize, slot: usize, round: u64) -> Option<Offer> {
+    (expiration != round).then(|| Offer { expiration: round, bucket: BucketCode::encode(level, slot) })
 }
 
 #[cfg(test)]
