@@ -405,6 +405,8 @@ fn round_offer(expiration: u64, level: usize, slot: usize, round: u64) -> Option
 }
 
 #[cfg(test)]
+mod cascade_tests;
+#[cfg(test)]
 mod held_tests;
 #[cfg(test)]
 mod model;

@@ -138,6 +138,15 @@ pub(super) struct Drive<P> {
     pub(super) audit_every: u64,
     /// The stamp of the next [`insert`](Drive::insert).
     pub(super) stamp: u64,
+    /// The most entries one flush (one hold of the shard's lock) and one advance walked.
+    pub(super) load: Load,
+}
+
+/// The most entries one flush and one advance of a [`Drive`] walked (held, cascaded or kept).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Load {
+    pub(super) per_flush: usize,
+    pub(super) per_advance: usize,
 }
 
 impl<P> Drive<P> {
@@ -149,6 +158,7 @@ impl<P> Drive<P> {
             advances: 0,
             audit_every: 1,
             stamp: 0,
+            load: Load::default(),
         }
     }
 
@@ -197,16 +207,21 @@ impl<P> Drive<P> {
     /// offers a flush returns for the next round are queued once the round is over.
     pub(super) fn collect_by(&mut self, now: u64, limit: u64) -> Vec<Due> {
         let (mut out, mut offers, mut next) = (Vec::new(), Vec::new(), Vec::new());
+        let mut walked = 0;
         while let Some(&Reverse(offer)) = self.queue.peek() {
             if offer.expiration > now {
                 break;
             }
             self.queue.pop();
             self.popped.push(offer);
+            let entries = self.wheel.entries_walked(offer);
+            self.load.per_flush = self.load.per_flush.max(entries);
+            walked += entries;
             next.extend(self.wheel.flush(offer.bucket, offer.expiration, limit, &mut out, &mut offers));
             self.queue.extend(offers.drain(..).map(Reverse));
         }
         self.queue.extend(next.into_iter().map(Reverse));
+        self.load.per_advance = self.load.per_advance.max(walked);
         out.sort_by_key(Due::order);
         self.advances += 1;
         if self.advances % self.audit_every == 0 {
@@ -218,6 +233,20 @@ impl<P> Drive<P> {
     /// The earliest expiration queued.
     pub(super) fn next_tick(&self) -> Option<u64> {
         self.queue.peek().map(|offer| offer.0.expiration)
+    }
+}
+
+impl<P> Wheel<P> {
+    /// The entries the flush of `offer` walks: its list's, but none for a stale offer.
+    fn entries_walked(&mut self, offer: Offer) -> usize {
+        let at = super::lists::bucket_of(offer.bucket);
+        let expiration = at.map_or(offer.expiration, |(level, slot)| {
+            self.levels.get(level, slot).map_or(NO_ROUND, |bucket| bucket.expiration)
+        });
+        if expiration != offer.expiration || expiration == NO_ROUND {
+            return 0;
+        }
+        self.list_mut(offer.bucket).len as usize
     }
 }
 
