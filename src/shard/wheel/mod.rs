@@ -67,7 +67,8 @@
 //! entry of a round not yet cascaded still waits, a bucket of other ticks too), compares each
 //! entry's tick and word, and holds each at or before the limit whose stamp is within it, as a
 //! flush holds. The cost falls on batches with a passed deadline only: one scan of one list a
-//! level.
+//! level, the whole of a coarse bucket whose round starts at `f + 1` (docs/lean_core.md, "A big
+//! bucket's cascade").
 //!
 //! **Set aside.** A held entry can go back, pending: [`set_aside`](Wheel::set_aside) files it by
 //! its deadline from the wheel's time as an insert files (a passed one on the overdue list), with
@@ -110,7 +111,9 @@
 //! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1), but for the
 //! insert or reset that lands in a bucket left behind the time, which moves that bucket's entries
 //! to the overdue list (O(those entries), once per such bucket); a flush is O(its entries), each
-//! entry cascading at most once a level. A slot is 48 bytes for a 24-byte payload
+//! entry cascading at most once a level, in one hold of the shard's lock: a big bucket above
+//! level 0 is cascaded whole at its round (docs/lean_core.md, "A big bucket's cascade";
+//! `cascade_tests.rs` measures it on SPEC W4's shape). A slot is 48 bytes for a 24-byte payload
 //! with a niche (`Option<InlineTask>`'s size): life word 8, links 8, deadline 8, payload 24, the
 //! payload's niche marking the vacant slot; a bucket 24 bytes (its list's head, tail and count,
 //! its expiration), in chunks of up to 512 (`buckets.rs`). Each list counts its entries and the
