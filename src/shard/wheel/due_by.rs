@@ -30,6 +30,8 @@ impl<P> Wheel<P> {
                 let next = entry.next;
                 let when = entry.entry.as_ref().expect("a linked slot is occupied").when;
                 if when.tick() == tick && when <= limit && entry.life.stamp() <= stamps {
+                    // Room first, as a flush makes it (`flush.rs`): held, the entry is in `out`.
+                    out.reserve(1);
                     self.unlink(at);
                     out.push(self.hold(at));
                 }
