@@ -15,7 +15,9 @@ impl<P> Wheel<P> {
     pub(super) fn link_overdue(&mut self, index: u32) -> Option<Offer> {
         link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
         let offer = self.overdue_offer();
-        self.overdue_offered = true;
+        if offer.is_some() {
+            self.overdue_offered = true;
+        }
         offer
     }
 
