@@ -9,8 +9,11 @@
 //! robin at a thread's first use) masked to the shard count, so threads that do not share a shard
 //! do not share a lock; any thread cancels, resets and reads a deadline through a handle, in the
 //! handle's shard. A handle carries its shard's index in this core (`pool.rs`, "A handle"): a
-//! reset, which offers to the queue under that index, checks it with one compare of the header
-//! at that index, from any thread, and refuses a handle of another core. Dropping the core gives
+//! reset, which offers to the queue under that index, a `_with` call, which runs its closure on
+//! that shard's extra, and the reads of a deadline and a status check it with one compare of the
+//! header at that index, from any thread, and refuse a handle of another core. A plain
+//! [`Core::cancel`] does not look: it takes the entry from the handle's own shard, counted out
+//! there, as the handle's own cancel does. Dropping the core gives
 //! every header back (the last first, so that the next core to take as many gets them in the same
 //! order): each state is swapped out under its lock and its pending payloads dropped after the
 //! unlock (`pool.rs`, "Giving back").
@@ -126,7 +129,9 @@
 //! shard's [`Totals`](state::Totals) (`state.rs`): the `_with` calls ([`Core::schedule_with`],
 //! [`Core::cancel_with`], [`Core::reset_with`], [`Core::claim_with`], [`Core::deadline_with`],
 //! [`Core::close_with`]) run the caller's closure on the extra under the shard's lock, in the
-//! critical section of the entry's move, and the totals count each move there. A schedule that
+//! critical section of the entry's move, after the move and its count. A closure that panics
+//! leaves the move done and counted, releases the lock, and drops a payload taken out after the
+//! unlock (each call's docs say what it leaves). A schedule that
 //! finds its shard closed is refused ([`Refusal::Closed`]), so that one racing [`Core::close`] is
 //! either drained by it or refused (`shutdown.rs`).
 //!
@@ -276,7 +281,9 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     }
 
     /// [`schedule`](Core::schedule), running `f` on the shard's extra under its lock once the
-    /// entry is in (not if it is refused).
+    /// entry is in and counted (not if it is refused). Should `f` panic, the entry stays in,
+    /// pending and counted, the lock is released, and neither its handle is returned nor its
+    /// bucket offered.
     ///
     /// # Errors
     ///
@@ -328,10 +335,9 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
             return Ok(shard.handle(index as u16, key.slot, key.generation));
         }
         let mut guard = shard.lock();
-        let state = guard.state();
-        let (key, offers) = state.insert(deadline, stamp, payload)?;
-        f(&mut state.extra);
+        let (key, offers) = guard.state().insert(deadline, stamp, payload)?;
         guard.count_in(1);
+        f(&mut guard.state().extra);
         let handle = guard.handle(index as u16, key.slot, key.generation);
         drop(guard);
         // After the link and the unlock (module docs).
@@ -408,7 +414,9 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     }
 
     /// [`claim`](Core::claim), running `f` on the shard's extra under its lock once the entry is
-    /// taken (not if a cancel or a drain took it); the payload is handed back after the unlock.
+    /// taken and counted out (not if a cancel or a drain took it); the payload is handed back
+    /// after the unlock. Should `f` panic, the entry stays taken, counted out and `Fired`, and its
+    /// payload is dropped after the unlock.
     #[inline]
     pub fn claim_with(&self, due: &Due, f: impl FnOnce(&mut X)) -> Option<P> {
         if fault!("shard_core_claims_at_collection") {
@@ -418,12 +426,13 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         if fault!("shard_core_claim_counts_out_after_unlock") {
             return faults::claim_counting_after_unlock(shard, due.entry.key);
         }
+        // Bound before the guard, so that a panicking `f` drops it after the unlock.
+        let payload;
         let mut guard = shard.lock();
-        let state = guard.state();
-        let payload = state.claim(due.entry.key);
+        payload = guard.state().claim(due.entry.key);
         if payload.is_some() {
-            f(&mut state.extra);
             guard.count_out(1);
+            f(&mut guard.state().extra);
         }
         drop(guard);
         payload
@@ -465,3 +474,5 @@ mod round_tests;
 mod tests;
 #[cfg(all(test, not(delaywheel_loom)))]
 mod threads;
+#[cfg(all(test, not(delaywheel_loom)))]
+mod with_tests;

@@ -290,14 +290,17 @@ impl<S: ShardState> Handle<S> {
     }
 
     /// [`cancel`](Self::cancel), running `f` on the state under the lock once the payload is out
-    /// and counted out (not if nothing was taken); the payload is still dropped after the unlock.
+    /// and counted out (not if nothing was taken); the payload is still dropped after the unlock,
+    /// also when `f` panics (the entry then stays taken and counted out).
     #[inline]
     pub fn cancel_with(&self, f: impl FnOnce(&mut S)) -> Option<S::Payload> {
         if fault!("shard_count_after_unlock") {
             return faults::cancel_counting_after_unlock(self);
         }
+        // Bound before the guard, so that a panicking `f` drops it after the unlock.
+        let payload;
         let mut shard = self.lock()?;
-        let payload = shard.state().take(self.slot, self.generation)?;
+        payload = shard.state().take(self.slot, self.generation)?;
         shard.count_out(1);
         f(shard.state());
         drop(shard);

@@ -29,7 +29,10 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         self.close_with(out, merge, |_| {});
     }
 
-    /// [`close`](Core::close), running `f` on each shard's extra under its lock, after its drain.
+    /// [`close`](Core::close), running `f` on each shard's extra under its lock, after its drain
+    /// and its count, on every shard whether or not it drained anything. Should `f` panic, the
+    /// shards up to its own are closed, drained and counted, the lock is released, the payloads
+    /// drained are left in `out` (unsorted) and the shards after it stay open.
     pub fn close_with(&self, out: &mut Vec<Fired<P>>, merge: &mut Merge, f: impl FnMut(&mut X)) {
         self.drain(true, out, merge, f);
     }
@@ -52,10 +55,10 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
             let state = guard.state();
             state.closed |= close;
             let drained = state.drain(out);
-            f(&mut state.extra);
             if drained > 0 {
                 guard.count_out(drained);
             }
+            f(&mut guard.state().extra);
         }
         merge.sort(&mut out[start..]);
     }

@@ -1,7 +1,9 @@
 //! A shard's state under its lock: the wheel, the caller's extra ([`Extra`]), the closed flag
-//! (`shutdown.rs`) and the shard's [`Totals`]. Every operation of the core on a shard's entries
-//! goes through one of [`State`]'s methods, which keep the totals beside the wheel's move in the
-//! same critical section; the core's `_with` calls then hand the caller the extra there.
+//! (`shutdown.rs`) and the shard's [`Totals`]. Every move of the core's that is counted (an
+//! insert, a reset, a claim, a cancel's take, a drain) goes through one of [`State`]'s methods,
+//! which keep the totals beside the wheel's move in the same critical section; the core's `_with`
+//! calls then hand the caller the extra there. The rest (a flush, `take_due_by`, a set-aside, the
+//! reads of a status and a deadline) move no total and call the wheel directly.
 //!
 //! **The extra.** A type of the caller's (the timer's instants before the clock's origin, by
 //! stamp, are one), made with `Default` when a shard's header is taken and dropped with the state
@@ -135,7 +137,8 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         totals
     }
 
-    /// Runs `f` on each shard's extra under its lock, one shard at a time, in index order.
+    /// Runs `f` on each shard's extra under its lock, one shard at a time, in index order (on
+    /// every shard: no entry moves).
     pub fn for_each_extra(&self, mut f: impl FnMut(&mut X)) {
         for shard in self.shards.iter() {
             f(&mut shard.lock().state().extra);
@@ -143,12 +146,14 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     }
 
     /// Runs `f` on the deadline of `handle`'s pending entry and its shard's extra, in one critical
-    /// section: what `f` returns, or `None` if the entry is not pending (`f` not run).
+    /// section: what `f` returns, or `None` if the entry is not pending or the handle is another
+    /// core's (`f` not run).
     pub fn deadline_with<R>(
         &self,
         handle: &super::Handle<P, X>,
         f: impl FnOnce(Deadline, &mut X) -> R,
     ) -> Option<R> {
+        self.index_of(handle)?;
         let (slot, generation) = handle.entry();
         let mut shard = handle.lock()?;
         let state = shard.state();
