@@ -42,11 +42,14 @@
 //!   round: once the schedule is done before one of the advance's polls, that advance takes X.
 //! * `a_schedule_racing_the_close_is_drained_or_refused`: a schedule against `Core::close` of its
 //!   shard (one entry pending already): the schedule is either drained by the close (linked first)
-//!   or refused (the flag read set in its insert's critical section), and `len` is then 0.
+//!   or refused with `Refusal::Closed`, its payload handed back (the flag read set in its
+//!   insert's critical section), and `len` is then 0.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use delaywheel::loom_internals::shard::core::{advance_with, at_tick, Core, Deadline, Due, Merge, Status};
+use delaywheel::loom_internals::shard::core::{
+    advance_with, at_tick, refused_parts, Core, Deadline, Due, Merge, Refusal, Status,
+};
 use loom::sync::atomic::AtomicBool;
 use loom::sync::Arc;
 use loom::thread;
@@ -309,11 +312,17 @@ fn a_schedule_racing_the_close_is_drained_or_refused() {
         core.schedule(at_tick(3), 1, 1).map_err(drop).unwrap();
         let scheduler = {
             let core = Arc::clone(&core);
-            thread::spawn(move || core.schedule(at_tick(2), 2, 2).is_ok())
+            thread::spawn(move || core.schedule(at_tick(2), 2, 2).map(drop).map_err(refused_parts))
         };
         let (mut out, mut merge) = (Vec::new(), Merge::default());
         core.close(&mut out, &mut merge);
-        let scheduled = scheduler.join().unwrap();
+        let scheduled = match scheduler.join().unwrap() {
+            Ok(()) => true,
+            Err(refused) => {
+                assert_eq!(refused, (2, Refusal::Closed), "refused as closed, its payload handed back");
+                false
+            }
+        };
         let drained: Vec<u64> = out.iter().map(|fired| fired.order().1).collect();
         let expected: &[u64] = if scheduled { &[2, 1] } else { &[1] };
         assert_eq!(drained, expected, "drained by the close or refused (scheduled: {scheduled})");

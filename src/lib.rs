@@ -291,11 +291,16 @@ pub mod loom_internals {
             pub use crate::deadline::Deadline;
             pub use crate::shard::core::{Core, Due, Handle, Merge};
             pub use crate::shard::life::Status;
-            pub use crate::shard::wheel::{Fired, Wheel};
+            pub use crate::shard::wheel::{Fired, Refusal, Refused, Wheel};
 
             /// A deadline on the boundary of `tick` (the models know ticks only).
             pub fn at_tick(tick: u64) -> Deadline {
                 Deadline::at_tick(tick)
+            }
+
+            /// A refused schedule's payload, handed back, and why.
+            pub fn refused_parts<P>(refused: Refused<P>) -> (P, Refusal) {
+                (refused.payload, refused.reason)
             }
 
             /// `Core::advance`, running `between` after each flush, before the next poll.
