@@ -26,18 +26,15 @@
 //! takes the head, so a slot's last status ([`Slab::status`], what `TimerHandle::is_fired` and
 //! `is_cancelled` read) survives at least as many further occupies as the slab had vacant slots
 //! when the slot was vacated, and all of them while vacant slots written ahead remain
-//! ([`reserve`](Slab::reserve) puts them at the head: they have no status to keep). A slab whose
+//! ([`reserve`](Slab::reserve) puts them at the head: they have no status to keep), unless a
+//! shrink or a drain ([`take_all`](Slab::take_all)) comes between: they relink the free list by
+//! index, lowest first, not by age, and a slot vacated late may then be reused first. A slab whose
 //! free list is empty takes a new slot at the end, so a slot vacated into an empty free list is
-//! the next one reused. A shrink and a drain ([`take_all`](Slab::take_all)) rebuild the list by
-//! index, lowest first, not by age. A last-in, first-out list loses the status at the very next
-//! occupy; it schedules into the slot a cancel just touched, where this list takes the coldest
-//! vacant one. Measured against it (`docs/lean_core.md`, "Slots reused oldest first", which gives
-//! the commands): 5 instructions more a schedule + cancel pair with one vacant slot
-//! (`core::tests::callgrind_window_pairs`, 452.2 against 447.2), 11 with as many vacant slots as
-//! pending entries and random cancels (`tests::callgrind_churn_pairs`, 473.2 against 462.2),
-//! where a pair misses a 2 MiB cache 3.2 times against 1.6 and takes 1.10× the wall time. Kept:
-//! that miss is what keeping a status costs, and it shows only in a shard holding many vacant
-//! slots.
+//! the next one reused. A last-in, first-out list loses the status at the very next occupy; it
+//! schedules into the slot a cancel just touched, where this list takes the coldest vacant one.
+//! It is kept against that list for the status it keeps, at a few instructions and cache misses
+//! more a schedule + cancel pair where a shard holds many vacant slots: `docs/lean_core.md`,
+//! "Slots reused oldest first", gives the figures and the commands.
 //!
 //! Memory: [`reserve`](Slab::reserve) writes vacant slots ahead (their pages touched before the
 //! clock starts); [`shrink`](Slab::shrink) gives back the vacant slots after the last occupied one

@@ -2,7 +2,8 @@
 //! next, scheduled at time 0 from one thread, the drive advancing tick by tick. Every entry fires
 //! once, at its tick, in order; and [`w4_load`] reports the most entries one flush (one hold of
 //! the shard's lock) and one advance walk, which the cascade of the big level-1 bucket decides
-//! (docs/lean_core.md, "What the core does not do yet").
+//! (docs/lean_core.md, "A big bucket's cascade", and the paragraph "What the core does not do
+//! yet" of "Moving `Timer` onto the core: what each room calls").
 
 use super::support::{flat, word, Drive, Load};
 

@@ -7,8 +7,11 @@
 //! entry it linked again. Entries above the limit need not be at the tail (a reset links an entry
 //! of any stamp there, and a cascade appends in the order of the coarser list), so the
 //! pass does not stop at the first of them. Room in `out` and `offers` is made before each unlink,
-//! so no push after it allocates: an entry is on its list, held and in `out`, or filed with its
-//! offers in `offers`, at every point where a vector may fail to grow.
+//! so no push into them after it allocates: an entry is on its list, held and in `out`, or filed
+//! with its offers in `offers`, at every point where one of them may fail to grow. The filing may
+//! still allocate after the unlink: the finer bucket's level or chunk, on its first use
+//! (`Levels::bucket`, which creates it), where a failed allocation finds the entry unlinked and
+//! not yet filed.
 
 use super::super::life::ListCode;
 use super::super::slab::NIL;
