@@ -282,8 +282,8 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
 
     /// [`schedule`](Core::schedule), running `f` on the shard's extra under its lock once the
     /// entry is in and counted (not if it is refused). Should `f` panic, the entry stays in,
-    /// pending and counted, the lock is released, and neither its handle is returned nor its
-    /// bucket offered.
+    /// pending and counted, the lock is released and its bucket offered (it fires when due);
+    /// its handle is not returned.
     ///
     /// # Errors
     ///
@@ -334,14 +334,18 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
             shard.count_in(1);
             return Ok(shard.handle(index as u16, key.slot, key.generation));
         }
+        // Declared before the guard, so that it offers after the unlock on every path, `f`'s
+        // panic included: a round the insert set and never offered would strand the bucket.
+        let mut offer = OfferOnDrop { core: self, index, offers: Offers::default() };
         let mut guard = shard.lock();
         let (key, offers) = guard.state().insert(deadline, stamp, payload)?;
+        offer.offers = offers;
         guard.count_in(1);
         f(&mut guard.state().extra);
         let handle = guard.handle(index as u16, key.slot, key.generation);
         drop(guard);
         // After the link and the unlock (module docs).
-        self.offer(index, offers);
+        drop(offer);
         Ok(handle)
     }
 
@@ -465,6 +469,23 @@ impl<P: Send + 'static, X: Extra> fmt::Debug for Core<P, X> {
             .field("len", &self.len())
             .field("queue", &self.queue)
             .finish()
+    }
+}
+
+/// A schedule's offers, made when dropped: after the unlock, on the normal path and on a
+/// closure's panic alike (`schedule_in_with`).
+struct OfferOnDrop<'a, P: Send + 'static, X: Extra> {
+    core: &'a Core<P, X>,
+    index: usize,
+    offers: Offers,
+}
+
+impl<P: Send + 'static, X: Extra> Drop for OfferOnDrop<'_, P, X> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.offers != Offers::default() {
+            self.core.offer(self.index, std::mem::take(&mut self.offers));
+        }
     }
 }
 
