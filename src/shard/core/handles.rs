@@ -2,7 +2,7 @@
 //! and the status of its entry, each under the entry's shard's lock (module docs of `core.rs`),
 //! with the `_with` calls that run the caller's closure on the shard's extra there.
 
-use super::{Core, Extra, Handle, Key, Offers};
+use super::{Core, Extra, Handle, Key, OfferOnDrop, Offers};
 use crate::deadline::Deadline;
 use crate::shard::faults;
 use crate::shard::life::Status;
@@ -49,7 +49,7 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
 
     /// [`reset`](Core::reset), running `f` on the shard's extra under its lock once the entry
     /// moved and the move is counted (not if it did not). Should `f` panic, the entry stays
-    /// moved and counted, the lock is released, and its new bucket is not offered.
+    /// moved and counted, the lock is released and its new bucket offered (it fires when due).
     #[inline]
     pub fn reset_with(&self, handle: &Handle<P, X>, deadline: Deadline, f: impl FnOnce(&mut X)) -> bool {
         let Some(index) = self.index_of(handle) else { return false };
@@ -59,17 +59,18 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
             let (slot, generation) = handle.entry();
             return shard.state().reset(Key { slot, generation }, deadline).is_some();
         }
+        // Declared before the lock's guard: it offers after the unlock, `f`'s panic included.
+        let mut offer = OfferOnDrop { core: self, index, offers: Offers::default() };
         let Some(mut shard) = handle.lock() else { return false };
         let (slot, generation) = handle.entry();
         let state = shard.state();
         let Some(offers) = state.reset(Key { slot, generation }, deadline) else {
             return false;
         };
+        offer.offers = offers;
         f(&mut state.extra);
         drop(shard);
-        if offers != Offers::default() {
-            self.offer(index, offers);
-        }
+        drop(offer);
         true
     }
 

@@ -95,3 +95,23 @@ fn another_cores_handle_runs_no_closure_and_moves_nothing() {
     assert_eq!(out.iter().map(|due| other.claim(due)).collect::<Vec<_>>(), [Some('a')]);
     assert!(mine.is_empty() && other.is_empty());
 }
+
+/// A `reset_with` whose closure panics: the entry stays moved and counted as re-armed, and its
+/// new bucket is offered, so it fires at its new tick (and not at its old one).
+#[test]
+fn a_panicking_reset_closure_leaves_the_entry_moved_and_offered() {
+    let core: Core<char, u32> = Core::with_extra(1, 8);
+    let handle = core.schedule(Deadline::at_tick(2), 0, 'a').map_err(drop).unwrap();
+    must_panic(|| assert!(core.reset_with(&handle, Deadline::at_tick(6), boom)));
+    assert_eq!(core.deadline(&handle), Some(Deadline::at_tick(6)));
+    assert_eq!(core.totals(), Totals { scheduled: 1, rearmed: 1, ..Totals::default() });
+    let (mut out, mut merge) = (Vec::new(), Merge::default());
+    core.advance(5, u64::MAX, &mut out, &mut merge);
+    assert!(out.is_empty(), "not at its old tick");
+    core.advance(6, u64::MAX, &mut out, &mut merge);
+    assert_eq!(
+        out.iter().map(|due| core.claim(due)).collect::<Vec<_>>(),
+        [Some('a')],
+        "offered: it fires at 6"
+    );
+}
