@@ -20,6 +20,8 @@
 //! under concurrent use a sum of per-shard snapshots that need not add up, as the load's
 //! (`stats.rs`). An entry set aside is still pending: no total moves.
 
+use std::fmt;
+
 use super::{Core, Fired, Key, Offers, Refusal, Refused, ShardState, Wheel};
 use crate::deadline::Deadline;
 
@@ -61,6 +63,16 @@ pub struct State<P, X> {
     /// Set by `Core::close` under the lock, with the drain; never cleared (`shutdown.rs`).
     pub(crate) closed: bool,
     pub(crate) totals: Totals,
+}
+
+impl<P, X> fmt::Debug for State<P, X> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("State")
+            .field("wheel", &self.wheel)
+            .field("closed", &self.closed)
+            .field("totals", &self.totals)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<P, X: Default> Default for State<P, X> {
