@@ -47,7 +47,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::store::{Time, When};
+use super::time::{Time, When};
 use super::values::{exact_of, instant_of};
 use crate::clock::TickLength;
 use crate::deadline::Deadline;

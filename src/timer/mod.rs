@@ -68,6 +68,7 @@ mod shrink;
 mod shutdown;
 pub(crate) mod stats;
 mod store;
+mod time;
 mod trace;
 pub(crate) mod unfired;
 pub(crate) mod values;
@@ -84,7 +85,8 @@ use unfired::UnfiredTask;
 
 #[cfg(feature = "async")]
 pub(crate) use handle::LentHandle;
-pub(crate) use store::{BucketQueue, HandleStripe, Store, Time, When};
+pub(crate) use store::{BucketQueue, HandleStripe, Store};
+pub(crate) use time::{Time, When};
 pub(crate) use weak::{LiveTimer, WeakTimer};
 
 /// A hierarchical timing wheel driven by a delay queue of buckets.

@@ -54,7 +54,7 @@ use std::hash::{Hash, Hasher};
 use std::time::Instant;
 
 use super::cancel::{cancel_take, claim_each_held};
-use super::store::Time;
+use super::time::Time;
 use super::{reset, Shared, Timer, When};
 use crate::deadline::Deadline;
 use crate::entry::{self, FiredValue, Fresh, Target, Ticket};
