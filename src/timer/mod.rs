@@ -4,8 +4,10 @@
 //! (`advance.rs`; the public `shutdown`, `shutdown.rs`), firing, one for the driver and the
 //! executors (`fire.rs`), cancelling (`cancel.rs`), re-arming (`reset.rs`), the striped counters
 //! (`counters.rs`), the handle (`handle.rs`) and its diagnostic position (`position.rs`), and the
-//! public values it hands out (errors, stats, unfired tasks). This file joins the wheel, the delay
-//! queue and the clock (as Kafka's `SystemTimer` does) and starts the threads (`driver/`).
+//! public values it hands out (errors, stats, unfired tasks). The state they share, `Shared`
+//! (`shared.rs`), joins the wheel, the delay queue and the clock (as Kafka's `SystemTimer` does)
+//! and starts the executor threads; this file has the facade, which reaches `Shared` only through
+//! its methods (`shared.rs`, the seam), and starts the driver (`driver/`).
 //!
 //! ## Protocol
 //!
@@ -35,13 +37,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::builder::{Config, TaskExecution, TimerBuilder};
+use crate::builder::{Config, TimerBuilder};
 use crate::clock::nanos_to_duration;
-use crate::delay_queue::{DelayQueue, Timeline};
-use crate::driver::{Driver, Executor};
-use crate::entry::{EntryArena, EntryId};
-use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, UnmodelledAtomicU64};
-use crate::wheel::TimingWheel;
+use crate::driver::Driver;
+use crate::sync::{Arc, Mutex};
 
 mod advance;
 pub(crate) mod advancing;
@@ -64,6 +63,7 @@ pub(crate) mod refs;
 mod remains;
 mod reset;
 mod schedule;
+mod shared;
 mod shrink;
 mod shutdown;
 pub(crate) mod stats;
@@ -76,15 +76,14 @@ pub(crate) mod values;
 pub(crate) mod wakes;
 mod weak;
 
-use advance::Scratch;
-use counters::Counters;
 use error::ScheduleError;
 use handle::TimerHandle;
-use stats::{BucketLoad, Lateness, TimerStats};
+use stats::TimerStats;
 use unfired::UnfiredTask;
 
 #[cfg(feature = "async")]
 pub(crate) use handle::LentHandle;
+pub(crate) use shared::Shared;
 pub(crate) use store::{BucketQueue, HandleStripe, Store};
 pub(crate) use time::{Time, When};
 pub(crate) use weak::{LiveTimer, WeakTimer};
@@ -138,40 +137,6 @@ pub struct Timer {
     refs: refs::TimerRefs,
 }
 
-/// The state shared by the timer, its driver and its executor threads.
-pub(crate) struct Shared {
-    time: Time,
-    /// The entries and the wheel; shared with the handles (through the counter stripes).
-    store: Store,
-    /// Shared with the store, like the shutdown flag: a reset re-adds through them (`reset.rs`).
-    queue: Arc<BucketQueue>,
-    counters: Arc<Counters<Store>>,
-    shut_down: Arc<AtomicBool>,
-    /// Serialises advancing and the final drain; never taken on the schedule path.
-    advance_lock: Mutex<Scratch>,
-    /// The driver's cursor: the expiration of the last flushed bucket, or the last advanced-to tick.
-    current_tick: AtomicU64,
-    executor: Option<Executor>,
-    /// See `TimerBuilder::max_pending`.
-    max_pending: usize,
-    /// Firing lateness, recorded as tasks start (see `stats.rs`); shared with executor threads.
-    lateness: Arc<Lateness>,
-    /// Where fired value entries go: the delay queue of values that owns this timer (`values.rs`).
-    values: values::Sink,
-    /// Value entries a shutdown's drain claimed and its queue has not yet counted out
-    /// (`shutdown.rs`).
-    abandoned_values: AtomicU64,
-    /// Shutdowns whose drain has not yet counted its values: the queue's consumers are told of
-    /// the shutdown only once none is left (`shutdown.rs`, `close_values`).
-    draining: AtomicUsize,
-    /// When the driver shrinks the arena next (`shrink.rs`).
-    auto_shrink: shrink::AutoShrink,
-    /// This timer's identity, never another timer's (see [`Shared::new_id`]).
-    id: usize,
-    /// The thread inside this timer's advance, if any (`advancing.rs`).
-    advancer: UnmodelledAtomicU64,
-}
-
 impl Timer {
     /// A builder with the defaults: 1 ms tick, [`DEFAULT_WHEEL_SIZE`](crate::DEFAULT_WHEEL_SIZE)
     /// slots, system clock, a driver thread, tasks run on the driver.
@@ -189,54 +154,10 @@ impl Timer {
     }
 
     pub(crate) fn start(config: Config) -> std::io::Result<Timer> {
-        const _: () = assert!(EntryId::MAX_INDEX as usize == crate::builder::MAX_CAPACITY);
-        let mut arena = EntryArena::new();
-        arena.reserve(config.capacity);
-        let arena = Arc::new(arena);
-        let wheel = Arc::new(TimingWheel::with_lanes(config.wheel_size, config.bucket_lanes));
-        let time = Time { clock: config.clock, ticks: config.ticks };
-        let (queue, shut_down) = (Arc::new(DelayQueue::new()), Arc::new(AtomicBool::new(false)));
-        let store = Store {
-            arena,
-            wheel,
-            queue: Arc::clone(&queue),
-            shut_down: Arc::clone(&shut_down),
-            time: time.clone(),
-            resets: Arc::default(),
-            before_origin: Arc::default(),
-        };
-        let counters = Arc::new(Counters::new(config.max_pending, &store));
-        let lateness = Arc::new(Lateness::new());
-        let executor = match config.execution {
-            TaskExecution::OnDriver => None,
-            TaskExecution::Threads(n) => {
-                Some(Executor::start(n, &config.thread_name, (&counters, &store.arena), (&lateness, &time))?)
-            }
-        };
-        let shared = Arc::new(Shared {
-            time,
-            store,
-            queue,
-            counters,
-            shut_down,
-            advance_lock: Mutex::new(Scratch::default()),
-            current_tick: AtomicU64::new(0),
-            executor,
-            max_pending: config.max_pending,
-            lateness,
-            values: values::Sink::new(),
-            abandoned_values: AtomicU64::new(0),
-            draining: AtomicUsize::new(0),
-            auto_shrink: shrink::AutoShrink::default(),
-            id: Shared::new_id(),
-            advancer: UnmodelledAtomicU64::new(0),
-        });
-        shared.current_tick.store(shared.time.now_tick(), Ordering::Relaxed);
-        let driver = if config.manual {
-            None
-        } else {
-            Some(Driver::start(&shared, config.thread_name, config.precise_wakeups)?)
-        };
+        let (manual, name, precise_wakeups) =
+            (config.manual, config.thread_name.clone(), config.precise_wakeups);
+        let shared = Shared::start(config)?;
+        let driver = if manual { None } else { Some(Driver::start(&shared, name, precise_wakeups)?) };
         Ok(Timer {
             live: LiveTimer(shared),
             driver: Mutex::new(driver),
@@ -322,15 +243,16 @@ impl Timer {
     /// already advancing the clock. So it does from a task of another timer whose advance such a
     /// task called. From a task on an executor thread it behaves as from any thread.
     pub fn advance_clock(&self, timeout: Duration) -> bool {
-        if !timeout.is_zero() && !self.shared().time.clock.is_manual() && !self.shared().advancing_here() {
-            self.shared().queue.wait_due(&self.shared().time, Some(timeout));
+        let shared = self.shared();
+        if !timeout.is_zero() && !shared.time().clock.is_manual() && !shared.advancing_here() {
+            shared.queue().wait_due(shared.time(), Some(timeout));
         }
-        self.shared().advance()
+        shared.advance()
     }
 
     /// The number of tasks pending: scheduled, and not yet fired, cancelled or abandoned.
     pub fn len(&self) -> usize {
-        self.shared().counters.pending()
+        self.shared().len()
     }
 
     /// Whether no task is pending.
@@ -371,14 +293,14 @@ impl Timer {
 
     /// Slots per level.
     pub fn wheel_size(&self) -> usize {
-        self.shared().store.wheel.wheel_size() as usize
+        self.shared().wheel_size()
     }
 
     /// The wheel's cursor, as time since the clock's origin: the start of the last tick the timer
     /// has advanced to. It moves in whole ticks, only inside `advance_clock`.
     pub fn current_time(&self) -> Duration {
-        let tick = self.shared().current_tick.load(Ordering::Acquire);
-        nanos_to_duration(self.shared().time.ticks.start_nanos(tick))
+        let tick = self.shared().current_tick();
+        nanos_to_duration(self.shared().time().ticks.start_nanos(tick))
     }
 
     /// A snapshot of the timer's counters (monotonic totals since it started), gauges (pending
@@ -393,23 +315,7 @@ impl Timer {
     /// written when a run of values in one histogram bin ends, or the batch: a task sees its own
     /// batch counted only after the batch.
     pub fn stats(&self) -> TimerStats {
-        let totals = self.shared().counters.snapshot();
-        let (pending_per_level, fullest) = self.shared().store.wheel.load();
-        TimerStats {
-            pending: self.len(),
-            scheduled: totals.scheduled,
-            fired: totals.fired,
-            cancelled: totals.cancelled,
-            abandoned: totals.abandoned,
-            panicked: totals.panicked,
-            rearmed: totals.rearmed,
-            queued_buckets: self.shared().queue.len(),
-            levels_in_use: self.shared().store.wheel.levels_in_use(),
-            resident_buckets: self.shared().store.wheel.resident_buckets(),
-            pending_per_level,
-            fullest_bucket: fullest.map(|(level, slot, entries)| BucketLoad { level, slot, entries }),
-            lateness: self.shared().lateness.summary(),
-        }
+        self.shared().stats()
     }
 }
 
@@ -454,49 +360,8 @@ impl fmt::Debug for Timer {
         f.debug_struct("Timer")
             .field("tick", &self.tick())
             .field("wheel_size", &self.wheel_size())
-            .field("manual_clock", &self.shared().time.clock.is_manual())
+            .field("manual_clock", &self.shared().time().clock.is_manual())
             .field("pending", &self.len())
             .finish_non_exhaustive()
-    }
-}
-
-impl Shared {
-    #[inline]
-    pub(crate) fn is_shut_down(&self) -> bool {
-        self.shut_down.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn queue(&self) -> &BucketQueue {
-        &self.queue
-    }
-
-    /// The driver's cursor (see [`Timer::current_time`]).
-    pub(crate) fn current_tick(&self) -> u64 {
-        self.current_tick.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn time(&self) -> &Time {
-        &self.time
-    }
-
-    /// A new timer's identity: never 0 (no timer), never one handed out before. Not the shared
-    /// state's address, which a timer built after this one is dropped may take: an unfired task
-    /// outlives its timer, and run then, its mark must not name the later timer, whose sleeps'
-    /// wake-ups would take themselves for unfired tasks (`unfired.rs`).
-    fn new_id() -> usize {
-        // Not a loom atomic: the count orders nothing, and a static one of loom's would outlive its
-        // model. (A 64-bit count never wraps; a 32-bit one only after four billion timers.)
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// This timer's identity, as its unfired tasks carry it (`unfired.rs`).
-    pub(crate) fn timer_id(&self) -> unfired::TimerId {
-        unfired::TimerId(self.id)
-    }
-
-    /// Whether this thread is inside this timer's `advance` (running one of its tasks).
-    fn advancing_here(&self) -> bool {
-        advancing::is_advancing(&self.advancer)
     }
 }

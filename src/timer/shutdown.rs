@@ -25,7 +25,9 @@ use super::{advancing, Shared, Timer, UnfiredTask};
 use crate::sync::{fence, AtomicUsize, Ordering};
 
 #[cfg(doc)]
-use super::{ScheduleError, TaskExecution};
+use super::ScheduleError;
+#[cfg(doc)]
+use crate::builder::TaskExecution;
 
 impl Timer {
     /// Stops the timer and hands back every task that had not fired, in the order they would have

@@ -35,6 +35,8 @@ use hdrhistogram::Histogram;
 use crate::clock::TickLength;
 use crate::sync::Mutex;
 
+use super::Shared;
+
 /// Significant decimal digits kept by the histogram: quantiles within 1 %.
 const SIGNIFICANT_DIGITS: u8 = 2;
 
@@ -255,6 +257,29 @@ fn lateness_nanos(ticks: TickLength, deadline_tick: u64, now_nanos: u64) -> u64 
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+impl Shared {
+    /// [`Timer::stats`](super::Timer::stats).
+    pub(crate) fn stats(&self) -> TimerStats {
+        let totals = self.counters.snapshot();
+        let (pending_per_level, fullest) = self.store.wheel.load();
+        TimerStats {
+            pending: self.len(),
+            scheduled: totals.scheduled,
+            fired: totals.fired,
+            cancelled: totals.cancelled,
+            abandoned: totals.abandoned,
+            panicked: totals.panicked,
+            rearmed: totals.rearmed,
+            queued_buckets: self.queue.len(),
+            levels_in_use: self.store.wheel.levels_in_use(),
+            resident_buckets: self.store.wheel.resident_buckets(),
+            pending_per_level,
+            fullest_bucket: fullest.map(|(level, slot, entries)| BucketLoad { level, slot, entries }),
+            lateness: self.lateness.summary(),
+        }
     }
 }
 
