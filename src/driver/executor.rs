@@ -1,57 +1,42 @@
 //! Executor threads for `TaskExecution::Threads`: they run fired tasks off the driver (see the
-//! parent module's docs), through the timer's one firing (`timer/fire.rs`).
+//! parent module's docs), through the timer's one firing (`timer/fire.rs`: an `ExecutorRoom` fires
+//! and abandons the `ExecutorJob`s handed over).
 
 use std::thread::{self as std_thread, Builder, JoinHandle};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::entry::{EntryArena, EntryId, Freed, Return};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
-use crate::timer::counters::Counters;
-use crate::timer::fire;
-use crate::timer::stats::Lateness;
-use crate::timer::{Store, Time};
+use crate::timer::{ExecutorJob, ExecutorRoom};
 
 /// Executor threads for `TaskExecution::Threads`.
 pub(crate) struct Executor {
-    sender: Mutex<Option<Sender<EntryId>>>,
+    sender: Mutex<Option<Sender<ExecutorJob>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Set when the timer is dropped: queued entries (claimed by the drop's drain already) are
     /// released without a try to fire them.
     discard: Arc<AtomicBool>,
-    counters: Arc<Counters<Store>>,
-    arena: Arc<EntryArena>,
+    /// What the threads fire with; a job this executor cannot hand over is abandoned through it.
+    room: ExecutorRoom,
 }
 
 impl Executor {
-    pub(crate) fn start(
-        n: usize,
-        name: &str,
-        (counters, arena): (&Arc<Counters<Store>>, &Arc<EntryArena>),
-        (lateness, time): (&Arc<Lateness>, &Time),
-    ) -> std::io::Result<Executor> {
+    pub(crate) fn start(n: usize, name: &str, room: &ExecutorRoom) -> std::io::Result<Executor> {
         let (sender, receiver) = crossbeam_channel::unbounded();
         let discard = Arc::new(AtomicBool::new(false));
         let threads = (0..n)
             .map(|i| {
-                let receiver: Receiver<EntryId> = receiver.clone();
-                let (counters, discard) = (Arc::clone(counters), Arc::clone(&discard));
-                let arena = Arc::clone(arena);
-                let (lateness, Time { clock, ticks }) = (Arc::clone(lateness), time.clone());
+                let receiver: Receiver<ExecutorJob> = receiver.clone();
+                let (room, discard) = (room.clone(), Arc::clone(&discard));
                 Builder::new().name(format!("{name}-exec-{i}")).spawn(move || {
                     crate::timer::advancing::mark_timer_thread();
-                    let stripe = counters.local();
-                    for entry in receiver {
+                    let thread = room.thread();
+                    for job in receiver {
                         if discard.load(Ordering::Acquire) {
-                            fire::abandon(&arena, (entry, Return::Now), stripe);
+                            thread.abandon(job);
                             continue;
                         }
-                        let claimed = &mut |deadline_tick| {
-                            stripe.fired(1);
-                            lateness.record_one(ticks, deadline_tick, clock.now_nanos());
-                        };
-                        let freed = &mut Freed::default();
-                        fire::fire_one(&arena, (entry, Return::Now), stripe, freed, claimed, None);
+                        thread.run(job);
                     }
                 })
             })
@@ -60,26 +45,23 @@ impl Executor {
             sender: Mutex::new(Some(sender)),
             threads: Mutex::new(threads),
             discard,
-            counters: Arc::clone(counters),
-            arena: Arc::clone(arena),
+            room: room.clone(),
         })
     }
 
     /// Hands due entries to the executor threads. After `close`, they are dropped (still pending;
     /// the shutdown drain does not see them, so they are claimed as abandoned here).
-    pub(crate) fn submit(&self, due: impl Iterator<Item = EntryId>) {
+    pub(crate) fn submit(&self, due: impl Iterator<Item = ExecutorJob>) {
         let sender = self.sender.lock().clone();
-        let stripe = self.counters.local();
-        for entry in due {
+        let thread = self.room.thread();
+        for job in due {
             match &sender {
                 Some(sender) => {
-                    if let Err(err) = sender.send(entry) {
-                        fire::abandon(&self.arena, (err.into_inner(), Return::Now), stripe);
+                    if let Err(err) = sender.send(job) {
+                        thread.abandon(err.into_inner());
                     }
                 }
-                None => {
-                    fire::abandon(&self.arena, (entry, Return::Now), stripe);
-                }
+                None => thread.abandon(job),
             }
         }
     }

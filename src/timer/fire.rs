@@ -1,17 +1,81 @@
 //! Firing: the one place that claims a due entry, counts it out and runs it, for the thread that
-//! advances the clock (a batch per bucket) and for the executor threads (one at a time); and the
-//! abandonment that shutdown and a closed executor use.
+//! advances the clock (a batch per bucket) and for the executor threads (one at a time: what they
+//! fire with is an [`ExecutorRoom`], what they are handed an [`ExecutorJob`], so that
+//! `driver/executor.rs` names no type of the arena's); and the abandonment that shutdown and a
+//! closed executor use.
 //!
 //! The claim is the entry's (`entry/`: `Pending → Fired` or `Abandoned`, exactly once); its winner
 //! counts the entry out of `len()` on the calling thread's stripe (`counters.rs`) before the task
 //! runs, so a task that reads `len()` no longer counts itself.
 
-use super::counters::Stripe;
-use super::{Shared, Store};
+use super::counters::{Counters, Stripe};
+use super::stats::Lateness;
+use super::{Shared, Store, Time};
 use crate::deadline::Deadline;
 use crate::entry::arena::prefetch_ahead;
 use crate::entry::{self, EntryArena, EntryId, Fire, FiredValue, Freed, InlineTask, Return};
+use crate::sync::Arc;
 use crate::wheel::DueEntry;
+
+/// A due entry handed to an executor thread: claimed there, just before it runs
+/// ([`ExecutorThread::run`]).
+#[derive(Debug)]
+pub(crate) struct ExecutorJob(EntryId);
+
+/// What the executor threads fire with: the timer's entries, counters, lateness and clock (not the
+/// timer itself, which a thread would keep alive).
+#[derive(Clone)]
+pub(crate) struct ExecutorRoom {
+    counters: Arc<Counters<Store>>,
+    arena: Arc<EntryArena>,
+    lateness: Arc<Lateness>,
+    time: Time,
+}
+
+impl ExecutorRoom {
+    pub(super) fn new(
+        counters: &Arc<Counters<Store>>,
+        store: &Store,
+        lateness: &Arc<Lateness>,
+    ) -> ExecutorRoom {
+        let (counters, arena, lateness) =
+            (Arc::clone(counters), Arc::clone(&store.arena), Arc::clone(lateness));
+        ExecutorRoom { counters, arena, lateness, time: store.time.clone() }
+    }
+
+    /// The calling thread's side: jobs run or abandoned through it count on its stripe.
+    #[inline]
+    pub(crate) fn thread(&self) -> ExecutorThread<'_> {
+        ExecutorThread { room: self, stripe: self.counters.local() }
+    }
+}
+
+/// An [`ExecutorRoom`] on one thread ([`ExecutorRoom::thread`]).
+pub(crate) struct ExecutorThread<'a> {
+    room: &'a ExecutorRoom,
+    stripe: &'a Stripe<Store>,
+}
+
+impl ExecutorThread<'_> {
+    /// Fires `job` ([`fire_one`]): runs it if it is still pending, recording its lateness.
+    #[inline]
+    pub(crate) fn run(&self, ExecutorJob(entry): ExecutorJob) {
+        let ExecutorRoom { arena, lateness, time: Time { clock, ticks }, .. } = self.room;
+        let stripe = self.stripe;
+        let claimed = &mut |deadline_tick| {
+            stripe.fired(1);
+            lateness.record_one(*ticks, deadline_tick, clock.now_nanos());
+        };
+        let freed = &mut Freed::default();
+        fire_one(arena, (entry, Return::Now), stripe, freed, claimed, None);
+    }
+
+    /// Abandons `job` ([`abandon`]): after the executor closed, or once its timer is dropped.
+    #[inline]
+    pub(crate) fn abandon(&self, ExecutorJob(entry): ExecutorJob) {
+        abandon(&self.room.arena, (entry, Return::Now), self.stripe);
+    }
+}
 
 /// Fires the held entry `held`: claims it; if this call won, counts it out on `stripe` and calls
 /// `claimed` with its deadline's tick (neither for a tick group's task, which no count holds), and
@@ -129,7 +193,7 @@ impl Shared {
             if let Some(sink) = sink {
                 self.deliver_values_first(due, &**sink);
             }
-            executor.submit(due.drain(..).map(|((entry, ..), _)| entry));
+            executor.submit(due.drain(..).map(|((entry, ..), _)| ExecutorJob(entry)));
             return;
         }
         let Store { arena, .. } = &self.store;

@@ -46,12 +46,12 @@ mod advance;
 pub(crate) mod advancing;
 mod before_origin;
 mod cancel;
-pub(crate) mod counters;
+mod counters;
 #[cfg(feature = "async")]
 mod drive_waker;
 pub(crate) mod error;
 mod faults;
-pub(crate) mod fire;
+mod fire;
 #[cfg(feature = "async")]
 pub(crate) mod groups;
 pub(crate) mod handle;
@@ -81,6 +81,7 @@ use handle::TimerHandle;
 use stats::TimerStats;
 use unfired::UnfiredTask;
 
+pub(crate) use fire::{ExecutorJob, ExecutorRoom};
 #[cfg(feature = "async")]
 pub(crate) use handle::LentHandle;
 pub(crate) use shared::Shared;

@@ -21,6 +21,7 @@ use crate::wheel::TimingWheel;
 
 use super::advance::Scratch;
 use super::counters::Counters;
+use super::fire::ExecutorRoom;
 use super::stats::Lateness;
 use super::{advancing, shrink, unfired, values, BucketQueue, Store, Time};
 
@@ -82,9 +83,11 @@ impl Shared {
         let lateness = Arc::new(Lateness::new());
         let executor = match config.execution {
             TaskExecution::OnDriver => None,
-            TaskExecution::Threads(n) => {
-                Some(Executor::start(n, &config.thread_name, (&counters, &store.arena), (&lateness, &time))?)
-            }
+            TaskExecution::Threads(n) => Some(Executor::start(
+                n,
+                &config.thread_name,
+                &ExecutorRoom::new(&counters, &store, &lateness),
+            )?),
         };
         let shared = Arc::new(Shared {
             time,
