@@ -263,3 +263,40 @@ impl<C> Stripe<C> {
         }
     }
 }
+
+/// The counts of a tick group's members (`groups.rs`), on the calling thread's stripe.
+#[cfg(feature = "async")]
+impl super::Shared {
+    /// Counts a member in before it joins its group; refused by a bounded timer that is full.
+    #[inline]
+    pub(crate) fn count_member_in(&self) -> Result<(), crate::ScheduleError> {
+        match self.counters.local().try_schedule() {
+            true => Ok(()),
+            false => Err(crate::ScheduleError::TooManyPending { max: self.max_pending }),
+        }
+    }
+
+    /// Undoes [`count_member_in`](super::Shared::count_member_in) for a member that never joined.
+    #[inline]
+    pub(crate) fn uncount_member_in(&self) {
+        self.counters.local().unschedule();
+    }
+
+    /// Counts `n` members of a group that fired out, and records their lateness from `tick`.
+    #[inline]
+    pub(crate) fn members_fired(&self, n: u64, tick: u64) {
+        if n > 0 {
+            self.members_out(n, false, true);
+            self.lateness.record_n(self.time.ticks, tick, self.time.clock.now_nanos(), n);
+        }
+    }
+
+    /// Counts `n` members out: left before the tick (`cancelled`), or with their group, fired
+    /// (`fired`) or abandoned ([`Stripe::members_out`]).
+    #[inline]
+    pub(crate) fn members_out(&self, n: u64, cancelled: bool, fired: bool) {
+        if n > 0 {
+            self.counters.local().members_out(n, cancelled, fired);
+        }
+    }
+}

@@ -26,7 +26,7 @@
 
 use super::{LentHandle, LiveTimer, When};
 use crate::deadline::Deadline;
-use crate::entry::{EntryArena, Fresh, StampBy};
+use crate::entry::StampBy;
 use crate::ScheduleError;
 
 /// A lazily armed timeout's deadline on one clock reading, as the timer files it, and the
@@ -64,17 +64,17 @@ impl LiveTimer {
     /// schedule at it would meet: shut down, or beyond the timer's range.
     #[inline]
     pub(crate) fn tick_due(&self, when: When) -> (u64, Result<TickDue, ScheduleError>) {
-        let shared = &self.0;
-        let now = shared.time.clock.now_nanos();
+        let (shared, time) = (&self.0, self.0.time());
+        let now = time.clock.now_nanos();
         if shared.is_shut_down() {
             return (now, Err(ScheduleError::ShutDown));
         }
-        let due = shared.time.deadline_on(now, when).map(|own| {
+        let due = time.deadline_on(now, when).map(|own| {
             // The boundary word of the member's tick: the latest deadline of that tick, so that
             // no advance fires the group before any member's deadline (module docs). (A tick a
             // deadline is filed at always has one: the member's own word is never used.)
-            let boundary = shared.time.ticks.boundary(own.tick()).unwrap_or(own);
-            TickDue { own, boundary, by: shared.time.stamp_by(when) }
+            let boundary = time.ticks.boundary(own.tick()).unwrap_or(own);
+            TickDue { own, boundary, by: time.stamp_by(when) }
         });
         (now, due)
     }
@@ -91,9 +91,7 @@ impl LiveTimer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let TickDue { boundary, by, .. } = due;
-        let make = |(), arena: &EntryArena| Fresh::new_uncounted(boundary, task, arena, by).ok_or(());
-        self.0.insert_made(now, make, false).map(|(_, ticket)| LentHandle::new(ticket))
+        self.0.schedule_group(now, (due.boundary, due.by), task)
     }
 
     /// Schedules the waker's `task` of a timeout armed with a sleep of its own (the first of its
@@ -110,25 +108,21 @@ impl LiveTimer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let scheduled = self.0.schedule_filed(now, (due.own, due.by), task, true);
-        scheduled.map(|(_, ticket)| LentHandle::new(ticket))
+        self.0.schedule_solo(now, (due.own, due.by), task)
     }
 
     /// Counts a member in on the calling thread's stripe, before it joins its group; refused by a
     /// bounded timer that is full.
     #[inline]
     pub(crate) fn count_member_in(&self) -> Result<(), ScheduleError> {
-        match self.0.counters.local().try_schedule() {
-            true => Ok(()),
-            false => Err(ScheduleError::TooManyPending { max: self.0.max_pending }),
-        }
+        self.0.count_member_in()
     }
 
     /// Undoes [`count_member_in`](LiveTimer::count_member_in) on the same thread, for a member
     /// that never joined (its group had fired, or could not be scheduled).
     #[inline]
     pub(crate) fn uncount_member_in(&self) {
-        self.0.counters.local().unschedule();
+        self.0.uncount_member_in();
     }
 
     /// Counts `n` members of a group that fired out on the calling thread's stripe, and records
@@ -136,19 +130,13 @@ impl LiveTimer {
     /// ([`TickDue::late_from`], `stats.rs`).
     #[inline]
     pub(crate) fn members_fired(&self, n: u64, tick: u64) {
-        if n > 0 {
-            self.members_out(n, false, true);
-            let shared = &self.0;
-            shared.lateness.record_n(shared.time.ticks, tick, shared.time.clock.now_nanos(), n);
-        }
+        self.0.members_fired(n, tick);
     }
 
     /// Counts `n` members out on the calling thread's stripe: left before the tick (`cancelled`),
     /// or with their group, fired (`fired`) or abandoned.
     #[inline]
     pub(crate) fn members_out(&self, n: u64, cancelled: bool, fired: bool) {
-        if n > 0 {
-            self.0.counters.local().members_out(n, cancelled, fired);
-        }
+        self.0.members_out(n, cancelled, fired);
     }
 }

@@ -9,6 +9,8 @@
 //! (tasks never run inside `schedule`). The insert reads the shutdown flag under the bucket lane's
 //! lock (see the parent module's docs on the race with shutdown).
 
+#[cfg(feature = "async")]
+use super::LentHandle;
 use super::{HandleStripe, Shared, Store, When};
 use crate::deadline::Deadline;
 use crate::entry::{EntryArena, EntryId, Fresh, StampBy, Ticket};
@@ -67,6 +69,53 @@ impl Shared {
             Err(refused) => Err(refused),
         };
         (now, scheduled)
+    }
+
+    /// [`schedule_reading`](Shared::schedule_reading) for a future (`weak.rs`,
+    /// `LiveTimer::try_schedule_reading`): its handle a [`LentHandle`], `task` marked as one that
+    /// only hands a waker over.
+    #[cfg(feature = "async")]
+    #[inline]
+    pub(crate) fn schedule_lent<F>(&self, when: When, task: F) -> (u64, Result<LentHandle, ScheduleError>)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let (now, scheduled) = self.schedule_reading(when, task, true);
+        (now, scheduled.map(|(_, ticket)| LentHandle::new(ticket)))
+    }
+
+    /// A timeout's own sleep (`groups.rs`, `LiveTimer::schedule_solo`): `task`, counted, at the
+    /// deadline filed as `due` says (its word, how its stamp is drawn) on the reading `now`.
+    #[cfg(feature = "async")]
+    #[inline]
+    pub(crate) fn schedule_solo<F>(
+        &self,
+        now: u64,
+        due: (Deadline, StampBy),
+        task: F,
+    ) -> Result<LentHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.schedule_filed(now, due, task, true).map(|(_, ticket)| LentHandle::new(ticket))
+    }
+
+    /// A tick group's entry (`groups.rs`, `LiveTimer::schedule_group`): `task` at `at`, its stamp
+    /// drawn `by`, on the reading `now`, **uncounted**. Refused only by a shutdown (or a full
+    /// arena); `task` is then dropped here.
+    #[cfg(feature = "async")]
+    #[inline]
+    pub(crate) fn schedule_group<F>(
+        &self,
+        now: u64,
+        (at, by): (Deadline, StampBy),
+        task: F,
+    ) -> Result<LentHandle, ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let make = |(), arena: &EntryArena| Fresh::new_uncounted(at, task, arena, by).ok_or(());
+        self.insert_made(now, make, false).map(|(_, ticket)| LentHandle::new(ticket))
     }
 
     /// The rest of [`schedule_reading`](Shared::schedule_reading) once the deadline is filed (its

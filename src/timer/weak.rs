@@ -109,8 +109,7 @@ impl LiveTimer {
     where
         F: FnOnce() + Send + 'static,
     {
-        let (now, scheduled) = self.0.schedule_reading(when, task, true);
-        (now, scheduled.map(|(_, ticket)| LentHandle::new(ticket)))
+        self.0.schedule_lent(when, task)
     }
 
     /// The instant of a reading of this timer's clock in nanoseconds (as
