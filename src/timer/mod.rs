@@ -71,6 +71,7 @@ mod store;
 mod time;
 mod trace;
 pub(crate) mod unfired;
+mod value_entries;
 pub(crate) mod values;
 #[cfg(feature = "async")]
 pub(crate) mod wakes;

@@ -49,17 +49,15 @@
 //! Locks: none beyond the timer's. The sink is called by the thread that advances the timer with
 //! no wheel, bucket or entry lock held, as a task runs; it takes only its own lock.
 
-use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::time::Instant;
 
-use super::cancel::{cancel_take, claim_each_held};
 use super::time::Time;
-use super::{reset, Shared, Timer, When};
+use super::{Timer, When};
 use crate::deadline::Deadline;
-use crate::entry::{self, FiredValue, Fresh, Target, Ticket};
 use crate::sync::OnceLock;
 use crate::ScheduleError;
+
+pub(crate) use super::value_entries::{FiredValues, ValueTicket};
 
 /// Where a timer's fired values go: the delay queue that owns the timer.
 pub(crate) trait ValueSink: Send + Sync {
@@ -76,51 +74,6 @@ pub(crate) trait ValueSink: Send + Sync {
 
 /// A timer's value sink, set once by the queue that owns it.
 pub(crate) type Sink = OnceLock<Box<dyn ValueSink>>;
-
-/// The value entries of one fired batch, for the sink to take the values out of.
-pub(crate) struct FiredValues<'a>(pub(super) &'a mut Vec<FiredValue>, pub(super) &'a Time);
-
-impl FiredValues<'_> {
-    /// The batch's values of type `V` (a queue's timer holds no other), with their tickets and
-    /// deadlines, in firing order. Any other task of the batch is dropped.
-    pub(crate) fn drain<V: Send + 'static>(
-        &mut self,
-    ) -> impl Iterator<Item = (V, ValueTicket, Instant)> + '_ {
-        let time = self.1;
-        self.0.drain(..).filter_map(move |fired| {
-            let (value, exact) = fired.task.take_value::<V>().ok()?;
-            Some((value, ValueTicket(fired.ticket), time.value_instant(exact, fired.deadline)))
-        })
-    }
-}
-
-/// A value entry's ticket: slot index and generation (and the bucket lane it was inserted into,
-/// where a remove looks first, which is no part of its identity: equality and hashing ignore it).
-#[derive(Clone, Copy)]
-pub(crate) struct ValueTicket(Ticket);
-
-impl PartialEq for ValueTicket {
-    fn eq(&self, other: &Self) -> bool {
-        (self.0.id, self.0.generation) == (other.0.id, other.0.generation)
-    }
-}
-
-impl Eq for ValueTicket {}
-
-impl Hash for ValueTicket {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        (self.0.id.index(), self.0.generation).hash(state);
-    }
-}
-
-impl fmt::Debug for ValueTicket {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Key")
-            .field("slot", &self.0.id.index())
-            .field("generation", &self.0.generation)
-            .finish()
-    }
-}
 
 /// The exact deadline of a value due past what an `i64` of nanoseconds from the clock's base
 /// holds: read back through the entry's deadline word (module docs, "Far deadlines").
@@ -149,7 +102,7 @@ pub(super) fn instant_of(base: Instant, exact: i64) -> Instant {
 
 impl Time {
     /// The exact deadline of `when` on the reading `now`, as a value task keeps it.
-    fn value_exact(&self, now: u64, when: When) -> i64 {
+    pub(super) fn value_exact(&self, now: u64, when: When) -> i64 {
         match when {
             When::After(delay) => i64::try_from(u128::from(now) + delay.as_nanos()).unwrap_or(FAR),
             When::At(at) => exact_of(self.clock.base(), at),
@@ -158,7 +111,7 @@ impl Time {
 
     /// The instant of a value's deadline: `exact` from the clock's base, or for [`FAR`] the
     /// instant of the entry's deadline word `deadline`.
-    fn value_instant(&self, exact: i64, deadline: Deadline) -> Instant {
+    pub(super) fn value_instant(&self, exact: i64, deadline: Deadline) -> Instant {
         let base = self.clock.base();
         if exact == FAR {
             if let Some(at) = self.clock.deadline_instant(self.ticks, deadline) {
@@ -172,7 +125,7 @@ impl Time {
 impl Timer {
     /// Makes `sink` the destination of this timer's fired values (once: a later call is ignored).
     pub(crate) fn set_value_sink(&self, sink: Box<dyn ValueSink>) {
-        self.shared().values.get_or_init(|| sink);
+        self.shared().set_value_sink(sink);
     }
 
     /// Inserts `value` due at `when` (see the module docs): its ticket and exact deadline, or the
@@ -182,65 +135,24 @@ impl Timer {
         when: When,
         value: V,
     ) -> Result<ValueTicket, (V, ScheduleError)> {
-        let shared = self.shared();
-        if shared.is_shut_down() {
-            return Err((value, ScheduleError::ShutDown));
-        }
-        let (now, deadline) = match shared.time.deadline(when) {
-            Ok(found) => found,
-            Err(error) => return Err((value, error)),
-        };
-        let exact = shared.time.value_exact(now, when);
-        let by = shared.time.stamp_by(when);
-        let make = |value, arena: &_| Fresh::value(deadline, (value, exact), arena, by);
-        match shared.insert_new(now, value, make, true) {
-            Ok((_, ticket)) => Ok(ValueTicket(ticket)),
-            Err(super::schedule::Refused::Payload(value, error)) => Err((value, error)),
-            Err(super::schedule::Refused::Fresh(fresh, error)) => {
-                Err((fresh.into_value().expect("a refused value entry keeps its value"), error))
-            }
-        }
+        self.shared().insert_value(when, value)
     }
 
     /// Cancels the pending value entry `ticket` names and hands back its value and exact deadline;
     /// `None` once it fired, was removed, or its slot holds a later entry.
     pub(crate) fn remove_value<V: Send + 'static>(&self, ticket: ValueTicket) -> Option<(V, i64)> {
-        let shared = self.shared();
-        let ValueTicket(mut ticket) = ticket;
-        // The cancel starts at the lane the value was inserted into, which exists; only the key
-        // of a fired value names a placeholder (`FiredValue`), which may not, and then names no
-        // pending entry either.
-        shared.store.wheel.bucket_by_key(ticket.bucket.bucket())?;
-        // A look from a ticket is pinned: the slot's page may be given back meanwhile (`shrink.rs`).
-        let _pin = shared.store.arena.pin();
-        // Seeded fault `queue_take_ignores_generation` (docs/loom.md): the key's generation is not
-        // compared, so a key whose value expired or was removed takes the value that reused its slot.
-        if fault!("queue_take_ignores_generation") {
-            ticket = entry::current(&shared.store.arena, ticket.id);
-        }
-        let task = cancel_take(ticket, shared.counters.local())?;
-        task.take_value::<V>().ok()
+        self.shared().remove_value(ticket)
     }
 
     /// Moves the pending value entry `ticket` names to `when`, exact deadline included: `true` iff
     /// it was pending and is now due then (the timer's reset, `reset.rs`).
     pub(crate) fn reset_value(&self, ticket: ValueTicket, when: When) -> bool {
-        let shared = self.shared();
-        let Ok((now, deadline)) = shared.time.deadline(when) else { return false };
-        let exact = shared.time.value_exact(now, when);
-        let _pin = shared.store.arena.pin();
-        reset::reset(ticket.0, shared.counters.local(), Target { deadline, exact: Some(exact) })
+        self.shared().reset_value(ticket, when)
     }
 
     /// The deadline of the pending value entry `ticket` names.
     pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<Instant> {
-        let shared = self.shared();
-        let arena = &shared.store.arena;
-        let (exact, deadline) = {
-            let _pin = arena.pin();
-            entry::exact(arena, ticket.0)?
-        };
-        Some(shared.time.value_instant(exact, deadline))
+        self.shared().value_deadline(ticket)
     }
 
     /// Claims every pending value entry of this timer, as a remove's cancel does, and drops the
@@ -257,65 +169,6 @@ impl Timer {
     /// Cost: one pinned lock of every slot the arena has handed out, and a bucket lane lock per
     /// value it claims. The values are dropped after the lock is released, each drop caught.
     pub(crate) fn clear_values<R>(&self, then: impl FnOnce(usize) -> R) -> R {
-        let shared = self.shared();
-        let store = &shared.store;
-        let arena = &store.arena;
-        // Seeded fault `queue_clear_skips_advance_lock` (docs/loom.md): an advance that claimed a
-        // value before the scan reached it hands it over after the ready list was emptied.
-        let serial = if fault!("queue_clear_skips_advance_lock") {
-            None
-        } else if shared.may_wait_for_advance() {
-            Some(shared.advance_lock.lock())
-        } else {
-            shared.advance_lock.try_lock()
-        };
-        let stripe = shared.counters.local();
-        let mut claimed = Vec::new();
-        // (The seeded fault `queue_clear_leaves_bucketed` leaves a claimed value in its bucket,
-        // until a visit of the bucket finds it cancelled.)
-        let leave = !fault!("queue_clear_leaves_bucketed");
-        claim_each_held(
-            store,
-            |index| entry::cancel_value_at(arena, index),
-            leave,
-            |task| {
-                stripe.cancelled();
-                claimed.push(task);
-            },
-        );
-        let result = then(claimed.len());
-        drop(serial);
-        // Seeded fault `queue_clear_leaves_closing` (docs/loom.md): a shutdown that found the
-        // lock held by this clear left the queue's closing to it, and nobody closes it.
-        if !fault!("queue_clear_leaves_closing") {
-            shared.released_advance_lock();
-        }
-        for task in claimed {
-            crate::unwind::drop_caught(task);
-        }
-        result
-    }
-}
-
-impl Shared {
-    /// With executor threads: claims the value entries of the due batch `due` here, hands them to
-    /// `sink`, and leaves the other entries in `due` for the executors.
-    pub(super) fn deliver_values_first(&self, due: &mut Vec<super::fire::Stamped>, sink: &dyn ValueSink) {
-        let arena = &self.store.arena;
-        let stripe = self.counters.local();
-        let mut values = Vec::new();
-        due.retain(|&((entry, ..), _)| match entry::claim_value(arena, entry) {
-            Some(fired) => {
-                arena.free(entry);
-                stripe.left();
-                values.push(fired);
-                false
-            }
-            None => true,
-        });
-        if !values.is_empty() {
-            stripe.fired(values.len() as u64);
-            stripe.panicked(sink.deliver(&mut FiredValues(&mut values, &self.time)));
-        }
+        self.shared().clear_values(then)
     }
 }
