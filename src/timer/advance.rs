@@ -57,6 +57,19 @@ use crate::UnfiredTask;
 use super::advancing::Advancing;
 
 impl Shared {
+    /// The tick of [`Timer::next_work`](super::Timer::next_work): the earliest queued bucket's,
+    /// else the wheel's cursor; the cursor while an advance holds the advance lock.
+    pub(crate) fn next_work_tick(&self) -> u64 {
+        let head = || self.queue().head().unwrap_or_else(|| self.current_tick());
+        if fault!("next_wakeup_ignores_advance") {
+            return head();
+        }
+        match self.advance_lock.try_lock() {
+            Some(_serial) => head(),
+            None => self.current_tick(),
+        }
+    }
+
     /// The non-blocking advance: flush every bucket due at the clock's current tick.
     pub(crate) fn advance(&self) -> bool {
         if self.advancing_here() {

@@ -19,8 +19,9 @@
 //!   advance keeps no limit for the closures it took beside a deadline passed mid-tick, or queues
 //!   the bucket that makes the head due only when it keeps a new one, so a second waker advance
 //!   pops it: either way they wait for their tick's end.
-//! * `next_wakeup_ignores_advance` (`instants.rs`, at its site): `next_wakeup` reads the queue's
-//!   head while another thread's advance holds entries it cascades, and answers past their tick.
+//! * `next_wakeup_ignores_advance` (`advance.rs`, `Shared::next_work_tick`): `next_wakeup` reads
+//!   the queue's head while another thread's advance holds entries it cascades, and answers past
+//!   their tick.
 //! * `scan_leaves_unpinned` (`cancel.rs`, at its site): the arena scan of a detached drain or a
 //!   delay queue's clear is pinned only for the claim, not while the claimed entry leaves its
 //!   lane, so a shrink may free the page of a slot the leave locks.

@@ -133,19 +133,10 @@ impl Timer {
     /// would fire that task late. So the head is read only while no advance runs; while one does
     /// (on another thread, or on this one: a task calling this), the answer is the wheel's cursor,
     /// where that advance's work is. Seeded fault `next_wakeup_ignores_advance` (docs/loom.md): the
-    /// head read without the lock.
+    /// head read without the lock (`Shared::next_work_tick`).
     pub(crate) fn next_work(&self) -> Option<Instant> {
-        let shared = self.shared();
-        let head = || shared.queue().head().unwrap_or_else(|| shared.current_tick());
-        let tick = if fault!("next_wakeup_ignores_advance") {
-            head()
-        } else {
-            match shared.advance_lock.try_lock() {
-                Some(_serial) => head(),
-                None => shared.current_tick(),
-            }
-        };
-        let time = shared.time();
+        let tick = self.shared().next_work_tick();
+        let time = self.shared().time();
         time.clock.tick_instant(time.ticks, tick)
     }
 }
