@@ -1,7 +1,7 @@
 //! [`Shared`]: the state a timer, its driver and its executor threads share, and how it is built.
 //!
 //! The facade (`Timer`'s public methods in `mod.rs`), `weak.rs`, `groups.rs`, `values.rs`'s
-//! `Timer` methods, `LentHandle` and the drivers (`driver/`) reach it only through methods: the
+//! `Timer` methods and the drivers (`driver/`) reach it only through methods: the
 //! **seam** (docs/lean_core.md, "The seam", lists each with its signature and the slice of the
 //! move onto the sharded core that provides it). Its fields are the rooms' (`schedule.rs`,
 //! `advance.rs`, `fire.rs`, `cancel.rs`, `reset.rs`, `shutdown.rs`, `shrink.rs`, `counters.rs`,

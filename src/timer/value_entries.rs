@@ -71,18 +71,17 @@ impl Shared {
         when: When,
         value: V,
     ) -> Result<ValueTicket, (V, ScheduleError)> {
-        let shared = self;
-        if shared.is_shut_down() {
+        if self.is_shut_down() {
             return Err((value, ScheduleError::ShutDown));
         }
-        let (now, deadline) = match shared.time.deadline(when) {
+        let (now, deadline) = match self.time.deadline(when) {
             Ok(found) => found,
             Err(error) => return Err((value, error)),
         };
-        let exact = shared.time.value_exact(now, when);
-        let by = shared.time.stamp_by(when);
+        let exact = self.time.value_exact(now, when);
+        let by = self.time.stamp_by(when);
         let make = |value, arena: &_| Fresh::value(deadline, (value, exact), arena, by);
-        match shared.insert_new(now, value, make, true) {
+        match self.insert_new(now, value, make, true) {
             Ok((_, ticket)) => Ok(ValueTicket(ticket)),
             Err(Refused::Payload(value, error)) => Err((value, error)),
             Err(Refused::Fresh(fresh, error)) => {
@@ -93,58 +92,54 @@ impl Shared {
 
     /// [`Timer::remove_value`](super::Timer::remove_value).
     pub(crate) fn remove_value<V: Send + 'static>(&self, ticket: ValueTicket) -> Option<(V, i64)> {
-        let shared = self;
         let ValueTicket(mut ticket) = ticket;
         // The cancel starts at the lane the value was inserted into, which exists; only the key
         // of a fired value names a placeholder (`FiredValue`), which may not, and then names no
         // pending entry either.
-        shared.store.wheel.bucket_by_key(ticket.bucket.bucket())?;
+        self.store.wheel.bucket_by_key(ticket.bucket.bucket())?;
         // A look from a ticket is pinned: the slot's page may be given back meanwhile (`shrink.rs`).
-        let _pin = shared.store.arena.pin();
+        let _pin = self.store.arena.pin();
         // Seeded fault `queue_take_ignores_generation` (docs/loom.md): the key's generation is not
         // compared, so a key whose value expired or was removed takes the value that reused its slot.
         if fault!("queue_take_ignores_generation") {
-            ticket = entry::current(&shared.store.arena, ticket.id);
+            ticket = entry::current(&self.store.arena, ticket.id);
         }
-        let task = cancel_take(ticket, shared.counters.local())?;
+        let task = cancel_take(ticket, self.counters.local())?;
         task.take_value::<V>().ok()
     }
 
     /// [`Timer::reset_value`](super::Timer::reset_value).
     pub(crate) fn reset_value(&self, ticket: ValueTicket, when: When) -> bool {
-        let shared = self;
-        let Ok((now, deadline)) = shared.time.deadline(when) else { return false };
-        let exact = shared.time.value_exact(now, when);
-        let _pin = shared.store.arena.pin();
-        reset::reset(ticket.0, shared.counters.local(), Target { deadline, exact: Some(exact) })
+        let Ok((now, deadline)) = self.time.deadline(when) else { return false };
+        let exact = self.time.value_exact(now, when);
+        let _pin = self.store.arena.pin();
+        reset::reset(ticket.0, self.counters.local(), Target { deadline, exact: Some(exact) })
     }
 
     /// [`Timer::value_deadline`](super::Timer::value_deadline).
     pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<Instant> {
-        let shared = self;
-        let arena = &shared.store.arena;
+        let arena = &self.store.arena;
         let (exact, deadline) = {
             let _pin = arena.pin();
             entry::exact(arena, ticket.0)?
         };
-        Some(shared.time.value_instant(exact, deadline))
+        Some(self.time.value_instant(exact, deadline))
     }
 
     /// [`Timer::clear_values`](super::Timer::clear_values).
     pub(crate) fn clear_values<R>(&self, then: impl FnOnce(usize) -> R) -> R {
-        let shared = self;
-        let store = &shared.store;
+        let store = &self.store;
         let arena = &store.arena;
         // Seeded fault `queue_clear_skips_advance_lock` (docs/loom.md): an advance that claimed a
         // value before the scan reached it hands it over after the ready list was emptied.
         let serial = if fault!("queue_clear_skips_advance_lock") {
             None
-        } else if shared.may_wait_for_advance() {
-            Some(shared.advance_lock.lock())
+        } else if self.may_wait_for_advance() {
+            Some(self.advance_lock.lock())
         } else {
-            shared.advance_lock.try_lock()
+            self.advance_lock.try_lock()
         };
-        let stripe = shared.counters.local();
+        let stripe = self.counters.local();
         let mut claimed = Vec::new();
         // (The seeded fault `queue_clear_leaves_bucketed` leaves a claimed value in its bucket,
         // until a visit of the bucket finds it cancelled.)
@@ -163,7 +158,7 @@ impl Shared {
         // Seeded fault `queue_clear_leaves_closing` (docs/loom.md): a shutdown that found the
         // lock held by this clear left the queue's closing to it, and nobody closes it.
         if !fault!("queue_clear_leaves_closing") {
-            shared.released_advance_lock();
+            self.released_advance_lock();
         }
         for task in claimed {
             crate::unwind::drop_caught(task);

@@ -5,7 +5,7 @@
 //! task slab up to 256), and named by the entry's ticket ([`ValueTicket`]: slot index and
 //! generation). Every operation is the timer's own, on that entry:
 //!
-//! * **insert** ([`Timer::insert_value`]): a schedule ([`Shared::insert_new`]), with one reading of
+//! * **insert** ([`Timer::insert_value`]): a schedule ([`Shared::insert_new`](super::Shared::insert_new)), with one reading of
 //!   the clock; the value's exact deadline (nanoseconds from the clock's base, signed) goes into the
 //!   task beside it.
 //! * **remove** ([`Timer::remove_value`]): a cancel (`cancel.rs`) that hands the task back, and
@@ -124,6 +124,7 @@ impl Time {
 
 impl Timer {
     /// Makes `sink` the destination of this timer's fired values (once: a later call is ignored).
+    #[inline]
     pub(crate) fn set_value_sink(&self, sink: Box<dyn ValueSink>) {
         self.shared().set_value_sink(sink);
     }
@@ -146,11 +147,13 @@ impl Timer {
 
     /// Moves the pending value entry `ticket` names to `when`, exact deadline included: `true` iff
     /// it was pending and is now due then (the timer's reset, `reset.rs`).
+    #[inline]
     pub(crate) fn reset_value(&self, ticket: ValueTicket, when: When) -> bool {
         self.shared().reset_value(ticket, when)
     }
 
     /// The deadline of the pending value entry `ticket` names.
+    #[inline]
     pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<Instant> {
         self.shared().value_deadline(ticket)
     }
