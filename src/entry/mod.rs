@@ -75,9 +75,10 @@ mod inline_task;
 #[cfg(feature = "async")]
 pub(crate) mod kind;
 pub(crate) mod location;
-// A module with `unsafe` code (see the crate's "Unsafe code"): the shrink's system calls.
+// A module with `unsafe` code (see the crate's "Unsafe code"): the shrink's system calls, and the
+// mappings of the shard core's slabs and reserve (`shard/`).
 #[allow(unsafe_code)]
-mod os;
+pub(crate) mod os;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena's pages, a shrink frees.
 #[allow(unsafe_code)]
 mod pages;

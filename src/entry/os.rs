@@ -1,6 +1,7 @@
 //! What the arena and the task slab take from the operating system: pages of memory that a shrink
 //! can give back ([`PageSource`]), mappings of their own for the free lists' pool ([`map`],
-//! [`remap`], [`unmap`]: `mapped_vec.rs`), and two system calls of the shrink (Linux; elsewhere
+//! [`remap`], [`unmap`]: `mapped_vec.rs`; and [`populate`], `move_to`: the shard core's reserve
+//! of room written ahead and its slabs, `shard/reserve.rs`), and two system calls of the shrink (Linux; elsewhere
 //! neither exists and both say so):
 //!
 //! * [`heavy_barrier`]: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full memory fence on
@@ -48,6 +49,20 @@ use crate::sync::UnmodelledMutex;
 /// `remap` (pages past the new size go back to the kernel at once) and given back with `unmap`.
 /// For the free lists' pool (`mapped_vec.rs`). Elsewhere than Linux, `std::alloc`.
 pub(crate) use imp::{map, remap, unmap};
+
+/// Makes mapped pages resident: a [`PageSource`]'s steps, a shard's run given back to its reserve.
+/// (A shard's slots are a mapping on Linux only, and not under loom: `shard/slab/slots.rs`.)
+#[cfg_attr(
+    any(delaywheel_loom, not(any(target_os = "linux", target_os = "android"))),
+    allow(unused_imports)
+)]
+pub(crate) use imp::populate;
+
+/// Moves mapped pages to another address, resident ones without a fault (`shard/slab/slots.rs`, the
+/// reserve of room written ahead). Linux only.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg_attr(delaywheel_loom, allow(unused_imports))]
+pub(crate) use imp::move_to;
 
 /// Pages mapped at once by a [`PageSource`].
 pub(crate) const PAGES_PER_CHUNK: usize = 64;
@@ -208,7 +223,7 @@ mod imp {
     /// # Safety
     ///
     /// `at..at + bytes` lies within one mapping made by [`map`] (whole system pages).
-    pub(super) unsafe fn populate(at: NonNull<u8>, bytes: usize) {
+    pub(crate) unsafe fn populate(at: NonNull<u8>, bytes: usize) {
         // SAFETY: a range of a live mapping of ours (the caller's contract); populating faults its
         // pages in and keeps their contents. A failure (an older kernel) changes nothing.
         unsafe { libc::madvise(at.as_ptr().cast(), bytes, libc::MADV_POPULATE_WRITE) };
@@ -233,6 +248,38 @@ mod imp {
             );
         }
         NonNull::new(moved.cast()).expect("mremap returns no null mapping")
+    }
+
+    /// Moves the `bytes` of mapped memory at `at` (whole system pages, all of them in mappings
+    /// made by [`map`] or moved by this) to `to`, replacing what was mapped there: the pages
+    /// themselves move (`mremap(MREMAP_MAYMOVE | MREMAP_FIXED)`: page tables, no copy, no fault),
+    /// resident ones stay resident, and `at..at + bytes` is unmapped. Linux only: elsewhere no
+    /// caller maps memory to move (`shard/slab/slots.rs` keeps a `Vec` there).
+    ///
+    /// # Safety
+    ///
+    /// `at..at + bytes` lies within one mapping of ours that only the caller refers to, and
+    /// `to..to + bytes` within another (or a fresh range the caller chose), disjoint from it, whose
+    /// contents nothing reads again; the caller uses the pages only at `to` from now on.
+    pub(crate) unsafe fn move_to(at: NonNull<u8>, bytes: usize, to: NonNull<u8>) {
+        // SAFETY: both ranges are mappings of ours that only the caller refers to, disjoint (the
+        // function's contract); `MREMAP_FIXED` replaces the target's pages, which nothing reads.
+        // The result is checked for `MAP_FAILED`.
+        let moved = unsafe {
+            libc::mremap(
+                at.as_ptr().cast(),
+                bytes,
+                bytes,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                to.as_ptr().cast::<libc::c_void>(),
+            )
+        };
+        if moved == libc::MAP_FAILED {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(bytes, super::OS_PAGE).expect("a mapping's layout"),
+            );
+        }
+        debug_assert_eq!(moved.cast::<u8>(), to.as_ptr(), "moved where asked");
     }
 
     /// Empties `bytes` of mapped memory at `at` (whole system pages): zero when next read.
@@ -324,7 +371,7 @@ mod imp {
     /// # Safety
     ///
     /// As on Linux (this does nothing).
-    pub(super) unsafe fn populate(_at: NonNull<u8>, _bytes: usize) {}
+    pub(crate) unsafe fn populate(_at: NonNull<u8>, _bytes: usize) {}
 
     /// # Safety
     ///
