@@ -165,7 +165,7 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except ten private modules. Two carry the slots:
+//! The crate denies `unsafe_code` everywhere except twelve private modules. Two carry the slots:
 //! `entry::inline_task`, which stores a task's closure type-erased in a fixed 24 bytes (inline when it
 //! captures at most two words) so that entries can live densely in slots, and `entry::slot_lock`, the slots'
 //! lock, whose state lives in two spare bits of the entry's generation word (an `UnsafeCell` behind a guard,
@@ -185,7 +185,9 @@
 //! pointer and freed by the last of its three holds (members, the thread's cache, the timer task), decided
 //! under the group's lock, so that a timeout writes no reference count (loom models `sleep::group_*`). One
 //! is the shard core's lock, `shard::lock` (test-and-set, an `UnsafeCell` behind its guard; not used by
-//! `Timer` yet; loom models `shard::*`). In all ten, every `unsafe` block and `unsafe impl` carries a
+//! `Timer` yet; loom models `shard::*`), and two hold its room written ahead: `shard::reserve` (a mapping
+//! made resident at build, unmapped when dropped) and `shard::slab::slots::mapped` (a shard's slots in a
+//! mapping of their own, into which the reserve's pages are moved by `mremap`). In all twelve, every `unsafe` block and `unsafe impl` carries a
 //! `// SAFETY:` comment saying why it is sound (checked by clippy's `undocumented_unsafe_blocks`, denied
 //! in CI), and every `unsafe fn` (all
 //! crate-private, which clippy's `missing_safety_doc` does not see) a `# Safety` section with its caller's
@@ -197,9 +199,9 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// Ten modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
+// Twelve modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
 // `entry::pages`, `entry::os`, `entry::mapped_vec`, `driver::timer_slack`, `clock::monotonic`,
-// `sleep::group` and `shard::lock`
+// `sleep::group`, `shard::lock`, `shard::reserve` and `shard::slab::slots::mapped`
 // (see "Unsafe code" above); everything else is safe Rust.
 #![deny(unsafe_code)]
 // In those modules every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment, every
@@ -301,6 +303,23 @@ pub mod loom_internals {
             /// A refused schedule's payload, handed back, and why.
             pub fn refused_parts<P>(refused: Refused<P>) -> (P, Refusal) {
                 (refused.payload, refused.reason)
+            }
+
+            /// The units of `core`'s reserve: (held by the reserve, built with), `None` without one.
+            pub fn reserve_units<P: Send + 'static>(core: &Core<P>) -> Option<(usize, usize)> {
+                core.reserve_units()
+            }
+
+            /// The units each shard of `core` took from its reserve and holds.
+            pub fn taken_units<P: Send + 'static>(core: &Core<P>) -> Vec<usize> {
+                core.taken_units()
+            }
+
+            /// The least units a shard takes from a reserve at once, and slots a unit holds for
+            /// payloads `P`.
+            pub fn run_units<P>() -> (usize, usize) {
+                let unit = crate::shard::reserve::unit_slots(Wheel::<P>::slot_bytes());
+                (crate::shard::reserve::RUN_UNITS, unit)
             }
 
             /// `Core::advance`, running `between` after each flush, before the next poll.

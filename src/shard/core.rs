@@ -13,10 +13,10 @@
 //! that shard's extra, and the reads of a deadline and a status check it with one compare of the
 //! header at that index, from any thread, and refuse a handle of another core. A plain
 //! [`Core::cancel`] does not look: it takes the entry from the handle's own shard, counted out
-//! there, as the handle's own cancel does. Dropping the core gives
-//! every header back (the last first, so that the next core to take as many gets them in the same
-//! order): each state is swapped out under its lock and its pending payloads dropped after the
-//! unlock (`pool.rs`, "Giving back").
+//! there, as the handle's own cancel does. Dropping the core gives every header back (the last
+//! first, so the next core to take as many gets them in the same order): each state is swapped out
+//! under its lock, its pending payloads dropped after the unlock (`pool.rs`, "Giving back"). Room
+//! written ahead for whichever shard grows, and its lock order: `room.rs`, `shard/reserve.rs`.
 //!
 //! **What each lock orders.** A shard's [`ShardLock`](super::lock::ShardLock) orders everything
 //! done to the entries of its shard: a schedule's insert and count-in, a cancel's remove and
@@ -44,9 +44,8 @@
 //! linked; a poll before that offer misses the bucket but the offer is then queued for a later poll
 //! (this advance's or the next), and a poll after it flushes the bucket with the entry in it. An
 //! offer made before the link could be popped and flushed as stale (the round not set yet), and the
-//! round the insert then sets would never be offered: the seeded fault
-//! `shard_core_offer_before_link`, which the loom model
-//! `shard_core::a_schedule_racing_the_poll_is_flushed_by_the_next_advance` catches. A reset's
+//! round the insert then sets would never be offered: the seeded fault `shard_core_offer_before_link`,
+//! which the loom model `shard_core::a_schedule_racing_the_poll_is_flushed_by_the_next_advance` catches. A reset's
 //! move offers the same way, after the move and the unlock: offered before it, the bucket of the
 //! new round could be flushed stale while the entry has not moved yet, and the round the move
 //! sets never offered (the seeded fault `shard_core_reset_offers_before_link`, which the loom
@@ -77,8 +76,7 @@
 //! list once for each bucket behind the time a schedule or a reset empties. Nothing is lost:
 //! every offer is made after the link and the unlock, and an entry on the overdue list has an
 //! offer since its last drain, of one kind or the other, that a round pops. A drain that left
-//! the flags set would strand a passed deadline linked after it (seeded fault
-//! `shard_core_overdue_flag_left_set`, loom model
+//! the flags set would strand a passed deadline linked after it (seeded fault `shard_core_overdue_flag_left_set`, loom model
 //! `shard_core::a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`), an
 //! advance that dropped the next round's offer the kept entries (`shard_core_kept_not_offered`,
 //! `shard_core::a_schedule_above_the_limit_is_taken_by_the_next_advance`), and entries moved from
@@ -131,9 +129,8 @@
 //! [`Core::close_with`]) run the caller's closure on the extra under the shard's lock, in the
 //! critical section of the entry's move, after the move and its count. A closure that panics
 //! leaves the move done and counted, releases the lock, and drops a payload taken out after the
-//! unlock (each call's docs say what it leaves). A schedule that
-//! finds its shard closed is refused ([`Refusal::Closed`]), so that one racing [`Core::close`] is
-//! either drained by it or refused (`shutdown.rs`).
+//! unlock (each call's docs say what it leaves). A schedule that finds its shard closed is refused
+//! ([`Refusal::Closed`]), so one racing [`Core::close`] is drained by it or refused (`shutdown.rs`).
 //!
 //! **Status.** A claim, a cancel and a drain each record in the entry's slot how it ended
 //! (`Fired`, `Cancelled`, `Abandoned`; `life.rs`), kept until the slot is reused: [`Core::status`]
@@ -154,6 +151,7 @@ use crate::delay_queue::{DelayQueue, Identity};
 mod handles;
 mod merge;
 mod mid_tick;
+mod room;
 mod shutdown;
 mod state;
 pub(crate) mod stats;
@@ -204,6 +202,8 @@ pub struct Core<P: Send + 'static, X: Extra = ()> {
     /// The payloads an advance took at collection under the seeded fault
     /// `shard_core_claims_at_collection` (`faults.rs`); empty otherwise.
     collected: faults::Collected<P>,
+    /// Room written ahead for every shard (`room.rs`), if built with a capacity.
+    reserve: Option<crate::sync::Arc<super::reserve::Reserve>>,
 }
 
 impl<P: Send + 'static> Core<P> {
@@ -240,7 +240,8 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
                 shard.state().wheel = Wheel::new(wheel_size);
             }
         }
-        Core { shards, mask: count - 1, queue: DelayQueue::new(), collected: faults::Collected::default() }
+        let (queue, collected) = (DelayQueue::new(), faults::Collected::default());
+        Core { shards, mask: count - 1, queue, collected, reserve: None }
     }
 
     /// How many shards it has.

@@ -42,9 +42,14 @@
 //!   closed flag in a critical section of its own, before the insert's, which does not read it:
 //!   a close between the two drains the shard, and the entry is then linked into a closed shard,
 //!   neither drained nor refused.
+//! * `shard_core_reserve_head_read_outside_lock` ([`take_reading_head_outside_lock`]): a slab
+//!   growing from the core's reserve reads the run it will take (the list's last) in a critical
+//!   section of the reserve's lock of its own, and takes it in a second: two shards growing at once
+//!   read the same run and both take it.
 
 use super::core::{Extra, State};
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
+use super::reserve::{Reserve, Run};
 use super::wheel::{BucketCode, Due, Key, Offer, Offers};
 use crate::deadline::Deadline;
 use crate::sync::{Ordering, UnmodelledMutex as Mutex};
@@ -154,4 +159,21 @@ pub(super) fn set_aside_offers_before_link<P: Send + 'static, X: Extra>(
 /// its own, for `Core::schedule` to read before its insert's.
 pub(super) fn closed<P: Send + 'static, X: Extra>(shard: &Shard<State<P, X>>) -> bool {
     shard.lock().state().closed
+}
+
+/// `shard_core_reserve_head_read_outside_lock`: `Reserve::take` reading the run it takes under one
+/// hold of the reserve's lock and taking it under another, where a second taker may read the same
+/// run between the two.
+pub(super) fn take_reading_head_outside_lock(reserve: &Reserve, want: usize) -> Option<Run> {
+    let head = *reserve.runs.lock().last()?;
+    let units = want.min(head.units);
+    let run = Run { at: head.at + (head.units - units) * reserve.stride(), units };
+    let mut runs = reserve.runs.lock();
+    if let Some(last) = runs.last_mut() {
+        last.units = head.units - units;
+        if last.units == 0 {
+            runs.pop();
+        }
+    }
+    Some(run)
 }

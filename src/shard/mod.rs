@@ -25,7 +25,13 @@
 //!   and compares the epoch, which moves when the owner gives the header back. The state is the
 //!   caller's type ([`ShardState`](pool::ShardState)).
 //! * `slab.rs`: one shard's slots, each named by its occupant's stamp (the caller's, unique per
-//!   wheel: the slot's generation), and their free list; slots written ahead and given back.
+//!   wheel: the slot's generation), and their free list; slots written ahead and given back. On
+//!   Linux the slots are a mapping of their own (`slab/slots.rs`), into which a growing slab moves
+//!   runs of resident slots from its core's reserve.
+//! * `reserve.rs`: [`Reserve`](reserve::Reserve), room written ahead for a whole core
+//!   (`Core::with_capacity`, `core/room.rs`): units of 256 slots made resident at the build, taken
+//!   in runs by whichever shard grows and given back by its shrink; its lock is taken only inside a
+//!   shard's.
 //! * `life.rs`: a slot's life word, the stamp, the list the entry is on and how it ended (kept
 //!   until the slot's reuse, so that a key reads it: [`Status`](life::Status)).
 //! * `wheel/`: one shard's wheel over its slab, sequential (the shard's lock guards it), in the
@@ -51,6 +57,9 @@ pub(crate) mod life;
 #[allow(unsafe_code)]
 pub(crate) mod lock;
 pub(crate) mod pool;
+// A module with `unsafe` code (see the crate's "Unsafe code"): the reserve's mapping, unmapped.
+#[allow(unsafe_code)]
+pub(crate) mod reserve;
 mod slab;
 #[cfg(any(test, delaywheel_loom))]
 pub(crate) mod stand_in;

@@ -36,14 +36,25 @@
 //! more a schedule + cancel pair where a shard holds many vacant slots: `docs/lean_core.md`,
 //! "Slots reused oldest first", gives the figures and the commands.
 //!
-//! Memory: [`reserve`](Slab::reserve) writes vacant slots ahead (their pages touched before the
-//! clock starts); [`shrink`](Slab::shrink) gives back the vacant slots after the last occupied one
-//! and the vector's spare capacity. It cannot give back a vacant slot below an occupied one: an
+//! Memory: the slots are one array ([`Slots`], `slab/slots.rs`: on Linux a mapping of its own,
+//! elsewhere a `Vec`), indexed by slot. [`reserve`](Slab::reserve) writes vacant slots ahead
+//! (their pages touched before the clock starts). A slab [attached](Slab::attach) to a core's
+//! reserve (`shard/reserve.rs`) that finds no vacant slot and its array full takes a run of
+//! resident slots from the reserve (the reserve's lock inside its shard's) and writes them vacant
+//! at the free list's head, as `reserve` does, without a page fault; with no reserve, or an empty
+//! one, the array grows as a vector does. [`shrink`](Slab::shrink) gives back the vacant slots
+//! after the last occupied one and the array's spare capacity, the units taken from the reserve
+//! back to it. It cannot give back a vacant slot below an occupied one: an
 //! occupied slot never moves, since keys name it by index. A shrink rebuilds the free list lowest
 //! index first, so that later entries fill the bottom and leave the tail free for the next shrink.
 //! The slab never drops an entry itself except when it is dropped: entries leave it by value.
 
 use super::life::{Life, Status};
+use super::reserve::Reserve;
+use crate::sync::Arc;
+use slots::Slots;
+
+mod slots;
 
 /// The index no slot has: the end of a list, or of the free list.
 pub(super) const NIL: u32 = u32::MAX;
@@ -70,7 +81,7 @@ pub(super) struct Slot<E> {
 
 /// The slots, the ends of the free list, and the count of occupied slots.
 pub(super) struct Slab<E> {
-    slots: Vec<Slot<E>>,
+    slots: Slots<Slot<E>>,
     /// The first vacant slot, the next one taken, or [`NIL`].
     free: u32,
     /// The last vacant slot, the last one vacated; stale while `free` is [`NIL`].
@@ -82,7 +93,18 @@ pub(super) struct Slab<E> {
 impl<E> Slab<E> {
     /// An empty slab: no slots written.
     pub(super) const fn new() -> Self {
-        Slab { slots: Vec::new(), free: NIL, free_tail: NIL, len: 0 }
+        Slab { slots: Slots::new(), free: NIL, free_tail: NIL, len: 0 }
+    }
+
+    /// Grows from `reserve` from now on (module docs, "Memory"): an empty slab only.
+    pub(super) fn attach(&mut self, reserve: Arc<Reserve>) {
+        assert_eq!(self.slots.capacity(), 0, "a reserve attached to an empty slab");
+        self.slots.attach(reserve);
+    }
+
+    /// Units taken from the reserve and not given back.
+    pub(super) fn taken(&self) -> usize {
+        self.slots.taken()
     }
 
     /// Occupied slots.
@@ -115,7 +137,9 @@ impl<E> Slab<E> {
     #[inline]
     pub(super) fn occupy(&mut self, stamp: u64, entry: E) -> Result<u32, E> {
         let life = Life::pending(stamp);
-        let index = match self.free {
+        let free = self.free;
+        let index = match free {
+            NIL if self.slots.len() == self.slots.capacity() && self.grow() => self.occupy_free(life, entry),
             NIL => {
                 if self.slots.len() >= MAX_SLOTS {
                     return Err(entry);
@@ -125,22 +149,38 @@ impl<E> Slab<E> {
                 self.slots.push(slot);
                 index
             }
-            index => {
-                let slot = &mut self.slots[index as usize];
-                debug_assert!(slot.entry.is_none(), "slot {index} on the free list is occupied");
-                // A vacated slot's status is not `Pending`; a slot written ahead's stamp is no one's.
-                debug_assert!(
-                    slot.life.status() == Status::Pending || !slot.life.is(stamp),
-                    "slot {index} given its last occupant's stamp {stamp} again"
-                );
-                self.free = slot.next;
-                slot.life = life;
-                slot.entry = Some(entry);
-                index
-            }
+            _ => self.occupy_free(life, entry),
         };
         self.len += 1;
         Ok(index)
+    }
+
+    /// [`occupy`](Slab::occupy)'s take of the free list's head, which is not [`NIL`].
+    #[inline]
+    fn occupy_free(&mut self, life: Life, entry: E) -> u32 {
+        let index = self.free;
+        let slot = &mut self.slots[index as usize];
+        debug_assert!(slot.entry.is_none(), "slot {index} on the free list is occupied");
+        // A vacated slot's status is not `Pending`; a slot written ahead's stamp is no one's.
+        debug_assert!(
+            slot.life.status() == Status::Pending || !slot.life.is(life.stamp()),
+            "slot {index} given its last occupant's stamp {} again",
+            life.stamp()
+        );
+        self.free = slot.next;
+        slot.life = life;
+        slot.entry = Some(entry);
+        index
+    }
+
+    /// Takes a run from the reserve if the slab has one (module docs, "Memory") and writes its
+    /// slots vacant, at the free list's head: whether it did (else the slab grows as a vector).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) -> bool {
+        let more = self.slots.take_run(MAX_SLOTS);
+        self.write_vacant(more);
+        more > 0
     }
 
     /// Takes the entry of the occupied slot `index` out, its occupant ended as `status`
@@ -227,8 +267,17 @@ impl<E> Slab<E> {
         if more == 0 {
             return;
         }
-        let first = self.slots.len();
         self.slots.reserve_exact(more);
+        self.write_vacant(more);
+    }
+
+    /// Writes `more` vacant slots at the end (the capacity holds them), at the free list's head,
+    /// lowest index first.
+    fn write_vacant(&mut self, more: usize) {
+        if more == 0 {
+            return;
+        }
+        let first = self.slots.len();
         for index in first..first + more {
             let next = if index + 1 < first + more { index as u32 + 1 } else { self.free };
             self.slots.push(Slot { life: Life::FRESH, prev: NIL, next, entry: None });

@@ -345,6 +345,21 @@ impl<P> Wheel<P> {
         self.slab.reserve(slots);
     }
 
+    /// Grows its slab from `reserve` (`shard/reserve.rs`): an empty wheel only.
+    pub(crate) fn attach(&mut self, reserve: crate::sync::Arc<super::reserve::Reserve>) {
+        self.slab.attach(reserve);
+    }
+
+    /// Units its slab took from a reserve and holds.
+    pub(crate) fn taken(&self) -> usize {
+        self.slab.taken()
+    }
+
+    /// Bytes of one of its slots.
+    pub(crate) const fn slot_bytes() -> usize {
+        std::mem::size_of::<super::slab::Slot<Entry<P>>>()
+    }
+
     /// Gives back the slab's vacant slots after its last occupied one (all of them when the wheel
     /// is empty) and its spare capacity: slots of capacity given back. A vacant slot below an
     /// occupied one stays (entries never move: keys name their slots). O(slots written). The

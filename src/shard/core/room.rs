@@ -1,0 +1,75 @@
+//! Room written ahead across shards (`TimerBuilder::capacity` on the core): [`Core::with_capacity`]
+//! makes n slots resident at the build, usable by whichever shard grows, and [`Core::shrink`] gives
+//! back what the shards grew beyond them.
+//!
+//! **On Linux** the core builds one [`Reserve`] (`shard/reserve.rs`): ⌈n / 256⌉ units of 256
+//! slots in one mapping made resident at the build, shared by every shard's slab (each holds the
+//! reserve, `slab/slots.rs`). A schedule that finds its shard's slab without a vacant slot and its
+//! mapping full takes a run from the reserve under the shard's lock and moves it to the end of the
+//! slab's slots by `mremap`, resident: it writes the run's slots vacant with no first-touch fault.
+//! A shrink gives back to the reserve as many units as the slab took and has not given back, the
+//! rest to the kernel; a slab that finds the reserve empty grows as a vector does (fresh pages).
+//!
+//! **The lock order**: the reserve's lock is taken only inside a shard's (a growth is a schedule's
+//! insert, a shrink is under the shard's lock), never a shard's inside it, and never two shards'
+//! at once; it guards the reserve's list of runs and count of units only. So the units the reserve
+//! holds and those the shards took add up to the capacity at every unlock
+//! ([`Core::reserve_units`]).
+//!
+//! **Elsewhere than Linux** (no `mremap`) there is no reserve: the n slots are written into the
+//! building thread's shard (`Slab::reserve`), so the room is resident for the tasks that thread
+//! schedules.
+//!
+//! **Drop**: the shards' states are dropped as the core gives their headers back, each slab's
+//! payloads first, then its mapping (the units it took included); the reserve's runs after every
+//! shard.
+
+use super::{Core, Extra, Wheel};
+use crate::shard::reserve::{Reserve, MAPPED};
+use crate::sync::Arc;
+
+impl<P: Send + 'static, X: Extra> Core<P, X> {
+    /// [`with_extra`](Core::with_extra) with room for `capacity` entries written ahead (module
+    /// docs): on Linux a reserve of that many slots, resident, which any shard that grows takes
+    /// runs from; elsewhere that many slots written into the building thread's shard.
+    ///
+    /// # Panics
+    ///
+    /// As [`with_extra`](Core::with_extra).
+    pub fn with_capacity(shards: usize, wheel_size: u64, capacity: usize) -> Core<P, X> {
+        let mut core = Core::with_extra(shards, wheel_size);
+        if capacity == 0 {
+            return core;
+        }
+        if !MAPPED && !cfg!(delaywheel_loom) {
+            core.shards[core.own_shard()].lock().state().wheel.reserve(capacity);
+            return core;
+        }
+        let reserve = Arc::new(Reserve::new(capacity, Wheel::<P>::slot_bytes()));
+        for shard in core.shards.iter() {
+            shard.lock().state().wheel.attach(Arc::clone(&reserve));
+        }
+        core.reserve = Some(reserve);
+        core
+    }
+
+    /// Gives back what each shard can (`Wheel::shrink`: the vacant slots after its last occupied
+    /// one), one shard under its lock at a time: units its slab took from the reserve go back to
+    /// it, the rest to the kernel. The slots of capacity given back.
+    pub fn shrink(&self) -> usize {
+        self.shards.iter().map(|shard| shard.lock().state().wheel.shrink()).sum()
+    }
+
+    /// The reserve's units (of 256 slots): (held by the reserve, built with), `None` without one.
+    pub(crate) fn reserve_units(&self) -> Option<(usize, usize)> {
+        self.reserve.as_ref().map(|reserve| (reserve.held(), reserve.capacity()))
+    }
+
+    /// The units each shard took from the reserve and holds, each read under its lock in turn.
+    pub(crate) fn taken_units(&self) -> Vec<usize> {
+        self.shards.iter().map(|shard| shard.lock().state().wheel.taken()).collect()
+    }
+}
+
+#[cfg(all(test, not(delaywheel_loom)))]
+mod tests;

@@ -1,0 +1,247 @@
+//! The slots in a mapping of their own (Linux, outside loom; `slots.rs` says how it grows and
+//! shrinks).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::ptr::NonNull;
+
+use super::{unit_slots, Arc, Reserve, Room, Run};
+use crate::entry::os::{self, OS_PAGE};
+
+pub(in super::super) struct Slots<T> {
+    /// The mapping's first byte (dangling while `bytes` is 0).
+    at: NonNull<T>,
+    /// Slots written, from the first.
+    len: usize,
+    /// The mapping's size: 0 (none), or whole system pages.
+    bytes: usize,
+    /// Where each piece of the mapping ends, in bytes from `at`, ascending (the last is `bytes`):
+    /// `mremap` moves a range within one mapping only, so a range is moved piece by piece.
+    ends: Vec<usize>,
+    room: Option<Room>,
+}
+
+// SAFETY: the slots own their mapping and the `T`s written in it, as a `Vec<T>` does; nothing in
+// them is bound to a thread.
+unsafe impl<T: Send> Send for Slots<T> {}
+// SAFETY: `&Slots` only reads the `T`s (`T: Sync`), as a `&Vec<T>` does.
+unsafe impl<T: Sync> Sync for Slots<T> {}
+
+impl<T> Slots<T> {
+    pub(in super::super) const fn new() -> Self {
+        const { assert!(std::mem::size_of::<T>() > 0 && std::mem::align_of::<T>() <= OS_PAGE) };
+        Slots { at: NonNull::dangling(), len: 0, bytes: 0, ends: Vec::new(), room: None }
+    }
+
+    /// Slots the mapping holds.
+    #[inline]
+    pub(in super::super) fn capacity(&self) -> usize {
+        self.bytes / std::mem::size_of::<T>()
+    }
+
+    /// Writes `value` after the last slot, growing the mapping if it is full (fresh pages).
+    #[inline]
+    pub(in super::super) fn push(&mut self, value: T) {
+        if self.len == self.capacity() {
+            self.grow(self.len + 1);
+        }
+        // SAFETY: `len < capacity`: the slot lies in the mapping, aligned (a page-aligned base,
+        // slots of `T`), not written yet.
+        unsafe { self.at.as_ptr().add(self.len).write(value) };
+        self.len += 1;
+    }
+
+    /// Drops the slots from `len` on.
+    pub(in super::super) fn truncate(&mut self, len: usize) {
+        while self.len > len {
+            self.len -= 1;
+            // SAFETY: slot `len` (the old last) was written and is no longer counted: dropped once.
+            unsafe { self.at.as_ptr().add(self.len).drop_in_place() };
+        }
+    }
+
+    /// Grows the mapping (fresh pages) to hold at least `more` slots past those written.
+    pub(in super::super) fn reserve_exact(&mut self, more: usize) {
+        if self.capacity() - self.len < more {
+            self.resize(self.round((self.len + more) * std::mem::size_of::<T>()));
+        }
+    }
+
+    pub(in super::super) fn attach(&mut self, reserve: Arc<Reserve>) {
+        debug_assert_eq!(
+            reserve.unit_bytes(),
+            unit_slots(std::mem::size_of::<T>()) * std::mem::size_of::<T>()
+        );
+        self.room = Some(Room { reserve, taken: 0 });
+    }
+
+    pub(in super::super) fn taken(&self) -> usize {
+        self.room.as_ref().map_or(0, |room| room.taken)
+    }
+
+    /// Takes a run from the reserve, of at most `most` slots, and moves it to the end of the
+    /// mapping (module docs): the slots it added to the capacity (0: no reserve, or an empty one).
+    #[cold]
+    pub(in super::super) fn take_run(&mut self, most: usize) -> usize {
+        let before = self.capacity();
+        let Some(room) = self.room.as_mut() else { return 0 };
+        let unit = room.reserve.unit_bytes();
+        let most = (most.saturating_sub(before) * std::mem::size_of::<T>()) / unit;
+        let Some(run) = room.take(self.bytes / unit, most) else { return 0 };
+        let run_bytes = run.units * unit;
+        let at = NonNull::new(run.at as *mut u8).expect("a run's address");
+        if self.bytes == 0 {
+            // The run's pages become the mapping.
+            (self.at, self.bytes, self.ends) = (at.cast(), run_bytes, vec![run_bytes]);
+        } else {
+            let old = self.bytes;
+            self.resize(old + run_bytes);
+            // SAFETY: the run is the reserve's pages, now this slab's alone; `old..old + run_bytes`
+            // is the tail the resize just added, untouched, which the run replaces.
+            unsafe { os::move_to(at, run_bytes, self.byte(old)) };
+            self.ends.pop();
+            if self.ends.last() != Some(&old) {
+                self.ends.push(old);
+            }
+            self.ends.push(self.bytes);
+        }
+        self.capacity() - before
+    }
+
+    /// Gives back the mapping's pages past the slots written, to a whole grain (module docs).
+    pub(in super::super) fn shrink_to_fit(&mut self) {
+        let keep = self.round(self.len * std::mem::size_of::<T>());
+        if keep >= self.bytes {
+            return;
+        }
+        if let Some(room) = self.room.as_mut() {
+            let unit = room.reserve.unit_bytes();
+            // Piece by piece (each within one mapping of the kernel's), whole units each: the
+            // grain keeps every piece's ends on units.
+            let mut start = 0;
+            for &end in &self.ends {
+                let (lo, hi) = (start.max(keep), end);
+                let units = room.taken.min(hi.saturating_sub(lo) / unit);
+                if units > 0 {
+                    let to = os::map(units * unit, false);
+                    move_out(self.at.cast(), &self.ends, lo..lo + units * unit, to);
+                    // SAFETY: the pages just moved to `to`, a mapping of ours; populating keeps
+                    // their bytes (of any value: the reserve never reads them).
+                    unsafe { os::populate(to, units * unit) };
+                    room.give_back(Run { at: to.as_ptr() as usize, units });
+                }
+                start = end;
+            }
+        }
+        // SAFETY: `keep..bytes` is whole pages of this mapping past the slots written, which
+        // nothing refers to (the runs given back moved out of it already: munmap skips holes, and
+        // takes a range over several pieces).
+        unsafe { os::unmap(self.byte(keep), self.bytes - keep) };
+        self.ends.retain(|&end| end < keep);
+        if keep > 0 {
+            self.ends.push(keep);
+        } else {
+            self.at = NonNull::dangling();
+        }
+        self.bytes = keep;
+    }
+
+    /// `bytes` rounded up to the mapping's grain: a unit of the reserve's if it has one (so that
+    /// every piece is whole units, and a shrink gives whole units back), else a system page.
+    fn round(&self, bytes: usize) -> usize {
+        let grain = self.room.as_ref().map_or(OS_PAGE, |room| room.reserve.unit_bytes());
+        bytes.div_ceil(grain) * grain
+    }
+
+    /// Resizes the mapping to `bytes` (more than it has), keeping the slots: remapped while it
+    /// is one piece, else moved piece by piece into a fresh mapping.
+    fn resize(&mut self, bytes: usize) {
+        debug_assert!(bytes > self.bytes && bytes % OS_PAGE == 0);
+        let old = self.bytes;
+        self.at = match self.ends.len() {
+            0 => os::map(bytes, false),
+            // SAFETY: one piece: the whole mapping of `old` bytes, which only these slots refer to;
+            // `self.at` is replaced by the result at once.
+            1 => unsafe { os::remap(self.at.cast(), old, bytes) },
+            _ => {
+                let to = os::map(bytes, false);
+                move_out(self.at.cast(), &self.ends, 0..old, to);
+                to
+            }
+        }
+        .cast();
+        if self.ends.len() <= 1 {
+            self.ends.clear();
+        }
+        self.ends.push(bytes);
+        self.bytes = bytes;
+    }
+
+    /// Grows the mapping fresh to hold at least `slots` slots: doubling.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, slots: usize) {
+        let slots = slots.max(2 * self.capacity()).max(OS_PAGE / std::mem::size_of::<T>());
+        self.resize(self.round(slots * std::mem::size_of::<T>()));
+    }
+
+    /// The byte `offset` of the mapping (within it).
+    fn byte(&self, offset: usize) -> NonNull<u8> {
+        debug_assert!(offset <= self.bytes);
+        // SAFETY: `offset <= bytes`: within the mapping or one past it; not null.
+        unsafe { NonNull::new_unchecked(self.at.as_ptr().cast::<u8>().add(offset)) }
+    }
+}
+
+/// Moves `range` of the mapping at `at`, whose pieces end at `ends`, to `to`, piece by piece.
+fn move_out(at: NonNull<u8>, ends: &[usize], range: std::ops::Range<usize>, to: NonNull<u8>) {
+    let mut start = 0;
+    for &end in ends {
+        let (lo, hi) = (start.max(range.start), end.min(range.end));
+        if lo < hi {
+            // SAFETY: `lo..hi` lies within one piece of the mapping (a mapping of its own, or part
+            // of one), which only the caller refers to; `to + (lo - range.start)` lies in the
+            // caller's fresh mapping of at least `range.len()` bytes, disjoint from it. Both
+            // offsets are within their mappings.
+            unsafe {
+                os::move_to(
+                    NonNull::new_unchecked(at.as_ptr().add(lo)),
+                    hi - lo,
+                    NonNull::new_unchecked(to.as_ptr().add(lo - range.start)),
+                )
+            };
+        }
+        start = end;
+    }
+}
+
+impl<T> Drop for Slots<T> {
+    fn drop(&mut self) {
+        self.truncate(0);
+        if self.bytes > 0 {
+            // SAFETY: the whole mapping (every piece: munmap takes a range over several), which
+            // only these slots refer to, unmapped once; no slot is written any more.
+            unsafe { os::unmap(self.at.cast(), self.bytes) };
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Slots<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        // SAFETY: the first `len` slots are written, aligned (a page-aligned base, or dangling with
+        // `len` 0), in the mapping.
+        unsafe { std::slice::from_raw_parts(self.at.as_ptr(), self.len) }
+    }
+}
+
+impl<T> std::ops::DerefMut for Slots<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `deref`, and `&mut self` excludes every other reference to the slots.
+        unsafe { std::slice::from_raw_parts_mut(self.at.as_ptr(), self.len) }
+    }
+}
