@@ -44,11 +44,17 @@
 //!   shard (one entry pending already): the schedule is either drained by the close (linked first)
 //!   or refused with `Refusal::Closed`, its payload handed back (the flag read set in its
 //!   insert's critical section), and `len` is then 0.
+//! * `two_shards_growing_at_once_take_their_own_runs`: a core of two shards built with room for
+//!   two runs (`Core::with_capacity`), one schedule into each shard from two threads, each finding
+//!   its slab empty: each shard takes a run of its own from the reserve under its shard's lock
+//!   (the reserve's lock inside it), and after both the reserve is empty and the units the shards
+//!   took add up to the capacity. The reserve's runs are bookkeeping under loom (no mapping).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use delaywheel::loom_internals::shard::core::{
-    advance_with, at_tick, refused_parts, Core, Deadline, Due, Merge, Refusal, Status,
+    advance_with, at_tick, refused_parts, reserve_units, run_units, taken_units, Core, Deadline, Due, Merge,
+    Refusal, Status,
 };
 use loom::sync::atomic::AtomicBool;
 use loom::sync::Arc;
@@ -328,5 +334,29 @@ fn a_schedule_racing_the_close_is_drained_or_refused() {
         assert_eq!(drained, expected, "drained by the close or refused (scheduled: {scheduled})");
         assert_eq!(core.len(), 0, "nothing left in the closed shard");
         assert!(core.schedule(at_tick(2), 3, 3).is_err(), "closed");
+    });
+}
+
+/// Seeded fault `shard_core_reserve_head_read_outside_lock`: a growing slab reads the run it takes
+/// under one hold of the reserve's lock and takes it under another; two shards growing at once
+/// both take the same run, and the reserve keeps units the shards hold too.
+#[test]
+fn two_shards_growing_at_once_take_their_own_runs() {
+    let (run, unit) = run_units::<u64>();
+    loom::model(move || {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_capacity(2, 4, 2 * run * unit));
+        assert_eq!(reserve_units(&core), Some((2 * run, 2 * run)));
+        // The model's main thread schedules into shard 0, the thread it spawns into shard 1.
+        let scheduler = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || core.schedule(at_tick(2), 2, 2).map(drop).map_err(drop).unwrap())
+        };
+        core.schedule(at_tick(1), 1, 1).map(drop).map_err(drop).unwrap();
+        scheduler.join().unwrap();
+        assert_eq!(core.len(), 2);
+        let taken = taken_units(&core);
+        let (held, capacity) = reserve_units(&core).unwrap();
+        assert_eq!(held + taken.iter().sum::<usize>(), capacity, "held {held}, taken {taken:?}: they add up");
+        assert_eq!((held, taken), (0, vec![run, run]), "a run each");
     });
 }
