@@ -52,13 +52,18 @@ impl<T> Slots<T> {
         self.len += 1;
     }
 
-    /// Drops the slots from `len` on.
+    /// Drops the slots from `len` on (all of them, as a `Vec` does, also if one's drop panics).
     pub(in super::super) fn truncate(&mut self, len: usize) {
-        while self.len > len {
-            self.len -= 1;
-            // SAFETY: slot `len` (the old last) was written and is no longer counted: dropped once.
-            unsafe { self.at.as_ptr().add(self.len).drop_in_place() };
+        let old = self.len;
+        if len >= old {
+            return;
         }
+        self.len = len;
+        // SAFETY: slots `len..old` were written and are no longer counted (`len` set first, so a
+        // panicking drop leaves none counted): each dropped once.
+        unsafe {
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(self.at.as_ptr().add(len), old - len))
+        };
     }
 
     /// Grows the mapping (fresh pages) to hold at least `more` slots past those written.
@@ -217,13 +222,21 @@ fn move_out(at: NonNull<u8>, ends: &[usize], range: std::ops::Range<usize>, to: 
 }
 
 impl<T> Drop for Slots<T> {
+    /// Drops the slots written, then unmaps the mapping, also if a slot's drop panics.
     fn drop(&mut self) {
-        self.truncate(0);
-        if self.bytes > 0 {
-            // SAFETY: the whole mapping (every piece: munmap takes a range over several), which
-            // only these slots refer to, unmapped once; no slot is written any more.
-            unsafe { os::unmap(self.at.cast(), self.bytes) };
+        /// Unmaps the mapping when dropped.
+        struct Unmap(NonNull<u8>, usize);
+        impl Drop for Unmap {
+            fn drop(&mut self) {
+                if self.1 > 0 {
+                    // SAFETY: the slots' whole mapping (every piece: munmap takes a range over
+                    // several), which only they refer to, unmapped once, after their drops.
+                    unsafe { os::unmap(self.0, self.1) };
+                }
+            }
         }
+        let _unmap = Unmap(self.at.cast(), self.bytes);
+        self.truncate(0);
     }
 }
 
