@@ -10,7 +10,8 @@
 //! Each bucket is Kafka's `TimerTaskList` without its lock (the shard's lock guards the wheel): a
 //! doubly linked list threaded through the slab's slots (head and tail here, `prev` and `next` in
 //! the slots) and an **expiration**, the start of the round its entries belong to, or [`NO_ROUND`]
-//! once it was flushed.
+//! once it was flushed. A big bucket is split into stages (`split.rs`): its list then holds no
+//! link, only the count of its stages' entries, and its `split` word names the record holding them.
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -28,6 +29,10 @@ pub(crate) const NO_ROUND: u64 = u64::MAX;
 
 /// The mark bit of a [`BucketCode`]: it makes every code non-zero.
 const MARK: u32 = 1 << 31;
+/// The visit bit of a [`BucketCode`], the level field's top bit: set on a bucket's code (whose
+/// level is below 56, where entries are, so the bit is clear and the field stays below the
+/// overdue list's), it names a visit of the bucket's stages (`split.rs`), queued beside its round.
+const VISIT: u32 = 1 << 30;
 /// Bits of a code that name the slot: every slot of a wheel of up to 2²⁴ buckets.
 const SLOT_BITS: u32 = 24;
 /// The level field's value that names the overdue list rather than a level.
@@ -67,12 +72,32 @@ impl BucketCode {
     pub(crate) fn get(self) -> u32 {
         self.0.get()
     }
+
+    /// The code of a visit of this bucket's stages (`split.rs`).
+    #[inline]
+    pub(crate) fn visit(self) -> BucketCode {
+        // Levels that hold entries are below 56 (`ListCode::LEVELS`), so the visit bit never
+        // makes a level field of 0x7f, the overdue list's.
+        debug_assert!(self != BucketCode::OVERDUE && self.decode().0 < 63);
+        BucketCode(self.0 | VISIT)
+    }
+
+    /// The bucket a visit code names, `None` for a bucket's or the overdue list's code.
+    #[inline]
+    pub(crate) fn as_visit(self) -> Option<BucketCode> {
+        let code = self.0.get();
+        (code & VISIT != 0 && self != BucketCode::OVERDUE)
+            .then(|| BucketCode(NonZeroU32::new(code & !VISIT).expect("the mark bit is set")))
+    }
 }
 
 impl fmt::Debug for BucketCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if *self == BucketCode::OVERDUE {
             return f.write_str("Overdue");
+        }
+        if let Some(bucket) = self.as_visit() {
+            return write!(f, "Visit({bucket:?})");
         }
         let (level, slot) = self.decode();
         write!(f, "Bucket({level}, {slot})")
@@ -118,20 +143,24 @@ pub(super) struct List {
 impl List {
     pub(super) const EMPTY: List = List { head: NIL, tail: NIL, len: 0 };
 
+    /// Whether it counts no entry (a split bucket's list holds no link but counts its stages').
     pub(super) fn is_empty(&self) -> bool {
-        self.head == NIL
+        self.len == 0
     }
 }
 
-/// One bucket: its list and the start of its round. 24 bytes (the list's count took the 16 to 24,
-/// the expiration's alignment rounding 20 up).
+/// One bucket: its list, the record of its stages if it is split, and the start of its round. 24
+/// bytes (the list's count took the 16 to 24, the expiration's alignment rounding 20 up; `split`
+/// lives in those 4 bytes of padding).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Bucket {
     pub(super) list: List,
+    /// 0, or one more than the index of its record of stages (`split.rs`).
+    pub(super) split: u32,
     pub(super) expiration: u64,
 }
 
-const FRESH: Bucket = Bucket { list: List::EMPTY, expiration: NO_ROUND };
+const FRESH: Bucket = Bucket { list: List::EMPTY, split: 0, expiration: NO_ROUND };
 
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Bucket>() == 24);
@@ -165,6 +194,12 @@ impl Levels {
             Some(shift) => ((tick >> (level as u32 * shift)) as usize) & (self.wheel_size - 1),
             None => ((tick / self.slot_ticks[level]) % self.wheel_size as u64) as usize,
         }
+    }
+
+    /// Ticks per slot of `level`.
+    #[inline]
+    pub(super) fn slot_ticks(&self, level: usize) -> u64 {
+        self.slot_ticks[level]
     }
 
     /// Levels created so far.
@@ -261,7 +296,15 @@ mod tests {
             let code = BucketCode::encode(level, slot);
             assert_eq!(code.decode(), (level, slot));
             assert_ne!(code, BucketCode::OVERDUE);
+            assert_eq!(code.as_visit(), None);
         }
+        // A visit names a bucket of a level that holds entries (below 56: `ListCode::LEVELS`).
+        for (level, slot) in [(1, 0), (55, 0), (55, (1 << 24) - 1), (2, 12_345)] {
+            let code = BucketCode::encode(level, slot);
+            assert_eq!(code.visit().as_visit(), Some(code));
+            assert_ne!(code.visit(), BucketCode::OVERDUE);
+        }
+        assert_eq!(BucketCode::OVERDUE.as_visit(), None);
         assert_eq!(BucketCode::OVERDUE.decode().0, OVERDUE_LEVEL as usize);
         assert_eq!(std::mem::size_of::<Option<BucketCode>>(), 4);
     }

@@ -1,9 +1,9 @@
 //! SPEC W4's shape on one wheel: many entries due within a rotation of level 0's window and the
 //! next, scheduled at time 0 from one thread, the drive advancing tick by tick. Every entry fires
-//! once, at its tick, in order; and [`w4_load`] reports the most entries one flush (one hold of
-//! the shard's lock) and one advance walk, which the cascade of the big level-1 bucket decides
-//! (docs/lean_core.md, "A big bucket's cascade", and the paragraph "What the core does not do
-//! yet" of "Moving `Timer` onto the core: what each room calls").
+//! once, at its tick, in order; and [`w4_load`] reports the most entries one flush or visit (one
+//! hold of the shard's lock), one advance and one insert walk, which the split of the big level-1
+//! bucket and its paced visits decide (`split.rs`, `visit.rs`; docs/lean_core.md, "A big
+//! bucket's cascade").
 
 use super::support::{flat, word, Drive, Load};
 
@@ -45,20 +45,24 @@ fn w4_shape(entries: u64, ticks: u64, wheel_size: u64, audit_every: u64) -> Load
 }
 
 /// 20,000 entries over 1,000 ticks on a wheel of 512 (20 a tick), audited every 50 advances:
-/// those of ticks 512..=1000 (entries 10,220 to 19,999) wait in the level-1 bucket of ticks
-/// 512..1023, whose flush at its round walks all 9,780 of them under one hold of the lock, in the
-/// advance to 512, and cascades them to level 0 (those of tick 512 held at once).
+/// those of ticks 512..=1000 (entries 10,220 to 19,999) go to the level-1 bucket of ticks
+/// 512..1023, which the insert of its 1,024th entry splits into its four stages (1,024 walked
+/// under that insert's hold); each stage (about 2,500 entries) is then visited from its `opens`
+/// (128, 256, 384, 512) in chunks of 256, the least a visit takes, so no flush or visit walks more
+/// than 256 and no advance more than 276 (a visit and its tick's level-0 bucket), where the
+/// bucket's flush at its round walked all 9,780 before the split (docs/lean_core.md, "A big
+/// bucket's cascade").
 #[test]
 fn w4_shape_fires_every_entry_once_at_its_tick_in_order() {
     let load = w4_shape(20_000, 1_000, 512, 50);
-    assert_eq!(load, Load { per_flush: 9_780, per_advance: 9_780 });
+    assert_eq!(load, Load { per_flush: 256, per_advance: 276, per_insert: 1_024 });
 }
 
 /// Not a test: SPEC W4's shape as large as the unit tests' slab holds (`slab::MAX_SLOTS`, 2¹⁶
 /// slots), for the load figures (docs/lean_core.md): 64,000 entries over 1,000 ticks on a wheel
 /// of 512, printed, e.g. `cargo test --release --lib -- --ignored --exact --nocapture
-/// shard::wheel::cascade_tests::w4_load`. The load scales with the entries: of 1,000,000, the
-/// level-1 bucket holds those of ticks 512..=1000, 489,000.
+/// shard::wheel::cascade_tests::w4_load`. Of 1,000,000, the level-1 bucket holds those of ticks
+/// 512..=1000, 489,000, and its visits' chunks are larger than the least (docs/lean_core.md).
 #[test]
 #[ignore]
 fn w4_load() {

@@ -16,16 +16,15 @@ impl<P> Wheel<P> {
     /// (`Deadline::in_own_tick`). The lists looked into are, at each level created, the bucket
     /// whose range holds that tick, each scanned, each entry's tick and word compared; their
     /// expirations stay (a flush of one left empty finds nothing). Entries of that tick on the
-    /// overdue list are due already and left to its drain.
+    /// overdue list are due already and left to its drain. In a split bucket only the stage holding
+    /// the tick is scanned (`split.rs`), which its visits empty before its `due`; an unsplit
+    /// bucket holds fewer entries than the split size.
     pub(crate) fn take_due_by(&mut self, limit: Deadline, stamps: u64, out: &mut Vec<Due>) {
         let tick = limit.tick();
         for level in 0..self.levels.created() {
-            let slot = self.levels.slot_of(level, tick);
-            let mut at = match self.levels.get(level, slot) {
-                Some(bucket) => bucket.list.head,
-                None => continue,
-            };
+            let mut at = self.head_holding(level, self.levels.slot_of(level, tick), tick);
             while at != NIL {
+                self.count_walked();
                 let entry = self.slab.slot(at);
                 let next = entry.next;
                 let when = entry.entry.as_ref().expect("a linked slot is occupied").when;

@@ -1,5 +1,5 @@
 //! The flush of a bucket the queue popped and the drain of the overdue list, each bounded by the
-//! round's **limit** (the wheel's docs, "Rounds"): a due entry whose stamp is above it is left
+//! round's **limit** (a split bucket's round, and a visit code, go to its visit: `visit.rs`) (the wheel's docs, "Rounds"): a due entry whose stamp is above it is left
 //! linked where it is, and its list offered for the next round.
 //!
 //! One pass over the list: each entry is unlinked from its head and held, filed in a finer bucket,
@@ -20,7 +20,7 @@ use super::lists::{bucket_of, link, list_of};
 use super::{BucketCode, Due, Key, Offer, Wheel};
 
 /// The most offers one filing reports (`Offers`: the round's and the overdue list's two).
-const OFFERS_PER_FILE: usize = 3;
+pub(super) const OFFERS_PER_FILE: usize = 3;
 
 impl<P> Wheel<P> {
     /// The queue popped `bucket` at `expiration` (module docs, "Flush"): if that is the bucket's
@@ -41,14 +41,22 @@ impl<P> Wheel<P> {
         if bucket == BucketCode::OVERDUE {
             return self.drain_overdue(limit, out);
         }
+        if let Some(bucket) = bucket.as_visit() {
+            return self.flush_visit(bucket, expiration, limit, out, offers);
+        }
         let (level, slot) = bucket.decode();
         match self.levels.get(level, slot) {
+            Some(b) if b.expiration == expiration && expiration != NO_ROUND && b.split != 0 => {
+                // The round's flush of a split bucket is a visit (`visit.rs`).
+                return self.visit(level, slot, expiration, limit, (out, offers));
+            }
             Some(b) if b.expiration == expiration && expiration != NO_ROUND => {}
             _ => return None,
         }
         self.time = self.time.max(expiration);
         let mut first_kept = NIL;
         while let Some(index) = self.room_then_pop(bucket, first_kept, out, offers) {
+            self.count_walked();
             let slot = self.slab.slot(index);
             let deadline = slot.entry.as_ref().expect("a linked slot is occupied").when.tick();
             if deadline > self.time {
@@ -81,6 +89,7 @@ impl<P> Wheel<P> {
         out.reserve(self.overdue.len as usize);
         let mut first_kept = NIL;
         while let Some(index) = self.pop_front_until(BucketCode::OVERDUE, first_kept) {
+            self.count_walked();
             if self.slab.slot(index).life.stamp() <= limit {
                 out.push(self.hold(index));
             } else {

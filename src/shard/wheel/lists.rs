@@ -22,12 +22,16 @@ impl<P> Wheel<P> {
     }
 
     /// Moves the entries of bucket `slot` of `level`, left behind the time with a round of the
-    /// past, to the overdue list (module docs, "A bucket behind the time"): all are due. The
+    /// past, to the overdue list (module docs, "A bucket behind the time"): all are due. A split
+    /// bucket's stages are joined back into its list first (`split.rs`, "Unsplit"). The
     /// list's offer at the time, for the caller to make so that the round under way takes it, if
     /// no such offer was made since the list's last drain, whatever offer for the next round is
     /// pending (module docs, "Rounds").
     #[cold]
     pub(super) fn overdue_behind(&mut self, level: usize, slot: usize) -> Option<Offer> {
+        if self.levels.get(level, slot).is_some_and(|bucket| bucket.split != 0) {
+            self.unsplit(level, slot);
+        }
         if fault!("shard_core_moved_overdue_not_offered") {
             let mut offer = None;
             while let Some(index) = self.pop_front(BucketCode::encode(level, slot)) {
@@ -90,12 +94,21 @@ impl<P> Wheel<P> {
         if prev != NIL {
             self.slab.slot_mut(prev).next = next;
         }
-        if let Some((level, _)) = level {
-            self.per_level[level] -= 1;
-        } else {
-            debug_assert_eq!(code, ListCode::OVERDUE, "slot {index} is on no list");
-        }
-        let list = list_of(&mut self.levels, &mut self.overdue, level);
+        let list: &mut List = match level {
+            Some((level, slot)) => {
+                self.per_level[level] -= 1;
+                // Its bucket's list, or its stage's if the bucket is split (`split.rs`).
+                let bucket = self.levels.get_mut(level, slot).expect("a named bucket exists");
+                if bucket.split != 0 {
+                    return self.unlink_staged(index, (level, slot), (prev, next));
+                }
+                &mut bucket.list
+            }
+            None => {
+                debug_assert_eq!(code, ListCode::OVERDUE, "slot {index} is on no list");
+                &mut self.overdue
+            }
+        };
         if next == NIL {
             list.tail = prev;
         }

@@ -11,7 +11,7 @@
 //! the earliest bucket is due, never ticking through empty ones, and an idle wheel costs nothing.
 //!
 //! **Placement** is the crate's (`crate::wheel::place`, its precomputed `LevelTable`; the stages it
-//! also computes are the other wheel's and go unused here): relative to the wheel's **time** (the
+//! also computes serve a split bucket only: "A big bucket"): relative to the wheel's **time** (the
 //! cursor, the last expiration flushed), a deadline goes to the finest level whose window holds it,
 //! in the slot of its round there; the round's start is the bucket's expiration, never after the
 //! deadline. Kafka's `setExpiration`: an insert, a reset and a cascade's re-add each report
@@ -57,6 +57,15 @@
 //! [`reset`](Wheel::reset) leaves it and answers as for a stale key, and
 //! [`deadline`](Wheel::deadline) still reads the deadline it fell due by (pending until claimed).
 //!
+//! **A big bucket** (`split.rs`, `visit.rs`; docs/lean_core.md, "A big bucket's cascade"). A
+//! bucket above level 0 whose list reaches 1,024 entries when an entry links into its round is
+//! split into the four stages of its round that the placement computes, in a record the bucket
+//! names; the split offers a **visit** of the bucket (its code with a visit bit) at the first
+//! stage's `opens`, as an offer for the caller to make after the unlock. The queue pops visits as
+//! it pops rounds, and each cascades a paced chunk of each open stage from the time, as a flush
+//! places its entries, then offers the next, ahead of the round and on after it, until the stages
+//! are empty. The round's own flush of a split bucket is a visit.
+//!
 //! **Passed deadlines mid-tick.** A deadline passed within the tick under way, `(f, f + 1]`, is
 //! filed at `f` (`deadline.rs`, `P`), so it is due at the next advance, while the entries of
 //! `f + 1` wait in their buckets for that tick's flush: the ones at or before it, and those equal
@@ -67,8 +76,8 @@
 //! entry of a round not yet cascaded still waits, a bucket of other ticks too), compares each
 //! entry's tick and word, and holds each at or before the limit whose stamp is within it, as a
 //! flush holds. The cost falls on batches with a passed deadline only: one scan of one list a
-//! level, the whole of a coarse bucket whose round starts at `f + 1` (docs/lean_core.md, "A big
-//! bucket's cascade").
+//! level, a bucket's below the split size, or the stage holding `f + 1` of a split one, which its
+//! visits empty before its `due` (docs/lean_core.md, "A big bucket's cascade").
 //!
 //! **Set aside.** A held entry can go back, pending: [`set_aside`](Wheel::set_aside) files it by
 //! its deadline from the wheel's time as an insert files (a passed one on the overdue list), with
@@ -96,13 +105,17 @@
 //! key is (slot, stamp). A reset keeps the entry's stamp, as `Timer::reset` keeps a task's.
 //!
 //! **Where an entry is** follows from its life word's list code and its deadline: a level `k`
-//! names the bucket `(tick / wheel_size^k) % wheel_size` of level `k`, the slot placement gave it
+//! names the bucket `(tick / wheel_size^k) % wheel_size` of level `k` (and, if that bucket is
+//! split, the stage of its round the tick falls in), the slot placement gave it
 //! (every entry in a bucket is filed there from its own tick: a deadline at or before the time goes
 //! to the overdue list, never to a bucket, and so do a bucket's entries left behind the time); the
 //! other codes name the overdue list, the held state and no list.
 //!
 //! **Invariants**, whenever the shard's lock is free: every occupied slot is held or on exactly
-//! one list (a bucket's or the overdue list), the one its code names; an entry in a bucket lies in
+//! one list (a bucket's, a split bucket's stage's, or the overdue list), the one its code names
+//! (with, for a split bucket, the stage its tick and the round name); a split bucket counts its
+//! stages' entries and has its next visit queued (its round's offer, if that is the next); an
+//! entry in a bucket lies in
 //! the round the bucket's expiration starts and is placed there from the time, or (a bucket behind
 //! the time) is due; an entry on the overdue list is due, and so is a held one, but for those a
 //! [`take_due_by`](Wheel::take_due_by) held (of the tick after a deadline passed mid-tick); every
@@ -110,10 +123,13 @@
 //!
 //! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1), but for the
 //! insert or reset that lands in a bucket left behind the time, which moves that bucket's entries
-//! to the overdue list (O(those entries), once per such bucket); a flush is O(its entries), each
-//! entry cascading at most once a level, in one hold of the shard's lock: a big bucket above
-//! level 0 is cascaded whole at its round (docs/lean_core.md, "A big bucket's cascade";
-//! `cascade_tests.rs` measures it on SPEC W4's shape). A slot is 48 bytes for a 24-byte payload
+//! to the overdue list (O(those entries), once per such bucket; a split one's stages are joined
+//! first, O(4)), and the link that splits a bucket (O(1,024), once per split); a remove, reset or
+//! claim of an entry in a split bucket adds a stage's look-up. A flush is O(its entries), each
+//! entry cascading at most once a level, in one hold of the shard's lock, but a bucket above level
+//! 0 holds fewer than 1,024 entries unless it is split, and a split bucket's flush and visits
+//! walk paced chunks (`visit.rs`; `cascade_tests.rs` measures them on SPEC W4's shape). A level-0
+//! bucket's entries are all due at its tick and go to the batch whole. A slot is 48 bytes for a 24-byte payload
 //! with a niche (`Option<InlineTask>`'s size): life word 8, links 8, deadline 8, payload 24, the
 //! payload's niche marking the vacant slot; a bucket 24 bytes (its list's head, tail and count,
 //! its expiration), in chunks of up to 512 (`buckets.rs`). Each list counts its entries and the
@@ -131,11 +147,14 @@ mod buckets;
 mod due_by;
 mod flush;
 mod lists;
+mod split;
 mod stats;
 mod types;
+mod visit;
 
 pub(crate) use buckets::{BucketCode, Offer, Offers};
 use buckets::{Levels, List, NO_ROUND};
+use split::{Split, SPLIT_AT};
 pub(crate) use stats::WheelStats;
 use types::Entry;
 pub use types::{Due, Fired, Key, Refusal, Refused};
@@ -174,6 +193,14 @@ pub struct Wheel<P> {
     wheel_size: u64,
     /// Entries in each level's buckets (`stats.rs`).
     per_level: [u32; ListCode::LEVELS],
+    /// The records of split buckets (`split.rs`), by index, and the indices of those free.
+    splits: Vec<Split>,
+    free_splits: Vec<u32>,
+    /// The split size (`split::SPLIT_AT`; the unit tests and loom models set a smaller one).
+    split_at: u32,
+    /// Entries walked by flushes, drains, visits and splits (`cascade_tests.rs`' load).
+    #[cfg(test)]
+    walked: usize,
 }
 
 impl<P> Default for Wheel<P> {
@@ -211,6 +238,28 @@ impl<P> Wheel<P> {
             time: 0,
             wheel_size,
             per_level: [0; ListCode::LEVELS],
+            splits: Vec::new(),
+            free_splits: Vec::new(),
+            split_at: SPLIT_AT,
+            #[cfg(test)]
+            walked: 0,
+        }
+    }
+
+    /// Sets the split size (`split.rs`), at least 2: the unit tests and loom models split small
+    /// buckets.
+    #[cfg(any(test, delaywheel_loom))]
+    pub(crate) fn set_split_at(&mut self, entries: u32) {
+        assert!(entries >= 2, "a split size of {entries}");
+        self.split_at = entries;
+    }
+
+    /// Counts one entry walked under the lock (the unit tests' load; nothing outside them).
+    #[inline]
+    fn count_walked(&mut self) {
+        #[cfg(test)]
+        {
+            self.walked += 1;
         }
     }
 
@@ -337,6 +386,8 @@ impl<P> Wheel<P> {
         self.per_level = [0; ListCode::LEVELS];
         self.overdue = List::EMPTY;
         (self.overdue_offered, self.moved_offered) = (false, false);
+        self.splits.clear();
+        self.free_splits.clear();
     }
 
     /// Writes vacant slots ahead until `slots` entries fit without the slab growing (their pages
@@ -382,13 +433,18 @@ impl<P> Wheel<P> {
         let bucket = self.levels.bucket(level, slot);
         self.per_level[level] += 1;
         let Some(offer) = round_offer(bucket.expiration, level, slot, round) else {
+            // A split bucket, or one the link splits (`split.rs`): apart, one test here.
+            if bucket.split != 0 || bucket.list.len + 1 >= self.split_at {
+                return self.link_big(index, level, slot, deadline);
+            }
             lists::link(&mut self.slab, &mut bucket.list, index, list);
             return Offers::default();
         };
-        // A new round for the bucket: offered; entries of a round of the past move out first.
+        // A new round for the bucket: offered; entries of a round of the past (or its split
+        // record, emptied) move out first.
         debug_assert!(bucket.expiration == NO_ROUND || bucket.expiration < round);
         bucket.expiration = round;
-        let behind = !bucket.list.is_empty();
+        let behind = !bucket.list.is_empty() || bucket.split != 0;
         let moved = if behind { self.overdue_behind(level, slot) } else { None };
         lists::link(&mut self.slab, &mut self.levels.bucket(level, slot).list, index, list);
         Offers { round: Some(offer), overdue: None, moved }
@@ -430,6 +486,8 @@ mod held_tests;
 mod model;
 #[cfg(test)]
 mod round_tests;
+#[cfg(test)]
+mod split_tests;
 #[cfg(test)]
 mod support;
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //! once. Besides advances, takes by a limit in the tick after the clock's (`take_due_by`: exactly
 //! the reference's entries of that tick at or before the limit, within a stamp limit) and batches
 //! some of whose entries are set aside, pending again, for the next advance to take
-//! (`model/due_by.rs`).
+//! (`model/due_by.rs`). Most cases split buckets of 2 to 4 entries (`split.rs`), so that splits,
+//! visits, and cancels, resets and takes of entries in stages are compared with the reference too.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
@@ -204,9 +205,10 @@ fn expect_of(f: &super::Fired<Token>) -> Expect {
     Expect { deadline: f.deadline, stamp: f.stamp, key: f.key, id: f.payload.id }
 }
 
-fn run(wheel_size: u64, start: u64, ops: &[Op]) {
+fn run(wheel_size: u64, start: u64, split_at: u32, ops: &[Op]) {
     let drops = Drops::default();
     let mut drive = Drive::new(wheel_size);
+    drive.wheel.set_split_at(split_at);
     let mut model = Reference { now: start, ..Reference::default() };
     assert!(drive.advance(start).is_empty());
     let mut ids = 0u32;
@@ -397,8 +399,9 @@ proptest! {
     fn behaves_as_the_reference(
         wheel_size in wheel_size(),
         start in start(),
+        split_at in prop_oneof![2 => 2..5u32, 1 => Just(super::SPLIT_AT)],
         ops in proptest::collection::vec(op(), 1..300),
     ) {
-        run(wheel_size, start, &ops);
+        run(wheel_size, start, split_at, &ops);
     }
 }

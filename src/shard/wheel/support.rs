@@ -63,6 +63,7 @@ pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offe
     let mut linked = walk(BucketCode::OVERDUE, wheel.overdue.head, wheel.overdue.tail, &mut |deadline| {
         assert!(deadline <= time, "overdue entry due {deadline} after the time {time}")
     });
+    let mut records = HashSet::new();
     for (level, slot, bucket) in wheel.levels.iter() {
         let code = BucketCode::encode(level, slot);
         let (expiration, ticks) = (bucket.expiration, slot_ticks(wheel.wheel_size, level).unwrap());
@@ -70,18 +71,45 @@ pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offe
             assert_ne!(expiration, NO_ROUND, "{code:?} holds entries and no round");
             assert_eq!(((expiration / ticks) % wheel.wheel_size) as usize, slot, "{code:?}'s round");
             assert_eq!(expiration % ticks, 0, "{code:?}'s round starts on its slot");
-            if let Some(queued) = &queued {
-                let offer = Offer { expiration, bucket: code };
-                assert!(queued.contains(&offer), "{offer:?} holds entries and is not queued");
-            }
         }
-        linked += walk(code, bucket.list.head, bucket.list.tail, &mut |deadline| {
+        let in_round = &mut |deadline| {
             assert!(
                 expiration <= deadline && deadline - expiration < ticks,
                 "{code:?} round {expiration} holds {deadline}, time {time}"
             );
-        });
+        };
+        if bucket.split == 0 {
+            if let (Some(queued), false) = (&queued, bucket.list.is_empty()) {
+                let offer = Offer { expiration, bucket: code };
+                assert!(queued.contains(&offer), "{offer:?} holds entries and is not queued");
+            }
+            linked += walk(code, bucket.list.head, bucket.list.tail, in_round);
+            continue;
+        }
+        // A split bucket (`split.rs`): its list holds no link and counts its stages' entries, each
+        // stage's entries in the stage their tick names, and its next visit queued.
+        assert!(level > 0 && records.insert(bucket.split), "{code:?}'s record");
+        assert_eq!((bucket.list.head, bucket.list.tail), (NIL, NIL), "{code:?} split");
+        let split = &wheel.splits[bucket.split as usize - 1];
+        let mut in_stages = 0;
+        for (index, stage) in split.stages.iter().enumerate() {
+            let seen = walk(code, stage.head, stage.tail, &mut |deadline| {
+                in_round(deadline);
+                let plan = wheel.stage_of(level, expiration, deadline);
+                assert_eq!((plan.index, (plan.opens, plan.due)), (index, split.plans[index]), "{code:?}");
+            });
+            assert_eq!(seen, stage.len as usize, "{code:?} stage {index}'s count");
+            in_stages += seen;
+        }
+        assert_eq!(in_stages, bucket.list.len as usize, "{code:?} counts its stages' entries");
+        linked += in_stages;
+        if let (Some(queued), true) = (&queued, in_stages > 0) {
+            let visit = if split.next_visit == expiration { code } else { code.visit() };
+            let offer = Offer { expiration: split.next_visit, bucket: visit };
+            assert!(queued.contains(&offer), "{offer:?}: a split bucket's next visit is not queued");
+        }
     }
+    assert_eq!(records.len() + wheel.free_splits.len(), wheel.splits.len(), "every record used or free");
     let mut held = 0;
     for index in 0..wheel.slab.slots() as u32 {
         let slot = wheel.slab.slot(index);
@@ -108,7 +136,10 @@ pub(super) fn walked_stats<P>(wheel: &Wheel<P>) -> WheelStats {
         WheelStats { pending_per_level: vec![0; wheel.levels.created()], ..WheelStats::default() };
     let mut levels = HashSet::new();
     for (level, slot, bucket) in wheel.levels.iter() {
-        let entries = walk(bucket.list.head);
+        let entries = match bucket.split {
+            0 => walk(bucket.list.head),
+            record => wheel.splits[record as usize - 1].stages.iter().map(|stage| walk(stage.head)).sum(),
+        };
         assert_eq!(bucket.list.len as usize, entries, "bucket ({level}, {slot})'s count");
         stats.pending_per_level[level] += entries;
         let most = stats.fullest_bucket.map_or(0, |(_, _, most)| most);
@@ -142,11 +173,14 @@ pub(super) struct Drive<P> {
     pub(super) load: Load,
 }
 
-/// The most entries one flush and one advance of a [`Drive`] walked (held, cascaded or kept).
+/// The most entries one flush (or visit, the splits it made included), one advance, and one
+/// insert or reset (a split) of a [`Drive`] walked under the lock: held, cascaded, kept or moved
+/// to a stage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Load {
     pub(super) per_flush: usize,
     pub(super) per_advance: usize,
+    pub(super) per_insert: usize,
 }
 
 impl<P> Drive<P> {
@@ -177,6 +211,7 @@ impl<P> Drive<P> {
             .insert(word(deadline, sub), stamp, payload)
             .unwrap_or_else(|_| panic!("{deadline} refused"));
         self.queue.extend(offers.iter().map(Reverse));
+        self.load.per_insert = self.load.per_insert.max(std::mem::take(&mut self.wheel.walked));
         key
     }
 
@@ -184,6 +219,7 @@ impl<P> Drive<P> {
     pub(super) fn reset(&mut self, key: Key, deadline: u64, sub: u8) -> bool {
         let Some(offers) = self.wheel.reset(key, word(deadline, sub)) else { return false };
         self.queue.extend(offers.iter().map(Reverse));
+        self.load.per_insert = self.load.per_insert.max(std::mem::take(&mut self.wheel.walked));
         true
     }
 
@@ -214,10 +250,11 @@ impl<P> Drive<P> {
             }
             self.queue.pop();
             self.popped.push(offer);
-            let entries = self.wheel.entries_walked(offer);
+            self.wheel.walked = 0;
+            next.extend(self.wheel.flush(offer.bucket, offer.expiration, limit, &mut out, &mut offers));
+            let entries = std::mem::take(&mut self.wheel.walked);
             self.load.per_flush = self.load.per_flush.max(entries);
             walked += entries;
-            next.extend(self.wheel.flush(offer.bucket, offer.expiration, limit, &mut out, &mut offers));
             self.queue.extend(offers.drain(..).map(Reverse));
         }
         self.queue.extend(next.into_iter().map(Reverse));
@@ -233,20 +270,6 @@ impl<P> Drive<P> {
     /// The earliest expiration queued.
     pub(super) fn next_tick(&self) -> Option<u64> {
         self.queue.peek().map(|offer| offer.0.expiration)
-    }
-}
-
-impl<P> Wheel<P> {
-    /// The entries the flush of `offer` walks: its list's, but none for a stale offer.
-    fn entries_walked(&mut self, offer: Offer) -> usize {
-        let at = super::lists::bucket_of(offer.bucket);
-        let expiration = at.map_or(offer.expiration, |(level, slot)| {
-            self.levels.get(level, slot).map_or(NO_ROUND, |bucket| bucket.expiration)
-        });
-        if expiration != offer.expiration || expiration == NO_ROUND {
-            return 0;
-        }
-        self.list_mut(offer.bucket).len as usize
     }
 }
 
