@@ -40,6 +40,11 @@
 //!   next round's (Y kept, Z filed with no offer of its own); a schedule that sets a new round in
 //!   X's bucket, moving X to the overdue list, races the advance whose drain keeps Z for the next
 //!   round: once the schedule is done before one of the advance's polls, that advance takes X.
+//! * `a_split_racing_the_poll_is_visited_by_this_advance_or_the_next`: a schedule that splits its
+//!   bucket (level 1's round at 4, split at 2 entries, stage 0 of tick 4 opening at 1) against the
+//!   driver's advance to 1, then, once the schedule is done, a second advance to 1: the visit at 1
+//!   is taken by one of the two, so tick 4's entry is at level 0 ahead of the round, and both
+//!   entries fire once at their ticks.
 //! * `a_schedule_racing_the_close_is_drained_or_refused`: a schedule against `Core::close` of its
 //!   shard (one entry pending already): the schedule is either drained by the close (linked first)
 //!   or refused with `Refusal::Closed`, its payload handed back (the flag read set in its
@@ -53,8 +58,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use delaywheel::loom_internals::shard::core::{
-    advance_with, at_tick, refused_parts, reserve_units, run_units, taken_units, Core, Deadline, Due, Merge,
-    Refusal, Status,
+    advance_with, at_tick, pending_per_level, refused_parts, reserve_units, run_units, set_split_at,
+    taken_units, Core, Deadline, Due, Merge, Refusal, Status,
 };
 use loom::sync::atomic::AtomicBool;
 use loom::sync::Arc;
@@ -358,5 +363,36 @@ fn two_shards_growing_at_once_take_their_own_runs() {
         let (held, capacity) = reserve_units(&core).unwrap();
         assert_eq!(held + taken.iter().sum::<usize>(), capacity, "held {held}, taken {taken:?}: they add up");
         assert_eq!((held, taken), (0, vec![run, run]), "a run each");
+    });
+}
+
+/// Seeded fault `shard_core_visit_offered_before_split`: the schedule offers the visit of the
+/// bucket its insert splits before the insert's critical section, and drops the visit the split
+/// reports; the driver pops it before the split (stale: nothing to visit) and no visit is queued
+/// after it, so the stage waits for the round and the second advance to 1 finds nothing.
+#[test]
+fn a_split_racing_the_poll_is_visited_by_this_advance_or_the_next() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        set_split_at(&core, 2);
+        core.schedule(at_tick(4), 0, 4).map_err(drop).unwrap();
+        let scheduler = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || {
+                core.schedule(at_tick(5), 1, 5).map_err(drop).unwrap();
+            })
+        };
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
+        core.advance(1, u64::MAX, &mut out, &mut merge);
+        scheduler.join().unwrap();
+        core.advance(1, u64::MAX, &mut out, &mut merge);
+        assert!(out.is_empty(), "nothing due at 1");
+        assert_eq!(pending_per_level(&core), [1, 1], "stage 0 (tick 4) cascaded ahead of its round");
+        for tick in [4, 5] {
+            core.advance(tick, u64::MAX, &mut out, &mut merge);
+            let fired: Vec<_> = out.drain(..).map(|due| core.claim(&due)).collect();
+            assert_eq!(fired, [Some(tick)], "fired once, at its tick");
+        }
+        assert_eq!(core.len(), 0);
     });
 }

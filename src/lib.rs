@@ -322,6 +322,16 @@ pub mod loom_internals {
                 (crate::shard::reserve::RUN_UNITS, unit)
             }
 
+            /// Sets every shard's split size (`src/shard/wheel/split.rs`), at least 2.
+            pub fn set_split_at<P: Send + 'static>(core: &Core<P>, entries: u32) {
+                core.set_split_at(entries);
+            }
+
+            /// The entries in each level's buckets, summed over the shards (`Core::stats`).
+            pub fn pending_per_level<P: Send + 'static>(core: &Core<P>) -> Vec<usize> {
+                core.stats().pending_per_level
+            }
+
             /// `Core::advance`, running `between` after each flush, before the next poll.
             pub fn advance_with<P: Send + 'static>(
                 core: &Core<P>,

@@ -328,12 +328,10 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         if fault!("shard_core_closed_read_outside_lock") && faults::closed(shard) {
             return Err(Refused { payload, reason: Refusal::Closed });
         }
-        if fault!("shard_core_offer_before_link") {
-            self.offer(index, faults::offers_before_link(shard, deadline));
-            let mut shard = shard.lock();
-            let (key, _) = shard.state().insert(deadline, stamp, payload)?;
-            shard.count_in(1);
-            return Ok(shard.handle(index as u16, key.slot, key.generation));
+        if fault!("shard_core_offer_before_link" | "shard_core_visit_offered_before_split") {
+            return faults::schedule_offering_first(shard, index, (deadline, stamp, payload), |o| {
+                self.offer(index, o)
+            });
         }
         // Declared before the guard, so that it offers after the unlock on every path, `f`'s
         // panic included: a round the insert set and never offered would strand the bucket.

@@ -17,6 +17,11 @@
 //! * `shard_core_reset_offers_before_link` ([`offers_before_link`]): `Core::reset` offers the
 //!   bucket its move will set the round of before the move's critical section, and drops the
 //!   offers the move reports: as the schedule's fault, for an entry that is already pending.
+//! * `shard_core_visit_offered_before_split` ([`schedule_offering_first`]): `Core::schedule`
+//!   offers the visit of the bucket its insert will split (`wheel/split.rs`) before the insert's
+//!   critical section, and drops the visit the split reports: the driver may pop the visit before
+//!   the split (a stale offer then), and the visit the split sets is never offered, so its stages
+//!   wait for the bucket's round.
 //! * `shard_core_claim_counts_out_after_unlock` ([`claim_counting_after_unlock`]): the core's
 //!   claim counts its entry out after the unlock, racing a schedule's count-in.
 //! * `shard_core_claims_at_collection` ([`flush_claiming`], [`Collected`]): the core's advance
@@ -50,7 +55,7 @@
 use super::core::{Extra, State};
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
 use super::reserve::{Reserve, Run};
-use super::wheel::{BucketCode, Due, Key, Offer, Offers};
+use super::wheel::{BucketCode, Due, Key, Offer, Offers, Refused};
 use crate::deadline::Deadline;
 use crate::sync::{Ordering, UnmodelledMutex as Mutex};
 
@@ -132,6 +137,34 @@ pub(super) fn flush_claiming<P: Send + 'static, X: Extra>(
     drop(guard);
     collected.0.lock().extend(taken);
     next
+}
+
+/// `shard_core_offer_before_link`, `shard_core_visit_offered_before_split`: `Core::schedule`
+/// making an offer before its insert's critical section, read in one of its own (all the insert
+/// will report, or only the visit of the bucket its insert will split), then inserting and
+/// dropping what it offered first of what the insert reports (the rest offered after the unlock).
+pub(super) fn schedule_offering_first<P: Send + 'static, X: Extra>(
+    shard: &Shard<State<P, X>>,
+    index: usize,
+    (deadline, stamp, payload): (Deadline, u64, P),
+    offer: impl Fn(Offers),
+) -> Result<Handle<State<P, X>>, Refused<P>> {
+    let visit = fault!("shard_core_visit_offered_before_split");
+    let first = if visit {
+        Offers { round: shard.lock().state().wheel.split_offer_for(deadline.tick()), ..Offers::default() }
+    } else {
+        offers_before_link(shard, deadline)
+    };
+    offer(first);
+    let mut guard = shard.lock();
+    let (key, offers) = guard.state().insert(deadline, stamp, payload)?;
+    guard.count_in(1);
+    let handle = guard.handle(index as u16, key.slot, key.generation);
+    drop(guard);
+    if visit {
+        offer(Offers { round: offers.round.filter(|round| round.bucket.as_visit().is_none()), ..offers });
+    }
+    Ok(handle)
 }
 
 /// `shard_core_offer_before_link`, `shard_core_reset_offers_before_link`: the offers an insert

@@ -97,7 +97,7 @@ impl<P: Send + 'static, X> State<P, X> {
     /// Inserts `payload` unless the shard is closed (`shutdown.rs`), counted in `scheduled`: its
     /// key and what to offer.
     #[inline]
-    pub(super) fn insert(
+    pub(in crate::shard) fn insert(
         &mut self,
         deadline: Deadline,
         stamp: u64,
@@ -171,5 +171,16 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         let state = shard.state();
         let deadline = state.wheel.deadline(Key { slot, generation })?;
         Some(f(deadline, &mut state.extra))
+    }
+}
+
+#[cfg(delaywheel_loom)]
+impl<P: Send + 'static, X: Extra> Core<P, X> {
+    /// Sets every shard's wheel's split size (`wheel/split.rs`): the loom models split small
+    /// buckets.
+    pub(crate) fn set_split_at(&self, entries: u32) {
+        for shard in self.shards.iter() {
+            shard.lock().state().wheel.set_split_at(entries);
+        }
     }
 }
