@@ -167,10 +167,8 @@ fn a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round() {
     loom::model(|| {
         let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
         let a = core.schedule(at_tick(2), 0, 7).map_err(drop).unwrap();
-        let resetter = {
-            let core = Arc::clone(&core);
-            thread::spawn(move || core.reset(&a, at_tick(1)))
-        };
+        // The handle alone: its offer reaches the queue through its shard's state.
+        let resetter = thread::spawn(move || a.reset(at_tick(1)));
         let (mut out, mut merge, mut ran) = (Vec::new(), Merge::default(), Vec::new());
         let mut tick = |now: u64, ran: &mut Vec<(Deadline, u64)>| {
             core.advance(now, u64::MAX, &mut out, &mut merge);

@@ -8,10 +8,12 @@
 //! schedules into the shard of its thread index (`crate::sync::thread_index`, handed out round
 //! robin at a thread's first use) masked to the shard count, so threads that do not share a shard
 //! do not share a lock; any thread cancels, resets and reads a deadline through a handle, in the
-//! handle's shard. A handle carries its shard's index in this core (`pool.rs`, "A handle"): a
-//! reset, which offers to the queue under that index, a `_with` call, which runs its closure on
-//! that shard's extra, and the reads of a deadline and a status check it with one compare of the
-//! header at that index, from any thread, and refuse a handle of another core. A plain
+//! handle's shard, with no `Core` at hand (`handles.rs`, "A handle alone": a reset's offer reaches
+//! the queue through the shard's state, which holds it in an `Arc`). A handle carries its shard's
+//! index in this core (`pool.rs`, "A handle"): the core's reset, which offers to the queue under
+//! that index, a `_with` call, which runs its closure on that shard's extra, and the core's reads
+//! of a deadline and a status check it with one compare of the header at that index, from any
+//! thread, and refuse a handle of another core. A plain
 //! [`Core::cancel`] does not look: it takes the entry from the handle's own shard, counted out
 //! there, as the handle's own cancel does. Dropping the core gives every header back (the last
 //! first, so the next core to take as many gets them in the same order): each state is swapped out
@@ -147,16 +149,20 @@ use super::wheel::{
 };
 use crate::deadline::Deadline;
 use crate::delay_queue::{DelayQueue, Identity};
+use crate::sync::Arc;
 
 mod handles;
 mod merge;
 mod mid_tick;
+mod offers;
 mod room;
 mod shutdown;
 mod state;
 pub(crate) mod stats;
 
 pub use merge::Merge;
+pub(in crate::shard) use offers::offer_to;
+use offers::OfferOnDrop;
 pub use state::{Extra, State};
 
 /// An entry of a [`Core`]: cancels, resets and reads its deadline from any thread; finds nothing
@@ -198,7 +204,9 @@ pub struct Core<P: Send + 'static, X: Extra = ()> {
     shards: Box<[Shard<State<P, X>>]>,
     /// The shard count less one (a power of two less one).
     mask: usize,
-    queue: DelayQueue<Bucketed>,
+    /// Shared with every shard's state, so that a handle offers a reset's bucket with no `Core`
+    /// (`handles.rs`).
+    queue: Arc<DelayQueue<Bucketed>>,
     /// The payloads an advance took at collection under the seeded fault
     /// `shard_core_claims_at_collection` (`faults.rs`); empty otherwise.
     collected: faults::Collected<P>,
@@ -234,13 +242,15 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         let count = shards.clamp(1, 1 << 15).next_power_of_two();
         let pool = Pool::global();
         let shards: Box<[Shard<State<P, X>>]> = (0..count).map(|_| pool.take()).collect();
+        let queue = Arc::new(DelayQueue::new());
         for shard in shards.iter() {
             let mut shard = shard.lock();
             if shard.state().wheel.wheel_size() != wheel_size {
                 shard.state().wheel = Wheel::new(wheel_size);
             }
+            shard.state().queue = Some(Arc::clone(&queue));
         }
-        let (queue, collected) = (DelayQueue::new(), faults::Collected::default());
+        let collected = faults::Collected::default();
         Core { shards, mask: count - 1, queue, collected, reserve: None }
     }
 
@@ -335,7 +345,7 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         }
         // Declared before the guard, so that it offers after the unlock on every path, `f`'s
         // panic included: a round the insert set and never offered would strand the bucket.
-        let mut offer = OfferOnDrop { core: self, index, offers: Offers::default() };
+        let mut offer = OfferOnDrop { queue: Some(&*self.queue), index, offers: Offers::default() };
         let mut guard = shard.lock();
         let (key, offers) = guard.state().insert(deadline, stamp, payload)?;
         offer.offers = offers;
@@ -346,21 +356,6 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         // After the link and the unlock (module docs).
         drop(offer);
         Ok(handle)
-    }
-
-    /// Offers `offers` of shard `index` to the queue (module docs, "Rounds"): a bucket's new
-    /// round and the overdue list's for entries moved there from behind the time with
-    /// [`DelayQueue::offer`], which the round under way pops; the overdue list's for the entry's
-    /// own passed deadline with [`DelayQueue::offer_next`], which it leaves to the next.
-    #[inline]
-    fn offer(&self, index: usize, offers: Offers) {
-        let Offers { round, overdue, moved } = offers;
-        for Offer { expiration, bucket } in round.into_iter().chain(moved) {
-            self.queue.offer(expiration, Bucketed { shard: index as u16, bucket });
-        }
-        if let Some(Offer { expiration, bucket }) = overdue {
-            self.queue.offer_next(expiration, Bucketed { shard: index as u16, bucket });
-        }
     }
 
     /// The driver: one round of the queue at tick `now` with the sequence-number limit `limit`
@@ -471,23 +466,8 @@ impl<P: Send + 'static, X: Extra> fmt::Debug for Core<P, X> {
     }
 }
 
-/// A schedule's offers, made when dropped: after the unlock, on the normal path and on a
-/// closure's panic alike (`schedule_in_with`).
-struct OfferOnDrop<'a, P: Send + 'static, X: Extra> {
-    core: &'a Core<P, X>,
-    index: usize,
-    offers: Offers,
-}
-
-impl<P: Send + 'static, X: Extra> Drop for OfferOnDrop<'_, P, X> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.offers != Offers::default() {
-            self.core.offer(self.index, std::mem::take(&mut self.offers));
-        }
-    }
-}
-
+#[cfg(all(test, not(delaywheel_loom)))]
+mod handle_tests;
 #[cfg(all(test, not(delaywheel_loom)))]
 mod round_tests;
 #[cfg(all(test, not(delaywheel_loom)))]

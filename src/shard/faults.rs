@@ -167,14 +167,30 @@ pub(super) fn schedule_offering_first<P: Send + 'static, X: Extra>(
     Ok(handle)
 }
 
-/// `shard_core_offer_before_link`, `shard_core_reset_offers_before_link`: the offers an insert
-/// (or a move) to `deadline` in `shard` would make, read in a critical section of their own, for
-/// `Core::schedule` (or `Core::reset`) to make before its insert's (or move's).
+/// `shard_core_offer_before_link`: the offers an insert to `deadline` in `shard` would make, read
+/// in a critical section of their own, for `Core::schedule` to make before its insert's.
 pub(super) fn offers_before_link<P: Send + 'static, X: Extra>(
     shard: &Shard<State<P, X>>,
     deadline: Deadline,
 ) -> Offers {
     shard.lock().state().wheel.offers_for(deadline.tick())
+}
+
+/// `shard_core_reset_offers_before_link`: a handle's reset that offers the bucket its move to
+/// `deadline` would set, read in a critical section of its own, before the move's.
+pub(super) fn reset_offering_first<P: Send + 'static, X: Extra>(
+    handle: &super::core::Handle<P, X>,
+    deadline: Deadline,
+) -> bool {
+    let Some(mut shard) = handle.lock() else { return false };
+    let (offers, queue) = (shard.state().wheel.offers_for(deadline.tick()), shard.state().queue.clone());
+    drop(shard);
+    if let Some(queue) = queue {
+        super::core::offer_to(&queue, handle.index(), offers);
+    }
+    let Some(mut shard) = handle.lock() else { return false };
+    let (slot, generation) = handle.entry();
+    shard.state().reset(Key { slot, generation }, deadline).is_some()
 }
 
 /// `shard_core_set_aside_offered_before_link`: the offers putting the held entry `key` back would

@@ -1,11 +1,79 @@
-//! What a handle does through the core, from any thread: cancel, reset, and read the deadline
-//! and the status of its entry, each under the entry's shard's lock (module docs of `core.rs`),
-//! with the `_with` calls that run the caller's closure on the shard's extra there.
+//! What a handle does, from any thread: cancel, reset, and read the deadline and the status of
+//! its entry, each under the entry's shard's lock (module docs of `core.rs`), with the `_with`
+//! calls that run the caller's closure on the shard's extra there.
+//!
+//! **A handle alone.** Each works on the handle by itself ([`Handle::reset`], [`Handle::status`],
+//! [`Handle::deadline`], and the pool's `cancel`), so that a caller that keeps only handles (a
+//! timer's handle, 32 bytes, no reference to its timer) needs no `Core`: the handle reaches its
+//! shard through its header (`pool.rs`, "A handle"), and a reset's offer reaches the core's
+//! queue through the shard's state, which holds it in an `Arc` (`State::queue`). The reset
+//! clones that `Arc` under the lock only when it has something to offer (its move set a round),
+//! and offers after the unlock as every move does ("The queue of buckets"): the clone keeps the
+//! queue alive should the core be dropped between the unlock and the offer, which then goes to a
+//! queue nobody polls and is dropped with it. A handle whose core is gone finds its header's
+//! epoch moved and nothing else. The core's calls ([`Core::reset`], ...) add one check, that the
+//! handle is this core's ([`Core::index_of`]), and are otherwise the handle's.
 
-use super::{Core, Extra, Handle, Key, OfferOnDrop, Offers};
+use super::{Bucketed, Core, Extra, Handle, Key, OfferOnDrop, Offers};
 use crate::deadline::Deadline;
+use crate::delay_queue::DelayQueue;
 use crate::shard::faults;
 use crate::shard::life::Status;
+use crate::sync::Arc;
+
+impl<P: Send + 'static, X: Extra> Handle<P, X> {
+    /// Moves this handle's pending entry to `deadline` in place, keeping its stamp, and offers its
+    /// new bucket if the move set the bucket's round (module docs, "A handle alone"): `true` if it
+    /// moved, `false` if the entry is not pending, is held by a batch (being fired), or its core
+    /// is gone.
+    #[inline]
+    pub fn reset(&self, deadline: Deadline) -> bool {
+        self.reset_with(deadline, |_| {})
+    }
+
+    /// [`reset`](Handle::reset), running `f` on the shard's extra under its lock once the entry
+    /// moved and the move is counted (not if it did not). Should `f` panic, the entry stays moved
+    /// and counted, the lock is released and its new bucket offered (it fires when due).
+    #[inline]
+    pub fn reset_with(&self, deadline: Deadline, f: impl FnOnce(&mut X)) -> bool {
+        if fault!("shard_core_reset_offers_before_link") {
+            return faults::reset_offering_first(self, deadline);
+        }
+        // Declared before the lock's guard: it offers after the unlock, `f`'s panic included.
+        let mut offer: OfferOnDrop<Arc<DelayQueue<Bucketed>>> =
+            OfferOnDrop { queue: None, index: self.index(), offers: Offers::default() };
+        let Some(mut shard) = self.lock() else { return false };
+        let (slot, generation) = self.entry();
+        let state = shard.state();
+        let Some(offers) = state.reset(Key { slot, generation }, deadline) else {
+            return false;
+        };
+        if offers != Offers::default() {
+            offer.queue.clone_from(&state.queue);
+            offer.offers = offers;
+        }
+        f(&mut state.extra);
+        drop(shard);
+        drop(offer);
+        true
+    }
+
+    /// The deadline of this handle's entry, `None` if it is not pending (a held entry is pending
+    /// until claimed) or its core is gone.
+    pub fn deadline(&self) -> Option<Deadline> {
+        let (slot, generation) = self.entry();
+        self.lock()?.state().wheel.deadline(Key { slot, generation })
+    }
+
+    /// Where this handle's entry is in its life (`core.rs`'s module docs, "Status"), read under
+    /// its shard's lock: `Pending` until a claim, a cancel or a drain takes it, then `Fired`,
+    /// `Cancelled` or `Abandoned` until its slot is reused; `None` then, and once its core is
+    /// dropped.
+    pub fn status(&self) -> Option<Status> {
+        let (slot, generation) = self.entry();
+        self.lock()?.state().wheel.status(Key { slot, generation })
+    }
+}
 
 impl<P: Send + 'static, X: Extra> Core<P, X> {
     /// The index of the shard `handle` names: the index the handle carries, if this core's
@@ -52,26 +120,7 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     /// moved and counted, the lock is released and its new bucket offered (it fires when due).
     #[inline]
     pub fn reset_with(&self, handle: &Handle<P, X>, deadline: Deadline, f: impl FnOnce(&mut X)) -> bool {
-        let Some(index) = self.index_of(handle) else { return false };
-        if fault!("shard_core_reset_offers_before_link") {
-            self.offer(index, faults::offers_before_link(&self.shards[index], deadline));
-            let Some(mut shard) = handle.lock() else { return false };
-            let (slot, generation) = handle.entry();
-            return shard.state().reset(Key { slot, generation }, deadline).is_some();
-        }
-        // Declared before the lock's guard: it offers after the unlock, `f`'s panic included.
-        let mut offer = OfferOnDrop { core: self, index, offers: Offers::default() };
-        let Some(mut shard) = handle.lock() else { return false };
-        let (slot, generation) = handle.entry();
-        let state = shard.state();
-        let Some(offers) = state.reset(Key { slot, generation }, deadline) else {
-            return false;
-        };
-        offer.offers = offers;
-        f(&mut state.extra);
-        drop(shard);
-        drop(offer);
-        true
+        self.index_of(handle).is_some() && handle.reset_with(deadline, f)
     }
 
     /// The deadline of `handle`'s entry, `None` if it is not pending (a held entry is pending
@@ -86,7 +135,6 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     /// another core's handle.
     pub fn status(&self, handle: &Handle<P, X>) -> Option<Status> {
         self.index_of(handle)?;
-        let (slot, generation) = handle.entry();
-        handle.lock()?.state().wheel.status(Key { slot, generation })
+        handle.status()
     }
 }

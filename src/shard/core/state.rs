@@ -22,8 +22,10 @@
 
 use std::fmt;
 
-use super::{Core, Fired, Key, Offers, Refusal, Refused, ShardState, Wheel};
+use super::{Bucketed, Core, Fired, Key, Offers, Refusal, Refused, ShardState, Wheel};
 use crate::deadline::Deadline;
+use crate::delay_queue::DelayQueue;
+use crate::sync::Arc;
 
 /// What a [`Core`] keeps in each shard beside the wheel (module docs): the caller's type.
 pub trait Extra: Default + Send + 'static {}
@@ -63,6 +65,9 @@ pub struct State<P, X> {
     /// Set by `Core::close` under the lock, with the drain; never cleared (`shutdown.rs`).
     pub(crate) closed: bool,
     pub(crate) totals: Totals,
+    /// The core's queue of buckets, set when the core takes the shard's header (`None` in a
+    /// header's empty state): a handle's reset offers through it (`handles.rs`).
+    pub(crate) queue: Option<Arc<DelayQueue<Bucketed>>>,
 }
 
 impl<P, X> fmt::Debug for State<P, X> {
@@ -77,7 +82,13 @@ impl<P, X> fmt::Debug for State<P, X> {
 
 impl<P, X: Default> Default for State<P, X> {
     fn default() -> Self {
-        State { wheel: Wheel::default(), extra: X::default(), closed: false, totals: Totals::default() }
+        State {
+            wheel: Wheel::default(),
+            extra: X::default(),
+            closed: false,
+            totals: Totals::default(),
+            queue: None,
+        }
     }
 }
 
@@ -114,7 +125,7 @@ impl<P: Send + 'static, X> State<P, X> {
 
     /// Moves `key`'s pending entry to `deadline`, counted in `rearmed` if it moved.
     #[inline]
-    pub(super) fn reset(&mut self, key: Key, deadline: Deadline) -> Option<Offers> {
+    pub(in crate::shard) fn reset(&mut self, key: Key, deadline: Deadline) -> Option<Offers> {
         let offers = self.wheel.reset(key, deadline)?;
         self.totals.rearmed += 1;
         Some(offers)
