@@ -16,7 +16,7 @@
 //!   completed before the flag was set (so before the claim began) got it, and the handle's status
 //!   says which (`Cancelled` or `Fired`).
 //! * `a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round`: a reset of an
-//!   entry due at tick 2 to tick 1, from another thread, against the driver's advances to 1 and
+//!   entry due at tick 2 to tick 1, through the handle alone from another thread, against the driver's advances to 1 and
 //!   to 2 (yielding between them as it waits for its next tick), each with the claims of its
 //!   batch, then, once the reset is done, a last advance to 2 and its claims: the entry runs
 //!   exactly once, at 1 if the reset moved it (its new round offered, so an advance under way or
