@@ -124,8 +124,8 @@
 //! **Cost.** Insert (amortised, as the slab grows), remove, reset and claim are O(1), but for the
 //! insert or reset that lands in a bucket left behind the time, which moves that bucket's entries
 //! to the overdue list (O(those entries), once per such bucket; a split one's stages are joined
-//! first, O(4)), and the link that splits a bucket (O(1,024), once per split); a remove, reset or
-//! claim of an entry in a split bucket adds a stage's look-up. A flush is O(its entries), each
+//! first, O(4)), and the link that splits a bucket (O(1,024), once per split); a remove, a reset
+//! or `take_due_by`'s take of an entry in a split bucket adds a stage's look-up. A flush is O(its entries), each
 //! entry cascading at most once a level, in one hold of the shard's lock, but a bucket above level
 //! 0 holds fewer than 1,024 entries unless it is split, and a split bucket's flush and visits
 //! walk paced chunks (`visit.rs`; `cascade_tests.rs` measures them on SPEC W4's shape). A level-0
@@ -154,7 +154,7 @@ mod visit;
 
 pub(crate) use buckets::{BucketCode, Offer, Offers};
 use buckets::{Levels, List, NO_ROUND};
-use split::{Split, SPLIT_AT};
+use split::Split;
 pub(crate) use stats::WheelStats;
 use types::Entry;
 pub use types::{Due, Fired, Key, Refusal, Refused};
@@ -197,7 +197,7 @@ pub struct Wheel<P> {
     splits: Vec<Split>,
     free_splits: Vec<u32>,
     /// The split size (`split::SPLIT_AT`; the unit tests and loom models set a smaller one).
-    split_at: u32,
+    split_at: split::SplitAt,
     /// Entries walked by flushes, drains, visits and splits (`cascade_tests.rs`' load).
     #[cfg(test)]
     walked: usize,
@@ -240,7 +240,7 @@ impl<P> Wheel<P> {
             per_level: [0; ListCode::LEVELS],
             splits: Vec::new(),
             free_splits: Vec::new(),
-            split_at: SPLIT_AT,
+            split_at: split::SplitAt::default(),
             #[cfg(test)]
             walked: 0,
         }
@@ -251,7 +251,7 @@ impl<P> Wheel<P> {
     #[cfg(any(test, delaywheel_loom))]
     pub(crate) fn set_split_at(&mut self, entries: u32) {
         assert!(entries >= 2, "a split size of {entries}");
-        self.split_at = entries;
+        self.split_at = split::SplitAt(entries);
     }
 
     /// Counts one entry walked under the lock (the unit tests' load; nothing outside them).
@@ -433,8 +433,8 @@ impl<P> Wheel<P> {
         let bucket = self.levels.bucket(level, slot);
         self.per_level[level] += 1;
         let Some(offer) = round_offer(bucket.expiration, level, slot, round) else {
-            // A split bucket, or one the link splits (`split.rs`): apart, one test here.
-            if bucket.split != 0 || bucket.list.len + 1 >= self.split_at {
+            // A split bucket, or one the link splits (`split.rs`; never at level 0): apart.
+            if bucket.split != 0 || (bucket.list.len + 1 >= self.split_at.get() && level != 0) {
                 return self.link_big(index, level, slot, deadline);
             }
             lists::link(&mut self.slab, &mut bucket.list, index, list);

@@ -399,7 +399,7 @@ proptest! {
     fn behaves_as_the_reference(
         wheel_size in wheel_size(),
         start in start(),
-        split_at in prop_oneof![2 => 2..5u32, 1 => Just(super::SPLIT_AT)],
+        split_at in prop_oneof![2 => 2..5u32, 1 => Just(super::split::SPLIT_AT)],
         ops in proptest::collection::vec(op(), 1..300),
     ) {
         run(wheel_size, start, split_at, &ops);

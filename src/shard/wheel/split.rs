@@ -12,7 +12,7 @@
 //! bytes. The bucket's list then holds no link but keeps counting every entry of its stages
 //! (`stats.rs`' fullest bucket, `len` unchanged); an entry's stage follows from its tick and the
 //! bucket's round, as its bucket follows from its tick ([`Wheel::stage_of`]), so an unlink (a
-//! cancel, a reset, a claim's take, a flush) finds its list by one more test of the bucket's
+//! cancel, a reset, `take_due_by`'s take, a flush) finds its list by one more test of the bucket's
 //! `split` word, on the line it reads anyway.
 //!
 //! **Visits** (`visit.rs`). The split reports an offer of a **visit** of the bucket (its code with
@@ -40,6 +40,41 @@ use crate::wheel::place::{Placement, StagePlan, STAGES};
 
 /// The split size: a bucket above level 0 whose list reaches it is split (module docs).
 pub(super) const SPLIT_AT: u32 = 1_024;
+
+/// The wheel's split size: [`SPLIT_AT`], a constant read by every insert, but in the unit tests
+/// and loom models, which set a smaller one.
+#[cfg(any(test, delaywheel_loom))]
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SplitAt(pub(super) u32);
+
+#[cfg(any(test, delaywheel_loom))]
+impl SplitAt {
+    #[inline]
+    pub(super) const fn get(self) -> u32 {
+        self.0
+    }
+}
+
+#[cfg(any(test, delaywheel_loom))]
+impl Default for SplitAt {
+    fn default() -> Self {
+        Self(SPLIT_AT)
+    }
+}
+
+/// The wheel's split size: [`SPLIT_AT`] (`SplitAt` holds one only in the unit tests and loom
+/// models).
+#[cfg(not(any(test, delaywheel_loom)))]
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SplitAt;
+
+#[cfg(not(any(test, delaywheel_loom)))]
+impl SplitAt {
+    #[inline]
+    pub(super) const fn get(self) -> u32 {
+        SPLIT_AT
+    }
+}
 
 /// Stages of a split bucket (fewer are used by a wheel of fewer than 4 buckets a level).
 const STAGE_LISTS: usize = STAGES as usize;
@@ -129,10 +164,8 @@ impl<P> Wheel<P> {
         if bucket.split != 0 {
             return self.link_staged(index, level, slot, tick);
         }
+        debug_assert!(level != 0, "a level-0 bucket never splits");
         link(&mut self.slab, &mut bucket.list, index, ListCode::level(level));
-        if level == 0 {
-            return Offers::default();
-        }
         self.split(level, slot)
     }
 
@@ -243,12 +276,16 @@ impl<P> Wheel<P> {
 
     /// The offer of a visit an insert of tick `tick` would make by splitting its bucket now,
     /// without it (the seeded fault `shard_core_visit_offered_before_split`, `super::faults`): the
-    /// split's rule, read from the bucket's entries and the new one.
+    /// split's rule, read from the bucket's entries and the new one: [`offer_visit`]'s first stage
+    /// holding entries' `opens`, from the time, and no offer at the round (its own); a change to
+    /// one is a change to the other.
+    ///
+    /// [`offer_visit`]: Wheel::offer_visit
     pub(crate) fn split_offer_for(&self, tick: u64) -> Option<Offer> {
         let Placement::Slot { level, slot, stage } = self.table.place(self.time, tick) else { return None };
         let bucket = self.levels.get(level, slot)?;
         let splits = level > 0 && bucket.split == 0 && bucket.expiration == stage.round;
-        if !splits || bucket.list.len + 1 < self.split_at {
+        if !splits || bucket.list.len + 1 < self.split_at.get() {
             return None;
         }
         let (mut next, mut at) = (stage.opens.max(self.time), bucket.list.head);
