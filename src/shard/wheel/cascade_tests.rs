@@ -50,7 +50,7 @@ fn w4_shape(entries: u64, ticks: u64, wheel_size: u64, audit_every: u64) -> Load
 /// under that insert's hold); each stage (about 2,500 entries) is then visited from its `opens`
 /// (128, 256, 384, 512) in chunks of 256, the least a visit takes, so no flush or visit walks more
 /// than 256 and no advance more than 276 (a visit and its tick's level-0 bucket), where the
-/// bucket's flush at its round walked all 9,780 before the split (docs/lean_core.md, "A big
+/// round's flush of an unsplit bucket walks all 9,780 (docs/lean_core.md, "A big
 /// bucket's cascade").
 #[test]
 fn w4_shape_fires_every_entry_once_at_its_tick_in_order() {

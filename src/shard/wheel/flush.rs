@@ -1,6 +1,7 @@
 //! The flush of a bucket the queue popped and the drain of the overdue list, each bounded by the
-//! round's **limit** (a split bucket's round, and a visit code, go to its visit: `visit.rs`) (the wheel's docs, "Rounds"): a due entry whose stamp is above it is left
-//! linked where it is, and its list offered for the next round.
+//! round's **limit** (the wheel's docs, "Rounds"; a split bucket's round, and a visit code, go to
+//! its visit: `visit.rs`): a due entry whose stamp is above it is left linked where it is, and its
+//! list offered for the next round.
 //!
 //! One pass over the list: each entry is unlinked from its head and held, filed in a finer bucket,
 //! or, above the limit, linked again at the tail; the pass ends at the list's end or at the first
