@@ -240,7 +240,7 @@ impl<P> Wheel<P> {
             per_level: [0; ListCode::LEVELS],
             splits: Vec::new(),
             free_splits: Vec::new(),
-            split_at: split::SplitAt::default(),
+            split_at: split::SplitAt::INITIAL,
             #[cfg(test)]
             walked: 0,
         }

@@ -49,27 +49,24 @@ pub(super) struct SplitAt(pub(super) u32);
 
 #[cfg(any(test, delaywheel_loom))]
 impl SplitAt {
+    pub(super) const INITIAL: Self = Self(SPLIT_AT);
+
     #[inline]
     pub(super) const fn get(self) -> u32 {
         self.0
     }
 }
 
-#[cfg(any(test, delaywheel_loom))]
-impl Default for SplitAt {
-    fn default() -> Self {
-        Self(SPLIT_AT)
-    }
-}
-
 /// The wheel's split size: [`SPLIT_AT`] (`SplitAt` holds one only in the unit tests and loom
 /// models).
 #[cfg(not(any(test, delaywheel_loom)))]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct SplitAt;
 
 #[cfg(not(any(test, delaywheel_loom)))]
 impl SplitAt {
+    pub(super) const INITIAL: Self = Self;
+
     #[inline]
     pub(super) const fn get(self) -> u32 {
         SPLIT_AT
