@@ -151,3 +151,57 @@ fn a_drain_forgets_the_split_records() {
     assert_eq!(drive.wheel.splits.len(), 1, "split again");
     assert_eq!(fire(&mut drive, 0, 31), [(17, 10), (21, 11), (25, 12), (29, 13)]);
 }
+
+/// A link into a stage that opens before the record's next visit brings the visit forward and
+/// offers it; a link into a later stage offers nothing.
+#[test]
+fn a_link_into_an_earlier_stage_brings_the_visit_forward() {
+    let (mut drive, _) = split_drive(&[25, 29, 26, 30]);
+    let (_, visit) = bucket();
+    assert!(queued(&drive, 12, visit) && !queued(&drive, 4, visit), "stage 2 opens first, at 12");
+    drive.insert(17, 0, 4);
+    assert!(queued(&drive, 4, visit), "stage 0 opens at 4");
+    assert_eq!(drive.wheel.splits[0].next_visit, 4);
+    let queued_before = drive.queue.len();
+    drive.insert(27, 0, 5);
+    assert_eq!(drive.queue.len(), queued_before, "stage 2 opens after the next visit");
+    assert!(fire(&mut drive, 0, 4).is_empty());
+    assert_eq!(drive.wheel.stats().pending_per_level, [1, 5], "stage 0 cascaded at 4");
+    assert_eq!(fire(&mut drive, 4, 31), [(17, 4), (25, 0), (26, 2), (27, 5), (29, 1), (30, 3)]);
+}
+
+/// A visit popped after the time passed its stages' `due` (a later bucket flushed first) holds
+/// the due entries within the round's limit and moves the rest to the overdue list, whose offer
+/// it returns: the next round takes each of those once, at or after its tick.
+#[test]
+fn a_late_visit_holds_within_the_limit_and_moves_the_rest_to_the_overdue_list() {
+    let (mut drive, _) = split_drive(&[17, 18, 21, 29, 40]);
+    let (_, visit) = bucket();
+    assert!(queued(&drive, 4, visit));
+    let (mut out, mut offers) = (Vec::new(), Vec::new());
+    let next = drive.wheel.flush(BucketCode::encode(1, 2), 32, u64::MAX, &mut out, &mut offers);
+    assert!(out.is_empty() && next.is_none());
+    drive.queue.extend(offers.drain(..).map(std::cmp::Reverse));
+    assert_eq!(drive.wheel.time(), 32, "past every stage's due");
+    // The visit at 4, in a round of limit 1: stamps 0 and 1 are held, 2 and 3 go overdue.
+    let next = drive.wheel.flush(visit, 4, 1, &mut out, &mut offers);
+    assert_eq!(out.iter().map(|due| due.stamp).collect::<Vec<_>>(), [0, 1]);
+    let next = next.expect("the overdue list's offer for the next round");
+    assert_eq!(next.bucket, BucketCode::OVERDUE);
+    assert!(drive.wheel.splits.iter().all(|split| split.stages.iter().all(|stage| stage.is_empty())));
+    for due in &out {
+        assert_eq!(drive.wheel.claim(due.key), Some(due.stamp));
+    }
+    drive.queue.extend(offers.drain(..).chain([next]).map(std::cmp::Reverse));
+    audit(&drive.wheel, Some(&drive.queue));
+    let batch = drive.collect(32);
+    assert_eq!(
+        batch.iter().map(|due| (due.deadline.tick(), due.stamp)).collect::<Vec<_>>(),
+        [(21, 2), (29, 3)]
+    );
+    for due in &batch {
+        assert_eq!(drive.wheel.claim(due.key), Some(due.stamp));
+    }
+    assert_eq!(fire(&mut drive, 32, 40), [(40, 4)]);
+    assert!(drive.wheel.is_empty());
+}
