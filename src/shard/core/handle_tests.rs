@@ -11,6 +11,15 @@ use super::{Core, Handle, Merge};
 use crate::deadline::Deadline;
 use crate::shard::life::Status;
 
+/// A payload that counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// The stamps of what an advance to `now` holds, each claimed.
 fn fire(core: &Core<u32>, now: u64) -> Vec<u64> {
     let (mut out, mut merge) = (Vec::new(), Merge::default());
@@ -53,12 +62,6 @@ fn a_handle_alone_resets_its_entry_and_its_bucket_is_offered() {
 #[test]
 fn a_handle_outliving_its_core_finds_nothing() {
     let drops = Arc::new(AtomicUsize::new(0));
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     let core: Core<Counted> = Core::with_wheel_size(1, 8);
     let handle: Handle<Counted> =
         core.schedule(Deadline::at_tick(5), 1, Counted(Arc::clone(&drops))).map_err(drop).unwrap();
@@ -77,12 +80,6 @@ fn a_handle_outliving_its_core_finds_nothing() {
 fn resets_racing_the_cores_drop_lose_nothing() {
     for round in 0..50u64 {
         let drops = Arc::new(AtomicUsize::new(0));
-        struct Counted(Arc<AtomicUsize>);
-        impl Drop for Counted {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
         let core: Core<Counted> = Core::with_wheel_size(2, 8);
         let handles: Vec<Handle<Counted>> = (0..64u64)
             .map(|stamp| {
