@@ -36,9 +36,13 @@ unsafe impl<T: Copy + Send> Send for MappedVec<T> {}
 unsafe impl<T: Copy + Sync> Sync for MappedVec<T> {}
 
 impl<T: Copy> MappedVec<T> {
+    /// Items of `T` fit a mapping: not zero-sized, aligned within a page (evaluated, and failing
+    /// the build, where `new` is used for a `T` that does not).
+    const FITS: () = assert!(std::mem::size_of::<T>() > 0 && std::mem::align_of::<T>() <= OS_PAGE);
+
     /// An empty vector: no mapping until the first item.
     pub(crate) const fn new() -> MappedVec<T> {
-        const { assert!(std::mem::size_of::<T>() > 0 && std::mem::align_of::<T>() <= OS_PAGE) };
+        let () = Self::FITS;
         MappedVec { at: NonNull::dangling(), len: 0, bytes: 0, _items: PhantomData }
     }
 

@@ -47,7 +47,9 @@ use crate::sync::UnmodelledMutex;
 
 /// A mapping of its own: `map(bytes)` (a positive multiple of [`OS_PAGE`], zeroed), resized with
 /// `remap` (pages past the new size go back to the kernel at once) and given back with `unmap`.
-/// For the free lists' pool (`mapped_vec.rs`). Elsewhere than Linux, `std::alloc`.
+/// For the free lists' pool (`mapped_vec.rs`) and a shard's slots (`shard/slab/slots/mapped.rs`,
+/// which also remaps, populates and unmaps parts of its mapping and pages moved into it, as the
+/// contracts allow). Elsewhere than Linux, `std::alloc`.
 pub(crate) use imp::{map, remap, unmap};
 
 /// Makes mapped pages resident: a [`PageSource`]'s steps, a shard's run given back to its reserve.
@@ -72,6 +74,12 @@ const POPULATE_STEP: usize = 8;
 
 /// The system's page: every page a [`PageSource`] hands out is aligned to it.
 pub(crate) const OS_PAGE: usize = 4096;
+
+/// The system's page size in bytes (Linux: `sysconf(_SC_PAGESIZE)`, read once; elsewhere
+/// [`OS_PAGE`]): 16 or 64 KiB on some Linux systems (arm64, Android, ppc64), where the shard core
+/// moves no runs of [`OS_PAGE`] pages (`shard/reserve.rs`, `mapped`) and a shard's mapping grows by
+/// whole pages of this size (`shard/slab/slots/mapped.rs`).
+pub(crate) use imp::system_page;
 
 /// Pages of one size from chunks of mapped memory (see the module docs).
 pub(crate) struct PageSource {
@@ -222,25 +230,29 @@ mod imp {
     ///
     /// # Safety
     ///
-    /// `at..at + bytes` lies within one mapping made by [`map`] (whole system pages).
+    /// `at..at + bytes` is whole system pages within mappings of ours (made by [`map`] or
+    /// [`remap`], or moved there by [`move_to`]) that only the caller refers to.
     pub(crate) unsafe fn populate(at: NonNull<u8>, bytes: usize) {
-        // SAFETY: a range of a live mapping of ours (the caller's contract); populating faults its
-        // pages in and keeps their contents. A failure (an older kernel) changes nothing.
+        // SAFETY: whole pages of live mappings of ours (the caller's contract); populating faults
+        // them in and keeps their contents. A failure (an older kernel) changes nothing.
         unsafe { libc::madvise(at.as_ptr().cast(), bytes, libc::MADV_POPULATE_WRITE) };
     }
 
-    /// Moves or resizes a mapping of `old` bytes at `at` made by [`map`] (or by this) to `new`
-    /// bytes (both positive multiples of the system's page): its first `min(old, new)` bytes
-    /// kept, the pages past `new` given back to the kernel at once.
+    /// Moves or resizes the `old` bytes at `at` to `new` bytes (both positive multiples of
+    /// [`OS_PAGE`](super::OS_PAGE)): the first `min(old, new)` bytes kept, the pages past `new` given back to the
+    /// kernel at once.
     ///
     /// # Safety
     ///
-    /// `at..at + old` is one whole mapping made by [`map`] or this function, which nothing refers
-    /// to but the caller, who uses only the result from now on.
+    /// `at` is aligned to the system's page, and `at..at + old` rounded up to a whole system page
+    /// (as `mremap` rounds it) lies within one mapping of the kernel's (one made by
+    /// [`map`] or this function, or part of one: `mremap` moves a range within one mapping only,
+    /// and the rest of that mapping stays where it is), all of them ours, which nothing refers to
+    /// but the caller, who uses only the result from now on.
     pub(crate) unsafe fn remap(at: NonNull<u8>, old: usize, new: usize) -> NonNull<u8> {
-        // SAFETY: `at..at + old` is one whole mapping of ours that only the caller refers to (the
-        // function's contract); `MREMAP_MAYMOVE` lets the kernel move it. The result is checked
-        // for `MAP_FAILED`.
+        // SAFETY: `at..at + old` is whole pages within one mapping of ours that only the caller
+        // refers to (the function's contract); `MREMAP_MAYMOVE` lets the kernel move them. The
+        // result is checked for `MAP_FAILED`.
         let moved = unsafe { libc::mremap(at.as_ptr().cast(), old, new, libc::MREMAP_MAYMOVE) };
         if moved == libc::MAP_FAILED {
             std::alloc::handle_alloc_error(
@@ -258,9 +270,11 @@ mod imp {
     ///
     /// # Safety
     ///
-    /// `at..at + bytes` lies within one mapping of ours that only the caller refers to, and
-    /// `to..to + bytes` within another (or a fresh range the caller chose), disjoint from it, whose
-    /// contents nothing reads again; the caller uses the pages only at `to` from now on.
+    /// `at..at + bytes` is whole system pages within one mapping of the kernel's (all of them
+    /// ours: made by [`map`], [`remap`] or moved by this) that only the caller refers to, and
+    /// `to..to + bytes` whole pages of ours (within mappings of ours, or holes among them) that
+    /// only the caller refers to, disjoint from it, whose contents nothing reads again; the caller
+    /// uses the pages only at `to` from now on.
     pub(crate) unsafe fn move_to(at: NonNull<u8>, bytes: usize, to: NonNull<u8>) {
         // SAFETY: both ranges are mappings of ours that only the caller refers to, disjoint (the
         // function's contract); `MREMAP_FIXED` replaces the target's pages, which nothing reads.
@@ -295,15 +309,29 @@ mod imp {
         unsafe { libc::madvise(at.as_ptr().cast(), bytes, libc::MADV_DONTNEED) };
     }
 
-    /// Unmaps a chunk of `bytes` mapped by [`map`] (or [`remap`]ped to that size).
+    /// Unmaps the `bytes` at `chunk`: a whole mapping made by [`map`] (or [`remap`]ped to that
+    /// size), or any whole pages of ours (`munmap` takes a range over several mappings, and skips
+    /// holes).
     ///
     /// # Safety
     ///
-    /// `chunk..chunk + bytes` is one whole mapping made by [`map`] or [`remap`], unmapped once,
-    /// and nothing refers to its pages any more.
+    /// `chunk` is aligned to the system's page ([`system_page`]), and `chunk..chunk + bytes`
+    /// rounded up to a whole system page (as `munmap` rounds it) lies within mappings of ours
+    /// (made by [`map`] or [`remap`], or moved there by [`move_to`]) or holes between them, is
+    /// unmapped once, and nothing refers to its pages any more.
     pub(crate) unsafe fn unmap(chunk: NonNull<u8>, bytes: usize) {
-        // SAFETY: the function's contract: a whole mapping of ours, unmapped once, unused.
+        // SAFETY: the function's contract: whole pages of ours (the range as `munmap` rounds it),
+        // unmapped once, unused.
         unsafe { libc::munmap(chunk.as_ptr().cast(), bytes) };
+    }
+
+    pub(crate) fn system_page() -> usize {
+        static PAGE: OnceLock<usize> = OnceLock::new();
+        *PAGE.get_or_init(|| {
+            // SAFETY: `sysconf` takes an integer and reads or writes no memory of ours.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            usize::try_from(page).ok().filter(|&page| page > 0).expect("the system's page size")
+        })
     }
 
     const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
@@ -379,6 +407,10 @@ mod imp {
     pub(crate) unsafe fn unmap(chunk: NonNull<u8>, bytes: usize) {
         // SAFETY: allocated by `map` with this layout, freed once, unused (the contract).
         unsafe { alloc::dealloc(chunk.as_ptr(), layout(bytes)) };
+    }
+
+    pub(crate) fn system_page() -> usize {
+        super::OS_PAGE
     }
 
     pub(crate) fn heavy_barrier_available() -> bool {

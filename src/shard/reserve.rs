@@ -21,10 +21,11 @@
 //! `shard_core_reserve_head_read_outside_lock`, which the loom model
 //! `shard_core::two_shards_growing_at_once_take_their_own_runs` catches).
 //!
-//! **Without mappings.** Elsewhere than Linux, and under loom (whose models do not run system
-//! calls), a run is bookkeeping only: its address is its first unit's index, and a slab given one
+//! **Without mappings.** Elsewhere than Linux, on Linux where the system's page is not
+//! [`OS_PAGE`] ([`mapped`]), and under loom (whose models do not run system calls), a run is
+//! bookkeeping only: its address is its first unit's index, and a slab given one
 //! grows its vector by the run's slots. So the loom models check the protocol, not the pages.
-//! Elsewhere than Linux a core does not build a reserve at all: the capacity is written into the
+//! Outside loom such a core does not build a reserve at all: the capacity is written into the
 //! building thread's shard (`core/room.rs`).
 
 use crate::entry::os::OS_PAGE;
@@ -33,9 +34,14 @@ use crate::sync::Mutex;
 /// The least units a run holds (16,384 slots of 48 bytes, 768 KiB): one `mremap` moves it.
 pub(crate) const RUN_UNITS: usize = 64;
 
-/// Whether runs are pages moved by `mremap` (Linux, outside loom) or bookkeeping only.
-pub(crate) const MAPPED: bool =
-    cfg!(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom)));
+/// Whether runs are pages moved by `mremap` (Linux outside loom, where the system's page is
+/// [`OS_PAGE`]: a unit is whole pages of that size, and runs lie at unit steps within one mapping)
+/// or bookkeeping only. Where the system's page is larger (16 or 64 KiB) a core builds no reserve,
+/// as elsewhere than Linux (`core/room.rs`).
+pub(crate) fn mapped() -> bool {
+    cfg!(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom)))
+        && crate::entry::os::system_page() == OS_PAGE
+}
 
 /// Slots a unit holds, for slots of `slot_bytes`: 256, or more if 256 slots are not whole system
 /// pages (the least number of slots that are, for a slot size not a multiple of 16).
@@ -67,6 +73,8 @@ pub(crate) struct Reserve {
     unit_bytes: usize,
     /// The units it was built with.
     capacity: usize,
+    /// Whether its runs are pages ([`mapped`] when it was built) or bookkeeping only.
+    mapped: bool,
 }
 
 impl Reserve {
@@ -75,11 +83,22 @@ impl Reserve {
         let unit_bytes = unit_slots(slot_bytes) * slot_bytes;
         debug_assert_eq!(unit_bytes % OS_PAGE, 0);
         let units = slots.div_ceil(unit_slots(slot_bytes));
+        let mapped = mapped();
         let mut list = Vec::new();
         if units > 0 {
-            list.push(Run { at: map(units * unit_bytes), units });
+            let bytes = units.checked_mul(unit_bytes).expect("capacity overflow");
+            list.push(Run { at: if mapped { map(bytes) } else { 0 }, units });
         }
-        Reserve { runs: Mutex::new(list), unit_bytes, capacity: units }
+        Reserve { runs: Mutex::new(list), unit_bytes, capacity: units, mapped }
+    }
+
+    /// Whether its runs are pages, which a slab moves into its mapping (else bookkeeping only).
+    #[cfg_attr(
+        not(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom))),
+        allow(dead_code)
+    )]
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.mapped
     }
 
     /// Bytes of a unit.
@@ -99,6 +118,11 @@ impl Reserve {
 
     /// A run of `want` units (at least one), or of what the last run on the list holds if less;
     /// `None` if the reserve is empty. Under its lock, which the caller takes inside its shard's.
+    ///
+    /// The run is off the list before the unlock: the runs it hands out are disjoint from each
+    /// other and from those it holds, so long as every run given back is units taken from it
+    /// ([`give_back`](Reserve::give_back)). The slots' `unsafe` code (`slab/slots/mapped.rs`)
+    /// relies on this: a run's pages are the taker's alone.
     pub(crate) fn take(&self, want: usize) -> Option<Run> {
         debug_assert!(want > 0);
         if fault!("shard_core_reserve_head_read_outside_lock") {
@@ -117,13 +141,18 @@ impl Reserve {
 
     /// Puts `run` back (resident, its slots' bytes of any value), under its lock, which the caller
     /// takes inside its shard's.
+    ///
+    /// The run is units the caller took from this reserve and has not given back (moved to any
+    /// address: whole pages of a mapping of its own that nothing else refers to, or bookkeeping
+    /// only, as the reserve is), which it does not refer to again: [`take`](Reserve::take) hands
+    /// them to another slab, and the reserve unmaps them as it drops.
     pub(crate) fn give_back(&self, run: Run) {
         self.runs.lock().push(run);
     }
 
     /// What a unit adds to a run's address: its bytes, or 1 without mappings.
     pub(super) fn stride(&self) -> usize {
-        if MAPPED {
+        if self.mapped {
             self.unit_bytes
         } else {
             1
@@ -133,8 +162,10 @@ impl Reserve {
 
 impl Drop for Reserve {
     fn drop(&mut self) {
-        for run in self.runs.lock().drain(..) {
-            unmap(run.at, run.units * self.unit_bytes);
+        if self.mapped {
+            for run in self.runs.lock().drain(..) {
+                unmap(run.at, run.units * self.unit_bytes);
+            }
         }
     }
 }
@@ -145,7 +176,7 @@ impl std::fmt::Debug for Reserve {
     }
 }
 
-/// `bytes` of resident memory (its address), or the index 0 without mappings.
+/// `bytes` of resident memory (its address); 0 without mappings (not called).
 fn map(bytes: usize) -> usize {
     #[cfg(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom)))]
     return crate::entry::os::map(bytes, true).as_ptr() as usize;
@@ -156,11 +187,13 @@ fn map(bytes: usize) -> usize {
     }
 }
 
-/// Unmaps a run the reserve holds (nothing without mappings).
+/// Unmaps a run a mapped reserve holds (nothing without mappings: not called).
 fn unmap(at: usize, bytes: usize) {
     #[cfg(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom)))]
-    // SAFETY: a run on the reserve's list: whole pages of its mapping (or moved back into one by a
-    // shrink, `slab/slots.rs`), which the reserve alone refers to, unmapped once as it drops.
+    // SAFETY: a run on a mapped reserve's list: whole pages (units of whole `OS_PAGE`s, the
+    // system's page) of its mapping, or of a mapping a shrink moved them to
+    // (`slab/slots/mapped.rs`), which the reserve alone refers to (`give_back`'s rule), unmapped
+    // once as it drops.
     unsafe {
         crate::entry::os::unmap(std::ptr::NonNull::new(at as *mut u8).expect("a run's address"), bytes)
     };

@@ -12,20 +12,26 @@
 //!
 //! **The lock order**: the reserve's lock is taken only inside a shard's (a growth is a schedule's
 //! insert, a shrink is under the shard's lock), never a shard's inside it, and never two shards'
-//! at once; it guards the reserve's list of runs and count of units only. So the units the reserve
-//! holds and those the shards took add up to the capacity at every unlock
-//! ([`Core::reserve_units`]).
+//! at once; it guards the reserve's list of runs only. So the units the reserve holds and those the
+//! shards took add up to the capacity at every unlock ([`Core::reserve_units`]).
+//!
+//! **System calls under the shard's lock**: a growth that takes a run (`mremap`) and a shrink (an
+//! `mmap`, an `mremap` and `MADV_POPULATE_WRITE` for the units it gives back, a `munmap` for the
+//! rest) run under the shard's lock, so a shrink can hold that shard's schedulers for
+//! milliseconds; the other shards' do not wait.
 //!
 //! **Elsewhere than Linux** (no `mremap`) there is no reserve: the n slots are written into the
 //! building thread's shard (`Slab::reserve`), so the room is resident for the tasks that thread
-//! schedules.
+//! schedules. So it is on Linux where the system's page is not 4 KiB (`reserve::mapped`): a unit
+//! there is no whole number of pages.
 //!
 //! **Drop**: the shards' states are dropped as the core gives their headers back, each slab's
 //! payloads first, then its mapping (the units it took included); the reserve's runs after every
 //! shard.
 
 use super::{Core, Extra, Wheel};
-use crate::shard::reserve::{Reserve, MAPPED};
+use crate::builder::MAX_CAPACITY;
+use crate::shard::reserve::{mapped, Reserve};
 use crate::sync::Arc;
 
 impl<P: Send + 'static, X: Extra> Core<P, X> {
@@ -35,13 +41,15 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     ///
     /// # Panics
     ///
-    /// As [`with_extra`](Core::with_extra).
+    /// As [`with_extra`](Core::with_extra), and if `capacity` is over [`MAX_CAPACITY`] (which
+    /// `TimerBuilder::try_build` refuses), before anything is mapped.
     pub fn with_capacity(shards: usize, wheel_size: u64, capacity: usize) -> Core<P, X> {
+        assert!(capacity <= MAX_CAPACITY, "a capacity of {capacity} is over MAX_CAPACITY ({MAX_CAPACITY})");
         let mut core = Core::with_extra(shards, wheel_size);
         if capacity == 0 {
             return core;
         }
-        if !MAPPED && !cfg!(delaywheel_loom) {
+        if !mapped() && !cfg!(delaywheel_loom) {
             core.shards[core.own_shard()].lock().state().wheel.reserve(capacity);
             return core;
         }

@@ -23,7 +23,9 @@
 //! * **Drop**: the slots written are dropped, then the mapping is unmapped.
 //!
 //! Elsewhere than Linux, and under loom, the slots are a `Vec`, and a run is bookkeeping: the
-//! vector reserves the run's slots (`reserve.rs`, "Without mappings").
+//! vector reserves the run's slots (`reserve.rs`, "Without mappings"). On Linux where the system's
+//! page is not 4 KiB the slots are a mapping with no reserve (`reserve::mapped`), grown and cut in
+//! whole system pages.
 
 use super::super::reserve::{unit_slots, Reserve, Run, RUN_UNITS};
 use crate::sync::Arc;
@@ -46,7 +48,7 @@ impl Room {
         Some(run)
     }
 
-    /// Gives `units` units back, of those cut, as `run`.
+    /// Gives the units of `run` back to the reserve (some of those a shrink cut).
     fn give_back(&mut self, run: Run) {
         self.taken -= run.units;
         self.reserve.give_back(run);

@@ -1,12 +1,12 @@
 use super::{Slab, Slot, Status, MAX_SLOTS};
-use crate::entry::os::OS_PAGE;
-use crate::shard::reserve::MAPPED;
+use crate::entry::os::system_page;
 
-/// The capacity a shrink leaves to `slots` slots: a vector's exact, a mapping's whole pages.
+/// The capacity a shrink leaves to `slots` slots: a vector's exact, a mapping's whole pages (the
+/// slots are a mapping on Linux outside loom, `slots.rs`).
 fn shrunk(slots: usize) -> usize {
     let size = std::mem::size_of::<Slot<u32>>();
-    if MAPPED {
-        (slots * size).div_ceil(OS_PAGE) * OS_PAGE / size
+    if cfg!(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom))) {
+        (slots * size).div_ceil(system_page()) * system_page() / size
     } else {
         slots
     }
@@ -275,4 +275,14 @@ fn callgrind_churn_pairs() {
     let elapsed = start.elapsed();
     eprintln!("{pairs} pairs: {:.1} ns a pair", elapsed.as_nanos() as f64 / pairs.max(1) as f64);
     std::hint::black_box(core.len());
+}
+
+/// A reservation past what the address space holds panics, as a vector's does, rather than
+/// wrapping into a smaller mapping under the slots written.
+#[test]
+#[should_panic(expected = "capacity overflow")]
+fn a_reservation_past_the_address_space_is_refused() {
+    let mut slots = super::Slots::<u64>::new();
+    slots.push(1);
+    slots.reserve_exact(usize::MAX);
 }

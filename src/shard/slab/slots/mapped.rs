@@ -29,8 +29,12 @@ unsafe impl<T: Send> Send for Slots<T> {}
 unsafe impl<T: Sync> Sync for Slots<T> {}
 
 impl<T> Slots<T> {
+    /// Slots of `T` fit a mapping: not zero-sized, aligned within a page (evaluated, and failing
+    /// the build, where `new` is used for a `T` that does not).
+    const FITS: () = assert!(std::mem::size_of::<T>() > 0 && std::mem::align_of::<T>() <= OS_PAGE);
+
     pub(in super::super) const fn new() -> Self {
-        const { assert!(std::mem::size_of::<T>() > 0 && std::mem::align_of::<T>() <= OS_PAGE) };
+        let () = Self::FITS;
         Slots { at: NonNull::dangling(), len: 0, bytes: 0, ends: Vec::new(), room: None }
     }
 
@@ -69,11 +73,14 @@ impl<T> Slots<T> {
     /// Grows the mapping (fresh pages) to hold at least `more` slots past those written.
     pub(in super::super) fn reserve_exact(&mut self, more: usize) {
         if self.capacity() - self.len < more {
-            self.resize(self.round((self.len + more) * std::mem::size_of::<T>()));
+            let bytes =
+                self.len.checked_add(more).and_then(|slots| slots.checked_mul(std::mem::size_of::<T>()));
+            self.resize(self.round(bytes.expect("capacity overflow")));
         }
     }
 
     pub(in super::super) fn attach(&mut self, reserve: Arc<Reserve>) {
+        assert!(reserve.is_mapped(), "a reserve of pages: its runs are moved into the mapping");
         debug_assert_eq!(
             reserve.unit_bytes(),
             unit_slots(std::mem::size_of::<T>()) * std::mem::size_of::<T>()
@@ -92,7 +99,7 @@ impl<T> Slots<T> {
         let before = self.capacity();
         let Some(room) = self.room.as_mut() else { return 0 };
         let unit = room.reserve.unit_bytes();
-        let most = (most.saturating_sub(before) * std::mem::size_of::<T>()) / unit;
+        let most = most.saturating_sub(before) / unit_slots(std::mem::size_of::<T>());
         let Some(run) = room.take(self.bytes / unit, most) else { return 0 };
         let run_bytes = run.units * unit;
         let at = NonNull::new(run.at as *mut u8).expect("a run's address");
@@ -102,8 +109,11 @@ impl<T> Slots<T> {
         } else {
             let old = self.bytes;
             self.resize(old + run_bytes);
-            // SAFETY: the run is the reserve's pages, now this slab's alone; `old..old + run_bytes`
-            // is the tail the resize just added, untouched, which the run replaces.
+            // SAFETY: the run is whole pages (units of whole `OS_PAGE`s, the system's page: the
+            // reserve is mapped) within one mapping of the kernel's, the reserve's or one a shrink
+            // moved them to, now this slab's alone (`Reserve::take` hands out disjoint runs);
+            // `old..old + run_bytes` is whole pages of the mapping, the tail the resize just added,
+            // which only these slots refer to and nothing reads: the run replaces it.
             unsafe { os::move_to(at, run_bytes, self.byte(old)) };
             self.ends.pop();
             if self.ends.last() != Some(&old) {
@@ -131,17 +141,20 @@ impl<T> Slots<T> {
                 if units > 0 {
                     let to = os::map(units * unit, false);
                     move_out(self.at.cast(), &self.ends, lo..lo + units * unit, to);
-                    // SAFETY: the pages just moved to `to`, a mapping of ours; populating keeps
-                    // their bytes (of any value: the reserve never reads them).
+                    // SAFETY: the whole pages just moved to `to`, the whole of a mapping of ours
+                    // that only this function refers to yet; populating keeps their bytes (of any
+                    // value: the reserve never reads them).
                     unsafe { os::populate(to, units * unit) };
                     room.give_back(Run { at: to.as_ptr() as usize, units });
                 }
                 start = end;
             }
         }
-        // SAFETY: `keep..bytes` is whole pages of this mapping past the slots written, which
-        // nothing refers to (the runs given back moved out of it already: munmap skips holes, and
-        // takes a range over several pieces).
+        // SAFETY: `keep..bytes` is whole system pages (`keep` and `bytes` are multiples of the
+        // grain, itself of the system's page; the mapping's base is aligned to it) of this
+        // mapping's pieces past the slots written, or holes the runs given back left (they moved
+        // out already), which nothing refers to: `unmap`'s contract allows several mappings and
+        // holes.
         unsafe { os::unmap(self.byte(keep), self.bytes - keep) };
         self.ends.retain(|&end| end < keep);
         if keep > 0 {
@@ -153,21 +166,27 @@ impl<T> Slots<T> {
     }
 
     /// `bytes` rounded up to the mapping's grain: a unit of the reserve's if it has one (so that
-    /// every piece is whole units, and a shrink gives whole units back), else a system page.
+    /// every piece is whole units, and a shrink gives whole units back; a reserve is mapped only
+    /// where the system's page is `OS_PAGE`), else the system's page (which may be 16 or 64 KiB:
+    /// the mapping is resized and cut only at its pages).
     fn round(&self, bytes: usize) -> usize {
-        let grain = self.room.as_ref().map_or(OS_PAGE, |room| room.reserve.unit_bytes());
-        bytes.div_ceil(grain) * grain
+        let grain = self.room.as_ref().map_or_else(os::system_page, |room| room.reserve.unit_bytes());
+        bytes.div_ceil(grain).checked_mul(grain).expect("capacity overflow")
     }
 
     /// Resizes the mapping to `bytes` (more than it has), keeping the slots: remapped while it
     /// is one piece, else moved piece by piece into a fresh mapping.
     fn resize(&mut self, bytes: usize) {
-        debug_assert!(bytes > self.bytes && bytes % OS_PAGE == 0);
+        // Not a debug assertion: a smaller size would unmap written slots.
+        assert!(bytes > self.bytes, "a mapping of {} bytes resized to {bytes}", self.bytes);
+        debug_assert_eq!(bytes % OS_PAGE, 0);
         let old = self.bytes;
         self.at = match self.ends.len() {
             0 => os::map(bytes, false),
-            // SAFETY: one piece: the whole mapping of `old` bytes, which only these slots refer to;
-            // `self.at` is replaced by the result at once.
+            // SAFETY: one piece: whole pages (a multiple of the grain, from a page-aligned base)
+            // within one mapping of the kernel's (one of ours, or part of one: a run adopted from
+            // the reserve's), which only these slots refer to; `self.at` is replaced by the result
+            // at once.
             1 => unsafe { os::remap(self.at.cast(), old, bytes) },
             _ => {
                 let to = os::map(bytes, false);
@@ -187,8 +206,8 @@ impl<T> Slots<T> {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, slots: usize) {
-        let slots = slots.max(2 * self.capacity()).max(OS_PAGE / std::mem::size_of::<T>());
-        self.resize(self.round(slots * std::mem::size_of::<T>()));
+        let slots = slots.max(self.capacity().saturating_mul(2)).max(OS_PAGE / std::mem::size_of::<T>());
+        self.resize(self.round(slots.checked_mul(std::mem::size_of::<T>()).expect("capacity overflow")));
     }
 
     /// The byte `offset` of the mapping (within it).
@@ -205,10 +224,12 @@ fn move_out(at: NonNull<u8>, ends: &[usize], range: std::ops::Range<usize>, to: 
     for &end in ends {
         let (lo, hi) = (start.max(range.start), end.min(range.end));
         if lo < hi {
-            // SAFETY: `lo..hi` lies within one piece of the mapping (a mapping of its own, or part
-            // of one), which only the caller refers to; `to + (lo - range.start)` lies in the
-            // caller's fresh mapping of at least `range.len()` bytes, disjoint from it. Both
-            // offsets are within their mappings.
+            // SAFETY: `lo..hi` is whole pages (the pieces' ends and the range's are on the grain)
+            // within one piece of the mapping, itself within one mapping of the kernel's (a
+            // mapping of its own, or part of one), which only the caller refers to;
+            // `to + (lo - range.start)` starts whole pages of the caller's fresh mapping of at
+            // least `range.len()` bytes, disjoint from it, which nothing reads. Both offsets are
+            // within their mappings.
             unsafe {
                 os::move_to(
                     NonNull::new_unchecked(at.as_ptr().add(lo)),
@@ -229,8 +250,9 @@ impl<T> Drop for Slots<T> {
         impl Drop for Unmap {
             fn drop(&mut self) {
                 if self.1 > 0 {
-                    // SAFETY: the slots' whole mapping (every piece: munmap takes a range over
-                    // several), which only they refer to, unmapped once, after their drops.
+                    // SAFETY: the slots' whole mapping (whole pages of every piece: `unmap` takes a
+                    // range over several mappings), which only they refer to, unmapped once,
+                    // after their drops.
                     unsafe { os::unmap(self.0, self.1) };
                 }
             }
