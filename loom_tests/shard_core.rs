@@ -54,6 +54,11 @@
 //!   its slab empty: each shard takes a run of its own from the reserve under its shard's lock
 //!   (the reserve's lock inside it), and after both the reserve is empty and the units the shards
 //!   took add up to the capacity. The reserve's runs are bookkeeping under loom (no mapping).
+//! * `a_shrink_giving_back_racing_a_growth_adds_up`: a core of two shards built with room for two
+//!   runs, shard 0 holding one (grown, then emptied); `Core::shrink` from one thread gives it back
+//!   while a schedule into shard 1 from another takes a run: after both, shard 0 holds none, shard
+//!   1 the run (or the unit its entry occupies, if the shrink reached it after its growth), and the
+//!   reserve the rest, adding up to the capacity.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -392,5 +397,32 @@ fn a_split_racing_the_poll_is_visited_by_this_advance_or_the_next() {
             assert_eq!(fired, [Some(tick)], "fired once, at its tick");
         }
         assert_eq!(core.len(), 0);
+    });
+}
+
+/// Seeded fault `shard_core_reserve_give_back_outside_lock`: a shrink's give-back copies the
+/// reserve's list under one hold of its lock and writes it back, with the run given back, under
+/// another; a growth taking a run between the two finds it back on the list: held twice.
+#[test]
+fn a_shrink_giving_back_racing_a_growth_adds_up() {
+    let (run, unit) = run_units::<u64>();
+    loom::model(move || {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_capacity(2, 4, 2 * run * unit));
+        // Shard 0 (the model's main thread's) grows by a run, then empties.
+        let handle = core.schedule(at_tick(1), 1, 1).map_err(drop).unwrap();
+        assert_eq!(core.cancel(&handle), Some(1));
+        assert_eq!(taken_units(&core), [run, 0]);
+        // The thread it spawns schedules into shard 1, which takes a run, while it shrinks.
+        let scheduler = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || core.schedule(at_tick(2), 2, 2).map(drop).map_err(drop).unwrap())
+        };
+        assert!(core.shrink() > 0, "shard 0 cut its slots");
+        scheduler.join().unwrap();
+        let taken = taken_units(&core);
+        let (held, capacity) = reserve_units(&core).unwrap();
+        assert_eq!(held + taken.iter().sum::<usize>(), capacity, "held {held}, taken {taken:?}: they add up");
+        // Shard 1 keeps the unit its entry occupies if the shrink reached it after its growth.
+        assert!(taken[0] == 0 && (taken[1] == run || taken[1] == 1), "given back, a run taken: {taken:?}");
     });
 }

@@ -51,6 +51,10 @@
 //!   growing from the core's reserve reads the run it will take (the list's last) in a critical
 //!   section of the reserve's lock of its own, and takes it in a second: two shards growing at once
 //!   read the same run and both take it.
+//! * `shard_core_reserve_give_back_outside_lock` ([`give_back_writing_list_outside_lock`]): a
+//!   shrink giving units back to the reserve copies its list of runs under one hold of the lock and
+//!   writes the copy, with the run given back, under another: a run another shard took between the
+//!   two is back on the list, held twice.
 
 use super::core::{Extra, State};
 use super::pool::{Handle, Header, Pool, Shard, ShardState};
@@ -208,6 +212,15 @@ pub(super) fn set_aside_offers_before_link<P: Send + 'static, X: Extra>(
 /// its own, for `Core::schedule` to read before its insert's.
 pub(super) fn closed<P: Send + 'static, X: Extra>(shard: &Shard<State<P, X>>) -> bool {
     shard.lock().state().closed
+}
+
+/// `shard_core_reserve_give_back_outside_lock`: `Reserve::give_back` copying the list under one
+/// hold of the reserve's lock and writing the copy back under another, where a taker may take a run
+/// between the two.
+pub(super) fn give_back_writing_list_outside_lock(reserve: &Reserve, run: Run) {
+    let mut list = reserve.runs.lock().clone();
+    list.push(run);
+    *reserve.runs.lock() = list;
 }
 
 /// `shard_core_reserve_head_read_outside_lock`: `Reserve::take` reading the run it takes under one

@@ -19,7 +19,10 @@
 //! and those the slabs hold of it add up to the capacity at every unlock. Reading the list's head
 //! outside the lock lets two shards take the same run (the seeded fault
 //! `shard_core_reserve_head_read_outside_lock`, which the loom model
-//! `shard_core::two_shards_growing_at_once_take_their_own_runs` catches).
+//! `shard_core::two_shards_growing_at_once_take_their_own_runs` catches). A shrink's give-back is one
+//! critical section too: writing back a list read under an earlier hold loses a run another shard
+//! took meanwhile (`shard_core_reserve_give_back_outside_lock`, which
+//! `shard_core::a_shrink_giving_back_racing_a_growth_adds_up` catches).
 //!
 //! **Without mappings.** Elsewhere than Linux, on Linux where the system's page is not
 //! [`OS_PAGE`] ([`mapped`]), and under loom (whose models do not run system calls), a run is
@@ -147,6 +150,9 @@ impl Reserve {
     /// only, as the reserve is), which it does not refer to again: [`take`](Reserve::take) hands
     /// them to another slab, and the reserve unmaps them as it drops.
     pub(crate) fn give_back(&self, run: Run) {
+        if fault!("shard_core_reserve_give_back_outside_lock") {
+            return super::faults::give_back_writing_list_outside_lock(self, run);
+        }
         self.runs.lock().push(run);
     }
 
