@@ -296,17 +296,30 @@ mod imp {
         debug_assert_eq!(moved.cast::<u8>(), to.as_ptr(), "moved where asked");
     }
 
-    /// Empties `bytes` of mapped memory at `at` (whole system pages): zero when next read.
+    /// Empties the whole system pages within `bytes` of mapped memory at `at` (whole
+    /// [`OS_PAGE`](super::OS_PAGE)s): zero when next read. Where the system's page is larger, the
+    /// pages the range covers only in part keep their contents: `madvise` would round the range
+    /// out to them, over memory the caller does not own (a neighbouring page of a source's chunk,
+    /// the heap past a vector).
     ///
     /// # Safety
     ///
-    /// `at..at + bytes` is whole pages of memory the caller owns (a source's pages, a vector's spare
-    /// capacity), whose contents nothing reads again before writing them.
+    /// `at..at + bytes` is memory the caller owns (a source's pages, a vector's spare capacity),
+    /// whose contents nothing reads again before writing them.
     pub(super) unsafe fn discard(at: NonNull<u8>, bytes: usize) {
-        // SAFETY: by the contract the range is the caller's and nothing reads its contents before
-        // writing them; `MADV_DONTNEED` only drops those contents (private anonymous memory reads
-        // back zeros) and touches no other memory. A failure only leaves the memory resident.
-        unsafe { libc::madvise(at.as_ptr().cast(), bytes, libc::MADV_DONTNEED) };
+        let page = system_page();
+        let addr = at.as_ptr() as usize;
+        let (start, end) = (addr.next_multiple_of(page), (addr + bytes) / page * page);
+        if end <= start {
+            return;
+        }
+        // SAFETY: `start..end` is whole system pages within the caller's range, so `madvise`
+        // rounds nothing out; nothing reads their contents before writing them (the contract), and
+        // `MADV_DONTNEED` only drops those contents (private anonymous memory reads back zeros). A
+        // failure only leaves the memory resident.
+        unsafe {
+            libc::madvise(at.as_ptr().wrapping_add(start - addr).cast(), end - start, libc::MADV_DONTNEED)
+        };
     }
 
     /// Unmaps the `bytes` at `chunk`: a whole mapping made by [`map`] (or [`remap`]ped to that
