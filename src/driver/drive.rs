@@ -188,7 +188,7 @@ where
     S: Future,
 {
     fn new(shared: Arc<Shared>, sleep_until: F) -> Self {
-        // Not a loom atomic: the number orders nothing (as a timer's identity, `Shared::new_id`).
+        // Not a loom atomic: the number orders nothing (as a timer's identity, `TimerId::fresh`).
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         #[cfg(not(delaywheel_loom))]

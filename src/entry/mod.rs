@@ -102,6 +102,8 @@ use location::{LaneKey, Location};
 pub(crate) use retarget::{deadline, retarget, Retargeted, Target};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 pub(crate) use stamps::StampBy;
+#[cfg(delaywheel_core)]
+pub(crate) use stamps::Stamps;
 pub(crate) use task_slab::Freed;
 pub(crate) use value::{cancel_value_at, claim_value, current, exact, FiredValue};
 

@@ -75,7 +75,7 @@ mod len;
 mod ready;
 #[cfg(feature = "async")]
 mod stream;
-#[cfg(all(test, not(delaywheel_loom)))]
+#[cfg(all(test, not(delaywheel_loom), not(delaywheel_core)))]
 mod tests;
 mod whole;
 

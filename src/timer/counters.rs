@@ -264,6 +264,14 @@ impl<C> Stripe<C> {
     }
 }
 
+impl super::Shared {
+    /// Counts `n` panicked tasks or wakes on the calling thread's stripe (`shutdown.rs`).
+    #[inline]
+    pub(super) fn count_panicked(&self, n: u64) {
+        self.counters.local().panicked(n);
+    }
+}
+
 /// The counts of a tick group's members (`groups.rs`), on the calling thread's stripe.
 #[cfg(feature = "async")]
 impl super::Shared {

@@ -42,50 +42,75 @@ use crate::clock::nanos_to_duration;
 use crate::driver::Driver;
 use crate::sync::{Arc, Mutex};
 
+#[cfg(not(delaywheel_core))]
 mod advance;
 pub(crate) mod advancing;
+#[cfg(not(delaywheel_core))]
 mod before_origin;
+#[cfg(not(delaywheel_core))]
 mod cancel;
+#[cfg(not(delaywheel_core))]
 mod counters;
-#[cfg(feature = "async")]
+#[cfg(all(feature = "async", not(delaywheel_core)))]
 mod drive_waker;
 pub(crate) mod error;
+#[cfg(not(delaywheel_core))]
 mod faults;
+#[cfg(not(delaywheel_core))]
 mod fire;
 #[cfg(feature = "async")]
 pub(crate) mod groups;
+#[cfg(not(delaywheel_core))]
 pub(crate) mod handle;
 mod instants;
+// The timer on the sharded core (`on_core/`), in place of the arena's rooms.
+#[cfg(delaywheel_core)]
+mod on_core;
 pub(crate) mod position;
 #[cfg(feature = "async")]
 pub(crate) mod refs;
-#[cfg(test)]
+#[cfg(all(test, not(delaywheel_core)))]
 mod remains;
+#[cfg(not(delaywheel_core))]
 mod reset;
+#[cfg(not(delaywheel_core))]
 mod schedule;
+#[cfg(not(delaywheel_core))]
 mod shared;
 mod shrink;
 mod shutdown;
 pub(crate) mod stats;
+#[cfg(not(delaywheel_core))]
 mod store;
 mod time;
 mod trace;
 pub(crate) mod unfired;
+#[cfg(not(delaywheel_core))]
 mod value_entries;
 pub(crate) mod values;
 #[cfg(feature = "async")]
 pub(crate) mod wakes;
 mod weak;
 
+#[cfg(delaywheel_core)]
+pub(crate) use on_core::handle;
+#[cfg(delaywheel_core)]
+use on_core::values as value_entries;
+
 use error::ScheduleError;
 use handle::TimerHandle;
 use stats::TimerStats;
 use unfired::UnfiredTask;
 
+#[cfg(not(delaywheel_core))]
 pub(crate) use fire::{ExecutorJob, ExecutorRoom};
 #[cfg(feature = "async")]
 pub(crate) use handle::LentHandle;
+#[cfg(delaywheel_core)]
+pub(crate) use on_core::{BucketQueue, ExecutorJob, ExecutorRoom, Shared};
+#[cfg(not(delaywheel_core))]
 pub(crate) use shared::Shared;
+#[cfg(not(delaywheel_core))]
 pub(crate) use store::{BucketQueue, HandleStripe, Store};
 pub(crate) use time::{Time, When};
 pub(crate) use weak::{LiveTimer, WeakTimer};

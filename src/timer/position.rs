@@ -1,5 +1,6 @@
 //! [`WheelPosition`]: where a pending task sits in the wheel, for diagnostics and teaching.
 
+#[cfg(not(delaywheel_core))]
 use super::Store;
 use crate::entry::{Status, Ticket};
 
@@ -35,6 +36,7 @@ pub struct WheelPosition {
     pub deadline_tick: u64,
 }
 
+#[cfg(not(delaywheel_core))]
 /// The position of `entry`, if it is pending and in a bucket (not in transit during a flush).
 pub(crate) fn of(Store { arena, wheel, .. }: &Store, ticket: Ticket) -> Option<WheelPosition> {
     let state = arena.lock(ticket.id);

@@ -53,7 +53,7 @@ pub(crate) struct Shared {
     pub(super) draining: AtomicUsize,
     /// When the driver shrinks the arena next (`shrink.rs`).
     pub(super) auto_shrink: shrink::AutoShrink,
-    /// This timer's identity, never another timer's (see [`Shared::new_id`]).
+    /// This timer's identity, never another timer's (`TimerId::fresh`).
     pub(super) id: usize,
     /// The thread inside this timer's advance, if any (`advancing.rs`).
     pub(super) advancer: UnmodelledAtomicU64,
@@ -104,7 +104,7 @@ impl Shared {
             abandoned_values: AtomicU64::new(0),
             draining: AtomicUsize::new(0),
             auto_shrink: shrink::AutoShrink::default(),
-            id: Shared::new_id(),
+            id: unfired::TimerId::fresh(),
             advancer: UnmodelledAtomicU64::new(0),
         });
         shared.current_tick.store(shared.time.now_tick(), Ordering::Relaxed);
@@ -137,17 +137,6 @@ impl Shared {
 
     pub(crate) fn time(&self) -> &Time {
         &self.time
-    }
-
-    /// A new timer's identity: never 0 (no timer), never one handed out before. Not the shared
-    /// state's address, which a timer built after this one is dropped may take: an unfired task
-    /// outlives its timer, and run then, its mark must not name the later timer, whose sleeps'
-    /// wake-ups would take themselves for unfired tasks (`unfired.rs`).
-    fn new_id() -> usize {
-        // Not a loom atomic: the count orders nothing, and a static one of loom's would outlive its
-        // model. (A 64-bit count never wraps; a 32-bit one only after four billion timers.)
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// This timer's identity, as its unfired tasks carry it (`unfired.rs`).

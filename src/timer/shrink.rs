@@ -133,6 +133,7 @@ impl Timer {
         let _ = shared.give_back(limit);
     }
 
+    #[cfg(not(delaywheel_core))]
     /// After a stop's drain (`shutdown.rs`): gives back the pages the drain emptied while the
     /// arena outlives the stop, kept by the shut-down timer itself or, after its drop, by a handle
     /// or a future (see the module docs, "After a shutdown"). Waits up to [`STOP_WAIT`] for
@@ -148,6 +149,7 @@ impl Timer {
         let _ = shared.give_back(if fault!("stop_shrink_waits") { None } else { Some(limit) });
     }
 
+    #[cfg(not(delaywheel_core))]
     /// Whether something else than this timer holds its store (its arena and wheel): a handle
     /// (its counter stripe) or a future (its `TimerRef`). Once this is `false` during the drop,
     /// nothing can make it `true` again: only the timer hands out either.
@@ -160,6 +162,7 @@ impl Timer {
     }
 }
 
+#[cfg(not(delaywheel_core))]
 impl Shared {
     /// The driver's automatic shrink (see the module docs), after an advance.
     pub(crate) fn shrink_if_spent(&self) {
@@ -251,7 +254,7 @@ impl Shared {
     }
 }
 
-#[cfg(all(test, not(delaywheel_loom)))]
+#[cfg(all(test, not(delaywheel_loom), not(delaywheel_core)))]
 mod tests {
     use std::time::Duration;
 

@@ -95,6 +95,7 @@ impl Timer {
         self.stop(false, Some(timeout))
     }
 
+    #[cfg(not(delaywheel_core))]
     /// Shutdown (`dropping == false`, waiting up to `wait`, `None` for as long as it takes) or drop.
     /// Drop joins only a driver that is not advancing (it is then about to exit); one inside a
     /// task is told to stop and left to exit on its own; with executor threads, the drain scans
@@ -244,7 +245,7 @@ impl Shared {
         } else {
             sink.closed(&mut || self.abandoned_values.swap(0, Ordering::Relaxed))
         };
-        self.counters.local().panicked(panicked);
+        self.count_panicked(panicked);
     }
 }
 

@@ -260,6 +260,7 @@ impl Drop for Batch<'_> {
     }
 }
 
+#[cfg(not(delaywheel_core))]
 impl Shared {
     /// [`Timer::stats`](super::Timer::stats).
     pub(crate) fn stats(&self) -> TimerStats {

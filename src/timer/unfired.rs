@@ -24,6 +24,17 @@ crate::sync::thread_local! {
 pub(crate) struct TimerId(pub(super) usize);
 
 impl TimerId {
+    /// A new timer's identity: never 0 (no timer), never one handed out before. Not the shared
+    /// state's address, which a timer built after this one is dropped may take: an unfired task
+    /// outlives its timer, and run then, its mark must not name the later timer, whose sleeps'
+    /// wake-ups would take themselves for unfired tasks.
+    pub(super) fn fresh() -> usize {
+        // Not a loom atomic: the count orders nothing, and a static one of loom's would outlive its
+        // model. (A 64-bit count never wraps; a 32-bit one only after four billion timers.)
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether this thread is inside [`UnfiredTask::run`] of a task of this timer: the task runs
     /// because a shutdown handed it back, not because its deadline came.
     #[cfg(feature = "async")]

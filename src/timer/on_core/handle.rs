@@ -1,0 +1,209 @@
+//! `TimerHandle` on the core: the pool's 32-byte handle of the task's entry, with no reference
+//! count (`shard/pool.rs`, "A handle"), and a future's [`LentHandle`], the same handle, `Copy`.
+//!
+//! A handle works alone, through its entry's shard (`shard/core/handles.rs`, "A handle alone"):
+//! a cancel takes the entry out under the shard's lock and lowers a bounded timer's gauge there
+//! (the shard's [`Extra`](super::Extra)); a reset reads the timer's clock from the shard's extra,
+//! then moves the entry (a second hold of the lock: the core's reset takes the deadline made); a
+//! deadline reads the word and, for the clock's origin, the instant kept by stamp in the extra.
+//! Once the timer is dropped, the shard's header is given back and every handle finds nothing.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+#[cfg(feature = "async")]
+use super::super::LiveTimer;
+use super::super::When;
+use super::{CoreHandle, Extra, Payload};
+use crate::deadline::Deadline;
+use crate::shard::life::Status;
+
+/// A scheduled task, as seen by whoever scheduled it: the way to cancel it or move it.
+///
+/// Dropping a handle does **not** cancel the task; only [`cancel`](TimerHandle::cancel) does. A
+/// handle names its task by shard, slot and stamp in the timer's core and keeps nothing alive:
+/// once the task ended, or the timer is dropped, it finds nothing.
+///
+/// For every task, exactly one of these happens: it runs once, or one `cancel()` call returns
+/// `true` (or the timer shuts down first, and then neither). A reset moves a pending task to a
+/// new deadline and returns `true`, or returns `false` once the task fired, is firing, was
+/// cancelled or abandoned.
+#[derive(Clone)]
+pub struct TimerHandle {
+    /// `None` for the handle `Timer::schedule` returns when it could not schedule.
+    inner: Option<CoreHandle>,
+}
+
+// The core's handle, the `Option` in its header reference's niche.
+#[cfg(not(delaywheel_loom))]
+const _: () = assert!(std::mem::size_of::<TimerHandle>() == 32);
+
+impl TimerHandle {
+    #[inline]
+    pub(super) fn new(handle: CoreHandle) -> Self {
+        TimerHandle { inner: Some(handle) }
+    }
+
+    /// A handle to nothing: what `schedule` returns for a task it refused.
+    pub(crate) fn refused() -> Self {
+        TimerHandle { inner: None }
+    }
+
+    /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
+    /// runs; its closure is dropped before this returns, and `Timer::len` drops at once.
+    ///
+    /// # Panics
+    ///
+    /// Only if the closure's own `Drop` panics, after the task was cancelled and counted.
+    pub fn cancel(&self) -> bool {
+        self.inner.is_some_and(|handle| cancel(&handle))
+    }
+
+    /// Moves the pending task to `delay` from now on the timer's clock, keeping its closure and
+    /// this handle: `true` iff it was pending and is now due then.
+    pub fn reset(&self, delay: Duration) -> bool {
+        self.inner.is_some_and(|handle| reset(&handle, When::After(delay), true))
+    }
+
+    /// Moves the pending task to `deadline` on the timer's clock; see [`reset`](TimerHandle::reset).
+    pub fn reset_at(&self, deadline: Instant) -> bool {
+        self.inner.is_some_and(|handle| reset(&handle, When::At(deadline), true))
+    }
+
+    /// When the pending task is due, on the timer's clock; `None` once it is no longer pending.
+    pub fn deadline(&self) -> Option<Instant> {
+        deadline(&self.inner?)
+    }
+
+    /// Whether the task is still waiting: not yet fired, cancelled or abandoned.
+    pub fn is_pending(&self) -> bool {
+        self.status() == Some(Status::Pending)
+    }
+
+    /// Whether the task was claimed for running: it ran or is running (kept until its slot is
+    /// reused).
+    pub fn is_fired(&self) -> bool {
+        self.status() == Some(Status::Fired)
+    }
+
+    /// Whether a `cancel()` call cancelled the task (kept until its slot is reused).
+    pub fn is_cancelled(&self) -> bool {
+        self.status() == Some(Status::Cancelled)
+    }
+
+    /// Where the task sits in the wheel right now. **Diagnostic**: a snapshot.
+    pub fn position(&self) -> Option<crate::WheelPosition> {
+        todo!("on_core: a handle's position in its shard's wheel")
+    }
+
+    fn status(&self) -> Option<Status> {
+        self.inner?.status()
+    }
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_handle(f, self.inner)
+    }
+}
+
+/// A handle's `Debug` form.
+fn fmt_handle(f: &mut fmt::Formatter<'_>, handle: Option<CoreHandle>) -> fmt::Result {
+    match handle {
+        Some(handle) => f
+            .debug_struct("TimerHandle")
+            .field("slot", &handle.entry().0)
+            .field("status", &handle.status())
+            .finish(),
+        None => f.write_str("TimerHandle(refused)"),
+    }
+}
+
+/// Runs `f` on the extra of `handle`'s shard, under its lock; `None` once the timer is gone.
+pub(super) fn with_extra<R>(handle: &CoreHandle, f: impl FnOnce(&mut Extra) -> R) -> Option<R> {
+    Some(f(&mut handle.lock()?.state().extra))
+}
+
+/// [`TimerHandle::cancel`] (module docs): the task dropped after the unlock.
+fn cancel(handle: &CoreHandle) -> bool {
+    cancel_take(handle).is_some()
+}
+
+/// Takes `handle`'s pending entry out (held ones too: a cancel wins over the batch's claim),
+/// lowering a bounded timer's gauge and dropping its before-origin record under the shard's lock:
+/// its payload, for the caller to drop after (or take a value out of: `values.rs`).
+pub(super) fn cancel_take(handle: &CoreHandle) -> Option<Payload> {
+    let _ = handle;
+    todo!("on_core: cancel through the handle, the bound lowered and the record dropped under the lock")
+}
+
+/// Moves `handle`'s pending entry to `deadline` in place, and for a value (`exact`) rewrites the
+/// exact deadline in its payload in the same critical section: `true` iff it moved.
+pub(super) fn reset_to(handle: &CoreHandle, deadline: Deadline, exact: Option<i64>) -> bool {
+    let _ = (handle, deadline, exact);
+    todo!("on_core: a reset of a value")
+}
+
+/// The deadline word of `handle`'s pending entry and, for a value, the exact deadline its payload
+/// keeps, read in one critical section of its shard; `None` if it is not pending.
+pub(super) fn deadline_of(handle: &CoreHandle) -> Option<(Deadline, Option<i64>)> {
+    let _ = handle;
+    todo!("on_core: a value's deadline")
+}
+
+/// [`TimerHandle::reset`] to `when`; a deadline before the clock's origin recorded iff `keep` (a
+/// `Sleep` keeps its own).
+fn reset(handle: &CoreHandle, when: When, keep: bool) -> bool {
+    let _ = (handle, when, keep);
+    todo!("on_core: reset through the handle, the deadline made on the clock its shard's extra keeps")
+}
+
+/// [`TimerHandle::deadline`].
+fn deadline(handle: &CoreHandle) -> Option<Instant> {
+    let _ = handle;
+    todo!("on_core: the deadline word, and the instant before the origin kept by stamp")
+}
+
+/// A future's handle of its task (`sleep.rs`, feature `async`): the core's handle, `Copy`; the
+/// future holds its timer. `None` for a task the timer refused.
+#[cfg(feature = "async")]
+#[derive(Clone, Copy)]
+pub(crate) struct LentHandle(pub(super) Option<CoreHandle>);
+
+#[cfg(feature = "async")]
+impl LentHandle {
+    /// A handle to nothing, for a task the timer refused.
+    pub(crate) fn refused() -> Self {
+        LentHandle(None)
+    }
+
+    /// [`TimerHandle::cancel`] on `timer`, the timer that scheduled the task (after its shutdown
+    /// too).
+    #[inline]
+    pub(crate) fn cancel(self, timer: &LiveTimer) -> bool {
+        let _ = timer;
+        self.0.is_some_and(|handle| cancel(&handle))
+    }
+
+    /// [`TimerHandle::reset_at`] on `timer`, the timer that scheduled the task (after its shutdown
+    /// too).
+    pub(crate) fn reset_at(self, timer: &LiveTimer, deadline: Instant) -> bool {
+        let _ = timer;
+        self.0.is_some_and(|handle| reset(&handle, When::At(deadline), false))
+    }
+
+    /// The `Debug` form of the [`TimerHandle`] this stands for, on `timer`.
+    pub(crate) fn debug(self, timer: &LiveTimer) -> impl fmt::Debug + '_ {
+        LentDebug(self, timer)
+    }
+}
+
+#[cfg(feature = "async")]
+struct LentDebug<'a>(LentHandle, #[allow(dead_code)] &'a LiveTimer);
+
+#[cfg(feature = "async")]
+impl fmt::Debug for LentDebug<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_handle(f, (self.0).0)
+    }
+}

@@ -1,0 +1,146 @@
+//! The value entries behind `timer/values.rs` on the core (the delay queue of values' side of the
+//! timer; `timer/values.rs` has the protocol and the facade): a value's ticket, a fired batch's
+//! values, and the operations on them. Compiled as `timer::value_entries` under the cfg, in place
+//! of the arena's `value_entries.rs`.
+//!
+//! **How each works on the core** (what this file implements):
+//!
+//! * A value is a **value payload**: `InlineTask::value_in(value, exact, &self.slab)` (its exact
+//!   deadline beside it, `entry/inline_task/value.rs`), counted as any task.
+//! * [`ValueTicket`] is the entry's core handle (`ValueTicket(CoreHandle)`, `Copy`): equal and
+//!   hashed by (shard index, slot, stamp), `CoreHandle::index` and `CoreHandle::entry` (a timer's
+//!   stamps are unique, so within one timer these name one entry; `same_header` may be compared
+//!   too). A fired value's ticket is made by the advance from its due entry
+//!   (`Core::handle_of(&Due)`), equal to the one `insert_value` returned.
+//! * `insert_value`: `Shared::insert` with the value payload at the deadline of `when` on one
+//!   reading of the clock (`self.time.deadline(when)`, `self.time.value_exact(now, when)`,
+//!   `self.time.stamp_by(when)`), before-origin `None` (the exact deadline is the value's own);
+//!   a refusal takes the value back out of the payload (`InlineTask::take_value`).
+//! * `remove_value`: `handle::cancel_take(&ticket.0)` (the core's cancel, the bound lowered) and
+//!   the value taken out of the payload.
+//! * `reset_value`: `handle::reset_to(&ticket.0, deadline, Some(exact))`, which moves the entry
+//!   and rewrites the exact deadline in its payload in one critical section of its shard.
+//! * `value_deadline`: `handle::deadline_of(&ticket.0)` (the word and the payload's exact
+//!   deadline, under the shard's lock), then `self.time.value_instant(exact, word)`.
+//! * `clear_values`: holds `advance_lock` (or only tries it where `may_wait_for_advance` is
+//!   false), as the arena's clear does, and takes every pending value entry in place with
+//!   `Shared::take_values` (each shard under its lock, held entries too, counted out as
+//!   cancelled); calls `then(n)`, releases the lock, `released_advance_lock()`, and drops the
+//!   values after, each drop caught (`crate::unwind::drop_caught`).
+//! * **Fired values reach the sink from the advance**: the advance (and with executor threads,
+//!   the driver before it hands the rest over) claims each value entry of the batch itself, as a
+//!   [`FiredValue`] (payload, ticket, deadline word), in batch order, and after the batch calls
+//!   [`Shared::deliver_values`], which hands them to the sink in one call
+//!   (`sink.deliver(&mut FiredValues(values, &self.time))`) and counts its panics
+//!   (`count_panicked`); without a sink they are dropped.
+//! * `set_value_sink`: `self.values.get_or_init(|| sink)`.
+//!
+//! Core and `Shared` calls this file may use: `Shared::insert`, `Shared::take_values`,
+//! `handle::{cancel_take, reset_to, deadline_of}`, `self.slab`, `self.time`, `self.values`,
+//! `self.advance_lock`, `may_wait_for_advance`, `released_advance_lock`, `count_panicked`.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::time::Instant;
+
+use super::{CoreHandle, Payload, Shared};
+use crate::deadline::Deadline;
+use crate::timer::values::ValueSink;
+use crate::timer::{Time, When};
+use crate::ScheduleError;
+
+/// A value entry fired by an advance, claimed, on its way to the sink.
+pub(crate) struct FiredValue {
+    pub(crate) task: Payload,
+    pub(crate) ticket: ValueTicket,
+    pub(crate) deadline: Deadline,
+}
+
+/// The value entries of one fired batch, for the sink to take the values out of.
+pub(crate) struct FiredValues<'a>(pub(super) &'a mut Vec<FiredValue>, pub(super) &'a Time);
+
+impl FiredValues<'_> {
+    /// The batch's values of type `V` (a queue's timer holds no other), with their tickets and
+    /// deadlines, in firing order. Any other task of the batch is dropped.
+    pub(crate) fn drain<V: Send + 'static>(
+        &mut self,
+    ) -> impl Iterator<Item = (V, ValueTicket, Instant)> + '_ {
+        let time = self.1;
+        self.0.drain(..).filter_map(move |fired| {
+            let (value, exact) = fired.task.take_value::<V>().ok()?;
+            Some((value, fired.ticket, time.value_instant(exact, fired.deadline)))
+        })
+    }
+}
+
+/// A value entry's ticket: its core handle (module docs).
+#[derive(Clone, Copy)]
+pub(crate) struct ValueTicket(pub(crate) CoreHandle);
+
+impl PartialEq for ValueTicket {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0.index(), self.0.entry()) == (other.0.index(), other.0.entry())
+    }
+}
+
+impl Eq for ValueTicket {}
+
+impl Hash for ValueTicket {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.0.index(), self.0.entry()).hash(state);
+    }
+}
+
+impl fmt::Debug for ValueTicket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (slot, generation) = self.0.entry();
+        f.debug_struct("Key").field("slot", &slot).field("generation", &generation).finish()
+    }
+}
+
+impl Shared {
+    /// [`Timer::set_value_sink`](crate::Timer::set_value_sink).
+    pub(crate) fn set_value_sink(&self, sink: Box<dyn ValueSink>) {
+        self.values.get_or_init(|| sink);
+    }
+
+    /// [`Timer::insert_value`](crate::Timer::insert_value).
+    pub(crate) fn insert_value<V: Send + 'static>(
+        &self,
+        when: When,
+        value: V,
+    ) -> Result<ValueTicket, (V, ScheduleError)> {
+        let _ = (when, value);
+        todo!("on_core values: insert_value")
+    }
+
+    /// [`Timer::remove_value`](crate::Timer::remove_value).
+    pub(crate) fn remove_value<V: Send + 'static>(&self, ticket: ValueTicket) -> Option<(V, i64)> {
+        let _ = ticket;
+        todo!("on_core values: remove_value")
+    }
+
+    /// [`Timer::reset_value`](crate::Timer::reset_value).
+    pub(crate) fn reset_value(&self, ticket: ValueTicket, when: When) -> bool {
+        let _ = (ticket, when);
+        todo!("on_core values: reset_value")
+    }
+
+    /// [`Timer::value_deadline`](crate::Timer::value_deadline).
+    pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<Instant> {
+        let _ = ticket;
+        todo!("on_core values: value_deadline")
+    }
+
+    /// [`Timer::clear_values`](crate::Timer::clear_values).
+    pub(crate) fn clear_values<R>(&self, then: impl FnOnce(usize) -> R) -> R {
+        let _ = then;
+        todo!("on_core values: clear_values")
+    }
+
+    /// Hands an advance's fired values to the sink (module docs), leaving `values` empty.
+    pub(super) fn deliver_values(&self, values: &mut Vec<FiredValue>) {
+        let _ = values;
+        todo!("on_core values: deliver_values")
+    }
+}
