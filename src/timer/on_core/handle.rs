@@ -19,14 +19,14 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use super::super::values::{exact_of, instant_of};
 #[cfg(feature = "async")]
 use super::super::LiveTimer;
-use super::super::values::{exact_of, instant_of};
 use super::super::{Time, When};
 use super::{CoreHandle, Extra, Payload};
 use crate::deadline::Deadline;
-use crate::sync::Ordering;
 use crate::shard::life::Status;
+use crate::sync::Ordering;
 
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it or move it.
 ///
