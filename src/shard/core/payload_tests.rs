@@ -61,6 +61,7 @@ fn payloads_are_reached_in_place() {
         })
         .collect();
     assert_eq!(handles[0].with_entry(|deadline, payload, _| (deadline, *payload)), Some((at(2), (true, 0))));
+    assert_eq!(handles[0].position(), Some(((0, 2, 2), at(2))), "level 0, slot 2, due at 2");
     assert!(handles[1].reset_with_payload(at(4), |payload, _| payload.1 = 10));
     assert_eq!(handles[1].with_entry(|deadline, payload, _| (deadline, *payload)), Some((at(4), (true, 10))));
     let (mut out, mut merge) = (Vec::new(), Merge::default());

@@ -103,7 +103,8 @@ impl TimerHandle {
 
     /// Where the task sits in the wheel right now. **Diagnostic**: a snapshot.
     pub fn position(&self) -> Option<crate::WheelPosition> {
-        todo!("on_core: a handle's position in its shard's wheel")
+        let ((level, slot, expiration_tick), deadline) = self.inner?.position()?;
+        Some(crate::WheelPosition { level, slot, expiration_tick, deadline_tick: deadline.tick() })
     }
 
     fn status(&self) -> Option<Status> {
