@@ -13,6 +13,14 @@
 //! own deadline, into its tick's bucket: it fires at that tick's end, not beside the passed
 //! deadline (the arena carries the take's limit to the next advance; not written on the core).
 //!
+//! **Resets from a task.** A task of the batch may reset another pending entry to a deadline the
+//! advance reaches: the core files it on the overdue list (or in a due bucket), offered for the
+//! next round. So the advance runs rounds of the queue with its one limit until one finds nothing:
+//! such an entry fires in this advance, after the batch that moved it (each entry is claimed once,
+//! so the rounds end), while an entry scheduled meanwhile is stamped above the limit and waits
+//! for the next advance. The drive waker's advance runs one round (what it sets aside is offered
+//! for the next round, and would be found again).
+//!
 //! **The cursor** (`current_tick`) moves to the clock's tick before the batch runs, never back.
 //!
 //! [`Core::advance`]: crate::shard::core::Core::advance
@@ -95,23 +103,36 @@ impl Shared {
         let now_tick = self.time.now_tick();
         let limit = self.stamps.begin_round();
         let Scratch { due, merge, values, freed } = &mut *serial;
-        self.core.advance(now_tick, limit, due, merge);
         if now_tick > self.current_tick.load(Ordering::Relaxed) {
             self.current_tick.store(now_tick, Ordering::Release);
         }
-        if due.is_empty() {
-            return false;
+        let mut fired = false;
+        // Rounds of the core's queue with the one limit, until one finds nothing: an entry one
+        // of the batch's tasks reset to a deadline this advance reaches fires in it (module docs,
+        // "Resets from a task"); one scheduled meanwhile is stamped above the limit and waits.
+        loop {
+            self.core.advance(now_tick, limit, due, merge);
+            if due.is_empty() {
+                return fired;
+            }
+            fired = true;
+            self.take_beside_passed(due, merge, limit);
+            self.order_before_origin(due);
+            #[cfg(feature = "async")]
+            if fires == Fires::Wakes {
+                if self.executor.is_none() {
+                    due.retain(|entry| {
+                        !self.core.set_aside_if(entry, |task| !task.is_wake() && !task.is_value())
+                    });
+                }
+                // Once: what it set aside is offered for the next round.
+                self.fire(due, values, freed);
+                return true;
+            }
+            #[cfg(not(feature = "async"))]
+            let Fires::All = fires;
+            self.fire(due, values, freed);
         }
-        self.take_beside_passed(due, merge, limit);
-        self.order_before_origin(due);
-        #[cfg(feature = "async")]
-        if fires == Fires::Wakes && self.executor.is_none() {
-            due.retain(|entry| !self.core.set_aside_if(entry, |task| !task.is_wake() && !task.is_value()));
-        }
-        #[cfg(not(feature = "async"))]
-        let Fires::All = fires;
-        self.fire(due, values, freed);
-        true
     }
 
     /// With a deadline passed mid-tick in the batch, takes the entries of its tick due by it
@@ -119,21 +140,18 @@ impl Shared {
     /// arena, "Passed deadlines mid-tick").
     fn take_beside_passed(&self, due: &mut Vec<Due>, merge: &mut Merge, limit: u64) {
         let batch = due.len();
-        let (first, last) = (due[0].entry.deadline, due[batch - 1].entry.deadline);
-        if first.tick() == last.tick() {
-            if let Some(word) = last.in_own_tick() {
+        let mut passed = false;
+        for i in 0..batch {
+            let ends_tick =
+                i + 1 == batch || due[i + 1].entry.deadline.tick() != due[i].entry.deadline.tick();
+            if let Some(word) = due[i].entry.deadline.in_own_tick().filter(|_| ends_tick) {
                 self.core.take_due_by(word, limit, due, merge);
-            }
-        } else {
-            for i in 0..batch {
-                let ends_tick =
-                    i + 1 == batch || due[i + 1].entry.deadline.tick() != due[i].entry.deadline.tick();
-                if let Some(word) = due[i].entry.deadline.in_own_tick().filter(|_| ends_tick) {
-                    self.core.take_due_by(word, limit, due, merge);
-                }
+                passed = true;
             }
         }
-        if due.len() > batch {
+        // A batch over several ticks may hold the tick after a passed deadline's already: sorted
+        // by the instants too.
+        if passed {
             merge.sort_by_instants(due);
         }
     }

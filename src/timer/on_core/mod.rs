@@ -24,8 +24,30 @@
 //! (`bound`), raised before the insert and lowered by whoever takes the entry out. The totals are
 //! the core's ([`Core::totals`]) with the members' and the panics beside them.
 //!
-//! **What is done and what is left** (this stage): the state, the payload and handle types, the
-//! plain reads. Bodies written `todo!("on_core: ...")` are the slices still to write.
+//! **The rooms.** `schedule.rs` (the insert), `handle.rs` (cancel, reset, deadline, status and
+//! position through a handle's shard), `advance.rs` (the advance and its batch), `fire.rs` (the
+//! claims, the executor room), `stop.rs` (the stop, the shrink, the stats), and the tick groups'
+//! and the delay queue's sides (`groups.rs`, `values.rs`). Each module's docs state its protocol;
+//! what orders the shards' moves is the core's (`shard/core.rs`, "What each lock orders").
+//!
+//! **The seam, done and left.** Done: (a) `start`, `is_shut_down`, `time`, `timer_id`, `len`,
+//! `wheel_size`, `schedule`, `schedule_lent`, the handles (`TimerHandle`'s methods, `LentHandle`'s
+//! `cancel`, `reset_at`, `debug`); (b) `queue`, `current_tick`, `advance`, `advancing_here`,
+//! `try_advance_wakes`, `next_work_tick`, the executor room, thread and job; (c) `stats`,
+//! `Timer::stop` (and so `shutdown`, `shutdown_timeout`, the drop), `Timer::shrink`'s give-back.
+//! Left: (c) the driver's automatic shrink (`shrink_if_spent` does nothing, `shrink_wait` is
+//! `None`, `wake_driver_at_spikes` arms nothing); (d) the tick groups' and the values' items
+//! (`groups.rs`, `values.rs`); the drive waker's carried limit (`advance.rs`); a handle's
+//! `is_fired` after a shrink reads the slab's status as the core keeps it.
+//!
+//! **Races the core's loom models do not cover** (written here, not modelled yet): a handle's
+//! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
+//! (an entry that ends between the two is not moved: the reset returns `false`, as after its end);
+//! a bounded timer's gauge is lowered after the core's count-out (so `len()`, which reads the
+//! gauge, never counts below the entries pending, and a schedule may be refused for an entry
+//! whose take has not yet lowered it, as on the arena); the stop's close racing an advance that
+//! does not hold `advance_lock` for the stop (a drop): the advance's claims after the close find
+//! nothing.
 
 use std::collections::HashMap;
 
