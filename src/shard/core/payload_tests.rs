@@ -102,3 +102,34 @@ fn a_held_entry_is_claimed_or_set_aside_by_its_payload() {
     assert_eq!(core.claim(&out[3]), Some((true, 2)));
     assert_eq!(core.totals(), Totals { scheduled: 3, fired: 3, ..Totals::default() });
 }
+
+/// `close_keeping_held` closes and drains every shard but for the held entries, which their
+/// claims still take (on closed shards); a close after drains what no claim took. An overdue
+/// entry's position reads as level 0's slot of its tick, expiring at the wheel's time.
+#[test]
+fn a_close_keeping_held_leaves_the_batch_to_its_claims() {
+    let core: Core<Marked, ByMark> = Core::with_extra(2, 8);
+    for i in 0..4u32 {
+        core.schedule_in(i as usize % 2, at(2 + u64::from(i / 2) * 4), u64::from(i) + 1, (true, i))
+            .map_err(drop)
+            .unwrap();
+    }
+    let (mut out, mut merge) = (Vec::new(), Merge::default());
+    core.advance(3, u64::MAX, &mut out, &mut merge);
+    assert_eq!(out.len(), 2, "0 and 1 held; 2 and 3 due at 6");
+    let late = core.schedule_in(0, at(1), 9, (true, 9)).map_err(drop).unwrap();
+    let ((level, slot, expiration), word) = late.position().expect("pending, overdue");
+    assert_eq!((level, slot, word), (0, 1, at(1)));
+    assert!(expiration <= 3, "overdue: due at the wheel's time, {expiration}");
+    let mut drained = Vec::new();
+    core.close_keeping_held(&mut drained, &mut merge, |_| {});
+    let payloads: Vec<u32> = drained.iter().map(|fired| fired.payload.1).collect();
+    assert_eq!(payloads, [9, 2, 3], "sorted by deadline, the held ones kept");
+    assert!(core.schedule(at(9), 10, (true, 10)).is_err(), "closed");
+    assert_eq!(core.claim(&out[0]), Some((true, 0)), "a claim on a closed shard");
+    let mut rest = Vec::new();
+    core.close(&mut rest, &mut merge);
+    assert_eq!(rest.iter().map(|fired| fired.payload.1).collect::<Vec<_>>(), [1]);
+    assert!(core.claim(&out[1]).is_none() && core.is_empty());
+    assert_eq!(core.totals(), Totals { scheduled: 5, fired: 1, abandoned: 4, ..Totals::default() });
+}

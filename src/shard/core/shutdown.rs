@@ -34,7 +34,15 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// shards up to its own are closed, drained and counted, the lock is released, the payloads
     /// drained are left in `out` (unsorted) and the shards after it stay open.
     pub fn close_with(&self, out: &mut Vec<Fired<P>>, merge: &mut Merge, f: impl FnMut(&mut X)) {
-        self.drain(true, out, merge, f);
+        self.drain((true, false), out, merge, f);
+    }
+
+    /// [`close_with`](Core::close_with), leaving the entries held by a batch in their shards for
+    /// their claims (a timer's executor threads, joined after this, run what they were handed):
+    /// a claim on a closed shard still takes its entry. A later close drains what the claims
+    /// left.
+    pub fn close_keeping_held(&self, out: &mut Vec<Fired<P>>, merge: &mut Merge, f: impl FnMut(&mut X)) {
+        self.drain((true, true), out, merge, f);
     }
 
     /// Every pending entry taken out, held ones too (each shard under its lock, counted out and in
@@ -43,18 +51,24 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// stale. The shards stay open (a [`close`](Core::close) closes them). The caller drops or
     /// returns the payloads.
     pub fn drain_all(&self, out: &mut Vec<Fired<P>>, merge: &mut Merge) {
-        self.drain(false, out, merge, |_| {});
+        self.drain((false, false), out, merge, |_| {});
     }
 
-    /// Drains each shard under its lock in turn, first closing it if `close`, then running `f` on
-    /// its extra.
-    fn drain(&self, close: bool, out: &mut Vec<Fired<P>>, merge: &mut Merge, mut f: impl FnMut(&mut X)) {
+    /// Drains each shard under its lock in turn (but the held entries, if `keep_held`), first
+    /// closing it if `close`, then running `f` on its extra.
+    fn drain(
+        &self,
+        (close, keep_held): (bool, bool),
+        out: &mut Vec<Fired<P>>,
+        merge: &mut Merge,
+        mut f: impl FnMut(&mut X),
+    ) {
         let start = out.len();
         for shard in self.shards.iter() {
             let mut guard = shard.lock();
             let state = guard.state();
             state.closed |= close;
-            let drained = state.drain(out);
+            let drained = state.drain(out, keep_held);
             if drained > 0 {
                 guard.count_out(drained);
             }

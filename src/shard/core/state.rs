@@ -175,10 +175,14 @@ impl<P: Send + 'static, X: Extra<P>> State<P, X> {
         counted
     }
 
-    /// Takes every entry out into `out`, counted in `abandoned`: how many of them count.
-    pub(super) fn drain(&mut self, out: &mut Vec<Fired<P>>) -> usize {
+    /// Takes every entry out into `out` (but those held by a batch, if `keep_held`), counted in
+    /// `abandoned`: how many of them count.
+    pub(super) fn drain(&mut self, out: &mut Vec<Fired<P>>, keep_held: bool) -> usize {
         let before = out.len();
-        self.wheel.drain_all(out);
+        match keep_held {
+            true => self.wheel.drain_unheld(out),
+            false => self.wheel.drain_all(out),
+        }
         let drained = out[before..].iter().filter(|fired| X::counts(&fired.payload)).count();
         self.totals.abandoned += drained as u64;
         drained

@@ -382,17 +382,6 @@ impl<P> Wheel<P> {
         }
     }
 
-    /// Where the entry `key` names is filed: (level, slot, its bucket's expiration), `None` if the
-    /// key is stale or the entry is in no bucket (on the overdue list, or held by a batch). A
-    /// diagnostic (`TimerHandle::position`).
-    pub(crate) fn position(&self, key: Key) -> Option<(usize, usize, u64)> {
-        let occupant = self.slab.get(key.slot, key.generation)?;
-        let level = occupant.life.list().as_level()?;
-        let tick = occupant.entry.as_ref()?.when.tick();
-        let slot = self.levels.slot_of(level, tick);
-        Some((level, slot, self.levels.get(level, slot)?.expiration))
-    }
-
     /// The deadline of the entry `key` names, `None` if the key is stale. A held entry is pending
     /// until claimed: its deadline reads back, the one it fell due by.
     pub(crate) fn deadline(&self, key: Key) -> Option<Deadline> {
@@ -421,6 +410,36 @@ impl<P> Wheel<P> {
         (self.overdue_offered, self.moved_offered) = (false, false);
         self.splits.clear();
         self.free_splits.clear();
+    }
+
+    /// [`drain_all`](Wheel::drain_all) but for the entries held by a batch, which stay held for
+    /// their claims: every other pending entry taken out as [`remove`](Wheel::remove) takes one,
+    /// its status `Abandoned`, appended to `out` in slot order. O(slots written).
+    pub(crate) fn drain_unheld(&mut self, out: &mut Vec<Fired<P>>) {
+        for slot in 0..self.slab.slots() as u32 {
+            let occupant = self.slab.slot(slot);
+            if occupant.entry.is_none() || occupant.life.list() == ListCode::HELD {
+                continue;
+            }
+            let stamp = occupant.life.stamp();
+            self.unlink(slot);
+            out.push(self.slab.vacate(slot, Status::Abandoned).fired(slot, stamp));
+        }
+    }
+
+    /// Where the entry `key` names is filed: (level, slot, its bucket's expiration), `None` if the
+    /// key is stale or the entry is held by a batch. An entry on the overdue list reads as level
+    /// 0's slot of its tick, expiring at the wheel's time (due at the next advance). A diagnostic
+    /// (`TimerHandle::position`).
+    pub(crate) fn position(&self, key: Key) -> Option<(usize, usize, u64)> {
+        let occupant = self.slab.get(key.slot, key.generation)?;
+        let tick = occupant.entry.as_ref()?.when.tick();
+        if occupant.life.list() == ListCode::OVERDUE {
+            return Some((0, self.levels.slot_of(0, tick), self.time));
+        }
+        let level = occupant.life.list().as_level()?;
+        let slot = self.levels.slot_of(level, tick);
+        Some((level, slot, self.levels.get(level, slot)?.expiration))
     }
 
     /// Writes vacant slots ahead until `slots` entries fit without the slab growing (their pages

@@ -2,13 +2,15 @@
 //! drop's), the driver's automatic shrink and `Timer::shrink`'s give-back, and `Timer::stats`.
 //!
 //! **The stop.** The shutdown flag is set and the queue closed (the driver wakes and exits), the
-//! driver joined or left to exit on its own (as the arena's stop decides), the executor threads
-//! closed (joined first by a full shutdown, so that they run what they were handed), and then
+//! driver joined or left to exit on its own (as the arena's stop decides), and then
 //! [`Core::close`]: each shard closed and drained under its lock, held entries too, so that a
 //! schedule racing it is drained or refused, and a claim after it (the batch of an advance still
 //! under way, an executor's job) finds nothing. The stop needs no advance lock for that: a
 //! driver inside a task when the timer is dropped finds the rest of its batch gone. The values
 //! the drain took are counted for the delay queue's closing (`shutdown.rs`, `close_values`).
+//! A full shutdown with executor threads drains all but the entries held for their jobs
+//! (`Core::close_keeping_held`), joins the threads, which claim and run those on the closed
+//! shards, and drains what is left: the tasks handed over before the shutdown run.
 //!
 //! **Shrink.** [`Core::shrink`] gives back each shard's vacant slots after its last occupied one,
 //! under its lock, and the task slab its empty pages.
@@ -37,10 +39,6 @@ impl Timer {
         // Counted before the flag: whoever reads the flag set finds this drain in flight too.
         let draining = Draining::begin(&shared.draining);
         let stopping = self.stop_driver(dropping, wait);
-        // A full shutdown lets the executor threads run what they were handed first.
-        if let (Some(executor), true) = (&shared.executor, stopping.wait_fully) {
-            executor.close(true, false);
-        }
         // The advance in progress on another thread (a manual timer's), waited for as the
         // driver is: its batch runs. A drop, or one from inside a task, does not wait: the close
         // takes the rest of that batch, whose claims then find nothing.
@@ -59,7 +57,17 @@ impl Timer {
         // the advance's own batch keeps them.
         #[cfg(feature = "async")]
         let wakes = (!stopping.inside_task).then(crate::timer::wakes::Batch::open);
-        let unfired = shared.drain(!dropping);
+        // Executor threads a full shutdown joins run what they were handed: the drain leaves
+        // their entries held, for their claims on the closed shards, and takes what is left after.
+        let unfired = match (&shared.executor, stopping.wait_fully) {
+            (Some(executor), true) => {
+                let mut unfired = shared.drain(true, true);
+                executor.close(true, false);
+                unfired.extend(shared.drain(true, false));
+                unfired
+            }
+            _ => shared.drain(!dropping, false),
+        };
         drop(serial);
         drop(draining);
         #[cfg(feature = "async")]
@@ -78,14 +86,19 @@ impl Timer {
 type Unfired = ((u64, crate::entry::Task), Deadline);
 
 impl Shared {
-    /// The stop's drain ([`Core::close`](crate::shard::core::Core::close)): every entry taken out,
-    /// each shard closed under its lock. With `report`, the tasks come back in the order they
+    /// The stop's drain ([`Core::close`](crate::shard::core::Core::close)): every entry taken out
+    /// (but those held for an executor's claims, if `keep_held`), each shard closed under its
+    /// lock. With `report`, the tasks come back in the order they
     /// would have fired in; otherwise (and a tick group's always: its drop abandons its members)
     /// they are dropped here, a panic of a drop caught and counted.
-    fn drain(&self, report: bool) -> Vec<UnfiredTask> {
+    fn drain(&self, report: bool, keep_held: bool) -> Vec<UnfiredTask> {
         let (mut drained, mut merge) = (Vec::new(), Merge::default());
         let mut records = HashMap::new();
-        self.core.close_with(&mut drained, &mut merge, |extra| records.extend(extra.before_origin.drain()));
+        let keep = |extra: &mut super::Extra| records.extend(extra.before_origin.drain());
+        match keep_held {
+            true => self.core.close_keeping_held(&mut drained, &mut merge, keep),
+            false => self.core.close_with(&mut drained, &mut merge, keep),
+        }
         let (mut counted, mut values, mut panicked) = (0, 0, 0);
         let mut unfired = Vec::new();
         for Fired { deadline, stamp, payload: task, .. } in drained {
