@@ -127,6 +127,7 @@ fn a_close_keeping_held_leaves_the_batch_to_its_claims() {
     assert_eq!(payloads, [9, 2, 3], "sorted by deadline, the held ones kept");
     assert!(core.schedule(at(9), 10, (true, 10)).is_err(), "closed");
     assert_eq!(core.claim(&out[0]), Some((true, 0)), "a claim on a closed shard");
+    assert!(core.slots() >= 5, "the slots written stay until a shrink");
     let mut rest = Vec::new();
     core.close(&mut rest, &mut merge);
     assert_eq!(rest.iter().map(|fired| fired.payload.1).collect::<Vec<_>>(), [1]);

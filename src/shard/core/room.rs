@@ -68,6 +68,12 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
         self.shards.iter().map(|shard| shard.lock().state().wheel.shrink()).sum()
     }
 
+    /// The slots the shards' slabs have written, vacant and occupied, each read under its lock in
+    /// turn: what [`shrink`](Core::shrink) may give back beyond the entries pending.
+    pub fn slots(&self) -> usize {
+        self.shards.iter().map(|shard| shard.lock().state().wheel.slots()).sum()
+    }
+
     /// The reserve's units (of 256 slots): (held by the reserve, built with), `None` without one.
     pub(crate) fn reserve_units(&self) -> Option<(usize, usize)> {
         self.reserve.as_ref().map(|reserve| (reserve.held(), reserve.capacity()))

@@ -368,6 +368,12 @@ impl<P> Wheel<P> {
         Some(&mut self.slab.entry_mut(key.slot).payload)
     }
 
+    /// The slab's slots written, vacant and occupied: what a shrink may give back beyond the
+    /// entries pending.
+    pub(crate) fn slots(&self) -> usize {
+        self.slab.slots()
+    }
+
     /// Takes out every pending entry whose payload `pick` picks, held ones too, each as
     /// [`remove`](Wheel::remove) takes one (status `Cancelled`), appended to `out` in slot order.
     /// O(slots written).

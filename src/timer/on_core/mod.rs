@@ -34,9 +34,10 @@
 //! `wheel_size`, `schedule`, `schedule_lent`, the handles (`TimerHandle`'s methods, `LentHandle`'s
 //! `cancel`, `reset_at`, `debug`); (b) `queue`, `current_tick`, `advance`, `advancing_here`,
 //! `try_advance_wakes`, `next_work_tick`, the executor room, thread and job; (c) `stats`,
-//! `Timer::stop` (and so `shutdown`, `shutdown_timeout`, the drop), `Timer::shrink`'s give-back.
-//! Left: (c) the driver's automatic shrink (`shrink_if_spent` does nothing, `shrink_wait` is
-//! `None`, `wake_driver_at_spikes` arms nothing); (d) the tick groups' and the values' items
+//! `Timer::stop` (and so `shutdown`, `shutdown_timeout`, the drop), `Timer::shrink`'s give-back,
+//! the driver's automatic shrink (`shrink_if_spent`, `shrink_wait`).
+//! Left: (c) a spike's hook for the driver's wait (`wake_driver_at_spikes` arms nothing, so
+//! `shrink_wait` bounds every wait by a second); (d) the tick groups' and the values' items
 //! (`groups.rs`, `values.rs`); the drive waker's carried limit (`advance.rs`); a handle's
 //! `is_fired` after a shrink reads the slab's status as the core keeps it.
 //!
@@ -107,6 +108,15 @@ impl CoreExtra<Payload> for Extra {
     }
 }
 
+/// The driver's automatic shrink's state (`stop.rs`).
+#[derive(Debug, Default)]
+pub(crate) struct AutoShrink {
+    /// No shrink before this.
+    pub(super) next: Option<std::time::Instant>,
+    /// Since when fewer than a quarter of the slots hold a pending entry, without a lull.
+    pub(super) low_since: Option<std::time::Instant>,
+}
+
 /// Counts beside the core's totals, shared with the executor threads.
 #[derive(Debug, Default)]
 pub(crate) struct Tallies {
@@ -148,6 +158,8 @@ pub(crate) struct Shared {
     pub(super) abandoned_values: AtomicU64,
     /// Shutdowns whose drain has not yet counted its values (`shutdown.rs`, `close_values`).
     pub(super) draining: AtomicUsize,
+    /// When the driver may shrink next, and since when the load is low (`stop.rs`).
+    pub(super) auto_shrink: Mutex<AutoShrink>,
     /// This timer's identity (`unfired.rs`).
     pub(super) id: usize,
     /// The thread inside this timer's advance, if any (`advancing.rs`).
@@ -193,6 +205,7 @@ impl Shared {
             values: super::values::Sink::new(),
             abandoned_values: AtomicU64::new(0),
             draining: AtomicUsize::new(0),
+            auto_shrink: Mutex::new(AutoShrink::default()),
             id: unfired::TimerId::fresh(),
             advancer: UnmodelledAtomicU64::new(0),
         });

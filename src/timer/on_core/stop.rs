@@ -13,14 +13,17 @@
 //! shards, and drains what is left: the tasks handed over before the shutdown run.
 //!
 //! **Shrink.** [`Core::shrink`] gives back each shard's vacant slots after its last occupied one,
-//! under its lock, and the task slab its empty pages.
+//! under its lock, and the task slab its empty pages. The driver shrinks by itself as on the
+//! arena (`shrink.rs`), the slots the shards wrote in place of the arena's resident slots, its
+//! back-off a plain interval.
 //!
 //! [`Core::close`]: crate::shard::core::Core::close
 //! [`Core::shrink`]: crate::shard::core::Core::shrink
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::super::shrink::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
 use super::super::shutdown::Draining;
 use super::super::stats::{BucketLoad, TimerStats};
 use super::super::{Timer, UnfiredTask};
@@ -169,19 +172,51 @@ impl Shared {
         }
     }
 
-    /// The driver's automatic shrink, after an advance.
-    pub(crate) fn shrink_if_spent(&self) {}
-
-    /// How long the driver may wait before it looks again whether to shrink: `None` (as long as
-    /// the queue says) until the automatic shrink is written on the core.
-    pub(crate) fn shrink_wait(&self) -> Option<Duration> {
-        None
+    /// The driver's automatic shrink, after an advance (module docs, "Shrink"): once the shards
+    /// wrote [`AUTO_MIN_SLOTS`] slots or more and fewer than a quarter of them hold a pending
+    /// entry, at most once per [`AUTO_INTERVAL`], in a lull (nothing due within [`AUTO_LULL`]) or
+    /// after the load stayed low that long.
+    pub(crate) fn shrink_if_spent(&self) {
+        let Some(mut auto) = self.auto_shrink.try_lock() else { return };
+        let now = Instant::now();
+        if auto.next.is_some_and(|next| now < next) {
+            return;
+        }
+        let slots = self.core.slots();
+        if slots < AUTO_MIN_SLOTS || self.core.len().saturating_mul(4) > slots {
+            auto.low_since = None;
+            return;
+        }
+        if !self.in_lull() && now.duration_since(*auto.low_since.get_or_insert(now)) < AUTO_INTERVAL {
+            return;
+        }
+        auto.low_since = None;
+        auto.next = Some(now + AUTO_INTERVAL);
+        drop(auto);
+        self.give_back(None);
     }
 
-    /// Has a spike wake the driver's wait (the automatic shrink's): nothing yet on the core.
+    /// How long the driver may wait before it looks again whether to shrink: [`AUTO_INTERVAL`]
+    /// (the core has no hook for a spike's first slots, as the arena's high water: the driver
+    /// looks once a second).
+    pub(crate) fn shrink_wait(&self) -> Option<Duration> {
+        Some(AUTO_INTERVAL)
+    }
+
+    /// Has a spike wake the driver's wait: nothing on the core ([`shrink_wait`](Self::shrink_wait)
+    /// bounds every wait instead).
     #[cfg(not(delaywheel_loom))]
     pub(crate) fn wake_driver_at_spikes(this: &crate::sync::Arc<Shared>) {
         let _ = this;
+    }
+
+    /// Whether nothing is due within [`AUTO_LULL`] (by the timer's clock).
+    fn in_lull(&self) -> bool {
+        let time = self.time();
+        self.queue().head().map_or(true, |expiration| {
+            let until = time.ticks.start_nanos(expiration).saturating_sub(u128::from(time.clock.now_nanos()));
+            until >= AUTO_LULL.as_nanos()
+        })
     }
 
     /// Takes every pending value entry out in place, each shard under its lock, held ones too,
@@ -199,7 +234,12 @@ impl Shared {
     /// the arena's wait for handles, which the core has no need of.
     pub(in crate::timer) fn give_back(&self, limit: Option<Duration>) {
         let _ = limit;
-        self.core.shrink();
-        self.slab.shrink();
+        let given = self.core.shrink() + self.slab.shrink();
+        #[cfg(not(delaywheel_loom))]
+        if given > 0 {
+            crate::entry::os::trim_heap();
+        }
+        #[cfg(delaywheel_loom)]
+        let _ = given;
     }
 }
