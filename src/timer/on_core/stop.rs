@@ -193,7 +193,7 @@ impl Shared {
         auto.low_since = None;
         auto.next = Some(now + AUTO_INTERVAL);
         drop(auto);
-        self.give_back(None);
+        let _ = self.give_back(None);
     }
 
     /// How long the driver may wait before it looks again whether to shrink: [`AUTO_INTERVAL`]
@@ -232,14 +232,14 @@ impl Shared {
 
     /// [`Timer::shrink`](crate::Timer::shrink)'s give-back (module docs, "Shrink"); `limit` is
     /// the arena's wait for handles, which the core has no need of.
-    pub(in crate::timer) fn give_back(&self, limit: Option<Duration>) {
+    /// The slots and block pages given back.
+    pub(in crate::timer) fn give_back(&self, limit: Option<Duration>) -> usize {
         let _ = limit;
         let given = self.core.shrink() + self.slab.shrink();
         #[cfg(not(delaywheel_loom))]
         if given > 0 {
             crate::entry::os::trim_heap();
         }
-        #[cfg(delaywheel_loom)]
-        let _ = given;
+        given
     }
 }
