@@ -15,6 +15,17 @@ pub struct Merge {
     pub(super) offers: Vec<Offer>,
 }
 
+impl Merge {
+    /// Gives back the pages of the buffers' room beyond `keep` entries each (after a burst), as
+    /// `entry::shrink_buffer` does: the room stays, its pages go back to the kernel at once.
+    pub fn trim(&mut self, keep: usize) {
+        crate::entry::shrink_buffer(&mut self.keys, keep);
+        crate::entry::shrink_buffer(&mut self.spare, keep);
+        crate::entry::shrink_buffer(&mut self.due, keep);
+        crate::entry::shrink_buffer(&mut self.offers, keep);
+    }
+}
+
 /// What a batch is ordered by: (deadline word, stamp).
 pub(super) trait Ordered {
     fn order(&self) -> (Deadline, u64);

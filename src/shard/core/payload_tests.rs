@@ -97,6 +97,8 @@ fn a_held_entry_is_claimed_or_set_aside_by_its_payload() {
     assert!(!core.set_aside_if(&out[0], |payload| payload.1 == 2), "not picked: still held");
     assert!(core.set_aside_if(&out[2], |payload| payload.1 == 2));
     assert_eq!(core.claim(&out[0]), Some((true, 0)));
+    // Buffers trimmed to nothing still serve the next advance.
+    merge.trim(0);
     core.advance(2, u64::MAX, &mut out, &mut merge);
     assert_eq!(out.len(), 4, "the next advance holds it again");
     assert_eq!(core.claim(&out[3]), Some((true, 2)));

@@ -35,7 +35,7 @@ use super::Shared;
 use crate::delay_queue::Timeline;
 use crate::entry::Freed;
 use crate::shard::core::{Due, Merge};
-use crate::sync::{MutexGuard, Ordering};
+use crate::sync::Ordering;
 use crate::timer::advancing::Advancing;
 
 /// What an advance reuses from one call to the next, under `advance_lock`.
@@ -59,6 +59,20 @@ enum Fires {
     Wakes,
 }
 
+impl Scratch {
+    /// Entries kept for reuse; beyond this (after a burst) the buffers' pages are given back.
+    const KEEP: usize = 1 << 14;
+
+    /// Gives back the buffers' pages beyond [`KEEP`](Self::KEEP) entries each.
+    fn trim(&mut self) {
+        crate::entry::shrink_buffer(&mut self.due, Scratch::KEEP);
+        self.merge.trim(Scratch::KEEP);
+        if self.values.capacity() > Scratch::KEEP {
+            self.values = Vec::new();
+        }
+    }
+}
+
 impl Shared {
     /// The tick of [`Timer::next_work`](crate::Timer::next_work): the earliest queued bucket's,
     /// else the cursor; the cursor while an advance holds the advance lock.
@@ -76,7 +90,10 @@ impl Shared {
         if self.advancing_here() {
             return false;
         }
-        let fired = self.advance_serial(self.advance_lock.lock(), Fires::All);
+        let mut serial = self.advance_lock.lock();
+        let fired = self.advance_serial(&mut serial, Fires::All);
+        serial.trim();
+        drop(serial);
         self.released_advance_lock();
         fired
     }
@@ -88,21 +105,23 @@ impl Shared {
         if self.advancing_here() {
             return None;
         }
-        let serial = self.advance_lock.try_lock()?;
-        let fired = self.advance_serial(serial, Fires::Wakes);
+        let mut serial = self.advance_lock.try_lock()?;
+        let fired = self.advance_serial(&mut serial, Fires::Wakes);
+        serial.trim();
+        drop(serial);
         self.released_advance_lock();
         Some(fired)
     }
 
     /// [`advance`](Self::advance) holding `advance_lock`.
-    fn advance_serial(&self, mut serial: MutexGuard<'_, Scratch>, fires: Fires) -> bool {
+    fn advance_serial(&self, serial: &mut Scratch, fires: Fires) -> bool {
         if self.is_shut_down() {
             return false;
         }
         let _advancing = Advancing::enter(&self.advancer);
         let now_tick = self.time.now_tick();
         let limit = self.stamps.begin_round();
-        let Scratch { due, merge, values, freed } = &mut *serial;
+        let Scratch { due, merge, values, freed } = serial;
         if now_tick > self.current_tick.load(Ordering::Relaxed) {
             self.current_tick.store(now_tick, Ordering::Release);
         }
