@@ -146,6 +146,7 @@ use crate::wheel::place::{max_levels, LevelTable, Placement};
 mod buckets;
 mod due_by;
 mod flush;
+mod in_place;
 mod lists;
 mod split;
 mod stats;
@@ -360,34 +361,6 @@ impl<P> Wheel<P> {
         Some(self.file(key.slot, deadline.tick()))
     }
 
-    /// The payload of the entry `key` names (a held one too), to read or rewrite in place; `None`
-    /// if the key is stale.
-    #[inline]
-    pub(crate) fn payload_mut(&mut self, key: Key) -> Option<&mut P> {
-        self.slab.get(key.slot, key.generation)?;
-        Some(&mut self.slab.entry_mut(key.slot).payload)
-    }
-
-    /// The slab's slots written, vacant and occupied: what a shrink may give back beyond the
-    /// entries pending.
-    pub(crate) fn slots(&self) -> usize {
-        self.slab.slots()
-    }
-
-    /// Takes out every pending entry whose payload `pick` picks, held ones too, each as
-    /// [`remove`](Wheel::remove) takes one (status `Cancelled`), appended to `out` in slot order.
-    /// O(slots written).
-    pub(crate) fn remove_each(&mut self, mut pick: impl FnMut(&P) -> bool, out: &mut Vec<P>) {
-        for slot in 0..self.slab.slots() as u32 {
-            let occupant = self.slab.slot(slot);
-            let Some(entry) = &occupant.entry else { continue };
-            if pick(&entry.payload) {
-                let key = Key { slot, generation: occupant.life.stamp() };
-                out.extend(self.remove(key));
-            }
-        }
-    }
-
     /// The deadline of the entry `key` names, `None` if the key is stale. A held entry is pending
     /// until claimed: its deadline reads back, the one it fell due by.
     pub(crate) fn deadline(&self, key: Key) -> Option<Deadline> {
@@ -416,36 +389,6 @@ impl<P> Wheel<P> {
         (self.overdue_offered, self.moved_offered) = (false, false);
         self.splits.clear();
         self.free_splits.clear();
-    }
-
-    /// [`drain_all`](Wheel::drain_all) but for the entries held by a batch, which stay held for
-    /// their claims: every other pending entry taken out as [`remove`](Wheel::remove) takes one,
-    /// its status `Abandoned`, appended to `out` in slot order. O(slots written).
-    pub(crate) fn drain_unheld(&mut self, out: &mut Vec<Fired<P>>) {
-        for slot in 0..self.slab.slots() as u32 {
-            let occupant = self.slab.slot(slot);
-            if occupant.entry.is_none() || occupant.life.list() == ListCode::HELD {
-                continue;
-            }
-            let stamp = occupant.life.stamp();
-            self.unlink(slot);
-            out.push(self.slab.vacate(slot, Status::Abandoned).fired(slot, stamp));
-        }
-    }
-
-    /// Where the entry `key` names is filed: (level, slot, its bucket's expiration), `None` if the
-    /// key is stale or the entry is held by a batch. An entry on the overdue list reads as level
-    /// 0's slot of its tick, expiring at the wheel's time (due at the next advance). A diagnostic
-    /// (`TimerHandle::position`).
-    pub(crate) fn position(&self, key: Key) -> Option<(usize, usize, u64)> {
-        let occupant = self.slab.get(key.slot, key.generation)?;
-        let tick = occupant.entry.as_ref()?.when.tick();
-        if occupant.life.list() == ListCode::OVERDUE {
-            return Some((0, self.levels.slot_of(0, tick), self.time));
-        }
-        let level = occupant.life.list().as_level()?;
-        let slot = self.levels.slot_of(level, tick);
-        Some((level, slot, self.levels.get(level, slot)?.expiration))
     }
 
     /// Writes vacant slots ahead until `slots` entries fit without the slab growing (their pages
