@@ -44,7 +44,7 @@ const _: () = assert!(MAX_WHEEL_SIZE == 1 << crate::wheel::MAX_SLOT_BITS);
 /// The most pending tasks a timer holds, and the largest [`TimerBuilder::capacity`]: 2^32 - 2, the
 /// slots its arena can number (48 bytes each: all of them are 206 GB). A schedule beyond it is
 /// refused with [`ScheduleError::TooManyPending`](crate::ScheduleError::TooManyPending).
-pub const MAX_CAPACITY: usize = u32::MAX as usize - 1;
+pub const MAX_CAPACITY: usize = crate::shard::core::MAX_CAPACITY;
 
 /// Where fired tasks run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -163,6 +163,7 @@ pub(crate) mod stats;
 pub use merge::Merge;
 pub(in crate::shard) use offers::offer_to;
 use offers::OfferOnDrop;
+pub use room::MAX_CAPACITY;
 pub use state::{Extra, State};
 
 /// An entry of a [`Core`]: cancels, resets and reads its deadline from any thread; finds nothing

@@ -30,9 +30,12 @@
 //! shard.
 
 use super::{Core, Extra, Wheel};
-use crate::builder::MAX_CAPACITY;
 use crate::shard::reserve::{mapped, Reserve};
 use crate::sync::Arc;
+
+/// The most entries a core's capacity writes ahead: 2^32 - 2, what a timer holds at most (the
+/// public `MAX_CAPACITY` is this one, `builder.rs`).
+pub const MAX_CAPACITY: usize = u32::MAX as usize - 1;
 
 impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// [`with_extra`](Core::with_extra) with room for `capacity` entries written ahead (module

@@ -257,7 +257,7 @@ fn minor_faults() -> i64 {
 #[test]
 #[should_panic(expected = "over MAX_CAPACITY")]
 fn a_capacity_over_max_capacity_is_refused() {
-    drop(Core::<u64>::with_capacity(2, 512, crate::MAX_CAPACITY + 1));
+    drop(Core::<u64>::with_capacity(2, 512, crate::shard::core::MAX_CAPACITY + 1));
 }
 
 #[test]
