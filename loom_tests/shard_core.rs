@@ -345,6 +345,34 @@ fn a_schedule_racing_the_close_is_drained_or_refused() {
     });
 }
 
+/// Seeded fault `shard_core_close_takes_held`: the close that keeps the held entries for their
+/// claims (a timer's shutdown joining its executor threads) drains them too, and the claim after
+/// it finds nothing: a task handed over before the shutdown would never run.
+#[test]
+fn a_claim_racing_a_close_keeping_held_takes_its_entry() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        core.schedule(at_tick(1), 1, 1).map_err(drop).unwrap();
+        core.schedule(at_tick(3), 2, 2).map_err(drop).unwrap();
+        let (mut due, mut merge) = (Vec::new(), Merge::default());
+        core.advance(1, u64::MAX, &mut due, &mut merge);
+        assert_eq!(due.len(), 1, "the entry of tick 1 held");
+        let claimer = {
+            let (core, held) = (Arc::clone(&core), due[0]);
+            thread::spawn(move || core.claim(&held))
+        };
+        let mut out = Vec::new();
+        core.close_keeping_held(&mut out, &mut merge, |_| {});
+        assert_eq!(claimer.join().unwrap(), Some(1), "the held entry is its claim's");
+        let drained: Vec<u64> = out.iter().map(|fired| fired.order().1).collect();
+        assert_eq!(drained, [2], "the rest drained");
+        let mut rest = Vec::new();
+        core.close(&mut rest, &mut merge);
+        assert!(rest.is_empty() && core.is_empty(), "nothing left");
+        assert!(core.schedule(at_tick(2), 3, 3).is_err(), "closed");
+    });
+}
+
 /// Seeded fault `shard_core_reserve_head_read_outside_lock`: a growing slab reads the run it takes
 /// under one hold of the reserve's lock and takes it under another; two shards growing at once
 /// both take the same run, and the reserve keeps units the shards hold too.

@@ -41,7 +41,9 @@ impl<P> Wheel<P> {
     pub(crate) fn drain_unheld(&mut self, out: &mut Vec<Fired<P>>) {
         for slot in 0..self.slab.slots() as u32 {
             let occupant = self.slab.slot(slot);
-            if occupant.entry.is_none() || occupant.life.list() == ListCode::HELD {
+            // Seeded fault `shard_core_close_takes_held` (docs/loom.md): the held ones go too.
+            let held = occupant.life.list() == ListCode::HELD && !fault!("shard_core_close_takes_held");
+            if occupant.entry.is_none() || held {
                 continue;
             }
             let stamp = occupant.life.stamp();
