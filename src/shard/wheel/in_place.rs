@@ -41,13 +41,17 @@ impl<P> Wheel<P> {
     pub(crate) fn drain_unheld(&mut self, out: &mut Vec<Fired<P>>) {
         for slot in 0..self.slab.slots() as u32 {
             let occupant = self.slab.slot(slot);
+            let list = occupant.life.list();
             // Seeded fault `shard_core_close_takes_held` (docs/loom.md): the held ones go too.
-            let held = occupant.life.list() == ListCode::HELD && !fault!("shard_core_close_takes_held");
-            if occupant.entry.is_none() || held {
+            if occupant.entry.is_none() || (list == ListCode::HELD && !fault!("shard_core_close_takes_held"))
+            {
                 continue;
             }
             let stamp = occupant.life.stamp();
-            self.unlink(slot);
+            // A held entry is on no list (only under the seeded fault).
+            if list != ListCode::HELD {
+                self.unlink(slot);
+            }
             out.push(self.slab.vacate(slot, Status::Abandoned).fired(slot, stamp));
         }
     }
