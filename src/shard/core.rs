@@ -200,7 +200,7 @@ impl Due {
 }
 
 /// The shard core (module docs): payloads `P`, and `X` beside each shard's wheel.
-pub struct Core<P: Send + 'static, X: Extra = ()> {
+pub struct Core<P: Send + 'static, X: Extra<P> = ()> {
     shards: Box<[Shard<State<P, X>>]>,
     /// The shard count less one (a power of two less one).
     mask: usize,
@@ -231,7 +231,7 @@ impl<P: Send + 'static> Core<P> {
     }
 }
 
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// [`with_wheel_size`](Core::with_wheel_size) with `X::default()` beside each shard's wheel
     /// (module docs, "A shard's state").
     ///
@@ -347,9 +347,10 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         // panic included: a round the insert set and never offered would strand the bucket.
         let mut offer = OfferOnDrop { queue: Some(&*self.queue), index, offers: Offers::default() };
         let mut guard = shard.lock();
+        let counts = usize::from(X::counts(&payload));
         let (key, offers) = guard.state().insert(deadline, stamp, payload)?;
         offer.offers = offers;
-        guard.count_in(1);
+        guard.count_in(counts);
         f(&mut guard.state().extra);
         let handle = guard.handle(index as u16, key.slot, key.generation);
         drop(guard);
@@ -428,8 +429,8 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
         let payload;
         let mut guard = shard.lock();
         payload = guard.state().claim(due.entry.key);
-        if payload.is_some() {
-            guard.count_out(1);
+        if let Some(taken) = &payload {
+            guard.count_out(usize::from(X::counts(taken)));
             f(&mut guard.state().extra);
         }
         drop(guard);
@@ -456,7 +457,7 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     }
 }
 
-impl<P: Send + 'static, X: Extra> fmt::Debug for Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> fmt::Debug for Core<P, X> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Core")
             .field("shards", &self.shards.len())
@@ -468,6 +469,8 @@ impl<P: Send + 'static, X: Extra> fmt::Debug for Core<P, X> {
 
 #[cfg(all(test, not(delaywheel_loom)))]
 mod handle_tests;
+#[cfg(all(test, not(delaywheel_loom)))]
+mod payload_tests;
 #[cfg(all(test, not(delaywheel_loom)))]
 mod round_tests;
 #[cfg(all(test, not(delaywheel_loom)))]

@@ -91,7 +91,7 @@ pub(super) fn cancel_counting_after_unlock<S: ShardState>(handle: &Handle<S>) ->
 /// `shard_core_claim_counts_out_after_unlock`: `Core::claim` counting its entry out by a load and
 /// a store after the unlock, where a schedule's count-in (under the lock) may come between the two
 /// and be lost.
-pub(super) fn claim_counting_after_unlock<P: Send + 'static, X: Extra>(
+pub(super) fn claim_counting_after_unlock<P: Send + 'static, X: Extra<P>>(
     shard: &Shard<State<P, X>>,
     key: Key,
 ) -> Option<P> {
@@ -122,7 +122,7 @@ impl<P> Collected<P> {
 
 /// `shard_core_claims_at_collection`: one flush of `Core::advance` that takes each due entry's
 /// payload out under the flush's lock, counted out, into `collected`.
-pub(super) fn flush_claiming<P: Send + 'static, X: Extra>(
+pub(super) fn flush_claiming<P: Send + 'static, X: Extra<P>>(
     shard: &Shard<State<P, X>>,
     index: u16,
     (bucket, expiration, limit): (BucketCode, u64, u64),
@@ -147,7 +147,7 @@ pub(super) fn flush_claiming<P: Send + 'static, X: Extra>(
 /// making an offer before its insert's critical section, read in one of its own (all the insert
 /// will report, or only the visit of the bucket its insert will split), then inserting and
 /// dropping what it offered first of what the insert reports (the rest offered after the unlock).
-pub(super) fn schedule_offering_first<P: Send + 'static, X: Extra>(
+pub(super) fn schedule_offering_first<P: Send + 'static, X: Extra<P>>(
     shard: &Shard<State<P, X>>,
     index: usize,
     (deadline, stamp, payload): (Deadline, u64, P),
@@ -173,7 +173,7 @@ pub(super) fn schedule_offering_first<P: Send + 'static, X: Extra>(
 
 /// `shard_core_offer_before_link`: the offers an insert to `deadline` in `shard` would make, read
 /// in a critical section of their own, for `Core::schedule` to make before its insert's.
-pub(super) fn offers_before_link<P: Send + 'static, X: Extra>(
+pub(super) fn offers_before_link<P: Send + 'static, X: Extra<P>>(
     shard: &Shard<State<P, X>>,
     deadline: Deadline,
 ) -> Offers {
@@ -182,7 +182,7 @@ pub(super) fn offers_before_link<P: Send + 'static, X: Extra>(
 
 /// `shard_core_reset_offers_before_link`: a handle's reset that offers the bucket its move to
 /// `deadline` would set, read in a critical section of its own, before the move's.
-pub(super) fn reset_offering_first<P: Send + 'static, X: Extra>(
+pub(super) fn reset_offering_first<P: Send + 'static, X: Extra<P>>(
     handle: &super::core::Handle<P, X>,
     deadline: Deadline,
 ) -> bool {
@@ -199,7 +199,7 @@ pub(super) fn reset_offering_first<P: Send + 'static, X: Extra>(
 
 /// `shard_core_set_aside_offered_before_link`: the offers putting the held entry `key` back would
 /// make, read in a critical section of their own, for `Core::set_aside` to make before its own.
-pub(super) fn set_aside_offers_before_link<P: Send + 'static, X: Extra>(
+pub(super) fn set_aside_offers_before_link<P: Send + 'static, X: Extra<P>>(
     shard: &Shard<State<P, X>>,
     key: Key,
 ) -> Offers {
@@ -210,7 +210,7 @@ pub(super) fn set_aside_offers_before_link<P: Send + 'static, X: Extra>(
 
 /// `shard_core_closed_read_outside_lock`: the shard's closed flag, read in a critical section of
 /// its own, for `Core::schedule` to read before its insert's.
-pub(super) fn closed<P: Send + 'static, X: Extra>(shard: &Shard<State<P, X>>) -> bool {
+pub(super) fn closed<P: Send + 'static, X: Extra<P>>(shard: &Shard<State<P, X>>) -> bool {
     shard.lock().state().closed
 }
 

@@ -74,6 +74,14 @@ pub trait ShardState: Default + Send + 'static {
 
     /// Takes out the payload of the entry in `slot` if it is pending and of `generation`.
     fn take(&mut self, slot: u32, generation: u64) -> Option<Self::Payload>;
+
+    /// Whether the entry of `payload` counts in the shard's count: every entry's, unless the
+    /// state says otherwise (the core's uncounted payloads, `core/state.rs`).
+    #[inline]
+    fn counts(payload: &Self::Payload) -> bool {
+        let _ = payload;
+        true
+    }
 }
 
 /// A shard's header (see the module docs), on cache lines of its own.
@@ -301,7 +309,7 @@ impl<S: ShardState> Handle<S> {
         let payload;
         let mut shard = self.lock()?;
         payload = shard.state().take(self.slot, self.generation)?;
-        shard.count_out(1);
+        shard.count_out(usize::from(S::counts(&payload)));
         f(shard.state());
         drop(shard);
         Some(payload)

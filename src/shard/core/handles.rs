@@ -21,7 +21,7 @@ use crate::shard::faults;
 use crate::shard::life::Status;
 use crate::sync::Arc;
 
-impl<P: Send + 'static, X: Extra> Handle<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Handle<P, X> {
     /// Moves this handle's pending entry to `deadline` in place, keeping its stamp, and offers its
     /// new bucket if the move set the bucket's round (module docs, "A handle alone"): `true` if it
     /// moved, `false` if the entry is not pending, is held by a batch (being fired), or its core
@@ -36,6 +36,35 @@ impl<P: Send + 'static, X: Extra> Handle<P, X> {
     /// and counted, the lock is released and its new bucket offered (it fires when due).
     #[inline]
     pub fn reset_with(&self, deadline: Deadline, f: impl FnOnce(&mut X)) -> bool {
+        self.reset_in(deadline, |state, _| f(&mut state.extra))
+    }
+
+    /// [`reset_with`](Handle::reset_with), `f` given the entry's payload too, to rewrite in place
+    /// (a value's exact deadline) in the move's critical section.
+    #[inline]
+    pub fn reset_with_payload(&self, deadline: Deadline, f: impl FnOnce(&mut P, &mut X)) -> bool {
+        self.reset_in(deadline, |state, key| {
+            let payload = state.wheel.payload_mut(key).expect("the entry moved: it is pending");
+            f(payload, &mut state.extra);
+        })
+    }
+
+    /// Runs `f` on the deadline and the payload of this handle's pending entry (held ones too)
+    /// and its shard's extra, in one critical section: what `f` returns, or `None` if the entry
+    /// is not pending or its core is gone.
+    pub fn with_entry<R>(&self, f: impl FnOnce(Deadline, &mut P, &mut X) -> R) -> Option<R> {
+        let (slot, generation) = self.entry();
+        let key = Key { slot, generation };
+        let mut shard = self.lock()?;
+        let state = shard.state();
+        let deadline = state.wheel.deadline(key)?;
+        let payload = state.wheel.payload_mut(key)?;
+        Some(f(deadline, payload, &mut state.extra))
+    }
+
+    /// The reset: `f` runs on the state under the lock once the entry `key` moved.
+    #[inline]
+    fn reset_in(&self, deadline: Deadline, f: impl FnOnce(&mut super::State<P, X>, Key)) -> bool {
         if fault!("shard_core_reset_offers_before_link") {
             return faults::reset_offering_first(self, deadline);
         }
@@ -44,15 +73,16 @@ impl<P: Send + 'static, X: Extra> Handle<P, X> {
             OfferOnDrop { queue: None, index: self.index(), offers: Offers::default() };
         let Some(mut shard) = self.lock() else { return false };
         let (slot, generation) = self.entry();
+        let key = Key { slot, generation };
         let state = shard.state();
-        let Some(offers) = state.reset(Key { slot, generation }, deadline) else {
+        let Some(offers) = state.reset(key, deadline) else {
             return false;
         };
         if offers != Offers::default() {
             offer.queue.clone_from(&state.queue);
             offer.offers = offers;
         }
-        f(&mut state.extra);
+        f(state, key);
         drop(shard);
         drop(offer);
         true
@@ -75,7 +105,15 @@ impl<P: Send + 'static, X: Extra> Handle<P, X> {
     }
 }
 
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
+    /// The handle of `due`'s entry (its shard locked to read the header's epoch): the one
+    /// [`schedule`](Core::schedule) returned for it, to name the entry to the caller's own callers
+    /// (a delay queue's key of a fired value).
+    pub fn handle_of(&self, due: &super::Due) -> Handle<P, X> {
+        let guard = self.shards[usize::from(due.shard)].lock();
+        guard.handle(due.shard, due.entry.key.slot, due.entry.key.generation)
+    }
+
     /// The index of the shard `handle` names: the index the handle carries, if this core's
     /// header is there (from any thread, no search); `None` if the handle is another core's,
     /// whatever index it carries. Every call through a handle but [`cancel`](Core::cancel) asks

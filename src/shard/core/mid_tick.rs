@@ -6,7 +6,7 @@
 use super::{faults, Bucketed, Core, Due, Extra, Merge, Offers};
 use crate::deadline::Deadline;
 
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// Holds, in every shard (each under its lock, no lock across two), the entries of `limit`'s
     /// tick whose deadline word is at or before `limit` and whose stamp is at most `stamps`, as
     /// an advance's flush holds its due entries, appended to `out` unsorted (module docs, "Passed

@@ -23,7 +23,7 @@ pub(in crate::shard) fn offer_to(queue: &DelayQueue<Bucketed>, index: usize, off
     }
 }
 
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// Offers `offers` of shard `index` to the core's queue ([`offer_to`]).
     #[inline]
     pub(super) fn offer(&self, index: usize, offers: Offers) {

@@ -34,7 +34,7 @@ use crate::builder::MAX_CAPACITY;
 use crate::shard::reserve::{mapped, Reserve};
 use crate::sync::Arc;
 
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// [`with_extra`](Core::with_extra) with room for `capacity` entries written ahead (module
     /// docs): on Linux a reserve of that many slots, resident, which any shard that grows takes
     /// runs from; elsewhere that many slots written into the building thread's shard.

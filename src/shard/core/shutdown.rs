@@ -21,7 +21,7 @@
 
 use super::{Core, Extra, Fired, Merge};
 
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// The shutdown (module docs): each shard closed and drained in one critical section, its
     /// entries appended to `out` and sorted by [`Fired::order`]; from then on every schedule is
     /// refused with [`Refusal::Closed`](super::Refusal::Closed). The caller drops or returns the payloads.
@@ -64,7 +64,7 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
     }
 }
 
-impl<P: Send + 'static, X: Extra> Drop for Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Drop for Core<P, X> {
     /// Gives every header back, the last first; each state's payloads are dropped after its
     /// header is unlocked and back in the pool. Should one panic, the rest are still given back.
     fn drop(&mut self) {

@@ -12,6 +12,12 @@
 //! payload is never run or dropped there (a cancel's, a claim's and a drain's are handed back
 //! after the unlock), and a closure must not call into the core (the lock is not re-entrant).
 //!
+//! **Uncounted payloads.** [`Extra::counts`] says whether an entry counts, by its payload (every
+//! one by default: a constant the compiler folds). An entry that does not (a timer's tick group,
+//! whose members count themselves) is in the wheel as any other, and out of `len` and of every
+//! total through each of its moves: the insert, the claim, the cancel (the pool asks
+//! `ShardState::counts`), the drain and `Core::cancel_each` count it neither in nor out.
+//!
 //! **Totals.** Plain counters under the shard's lock, each added to by a load and a store in the
 //! critical section of the move it counts: `scheduled` by an insert, `fired` by a claim that
 //! found its entry, `cancelled` by a cancel that did, `abandoned` by a drain, one for each entry,
@@ -27,10 +33,23 @@ use crate::deadline::Deadline;
 use crate::delay_queue::DelayQueue;
 use crate::sync::Arc;
 
-/// What a [`Core`] keeps in each shard beside the wheel (module docs): the caller's type.
-pub trait Extra: Default + Send + 'static {}
+/// What a [`Core`] keeps in each shard beside the wheel (module docs): the caller's type, and
+/// which of its payloads `P` count (module docs, "Uncounted payloads").
+pub trait Extra<P>: Default + Send + 'static {
+    /// Whether the entry of `payload` counts in [`Core::len`] and the totals: every entry's,
+    /// unless the caller says otherwise.
+    #[inline]
+    fn counts(payload: &P) -> bool {
+        let _ = payload;
+        true
+    }
+}
 
-impl<X: Default + Send + 'static> Extra for X {}
+impl<P> Extra<P> for () {}
+
+impl<P> Extra<P> for u32 {}
+
+impl<P, T: Send + 'static> Extra<P> for Vec<T> {}
 
 /// A shard's monotonic totals, or their sum over the shards (module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,21 +111,26 @@ impl<P, X: Default> Default for State<P, X> {
     }
 }
 
-impl<P: Send + 'static, X: Extra> ShardState for State<P, X> {
+impl<P: Send + 'static, X: Extra<P>> ShardState for State<P, X> {
     type Payload = P;
 
-    /// A cancel's take, counted in `cancelled`.
+    /// A cancel's take, counted in `cancelled` (if its payload counts).
     #[inline]
     fn take(&mut self, slot: u32, generation: u64) -> Option<P> {
         let payload = self.wheel.remove(Key { slot, generation })?;
-        self.totals.cancelled += 1;
+        self.totals.cancelled += u64::from(X::counts(&payload));
         Some(payload)
+    }
+
+    #[inline]
+    fn counts(payload: &P) -> bool {
+        X::counts(payload)
     }
 }
 
-impl<P: Send + 'static, X> State<P, X> {
-    /// Inserts `payload` unless the shard is closed (`shutdown.rs`), counted in `scheduled`: its
-    /// key and what to offer.
+impl<P: Send + 'static, X: Extra<P>> State<P, X> {
+    /// Inserts `payload` unless the shard is closed (`shutdown.rs`), counted in `scheduled` (if
+    /// it counts: the caller counts it in `len` as well): its key and what to offer.
     #[inline]
     pub(in crate::shard) fn insert(
         &mut self,
@@ -118,8 +142,9 @@ impl<P: Send + 'static, X> State<P, X> {
         if self.closed && !fault!("shard_core_closed_read_outside_lock") {
             return Err(Refused { payload, reason: Refusal::Closed });
         }
+        let counts = u64::from(X::counts(&payload));
         let inserted = self.wheel.insert(deadline, stamp, payload)?;
-        self.totals.scheduled += 1;
+        self.totals.scheduled += counts;
         Ok(inserted)
     }
 
@@ -131,25 +156,36 @@ impl<P: Send + 'static, X> State<P, X> {
         Some(offers)
     }
 
-    /// Takes `key`'s held entry to run it, counted in `fired`.
+    /// Takes `key`'s held entry to run it, counted in `fired` (if it counts: the caller counts
+    /// it out of `len` as well).
     #[inline]
     pub(crate) fn claim(&mut self, key: Key) -> Option<P> {
         let payload = self.wheel.claim(key)?;
-        self.totals.fired += 1;
+        self.totals.fired += u64::from(X::counts(&payload));
         Some(payload)
     }
 
-    /// Takes every entry out into `out`, counted in `abandoned`: how many.
+    /// Takes out every pending entry whose payload `pick` picks, held ones too, as a cancel
+    /// takes one, counted in `cancelled`, appended to `out`: how many of them count.
+    fn remove_each(&mut self, pick: impl FnMut(&P) -> bool, out: &mut Vec<P>) -> usize {
+        let before = out.len();
+        self.wheel.remove_each(pick, out);
+        let counted = out[before..].iter().filter(|payload| X::counts(payload)).count();
+        self.totals.cancelled += counted as u64;
+        counted
+    }
+
+    /// Takes every entry out into `out`, counted in `abandoned`: how many of them count.
     pub(super) fn drain(&mut self, out: &mut Vec<Fired<P>>) -> usize {
         let before = out.len();
         self.wheel.drain_all(out);
-        let drained = out.len() - before;
+        let drained = out[before..].iter().filter(|fired| X::counts(&fired.payload)).count();
         self.totals.abandoned += drained as u64;
         drained
     }
 }
 
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// The shards' totals summed (module docs), each shard read under its lock in turn.
     pub fn totals(&self) -> Totals {
         let mut totals = Totals::default();
@@ -158,6 +194,19 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
             totals.add(&shard_totals);
         }
         totals
+    }
+
+    /// Takes out every pending entry whose payload `pick` picks, held ones too, each shard under
+    /// its lock in turn (never two), as [`cancel`](Core::cancel) takes one: counted out, in
+    /// `cancelled`, its status `Cancelled` (a claim of a held one finds nothing); the payloads
+    /// appended to `out`, for the caller to drop after. O(slots written). A schedule racing it
+    /// into a shard it already passed is not taken.
+    pub fn cancel_each(&self, mut pick: impl FnMut(&P) -> bool, out: &mut Vec<P>) {
+        for shard in self.shards.iter() {
+            let mut guard = shard.lock();
+            let counted = guard.state().remove_each(&mut pick, out);
+            guard.count_out(counted);
+        }
     }
 
     /// Runs `f` on each shard's extra under its lock, one shard at a time, in index order (on
@@ -186,7 +235,7 @@ impl<P: Send + 'static, X: Extra> Core<P, X> {
 }
 
 #[cfg(delaywheel_loom)]
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// Sets every shard's wheel's split size (`wheel/split.rs`): the loom models split small
     /// buckets.
     pub(crate) fn set_split_at(&self, entries: u32) {

@@ -59,7 +59,7 @@ impl CoreStats {
     }
 }
 
-impl<P: Send + 'static, X: Extra> Core<P, X> {
+impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// The core's load now (module docs): each shard's wheel read under its lock, one at a time;
     /// O(shards + the buckets created in the levels holding entries).
     pub fn stats(&self) -> CoreStats {

@@ -360,6 +360,28 @@ impl<P> Wheel<P> {
         Some(self.file(key.slot, deadline.tick()))
     }
 
+    /// The payload of the entry `key` names (a held one too), to read or rewrite in place; `None`
+    /// if the key is stale.
+    #[inline]
+    pub(crate) fn payload_mut(&mut self, key: Key) -> Option<&mut P> {
+        self.slab.get(key.slot, key.generation)?;
+        Some(&mut self.slab.entry_mut(key.slot).payload)
+    }
+
+    /// Takes out every pending entry whose payload `pick` picks, held ones too, each as
+    /// [`remove`](Wheel::remove) takes one (status `Cancelled`), appended to `out` in slot order.
+    /// O(slots written).
+    pub(crate) fn remove_each(&mut self, mut pick: impl FnMut(&P) -> bool, out: &mut Vec<P>) {
+        for slot in 0..self.slab.slots() as u32 {
+            let occupant = self.slab.slot(slot);
+            let Some(entry) = &occupant.entry else { continue };
+            if pick(&entry.payload) {
+                let key = Key { slot, generation: occupant.life.stamp() };
+                out.extend(self.remove(key));
+            }
+        }
+    }
+
     /// The deadline of the entry `key` names, `None` if the key is stale. A held entry is pending
     /// until claimed: its deadline reads back, the one it fell due by.
     pub(crate) fn deadline(&self, key: Key) -> Option<Deadline> {

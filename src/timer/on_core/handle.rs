@@ -4,8 +4,16 @@
 //! A handle works alone, through its entry's shard (`shard/core/handles.rs`, "A handle alone"):
 //! a cancel takes the entry out under the shard's lock and lowers a bounded timer's gauge there
 //! (the shard's [`Extra`](super::Extra)); a reset reads the timer's clock from the shard's extra,
-//! then moves the entry (a second hold of the lock: the core's reset takes the deadline made); a
-//! deadline reads the word and, for the clock's origin, the instant kept by stamp in the extra.
+//! then moves the entry (a second hold of the lock: the core's reset takes the deadline made; an
+//! entry that ends between the two is not moved); a deadline reads the word and, for the clock's
+//! origin, the instant kept by stamp in the extra, in one critical section.
+//!
+//! **Before the origin.** Every instant before the clock's origin has the origin's word; its
+//! instant is kept in the shard's extra by the entry's stamp (unique per timer), written by the
+//! schedule's insert and by a reset in the critical section that writes the word, read with the
+//! word in one critical section, and dropped by a cancel or a claim of the entry (the drain
+//! forgets the whole shard's with the close). So the word and the record read together are one
+//! reset's, as `before_origin.rs` requires of the arena's.
 //! Once the timer is dropped, the shard's header is given back and every handle finds nothing.
 
 use std::fmt;
@@ -13,9 +21,11 @@ use std::time::{Duration, Instant};
 
 #[cfg(feature = "async")]
 use super::super::LiveTimer;
-use super::super::When;
+use super::super::values::{exact_of, instant_of};
+use super::super::{Time, When};
 use super::{CoreHandle, Extra, Payload};
 use crate::deadline::Deadline;
+use crate::sync::Ordering;
 use crate::shard::life::Status;
 
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it or move it.
@@ -130,38 +140,84 @@ fn cancel(handle: &CoreHandle) -> bool {
 }
 
 /// Takes `handle`'s pending entry out (held ones too: a cancel wins over the batch's claim),
-/// lowering a bounded timer's gauge and dropping its before-origin record under the shard's lock:
-/// its payload, for the caller to drop after (or take a value out of: `values.rs`).
+/// dropping its before-origin record and lowering a bounded timer's gauge under the shard's lock:
+/// its payload, for the caller to drop after (or take a value out of: `values.rs`). For an entry
+/// that counts: every one but a tick group's ([`LentHandle::cancel`] handles both).
 pub(super) fn cancel_take(handle: &CoreHandle) -> Option<Payload> {
-    let _ = handle;
-    todo!("on_core: cancel through the handle, the bound lowered and the record dropped under the lock")
+    take(handle, true)
+}
+
+/// [`cancel_take`], lowering the gauge under the lock iff `lower`.
+fn take(handle: &CoreHandle, lower: bool) -> Option<Payload> {
+    let stamp = handle.entry().1;
+    handle.cancel_with(|state| {
+        let extra = &mut state.extra;
+        if !extra.before_origin.is_empty() {
+            extra.before_origin.remove(&stamp);
+        }
+        if let Some(bound) = extra.bound.as_ref().filter(|_| lower) {
+            bound.fetch_sub(1, Ordering::Relaxed);
+        }
+    })
+}
+
+/// [`TimerHandle::reset`] to `when` (module docs): the deadline made on the clock the shard's
+/// extra keeps, then the move; a deadline before the clock's origin recorded iff `keep` (a `Sleep`
+/// keeps its own), in the move's critical section, and a record of an earlier one dropped there.
+fn reset(handle: &CoreHandle, when: When, keep: bool) -> bool {
+    let Some(Some(time)) = with_extra(handle, |extra| extra.time.clone()) else { return false };
+    let Ok((_, to)) = time.deadline(when) else { return false };
+    let record = if keep { before_origin(&time, when) } else { None };
+    let stamp = handle.entry().1;
+    handle.reset_with(to, |extra| match record {
+        Some(exact) => {
+            extra.before_origin.insert(stamp, exact);
+        }
+        None if keep && !extra.before_origin.is_empty() => {
+            extra.before_origin.remove(&stamp);
+        }
+        None => {}
+    })
+}
+
+/// The instant of `when` as signed nanoseconds from the clock's base, if it is before the
+/// clock's origin: what a handle's `deadline` reads back for the origin's word.
+pub(super) fn before_origin(time: &Time, when: When) -> Option<i64> {
+    match when {
+        When::At(at) if at < time.clock.base() => Some(exact_of(time.clock.base(), at)),
+        _ => None,
+    }
+}
+
+/// [`TimerHandle::deadline`]: the word and the record before the origin, read in one critical
+/// section of the entry's shard.
+fn deadline(handle: &CoreHandle) -> Option<Instant> {
+    let stamp = handle.entry().1;
+    let (word, record, time) = handle.with_entry(|word, _, extra| {
+        let record = extra.before_origin.get(&stamp).copied();
+        (word, record, extra.time.clone())
+    })?;
+    let time = time?;
+    match record {
+        Some(exact) if word == time.ticks.origin() => Some(instant_of(time.clock.base(), exact)),
+        _ => time.clock.deadline_instant(time.ticks, word),
+    }
 }
 
 /// Moves `handle`'s pending entry to `deadline` in place, and for a value (`exact`) rewrites the
 /// exact deadline in its payload in the same critical section: `true` iff it moved.
 pub(super) fn reset_to(handle: &CoreHandle, deadline: Deadline, exact: Option<i64>) -> bool {
-    let _ = (handle, deadline, exact);
-    todo!("on_core: a reset of a value")
+    handle.reset_with_payload(deadline, |payload, _| {
+        if let Some(exact) = exact {
+            payload.set_exact(exact);
+        }
+    })
 }
 
 /// The deadline word of `handle`'s pending entry and, for a value, the exact deadline its payload
 /// keeps, read in one critical section of its shard; `None` if it is not pending.
 pub(super) fn deadline_of(handle: &CoreHandle) -> Option<(Deadline, Option<i64>)> {
-    let _ = handle;
-    todo!("on_core: a value's deadline")
-}
-
-/// [`TimerHandle::reset`] to `when`; a deadline before the clock's origin recorded iff `keep` (a
-/// `Sleep` keeps its own).
-fn reset(handle: &CoreHandle, when: When, keep: bool) -> bool {
-    let _ = (handle, when, keep);
-    todo!("on_core: reset through the handle, the deadline made on the clock its shard's extra keeps")
-}
-
-/// [`TimerHandle::deadline`].
-fn deadline(handle: &CoreHandle) -> Option<Instant> {
-    let _ = handle;
-    todo!("on_core: the deadline word, and the instant before the origin kept by stamp")
+    handle.with_entry(|word, payload, _| (word, payload.exact()))
 }
 
 /// A future's handle of its task (`sleep.rs`, feature `async`): the core's handle, `Copy`; the
@@ -181,8 +237,14 @@ impl LentHandle {
     /// too).
     #[inline]
     pub(crate) fn cancel(self, timer: &LiveTimer) -> bool {
-        let _ = timer;
-        self.0.is_some_and(|handle| cancel(&handle))
+        let Some(handle) = self.0 else { return false };
+        // A tick group's entry is uncounted: the gauge is lowered after, by the payload's kind.
+        let Some(payload) = take(&handle, false) else { return false };
+        if let Some(bound) = timer.0.bound.as_ref().filter(|_| payload.is_counted()) {
+            bound.fetch_sub(1, Ordering::Relaxed);
+        }
+        drop(payload);
+        true
     }
 
     /// [`TimerHandle::reset_at`] on `timer`, the timer that scheduled the task (after its shutdown

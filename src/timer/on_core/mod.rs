@@ -34,7 +34,7 @@ use crate::delay_queue::Timeline;
 use crate::driver::Executor;
 use crate::entry::task_slab::TaskSlab;
 use crate::entry::{InlineTask, Stamps};
-use crate::shard::core::{Bucketed, Core};
+use crate::shard::core::{Bucketed, Core, Extra as CoreExtra};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, UnmodelledAtomicU64};
 
 use super::stats::Lateness;
@@ -74,6 +74,15 @@ pub(crate) struct Extra {
     /// Deadlines before the clock's origin, by stamp: signed nanoseconds from the clock's base
     /// (`before_origin.rs`'s records, kept per shard).
     pub(super) before_origin: HashMap<u64, i64>,
+}
+
+impl CoreExtra<Payload> for Extra {
+    /// A tick group's entry is uncounted (`InlineTask::is_counted`): its members count themselves
+    /// (`groups.rs`).
+    #[inline]
+    fn counts(payload: &Payload) -> bool {
+        payload.is_counted()
+    }
 }
 
 /// Counts beside the core's totals, shared with the executor threads.

@@ -19,10 +19,12 @@
 
 #[cfg(feature = "async")]
 use super::handle::LentHandle;
-use super::handle::TimerHandle;
+use super::handle::{self, TimerHandle};
 use super::{CoreHandle, Payload, Shared};
 use crate::deadline::Deadline;
 use crate::entry::StampBy;
+use crate::shard::wheel::{Refusal, Refused};
+use crate::sync::Ordering;
 use crate::timer::{ScheduleError, When};
 
 impl Shared {
@@ -97,8 +99,10 @@ impl Shared {
     /// clock's origin (module docs, "Before the origin").
     #[inline]
     pub(super) fn before_origin(&self, when: When) -> Option<i64> {
-        let _ = when;
-        todo!("on_core: an instant before the origin")
+        match when {
+            When::At(_) => handle::before_origin(&self.time, when),
+            When::After(_) => None,
+        }
     }
 
     /// The insert every schedule makes (module docs): `payload` at `deadline`, its stamp drawn
@@ -111,7 +115,46 @@ impl Shared {
         payload: Payload,
         before: Option<i64>,
     ) -> Result<CoreHandle, (Payload, ScheduleError)> {
-        let _ = (deadline, by, payload, before);
-        todo!("on_core: the insert")
+        let counted = payload.is_counted();
+        if counted && !self.raise_bound() {
+            return Err((payload, ScheduleError::TooManyPending { max: self.max_pending }));
+        }
+        let stamp = match by {
+            StampBy::Timer => self.stamps.shared(),
+            StampBy::Thread => self.stamps.thread(),
+        };
+        let scheduled = match before {
+            None => self.core.schedule(deadline, stamp, payload),
+            Some(exact) => self.core.schedule_with(deadline, stamp, payload, |extra| {
+                extra.before_origin.insert(stamp, exact);
+            }),
+        };
+        scheduled.map_err(|Refused { payload, reason }| {
+            if counted {
+                self.lower_bound(1);
+            }
+            let error = match reason {
+                Refusal::Closed => ScheduleError::ShutDown,
+                Refusal::Full | Refusal::Stamp => self.full(),
+            };
+            (payload, error)
+        })
+    }
+
+    /// Raises a bounded timer's gauge by one unless it is at `max_pending` (`false`): a CAS loop,
+    /// so a refused attempt never shows. `true` on an unbounded timer.
+    #[inline]
+    pub(super) fn raise_bound(&self) -> bool {
+        let Some(bound) = &self.bound else { return true };
+        let max = self.max_pending;
+        bound.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |pending| (pending < max).then_some(pending + 1)).is_ok()
+    }
+
+    /// Lowers a bounded timer's gauge by `n` (entries out of the core, or never in it).
+    #[inline]
+    pub(super) fn lower_bound(&self, n: usize) {
+        if let (Some(bound), true) = (&self.bound, n > 0) {
+            bound.fetch_sub(n, Ordering::Relaxed);
+        }
     }
 }
