@@ -194,13 +194,8 @@ impl Shared {
 
     /// Counts a member in before it joins its group; refused by a bounded timer that is full.
     pub(crate) fn count_member_in(&self) -> Result<(), ScheduleError> {
-        if let Some(bound) = &self.bound {
-            let max = self.max_pending;
-            let raised =
-                bound.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| (p < max).then_some(p + 1));
-            if raised.is_err() {
-                return Err(ScheduleError::TooManyPending { max });
-            }
+        if !self.raise_bound() {
+            return Err(ScheduleError::TooManyPending { max: self.max_pending });
         }
         self.members.count_in();
         Ok(())
@@ -225,14 +220,7 @@ impl Shared {
     pub(crate) fn members_out(&self, n: u64, cancelled: bool, fired: bool) {
         if n > 0 {
             self.members.count_out(n, cancelled, fired);
-            self.lower_bound(n);
-        }
-    }
-
-    /// Lowers a bounded timer's gauge by `n` members counted out.
-    fn lower_bound(&self, n: u64) {
-        if let Some(bound) = &self.bound {
-            bound.fetch_sub(n as usize, Ordering::Relaxed);
+            self.lower_bound(n as usize);
         }
     }
 }
