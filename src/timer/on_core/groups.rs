@@ -224,3 +224,7 @@ impl Shared {
         }
     }
 }
+
+#[cfg(all(test, feature = "async"))]
+#[path = "groups_tests.rs"]
+mod tests;

@@ -184,3 +184,7 @@ impl Shared {
         self.count_panicked(panicked);
     }
 }
+
+#[cfg(test)]
+#[path = "values_tests.rs"]
+mod tests;
