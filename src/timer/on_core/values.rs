@@ -152,8 +152,11 @@ impl Shared {
     /// [`Timer::clear_values`](crate::Timer::clear_values).
     pub(crate) fn clear_values<R>(&self, then: impl FnOnce(usize) -> R) -> R {
         // An advance that claimed a value before the take reached its shard would hand it over
-        // after `then` emptied the ready list: the take waits for it (module docs).
-        let serial = if self.may_wait_for_advance() {
+        // after `then` emptied the ready list: the take waits for it (module docs). (Seeded fault
+        // `queue_clear_skips_advance_lock`, docs/loom.md: it does not.)
+        let serial = if fault!("queue_clear_skips_advance_lock") {
+            None
+        } else if self.may_wait_for_advance() {
             Some(self.advance_lock.lock())
         } else {
             self.advance_lock.try_lock()
@@ -161,7 +164,11 @@ impl Shared {
         let mut taken = Vec::new();
         let result = then(self.take_values(&mut taken));
         drop(serial);
-        self.released_advance_lock();
+        // Seeded fault `queue_clear_leaves_closing` (docs/loom.md): a shutdown that found the
+        // lock held by this clear left the queue's closing to it, and nobody closes it.
+        if !fault!("queue_clear_leaves_closing") {
+            self.released_advance_lock();
+        }
         for payload in taken {
             crate::unwind::drop_caught(payload);
         }
