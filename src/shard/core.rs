@@ -425,10 +425,29 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
         if fault!("shard_core_claim_counts_out_after_unlock") {
             return faults::claim_counting_after_unlock(shard, due.entry.key);
         }
+        self.claim_in(due, |_| true, f)
+    }
+
+    /// [`claim`](Core::claim) only if `pick` picks the held entry's payload (looked at under the
+    /// lock, before the take): `None` if it does not (the entry stays held, for a claim after) or
+    /// the entry is gone.
+    pub fn claim_if(&self, due: &Due, pick: impl FnOnce(&P) -> bool) -> Option<P> {
+        self.claim_in(due, pick, |_| {})
+    }
+
+    /// The claim of `due`'s entry if `pick` picks its payload, `f` run on the extra once it is
+    /// taken and counted out.
+    #[inline]
+    fn claim_in(&self, due: &Due, pick: impl FnOnce(&P) -> bool, f: impl FnOnce(&mut X)) -> Option<P> {
+        let shard = &self.shards[usize::from(due.shard)];
         // Bound before the guard, so that a panicking `f` drops it after the unlock.
         let payload;
         let mut guard = shard.lock();
-        payload = guard.state().claim(due.entry.key);
+        let state = guard.state();
+        if !state.wheel.payload_mut(due.entry.key).is_some_and(|payload| pick(payload)) {
+            return None;
+        }
+        payload = state.claim(due.entry.key);
         if let Some(taken) = &payload {
             guard.count_out(usize::from(X::counts(taken)));
             f(&mut guard.state().extra);

@@ -104,28 +104,8 @@ impl Timer {
         let shared = self.shared();
         // Counted before the flag: whoever reads the flag set finds this drain in flight too.
         let draining = Draining::begin(&shared.draining);
-        shared.shut_down.store(true, Ordering::SeqCst);
-        shared.queue.close();
-        let inside_task = shared.advancing_here();
-        // From a timer's own thread, the driver may be waiting for this very thread.
-        let may_wait = shared.may_wait_for_advance();
-        let wait_fully = may_wait && !dropping && wait.is_none();
-        // Take the driver out first: the lock must not be held while joining (a task may be calling
-        // shutdown concurrently and would wait on it).
-        let driver = self.driver.lock().take();
-        // A timed shutdown's one deadline, for the driver's exit and the advance in progress.
-        let give_up = wait.filter(|_| may_wait && !dropping).map(|limit| Instant::now().checked_add(limit));
-        let left = || give_up.map(|at| at.map(|at| at.saturating_duration_since(Instant::now())));
-        if let Some(driver) = driver {
-            match left() {
-                _ if wait_fully => driver.join(),
-                Some(Some(limit)) => drop(driver.join_within(limit)),
-                Some(None) => driver.join(),
-                // Not advancing (its `advance` sees `shut_down` under the lock): about to exit.
-                _ if !inside_task && shared.advance_lock.try_lock().is_some() => driver.join(),
-                _ => driver.detach(),
-            }
-        }
+        let stopping = self.stop_driver(dropping, wait);
+        let (inside_task, wait_fully) = (stopping.inside_task, stopping.wait_fully);
         // Drop only discards: boxing and sorting the closures would be wasted work.
         let report = !dropping;
         // The wakers the drain's drops hand over (a tick group's members, the sleeps a drop
@@ -144,7 +124,7 @@ impl Timer {
             // `advance_clock`, or one beside the driver) as `drain_locked` does, for what is left
             // of its wait: the advance's batch then runs, as with the driver's. (No new race:
             // once the lock is taken this is the drain under the lock; under loom, `try_lock`.)
-            let serial = match left() {
+            let serial = match stopping.left() {
                 Some(Some(limit)) => shared.advance_lock.try_lock_for(limit),
                 Some(None) => Some(shared.advance_lock.lock()),
                 _ => shared.advance_lock.try_lock(),
@@ -170,6 +150,37 @@ impl Timer {
         // The drain emptied the arena: what outlives this call gives its pages back (`shrink.rs`).
         self.shrink_stopped(dropping);
         unfired
+    }
+
+    /// The start of every stop: sets the shutdown flag and closes the queue (the driver wakes and
+    /// exits), then joins the driver as [`stop`](Timer::stop) says (waiting up to `wait`, or not
+    /// at all where it may not: from a timer's thread or task, or a drop while the driver is
+    /// inside a task, which is told to stop and left to exit on its own). How the stop goes on.
+    pub(super) fn stop_driver(&self, dropping: bool, wait: Option<Duration>) -> Stopping {
+        let shared = self.shared();
+        shared.shut_down.store(true, Ordering::SeqCst);
+        shared.queue().close();
+        let inside_task = shared.advancing_here();
+        // From a timer's own thread, the driver may be waiting for this very thread.
+        let may_wait = shared.may_wait_for_advance();
+        let wait_fully = may_wait && !dropping && wait.is_none();
+        // Take the driver out first: the lock must not be held while joining (a task may be calling
+        // shutdown concurrently and would wait on it).
+        let driver = self.driver.lock().take();
+        // A timed shutdown's one deadline, for the driver's exit and the advance in progress.
+        let give_up = wait.filter(|_| may_wait && !dropping).map(|limit| Instant::now().checked_add(limit));
+        let stopping = Stopping { inside_task, wait_fully, give_up };
+        if let Some(driver) = driver {
+            match stopping.left() {
+                _ if wait_fully => driver.join(),
+                Some(Some(limit)) => drop(driver.join_within(limit)),
+                Some(None) => driver.join(),
+                // Not advancing (its `advance` sees `shut_down` under the lock): about to exit.
+                _ if !inside_task && shared.advance_lock.try_lock().is_some() => driver.join(),
+                _ => driver.detach(),
+            }
+        }
+        stopping
     }
 }
 
@@ -249,13 +260,30 @@ impl Shared {
     }
 }
 
+/// How a stop goes on once its driver is stopped ([`Timer::stop_driver`]).
+pub(super) struct Stopping {
+    /// The stop comes from inside one of this timer's tasks (its advance holds `advance_lock`).
+    pub(super) inside_task: bool,
+    /// A shutdown with no bound on its wait, from where it may wait.
+    pub(super) wait_fully: bool,
+    /// A timed shutdown's deadline (`Some(None)`: beyond what an `Instant` holds).
+    pub(super) give_up: Option<Option<Instant>>,
+}
+
+impl Stopping {
+    /// What is left of a timed shutdown's wait (`Some(None)`: no bound it can say).
+    pub(super) fn left(&self) -> Option<Option<Duration>> {
+        self.give_up.map(|at| at.map(|at| at.saturating_duration_since(Instant::now())))
+    }
+}
+
 /// A shutdown's drain in flight, counted in `Shared::draining` (see `close_values`) until this is
 /// dropped: also if the shutdown unwinds (a driver's panic it surfaces), so that closings are not
 /// held off for ever.
-struct Draining<'a>(&'a AtomicUsize);
+pub(super) struct Draining<'a>(&'a AtomicUsize);
 
 impl<'a> Draining<'a> {
-    fn begin(draining: &'a AtomicUsize) -> Self {
+    pub(super) fn begin(draining: &'a AtomicUsize) -> Self {
         draining.fetch_add(1, Ordering::SeqCst);
         Draining(draining)
     }

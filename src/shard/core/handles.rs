@@ -62,6 +62,17 @@ impl<P: Send + 'static, X: Extra<P>> Handle<P, X> {
         Some(f(deadline, payload, &mut state.extra))
     }
 
+    /// Where this handle's pending entry is filed, with its deadline: ((level, slot, its
+    /// bucket's expiration), deadline), `None` if it is not pending, in no bucket (overdue, held)
+    /// or its core is gone. A diagnostic.
+    pub fn position(&self) -> Option<((usize, usize, u64), Deadline)> {
+        let (slot, generation) = self.entry();
+        let key = Key { slot, generation };
+        let mut shard = self.lock()?;
+        let wheel = &shard.state().wheel;
+        Some((wheel.position(key)?, wheel.deadline(key)?))
+    }
+
     /// The reset: `f` runs on the state under the lock once the entry `key` moved.
     #[inline]
     fn reset_in(&self, deadline: Deadline, f: impl FnOnce(&mut super::State<P, X>, Key)) -> bool {

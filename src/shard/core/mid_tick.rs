@@ -29,6 +29,12 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// back; `false` if a cancel or a drain took it since the advance. The batch must not claim
     /// it then: a cancel takes it, a reset moves it, an advance holds it again.
     pub fn set_aside(&self, due: &Due) -> bool {
+        self.set_aside_if(due, |_| true)
+    }
+
+    /// [`set_aside`](Core::set_aside) only if `pick` picks the held entry's payload (looked at
+    /// under the lock): `false` if it does not (the entry stays held, for its claim) or is gone.
+    pub fn set_aside_if(&self, due: &Due, pick: impl FnOnce(&P) -> bool) -> bool {
         let index = usize::from(due.shard);
         let shard = &self.shards[index];
         if fault!("shard_core_set_aside_offered_before_link") {
@@ -38,7 +44,15 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
             }
             return shard.lock().state().wheel.set_aside(due.entry.key).is_some();
         }
-        let Some(offers) = shard.lock().state().wheel.set_aside(due.entry.key) else { return false };
+        let offers = {
+            let mut guard = shard.lock();
+            let wheel = &mut guard.state().wheel;
+            if !wheel.payload_mut(due.entry.key).is_some_and(|payload| pick(payload)) {
+                return false;
+            }
+            wheel.set_aside(due.entry.key)
+        };
+        let Some(offers) = offers else { return false };
         // After the link and the unlock (module docs); entries moved from behind the time for
         // the round under way ("Rounds").
         let Offers { round, overdue, moved } = offers;

@@ -61,6 +61,7 @@ fn payloads_are_reached_in_place() {
         })
         .collect();
     assert_eq!(handles[0].with_entry(|deadline, payload, _| (deadline, *payload)), Some((at(2), (true, 0))));
+    assert_eq!(handles[0].position(), Some(((0, 2, 2), at(2))), "level 0, slot 2, due at 2");
     assert!(handles[1].reset_with_payload(at(4), |payload, _| payload.1 = 10));
     assert_eq!(handles[1].with_entry(|deadline, payload, _| (deadline, *payload)), Some((at(4), (true, 10))));
     let (mut out, mut merge) = (Vec::new(), Merge::default());
@@ -78,4 +79,26 @@ fn payloads_are_reached_in_place() {
     assert_eq!(core.len(), 0);
     assert_eq!(core.totals(), Totals { scheduled: 3, cancelled: 3, rearmed: 1, ..Totals::default() });
     assert!(handles.iter().all(|handle| handle.with_entry(|_, _, _| ()).is_none()));
+}
+
+/// `claim_if` and `set_aside_if` look at the held payload first: one not picked stays held, for
+/// the claim after; one picked is claimed, or put back for the next advance.
+#[test]
+fn a_held_entry_is_claimed_or_set_aside_by_its_payload() {
+    let core: Core<Marked, ByMark> = Core::with_extra(1, 8);
+    for i in 0..3u32 {
+        core.schedule(at(2), u64::from(i) + 1, (true, i)).map_err(drop).unwrap();
+    }
+    let (mut out, mut merge) = (Vec::new(), Merge::default());
+    core.advance(2, u64::MAX, &mut out, &mut merge);
+    assert_eq!(out.len(), 3);
+    assert_eq!(core.claim_if(&out[0], |payload| payload.1 == 1), None, "not picked: still held");
+    assert_eq!(core.claim_if(&out[1], |payload| payload.1 == 1), Some((true, 1)));
+    assert!(!core.set_aside_if(&out[0], |payload| payload.1 == 2), "not picked: still held");
+    assert!(core.set_aside_if(&out[2], |payload| payload.1 == 2));
+    assert_eq!(core.claim(&out[0]), Some((true, 0)));
+    core.advance(2, u64::MAX, &mut out, &mut merge);
+    assert_eq!(out.len(), 4, "the next advance holds it again");
+    assert_eq!(core.claim(&out[3]), Some((true, 2)));
+    assert_eq!(core.totals(), Totals { scheduled: 3, fired: 3, ..Totals::default() });
 }

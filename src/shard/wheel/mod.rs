@@ -382,6 +382,17 @@ impl<P> Wheel<P> {
         }
     }
 
+    /// Where the entry `key` names is filed: (level, slot, its bucket's expiration), `None` if the
+    /// key is stale or the entry is in no bucket (on the overdue list, or held by a batch). A
+    /// diagnostic (`TimerHandle::position`).
+    pub(crate) fn position(&self, key: Key) -> Option<(usize, usize, u64)> {
+        let occupant = self.slab.get(key.slot, key.generation)?;
+        let level = occupant.life.list().as_level()?;
+        let tick = occupant.entry.as_ref()?.when.tick();
+        let slot = self.levels.slot_of(level, tick);
+        Some((level, slot, self.levels.get(level, slot)?.expiration))
+    }
+
     /// The deadline of the entry `key` names, `None` if the key is stale. A held entry is pending
     /// until claimed: its deadline reads back, the one it fell due by.
     pub(crate) fn deadline(&self, key: Key) -> Option<Deadline> {

@@ -1,19 +1,34 @@
-//! Advancing the clock on the core: one round of the core's queue per advance
-//! ([`Core::advance`] at the clock's tick, its limit the stamps' round, `Stamps::begin_round`),
-//! the batch sorted (by deadline word and stamp, a deadline passed mid-tick with the entries of
-//! its tick taken beside it by [`Core::take_due_by`], deadlines before the origin by their
-//! instants), and each entry claimed just before it runs (`fire.rs`). The waker of a drive
-//! future's sleep fires only what runs no user code, and puts each closure back for the next
-//! advance ([`Core::set_aside`]).
+//! Advancing the clock on the core (serialised by `advance_lock`): one round of the core's queue
+//! per advance ([`Core::advance`] at the clock's tick, its limit the stamps' round,
+//! `Stamps::begin_round`: what is scheduled while it runs waits for the next advance), the batch
+//! in order (by deadline word and stamp; a deadline passed mid-tick with the entries of its tick
+//! due by it taken beside it, [`Core::take_due_by`], the batch then sorted by the instants;
+//! deadlines before the origin by their instants), and each entry claimed just before it runs
+//! (`fire.rs`: a cancel until then wins, a drain takes it). With executor threads the batch's
+//! value entries are claimed here and the rest handed over, each claimed on its thread.
+//!
+//! **The drive waker's advance** fires only what runs no user code (a sleep's wake, a value) and
+//! puts each due closure back, pending, for the next round ([`Core::set_aside_if`]: under the
+//! shard's lock, by its payload's kind). A closure taken beside a passed deadline goes back by its
+//! own deadline, into its tick's bucket: it fires at that tick's end, not beside the passed
+//! deadline (the arena carries the take's limit to the next advance; not written on the core).
+//!
+//! **The cursor** (`current_tick`) moves to the clock's tick before the batch runs, never back.
 //!
 //! [`Core::advance`]: crate::shard::core::Core::advance
 //! [`Core::take_due_by`]: crate::shard::core::Core::take_due_by
-//! [`Core::set_aside`]: crate::shard::core::Core::set_aside
+//! [`Core::set_aside_if`]: crate::shard::core::Core::set_aside_if
 
-use super::values::FiredValue;
+use std::collections::HashMap;
+
+use super::fire::{self, ExecutorJob};
+use super::values::{FiredValue, ValueTicket};
 use super::Shared;
+use crate::delay_queue::Timeline;
 use crate::entry::Freed;
 use crate::shard::core::{Due, Merge};
+use crate::sync::{MutexGuard, Ordering};
+use crate::timer::advancing::Advancing;
 
 /// What an advance reuses from one call to the next, under `advance_lock`.
 #[derive(Default)]
@@ -25,6 +40,15 @@ pub(crate) struct Scratch {
     pub(super) values: Vec<FiredValue>,
     /// The blocks the batch's closures were in, given back together.
     pub(super) freed: Freed,
+}
+
+/// What an advance fires.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fires {
+    All,
+    /// Only what runs no user code (module docs, "The drive waker's advance").
+    #[cfg(feature = "async")]
+    Wakes,
 }
 
 impl Shared {
@@ -41,13 +65,142 @@ impl Shared {
     /// The non-blocking advance: every bucket due at the clock's current tick flushed, its
     /// entries run. Whether anything was due.
     pub(crate) fn advance(&self) -> bool {
-        todo!("on_core: the advance")
+        if self.advancing_here() {
+            return false;
+        }
+        let fired = self.advance_serial(self.advance_lock.lock(), Fires::All);
+        self.released_advance_lock();
+        fired
     }
 
     /// [`advance`](Self::advance) unless another advance holds the advance lock (then `None`),
-    /// firing only the tasks that run no user code (the waker of a drive future's sleep).
+    /// firing only the tasks that run no user code (module docs).
     #[cfg(feature = "async")]
     pub(crate) fn try_advance_wakes(&self) -> Option<bool> {
-        todo!("on_core: the drive waker's advance")
+        if self.advancing_here() {
+            return None;
+        }
+        let serial = self.advance_lock.try_lock()?;
+        let fired = self.advance_serial(serial, Fires::Wakes);
+        self.released_advance_lock();
+        Some(fired)
+    }
+
+    /// [`advance`](Self::advance) holding `advance_lock`.
+    fn advance_serial(&self, mut serial: MutexGuard<'_, Scratch>, fires: Fires) -> bool {
+        if self.is_shut_down() {
+            return false;
+        }
+        let _advancing = Advancing::enter(&self.advancer);
+        let now_tick = self.time.now_tick();
+        let limit = self.stamps.begin_round();
+        let Scratch { due, merge, values, freed } = &mut *serial;
+        self.core.advance(now_tick, limit, due, merge);
+        if now_tick > self.current_tick.load(Ordering::Relaxed) {
+            self.current_tick.store(now_tick, Ordering::Release);
+        }
+        if due.is_empty() {
+            return false;
+        }
+        self.take_beside_passed(due, merge, limit);
+        self.order_before_origin(due);
+        #[cfg(feature = "async")]
+        if fires == Fires::Wakes && self.executor.is_none() {
+            due.retain(|entry| !self.core.set_aside_if(entry, |task| !task.is_wake() && !task.is_value()));
+        }
+        #[cfg(not(feature = "async"))]
+        let Fires::All = fires;
+        self.fire(due, values, freed);
+        true
+    }
+
+    /// With a deadline passed mid-tick in the batch, takes the entries of its tick due by it
+    /// beside it and sorts the batch again by the instants (module docs; `advance.rs` of the
+    /// arena, "Passed deadlines mid-tick").
+    fn take_beside_passed(&self, due: &mut Vec<Due>, merge: &mut Merge, limit: u64) {
+        let batch = due.len();
+        let (first, last) = (due[0].entry.deadline, due[batch - 1].entry.deadline);
+        if first.tick() == last.tick() {
+            if let Some(word) = last.in_own_tick() {
+                self.core.take_due_by(word, limit, due, merge);
+            }
+        } else {
+            for i in 0..batch {
+                let ends_tick =
+                    i + 1 == batch || due[i + 1].entry.deadline.tick() != due[i].entry.deadline.tick();
+                if let Some(word) = due[i].entry.deadline.in_own_tick().filter(|_| ends_tick) {
+                    self.core.take_due_by(word, limit, due, merge);
+                }
+            }
+        }
+        if due.len() > batch {
+            merge.sort_by_instants(due);
+        }
+    }
+
+    /// Puts the run of the batch at the origin's word in the order of the instants kept before
+    /// the origin (the origin itself, with none kept, last): read from every shard's extra, only
+    /// for a batch with two such entries or more.
+    fn order_before_origin(&self, due: &mut [Due]) {
+        let origin = self.time.ticks.origin();
+        let Some(first) = due.iter().position(|entry| entry.entry.deadline == origin) else { return };
+        let run = due[first..].iter().take_while(|entry| entry.entry.deadline == origin).count();
+        if run < 2 {
+            return;
+        }
+        let mut records = HashMap::new();
+        self.core.for_each_extra(|extra| records.extend(extra.before_origin.iter().map(|(&k, &v)| (k, v))));
+        due[first..first + run].sort_by_key(|entry| records.get(&entry.entry.stamp).copied().unwrap_or(0));
+    }
+
+    /// Runs (or hands to the executor) every entry of the batch `due` in its order, claiming
+    /// each just before it runs, and empties it; its values go to the sink after it.
+    fn fire(&self, due: &mut Vec<Due>, values: &mut Vec<FiredValue>, freed: &mut Freed) {
+        let bound = self.bound.as_deref();
+        if let Some(executor) = &self.executor {
+            if self.values.get().is_some() {
+                due.retain(|entry| match self.core.claim_if(entry, |task| task.is_value()) {
+                    Some(task) => {
+                        self.lower_bound(1);
+                        values.push(self.fired_value(task, entry));
+                        false
+                    }
+                    None => true,
+                });
+                self.deliver_values(values);
+            }
+            executor.submit(due.drain(..).map(ExecutorJob));
+            return;
+        }
+        let mut lateness = self.lateness.batch(self.time.ticks);
+        #[cfg(feature = "async")]
+        let wakes = crate::timer::wakes::Batch::open();
+        let mut panicked = 0;
+        for entry in due.drain(..) {
+            let Some(task) = fire::claim(&self.core, &entry, bound) else { continue };
+            if task.is_value() && self.values.get().is_some() {
+                values.push(self.fired_value(task, &entry));
+                continue;
+            }
+            if task.is_counted() {
+                lateness.record(entry.entry.deadline.rounded_up_tick(), self.time.clock.now_nanos());
+            }
+            panicked += u64::from(fire::run(task, freed));
+        }
+        drop(lateness);
+        #[cfg(feature = "async")]
+        {
+            panicked += wakes.close();
+        }
+        freed.flush();
+        self.count_panicked(panicked);
+        if !values.is_empty() {
+            self.deliver_values(values);
+        }
+    }
+
+    /// A value entry claimed by the advance, on its way to the sink.
+    fn fired_value(&self, task: super::Payload, entry: &Due) -> FiredValue {
+        FiredValue { task, ticket: ValueTicket(self.core.handle_of(entry)), deadline: entry.entry.deadline }
     }
 }

@@ -14,10 +14,13 @@
 //!
 //! [`Core::claim`]: crate::shard::core::Core::claim
 
-use super::{Tallies, TimerCore};
+use std::panic::{self, AssertUnwindSafe};
+
+use super::{Payload, Tallies, TimerCore};
 use crate::entry::task_slab::TaskSlab;
+use crate::entry::Freed;
 use crate::shard::core::Due;
-use crate::sync::{Arc, AtomicUsize};
+use crate::sync::{Arc, AtomicUsize, Ordering};
 use crate::timer::stats::Lateness;
 use crate::timer::Time;
 
@@ -72,14 +75,57 @@ impl ExecutorThread<'_> {
     /// Claims `job`'s entry and runs it if it is still pending, recording its lateness.
     #[inline]
     pub(crate) fn run(&self, ExecutorJob(due): ExecutorJob) {
-        let _ = (due, self.room);
-        todo!("on_core: an executor's claim and run")
+        let room = self.room;
+        let Some(task) = claim(&room.core, &due, room.bound.as_deref()) else { return };
+        if task.is_counted() {
+            let (clock, ticks) = (&room.time.clock, room.time.ticks);
+            room.lateness.record_one(ticks, due.entry.deadline.rounded_up_tick(), clock.now_nanos());
+        }
+        if run(task, &mut Freed::default()) {
+            room.tallies.panicked.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Abandons `job` (module docs, "A job and the shutdown").
     #[inline]
     pub(crate) fn abandon(&self, ExecutorJob(due): ExecutorJob) {
-        let _ = (due, self.room);
-        todo!("on_core: an executor's abandon")
+        let room = self.room;
+        let Some(task) = claim(&room.core, &due, room.bound.as_deref()) else { return };
+        if task.is_counted() {
+            room.tallies.discarded.fetch_add(1, Ordering::Relaxed);
+        }
+        if crate::unwind::drop_caught(task) {
+            room.tallies.panicked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Claims `due`'s held entry (module docs of `core.rs`, "Claimed when it runs"): its payload, its
+/// record before the origin dropped in the claim's critical section and a bounded timer's gauge
+/// lowered after, if it counts; `None` if a cancel or a drain took it since the advance.
+#[inline]
+pub(super) fn claim(core: &TimerCore, due: &Due, bound: Option<&AtomicUsize>) -> Option<Payload> {
+    let stamp = due.entry.stamp;
+    let task = core.claim_with(due, |extra| {
+        if !extra.before_origin.is_empty() {
+            extra.before_origin.remove(&stamp);
+        }
+    })?;
+    if let Some(bound) = bound.filter(|_| task.is_counted()) {
+        bound.fetch_sub(1, Ordering::Relaxed);
+    }
+    Some(task)
+}
+
+/// Runs `task` on this thread, catching a panic (its payload dropped as `unwind.rs` says): whether
+/// it panicked. A block its closure was in goes to `freed`.
+#[inline]
+pub(super) fn run(task: Payload, freed: &mut Freed) -> bool {
+    match panic::catch_unwind(AssertUnwindSafe(|| task.run_into(freed))) {
+        Ok(()) => false,
+        Err(payload) => {
+            crate::unwind::drop_payload(payload);
+            true
+        }
     }
 }

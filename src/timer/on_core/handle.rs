@@ -19,14 +19,14 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use super::super::values::{exact_of, instant_of};
 #[cfg(feature = "async")]
 use super::super::LiveTimer;
-use super::super::values::{exact_of, instant_of};
 use super::super::{Time, When};
 use super::{CoreHandle, Extra, Payload};
 use crate::deadline::Deadline;
-use crate::sync::Ordering;
 use crate::shard::life::Status;
+use crate::sync::Ordering;
 
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it or move it.
 ///
@@ -103,7 +103,8 @@ impl TimerHandle {
 
     /// Where the task sits in the wheel right now. **Diagnostic**: a snapshot.
     pub fn position(&self) -> Option<crate::WheelPosition> {
-        todo!("on_core: a handle's position in its shard's wheel")
+        let ((level, slot, expiration_tick), deadline) = self.inner?.position()?;
+        Some(crate::WheelPosition { level, slot, expiration_tick, deadline_tick: deadline.tick() })
     }
 
     fn status(&self) -> Option<Status> {

@@ -147,7 +147,11 @@ impl Shared {
     pub(super) fn raise_bound(&self) -> bool {
         let Some(bound) = &self.bound else { return true };
         let max = self.max_pending;
-        bound.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |pending| (pending < max).then_some(pending + 1)).is_ok()
+        bound
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |pending| {
+                (pending < max).then_some(pending + 1)
+            })
+            .is_ok()
     }
 
     /// Lowers a bounded timer's gauge by `n` (entries out of the core, or never in it).

@@ -16,25 +16,144 @@
 //! [`Core::close`]: crate::shard::core::Core::close
 //! [`Core::shrink`]: crate::shard::core::Core::shrink
 
+use std::collections::HashMap;
 use std::time::Duration;
 
-use super::super::stats::TimerStats;
+use super::super::shutdown::Draining;
+use super::super::stats::{BucketLoad, TimerStats};
 use super::super::{Timer, UnfiredTask};
 use super::Shared;
+use crate::clock::nanos_to_duration;
+use crate::deadline::Deadline;
+use crate::shard::core::Merge;
+use crate::shard::wheel::Fired;
+use crate::sync::Ordering;
 
 impl Timer {
     /// Shutdown (`dropping == false`, waiting up to `wait`, `None` for as long as it takes) or
     /// drop (module docs, "The stop").
     pub(in crate::timer) fn stop(&self, dropping: bool, wait: Option<Duration>) -> Vec<UnfiredTask> {
-        let _ = (dropping, wait);
-        todo!("on_core: the stop")
+        let shared = self.shared();
+        // Counted before the flag: whoever reads the flag set finds this drain in flight too.
+        let draining = Draining::begin(&shared.draining);
+        let stopping = self.stop_driver(dropping, wait);
+        // A full shutdown lets the executor threads run what they were handed first.
+        if let (Some(executor), true) = (&shared.executor, stopping.wait_fully) {
+            executor.close(true, false);
+        }
+        // The advance in progress on another thread (a manual timer's), waited for as the
+        // driver is: its batch runs. A drop, or one from inside a task, does not wait: the close
+        // takes the rest of that batch, whose claims then find nothing.
+        let serial = if stopping.inside_task || dropping {
+            None
+        } else if stopping.wait_fully {
+            Some(shared.advance_lock.lock())
+        } else {
+            match stopping.left() {
+                Some(Some(limit)) => shared.advance_lock.try_lock_for(limit),
+                Some(None) => Some(shared.advance_lock.lock()),
+                None => shared.advance_lock.try_lock(),
+            }
+        };
+        // The wakers the drain's drops hand over are woken after it (`wakes.rs`); inside a task,
+        // the advance's own batch keeps them.
+        #[cfg(feature = "async")]
+        let wakes = (!stopping.inside_task).then(crate::timer::wakes::Batch::open);
+        let unfired = shared.drain(!dropping);
+        drop(serial);
+        drop(draining);
+        #[cfg(feature = "async")]
+        if let Some(wakes) = wakes {
+            shared.count_panicked(wakes.close());
+        }
+        if let Some(executor) = &shared.executor {
+            executor.close(stopping.wait_fully, dropping);
+        }
+        shared.close_values();
+        unfired
     }
 }
 
+/// A task a drain took, for the shutdown to hand back: its stamp and closure, and its deadline.
+type Unfired = ((u64, crate::entry::Task), Deadline);
+
 impl Shared {
-    /// [`Timer::stats`](crate::Timer::stats): the core's load and totals, the members', the panics.
+    /// The stop's drain ([`Core::close`](crate::shard::core::Core::close)): every entry taken out,
+    /// each shard closed under its lock. With `report`, the tasks come back in the order they
+    /// would have fired in; otherwise (and a tick group's always: its drop abandons its members)
+    /// they are dropped here, a panic of a drop caught and counted.
+    fn drain(&self, report: bool) -> Vec<UnfiredTask> {
+        let (mut drained, mut merge) = (Vec::new(), Merge::default());
+        let mut records = HashMap::new();
+        self.core.close_with(&mut drained, &mut merge, |extra| records.extend(extra.before_origin.drain()));
+        let (mut counted, mut values, mut panicked) = (0, 0, 0);
+        let mut unfired = Vec::new();
+        for Fired { deadline, stamp, payload: task, .. } in drained {
+            counted += usize::from(task.is_counted());
+            values += u64::from(task.is_value());
+            if report && task.is_counted() {
+                unfired.push(((stamp, task.into_box()), deadline));
+            } else {
+                panicked += u64::from(crate::unwind::drop_caught(task));
+            }
+        }
+        self.lower_bound(counted);
+        self.count_panicked(panicked);
+        // Seeded fault `shutdown_leaves_values_counted` (docs/loom.md).
+        if !fault!("shutdown_leaves_values_counted") {
+            self.abandoned_values.fetch_add(values, Ordering::Relaxed);
+        }
+        self.unfired(unfired, &records)
+    }
+
+    /// The tasks a drain took, in the order they would have fired in: by the instants, equal
+    /// ones by stamp, those at the origin's word by the instants kept before it; each at its
+    /// deadline (`TickLength::deadline_nanos`).
+    fn unfired(&self, mut unfired: Vec<Unfired>, records: &HashMap<u64, i64>) -> Vec<UnfiredTask> {
+        unfired.sort_by_key(|&((stamp, _), deadline)| (deadline.instant_order(), stamp));
+        let origin = self.time.ticks.origin();
+        if let Some(first) = unfired.iter().position(|&(_, deadline)| deadline == origin) {
+            let run = unfired[first..].iter().take_while(|&&(_, deadline)| deadline == origin).count();
+            unfired[first..first + run]
+                .sort_by_key(|&((stamp, _), _)| records.get(&stamp).copied().unwrap_or(0));
+        }
+        let at = |deadline: Deadline| nanos_to_duration(self.time.ticks.deadline_nanos(deadline));
+        let timer = self.timer_id();
+        let mut unfired: Vec<UnfiredTask> = unfired
+            .into_iter()
+            .map(|((_, task), deadline)| UnfiredTask { deadline: at(deadline), task, timer })
+            .collect();
+        unfired.sort_by_key(|task| task.deadline);
+        unfired
+    }
+
+    /// [`Timer::stats`](crate::Timer::stats): the core's load and totals, the members', the
+    /// panics; an executor's discards move from `fired` (the core's count of its claim) to
+    /// `abandoned`.
     pub(crate) fn stats(&self) -> TimerStats {
-        todo!("on_core: stats")
+        let totals = self.core.totals();
+        let members = self.members.totals();
+        let load = self.core.stats();
+        let discarded = self.tallies.discarded.load(Ordering::Relaxed);
+        TimerStats {
+            pending: self.len(),
+            scheduled: totals.scheduled + members.scheduled,
+            fired: totals.fired.saturating_sub(discarded) + members.fired,
+            cancelled: totals.cancelled + members.cancelled,
+            abandoned: totals.abandoned + discarded + members.abandoned,
+            panicked: self.tallies.panicked.load(Ordering::Relaxed),
+            rearmed: totals.rearmed,
+            queued_buckets: load.queued_buckets,
+            levels_in_use: load.levels_in_use,
+            resident_buckets: load.resident_buckets,
+            pending_per_level: load.pending_per_level,
+            fullest_bucket: load.fullest_bucket.map(|(level, slot, entries)| BucketLoad {
+                level,
+                slot,
+                entries,
+            }),
+            lateness: self.lateness.summary(),
+        }
     }
 
     /// The driver's automatic shrink, after an advance.
@@ -56,8 +175,11 @@ impl Shared {
     /// counted out as cancelled (a bounded timer's gauge lowered): their payloads appended to
     /// `out`, how many. A delay queue's clear (`values.rs`), under `advance_lock`.
     pub(super) fn take_values(&self, out: &mut Vec<super::Payload>) -> usize {
-        let _ = out;
-        todo!("on_core: every value entry taken in place")
+        let before = out.len();
+        self.core.cancel_each(super::Payload::is_value, out);
+        let taken = out.len() - before;
+        self.lower_bound(taken);
+        taken
     }
 
     /// [`Timer::shrink`](crate::Timer::shrink)'s give-back (module docs, "Shrink"); `limit` is
