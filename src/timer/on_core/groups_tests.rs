@@ -15,15 +15,14 @@ fn manual(max_pending: usize) -> Timer {
 
 /// The word `delay` from the manual clock's reading, stamped by the timer.
 fn due(timer: &Timer, delay: u64) -> (Deadline, StampBy) {
-    let (_, deadline) =
-        timer.shared_state().time().deadline(When::After(Duration::from_millis(delay))).unwrap();
+    let (_, deadline) = timer.shared().time().deadline(When::After(Duration::from_millis(delay))).unwrap();
     (deadline, StampBy::Timer)
 }
 
 #[test]
 fn a_group_entry_counts_nothing_and_its_members_count_themselves() {
     let timer = manual(usize::MAX);
-    let shared = timer.shared_state();
+    let shared = timer.shared();
     let group = shared.schedule_group(0, due(&timer, 5), || {}).unwrap();
     assert_eq!((shared.len(), shared.core.len()), (0, 0), "the group's entry is uncounted");
     assert_eq!(shared.core.totals().scheduled, 0);
@@ -47,7 +46,7 @@ fn a_group_entry_counts_nothing_and_its_members_count_themselves() {
 #[test]
 fn a_solo_sleep_counts_as_any_task() {
     let timer = manual(usize::MAX);
-    let shared = timer.shared_state();
+    let shared = timer.shared();
     let solo = shared.schedule_solo(0, due(&timer, 5), || {}).unwrap();
     assert_eq!((shared.len(), shared.core.totals().scheduled), (1, 1));
     assert!(solo.cancel(timer.live()));
@@ -57,7 +56,7 @@ fn a_solo_sleep_counts_as_any_task() {
 #[test]
 fn a_bounded_timer_admits_members_and_sleeps_up_to_its_bound() {
     let timer = manual(2);
-    let (shared, live) = (timer.shared_state(), timer.live());
+    let (shared, live) = (timer.shared(), timer.live());
     let full = Err(ScheduleError::TooManyPending { max: 2 });
     shared.count_member_in().unwrap();
     let solo = shared.schedule_solo(0, due(&timer, 5), || {}).unwrap();

@@ -23,7 +23,7 @@ fn ms(n: u64) -> Duration {
 #[test]
 fn a_value_is_removed_once_with_its_exact_deadline() {
     let (timer, clock) = manual(usize::MAX);
-    let base = timer.shared_state().time().clock.base();
+    let base = timer.shared().time().clock.base();
     clock.advance(Duration::from_nanos(1_500));
     let ticket = timer.insert_value(When::After(ms(5)), String::from("a")).unwrap();
     assert_eq!(timer.len(), 1);
@@ -39,7 +39,7 @@ fn a_value_is_removed_once_with_its_exact_deadline() {
 #[test]
 fn a_reset_moves_the_exact_deadline_with_the_entry() {
     let (timer, clock) = manual(usize::MAX);
-    let base = timer.shared_state().time().clock.base();
+    let base = timer.shared().time().clock.base();
     let ticket = timer.insert_value(When::After(ms(5)), 7u32).unwrap();
     assert!(timer.reset_value(ticket, When::After(ms(20))));
     assert_eq!(timer.value_deadline(ticket), Some(base + ms(20)));
@@ -90,7 +90,7 @@ impl ValueSink for Recording {
 
 /// `values` inserted `delay` ms ahead, taken out of their entries as an advance's claims take them.
 fn fired(timer: &Timer, values: &[u32], delay: u64) -> Vec<FiredValue> {
-    let shared = timer.shared_state();
+    let shared = timer.shared();
     let out = values.iter().map(|&value| {
         let ticket = timer.insert_value(When::After(ms(delay)), value).unwrap();
         let (deadline, _) = handle::deadline_of(&ticket.0).unwrap();
@@ -104,7 +104,7 @@ fn fired(timer: &Timer, values: &[u32], delay: u64) -> Vec<FiredValue> {
 #[test]
 fn a_batch_reaches_the_sink_in_order_with_its_panics_counted() {
     let (timer, _clock) = manual(usize::MAX);
-    let shared = timer.shared_state();
+    let shared = timer.shared();
     let base = shared.time().clock.base();
     let seen = Arc::new(Mutex::new(Vec::new()));
     timer.set_value_sink(Box::new(Recording(Arc::clone(&seen), 2)));
@@ -131,7 +131,7 @@ impl Drop for Bomb {
 #[test]
 fn without_a_sink_the_values_are_dropped_and_their_panics_counted() {
     let (timer, _clock) = manual(usize::MAX);
-    let shared = timer.shared_state();
+    let shared = timer.shared();
     let ticket = timer.insert_value(When::After(ms(1)), Bomb).unwrap();
     let (deadline, _) = handle::deadline_of(&ticket.0).unwrap();
     let task = handle::cancel_take(&ticket.0).unwrap();
