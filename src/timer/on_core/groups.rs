@@ -7,9 +7,11 @@
 //! * [`Members`]: the members' counts, beside the core's. `Shared::len` adds
 //!   [`Members::pending`] to the core's count; `Shared::stats` adds [`Members::totals`] to the
 //!   core's totals (`scheduled`, `fired`, `cancelled`, `abandoned`). A member counts itself in
-//!   before it joins and out as it leaves, so `pending` counts every member pending throughout a
-//!   read (striped in and out counts, `sync/striped.rs`, as `counters.rs` keeps them, or one pair
-//!   of atomics: the members' own choice).
+//!   before it joins and out as it leaves, on the calling thread's stripe of a striped count of
+//!   ins and outs (`sync/striped.rs`, as `counters.rs` keeps the arena's): a read loads every
+//!   out before any in, so `pending` counts every member pending throughout the read and is never
+//!   negative (the premise holds: a member's count-in happens-before its count-out, which its
+//!   group's firing, its cancel or its group's abandonment makes after it joined).
 //! * `schedule_group`: the group's task made uncounted
 //!   (`InlineTask::new_uncounted_in(task, &self.slab)`), then [`Shared::insert`] at the boundary
 //!   word with its stamp drawn `by`, before-origin `None`. An uncounted payload
@@ -35,17 +37,43 @@
 
 #[cfg(feature = "async")]
 use super::handle::LentHandle;
+#[cfg(feature = "async")]
+use super::Payload;
 use super::Shared;
 #[cfg(feature = "async")]
 use crate::deadline::Deadline;
 #[cfg(feature = "async")]
 use crate::entry::StampBy;
+use crate::sync::striped::{InOut, Striped};
+use crate::sync::AtomicU64;
+#[cfg(feature = "async")]
+use crate::sync::Ordering;
 #[cfg(feature = "async")]
 use crate::ScheduleError;
 
+/// The kind of count-out of a member that left before its group's tick.
+const CANCELLED: usize = 0;
+/// The kind of count-out of a member whose group fired or was abandoned.
+const LEFT: usize = 1;
+
 /// The tick groups' members' counts (module docs).
-#[derive(Debug, Default)]
-pub(crate) struct Members {}
+#[derive(Debug)]
+pub(crate) struct Members {
+    stripes: Striped<MemberStripe>,
+}
+
+/// One stripe of the members' counts. Aligned so that no two stripes share a cache line (128
+/// bytes: adjacent-line prefetching pairs lines).
+#[derive(Debug)]
+#[repr(align(128))]
+struct MemberStripe {
+    /// Members in (`scheduled`); out as [`CANCELLED`] or [`LEFT`].
+    pending: InOut<2>,
+    /// Members counted out with their group's firing.
+    fired: AtomicU64,
+    /// Members counted out with their group's abandonment: `left` = `fired` + `abandoned`.
+    abandoned: AtomicU64,
+}
 
 /// The members' monotonic totals, added to the core's by `Shared::stats`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -56,15 +84,53 @@ pub(crate) struct MemberTotals {
     pub(crate) abandoned: u64,
 }
 
+impl Default for Members {
+    fn default() -> Self {
+        let stripe =
+            || MemberStripe { pending: InOut::new(), fired: AtomicU64::new(0), abandoned: AtomicU64::new(0) };
+        Members { stripes: Striped::new(stripe) }
+    }
+}
+
 impl Members {
     /// The members pending: every member counted in and not yet out (module docs).
     pub(crate) fn pending(&self) -> usize {
-        0
+        self.stripes.count(|stripe| &stripe.pending)
     }
 
     /// The members' totals.
     pub(crate) fn totals(&self) -> MemberTotals {
-        MemberTotals::default()
+        use crate::sync::Ordering::Relaxed;
+        MemberTotals {
+            scheduled: self.stripes.ins(|stripe| &stripe.pending),
+            fired: self.stripes.sum(|stripe| &stripe.fired, Relaxed),
+            cancelled: self.stripes.total_out(|stripe| &stripe.pending, CANCELLED),
+            abandoned: self.stripes.sum(|stripe| &stripe.abandoned, Relaxed),
+        }
+    }
+}
+
+#[cfg(feature = "async")]
+impl Members {
+    /// Counts one member in, before it joins its group.
+    fn count_in(&self) {
+        self.stripes.local().pending.count_in();
+    }
+
+    /// Undoes [`count_in`](Members::count_in) for a member no one could count out.
+    fn uncount_in(&self) {
+        self.stripes.local().pending.uncount_in();
+    }
+
+    /// Counts `n` members out: cancelled, or with their group, fired or abandoned.
+    fn count_out(&self, n: u64, cancelled: bool, fired: bool) {
+        let stripe = self.stripes.local();
+        stripe.pending.count_out(if cancelled { CANCELLED } else { LEFT }, n);
+        if fired {
+            stripe.fired.fetch_add(n, Ordering::Relaxed);
+        } else if !cancelled {
+            stripe.abandoned.fetch_add(n, Ordering::Relaxed);
+        }
     }
 }
 
@@ -82,8 +148,15 @@ impl Shared {
     where
         F: FnOnce() + Send + 'static,
     {
-        let _ = (now, at, by, task);
-        todo!("on_core groups: schedule_group")
+        // (The core files the word as it is: the reading mattered to the word, made already.)
+        let _ = now;
+        if self.is_shut_down() {
+            return Err(ScheduleError::ShutDown);
+        }
+        let Some(payload) = Payload::new_uncounted_in(task, &self.slab) else {
+            return Err(self.full());
+        };
+        self.insert_lent((at, by), payload)
     }
 
     /// A timeout's own sleep (`LiveTimer::schedule_solo`): `task`, counted, at the deadline filed
@@ -97,30 +170,61 @@ impl Shared {
     where
         F: FnOnce() + Send + 'static,
     {
-        let _ = (now, due, task);
-        todo!("on_core groups: schedule_solo")
+        let _ = now;
+        if self.is_shut_down() {
+            return Err(ScheduleError::ShutDown);
+        }
+        let Some(payload) = self.make_task(task, true) else {
+            return Err(self.full());
+        };
+        self.insert_lent(due, payload)
+    }
+
+    /// [`Shared::insert`] of a future's `payload` (no instant before the origin: a timeout's
+    /// deadline is its word): its handle, or the refusal with the payload dropped.
+    fn insert_lent(&self, due: (Deadline, StampBy), payload: Payload) -> Result<LentHandle, ScheduleError> {
+        match self.insert(due, payload, None) {
+            Ok(handle) => Ok(LentHandle(Some(handle))),
+            Err((payload, refused)) => {
+                drop(payload);
+                Err(refused)
+            }
+        }
     }
 
     /// Counts a member in before it joins its group; refused by a bounded timer that is full.
     pub(crate) fn count_member_in(&self) -> Result<(), ScheduleError> {
-        todo!("on_core groups: count_member_in")
+        if !self.raise_bound() {
+            return Err(ScheduleError::TooManyPending { max: self.max_pending });
+        }
+        self.members.count_in();
+        Ok(())
     }
 
     /// Undoes [`count_member_in`](Shared::count_member_in) for a member that never joined.
     pub(crate) fn uncount_member_in(&self) {
-        todo!("on_core groups: uncount_member_in")
+        self.members.uncount_in();
+        self.lower_bound(1);
     }
 
     /// Counts `n` members of a group that fired out, and records their lateness from `tick`.
     pub(crate) fn members_fired(&self, n: u64, tick: u64) {
-        let _ = (n, tick);
-        todo!("on_core groups: members_fired")
+        if n > 0 {
+            self.members_out(n, false, true);
+            self.lateness.record_n(self.time.ticks, tick, self.time.clock.now_nanos(), n);
+        }
     }
 
     /// Counts `n` members out: left before the tick (`cancelled`), or with their group, fired
     /// (`fired`) or abandoned.
     pub(crate) fn members_out(&self, n: u64, cancelled: bool, fired: bool) {
-        let _ = (n, cancelled, fired);
-        todo!("on_core groups: members_out")
+        if n > 0 {
+            self.members.count_out(n, cancelled, fired);
+            self.lower_bound(n as usize);
+        }
     }
 }
+
+#[cfg(all(test, feature = "async"))]
+#[path = "groups_tests.rs"]
+mod tests;

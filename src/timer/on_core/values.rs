@@ -43,9 +43,9 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::time::Instant;
 
-use super::{CoreHandle, Payload, Shared};
+use super::{handle, CoreHandle, Payload, Shared};
 use crate::deadline::Deadline;
-use crate::timer::values::ValueSink;
+use crate::timer::values::{ValueSink, FAR};
 use crate::timer::{Time, When};
 use crate::ScheduleError;
 
@@ -110,37 +110,88 @@ impl Shared {
         when: When,
         value: V,
     ) -> Result<ValueTicket, (V, ScheduleError)> {
-        let _ = (when, value);
-        todo!("on_core values: insert_value")
+        if self.is_shut_down() {
+            return Err((value, ScheduleError::ShutDown));
+        }
+        let (now, deadline) = match self.time.deadline(when) {
+            Ok(found) => found,
+            Err(error) => return Err((value, error)),
+        };
+        let exact = self.time.value_exact(now, when);
+        let payload = match Payload::value_in(value, exact, &self.slab) {
+            Ok(payload) => payload,
+            Err(value) => return Err((value, self.full())),
+        };
+        match self.insert((deadline, self.time.stamp_by(when)), payload, None) {
+            Ok(handle) => Ok(ValueTicket(handle)),
+            Err((payload, error)) => match payload.take_value::<V>() {
+                Ok((value, _)) => Err((value, error)),
+                Err(_) => unreachable!("a refused value entry keeps its value"),
+            },
+        }
     }
 
     /// [`Timer::remove_value`](crate::Timer::remove_value).
     pub(crate) fn remove_value<V: Send + 'static>(&self, ticket: ValueTicket) -> Option<(V, i64)> {
-        let _ = ticket;
-        todo!("on_core values: remove_value")
+        handle::cancel_take(&ticket.0)?.take_value::<V>().ok()
     }
 
     /// [`Timer::reset_value`](crate::Timer::reset_value).
     pub(crate) fn reset_value(&self, ticket: ValueTicket, when: When) -> bool {
-        let _ = (ticket, when);
-        todo!("on_core values: reset_value")
+        let Ok((now, deadline)) = self.time.deadline(when) else { return false };
+        handle::reset_to(&ticket.0, deadline, Some(self.time.value_exact(now, when)))
     }
 
     /// [`Timer::value_deadline`](crate::Timer::value_deadline).
     pub(crate) fn value_deadline(&self, ticket: ValueTicket) -> Option<Instant> {
-        let _ = ticket;
-        todo!("on_core values: value_deadline")
+        let (deadline, exact) = handle::deadline_of(&ticket.0)?;
+        // (A value's payload always keeps its exact deadline; a word alone reads back as FAR's.)
+        Some(self.time.value_instant(exact.unwrap_or(FAR), deadline))
     }
 
     /// [`Timer::clear_values`](crate::Timer::clear_values).
     pub(crate) fn clear_values<R>(&self, then: impl FnOnce(usize) -> R) -> R {
-        let _ = then;
-        todo!("on_core values: clear_values")
+        // An advance that claimed a value before the take reached its shard would hand it over
+        // after `then` emptied the ready list: the take waits for it (module docs). (Seeded fault
+        // `queue_clear_skips_advance_lock`, docs/loom.md: it does not.)
+        let serial = if fault!("queue_clear_skips_advance_lock") {
+            None
+        } else if self.may_wait_for_advance() {
+            Some(self.advance_lock.lock())
+        } else {
+            self.advance_lock.try_lock()
+        };
+        let mut taken = Vec::new();
+        let result = then(self.take_values(&mut taken));
+        drop(serial);
+        // Seeded fault `queue_clear_leaves_closing` (docs/loom.md): a shutdown that found the
+        // lock held by this clear left the queue's closing to it, and nobody closes it.
+        if !fault!("queue_clear_leaves_closing") {
+            self.released_advance_lock();
+        }
+        for payload in taken {
+            crate::unwind::drop_caught(payload);
+        }
+        result
     }
 
     /// Hands an advance's fired values to the sink (module docs), leaving `values` empty.
     pub(super) fn deliver_values(&self, values: &mut Vec<FiredValue>) {
-        let _ = values;
-        todo!("on_core values: deliver_values")
+        if values.is_empty() {
+            return;
+        }
+        let mut panicked = match self.values.get() {
+            Some(sink) => sink.deliver(&mut FiredValues(values, &self.time)),
+            None => 0,
+        };
+        // Without a sink (or what a sink left): dropped as a value task's run drops its value.
+        for fired in values.drain(..) {
+            panicked += u64::from(crate::unwind::drop_caught(fired.task));
+        }
+        self.count_panicked(panicked);
     }
 }
+
+#[cfg(test)]
+#[path = "values_tests.rs"]
+mod tests;
