@@ -86,7 +86,7 @@ mod readers;
 mod retarget;
 mod shrink;
 mod slot_cache;
-mod stamps;
+pub(crate) mod stamps;
 mod thread_cache;
 // A module with `unsafe` code (see the crate's "Unsafe code"): the arena slots' lock.
 #[allow(unsafe_code)]
@@ -102,8 +102,6 @@ use location::{LaneKey, Location};
 pub(crate) use retarget::{deadline, retarget, Retargeted, Target};
 use slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
 pub(crate) use stamps::StampBy;
-#[cfg(delaywheel_core)]
-pub(crate) use stamps::Stamps;
 pub(crate) use task_slab::Freed;
 pub(crate) use value::{cancel_value_at, claim_value, current, exact, FiredValue};
 

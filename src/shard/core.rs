@@ -205,8 +205,7 @@ pub struct Core<P: Send + 'static, X: Extra<P> = ()> {
     shards: Box<[Shard<State<P, X>>]>,
     /// The shard count less one (a power of two less one).
     mask: usize,
-    /// Shared with every shard's state, so that a handle offers a reset's bucket with no `Core`
-    /// (`handles.rs`).
+    /// Shared with every shard's state: a handle offers a reset's bucket with no `Core`.
     queue: Arc<DelayQueue<Bucketed>>,
     /// The payloads an advance took at collection under the seeded fault
     /// `shard_core_claims_at_collection` (`faults.rs`); empty otherwise.

@@ -35,10 +35,10 @@
 //! `cancel`, `reset_at`, `debug`); (b) `queue`, `current_tick`, `advance`, `advancing_here`,
 //! `try_advance_wakes`, `next_work_tick`, the executor room, thread and job; (c) `stats`,
 //! `Timer::stop` (and so `shutdown`, `shutdown_timeout`, the drop), `Timer::shrink`'s give-back,
-//! the driver's automatic shrink (`shrink_if_spent`, `shrink_wait`).
-//! Left: (c) a spike's hook for the driver's wait (`wake_driver_at_spikes` arms nothing, so
-//! `shrink_wait` bounds every wait by a second); (d) the tick groups' and the values' items
-//! (`groups.rs`, `values.rs`); the drive waker's carried limit (`advance.rs`). Where the core
+//! the driver's automatic shrink (`shrink_if_spent`, `shrink_wait`); (d) the tick groups' and the
+//! values' items (`groups.rs`, `values.rs`). Left: (c) a spike's hook for the driver's wait
+//! (`wake_driver_at_spikes` arms nothing, so `shrink_wait` bounds every wait by a second); the
+//! drive waker's carried limit (`advance.rs`). Where the core
 //! differs from the arena's contract so far: an entry a task resets into the advance fires after
 //! the batch that moved it, not in deadline order among it (`tests/adv_batch_handles.rs`);
 //! `next_wakeup` reads the overdue list's offer at its wheel's time, which may be after a passed
@@ -63,7 +63,8 @@ use crate::builder::{Config, TaskExecution};
 use crate::delay_queue::Timeline;
 use crate::driver::Executor;
 use crate::entry::task_slab::TaskSlab;
-use crate::entry::{InlineTask, Stamps};
+use crate::entry::stamps::Stamps;
+use crate::entry::InlineTask;
 use crate::shard::core::{Bucketed, Core, Extra as CoreExtra};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, UnmodelledAtomicU64};
 
