@@ -18,8 +18,9 @@
 //! * **Shrink** ([`Slots::shrink_to_fit`]): the pages past the slots written (whole pages) are cut:
 //!   as many whole units of them as the slab took from the reserve and has not given back move to
 //!   a fresh address, made resident (`os::populate`), and go back to the reserve as a run; the rest
-//!   go back to the kernel (`munmap`). So what the reserve holds and what the slabs took of it add
-//!   up to the capacity, resident, while the core lives.
+//!   go back to the kernel (`munmap`), each piece's on its own: no `munmap` spans the hole a move
+//!   left, where the kernel may already have mapped something else. So what the reserve holds
+//!   and what the slabs took of it add up to the capacity, resident, while the core lives.
 //! * **Drop**: the slots written are dropped, then the mapping is unmapped.
 //!
 //! Elsewhere than Linux, and under loom, the slots are a `Vec`, and a run is bookkeeping: the

@@ -286,3 +286,76 @@ fn a_reservation_past_the_address_space_is_refused() {
     slots.push(1);
     slots.reserve_exact(usize::MAX);
 }
+
+/// Whether `bytes` at `at` are all mapped: covered by the mappings `/proc/self/maps` lists.
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom)))]
+fn mapped(at: usize, bytes: usize) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    let mut ranges: Vec<(usize, usize)> = maps
+        .lines()
+        .filter_map(|line| {
+            let (lo, hi) = line.split_whitespace().next()?.split_once('-')?;
+            Some((usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?))
+        })
+        .collect();
+    ranges.sort_unstable();
+    let mut covered = at;
+    for (lo, hi) in ranges {
+        if lo <= covered && covered < hi {
+            covered = hi;
+        }
+    }
+    covered >= at + bytes
+}
+
+/// A shrink moves the units it gives back out of several pieces of the mapping, each to a fresh
+/// mapping, which the kernel places in the highest gap that fits: the hole an earlier piece's
+/// move left, once mappings of a unit fill every gap above the slots' mapping. The shrink cuts
+/// only what is still its own, and every run the reserve holds stays mapped.
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom)))]
+#[test]
+fn a_shrink_giving_back_several_pieces_leaves_every_run_mapped() {
+    use crate::shard::reserve::{unit_slots, Reserve};
+    use crate::sync::Arc;
+
+    type Wide = [u64; 6];
+    let unit = unit_slots(std::mem::size_of::<Wide>());
+    for round in 0..8 {
+        let reserve = Arc::new(Reserve::new(8 * unit, std::mem::size_of::<Wide>()));
+        let mut slots = super::Slots::<Wide>::new();
+        slots.attach(Arc::clone(&reserve));
+        // A unit a run: the first adopted, each later one moved in as a piece of its own.
+        for pieces in 1..=3 + round % 4 {
+            assert_eq!(slots.take_run(pieces * unit), unit, "round {round}");
+        }
+        slots.push([round as u64; 6]);
+        // Mappings of a unit until one lies below the slots': no gap above them fits a unit.
+        let mut fillers = Vec::new();
+        while fillers.len() < 4096 {
+            let mut filler = super::Slots::<Wide>::new();
+            filler.reserve_exact(unit);
+            let below = filler.as_ptr() < slots.as_ptr();
+            fillers.push(filler);
+            if below {
+                break;
+            }
+        }
+        slots.shrink_to_fit();
+        assert_eq!((slots.capacity(), slots.taken()), (unit, 1), "round {round}");
+        assert_eq!(slots[0], [round as u64; 6]);
+        let runs = reserve.runs.lock().clone();
+        assert_eq!(runs.iter().map(|run| run.units).sum::<usize>(), 7, "round {round}");
+        for run in &runs {
+            assert!(mapped(run.at, run.units * reserve.unit_bytes()), "round {round}: {run:?} unmapped");
+        }
+        // Taken again and written, every slot.
+        let mut again = super::Slots::<Wide>::new();
+        again.attach(Arc::clone(&reserve));
+        while again.take_run(usize::MAX) > 0 {}
+        assert_eq!(again.capacity(), 7 * unit, "round {round}");
+        for slot in 0..7 * unit {
+            again.push([slot as u64; 6]);
+        }
+        assert!(again.iter().enumerate().all(|(slot, value)| *value == [slot as u64; 6]));
+    }
+}

@@ -125,19 +125,29 @@ impl<T> Slots<T> {
     }
 
     /// Gives back the mapping's pages past the slots written, to a whole grain (module docs).
+    ///
+    /// Piece by piece: the units given back move out of a piece to a fresh mapping, and only the
+    /// rest of the piece is unmapped. The hole a move leaves is no longer this mapping's: the
+    /// kernel may place any mapping there at once (the next piece's fresh one, another thread's),
+    /// so no unmap here spans one.
     pub(in super::super) fn shrink_to_fit(&mut self) {
         let keep = self.round(self.len * std::mem::size_of::<T>());
         if keep >= self.bytes {
             return;
         }
-        if let Some(room) = self.room.as_mut() {
-            let unit = room.reserve.unit_bytes();
-            // Piece by piece (each within one mapping of the kernel's), whole units each: the
-            // grain keeps every piece's ends on units.
-            let mut start = 0;
-            for &end in &self.ends {
-                let (lo, hi) = (start.max(keep), end);
-                let units = room.taken.min(hi.saturating_sub(lo) / unit);
+        let mut start = 0;
+        for &end in &self.ends {
+            let lo = start.max(keep);
+            start = end;
+            if lo >= end {
+                continue;
+            }
+            let mut cut = lo;
+            if let Some(room) = self.room.as_mut() {
+                // Whole units of the piece (the grain keeps every piece's ends on units), as many
+                // as the slab took and has not given back.
+                let unit = room.reserve.unit_bytes();
+                let units = room.taken.min((end - lo) / unit);
                 if units > 0 {
                     let to = os::map(units * unit, false);
                     move_out(self.at.cast(), &self.ends, lo..lo + units * unit, to);
@@ -146,16 +156,18 @@ impl<T> Slots<T> {
                     // value: the reserve never reads them).
                     unsafe { os::populate(to, units * unit) };
                     room.give_back(Run { at: to.as_ptr() as usize, units });
+                    cut += units * unit;
                 }
-                start = end;
+            }
+            if cut < end {
+                // SAFETY: `cut..end` is whole system pages (`keep`, the pieces' ends and the
+                // units moved out are multiples of the grain, itself of the system's page; the
+                // mapping's base is aligned to it) of one piece past the slots written, still
+                // this mapping's (no hole: the units moved out lie before `cut`), which nothing
+                // refers to: unmapped once, as the piece is cut off below.
+                unsafe { os::unmap(self.byte(cut), end - cut) };
             }
         }
-        // SAFETY: `keep..bytes` is whole system pages (`keep` and `bytes` are multiples of the
-        // grain, itself of the system's page; the mapping's base is aligned to it) of this
-        // mapping's pieces past the slots written, or holes the runs given back left (they moved
-        // out already), which nothing refers to: `unmap`'s contract allows several mappings and
-        // holes.
-        unsafe { os::unmap(self.byte(keep), self.bytes - keep) };
         self.ends.retain(|&end| end < keep);
         if keep > 0 {
             self.ends.push(keep);
