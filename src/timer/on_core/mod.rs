@@ -38,15 +38,18 @@
 //! the driver's automatic shrink (`shrink_if_spent`, `shrink_wait`); (d) the tick groups' and the
 //! values' items (`groups.rs`, `values.rs`). Left: (c) a spike's hook for the driver's wait
 //! (`wake_driver_at_spikes` arms nothing, so `shrink_wait` bounds every wait by a second); the
-//! drive waker's carried limit (`advance.rs`). Where the core
-//! differs from the arena's contract so far: an entry a task resets into the advance fires after
-//! the batch that moved it, not in deadline order among it (`tests/adv_batch_handles.rs`);
+//! drive waker's carried limit (`advance.rs`: closures taken beside a passed deadline run at the
+//! end of the next tick, after a later passed deadline's wake, `tests/async_drive.rs`). Where the
+//! core differs from the arena's contract so far: an entry a task resets into the advance fires
+//! after the batch that moved it, not in deadline order among it (`tests/adv_batch_handles.rs`);
 //! `next_wakeup` reads the overdue list's offer at its wheel's time, which may be after a passed
-//! deadline's tick (`tests/adv_wakeup_walk.rs`); a later reset moves the entry (no "rewrite in
-//! place" left in its bucket: `tests/rearm.rs`); the wheel's geometry and its cascades are the
-//! shard wheel's (`tests/staged_cascade.rs`, `big_wheels.rs`, `wheel_semantics.rs`); no `trace`
-//! events (`tests/observability.rs`); a spike fired in one batch keeps the memory its buffers and
-//! slots took until a shrink finds it spent (`tests/spike_one_batch.rs`, `spike_memory.rs`).
+//! deadline's tick (`tests/adv_wakeup_walk.rs`, and a delay queue's `next_deadline`,
+//! `tests/queue_model.rs`); a later reset moves the entry (no "rewrite in place" left in its
+//! bucket: `tests/rearm.rs`); the wheel's geometry and its cascades are the shard wheel's
+//! (`tests/staged_cascade.rs`, `big_wheels.rs`, `wheel_semantics.rs`); no `trace` events
+//! (`tests/observability.rs`); a spike fired in one batch keeps the memory its buffers and slots
+//! took until a shrink finds it spent (`tests/spike_memory.rs`). `.ci/run` runs every other test
+//! target on the core.
 //!
 //! **Races the core's loom models do not cover** (written here, not modelled yet): a handle's
 //! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
@@ -62,8 +65,8 @@ use std::collections::HashMap;
 use crate::builder::{Config, TaskExecution};
 use crate::delay_queue::Timeline;
 use crate::driver::Executor;
-use crate::entry::task_slab::TaskSlab;
 use crate::entry::stamps::Stamps;
+use crate::entry::task_slab::TaskSlab;
 use crate::entry::InlineTask;
 use crate::shard::core::{Bucketed, Core, Extra as CoreExtra};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, UnmodelledAtomicU64};
