@@ -1,7 +1,8 @@
 //! Dropping a timer whose executor threads are busy: when the drop returns, every task queued
 //! for them and not started has had its closure dropped (its handle finds nothing pending), and
 //! none starts afterwards, also while the threads are taking tasks from their channel, and while
-//! the tasks cancel and reset one another and closures panic as they are dropped.
+//! the tasks cancel and reset one another and closures panic as they are dropped; and a shutdown
+//! returns beside an executor task that advances its own timer.
 
 mod common;
 
@@ -147,4 +148,33 @@ fn a_drop_racing_executors_whose_tasks_panic_and_move_others_drops_each_closure_
             "round {round}: a closure dropped twice"
         );
     }
+}
+
+#[test]
+fn a_shutdown_beside_an_executor_task_advancing_its_own_timer_returns() {
+    let (clock, timer) = manual_with_executors(1);
+    let timer = Arc::new(timer);
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (advanced_tx, advanced_rx) = mpsc::channel();
+    let inner = Arc::clone(&timer);
+    let _ = timer.schedule(ms(1), move || {
+        started_tx.send(()).unwrap();
+        let _ = release_rx.recv_timeout(Duration::from_secs(30));
+        // The shutdown has set its flag: this advance finds it and hands nothing over.
+        inner.advance_clock(Duration::ZERO);
+        advanced_tx.send(()).unwrap();
+    });
+    clock.advance(ms(1));
+    timer.advance_clock(Duration::ZERO);
+    started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    let stopper = Arc::clone(&timer);
+    thread::spawn(move || done_tx.send(stopper.shutdown().len()).unwrap());
+    // The shutdown is joining the executor thread, which is inside the blocked task.
+    thread::sleep(ms(100));
+    release_tx.send(()).unwrap();
+    advanced_rx.recv_timeout(Duration::from_secs(10)).expect("the task's advance waits for the shutdown");
+    let unfired = done_rx.recv_timeout(Duration::from_secs(10)).expect("the shutdown waits for the task");
+    assert_eq!(unfired, 0);
 }

@@ -45,7 +45,7 @@ impl Timer {
         // The advance in progress on another thread (a manual timer's), waited for as the
         // driver is: its batch runs. A drop, or one from inside a task, does not wait: the close
         // takes the rest of that batch, whose claims then find nothing.
-        let serial = if stopping.inside_task || dropping {
+        let mut serial = if stopping.inside_task || dropping {
             None
         } else if stopping.wait_fully {
             Some(shared.advance_lock.lock())
@@ -62,9 +62,13 @@ impl Timer {
         let wakes = (!stopping.inside_task).then(crate::timer::wakes::Batch::open);
         // Executor threads a full shutdown joins run what they were handed: the drain leaves
         // their entries held, for their claims on the closed shards, and takes what is left after.
+        // They are joined with the advance lock released, since a task of theirs may advance this
+        // timer (it then finds the flag set and hands nothing over): joined under it, the two
+        // would wait for each other.
         let unfired = match (&shared.executor, stopping.wait_fully) {
             (Some(executor), true) => {
                 let mut unfired = shared.drain(true, true);
+                drop(serial.take());
                 executor.close(true, false);
                 unfired.extend(shared.drain(true, false));
                 unfired
