@@ -275,7 +275,12 @@ fn the_global_timer_from_many_threads_fires_each_task_once_never_early() {
                         }
                         ran.fetch_add(1, Ordering::SeqCst);
                     });
-                    assert_eq!(h.deadline(), Some(at));
+                    // Due within 20 ms on the real clock: by this read it may have fired
+                    // (its deadline then reads `None`), never before its instant.
+                    match h.deadline() {
+                        Some(deadline) => assert_eq!(deadline, at),
+                        None => assert!(Instant::now() >= at, "no deadline before {at:?}"),
+                    }
                 }
                 timer as *const Timer as usize
             })
