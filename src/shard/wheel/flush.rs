@@ -3,22 +3,24 @@
 //! its visit: `visit.rs`): a due entry whose stamp is above it is left linked where it is, and its
 //! list offered for the next round.
 //!
-//! One pass over the list: each entry is unlinked from its head and held, filed in a finer bucket,
-//! or, above the limit, linked again at the tail; the pass ends at the list's end or at the first
-//! entry it linked again. Entries above the limit need not be at the tail (a reset links an entry
-//! of any stamp there, and a cascade appends in the order of the coarser list), so the
-//! pass does not stop at the first of them. Room in `out` and `offers` is made before each unlink,
-//! so no push into them after it allocates: an entry is on its list, held and in `out`, or filed
-//! with its offers in `offers`, at every point where one of them may fail to grow. The filing may
-//! still allocate after the unlink: the finer bucket's level or chunk, on its first use
-//! (`Levels::bucket`, which creates it), where a failed allocation finds the entry unlinked and
-//! not yet filed.
+//! One pass over the list, **taken whole**: its ends and count (and a bucket's level count) are
+//! emptied in O(1) and the chain of its entries walked once by their links, each entry held,
+//! filed in a finer bucket, or, above the limit, linked again at the tail of the emptied list: no
+//! entry is unlinked on its own (`Wheel::unlink`'s look-up of its list, by its life word and tick,
+//! is for a cancel, a reset or a take). Entries above the limit need not be at the tail (a reset
+//! links an entry of any stamp there, and a cascade appends in the order of the coarser list), so
+//! the pass walks the whole chain. Room in `out` for every entry of the list, and in `offers` for
+//! every filing of a bucket above level 0 (which holds fewer than the split size; a level-0
+//! bucket's entries are all due at its round), is made before the take, so no push of the walk
+//! allocates: a failed allocation leaves the list whole. The filing may still allocate during the
+//! walk: the finer bucket's level or chunk, on its first use (`Levels::bucket`, which creates it),
+//! where a failed allocation finds the rest of the chain off every list.
 
 use super::super::life::ListCode;
 use super::super::slab::NIL;
 use super::buckets::NO_ROUND;
 use super::lists::{bucket_of, link, list_of};
-use super::{BucketCode, Due, Key, Offer, Wheel};
+use super::{BucketCode, Due, Key, List, Offer, Wheel};
 
 /// The most offers one filing reports (`Offers`: the round's and the overdue list's two).
 pub(super) const OFFERS_PER_FILE: usize = 3;
@@ -55,25 +57,48 @@ impl<P> Wheel<P> {
             _ => return None,
         }
         self.time = self.time.max(expiration);
-        let mut first_kept = NIL;
-        while let Some(index) = self.room_then_pop(bucket, first_kept, out, offers) {
+        let mut at = self.take_whole(level, slot, out, offers);
+        let mut kept = false;
+        while at != NIL {
             self.count_walked();
-            let slot = self.slab.slot(index);
-            let deadline = slot.entry.as_ref().expect("a linked slot is occupied").when.tick();
+            let taken = self.slab.slot(at);
+            let (index, next) = (at, taken.next);
+            let deadline = taken.entry.as_ref().expect("a taken slot is occupied").when.tick();
             if deadline > self.time {
+                // Room made whole by `take_whole` above level 0; a level-0 bucket's entries are
+                // all due at its round, so this reserve never grows `offers` after a take.
+                offers.reserve(OFFERS_PER_FILE);
                 offers.extend(self.file(index, deadline).iter());
-            } else if slot.life.stamp() <= limit {
+            } else if taken.life.stamp() <= limit {
                 out.push(self.hold(index));
             } else {
-                self.keep(bucket, index, &mut first_kept);
+                self.keep(bucket, index);
+                kept = true;
             }
+            at = next;
         }
         let b = self.levels.get_mut(level, slot).expect("a flushed bucket exists");
-        if first_kept == NIL {
+        if !kept {
             b.expiration = NO_ROUND;
             return None;
         }
         Some(Offer { expiration, bucket })
+    }
+
+    /// Takes the list of the unsplit bucket `slot` of `level` whole (module docs, "One pass"):
+    /// the bucket's list and its level's count emptied in O(1), its first entry returned (`NIL`
+    /// if none), the entries still chained by their links, for the flush to walk once. Room for
+    /// every entry in `out` and, above level 0, for every entry's filing in `offers` is made
+    /// first, so that no push of the walk grows a vector while the chain is off every list.
+    #[inline]
+    fn take_whole(&mut self, level: usize, slot: usize, out: &mut Vec<Due>, offers: &mut Vec<Offer>) -> u32 {
+        let len = self.levels.get(level, slot).expect("a flushed bucket exists").list.len;
+        out.reserve(len as usize);
+        if level != 0 {
+            // An unsplit bucket above level 0 holds fewer than the split size.
+            offers.reserve(len as usize * OFFERS_PER_FILE);
+        }
+        self.take_list(level, slot)
     }
 
     /// Holds every entry of the overdue list whose stamp is at most `limit`, appended to
@@ -88,59 +113,43 @@ impl<P> Wheel<P> {
         }
         // Room first (module docs): every entry of the list is due.
         out.reserve(self.overdue.len as usize);
-        let mut first_kept = NIL;
-        while let Some(index) = self.pop_front_until(BucketCode::OVERDUE, first_kept) {
+        let mut at = std::mem::replace(&mut self.overdue, List::EMPTY).head;
+        let mut kept = false;
+        while at != NIL {
             self.count_walked();
+            let (index, next) = (at, self.slab.slot(at).next);
             if self.slab.slot(index).life.stamp() <= limit {
                 out.push(self.hold(index));
             } else {
-                self.keep(BucketCode::OVERDUE, index, &mut first_kept);
+                self.keep(BucketCode::OVERDUE, index);
+                kept = true;
             }
+            at = next;
         }
-        if first_kept == NIL {
+        if !kept {
             return None;
         }
         self.overdue_offered = true;
         Some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
     }
 
-    /// Makes room in `out` for one entry and in `offers` for one filing's, then unlinks the first
-    /// entry of bucket `code` unless it is `stop` (`pop_front_until`). Room first, so that no push
-    /// after the unlink grows a vector: a failed allocation leaves the entry on its list, never held
-    /// and counted with no batch to claim it, nor filed in a bucket whose new round goes unoffered.
+    /// Links the taken slot `index`, due but above the round's limit, at the tail of the list
+    /// `code` names again (emptied by the take, so the kept entries keep their order).
     #[inline]
-    fn room_then_pop(
-        &mut self,
-        code: BucketCode,
-        stop: u32,
-        out: &mut Vec<Due>,
-        offers: &mut Vec<Offer>,
-    ) -> Option<u32> {
-        out.reserve(1);
-        offers.reserve(OFFERS_PER_FILE);
-        self.pop_front_until(code, stop)
-    }
-
-    /// Links the unlinked slot `index`, due but above the round's limit, at the tail of the list
-    /// `code` names again; the first so linked ends the pass (`first_kept`).
-    #[inline]
-    fn keep(&mut self, code: BucketCode, index: u32, first_kept: &mut u32) {
+    fn keep(&mut self, code: BucketCode, index: u32) {
         let at = bucket_of(code);
         let list_code = match at {
             Some((level, _)) => {
-                // Back into its level's count, which the unlink took it out of (`stats.rs`).
+                // Back into its level's count, which the take took it out of (`stats.rs`).
                 self.per_level[level] += 1;
                 ListCode::level(level)
             }
             None => ListCode::OVERDUE,
         };
         link(&mut self.slab, list_of(&mut self.levels, &mut self.overdue, at), index, list_code);
-        if *first_kept == NIL {
-            *first_kept = index;
-        }
     }
 
-    /// Marks the unlinked, occupied slot `index` held (module docs, "Held"): its batch element.
+    /// Marks the taken, occupied slot `index` held (module docs, "Held"): its batch element.
     #[inline]
     pub(super) fn hold(&mut self, index: u32) -> Due {
         let slot = self.slab.slot_mut(index);

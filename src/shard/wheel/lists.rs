@@ -1,7 +1,9 @@
 //! The wheel's lists: linking a slot at a list's tail, unlinking it from wherever its life word
-//! and deadline say it is (the module docs of `wheel/`, "Where an entry is"), and the moves onto
-//! the overdue list. A link counts the entry into its list and an unlink out of it, and out of
-//! its level's count (`Wheel::file` and the flush's `keep` count it into that one: `stats.rs`).
+//! and deadline say it is (the module docs of `wheel/`, "Where an entry is"), taking a bucket's
+//! list whole (a flush's, and a move onto the overdue list's, walked once: `flush.rs`), and the
+//! moves onto the overdue list. A link counts the entry into its list and an unlink or a take out
+//! of it, and out of its level's count (`Wheel::file` and the flush's `keep` count it into that
+//! one: `stats.rs`).
 
 use super::super::life::ListCode;
 use super::super::slab::{Slab, NIL};
@@ -32,49 +34,42 @@ impl<P> Wheel<P> {
         if self.levels.get(level, slot).is_some_and(|bucket| bucket.split != 0) {
             self.unsplit(level, slot);
         }
+        let mut at = self.take_list(level, slot);
         if fault!("shard_core_moved_overdue_not_offered") {
             let mut offer = None;
-            while let Some(index) = self.pop_front(BucketCode::encode(level, slot)) {
-                offer = offer.or(self.link_overdue(index));
+            while at != NIL {
+                let next = self.slab.slot(at).next;
+                offer = offer.or(self.link_overdue(at));
+                at = next;
             }
             return offer;
         }
-        let mut moved = false;
-        while let Some(index) = self.pop_front(BucketCode::encode(level, slot)) {
+        let moved = at != NIL;
+        while at != NIL {
             debug_assert!(
-                self.slab.entry(index).when.tick() <= self.time,
+                self.slab.entry(at).when.tick() <= self.time,
                 "a round of the past holds a due entry"
             );
-            link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
-            moved = true;
+            let next = self.slab.slot(at).next;
+            link(&mut self.slab, &mut self.overdue, at, ListCode::OVERDUE);
+            at = next;
         }
         self.overdue_offered |= moved;
         let first = moved && !std::mem::replace(&mut self.moved_offered, true);
         first.then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
     }
 
-    /// Unlinks the first entry of the list `code` names (its bucket exists): its slot, `None`
-    /// if the list is empty.
+    /// Takes the list of the unsplit bucket `slot` of `level` (which exists) whole: its ends and
+    /// count, and its entries out of their level's count, emptied in O(1). Its first entry (`NIL`
+    /// if none): the entries stay chained by their links, for the caller to walk once and place
+    /// each (`flush.rs`, "One pass"), none unlinked on its own.
     #[inline]
-    pub(super) fn pop_front(&mut self, code: BucketCode) -> Option<u32> {
-        self.pop_front_until(code, NIL)
-    }
-
-    /// Unlinks the first entry of the list `code` names (its bucket exists) unless it is `stop`:
-    /// its slot, `None` if the list is empty or starts at `stop`.
-    #[inline]
-    pub(super) fn pop_front_until(&mut self, code: BucketCode, stop: u32) -> Option<u32> {
-        let head = self.list_mut(code).head;
-        (head != NIL && head != stop).then(|| {
-            self.unlink(head);
-            head
-        })
-    }
-
-    /// The list `code` names: the overdue list, or its bucket's (which exists).
-    #[inline]
-    pub(super) fn list_mut(&mut self, code: BucketCode) -> &mut List {
-        list_of(&mut self.levels, &mut self.overdue, bucket_of(code))
+    pub(super) fn take_list(&mut self, level: usize, slot: usize) -> u32 {
+        let bucket = self.levels.get_mut(level, slot).expect("a named bucket exists");
+        debug_assert_eq!(bucket.split, 0, "a split bucket's list holds no link");
+        let list = std::mem::replace(&mut bucket.list, List::EMPTY);
+        self.per_level[level] -= list.len;
+        list.head
     }
 
     /// Unlinks the occupied slot `index` from its list (it is on one: not held), found by its

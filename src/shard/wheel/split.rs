@@ -134,6 +134,34 @@ impl<P> Wheel<P> {
         list.len -= 1;
     }
 
+    /// Unlinks the first entry of stage `stage` of record `record`, that of the split bucket
+    /// `slot` of `level`: its slot, `None` if the stage is empty. The visit's unlink: the stage
+    /// is known, so the entry's list is not looked up from its tick (`unlink_staged`).
+    #[inline]
+    pub(super) fn pop_stage(
+        &mut self,
+        level: usize,
+        slot: usize,
+        (record, stage): (usize, usize),
+    ) -> Option<u32> {
+        let list = &mut self.splits[record].stages[stage];
+        let index = list.head;
+        if index == NIL {
+            return None;
+        }
+        let next = self.slab.slot(index).next;
+        list.head = next;
+        if next == NIL {
+            list.tail = NIL;
+        } else {
+            self.slab.slot_mut(next).prev = NIL;
+        }
+        list.len -= 1;
+        self.levels.get_mut(level, slot).expect("a split bucket exists").list.len -= 1;
+        self.per_level[level] -= 1;
+        Some(index)
+    }
+
     /// The first entry of the list holding tick `tick`'s entries in bucket `slot` of `level`: the
     /// bucket's, or, if it is split, the stage's that holds the tick (none if the tick is not in
     /// the bucket's round). `NIL` if there is none.

@@ -4,8 +4,9 @@
 //! A visit moves the time to its tick (never backwards) and cascades a **chunk** of each open stage
 //! (its `opens` at or before the time) that holds entries: sized to finish the stage in half the
 //! ticks left before its `due` (`ceil(entries / ((due - time) / 2))`), at least [`MIN_CHUNK`],
-//! the whole stage once its `due` is a tick away or passed. Each entry is placed again from the
-//! time, as a flush places it: a later deadline to the finer level, whose new rounds are offers
+//! the whole stage once its `due` is a tick away or passed. Each entry leaves its stage from the
+//! head (`Wheel::pop_stage`: the stage is known, so its list is not looked up from its tick, as a
+//! cancel's unlink looks it up) and is placed again from the time, as a flush places it: a later deadline to the finer level, whose new rounds are offers
 //! for the caller to make within the round (the stage is open, so it fits there); a due one held
 //! for the batch if its stamp is within the round's limit, else moved to the overdue list, whose
 //! offer for the next round the visit returns (the wheel's docs, "Rounds"). Then it offers the
@@ -66,20 +67,16 @@ impl<P> Wheel<P> {
             let visits = due.saturating_sub(time) / 2;
             let chunk = if visits == 0 { entries } else { entries.div_ceil(visits).max(MIN_CHUNK) };
             for _ in 0..chunk {
-                // Room first, as a flush makes it (`flush.rs`).
+                // Room first, before the entry leaves its stage (`flush.rs`).
                 out.reserve(1);
                 offers.reserve(super::flush::OFFERS_PER_FILE);
-                let index = self.splits[record].stages[stage].head;
-                if index == super::super::slab::NIL {
-                    break;
-                }
+                let Some(index) = self.pop_stage(level, slot, (record, stage)) else { break };
                 self.count_walked();
-                self.unlink(index);
-                let slot = self.slab.slot(index);
-                let deadline = slot.entry.as_ref().expect("a linked slot is occupied").when.tick();
+                let taken = self.slab.slot(index);
+                let deadline = taken.entry.as_ref().expect("a taken slot is occupied").when.tick();
                 if deadline > time {
                     offers.extend(self.file(index, deadline).iter());
-                } else if slot.life.stamp() <= limit {
+                } else if taken.life.stamp() <= limit {
                     out.push(self.hold(index));
                 } else {
                     next_round = next_round.or(self.link_overdue(index));
