@@ -6,12 +6,13 @@
 //! ticks left before its `due` (`ceil(entries / ((due - time) / 2))`), at least [`MIN_CHUNK`],
 //! the whole stage once its `due` is a tick away or passed. Each entry leaves its stage from the
 //! head (`Wheel::pop_stage`: the stage is known, so its list is not looked up from its tick, as a
-//! cancel's unlink looks it up) and is placed again from the time, as a flush places it: a later deadline to the finer level, whose new rounds are offers
-//! for the caller to make within the round (the stage is open, so it fits there); a due one held
-//! for the batch if its stamp is within the round's limit, else moved to the overdue list, whose
-//! offer for the next round the visit returns (the wheel's docs, "Rounds"). Then it offers the
-//! next visit, within the round (`Wheel::offer_visit`: the next tick while an open stage holds
-//! entries, else the next stage's `opens`, or the bucket's round, whose own offer is that visit),
+//! cancel's unlink looks it up) and is placed again from the time, as a flush places it: a later
+//! deadline to the finer level, whose new rounds are offers for the caller to make within the
+//! round (the stage is open, so it fits there); a due one held for the batch if its stamp is
+//! within the round's limit, else moved to the overdue list, whose offer for the next round the
+//! visit returns (the wheel's docs, "Rounds"). Then it offers the next visit, within the round
+//! (`Wheel::offer_visit`: the next tick while an open stage holds entries, else the next stage's
+//! `opens`, or the bucket's round, whose own offer is that visit),
 //! or, the stages empty, forgets the record and the bucket's round. A visit offer at another tick
 //! than the record's next visit is stale and changes nothing, as a flush of another round.
 //!
