@@ -4,7 +4,9 @@
 //! **Counts kept.** Each list (a bucket's, the overdue list) counts its entries, written by the
 //! link and the unlink (`lists.rs`), and the wheel counts the entries in each level's buckets, in
 //! by [`file`](Wheel::file) as it links into a bucket (and by a flush that links an entry above
-//! its round's limit back, `flush.rs`), out by the unlink, whose level the entry's life word names: O(1) on every path, no walk. Every count is written under the shard's lock
+//! its round's limit back, `flush.rs`), out by the unlink, whose level the entry's life word names,
+//! and by a take of a whole list or of a stage's head (`lists.rs`, `split.rs`): O(1) on every
+//! path, no walk. Every count is written under the shard's lock
 //! (the wheel is `&mut self`), as the links are, so no count races anything and needs no loom
 //! model of its own; a reader takes the same lock ([`Core::stats`](super::super::core::Core)).
 //!
