@@ -3,7 +3,8 @@
 //! batch (wins: the sibling never runs), a reset of such a sibling (refused: it is being fired;
 //! it runs in this batch), resets moving a later task into the advance under way (it runs in that
 //! advance, in deadline order, once, where a task scheduled there waits for the next), and the
-//! same through `RepeatingHandle`; counts exact after each.
+//! same through `RepeatingHandle`, and resets and cancels of tasks of later ticks one long advance
+//! reaches (pending when the task runs); counts exact after each.
 
 mod common;
 
@@ -226,5 +227,35 @@ fn a_reset_from_inside_an_advance_fires_in_it_and_a_schedule_waits_for_the_next(
         timer.advance_clock(Duration::ZERO);
         assert_eq!(log.take(), ["S"], "wheel {wheel}");
         assert!(timer.is_empty());
+    }
+}
+
+/// One advance over 100 ms (10 ms tick) whose first task, at 10 ms, reads, moves and cancels
+/// tasks of later ticks that advance reaches: each is pending when it runs (the advance goes tick
+/// by tick, as the engine's cursor does), so the reset to 80 ms is `true` and fires there, after
+/// the task due at 60, and the cancelled one never runs.
+#[test]
+fn a_task_of_a_long_advance_moves_and_cancels_tasks_of_its_later_ticks() {
+    for wheel in [2usize, 60] {
+        let (clock, timer) = manual_timer(ms(10), wheel);
+        let log = Log::default();
+        let (c, e): (Slot, Slot) = Default::default();
+        let (cc, ee, l, at_80) = (Arc::clone(&c), Arc::clone(&e), log.clone(), timer.now() + ms(80));
+        let _a = timer.schedule(ms(10), move || {
+            let (c, e) = (cc.get().unwrap(), ee.get().unwrap());
+            l.push(format!("A: {} {} {} {}", c.is_pending(), c.reset_at(at_80), e.is_pending(), e.cancel()));
+        });
+        let at = |name: &'static str| {
+            let l = log.clone();
+            move || l.push(name)
+        };
+        c.set(timer.schedule(ms(50), at("C"))).unwrap();
+        let _d = timer.schedule(ms(60), at("D"));
+        e.set(timer.schedule(ms(70), at("E"))).unwrap();
+        step(&clock, &timer, ms(100));
+        assert_eq!(log.take(), ["A: true true true true", "D", "C"], "wheel {wheel}");
+        assert!(timer.is_empty() && c.get().unwrap().is_fired() && e.get().unwrap().is_cancelled());
+        let stats = timer.stats();
+        assert_eq!((stats.fired, stats.cancelled, stats.rearmed), (3, 1, 1), "wheel {wheel}");
     }
 }

@@ -228,14 +228,17 @@ impl<T: Identity> DelayQueue<T> {
     }
 
     /// Ends a round: the items it set aside are queued again (due: the next round takes them).
-    pub(crate) fn end_round(&self) {
+    /// The earliest expiration queued before they are, if any: what the round left to come.
+    pub(crate) fn end_round(&self) -> Option<u64> {
         let mut state = self.state.lock();
+        let left = state.heap.peek().map(|Reverse(head)| head.expiration);
         let mut woken = Woken::default();
         while let Some(queued) = state.deferred.pop() {
             woken.join(self.push(&mut state, queued));
         }
         drop(state);
         woken.wake();
+        left
     }
 
     /// Number of queued entries (about the number of non-empty buckets).

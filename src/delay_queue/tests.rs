@@ -61,12 +61,13 @@ fn a_round_leaves_what_was_filed_for_the_next_round_to_it() {
     assert_eq!(q.poll_due(5, round), Some((5, 3)));
     assert_eq!(q.poll_due(5, round), Some((5, 4)));
     assert_eq!(q.poll_due(5, round), None, "set aside for the next round");
-    q.end_round();
+    assert_eq!(q.end_round(), None, "nothing left to come but what it set aside");
     assert_eq!(q.len(), 1);
+    q.offer(7, 5);
     let round = q.round();
     assert_eq!(q.poll_due(5, round), Some((4, 2)));
-    q.end_round();
-    assert_eq!(q.len(), 0);
+    assert_eq!(q.end_round(), Some(7), "what is left to come");
+    assert_eq!(q.len(), 1);
 }
 
 #[test]

@@ -13,12 +13,12 @@
 //! index in this core (`pool.rs`, "A handle"): the core's reset, which offers to the queue under
 //! that index, a `_with` call, which runs its closure on that shard's extra, and the core's reads
 //! of a deadline and a status check it with one compare of the header at that index, from any
-//! thread, and refuse a handle of another core. A plain
-//! [`Core::cancel`] does not look: it takes the entry from the handle's own shard, counted out
-//! there, as the handle's own cancel does. Dropping the core gives every header back (the last
-//! first, so the next core to take as many gets them in the same order): each state is swapped out
-//! under its lock, its pending payloads dropped after the unlock (`pool.rs`, "Giving back"). Room
-//! written ahead for whichever shard grows, and its lock order: `room.rs`, `shard/reserve.rs`.
+//! thread, and refuse a handle of another core. A plain [`Core::cancel`] does not look: it takes
+//! the entry from the handle's own shard, counted out there, as the handle's own cancel does.
+//! Dropping the core gives every header back (the last first, so the next core to take as many
+//! gets them in the same order): each state is swapped out under its lock, its pending payloads
+//! dropped after the unlock (`pool.rs`, "Giving back"). Room written ahead for whichever shard
+//! grows, and its lock order: `room.rs`, `shard/reserve.rs`.
 //!
 //! **What each lock orders.** A shard's [`ShardLock`](super::lock::ShardLock) orders everything
 //! done to the entries of its shard: a schedule's insert and count-in, a cancel's remove and
@@ -55,36 +55,33 @@
 //! catches). A bucket popped after the time moved past it is handled by the wheel ("A bucket
 //! behind the time").
 //!
-//! **Rounds: bounded work per advance.** [`Core::advance`] takes the caller's **limit**, the last
-//! sequence number handed out when it began (`entry/stamps.rs`, "Rounds"), and its flushes hold
-//! only the due entries numbered at most that (the wheel's docs, "Rounds"): one above it stays
-//! linked, in its bucket (which keeps its round) or on the overdue list (which stays offered), and
-//! the advance offers that list for the next round ([`DelayQueue::offer_next`], set aside by this
-//! round's polls, queued again, due, at its end), so the next advance takes it even if the clock
-//! did not move. The overdue list has two offers. An entry whose own deadline is passed (a
-//! schedule's, a reset's, a set-aside's) offers it, if it was not offered since its last drain,
-//! with `offer_next`: a round not yet begun takes it at once, the round under way leaves it to the
-//! next. Entries a bucket behind the time moves there (an insert or a reset setting a new round in
-//! a bucket that kept entries) offer it with [`DelayQueue::offer`] (from a flush's cascade,
-//! [`DelayQueue::offer_within`]), if no such offer was made since its last drain, whatever offer
-//! for the next round is pending: due by the time already, the round under way takes them (those
-//! its limit covers run in it), and their bucket's old offer is stale once the new round is set. So entries numbered
-//! after an advance began do not keep it going: a passed deadline's offer waits for the next
-//! round, a drain that keeps entries leaves the list offered, and a deadline at or before the
-//! wheel's time goes to the overdue list, never into a kept bucket. A passed deadline scheduled
-//! and cancelled (or an entry reset to one and back) between every two polls adds one offer for
-//! the next round, and the advance ends. The flushes an advance makes besides those its limit
-//! covers are of rounds set while it ran (between the wheel's time and `now`) and of the overdue
-//! list once for each bucket behind the time a schedule or a reset empties. Nothing is lost:
-//! every offer is made after the link and the unlock, and an entry on the overdue list has an
-//! offer since its last drain, of one kind or the other, that a round pops. A drain that left
-//! the flags set would strand a passed deadline linked after it (seeded fault `shard_core_overdue_flag_left_set`, loom model
-//! `shard_core::a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`), an
-//! advance that dropped the next round's offer the kept entries (`shard_core_kept_not_offered`,
-//! `shard_core::a_schedule_above_the_limit_is_taken_by_the_next_advance`), and entries moved from
-//! behind the time that offered the list only as a passed deadline does would wait one advance
-//! longer, while a drain's offer for the next round is pending
-//! (`shard_core_moved_overdue_not_offered`,
+//! **Rounds: bounded work per advance.** [`Core::advance`] takes the caller's **limit**, the last sequence
+//! number handed out when it began (`entry/stamps.rs`, "Rounds"), and its flushes hold only the due entries
+//! numbered at most that (the wheel's docs, "Rounds"): one above it stays linked, in its bucket (which keeps
+//! its round) or on the overdue list (which stays offered), and the advance offers that list for the next
+//! round ([`DelayQueue::offer_next`], set aside by this round's polls, queued again, due, at its end), so the
+//! next advance takes it even if the clock did not move. The overdue list has two offers. An entry whose own
+//! deadline is passed (a schedule's, a reset's, a set-aside's) offers it, if it was not offered since its
+//! last drain, with `offer_next`: a round not yet begun takes it at once, the round under way leaves it to
+//! the next. Entries a bucket behind the time moves there (an insert or a reset setting a new round in a
+//! bucket that kept entries) offer it with [`DelayQueue::offer`] (from a flush's cascade,
+//! [`DelayQueue::offer_within`]), if no such offer was made since its last drain, whatever offer for the next
+//! round is pending: due by the time already, the round under way takes them (those its limit covers run in
+//! it), and their bucket's old offer is stale once the new round is set. So entries numbered after an advance
+//! began do not keep it going: a passed deadline's offer waits for the next round, a drain that keeps entries
+//! leaves the list offered, and a deadline at or before the wheel's time goes to the overdue list, never into
+//! a kept bucket. A passed deadline scheduled and cancelled (or an entry reset to one and back) between every
+//! two polls adds one offer for the next round, and the advance ends. The flushes an advance makes besides
+//! those its limit covers are of rounds set while it ran (between the wheel's time and `now`) and of the
+//! overdue list once for each bucket behind the time a schedule or a reset empties. Nothing is lost: every
+//! offer is made after the link and the unlock, and an entry on the overdue list has an offer since its last
+//! drain, of one kind or the other, that a round pops. A drain that left the flags set would strand a passed
+//! deadline linked after it (seeded fault `shard_core_overdue_flag_left_set`, loom model
+//! `shard_core::a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`), an advance that
+//! dropped the next round's offer the kept entries (`shard_core_kept_not_offered`,
+//! `shard_core::a_schedule_above_the_limit_is_taken_by_the_next_advance`), and entries moved from behind the
+//! time that offered the list only as a passed deadline does would wait one advance longer, while a drain's
+//! offer for the next round is pending (`shard_core_moved_overdue_not_offered`,
 //! `shard_core::entries_moved_from_behind_the_time_are_taken_by_the_round_under_way`).
 //!
 //! **The batch.** [`Core::advance`] appends each flushed bucket's due entries to one batch, each a
@@ -271,9 +268,9 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
         crate::sync::thread_index() & self.mask
     }
 
-    /// Files `payload` due at `deadline` with the caller's `stamp` (below 2⁵⁶, unique among the
-    /// core's entries: the wheel's docs, "Order") in the calling thread's shard, and offers its bucket to the queue if the insert set the
-    /// bucket's round (module docs): its handle.
+    /// Files `payload` due at `deadline` with the caller's `stamp` (below 2⁵⁶, unique among the core's
+    /// entries: the wheel's docs, "Order") in the calling thread's shard, and offers its bucket to
+    /// the queue if the insert set the bucket's round (module docs): its handle.
     ///
     /// The stamp is the slot's generation as well as the batch order's tie-break: a handle names
     /// (slot, stamp), so an entry given a stamp some earlier entry had would answer that entry's
@@ -364,9 +361,10 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// entries numbered at most `limit` held there (module docs, "Claimed when it runs"), those
     /// above it left for the next round, the cascades' offers queued within the round, the held
     /// entries appended to `out` and sorted, what was appended, by [`Due::order`]. `merge` holds the
-    /// sort's buffers, the flushes' entries and the offers between calls.
-    pub fn advance(&self, now: u64, limit: u64, out: &mut Vec<Due>, merge: &mut Merge) {
-        self.advance_with(now, limit, out, merge, || {});
+    /// sort's buffers, the flushes' entries and the offers between calls. Returns the earliest
+    /// expiration the round left queued but for what it left for the next round (after `now`).
+    pub fn advance(&self, now: u64, limit: u64, out: &mut Vec<Due>, merge: &mut Merge) -> Option<u64> {
+        self.advance_with(now, limit, out, merge, || {})
     }
 
     /// [`advance`](Core::advance), running `between` after each flush, before the next poll (the
@@ -379,7 +377,7 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
         out: &mut Vec<Due>,
         merge: &mut Merge,
         mut between: impl FnMut(),
-    ) {
+    ) -> Option<u64> {
         let start = out.len();
         let round = self.queue.round();
         while let Some((expiration, Bucketed { shard: index, bucket })) = self.queue.poll_due(now, round) {
@@ -400,8 +398,9 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
             }
             between();
         }
-        self.queue.end_round();
+        let left = self.queue.end_round();
         merge.sort(&mut out[start..]);
+        left
     }
 
     /// Takes `due`'s entry out of its shard, counted out there, to run it (module docs, "Claimed

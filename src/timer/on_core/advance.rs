@@ -1,27 +1,38 @@
-//! Advancing the clock on the core (serialised by `advance_lock`): one round of the core's queue
-//! per advance ([`Core::advance`] at the clock's tick, its limit the stamps' round,
-//! `Stamps::begin_round`: what is scheduled while it runs waits for the next advance), the batch
-//! in order (by deadline word and stamp; a deadline passed mid-tick with the entries of its tick
-//! due by it taken beside it, [`Core::take_due_by`], the batch then sorted by the instants;
-//! deadlines before the origin by their instants), and each entry claimed just before it runs
-//! (`fire.rs`: a cancel until then wins, a drain takes it). With executor threads the batch's
-//! value entries are claimed here and the rest handed over, each claimed on its thread.
+//! Advancing the clock on the core (serialised by `advance_lock`): rounds of the core's queue
+//! ([`Core::advance`] at a step's tick, its limit the stamps' round, `Stamps::begin_round`: what
+//! is scheduled while it runs waits for the next advance), each round's batch in order (by
+//! deadline word and stamp; a deadline passed mid-tick with the entries of its tick due by it
+//! taken beside it, [`Core::take_due_by`], the batch then sorted by the instants; deadlines before
+//! the origin by their instants), and each entry claimed just before it runs (`fire.rs`: a cancel
+//! until then wins, a drain takes it). With executor threads the batch's value entries are
+//! claimed here and the rest handed over, each claimed on its thread.
+//!
+//! **Steps.** An advance over more than one tick goes tick by tick, as the arena's goes bucket by
+//! bucket: its first round is at the earliest queued tick, each next at the earliest tick the
+//! last round left queued (at most the clock's), so the tasks of one tick run before a later
+//! tick's entries are taken: what they do to a later one (a cancel, a reset, a read of its
+//! status) finds it pending and moves it as a reset between advances does. An advance of one tick
+//! takes its tick in one round (the fast path: no look at the queue's head first). The rounds a
+//! step takes at a tick end with one that finds nothing ("Resets from a task").
 //!
 //! **The drive waker's advance** fires only what runs no user code (a sleep's wake, a value) and
 //! puts each due closure back, pending, for the next round ([`Core::set_aside_if`]: under the
-//! shard's lock, by its payload's kind). A closure taken beside a passed deadline goes back by its
-//! own deadline, into its tick's bucket: it fires at that tick's end, not beside the passed
-//! deadline (the arena carries the take's limit to the next advance; not written on the core).
+//! shard's lock, by its payload's kind), in one round at the clock's tick (nothing it runs moves
+//! another entry). A closure taken beside a passed deadline goes back by its own deadline, into
+//! its tick's bucket: it fires at that tick's end, not beside the passed deadline (the arena
+//! carries the take's limit to the next advance; not written on the core).
 //!
 //! **Resets from a task.** A task of the batch may reset another pending entry to a deadline the
-//! advance reaches: the core files it on the overdue list (or in a due bucket), offered for the
-//! next round. So the advance runs rounds of the queue with its one limit until one finds nothing:
-//! such an entry fires in this advance, after the batch that moved it (each entry is claimed once,
-//! so the rounds end), while an entry scheduled meanwhile is stamped above the limit and waits
-//! for the next advance. The drive waker's advance runs one round (what it sets aside is offered
-//! for the next round, and would be found again).
+//! advance reaches: the core files it from its shard's time, in a bucket of a later step or, for a
+//! tick at or before that time, on the overdue list, offered for the next round. So each step runs
+//! rounds of the queue with the advance's one limit until one finds nothing: such an entry fires
+//! in this advance, at its own tick's step, or after the batch that moved it if its tick was
+//! passed (each entry is claimed once, so the rounds end), while an entry scheduled meanwhile is
+//! stamped above the limit and waits for the next advance. The drive waker's advance runs one
+//! round (what it sets aside is offered for the next round, and would be found again).
 //!
-//! **The cursor** (`current_tick`) moves to the clock's tick before the batch runs, never back.
+//! **The cursor** (`current_tick`) moves to each step's tick before its rounds, never back; the
+//! clock's tick once the advance is done.
 //!
 //! [`Core::advance`]: crate::shard::core::Core::advance
 //! [`Core::take_due_by`]: crate::shard::core::Core::take_due_by
@@ -122,17 +133,22 @@ impl Shared {
         let now_tick = self.time.now_tick();
         let limit = self.stamps.begin_round();
         let Scratch { due, merge, values, freed } = serial;
-        if now_tick > self.current_tick.load(Ordering::Relaxed) {
-            self.current_tick.store(now_tick, Ordering::Release);
-        }
+        let mut step = self.first_step(now_tick, fires);
         let mut fired = false;
-        // Rounds of the core's queue with the one limit, until one finds nothing: an entry one
-        // of the batch's tasks reset to a deadline this advance reaches fires in it (module docs,
-        // "Resets from a task"); one scheduled meanwhile is stamped above the limit and waits.
+        // Rounds of the core's queue with the one limit at each step, until one finds nothing:
+        // an entry one of the batch's tasks reset to a deadline this advance reaches fires in it,
+        // at its tick's step (module docs, "Resets from a task"); one scheduled meanwhile is
+        // stamped above the limit and waits.
         loop {
-            self.core.advance(now_tick, limit, due, merge);
+            self.move_cursor(step);
+            let left = self.core.advance(step, limit, due, merge);
             if due.is_empty() {
-                return fired;
+                if step >= now_tick {
+                    return fired;
+                }
+                // The next tick with work (module docs, "Steps").
+                step = left.map_or(now_tick, |next| next.clamp(step + 1, now_tick));
+                continue;
             }
             fired = true;
             self.take_beside_passed(due, merge, limit);
@@ -151,6 +167,22 @@ impl Shared {
             #[cfg(not(feature = "async"))]
             let Fires::All = fires;
             self.fire(due, values, freed);
+        }
+    }
+
+    /// The tick of an advance's first round (module docs, "Steps"): the clock's, for an advance
+    /// of one tick or one firing no user code, else the earliest queued (`now_tick` at most).
+    fn first_step(&self, now_tick: u64, fires: Fires) -> u64 {
+        if fires != Fires::All || now_tick <= self.current_tick.load(Ordering::Relaxed).saturating_add(1) {
+            return now_tick;
+        }
+        self.queue().head().map_or(now_tick, |head| head.min(now_tick))
+    }
+
+    /// Moves the cursor to `tick`, never back.
+    fn move_cursor(&self, tick: u64) {
+        if tick > self.current_tick.load(Ordering::Relaxed) {
+            self.current_tick.store(tick, Ordering::Release);
         }
     }
 
