@@ -1,7 +1,8 @@
 //! The core's moves of held entries besides the advance's: the entries of the tick after a
 //! deadline passed mid-tick, taken with its batch ([`Core::take_due_by`]), and a held entry put
 //! back for the next round ([`Core::set_aside`]). The module docs of `core.rs`, "Passed deadlines
-//! mid-tick" and "Set aside".
+//! mid-tick" and "Set aside". Beside them, the tick of the next work ([`Core::next_work`]), which
+//! a passed deadline on an overdue list may put before the queue's head.
 
 use super::{faults, Bucketed, Core, Due, Extra, Merge, Offers};
 use crate::deadline::Deadline;
@@ -20,6 +21,17 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
             shard.lock().state().wheel.take_due_by(limit, stamps, &mut merge.due);
             out.extend(merge.due.drain(..).map(|entry| Due { shard: index as u16, entry }));
         }
+    }
+
+    /// The earliest tick at which an advance has work: the queue's head, or an earlier deadline
+    /// passed when it was set, on a shard's overdue list (offered at that wheel's time, which may
+    /// be after it: `Wheel::overdue_earliest`), each shard read under its lock in turn; `None` if
+    /// the queue is empty (an entry on an overdue list has an offer queued).
+    pub fn next_work(&self) -> Option<u64> {
+        let head = self.queue.head()?;
+        Some(self.shards.iter().fold(head, |earliest, shard| {
+            shard.lock().state().wheel.overdue_earliest().map_or(earliest, |tick| tick.min(earliest))
+        }))
     }
 
     /// Puts `due`'s held entry back, pending, filed by its deadline from its wheel's time (a

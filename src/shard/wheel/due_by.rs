@@ -1,7 +1,8 @@
 //! The two moves of held entries besides a flush's: taking the entries of the tick after a
 //! deadline passed mid-tick into the batch ahead of their tick ([`Wheel::take_due_by`]), and
 //! putting a held entry back, pending ([`Wheel::set_aside`]). The module docs of `wheel/`,
-//! "Passed deadlines mid-tick" and "Set aside".
+//! "Passed deadlines mid-tick" and "Set aside". Beside them, the earliest tick of the passed
+//! deadlines waiting on the overdue list ([`Wheel::overdue_earliest`]), whose offer is at the time.
 
 use super::super::life::ListCode;
 use super::super::slab::NIL;
@@ -37,6 +38,20 @@ impl<P> Wheel<P> {
                 at = next;
             }
         }
+    }
+
+    /// The earliest deadline tick on the overdue list, `None` if it is empty: its offer is at the
+    /// wheel's time, which may be after it (a deadline passed when it was set). One walk of the
+    /// list, whose entries are all due by the next advance.
+    pub(crate) fn overdue_earliest(&self) -> Option<u64> {
+        let mut at = self.overdue.head;
+        let mut earliest = None;
+        while at != NIL {
+            let tick = self.slab.entry(at).when.tick();
+            earliest = Some(earliest.map_or(tick, |e: u64| e.min(tick)));
+            at = self.slab.slot(at).next;
+        }
+        earliest
     }
 
     /// Puts the held entry `key` names back, pending, filed by its deadline from the wheel's

@@ -85,10 +85,11 @@ impl Scratch {
 }
 
 impl Shared {
-    /// The tick of [`Timer::next_work`](crate::Timer::next_work): the earliest queued bucket's,
-    /// else the cursor; the cursor while an advance holds the advance lock.
+    /// The tick of [`Timer::next_work`](crate::Timer::next_work): the earliest queued bucket's or
+    /// passed deadline's ([`Core::next_work`](crate::shard::core::Core::next_work)), else the
+    /// cursor; the cursor while an advance holds the advance lock.
     pub(crate) fn next_work_tick(&self) -> u64 {
-        let head = || self.queue().head().unwrap_or_else(|| self.current_tick());
+        let head = || self.core.next_work().unwrap_or_else(|| self.current_tick());
         match self.advance_lock.try_lock() {
             Some(_serial) => head(),
             None => self.current_tick(),

@@ -40,9 +40,7 @@
 //! (`wake_driver_at_spikes` arms nothing, so `shrink_wait` bounds every wait by a second); the
 //! drive waker's carried limit (`advance.rs`: closures taken beside a passed deadline run at the
 //! end of the next tick, after a later passed deadline's wake, `tests/async_drive.rs`). Where the
-//! core differs from the arena's contract so far: `next_wakeup` reads the overdue list's offer at
-//! its wheel's time, which may be after a passed deadline's tick (`tests/adv_wakeup_walk.rs`, and
-//! a delay queue's `next_deadline`, `tests/queue_model.rs`); a later reset moves the entry at once
+//! core differs from the arena's contract so far: a later reset moves the entry at once
 //! (the arena's rewrite in place leaves it in its bucket, a `position` `tests/rearm.rs` reads on
 //! the arena only); the wheel's geometry and its cascades are the shard wheel's
 //! (`tests/staged_cascade.rs`, `big_wheels.rs`, `wheel_semantics.rs`); no `trace` events

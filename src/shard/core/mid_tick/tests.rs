@@ -229,3 +229,21 @@ fn after_a_set_aside_a_cancel_takes_the_entry_and_a_reset_moves_it() {
     assert!(!f.core.set_aside(&out[0]));
     assert!(f.core.is_empty());
 }
+
+#[test]
+fn next_work_is_never_after_a_passed_deadline_on_an_overdue_list() {
+    let mut f = Fixture::new();
+    assert_eq!(f.core.next_work(), None);
+    f.schedule(at_us(8_000), 0);
+    f.schedule(at_us(8_000), 1);
+    f.schedule(at_us(9_000), 2);
+    assert_eq!(f.fire(8), [0, 1]);
+    assert_eq!(f.core.next_work(), Some(9));
+    // Both shards' wheels are at 8: deadlines of 3 and 5 ms go to their overdue lists, offered at 8.
+    f.schedule(at_us(5_000), 3);
+    f.schedule(at_us(3_000), 4);
+    assert_eq!(f.core.next_tick(), Some(8), "the overdue lists' offers at the wheels' time");
+    assert_eq!(f.core.next_work(), Some(3));
+    assert_eq!(f.fire(8), [4, 3]);
+    assert_eq!(f.core.next_work(), Some(9));
+}
