@@ -386,7 +386,7 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
                 let (at, due, offers) = ((bucket, expiration, limit), &mut merge.due, &mut merge.offers);
                 faults::flush_claiming(shard, index, at, due, offers, &self.collected)
             } else {
-                shard.lock().state().wheel.flush(bucket, expiration, limit, &mut merge.due, &mut merge.offers)
+                merge.flush(shard, (bucket, expiration, limit))
             };
             out.extend(merge.due.drain(..).map(|entry| Due { shard: index, entry }));
             for offer in merge.offers.drain(..) {

@@ -44,13 +44,14 @@
 //! created, flushes every bucket and claims every pending entry as abandoned.
 
 use super::counters::Stripe;
-use super::{fire, trace, Shared, Store};
+use super::{fire, Shared, Store};
 use crate::clock::nanos_to_duration;
 use crate::deadline;
 use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
 use crate::entry::{self, EntryId, Freed, InlineTask, Return};
 use crate::sync::{Arc, MutexGuard, Ordering};
+use crate::wheel::trace;
 use crate::wheel::{Handoff, Popped, Readded, TimerTaskList};
 use crate::UnfiredTask;
 

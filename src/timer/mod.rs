@@ -83,7 +83,6 @@ pub(crate) mod stats;
 #[cfg(not(delaywheel_core))]
 mod store;
 mod time;
-mod trace;
 pub(crate) mod unfired;
 #[cfg(not(delaywheel_core))]
 mod value_entries;

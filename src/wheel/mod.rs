@@ -30,6 +30,7 @@ mod chunks;
 mod faults;
 pub(crate) mod place;
 mod slots;
+pub(crate) mod trace;
 
 use bucket::Refused;
 pub(crate) use bucket::{

@@ -1,7 +1,7 @@
 //! How a batch is put in order: [`Merge`], the buffers with which the core sorts an advance's
 //! batch and a drain's entries by (deadline word, stamp) through `deadline::sort_batch`.
 
-use super::{wheel, Due, Fired, Offer};
+use super::{wheel, BucketCode, Due, Extra, Fired, Offer, Shard, State};
 use crate::deadline::{self, Deadline};
 
 /// The buffers with which [`Core::advance`] and [`Core::drain_all`] sort a batch through
@@ -23,6 +23,24 @@ impl Merge {
         crate::entry::shrink_buffer(&mut self.spare, keep);
         crate::entry::shrink_buffer(&mut self.due, keep);
         crate::entry::shrink_buffer(&mut self.offers, keep);
+    }
+}
+
+impl Merge {
+    /// Flushes the offer (`bucket`, `expiration`) in `shard`'s wheel under its lock with the
+    /// round's `limit` ([`Wheel::flush`](wheel::Wheel::flush)), its due entries and offers into
+    /// the buffers, and emits the `tracing` feature's event after the unlock
+    /// (`crate::wheel::trace`): the bucket's offer for the next round, if it kept entries.
+    #[inline]
+    pub(super) fn flush<P: Send + 'static, X: Extra<P>>(
+        &mut self,
+        shard: &Shard<State<P, X>>,
+        (bucket, expiration, limit): (BucketCode, u64, u64),
+    ) -> Option<Offer> {
+        let (due, offers) = (&mut self.due, &mut self.offers);
+        let (next, event) = shard.lock().state().wheel.flush_traced(bucket, expiration, limit, due, offers);
+        crate::wheel::trace::emit(event);
+        next
     }
 }
 

@@ -150,6 +150,7 @@ mod in_place;
 mod lists;
 mod split;
 mod stats;
+mod trace;
 mod types;
 mod visit;
 

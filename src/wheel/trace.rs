@@ -1,4 +1,6 @@
-//! The optional `tracing` feature: trace-level events from the thread advancing the clock.
+//! The optional `tracing` feature: trace-level events from the thread advancing the clock, on
+//! either engine (the arena's `timer/advance.rs`; the sharded core's flush, `shard/wheel/trace.rs`,
+//! which counts what it took out under the shard's lock and hands the [`Event`] to [`emit`] after it).
 //!
 //! One `flush` event per flushed bucket (level, slot, its expiration tick, the cursor, how many
 //! entries came out, how many of them were due, and how many were set aside for the next advance as
@@ -14,6 +16,24 @@ pub(crate) struct Flushed {
     pub(crate) due: usize,
     pub(crate) moved: usize,
     pub(crate) late: usize,
+}
+
+/// A flush's event, made under the lock the flush held and emitted after it ([`emit`]).
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) struct Event {
+    /// The bucket's (level, slot).
+    pub(crate) bucket: (usize, usize),
+    pub(crate) expiration: u64,
+    pub(crate) cursor: u64,
+    pub(crate) out: Flushed,
+}
+
+/// Emits `event` ([`flushed`]), if there is one.
+#[inline]
+pub(crate) fn emit(event: Option<Event>) {
+    if let Some(Event { bucket, expiration, cursor, out }) = event {
+        flushed(bucket, expiration, cursor, out);
+    }
 }
 
 /// The bucket at `(level, slot)` was flushed at `cursor`, giving out `out`.
