@@ -21,7 +21,8 @@
 //! **Totals.** Plain counters under the shard's lock, each added to by a load and a store in the
 //! critical section of the move it counts: `scheduled` by an insert, `fired` by a claim that
 //! found its entry, `cancelled` by a cancel that did, `abandoned` by a drain, one for each entry,
-//! and `rearmed` by a reset that moved its entry. [`Core::totals`] sums them over the shards,
+//! and `rearmed` by a reset that moved its entry, each only for an entry that counts.
+//! [`Core::totals`] sums them over the shards,
 //! each read under its lock in turn (never two at once): exact when no call is in flight, and
 //! under concurrent use a sum of per-shard snapshots that need not add up, as the load's
 //! (`stats.rs`). An entry set aside is still pending: no total moves.
@@ -148,11 +149,13 @@ impl<P: Send + 'static, X: Extra<P>> State<P, X> {
         Ok(inserted)
     }
 
-    /// Moves `key`'s pending entry to `deadline`, counted in `rearmed` if it moved.
+    /// Moves `key`'s pending entry to `deadline`, counted in `rearmed` if it moved (and its
+    /// payload counts).
     #[inline]
     pub(in crate::shard) fn reset(&mut self, key: Key, deadline: Deadline) -> Option<Offers> {
         let offers = self.wheel.reset(key, deadline)?;
-        self.totals.rearmed += 1;
+        let counts = self.wheel.payload_mut(key).is_some_and(|payload| X::counts(payload));
+        self.totals.rearmed += u64::from(counts);
         Some(offers)
     }
 

@@ -74,11 +74,12 @@ impl Scratch {
     /// Entries kept for reuse; beyond this (after a burst) the buffers' pages are given back.
     const KEEP: usize = 1 << 14;
 
-    /// Gives back the buffers' pages beyond [`KEEP`](Self::KEEP) entries each.
-    fn trim(&mut self) {
-        crate::entry::shrink_buffer(&mut self.due, Scratch::KEEP);
-        self.merge.trim(Scratch::KEEP);
-        if self.values.capacity() > Scratch::KEEP {
+    /// Gives back the buffers' pages beyond `keep` entries each: [`KEEP`](Self::KEEP) after an
+    /// advance, none on a shrink (`stop.rs`).
+    pub(super) fn trim(&mut self, keep: usize) {
+        crate::entry::shrink_buffer(&mut self.due, keep);
+        self.merge.trim(keep);
+        if self.values.capacity() > keep {
             self.values = Vec::new();
         }
     }
@@ -104,7 +105,7 @@ impl Shared {
         }
         let mut serial = self.advance_lock.lock();
         let fired = self.advance_serial(&mut serial, Fires::All);
-        serial.trim();
+        serial.trim(Scratch::KEEP);
         drop(serial);
         self.released_advance_lock();
         fired
@@ -119,7 +120,7 @@ impl Shared {
         }
         let mut serial = self.advance_lock.try_lock()?;
         let fired = self.advance_serial(&mut serial, Fires::Wakes);
-        serial.trim();
+        serial.trim(Scratch::KEEP);
         drop(serial);
         self.released_advance_lock();
         Some(fired)

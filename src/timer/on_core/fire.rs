@@ -9,7 +9,8 @@
 //! it: a cancel until then wins (the claim finds nothing), and a `Core::close` drains it (the
 //! shutdown hands it back unfired; the claim finds nothing). So an executor that abandons its
 //! queued jobs (closed, or its timer dropped) claims each as any job: a claim that finds the
-//! entry drops its task unrun and counts it abandoned (the core counted it fired), one that finds
+//! entry drops its task unrun and counts it abandoned (the core counted it fired; the claim and
+//! that count are made under one lock, which `Timer::stats` takes to read both), one that finds
 //! nothing does nothing.
 //!
 //! [`Core::claim`]: crate::shard::core::Core::claim
@@ -90,10 +91,11 @@ impl ExecutorThread<'_> {
     #[inline]
     pub(crate) fn abandon(&self, ExecutorJob(due): ExecutorJob) {
         let room = self.room;
+        // The claim and its count in one hold of the tally's lock (`Tallies::discarded`).
+        let mut discarded = room.tallies.discarded.lock();
         let Some(task) = claim(&room.core, &due, room.bound.as_deref()) else { return };
-        if task.is_counted() {
-            room.tallies.discarded.fetch_add(1, Ordering::Relaxed);
-        }
+        *discarded += u64::from(task.is_counted());
+        drop(discarded);
         if crate::unwind::drop_caught(task) {
             room.tallies.panicked.fetch_add(1, Ordering::Relaxed);
         }

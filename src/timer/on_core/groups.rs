@@ -12,14 +12,17 @@
 //!   out before any in, so `pending` counts every member pending throughout the read and is never
 //!   negative (the premise holds: a member's count-in happens-before its count-out, which its
 //!   group's firing, its cancel or its group's abandonment makes after it joined).
+//! * `schedule_group` and `schedule_solo` go through `insert_lent`: refused after shutdown
+//!   before their payload is made (a shut-down timer allocates nothing), then the payload made
+//!   (by a closure the caller hands it) and [`Shared::insert`] with before-origin `None`.
 //! * `schedule_group`: the group's task made uncounted
-//!   (`InlineTask::new_uncounted_in(task, &self.slab)`), then [`Shared::insert`] at the boundary
-//!   word with its stamp drawn `by`, before-origin `None`. An uncounted payload
+//!   (`InlineTask::new_uncounted_in(task, &self.slab)`), inserted at the boundary
+//!   word with its stamp drawn `by`. An uncounted payload
 //!   (`InlineTask::is_counted` false) raises no bound, and the core counts it neither in `len` nor
 //!   in its totals, in every move (insert, claim, cancel, drain: `shard/core/state.rs`, the
 //!   timer's `Extra` answers `counts` by the payload). A refusal drops the task here.
-//! * `schedule_solo`: the task made with [`Shared::make_task`] (`wake` true), then
-//!   [`Shared::insert`] at the member's own word, counted as any task.
+//! * `schedule_solo`: the task made with [`Shared::make_task`] (`wake` true), inserted at the
+//!   member's own word, counted as any task.
 //! * `count_member_in` / `uncount_member_in`: the members' count in (refused on a bounded timer
 //!   whose gauge, `Shared::bound`, is at `max_pending`: raise it with a CAS loop as
 //!   `Shared::insert` does) and its undo (the gauge lowered too).
@@ -150,13 +153,7 @@ impl Shared {
     {
         // (The core files the word as it is: the reading mattered to the word, made already.)
         let _ = now;
-        if self.is_shut_down() {
-            return Err(ScheduleError::ShutDown);
-        }
-        let Some(payload) = Payload::new_uncounted_in(task, &self.slab) else {
-            return Err(self.full());
-        };
-        self.insert_lent((at, by), payload)
+        self.insert_lent((at, by), || Payload::new_uncounted_in(task, &self.slab))
     }
 
     /// A timeout's own sleep (`LiveTimer::schedule_solo`): `task`, counted, at the deadline filed
@@ -171,18 +168,22 @@ impl Shared {
         F: FnOnce() + Send + 'static,
     {
         let _ = now;
+        self.insert_lent(due, || self.make_task(task, true))
+    }
+
+    /// [`Shared::insert`] of a future's payload, which `make` makes once the timer is found not
+    /// shut down (so that a refused schedule allocates nothing; `None`: its class in the task slab
+    /// is full) with no instant before the origin (a timeout's deadline is its word): its
+    /// handle, or the refusal with the payload dropped.
+    fn insert_lent(
+        &self,
+        due: (Deadline, StampBy),
+        make: impl FnOnce() -> Option<Payload>,
+    ) -> Result<LentHandle, ScheduleError> {
         if self.is_shut_down() {
             return Err(ScheduleError::ShutDown);
         }
-        let Some(payload) = self.make_task(task, true) else {
-            return Err(self.full());
-        };
-        self.insert_lent(due, payload)
-    }
-
-    /// [`Shared::insert`] of a future's `payload` (no instant before the origin: a timeout's
-    /// deadline is its word): its handle, or the refusal with the payload dropped.
-    fn insert_lent(&self, due: (Deadline, StampBy), payload: Payload) -> Result<LentHandle, ScheduleError> {
+        let Some(payload) = make() else { return Err(self.full()) };
         match self.insert(due, payload, None) {
             Ok(handle) => Ok(LentHandle(Some(handle))),
             Err((payload, refused)) => {

@@ -44,6 +44,18 @@ fn a_group_entry_counts_nothing_and_its_members_count_themselves() {
 }
 
 #[test]
+fn a_group_entry_moved_by_a_reset_is_not_counted_rearmed() {
+    let timer = manual(usize::MAX);
+    let (shared, live) = (timer.shared(), timer.live());
+    let group = shared.schedule_group(0, due(&timer, 5), || {}).unwrap();
+    let solo = shared.schedule_solo(0, due(&timer, 5), || {}).unwrap();
+    let later = timer.now() + Duration::from_millis(9);
+    assert!(group.reset_at(live, later) && solo.reset_at(live, later));
+    assert_eq!(timer.stats().rearmed, 1, "the solo sleep's reset only");
+    assert!(group.cancel(live) && solo.cancel(live));
+}
+
+#[test]
 fn a_solo_sleep_counts_as_any_task() {
     let timer = manual(usize::MAX);
     let shared = timer.shared();

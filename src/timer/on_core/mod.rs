@@ -43,10 +43,8 @@
 //! core differs from the arena's contract so far: a later reset moves the entry at once
 //! (the arena's rewrite in place leaves it in its bucket, a `position` `tests/rearm.rs` reads on
 //! the arena only); the wheel's geometry and its cascades are the shard wheel's
-//! (`tests/staged_cascade.rs`, `big_wheels.rs`, `wheel_semantics.rs`); no `trace` events
-//! (`tests/observability.rs`); a spike fired in one batch keeps the memory its buffers and slots
-//! took until a shrink finds it spent (`tests/spike_memory.rs`). `.ci/run` runs every other test
-//! target on the core.
+//! (`tests/staged_cascade.rs`, `big_wheels.rs`, `wheel_semantics.rs`). `.ci/run` runs every
+//! other test target on the core.
 //!
 //! **Races the core's loom models do not cover** (written here, not modelled yet): a handle's
 //! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
@@ -130,8 +128,10 @@ pub(crate) struct AutoShrink {
 pub(crate) struct Tallies {
     /// Tasks (and wakes, and drops of a closure) that panicked.
     pub(super) panicked: AtomicU64,
-    /// Entries an executor claimed to discard (counted `fired` by the core): abandoned.
-    pub(super) discarded: AtomicU64,
+    /// Entries an executor claimed to discard (counted `fired` by the core): abandoned. Held
+    /// across such a claim and its count, and across `stats`' read of the core's totals and this
+    /// count, so that `fired` (the core's less this) never counts a discard the read misses.
+    pub(super) discarded: Mutex<u64>,
 }
 
 /// The state shared by the timer, its driver and its executor threads.

@@ -13,9 +13,11 @@
 //! shards, and drains what is left: the tasks handed over before the shutdown run.
 //!
 //! **Shrink.** [`Core::shrink`] gives back each shard's vacant slots after its last occupied one,
-//! under its lock, and the task slab its empty pages. The driver shrinks by itself as on the
+//! under its lock, the task slab its empty pages, and the advance's buffers (which an advance
+//! cuts back to 16,384 entries each after a burst) their room, unless an advance holds them. The driver shrinks by itself as on the
 //! arena (`shrink.rs`), the slots the shards wrote in place of the arena's resident slots, its
-//! back-off a plain interval.
+//! back-off a plain interval; and a stop gives back what its drain emptied, as the arena's does,
+//! unless a drop leaves the state to be freed whole.
 //!
 //! [`Core::close`]: crate::shard::core::Core::close
 //! [`Core::shrink`]: crate::shard::core::Core::shrink
@@ -66,14 +68,11 @@ impl Timer {
         // timer (it then finds the flag set and hands nothing over): joined under it, the two
         // would wait for each other.
         let unfired = match (&shared.executor, stopping.wait_fully) {
-            (Some(executor), true) => {
-                let mut unfired = shared.drain(true, true);
+            (Some(executor), true) => shared.drain_around(|| {
                 drop(serial.take());
                 executor.close(true, false);
-                unfired.extend(shared.drain(true, false));
-                unfired
-            }
-            _ => shared.drain(!dropping, false),
+            }),
+            _ => shared.unfired(shared.drain(!dropping, false)),
         };
         drop(serial);
         drop(draining);
@@ -85,6 +84,8 @@ impl Timer {
             executor.close(stopping.wait_fully, dropping);
         }
         shared.close_values();
+        // A drop that leaves the last hold on the state frees it whole.
+        shared.shrink_stopped(dropping && crate::sync::Arc::strong_count(shared) == 1);
         unfired
     }
 }
@@ -92,13 +93,34 @@ impl Timer {
 /// A task a drain took, for the shutdown to hand back: its stamp and closure, and its deadline.
 type Unfired = ((u64, crate::entry::Task), Deadline);
 
+/// What drains took for the shutdown to hand back: the tasks, and the instants before the
+/// clock's origin by stamp (`Extra::before_origin`), which order them.
+#[derive(Default)]
+pub(super) struct Drained {
+    tasks: Vec<Unfired>,
+    records: HashMap<u64, i64>,
+}
+
 impl Shared {
+    /// A full shutdown's drain with executor threads (module docs, "The stop"): every entry but
+    /// those held for the executors' claims, then `between` (the join of the threads, which claim
+    /// and run those), then what is left; the tasks of both in the order they would have fired
+    /// in, sorted once, each drain's instants before the origin kept for the order.
+    pub(super) fn drain_around(&self, between: impl FnOnce()) -> Vec<UnfiredTask> {
+        let mut drained = self.drain(true, true);
+        between();
+        let Drained { tasks, records } = self.drain(true, false);
+        drained.tasks.extend(tasks);
+        drained.records.extend(records);
+        self.unfired(drained)
+    }
+
     /// The stop's drain ([`Core::close`](crate::shard::core::Core::close)): every entry taken out
     /// (but those held for an executor's claims, if `keep_held`), each shard closed under its
-    /// lock. With `report`, the tasks come back in the order they
-    /// would have fired in; otherwise (and a tick group's always: its drop abandons its members)
-    /// they are dropped here, a panic of a drop caught and counted.
-    fn drain(&self, report: bool, keep_held: bool) -> Vec<UnfiredTask> {
+    /// lock. With `report`, the tasks are kept for [`unfired`](Self::unfired), which puts them in
+    /// the order they would have fired in; otherwise (and a tick group's always: its drop
+    /// abandons its members) they are dropped here, a panic of a drop caught and counted.
+    pub(super) fn drain(&self, report: bool, keep_held: bool) -> Drained {
         let (mut drained, mut merge) = (Vec::new(), Merge::default());
         let mut records = HashMap::new();
         let keep = |extra: &mut super::Extra| records.extend(extra.before_origin.drain());
@@ -123,13 +145,14 @@ impl Shared {
         if !fault!("shutdown_leaves_values_counted") {
             self.abandoned_values.fetch_add(values, Ordering::Relaxed);
         }
-        self.unfired(unfired, &records)
+        Drained { tasks: unfired, records }
     }
 
-    /// The tasks a drain took, in the order they would have fired in: by the instants, equal
+    /// The tasks drains took, in the order they would have fired in: by the instants, equal
     /// ones by stamp, those at the origin's word by the instants kept before it; each at its
     /// deadline (`TickLength::deadline_nanos`).
-    fn unfired(&self, mut unfired: Vec<Unfired>, records: &HashMap<u64, i64>) -> Vec<UnfiredTask> {
+    pub(super) fn unfired(&self, drained: Drained) -> Vec<UnfiredTask> {
+        let Drained { tasks: mut unfired, records } = drained;
         unfired.sort_by_key(|&((stamp, _), deadline)| (deadline.instant_order(), stamp));
         let origin = self.time.ticks.origin();
         if let Some(first) = unfired.iter().position(|&(_, deadline)| deadline == origin) {
@@ -151,10 +174,13 @@ impl Shared {
     /// panics; an executor's discards move from `fired` (the core's count of its claim) to
     /// `abandoned`.
     pub(crate) fn stats(&self) -> TimerStats {
-        let totals = self.core.totals();
+        // The core's totals and the discards read in one hold of the discards' lock (`Tallies`).
+        let (totals, discarded) = {
+            let discarded = self.tallies.discarded.lock();
+            (self.core.totals(), *discarded)
+        };
         let members = self.members.totals();
         let load = self.core.stats();
-        let discarded = self.tallies.discarded.load(Ordering::Relaxed);
         TimerStats {
             pending: self.len(),
             scheduled: totals.scheduled + members.scheduled,
@@ -214,6 +240,17 @@ impl Shared {
         let _ = this;
     }
 
+    /// After a stop's drain (module docs, "Shrink"): gives back the slots and blocks the drain
+    /// emptied while the state outlives the stop (a shut-down timer kept, or a drop's state that
+    /// a future or a detached driver still holds), once the shards wrote [`AUTO_MIN_SLOTS`] or
+    /// more; not if the state is `freed_whole` (a drop's, with no other hold on it).
+    fn shrink_stopped(&self, freed_whole: bool) {
+        if freed_whole || self.core.slots() < AUTO_MIN_SLOTS {
+            return;
+        }
+        let _ = self.give_back(None);
+    }
+
     /// Whether nothing is due within [`AUTO_LULL`] (by the timer's clock).
     fn in_lull(&self) -> bool {
         let time = self.time();
@@ -239,6 +276,10 @@ impl Shared {
     /// The slots and block pages given back.
     pub(in crate::timer) fn give_back(&self, limit: Option<Duration>) -> usize {
         let _ = limit;
+        // The advance's buffers, if no advance holds them (one inside a task does): emptied.
+        if let Some(mut serial) = self.advance_lock.try_lock() {
+            serial.trim(0);
+        }
         let given = self.core.shrink() + self.slab.shrink();
         #[cfg(not(delaywheel_loom))]
         if given > 0 {
@@ -247,3 +288,7 @@ impl Shared {
         given
     }
 }
+
+#[cfg(test)]
+#[path = "stop_tests.rs"]
+mod tests;
