@@ -53,7 +53,9 @@
 //! gauge, never counts below the entries pending, and a schedule may be refused for an entry
 //! whose take has not yet lowered it, as on the arena); the stop's close racing an advance that
 //! does not hold `advance_lock` for the stop (a drop): the advance's claims after the close find
-//! nothing.
+//! nothing; an executor's discard racing `stats` (the claim, which the core counts fired, and the
+//! count of the discard are made under `Tallies::discarded`'s lock, which `stats` holds across
+//! its read of the core's totals, so `fired` never counts a discard whose count it misses).
 
 use std::collections::HashMap;
 
