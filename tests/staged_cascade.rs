@@ -5,7 +5,10 @@
 //! Wheel 64, tick 1 ms: level 1 has 64-tick slots split into 4 stages of 16 ticks. The round
 //! [64, 128) has stage 0 = ticks 64..79 (open from tick 16: `64 - 64 + 1·16`) and stage 2 = ticks
 //! 96..111 (open from tick 48). A stage is big past 128 entries in one of its bucket's 2 lanes (one
-//! thread's adds go to one lane: `bucket/`).
+//! thread's adds go to one lane: `bucket/`). That is the arena's; the sharded core
+//! (`--cfg delaywheel_core`) splits a bucket above level 0 at 1,024 entries into the same stages
+//! and visits each from its opening, in chunks of at least 256 (`shard/wheel/split.rs`): the tests
+//! of each engine's thresholds and staging are gated to it.
 
 mod common;
 
@@ -25,8 +28,10 @@ fn advance_to(clock: &ManualClock, timer: &Timer, tick: u64) {
     timer.advance_clock(Duration::ZERO);
 }
 
-#[test]
-fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
+/// 3,000 tasks in stage 0 of level 1's round [64, 128) and 10 in its stage 2 (ticks 96..111):
+/// the big stage cascades from tick 16 in chunks, the small one at `small_visit`, and each task
+/// fires at its deadline tick.
+fn a_big_stage_in_chunks(small_visit: u64) {
     let (clock, timer) = manual_timer(ms(1), 64);
     let log = FireLog::default();
     let deadline = |id: usize| 68 + (id % 4) as u64;
@@ -59,14 +64,19 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     // Paced chunks until what is left is small again (at most 128: it then waits for the round).
     let left = big.len() - cancelled - in_level0(&big);
     assert!(left <= 128, "{left} of the stage still in level 1 at tick 40");
-    assert_eq!(in_level0(&small), 0, "a small stage waits for its round");
-    assert!(small.iter().all(|h| h.position().is_some_and(|p| p.expiration_tick == 64)));
+    assert_eq!(in_level0(&small), 0, "a small stage waits for its visit");
+    assert!(small.iter().all(|h| h.position().is_some_and(|p| p.expiration_tick == small_visit)));
     assert_eq!(log.count(), 0, "nothing fires early");
 
     for tick in 41..=110 {
         advance_to(&clock, &timer, tick);
+        if tick == small_visit - 1 {
+            assert_eq!(in_level0(&small), 0, "the small stage waits for its visit");
+        }
+        if tick == small_visit {
+            assert_eq!(in_level0(&small), small.len(), "the small stage cascades at its visit");
+        }
         if tick == 64 {
-            assert_eq!(in_level0(&small), small.len(), "the small stage cascades at its round");
             assert_eq!(in_level0(&big), big.len() - cancelled, "and the rest of the big one");
         }
     }
@@ -83,8 +93,27 @@ fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     assert_eq!(timer.stats().queued_buckets, 0);
 }
 
+/// The arena's own staging: a stage goes early only while it is big, so the small stage 2 waits
+/// for its bucket's round, as in Kafka, and its entries' next visit reads 64.
+#[cfg(not(delaywheel_core))]
+#[test]
+fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
+    a_big_stage_in_chunks(64);
+}
+
+/// On the sharded core the big stage splits its bucket, whose visits take each stage from its
+/// opening (`shard/wheel/split.rs`): the small stage 2 at 48, its entries' next visit.
+#[cfg(delaywheel_core)]
+#[test]
+fn a_big_stage_of_a_split_bucket_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
+    a_big_stage_in_chunks(48);
+}
+
 /// The threshold is per lane of a bucket (`bucket/`): a thread's adds go to its lane, whose stage
 /// is big past 128 entries (256 over the bucket's 2 lanes), so one thread's stage goes early past 128.
+/// The arena's own threshold, lanes and chunks: the sharded core splits a bucket at 1,024 entries
+/// and paces its chunks otherwise (the test below).
+#[cfg(not(delaywheel_core))]
 #[test]
 fn a_stage_goes_early_only_past_128_entries_of_one_thread() {
     // Entries, and how many the first (early) visit cascades: all of a stage up to the minimum chunk
@@ -114,6 +143,36 @@ fn a_stage_goes_early_only_past_128_entries_of_one_thread() {
         assert_eq!(in_level0(&handles), n, "{n} entries: all cascaded at the round");
         advance_to(&clock, &timer, 70);
         assert!(handles.iter().all(TimerHandle::is_fired));
+    }
+}
+
+/// The sharded core's threshold (`shard/wheel/split.rs`): a bucket above level 0 is split into
+/// its stages when it reaches 1,024 entries, and each visit then cascades a chunk of at least 256
+/// of an open stage, tick after tick from the stage's opening until it is empty; a bucket of
+/// fewer waits for its round. Either way every task fires at its deadline tick.
+#[cfg(delaywheel_core)]
+#[test]
+fn a_bucket_goes_early_only_from_1024_entries_in_chunks_of_256() {
+    for n in [1_023, 1_024, 1_300] {
+        let split = n >= 1_024;
+        let (clock, timer) = manual_timer(ms(1), 64);
+        let handles: Vec<TimerHandle> = (0..n).map(|_| timer.schedule(ms(70), || {})).collect();
+        let expiration = handles[0].position().map(|p| (p.level, p.expiration_tick));
+        assert_eq!(expiration, Some((1, if split { 16 } else { 64 })), "{n} entries");
+        advance_to(&clock, &timer, 15);
+        assert_eq!(in_level0(&handles), 0, "{n} entries: not open before tick 16");
+        for tick in 16..64 {
+            advance_to(&clock, &timer, tick);
+            let chunks = if split { tick - 15 } else { 0 };
+            assert_eq!(in_level0(&handles), n.min(256 * chunks as usize), "{n} entries at tick {tick}");
+        }
+        advance_to(&clock, &timer, 64);
+        assert_eq!(in_level0(&handles), n, "{n} entries: all cascaded at the round");
+        advance_to(&clock, &timer, 69);
+        assert!(handles.iter().all(TimerHandle::is_pending), "{n} entries: none early");
+        advance_to(&clock, &timer, 70);
+        assert!(handles.iter().all(TimerHandle::is_fired), "{n} entries");
+        assert!(timer.is_empty());
     }
 }
 

@@ -56,10 +56,11 @@ impl<P> Wheel<P> {
         }
     }
 
-    /// Where the entry `key` names is filed: (level, slot, its bucket's expiration), `None` if the
-    /// key is stale or the entry is held by a batch. An entry on the overdue list reads as level
-    /// 0's slot of its tick, expiring at the wheel's time (due at the next advance). A diagnostic
-    /// (`TimerHandle::position`).
+    /// Where the entry `key` names is filed: (level, slot, the tick its bucket is next flushed or
+    /// visited at: its expiration, or a split bucket's next visit, `split.rs`), `None` if the key
+    /// is stale or the entry is held by a batch. An entry on the overdue list reads as level 0's
+    /// slot of its tick, expiring at the wheel's time (due at the next advance). A diagnostic
+    /// (`TimerHandle::position`, whose `expiration_tick` is the driver's next visit).
     pub(crate) fn position(&self, key: Key) -> Option<(usize, usize, u64)> {
         let occupant = self.slab.get(key.slot, key.generation)?;
         let tick = occupant.entry.as_ref()?.when.tick();
@@ -68,6 +69,11 @@ impl<P> Wheel<P> {
         }
         let level = occupant.life.list().as_level()?;
         let slot = self.levels.slot_of(level, tick);
-        Some((level, slot, self.levels.get(level, slot)?.expiration))
+        let bucket = self.levels.get(level, slot)?;
+        let visit = match bucket.split {
+            0 => bucket.expiration,
+            record => self.splits[record as usize - 1].next_visit,
+        };
+        Some((level, slot, visit))
     }
 }
