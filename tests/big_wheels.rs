@@ -52,8 +52,10 @@ fn each_fires_at_its_tick(
     assert!(timer.is_empty());
 }
 
-#[test]
-fn a_day_of_one_second_slots_fires_each_task_at_its_second() {
+/// A day of one-second slots, from zero and then from a base that is no day's start.
+/// `flush_at_base`: a task due at that base moves the wheel's time there by its flush (placement
+/// counts from the last expiration flushed, as Kafka's `advanceClock(bucket.expiration)`).
+fn a_day_of_one_second_slots(flush_at_base: bool) {
     let tick = Duration::from_secs(1);
     let (clock, timer) = manual_timer(tick, DAY as usize);
     // Within the day: level 0, up to its last slot. From a day on: level 1 (slots of a day), which
@@ -63,9 +65,26 @@ fn a_day_of_one_second_slots_fires_each_task_at_its_second() {
     each_fires_at_its_tick((&clock, &timer), tick, 0, &deadlines, &[2, 4, 2]);
     // From a base that is no day's start: the level-0 window wraps past slot 0.
     let start = DAY * DAY * 3 / 2 + 12_345;
+    if flush_at_base {
+        let _ = timer.schedule(Duration::from_secs(12_345), || {});
+    }
     let deadlines = [start + 1, start + DAY - 1, start + DAY, start + DAY + 1];
     each_fires_at_its_tick((&clock, &timer), tick, start, &deadlines, &[2, 2, 0]); // level 2 exists
     assert!(timer.stats().resident_buckets < DAY as usize / 10, "{:?}", timer.stats());
+}
+
+/// The arena's cursor follows the clock's tick at every advance, a flush or not, so the second
+/// base is level 0's time without one. The sharded core's wheel time moves by flushes only (the
+/// test below).
+#[cfg(not(delaywheel_core))]
+#[test]
+fn a_day_of_one_second_slots_fires_each_task_at_its_second() {
+    a_day_of_one_second_slots(false);
+}
+
+#[test]
+fn a_day_of_one_second_slots_fires_each_task_at_its_second_from_a_flushed_base() {
+    a_day_of_one_second_slots(true);
 }
 
 #[test]
