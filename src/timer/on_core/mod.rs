@@ -42,9 +42,7 @@
 //! end of the next tick, after a later passed deadline's wake, `tests/async_drive.rs`). Where the
 //! core differs from the arena's contract so far: a later reset moves the entry at once
 //! (the arena's rewrite in place leaves it in its bucket, a `position` `tests/rearm.rs` reads on
-//! the arena only); the wheel's geometry and its cascades are the shard wheel's
-//! (`tests/staged_cascade.rs`, `big_wheels.rs`, `wheel_semantics.rs`). `.ci/run` runs every
-//! other test target on the core.
+//! the arena only). `.ci/run` runs every other test target on the core.
 //!
 //! **Races the core's loom models do not cover** (written here, not modelled yet): a handle's
 //! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
