@@ -24,11 +24,12 @@ pub struct WheelPosition {
     /// The slot (bucket) within that level, `0..wheel_size`.
     pub slot: usize,
     /// The tick at which the driver next visits that bucket: the start of the task's round in the
-    /// slot (never after its deadline), or earlier when one of the bucket's stages is big enough to
-    /// be cascaded ahead of its round (see `docs/design.md`). When its stage is visited the task
-    /// cascades to a finer level, or fires if its deadline has come. A task re-armed to a later
-    /// deadline stays in its bucket ([`TimerHandle::reset`](crate::TimerHandle::reset)), whose
-    /// visit re-adds it by the new deadline, to whichever level that needs.
+    /// slot (never after its deadline), or earlier when the bucket holds enough tasks to be
+    /// cascaded ahead of its round in stages (see `docs/design.md`). When its stage is visited the
+    /// task cascades to a finer level, or fires if its deadline has come. A task re-armed to a
+    /// later deadline ([`TimerHandle::reset`](crate::TimerHandle::reset)) may stay in its bucket,
+    /// whose visit re-adds it by the new deadline to whichever level that needs, or move to the new
+    /// deadline's bucket at once.
     pub expiration_tick: u64,
     /// The tick the task fires at: its deadline rounded up to a tick, or the tick under way for a
     /// deadline set already passed (after a later re-arm, later than `expiration_tick`'s bucket
