@@ -196,6 +196,12 @@ impl Levels {
         }
     }
 
+    /// `log2(wheel_size)` when it is a power of two.
+    #[inline]
+    pub(super) fn shift(&self) -> Option<u32> {
+        self.shift
+    }
+
     /// Ticks per slot of `level`.
     #[inline]
     pub(super) fn slot_ticks(&self, level: usize) -> u64 {

@@ -96,11 +96,28 @@ const EMPTY: Split = Split {
 };
 
 impl<P> Wheel<P> {
+    /// The stage of tick `tick` in the bucket of `level` (above 0) whose round starts at `round`:
+    /// the placement's ([`placed_stage`](Wheel::placed_stage)), on a power-of-two wheel by the
+    /// placement's own shifts (`place_pow2`: stages of `2^(level·shift - stage_bits)` ticks,
+    /// each opening one slot of `level` before its end), without placing the tick again: every
+    /// link into a stage and unlink from one computes it.
+    #[inline(always)]
+    pub(super) fn stage_of(&self, level: usize, round: u64, tick: u64) -> StagePlan {
+        let Some(shift) = self.levels.shift() else { return self.placed_stage(level, round, tick) };
+        let tick_bits = level as u32 * shift;
+        let width_bits = tick_bits - self.wheel_size.min(STAGES).trailing_zeros();
+        let due = tick >> width_bits << width_bits;
+        let lead = (1 << tick_bits) - (1 << width_bits);
+        let index = ((tick - round) >> width_bits) as usize;
+        let stage = StagePlan { index, round, opens: due.saturating_sub(lead), due };
+        debug_assert_eq!(stage, self.placed_stage(level, round, tick));
+        stage
+    }
+
     /// The stage of tick `tick` in the bucket of `level` whose round starts at `round`: the
     /// placement's (`crate::wheel::place`), from one slot of `level` before the round, where the
     /// round's ticks fit `level` and no finer one.
-    #[inline]
-    pub(super) fn stage_of(&self, level: usize, round: u64, tick: u64) -> StagePlan {
+    pub(super) fn placed_stage(&self, level: usize, round: u64, tick: u64) -> StagePlan {
         match self.table.place(round - self.levels.slot_ticks(level), tick) {
             Placement::Slot { level: placed, stage, .. } if placed == level => stage,
             placement => unreachable!("tick {tick} of round {round} of level {level}: {placement:?}"),

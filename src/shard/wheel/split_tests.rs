@@ -205,3 +205,20 @@ fn a_late_visit_holds_within_the_limit_and_moves_the_rest_to_the_overdue_list() 
     assert_eq!(fire(&mut drive, 32, 40), [(40, 4)]);
     assert!(drive.wheel.is_empty());
 }
+
+#[test]
+fn a_stage_is_the_placements_stage() {
+    for wheel_size in [2u64, 3, 6, 16, 60, 64, 512, 1 << 24] {
+        let wheel = super::Wheel::<u64>::new(wheel_size);
+        for level in (1..crate::wheel::place::max_levels(wheel_size)).take(4) {
+            let ticks = wheel.levels.slot_ticks(level);
+            for round in [ticks, 5 * ticks, 7 * ticks] {
+                let spread = (0..16).map(|k| k * (ticks / 16));
+                for tick in spread.chain([1, ticks / 4, ticks / 2, ticks - 1]).map(|offset| round + offset) {
+                    let placed = wheel.placed_stage(level, round, tick);
+                    assert_eq!(wheel.stage_of(level, round, tick), placed, "{wheel_size}: {level}, {tick}");
+                }
+            }
+        }
+    }
+}
