@@ -322,7 +322,7 @@ impl TickLength {
     /// `0..nanos`), exact where its word can be (`deadline.rs`); `None` beyond
     /// [`MAX_DEADLINE_TICK`].
     #[inline]
-    fn encode(self, tick: u64, below: u64) -> Option<Deadline> {
+    fn encode(&self, tick: u64, below: u64) -> Option<Deadline> {
         match self.fractions.and_then(|fractions| fractions.deadline(tick, below)) {
             Some(exact) => Some(exact),
             None => Deadline::new(tick, self.ranker.rank(below)),
@@ -402,7 +402,7 @@ impl TickLength {
 
     /// The deadline of a task scheduled at `now_nanos` with `delay`, if representable.
     #[inline(always)]
-    pub(crate) fn deadline(self, now_nanos: u64, delay: Duration) -> Option<Deadline> {
+    pub(crate) fn deadline(&self, now_nanos: u64, delay: Duration) -> Option<Deadline> {
         if delay.is_zero() {
             return Some(self.passed(now_nanos));
         }
