@@ -2,9 +2,10 @@
 //! deadline passed mid-tick, taken with its batch ([`Core::take_due_by`]), and a held entry put
 //! back for the next round ([`Core::set_aside`]). The module docs of `core.rs`, "Passed deadlines
 //! mid-tick" and "Set aside". Beside them, the tick of the next work ([`Core::next_work`]), which
-//! a passed deadline on an overdue list may put before the queue's head.
+//! a passed deadline on an overdue list may put before the queue's head, and an offer due at once
+//! that flushes nothing ([`Core::offer_nothing_at`]).
 
-use super::{faults, Bucketed, Core, Due, Extra, Merge, Offers};
+use super::{faults, BucketCode, Bucketed, Core, Due, Extra, Merge, Offers};
 use crate::deadline::Deadline;
 
 impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
@@ -32,6 +33,16 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
         Some(self.shards.iter().fold(head, |earliest, shard| {
             shard.lock().state().wheel.overdue_earliest().map_or(earliest, |tick| tick.min(earliest))
         }))
+    }
+
+    /// Queues an offer due at `tick` that flushes nothing, so that the queue's head is due and a
+    /// driver watching it advances (the drive waker's carried limit, `timer/on_core/advance.rs`):
+    /// shard 0's level-0 bucket of the tick after, whose rounds start at that bucket's own ticks
+    /// only, never at `tick`; popped, it is stale.
+    pub(crate) fn offer_nothing_at(&self, tick: u64) {
+        let size = self.shards[0].lock().state().wheel.wheel_size();
+        let bucket = BucketCode::encode(0, (tick.wrapping_add(1) % size) as usize);
+        self.queue.offer(tick, Bucketed { shard: 0, bucket });
     }
 
     /// Puts `due`'s held entry back, pending, filed by its deadline from its wheel's time (a

@@ -19,8 +19,15 @@
 //! puts each due closure back, pending, for the next round ([`Core::set_aside_if`]: under the
 //! shard's lock, by its payload's kind), in one round at the clock's tick (nothing it runs moves
 //! another entry). A closure taken beside a passed deadline goes back by its own deadline, into
-//! its tick's bucket: it fires at that tick's end, not beside the passed deadline (the arena
-//! carries the take's limit to the next advance; not written on the core).
+//! the bucket of the tick after, not due until that tick. So the advance carries the latest such
+//! deadline (`carried`, in the scratch, under `advance_lock`) and, while it carries one, offers the
+//! queue an item due at once that flushes nothing ([`Core::offer_nothing_at`]): the drive future's
+//! watch finds the head due and advances. Every waker advance that ends carrying one offers it
+//! again, since another (a second waker's) may have popped it. The next advance that fires
+//! everything takes, once its rounds find nothing, the closures due by that deadline
+//! ([`Core::take_due_by`], stamps within its limit) and fires them as one batch sorted by the
+//! instants, then drops the limit. A batch before that with a later passed deadline takes them
+//! beside it, in order; an advance that reaches their tick fires them in its flush.
 //!
 //! **Resets from a task.** A task of the batch may reset another pending entry to a deadline the
 //! advance reaches: the core files it from its shard's time, in a bucket of a later step or, for a
@@ -37,12 +44,14 @@
 //! [`Core::advance`]: crate::shard::core::Core::advance
 //! [`Core::take_due_by`]: crate::shard::core::Core::take_due_by
 //! [`Core::set_aside_if`]: crate::shard::core::Core::set_aside_if
+//! [`Core::offer_nothing_at`]: crate::shard::core::Core::offer_nothing_at
 
 use std::collections::HashMap;
 
 use super::fire::{self, ExecutorJob};
 use super::values::{FiredValue, ValueTicket};
 use super::Shared;
+use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;
 use crate::entry::Freed;
 use crate::shard::core::{Due, Merge};
@@ -59,6 +68,10 @@ pub(crate) struct Scratch {
     pub(super) values: Vec<FiredValue>,
     /// The blocks the batch's closures were in, given back together.
     pub(super) freed: Freed,
+    /// The latest deadline passed mid-tick beside which a drive waker's advance set closures
+    /// aside, as a word of the tick after (module docs, "The drive waker's advance").
+    #[cfg(feature = "async")]
+    pub(super) carried: Option<Deadline>,
 }
 
 /// What an advance fires.
@@ -120,6 +133,11 @@ impl Shared {
         }
         let mut serial = self.advance_lock.try_lock()?;
         let fired = self.advance_serial(&mut serial, Fires::Wakes);
+        // With closures carried, the head is made due whatever popped it meanwhile: the drive
+        // future's watch then finds work and advances (module docs, "The drive waker's advance").
+        if serial.carried.is_some() && !self.is_shut_down() {
+            self.core.offer_nothing_at(self.current_tick());
+        }
         serial.trim(Scratch::KEEP);
         drop(serial);
         self.released_advance_lock();
@@ -134,7 +152,14 @@ impl Shared {
         let _advancing = Advancing::enter(&self.advancer);
         let now_tick = self.time.now_tick();
         let limit = self.stamps.begin_round();
-        let Scratch { due, merge, values, freed } = serial;
+        let Scratch {
+            due,
+            merge,
+            values,
+            freed,
+            #[cfg(feature = "async")]
+            carried,
+        } = serial;
         let mut step = self.first_step(now_tick, fires);
         let mut fired = false;
         // Rounds of the core's queue with the one limit at each step, until one finds nothing:
@@ -145,6 +170,15 @@ impl Shared {
             self.move_cursor(step);
             let left = self.core.advance(step, limit, due, merge);
             if due.is_empty() {
+                #[cfg(feature = "async")]
+                if step >= now_tick
+                    && fires == Fires::All
+                    && self.take_carried(carried, now_tick, limit, due, merge)
+                {
+                    fired = true;
+                    self.fire(due, values, freed);
+                    continue;
+                }
                 if step >= now_tick {
                     return fired;
                 }
@@ -153,7 +187,8 @@ impl Shared {
                 continue;
             }
             fired = true;
-            self.take_beside_passed(due, merge, limit);
+            #[cfg_attr(not(feature = "async"), allow(unused_variables))]
+            let passed = self.take_beside_passed(due, merge, limit);
             self.order_before_origin(due);
             #[cfg(feature = "async")]
             if fires == Fires::Wakes {
@@ -161,6 +196,7 @@ impl Shared {
                     due.retain(|entry| {
                         !self.core.set_aside_if(entry, |task| !task.is_wake() && !task.is_value())
                     });
+                    *carried = (*carried).max(passed);
                 }
                 // Once: what it set aside is offered for the next round.
                 self.fire(due, values, freed);
@@ -191,22 +227,44 @@ impl Shared {
     /// With a deadline passed mid-tick in the batch, takes the entries of its tick due by it
     /// beside it and sorts the batch again by the instants (module docs; `advance.rs` of the
     /// arena, "Passed deadlines mid-tick").
-    fn take_beside_passed(&self, due: &mut Vec<Due>, merge: &mut Merge, limit: u64) {
+    /// The latest such deadline, as a word of the tick after, if any.
+    fn take_beside_passed(&self, due: &mut Vec<Due>, merge: &mut Merge, limit: u64) -> Option<Deadline> {
         let batch = due.len();
-        let mut passed = false;
+        let mut passed = None;
         for i in 0..batch {
             let ends_tick =
                 i + 1 == batch || due[i + 1].entry.deadline.tick() != due[i].entry.deadline.tick();
             if let Some(word) = due[i].entry.deadline.in_own_tick().filter(|_| ends_tick) {
                 self.core.take_due_by(word, limit, due, merge);
-                passed = true;
+                passed = passed.max(Some(word));
             }
         }
         // A batch over several ticks may hold the tick after a passed deadline's already: sorted
         // by the instants too.
-        if passed {
+        if passed.is_some() {
             merge.sort_by_instants(due);
         }
+        passed
+    }
+
+    /// At the end of an advance that fires everything, takes the closures a drive waker's
+    /// advance set aside beside a passed deadline (by the `carried` limit, which it clears), as
+    /// that advance's batch took them, the batch sorted by the instants: whether it took any. None
+    /// once the clock reached their tick, whose flush fired them (module docs, "The drive
+    /// waker's advance").
+    #[cfg(feature = "async")]
+    fn take_carried(
+        &self,
+        carried: &mut Option<Deadline>,
+        now_tick: u64,
+        limit: u64,
+        due: &mut Vec<Due>,
+        merge: &mut Merge,
+    ) -> bool {
+        let Some(word) = carried.take().filter(|word| word.tick() > now_tick) else { return false };
+        self.core.take_due_by(word, limit, due, merge);
+        merge.sort_by_instants(due);
+        !due.is_empty()
     }
 
     /// Puts the run of the batch at the origin's word in the order of the instants kept before

@@ -37,9 +37,7 @@
 //! `Timer::stop` (and so `shutdown`, `shutdown_timeout`, the drop), `Timer::shrink`'s give-back,
 //! the driver's automatic shrink (`shrink_if_spent`, `shrink_wait`); (d) the tick groups' and the
 //! values' items (`groups.rs`, `values.rs`). Left: (c) a spike's hook for the driver's wait
-//! (`wake_driver_at_spikes` arms nothing, so `shrink_wait` bounds every wait by a second); the
-//! drive waker's carried limit (`advance.rs`: closures taken beside a passed deadline run at the
-//! end of the next tick, after a later passed deadline's wake, `tests/async_drive.rs`). Where the
+//! (`wake_driver_at_spikes` arms nothing, so `shrink_wait` bounds every wait by a second). Where the
 //! core differs from the arena's contract so far: a later reset moves the entry at once
 //! (the arena's rewrite in place leaves it in its bucket, a `position` `tests/rearm.rs` reads on
 //! the arena only). `.ci/run` runs every other test target on the core.
@@ -53,7 +51,10 @@
 //! does not hold `advance_lock` for the stop (a drop): the advance's claims after the close find
 //! nothing; an executor's discard racing `stats` (the claim, which the core counts fired, and the
 //! count of the discard are made under `Tallies::discarded`'s lock, which `stats` holds across
-//! its read of the core's totals, so `fired` never counts a discard whose count it misses).
+//! its read of the core's totals, so `fired` never counts a discard whose count it misses); the
+//! drive waker's carried limit (`advance.rs`) racing a second waker's advance that pops its
+//! offer: each waker advance that ends carrying the limit offers it again, under `advance_lock`
+//! (modelled on the arena: `drive::closures_taken_beside_a_passed_deadline_*`).
 
 use std::collections::HashMap;
 

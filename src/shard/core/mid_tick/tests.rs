@@ -247,3 +247,17 @@ fn next_work_is_never_after_a_passed_deadline_on_an_overdue_list() {
     assert_eq!(f.fire(8), [4, 3]);
     assert_eq!(f.core.next_work(), Some(9));
 }
+
+#[test]
+fn an_offer_of_nothing_is_due_at_once_and_flushes_nothing() {
+    let mut f = Fixture::new();
+    f.schedule(at_us(5_000), 0);
+    assert_eq!(f.fire(3), [0u64; 0]);
+    for tick in [3, 4] {
+        f.core.offer_nothing_at(tick);
+        assert_eq!(f.core.next_tick(), Some(tick), "due at once");
+        assert_eq!(f.fire(tick), [0u64; 0], "stale when popped");
+    }
+    assert_eq!(f.core.next_tick(), Some(5));
+    assert_eq!(f.fire(5), [0]);
+}
