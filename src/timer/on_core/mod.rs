@@ -38,9 +38,12 @@
 //! the driver's automatic shrink (`shrink_if_spent`, `shrink_wait`); (d) the tick groups' and the
 //! values' items (`groups.rs`, `values.rs`). Left: (c) a spike's hook for the driver's wait
 //! (`wake_driver_at_spikes` arms nothing, so `shrink_wait` bounds every wait by a second). Where the
-//! core differs from the arena's contract so far: a later reset moves the entry at once
-//! (the arena's rewrite in place leaves it in its bucket, a `position` `tests/rearm.rs` reads on
-//! the arena only). `.ci/run` runs every other test target on the core.
+//! core's observable behaviour differs from the arena's, within the contract: a later reset
+//! moves the entry at once (the arena's rewrite in place leaves it in its bucket, a `position`
+//! `tests/rearm.rs` reads on the arena only); the wheel places from the last expiration flushed,
+//! not from the clock's tick (`stats()`'s per-level counts, `tests/big_wheels.rs`); a bucket
+//! splits into stages from 1,024 entries (`tests/staged_cascade.rs`). `.ci/run` runs the lib,
+//! every test target and the doctests on the core.
 //!
 //! **Races the core's loom models do not cover** (written here, not modelled yet): a handle's
 //! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
