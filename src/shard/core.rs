@@ -57,23 +57,24 @@
 //!
 //! **Rounds: bounded work per advance.** [`Core::advance`] takes the caller's **limit**, the last sequence
 //! number handed out when it began (`entry/stamps.rs`, "Rounds"), and its flushes hold only the due entries
-//! numbered at most that (the wheel's docs, "Rounds"): one above it stays linked, in its bucket (which keeps
-//! its round) or on the overdue list (which stays offered), and the advance offers that list for the next
-//! round ([`DelayQueue::offer_next`], set aside by this round's polls, queued again, due, at its end), so the
-//! next advance takes it even if the clock did not move. The overdue list has two offers. An entry whose own
-//! deadline is passed (a schedule's, a reset's, a set-aside's) offers it, if it was not offered since its
-//! last drain, with `offer_next`: a round not yet begun takes it at once, the round under way leaves it to
-//! the next. Entries a bucket behind the time moves there (an insert or a reset setting a new round in a
-//! bucket that kept entries) offer it with [`DelayQueue::offer`] (from a flush's cascade,
-//! [`DelayQueue::offer_within`]), if no such offer was made since its last drain, whatever offer for the next
-//! round is pending: due by the time already, the round under way takes them (those its limit covers run in
-//! it), and their bucket's old offer is stale once the new round is set. So entries numbered after an advance
-//! began do not keep it going: a passed deadline's offer waits for the next round, a drain that keeps entries
-//! leaves the list offered, and a deadline at or before the wheel's time goes to the overdue list, never into
-//! a kept bucket. A passed deadline scheduled and cancelled (or an entry reset to one and back) between every
-//! two polls adds one offer for the next round, and the advance ends. The flushes an advance makes besides
-//! those its limit covers are of rounds set while it ran (between the wheel's time and `now`) and of the
-//! overdue list once for each bucket behind the time a schedule or a reset empties. Nothing is lost: every
+//! numbered at most that (the wheel's docs, "Rounds"): one above it goes to (or stays on) the overdue
+//! list, kept at its head, which a drain of no higher limit skips in O(1), and the advance offers that list
+//! for the next round ([`DelayQueue::offer_next`], set aside by this round's polls, queued again, due, at its
+//! end), so the next advance takes it even if the clock did not move. The overdue list has two offers. An
+//! entry whose own deadline is passed (a schedule's, a reset's, a set-aside's) offers it, if it was not
+//! offered since its last drain, with `offer_next`: a round not yet begun takes it at once, the round under
+//! way leaves it to the next. Entries a bucket behind the time moves there (an insert or a reset setting a
+//! new round in a bucket whose old round's offer was not popped yet) offer it with [`DelayQueue::offer`]
+//! (from a flush's cascade, [`DelayQueue::offer_within`]), if no such offer was made since its last drain,
+//! whatever offer for the next round is pending: due by the time already, the round under way takes them
+//! (those its limit covers run in it), and their bucket's old offer is stale once the new round is set. So
+//! entries numbered after an advance began do not keep it going: a passed deadline's offer waits for the
+//! next round, a drain that keeps entries leaves the list offered, and a deadline at or before the wheel's
+//! time goes to the overdue list, never into a bucket. A passed deadline scheduled and cancelled (or an
+//! entry reset to one and back) between every two polls adds one offer for the next round, and the advance
+//! ends. Rounds of one limit (however many the caller runs) walk an entry the limit keeps at most twice (a
+//! flush's move, a drain's keep) and pop each shard's overdue list a bounded number of times a round, its
+//! kept head skipped: O(entries + rounds x shards). Nothing is lost: every
 //! offer is made after the link and the unlock, and an entry on the overdue list has an offer since its last
 //! drain, of one kind or the other, that a round pops. A drain that left the flags set would strand a passed
 //! deadline linked after it (seeded fault `shard_core_overdue_flag_left_set`, loom model
@@ -361,8 +362,8 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// entries numbered at most `limit` held there (module docs, "Claimed when it runs"), those
     /// above it left for the next round, the cascades' offers queued within the round, the held
     /// entries appended to `out` and sorted, what was appended, by [`Due::order`]. `merge` holds the
-    /// sort's buffers, the flushes' entries and the offers between calls. Returns the earliest
-    /// expiration the round left queued but for what it left for the next round (after `now`).
+    /// sort's buffers, the flushes' entries and the offers between calls. Returns the queue's head
+    /// before the offers set aside for the next round are queued again (after `now`), if any.
     pub fn advance(&self, now: u64, limit: u64, out: &mut Vec<Due>, merge: &mut Merge) -> Option<u64> {
         self.advance_with(now, limit, out, merge, || {})
     }

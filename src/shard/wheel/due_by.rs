@@ -41,17 +41,11 @@ impl<P> Wheel<P> {
     }
 
     /// The earliest deadline tick on the overdue list, `None` if it is empty: its offer is at the
-    /// wheel's time, which may be after it (a deadline passed when it was set). One walk of the
-    /// list, whose entries are all due by the next advance.
+    /// wheel's time, which may be after it (a deadline passed when it was set). Read from the
+    /// list's mark (`lists.rs`, "Kept"), O(1): never after the earliest entry's tick, earlier if
+    /// a cancel or a reset took that entry out since the list's last drain.
     pub(crate) fn overdue_earliest(&self) -> Option<u64> {
-        let mut at = self.overdue.head;
-        let mut earliest = None;
-        while at != NIL {
-            let tick = self.slab.entry(at).when.tick();
-            earliest = Some(earliest.map_or(tick, |e: u64| e.min(tick)));
-            at = self.slab.slot(at).next;
-        }
-        earliest
+        (!self.overdue.is_empty()).then_some(self.kept.earliest)
     }
 
     /// Puts the held entry `key` names back, pending, filed by its deadline from the wheel's

@@ -1,11 +1,13 @@
 //! The flush of a bucket the queue popped and the drain of the overdue list, each bounded by the
 //! round's **limit** (the wheel's docs, "Rounds"; a split bucket's round, and a visit code, go to
-//! its visit: `visit.rs`): a due entry whose stamp is above it is left linked where it is, and its
-//! list offered for the next round.
+//! its visit: `visit.rs`): a due entry whose stamp is above it goes to the overdue list (a
+//! bucket's) or stays there (the drain's), kept at its head, and the list is offered for the next
+//! round. A drain whose limit is no higher than the last drain's skips that kept run in O(1)
+//! (`lists.rs`, "Kept"), so the rounds of one advance walk a kept entry at most twice.
 //!
 //! One pass over the list, **taken whole**: its ends and count (and a bucket's level count) are
 //! emptied in O(1) and the chain of its entries walked once by their links, each entry held,
-//! filed in a finer bucket, or, above the limit, linked again at the tail of the emptied list: no
+//! filed in a finer bucket, or, above the limit, linked at the overdue list's tail: no
 //! entry is unlinked on its own (`Wheel::unlink`'s look-up of its list, by its life word and tick,
 //! is for a cancel, a reset or a take). Entries above the limit need not be at the tail (a reset
 //! links an entry of any stamp there, and a cascade appends in the order of the coarser list), so
@@ -19,7 +21,7 @@
 use super::super::life::ListCode;
 use super::super::slab::NIL;
 use super::buckets::NO_ROUND;
-use super::lists::{bucket_of, link, list_of};
+use super::lists::{link, Kept};
 use super::{BucketCode, Due, Key, List, Offer, Wheel};
 
 /// The most offers one filing reports (`Offers`: the round's and the overdue list's two).
@@ -72,17 +74,16 @@ impl<P> Wheel<P> {
             } else if taken.life.stamp() <= limit {
                 out.push(self.hold(index));
             } else {
-                self.keep(bucket, index);
+                // Due, above the limit: to the overdue list, whose drain keeps it (module docs).
+                self.link_at_overdue_tail(index);
                 kept = true;
             }
             at = next;
         }
-        let b = self.levels.get_mut(level, slot).expect("a flushed bucket exists");
-        if !kept {
-            b.expiration = NO_ROUND;
-            return None;
-        }
-        Some(Offer { expiration, bucket })
+        self.levels.get_mut(level, slot).expect("a flushed bucket exists").expiration = NO_ROUND;
+        let offer = self.overdue_offer().filter(|_| kept);
+        self.overdue_offered |= offer.is_some();
+        offer
     }
 
     /// Takes the list of the unsplit bucket `slot` of `level` whole (module docs, "One pass"):
@@ -102,51 +103,53 @@ impl<P> Wheel<P> {
     }
 
     /// Holds every entry of the overdue list whose stamp is at most `limit`, appended to
-    /// `out` in the order they were linked; those above it stay linked, and the list's offer at the
-    /// time is returned for the caller to make for the next round (the list counts as offered
-    /// until its next drain, but for entries a bucket behind the time moves there, which offer it
-    /// for the round under way: module docs, "Rounds"). Emptied, the list is not offered: the
-    /// next entry it takes offers it.
+    /// `out` in the order they were linked; those above it stay linked, the list's kept run
+    /// (`lists.rs`, "Kept"), and the list's offer at the time is returned for the caller to make
+    /// for the next round (the list counts as offered until its next drain, but for entries a
+    /// bucket behind the time moves there, which offer it for the round under way: module docs,
+    /// "Rounds"). The kept run of the last drain is walked only if `limit` is above that drain's,
+    /// else skipped: a drain walks what was linked since the last. Emptied, the list is not
+    /// offered: the next entry it takes offers it.
     pub(crate) fn drain_overdue(&mut self, limit: u64, out: &mut Vec<Due>) -> Option<Offer> {
         if !fault!("shard_core_overdue_flag_left_set") {
             (self.overdue_offered, self.moved_offered) = (false, false);
         }
-        // Room first (module docs): every entry of the list is due.
-        out.reserve(self.overdue.len as usize);
-        let mut at = std::mem::replace(&mut self.overdue, List::EMPTY).head;
-        let mut kept = false;
+        let run = if limit <= self.kept.above { self.kept.tail } else { NIL };
+        // Room first (module docs): every entry after the run is due.
+        let after = if run == NIL { self.overdue.len } else { self.kept.linked.min(self.overdue.len) };
+        out.reserve(after as usize);
+        let (mut at, mut earliest) = if run == NIL {
+            (std::mem::replace(&mut self.overdue, List::EMPTY).head, u64::MAX)
+        } else {
+            self.overdue.tail = run;
+            (std::mem::replace(&mut self.slab.slot_mut(run).next, NIL), self.kept.earliest_kept)
+        };
+        let mut walked = 0;
         while at != NIL {
             self.count_walked();
+            walked += 1;
             let (index, next) = (at, self.slab.slot(at).next);
             if self.slab.slot(index).life.stamp() <= limit {
                 out.push(self.hold(index));
             } else {
-                self.keep(BucketCode::OVERDUE, index);
-                kept = true;
+                // Kept: at the tail of the run.
+                link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
+                earliest = earliest.min(self.slab.entry(index).when.tick());
             }
             at = next;
         }
-        if !kept {
+        if run != NIL {
+            // The walked entries were still counted in the list's count.
+            self.overdue.len -= walked;
+        }
+        if self.overdue.is_empty() {
+            self.kept = Kept::EMPTY;
             return None;
         }
+        let tail = self.overdue.tail;
+        self.kept = Kept { tail, above: limit, earliest_kept: earliest, earliest, linked: 0 };
         self.overdue_offered = true;
         Some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
-    }
-
-    /// Links the taken slot `index`, due but above the round's limit, at the tail of the list
-    /// `code` names again (emptied by the take, so the kept entries keep their order).
-    #[inline]
-    fn keep(&mut self, code: BucketCode, index: u32) {
-        let at = bucket_of(code);
-        let list_code = match at {
-            Some((level, _)) => {
-                // Back into its level's count, which the take took it out of (`stats.rs`).
-                self.per_level[level] += 1;
-                ListCode::level(level)
-            }
-            None => ListCode::OVERDUE,
-        };
-        link(&mut self.slab, list_of(&mut self.levels, &mut self.overdue, at), index, list_code);
     }
 
     /// Marks the taken, occupied slot `index` held (module docs, "Held"): its batch element.

@@ -2,12 +2,39 @@
 //! and deadline say it is (the module docs of `wheel/`, "Where an entry is"), taking a bucket's
 //! list whole (a flush's, and a move onto the overdue list's, walked once: `flush.rs`), and the
 //! moves onto the overdue list. A link counts the entry into its list and an unlink or a take out
-//! of it, and out of its level's count (`Wheel::file` and the flush's `keep` count it into that
-//! one: `stats.rs`).
+//! of it, and out of its level's count (`Wheel::file` counts it into that one: `stats.rs`).
+//!
+//! **Kept** ([`Kept`]). The overdue list opens with the entries the last drain kept, above its
+//! round's limit (`flush.rs`): a drain whose limit is no higher skips them in O(1), so an advance
+//! whose rounds pop the list again and again walks each kept entry once. Every link is at the
+//! list's tail, after them; an unlink of the last kept entry moves the mark to its predecessor.
+//! Beside the mark, the earliest tick on the list, lowered by every link onto it, set by each
+//! drain, and left as it is by an unlink (so it may be earlier than any entry's).
 
 use super::super::life::ListCode;
 use super::super::slab::{Slab, NIL};
-use super::{BucketCode, Entry, Levels, List, Offer, Wheel};
+use super::{BucketCode, Entry, List, Offer, Wheel};
+
+/// The overdue list's marks (module docs, "Kept").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Kept {
+    /// The last entry of the list's kept run, which opens it (`NIL`: none).
+    pub(super) tail: u32,
+    /// Every entry of the kept run has a stamp above it.
+    pub(super) above: u64,
+    /// No entry of the kept run has a tick before it (`u64::MAX` if the run is empty).
+    pub(super) earliest_kept: u64,
+    /// No entry of the list has a tick before it (`u64::MAX` once a drain empties it).
+    pub(super) earliest: u64,
+    /// Entries linked since the last drain: at least as many as follow the kept run.
+    pub(super) linked: u32,
+}
+
+impl Kept {
+    /// An empty list's marks.
+    pub(super) const EMPTY: Kept =
+        Kept { tail: NIL, above: u64::MAX, earliest_kept: u64::MAX, earliest: u64::MAX, linked: 0 };
+}
 
 impl<P> Wheel<P> {
     /// Links the occupied slot `index`, its own deadline passed, at the tail of the overdue list:
@@ -15,7 +42,7 @@ impl<P> Wheel<P> {
     /// not offered since its last drain (module docs, "Rounds").
     #[inline]
     pub(super) fn link_overdue(&mut self, index: u32) -> Option<Offer> {
-        link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
+        self.link_at_overdue_tail(index);
         let offer = self.overdue_offer();
         if offer.is_some() {
             self.overdue_offered = true;
@@ -51,12 +78,22 @@ impl<P> Wheel<P> {
                 "a round of the past holds a due entry"
             );
             let next = self.slab.slot(at).next;
-            link(&mut self.slab, &mut self.overdue, at, ListCode::OVERDUE);
+            self.link_at_overdue_tail(at);
             at = next;
         }
         self.overdue_offered |= moved;
         let first = moved && !std::mem::replace(&mut self.moved_offered, true);
         first.then_some(Offer { expiration: self.time, bucket: BucketCode::OVERDUE })
+    }
+
+    /// Links the occupied slot `index` at the overdue list's tail, after its kept run, its tick
+    /// lowering the list's earliest (module docs, "Kept").
+    #[inline]
+    pub(super) fn link_at_overdue_tail(&mut self, index: u32) {
+        link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
+        let tick = self.slab.entry(index).when.tick();
+        self.kept.earliest = self.kept.earliest.min(tick);
+        self.kept.linked += 1;
     }
 
     /// Takes the list of the unsplit bucket `slot` of `level` (which exists) whole: its ends and
@@ -101,6 +138,10 @@ impl<P> Wheel<P> {
             }
             None => {
                 debug_assert_eq!(code, ListCode::OVERDUE, "slot {index} is on no list");
+                if self.kept.tail == index {
+                    // The kept run opens the list: its new last entry (module docs, "Kept").
+                    self.kept.tail = prev;
+                }
                 &mut self.overdue
             }
         };
@@ -127,24 +168,4 @@ pub(super) fn link<P>(slab: &mut Slab<Entry<P>>, list: &mut List, index: u32, co
     let slot = slab.slot_mut(index);
     (slot.prev, slot.next) = (tail, NIL);
     slot.life = slot.life.on(code);
-}
-
-/// The bucket `code` names as (level, slot), `None` for the overdue list.
-#[inline]
-pub(super) fn bucket_of(code: BucketCode) -> Option<(usize, usize)> {
-    (code != BucketCode::OVERDUE).then(|| code.decode())
-}
-
-/// The list of bucket `(level, slot)` of `levels` (which exists), or `overdue` for `None`: the one
-/// look-up of a list by its name, apart from the slab so that a link can write both.
-#[inline]
-pub(super) fn list_of<'a>(
-    levels: &'a mut Levels,
-    overdue: &'a mut List,
-    at: Option<(usize, usize)>,
-) -> &'a mut List {
-    match at {
-        Some((level, slot)) => &mut levels.get_mut(level, slot).expect("a named bucket exists").list,
-        None => overdue,
-    }
 }

@@ -33,12 +33,12 @@
 //!
 //! **Rounds.** Each flush and drain takes the caller's **limit**, the last stamp of its
 //! round: a due entry numbered above it (scheduled, or reset, after the round began) is not held
-//! but left linked, in its bucket (which keeps its round, behind the time once the time moves on)
-//! or on the overdue list (which stays offered), and the flush returns that list's offer for the
-//! caller to queue for the next round. So a round takes only what its limit covers, however many
-//! entries are filed while it runs, and the next round takes the rest even if the clock did not
-//! move. A second offer of such a bucket is stale once a new round is set or the bucket is flushed
-//! empty, and finds nothing. The overdue list's offers are of two kinds ([`Offers`]): `overdue`,
+//! but linked on the overdue list (a bucket's moved there, the bucket's round forgotten), kept at
+//! its head, which a drain of no higher limit skips (`lists.rs`, "Kept"), and the flush returns
+//! that list's offer, if it was not offered since its last drain, for the caller to queue for the
+//! next round. So a round takes only what its limit covers, however many entries are filed while
+//! it runs, the next round takes the rest even if the clock did not move, and rounds of one limit
+//! walk a kept entry at most twice. The overdue list's offers are of two kinds ([`Offers`]): `overdue`,
 //! for an entry's own passed deadline (an insert's, a reset's, a set-aside's), made if the list
 //! was not offered since its last drain, which the caller makes for the next round; and `moved`,
 //! for entries a bucket behind the time moves there, made if no such offer was made since its
@@ -184,6 +184,8 @@ pub struct Wheel<P> {
     table: LevelTable,
     levels: Levels,
     overdue: List,
+    /// Its kept run's mark and its earliest tick (`lists.rs`, "Kept").
+    kept: lists::Kept,
     /// Whether an offer of the overdue list was reported since its last drain (module docs,
     /// "Rounds").
     overdue_offered: bool,
@@ -235,6 +237,7 @@ impl<P> Wheel<P> {
             table: LevelTable::new(wheel_size),
             levels: Levels::new(wheel_size as usize),
             overdue: List::EMPTY,
+            kept: lists::Kept::EMPTY,
             overdue_offered: false,
             moved_offered: false,
             time: 0,
@@ -386,7 +389,7 @@ impl<P> Wheel<P> {
         self.slab.take_all(Status::Abandoned, |slot, stamp, entry| out.push(entry.fired(slot, stamp)));
         self.levels.clear();
         self.per_level = [0; ListCode::LEVELS];
-        self.overdue = List::EMPTY;
+        (self.overdue, self.kept) = (List::EMPTY, lists::Kept::EMPTY);
         (self.overdue_offered, self.moved_offered) = (false, false);
         self.splits.clear();
         self.free_splits.clear();

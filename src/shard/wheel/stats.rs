@@ -42,6 +42,12 @@ pub struct WheelStats {
 }
 
 impl<P> Wheel<P> {
+    /// The entries walked under the lock since the last call (`Wheel::count_walked`).
+    #[cfg(test)]
+    pub(crate) fn take_walked(&mut self) -> usize {
+        std::mem::take(&mut self.walked)
+    }
+
     /// The wheel's load now (module docs).
     pub(crate) fn stats(&self) -> WheelStats {
         let created = self.levels.created();

@@ -5,7 +5,8 @@
 //! is the flush and no event.
 //!
 //! **The counts.** `due`: the entries the flush held for the batch; `late`: those it left linked,
-//! due but above the round's limit (the arena's "set aside for the next advance"); `moved`: the
+//! due but above the round's limit (the arena's "set aside for the next advance"), on the
+//! overdue list after the flush (a bucket's move there); `moved`: the
 //! rest of what left the list, cascaded to finer levels. A visit of a split bucket's stages
 //! (`visit.rs`) leaves entries that are not yet due in the stages too, so it counts none `late`.
 //! The overdue list's drain reads as level 0's bucket of the wheel's time (as a handle's position
@@ -37,14 +38,19 @@ impl<P> Wheel<P> {
             let Some(visit) = self.flush_is_visit(bucket, expiration) else {
                 return (self.flush(bucket, expiration, limit, out, offers), None);
             };
-            let (before, batch) = (self.listed(bucket), out.len());
+            let (before, batch, overdue) = (self.listed(bucket), out.len(), self.overdue.len as usize);
             let next = self.flush(bucket, expiration, limit, out, offers);
             let (after, due) = (self.listed(bucket), out.len() - batch);
             if before == 0 {
                 return (next, None);
             }
-            let late = if visit { 0 } else { after };
-            let moved = before.saturating_sub(after).saturating_sub(due);
+            // A bucket's late entries left it for the overdue list (`flush.rs`); the list's stay.
+            let (late, left_late) = match bucket {
+                _ if visit => (0, 0),
+                BucketCode::OVERDUE => (after, 0),
+                _ => (self.overdue.len as usize - overdue, self.overdue.len as usize - overdue),
+            };
+            let moved = before.saturating_sub(after).saturating_sub(due).saturating_sub(left_late);
             let at = match bucket.as_visit().unwrap_or(bucket) {
                 BucketCode::OVERDUE => (0, self.levels.slot_of(0, self.time)),
                 code => code.decode(),
