@@ -12,8 +12,12 @@
 //! last round left queued (at most the clock's), so the tasks of one tick run before a later
 //! tick's entries are taken: what they do to a later one (a cancel, a reset, a read of its
 //! status) finds it pending and moves it as a reset between advances does. An advance of one tick
-//! takes its tick in one round (the fast path: no look at the queue's head first). The rounds a
-//! step takes at a tick end with one that finds nothing ("Resets from a task").
+//! takes its tick in one round (the fast path: no look at the queue's head first), and so does one
+//! with executor threads, whose batches are handed over and not waited for, so that steps would
+//! order nothing. The rounds a step takes at a tick end with one that finds nothing ("Resets from
+//! a task"). What the advance's limit keeps waits on its shard's overdue list, walked once however
+//! many rounds and steps pop the list (`Core::advance`, "Rounds"): one advance's work is
+//! O(entries + rounds x shards).
 //!
 //! **The drive waker's advance** fires only what runs no user code (a sleep's wake, a value) and
 //! puts each due closure back, pending, for the next round ([`Core::set_aside_if`]: under the
@@ -209,9 +213,11 @@ impl Shared {
     }
 
     /// The tick of an advance's first round (module docs, "Steps"): the clock's, for an advance
-    /// of one tick or one firing no user code, else the earliest queued (`now_tick` at most).
+    /// of one tick, one firing no user code or one with executors, else the earliest queued
+    /// (`now_tick` at most).
     fn first_step(&self, now_tick: u64, fires: Fires) -> u64 {
-        if fires != Fires::All || now_tick <= self.current_tick.load(Ordering::Relaxed).saturating_add(1) {
+        let one_tick = now_tick <= self.current_tick.load(Ordering::Relaxed).saturating_add(1);
+        if fires != Fires::All || one_tick || self.executor.is_some() {
             return now_tick;
         }
         self.queue().head().map_or(now_tick, |head| head.min(now_tick))
@@ -333,3 +339,7 @@ impl Shared {
         FiredValue { task, ticket: ValueTicket(self.core.handle_of(entry)), deadline: entry.entry.deadline }
     }
 }
+
+#[cfg(test)]
+#[path = "advance_tests.rs"]
+mod tests;
