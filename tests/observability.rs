@@ -234,8 +234,8 @@ mod tracing_events {
         let visit: Vec<_> =
             lines[..first].iter().filter(|l| l.contains("expiration=480 cursor=480")).collect();
         // The arena visits the bucket once in the advance. The core's advance steps through the
-        // ticks with work, and a bucket its limit left is offered again at each later step (its
-        // kept entry late at each visit): the number of visits is the engine's, not the contract.
+        // ticks with work, and the overdue list holding what its limit left is drained again at
+        // each later step (its kept entry late at each): the number is the engine's, not the contract.
         #[cfg(not(delaywheel_core))]
         assert_eq!(visit.len(), 1, "{lines:#?}");
         assert!(!visit.is_empty(), "{lines:#?}");
