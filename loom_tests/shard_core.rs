@@ -35,11 +35,12 @@
 //!   an advance to 1, set aside from another thread against the driver's next advance to 1, then,
 //!   once the set-aside is done, a last advance to 1: the entry is taken exactly once over the two
 //!   advances (its offer made for the next round after the link and the unlock), and claimed.
-//! * `entries_moved_from_behind_the_time_are_taken_by_the_round_under_way`: a bucket kept by a
-//!   round (X, due at 1, above its limit) is behind the time, and the overdue list's offer is the
-//!   next round's (Y kept, Z filed with no offer of its own); a schedule that sets a new round in
-//!   X's bucket, moving X to the overdue list, races the advance whose drain keeps Z for the next
-//!   round: once the schedule is done before one of the advance's polls, that advance takes X.
+//! * `entries_moved_from_behind_the_time_are_taken_by_the_round_under_way`: a schedule of X, due
+//!   at 1 and filed from time 0, then of W at 5, against the driver's advance to 2 (K, due at 2 and
+//!   above its limit, kept for the next round): whenever the advance pops bucket 2 before X's
+//!   offer, bucket 1 is behind the time, and W's new round there moves X to the overdue list while
+//!   its offer for the next round is pending; once both schedules are done before one of the
+//!   advance's polls, that advance takes X.
 //! * `a_split_racing_the_poll_is_visited_by_this_advance_or_the_next`: a schedule that splits its
 //!   bucket (level 1's round at 4, split at 2 entries, stage 0 of tick 4 opening at 1) against the
 //!   driver's advance to 1, then, once the schedule is done, a second advance to 1: the visit at 1
@@ -274,8 +275,10 @@ fn a_set_aside_racing_the_poll_is_taken_by_the_next_advance() {
 
 /// Seeded fault `shard_core_moved_overdue_not_offered`: the entries a bucket behind the time moves
 /// to the overdue list offer it only as a passed deadline does, not while the list's offer for the
-/// next round is pending: the advance whose drain kept Z polls on after the move, finds X's old
-/// offer stale, and leaves X, due and within its limit, to the next advance.
+/// next round is pending: X, filed in bucket 1 at time 0, is left behind when the advance pops
+/// bucket 2 before X's offer is made (the time moves to 2, K kept for the next round); W then sets
+/// a new round in bucket 1, moving X with no offer, X's old offer is stale, and the advance leaves
+/// X, due and within its limit, to the next.
 #[test]
 fn entries_moved_from_behind_the_time_are_taken_by_the_round_under_way() {
     loom::model(|| {
@@ -283,33 +286,34 @@ fn entries_moved_from_behind_the_time_are_taken_by_the_round_under_way() {
         let claim = |out: &mut Vec<Due>| -> Vec<u64> {
             out.drain(..).map(|due| core.claim(&due).expect("held")).collect()
         };
-        core.schedule(at_tick(1), 5, 5).map_err(drop).unwrap();
-        core.schedule(at_tick(0), 6, 6).map_err(drop).unwrap();
-        core.schedule(at_tick(2), 1, 1).map_err(drop).unwrap();
-        let (mut out, mut merge) = (Vec::new(), Merge::default());
-        core.advance(2, 4, &mut out, &mut merge);
-        assert_eq!(claim(&mut out), [1], "X (5) and Y (6) above the limit, kept");
-        core.schedule(at_tick(0), 8, 8).map_err(drop).unwrap();
-        let done = Arc::new(AtomicBool::new(false));
+        core.schedule(at_tick(2), 8, 8).map_err(drop).unwrap();
+        let (linked, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         let scheduler = {
-            let (core, done) = (Arc::clone(&core), Arc::clone(&done));
+            let (core, linked, done) = (Arc::clone(&core), Arc::clone(&linked), Arc::clone(&done));
             thread::spawn(move || {
+                let link = |_: &mut ()| linked.store(true, loom::sync::atomic::Ordering::Release);
+                core.schedule_with(at_tick(1), 5, 5, link).map(drop).map_err(drop).unwrap();
                 core.schedule(at_tick(5), 9, 9).map_err(drop).unwrap();
                 done.store(true, loom::sync::atomic::Ordering::Release);
             })
         };
+        // X filed from time 0, in bucket 1: its offer races the advance's polls.
+        while !linked.load(loom::sync::atomic::Ordering::Acquire) {
+            thread::yield_now();
+        }
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
         let mut seen = false;
-        advance_with(&core, (2, 7), &mut out, &mut merge, || {
+        advance_with(&core, (2, 6), &mut out, &mut merge, || {
             seen |= done.load(loom::sync::atomic::Ordering::Acquire);
         });
-        let second = claim(&mut out);
+        let first = claim(&mut out);
         scheduler.join().unwrap();
         if seen {
-            assert_eq!(second, [6, 5], "the schedule was done before a poll: X taken by this advance");
+            assert_eq!(first, [5], "the schedules were done before a poll: X taken by this advance");
         }
         core.advance(2, 9, &mut out, &mut merge);
-        let third = claim(&mut out);
-        assert_eq!(third, if second.contains(&5) { vec![8] } else { vec![8, 5] }, "the rest, once");
+        let second = claim(&mut out);
+        assert_eq!(second, if first.contains(&5) { vec![8] } else { vec![5, 8] }, "the rest, once");
         core.advance(5, 9, &mut out, &mut merge);
         assert_eq!(claim(&mut out), [9]);
         assert_eq!(core.len(), 0);
