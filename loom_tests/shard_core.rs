@@ -29,8 +29,8 @@
 //! * `a_schedule_above_the_limit_is_taken_by_the_next_advance`: a schedule numbered above the
 //!   round's limit, due at the advance's tick, against the advance (level 1's round at 4 cascading
 //!   to level 0 at 5), then a second advance whose limit covers it: the first takes only the entry
-//!   its limit covers, the second the other, once, wherever the first left it (its bucket, the
-//!   overdue list) or the schedule filed it.
+//!   its limit covers, the second the other, once, on the overdue list whether the first's flush
+//!   moved it there or the schedule filed it there.
 //! * `a_set_aside_racing_the_poll_is_taken_by_the_next_advance`: an entry due at tick 1, held by
 //!   an advance to 1, set aside from another thread against the driver's next advance to 1, then,
 //!   once the set-aside is done, a last advance to 1: the entry is taken exactly once over the two
@@ -220,8 +220,8 @@ fn a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next() {
 }
 
 /// Seeded fault `shard_core_kept_not_offered`: the advance drops the next round's offer of the
-/// bucket (or overdue list) its flush left the later entry in, and the second advance finds
-/// nothing ("taken by the next advance").
+/// overdue list its flush moved the later entry to, and the second advance finds nothing ("taken
+/// by the next advance").
 #[test]
 fn a_schedule_above_the_limit_is_taken_by_the_next_advance() {
     loom::model(|| {

@@ -57,31 +57,31 @@
 //!
 //! **Rounds: bounded work per advance.** [`Core::advance`] takes the caller's **limit**, the last sequence
 //! number handed out when it began (`entry/stamps.rs`, "Rounds"), and its flushes hold only the due entries
-//! numbered at most that (the wheel's docs, "Rounds"): one above it goes to (or stays on) the overdue
-//! list, kept at its head, which a drain of no higher limit skips in O(1), and the advance offers that list
-//! for the next round ([`DelayQueue::offer_next`], set aside by this round's polls, queued again, due, at its
-//! end), so the next advance takes it even if the clock did not move. The overdue list has two offers. An
-//! entry whose own deadline is passed (a schedule's, a reset's, a set-aside's) offers it, if it was not
-//! offered since its last drain, with `offer_next`: a round not yet begun takes it at once, the round under
-//! way leaves it to the next. Entries a bucket behind the time moves there (an insert or a reset setting a
-//! new round in a bucket whose old round's offer was not popped yet) offer it with [`DelayQueue::offer`]
-//! (from a flush's cascade, [`DelayQueue::offer_within`]), if no such offer was made since its last drain,
-//! whatever offer for the next round is pending: due by the time already, the round under way takes them
-//! (those its limit covers run in it), and their bucket's old offer is stale once the new round is set. So
-//! entries numbered after an advance began do not keep it going: a passed deadline's offer waits for the
-//! next round, a drain that keeps entries leaves the list offered, and a deadline at or before the wheel's
-//! time goes to the overdue list, never into a bucket. A passed deadline scheduled and cancelled (or an
-//! entry reset to one and back) between every two polls adds one offer for the next round, and the advance
-//! ends. Rounds of one limit (however many the caller runs) walk an entry the limit keeps at most twice (a
-//! flush's move, a drain's keep) and pop each shard's overdue list a bounded number of times a round, its
-//! kept head skipped: O(entries + rounds x shards). Nothing is lost: every
-//! offer is made after the link and the unlock, and an entry on the overdue list has an offer since its last
-//! drain, of one kind or the other, that a round pops. A drain that left the flags set would strand a passed
+//! numbered at most that (the wheel's docs, "Rounds"): one above it goes to (or stays on) the overdue list (a
+//! flush links it at the tail, a drain keeps it in the run at the head, which a drain of no higher limit
+//! skips in O(1)), and the advance offers that list for the next round ([`DelayQueue::offer_next`], set aside
+//! by this round's polls, queued again, due, at its end), so the next advance takes it even if the clock did
+//! not move. The overdue list has two offers. An entry whose own deadline is passed (a schedule's, a reset's,
+//! a set-aside's) offers it, if it was not offered since its last drain, with `offer_next`: a round not yet
+//! begun takes it at once, the round under way leaves it to the next. Entries a bucket behind the time moves
+//! there (an insert or a reset setting a new round in a bucket whose old round's offer was not popped yet)
+//! offer it with [`DelayQueue::offer`] (from a flush's cascade, [`DelayQueue::offer_within`]), if no such
+//! offer was made since its last drain, whatever offer for the next round is pending: due by the time
+//! already, the round under way takes them (those its limit covers run in it), and their bucket's old offer
+//! is stale once the new round is set. So entries numbered after an advance began do not keep it going: a
+//! passed deadline's offer waits for the next round, a drain that keeps entries leaves the list offered, and
+//! a deadline at or before the wheel's time goes to the overdue list, never into a bucket. A passed deadline
+//! scheduled and cancelled (or an entry reset to one and back) between every two polls adds one offer for the
+//! next round, and the advance ends. Rounds of one limit (however many the caller runs) walk an entry the
+//! limit keeps at most twice (a flush's move, a drain's keep) and pop each shard's overdue list a bounded
+//! number of times a round, its kept head skipped: O(entries + rounds x shards). Nothing is lost: every offer
+//! is made after the link and the unlock, and an entry on the overdue list has an offer since its last drain,
+//! of one kind or the other, that a round pops. A drain that left the flags set would strand a passed
 //! deadline linked after it (seeded fault `shard_core_overdue_flag_left_set`, loom model
 //! `shard_core::a_passed_deadline_racing_the_drain_is_taken_by_this_advance_or_the_next`), an advance that
 //! dropped the next round's offer the kept entries (`shard_core_kept_not_offered`,
 //! `shard_core::a_schedule_above_the_limit_is_taken_by_the_next_advance`), and entries moved from behind the
-//! time that offered the list only as a passed deadline does would wait one advance longer, while a drain's
+//! time that offered the list only as a passed deadline does would wait one advance longer, while the list's
 //! offer for the next round is pending (`shard_core_moved_overdue_not_offered`,
 //! `shard_core::entries_moved_from_behind_the_time_are_taken_by_the_round_under_way`).
 //!

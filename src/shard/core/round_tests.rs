@@ -1,8 +1,9 @@
 //! The rounds' bounds on one thread (module docs, "Rounds"), with a hook between the advance's
 //! polls standing in for another thread: a passed deadline scheduled and cancelled, or an entry
 //! reset to a passed deadline and back, between every two polls does not keep an advance going,
-//! and entries a bucket behind the time moves to the overdue list while its offer waits for the
-//! next round are taken by the round under way.
+//! and an entry a bucket's flush moves to the overdue list, above the round's limit, is taken by
+//! the next round with the list's older entries, what that round's limit leaves kept for the one
+//! after.
 
 use std::cell::Cell;
 
@@ -53,14 +54,15 @@ fn a_reset_to_a_passed_deadline_and_back_between_polls_does_not_keep_the_advance
     assert!(core.is_empty());
 }
 
-/// The review's interleaving (one shard, a wheel of 512): round 1 (limit 10) keeps Y (a passed
-/// deadline, stamp 11) on the overdue list and X (due at 5, stamp 12) in bucket 5, both offered
-/// for round 2, and flushes C at 8. Z (passed, stamp 21) is filed before round 2 with no offer of
-/// its own (the list's is pending). Round 2 (limit 20) drains Y and keeps Z, its offer for round
-/// 3; then a schedule at 517 sets a new round in bucket 5, which moves X to the overdue list: that
-/// move's offer is round 2's, which takes X (bucket 5's old offer then finds nothing).
+/// One shard, a wheel of 512: round 1 (limit 10) links Y (a passed deadline, stamp 11) on the
+/// overdue list, offered for round 2, and its flush of bucket 5 moves X (due at 5, stamp 12) there
+/// after Y, the bucket's round forgotten; it flushes C at 8. Z (passed, stamp 21) is filed before
+/// round 2 with no offer of its own (the list's is pending). Round 2 (limit 20) drains Y and X in
+/// the order they were linked and keeps Z, offered for round 3; the schedule at 517 during it
+/// finds bucket 5 empty with no round, so it moves nothing (a bucket behind the time and its move:
+/// `wheel/round_tests.rs`, `wheel/tests.rs`).
 #[test]
-fn entries_moved_from_behind_the_time_are_taken_by_the_round_under_way() {
+fn entries_a_flush_moves_to_the_overdue_list_are_taken_by_the_next_round() {
     let core = Core::with_wheel_size(1, 512);
     schedule(&core, 3, 1, 'A');
     schedule(&core, 8, 2, 'C');

@@ -457,8 +457,8 @@ fn passed_deadlines_scheduled_during_an_advance_wait_for_the_next() {
     assert_eq!(core.next_tick(), None, "nothing queued once the overdue list is drained empty");
 }
 
-/// The same for entries scheduled into a bucket due at the advance's tick: the flush leaves them in
-/// the bucket, which keeps its round and is queued for the next advance.
+/// The same for entries scheduled into a bucket due at the advance's tick: the flush moves them to
+/// the overdue list, offered for the next advance, and the bucket forgets its round.
 #[test]
 fn entries_scheduled_into_a_due_bucket_during_an_advance_wait_for_the_next() {
     let core = Core::new(1);

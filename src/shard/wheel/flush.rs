@@ -1,8 +1,8 @@
 //! The flush of a bucket the queue popped and the drain of the overdue list, each bounded by the
 //! round's **limit** (the wheel's docs, "Rounds"; a split bucket's round, and a visit code, go to
-//! its visit: `visit.rs`): a due entry whose stamp is above it goes to the overdue list (a
-//! bucket's) or stays there (the drain's), kept at its head, and the list is offered for the next
-//! round. A drain whose limit is no higher than the last drain's skips that kept run in O(1)
+//! its visit: `visit.rs`): a due entry whose stamp is above it goes to the overdue list's tail (a
+//! bucket's) or stays there in the kept run at its head (the drain's, which also moves what a flush
+//! linked into that run), and the list is offered for the next round. A drain whose limit is no higher than the last drain's skips that kept run in O(1)
 //! (`lists.rs`, "Kept"), so the rounds of one advance walk a kept entry at most twice.
 //!
 //! One pass over the list, **taken whole**: its ends and count (and a bucket's level count) are
@@ -31,9 +31,10 @@ impl<P> Wheel<P> {
     /// The queue popped `bucket` at `expiration` (module docs, "Flush"): if that is the bucket's
     /// round, the time moves to `expiration` (never backwards) and each of its entries is placed
     /// again from there: due ones with a stamp at most `limit` held and appended to
-    /// `out` (module docs, "Held"), due ones above it left in the bucket, the rest linked in finer
-    /// buckets, whose new rounds are appended to `offers`. A bucket left holding entries keeps its
-    /// round, and its offer is returned for the caller to make for the next round. A stale offer
+    /// `out` (module docs, "Held"), due ones above it linked at the overdue list's tail, the rest
+    /// linked in finer buckets, whose new rounds are appended to `offers`. The bucket forgets its
+    /// round; if it linked entries on the overdue list, the list's offer is returned for the caller
+    /// to make for the next round, unless the list was offered since its last drain. A stale offer
     /// changes nothing. The overdue list's code drains it ([`drain_overdue`](Wheel::drain_overdue)).
     pub(crate) fn flush(
         &mut self,

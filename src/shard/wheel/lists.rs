@@ -6,10 +6,11 @@
 //!
 //! **Kept** ([`Kept`]). The overdue list opens with the entries the last drain kept, above its
 //! round's limit (`flush.rs`): a drain whose limit is no higher skips them in O(1), so an advance
-//! whose rounds pop the list again and again walks each kept entry once. Every link is at the
-//! list's tail, after them; an unlink of the last kept entry moves the mark to its predecessor.
-//! Beside the mark, the earliest tick on the list, lowered by every link onto it, set by each
-//! drain, and left as it is by an unlink (so it may be earlier than any entry's).
+//! whose rounds pop the list again and again walks each kept entry at most twice (a flush's move,
+//! then the drain that keeps it in the run). Every link is at the list's tail, after them; an
+//! unlink of the last kept entry moves the mark to its predecessor. Beside the mark, the earliest
+//! tick on the list, lowered by every link onto it, set by each drain, and left as it is by an
+//! unlink (so it may be earlier than any entry's).
 
 use super::super::life::ListCode;
 use super::super::slab::{Slab, NIL};
@@ -26,7 +27,7 @@ pub(super) struct Kept {
     pub(super) earliest_kept: u64,
     /// No entry of the list has a tick before it (`u64::MAX` once a drain empties it).
     pub(super) earliest: u64,
-    /// Entries linked since the last drain: at least as many as follow the kept run.
+    /// Entries linked since the last drain, saturating: at least as many as follow the kept run.
     pub(super) linked: u32,
 }
 
@@ -93,7 +94,7 @@ impl<P> Wheel<P> {
         link(&mut self.slab, &mut self.overdue, index, ListCode::OVERDUE);
         let tick = self.slab.entry(index).when.tick();
         self.kept.earliest = self.kept.earliest.min(tick);
-        self.kept.linked += 1;
+        self.kept.linked = self.kept.linked.saturating_add(1);
     }
 
     /// Takes the list of the unsplit bucket `slot` of `level` (which exists) whole: its ends and

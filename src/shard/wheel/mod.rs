@@ -33,12 +33,12 @@
 //!
 //! **Rounds.** Each flush and drain takes the caller's **limit**, the last stamp of its
 //! round: a due entry numbered above it (scheduled, or reset, after the round began) is not held
-//! but linked on the overdue list (a bucket's moved there, the bucket's round forgotten), kept at
-//! its head, which a drain of no higher limit skips (`lists.rs`, "Kept"), and the flush returns
-//! that list's offer, if it was not offered since its last drain, for the caller to queue for the
-//! next round. So a round takes only what its limit covers, however many entries are filed while
-//! it runs, the next round takes the rest even if the clock did not move, and rounds of one limit
-//! walk a kept entry at most twice. The overdue list's offers are of two kinds ([`Offers`]): `overdue`,
+//! but linked on the overdue list (a bucket's at its tail, the bucket's round forgotten; a drain's kept
+//! in the run at its head, which a drain of no higher limit skips: `lists.rs`, "Kept"), and the flush
+//! returns that list's offer, if it was not offered since its last drain, for the caller to queue for
+//! the next round. So a round takes only what its limit covers, however many entries are filed while it
+//! runs, the next round takes the rest even if the clock did not move, and rounds of one limit walk a
+//! kept entry at most twice. The overdue list's offers are of two kinds ([`Offers`]): `overdue`,
 //! for an entry's own passed deadline (an insert's, a reset's, a set-aside's), made if the list
 //! was not offered since its last drain, which the caller makes for the next round; and `moved`,
 //! for entries a bucket behind the time moves there, made if no such offer was made since its

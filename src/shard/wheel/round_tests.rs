@@ -31,8 +31,8 @@ fn a_partly_flushed_bucket_leaves_the_rest_for_the_next_round() {
     drive.wheel.drain_all(&mut Vec::new());
 }
 
-/// A bucket's entries above the limit go to the overdue list, kept at its head (offered for the
-/// next round) and the bucket's round forgotten: a new round in it moves nothing, and nothing is
+/// A bucket's entries above the limit go to the overdue list's tail (offered for the next round)
+/// and the bucket's round forgotten: a new round in it moves nothing, and nothing is
 /// lost.
 #[test]
 fn a_bucket_hands_what_its_limit_keeps_to_the_overdue_list() {
