@@ -229,8 +229,7 @@ mod deadline;
 mod delay_queue;
 mod driver;
 mod entry;
-// The arena's faults (the timer on the core has its own rooms).
-#[cfg(all(test, not(delaywheel_core)))]
+#[cfg(test)]
 mod fault_tests;
 mod global;
 #[cfg(feature = "async")]

@@ -69,7 +69,7 @@ mod on_core;
 pub(crate) mod position;
 #[cfg(feature = "async")]
 pub(crate) mod refs;
-#[cfg(all(test, not(delaywheel_core)))]
+#[cfg(test)]
 mod remains;
 #[cfg(not(delaywheel_core))]
 mod reset;

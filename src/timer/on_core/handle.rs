@@ -30,14 +30,28 @@ use crate::sync::Ordering;
 
 /// A scheduled task, as seen by whoever scheduled it: the way to cancel it or move it.
 ///
-/// Dropping a handle does **not** cancel the task; only [`cancel`](TimerHandle::cancel) does. A
-/// handle names its task by shard, slot and stamp in the timer's core and keeps nothing alive:
-/// once the task ended, or the timer is dropped, it finds nothing.
+/// Dropping a handle does **not** cancel the task (fire-and-forget, as in Kafka and Netty); only
+/// [`cancel`](TimerHandle::cancel) does. A handle names its task by shard, slot and stamp in the
+/// timer's core, and keeps nothing alive: not the task (once it has fired or been cancelled, its
+/// slot is reused by later tasks, and the handle's stamp no longer matches), nor the timer (once
+/// the timer is dropped, every handle of it finds nothing: its task is no longer pending).
+///
+/// # Cancellation
 ///
 /// For every task, exactly one of these happens: it runs once, or one `cancel()` call returns
-/// `true` (or the timer shuts down first, and then neither). A reset moves a pending task to a
-/// new deadline and returns `true`, or returns `false` once the task fired, is firing, was
-/// cancelled or abandoned.
+/// `true` (or the timer shuts down first, and then neither). This holds when `cancel` races the
+/// bucket being flushed, the task being fired, or other `cancel` calls.
+///
+/// # Re-arming
+///
+/// [`reset`](TimerHandle::reset) and [`reset_at`](TimerHandle::reset_at) move a pending task to a
+/// new deadline, earlier or later, keeping its closure and this handle: the idle or session
+/// timeout re-armed on every message, with no new allocation and no stale expiry to guard against.
+/// A reset returns `true` iff the task was still pending and is now due at the new deadline; it
+/// then runs once, never before that deadline (and at most one tick after it). It returns `false`,
+/// changing nothing, once the task fired, is firing (taken out by the advance that runs it), was
+/// cancelled or abandoned. A reset racing the firing or a `cancel` keeps exactly-once: the task
+/// runs at most once, and a `cancel` that returns `true` still means it never runs.
 #[derive(Clone)]
 pub struct TimerHandle {
     /// `None` for the handle `Timer::schedule` returns when it could not schedule.
@@ -62,46 +76,153 @@ impl TimerHandle {
     /// Cancels the task. Returns `true` iff this call cancelled a pending task, which then never
     /// runs; its closure is dropped before this returns, and `Timer::len` drops at once.
     ///
+    /// Returns `false` if the task already ran or started running, was already cancelled, was
+    /// abandoned by a shutdown, was never scheduled, or its timer was dropped.
+    ///
     /// # Panics
     ///
-    /// Only if the closure's own `Drop` panics, after the task was cancelled and counted.
+    /// Only if the closure's own `Drop` panics: that panic leaves this call, after the task was
+    /// cancelled and counted and its slot freed (nothing leaks; the cancel happened).
     pub fn cancel(&self) -> bool {
         self.inner.is_some_and(|handle| cancel(&handle))
     }
 
     /// Moves the pending task to `delay` from now on the timer's clock, keeping its closure and
-    /// this handle: `true` iff it was pending and is now due then.
+    /// this handle. Returns `true` iff the task was pending and is now due then: it runs once, at
+    /// the first tick boundary at or after `now + delay` (a zero delay: by the next advance), never
+    /// before. Returns `false` and changes nothing if the task already fired or is being fired,
+    /// was cancelled or abandoned, the handle is inert, its timer was dropped, or `now + delay` is
+    /// beyond the timer's range (which ends at most a second past
+    /// [`Timer::max_delay`](crate::Timer::max_delay)). Earlier or later than the old deadline
+    /// alike; O(1), no allocation. The task keeps its place in the schedule order: among tasks due
+    /// at one instant it fires in the order it was first scheduled (the crate docs' "Time
+    /// semantics"). Racing a shutdown, the task is handed back by
+    /// [`Timer::shutdown`](crate::Timer::shutdown) either way, with the new deadline iff this
+    /// returned `true`.
+    ///
+    /// Called from a task of this timer while an advance runs it (a task moving another pending
+    /// one), a new deadline at or before the clock reading that advance works to fires in that
+    /// same advance, in deadline order: the task keeps its place in the schedule order, which is
+    /// what the advance fires by. (A task *scheduled* there waits for the next advance.) Each task
+    /// still runs at most once, so the advance's work stays bounded by the tasks pending.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    /// let expired = Arc::new(AtomicU32::new(0));
+    /// let e = Arc::clone(&expired);
+    /// let idle = timer.schedule(Duration::from_millis(100), move || {
+    ///     e.fetch_add(1, Ordering::SeqCst);
+    /// });
+    /// for _ in 0..5 {
+    ///     clock.advance(Duration::from_millis(60)); // a message every 60 ms
+    ///     timer.advance_clock(Duration::ZERO);
+    ///     assert!(idle.reset(Duration::from_millis(100))); // re-armed: still idle-free
+    /// }
+    /// assert_eq!(expired.load(Ordering::SeqCst), 0);
+    /// clock.advance(Duration::from_millis(100)); // silence
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert_eq!(expired.load(Ordering::SeqCst), 1);
+    /// assert!(!idle.reset(Duration::from_millis(100))); // it fired: nothing to move
+    /// ```
     pub fn reset(&self, delay: Duration) -> bool {
         self.inner.is_some_and(|handle| reset(&handle, When::After(delay), true))
     }
 
-    /// Moves the pending task to `deadline` on the timer's clock; see [`reset`](TimerHandle::reset).
+    /// Moves the pending task to `deadline` on the timer's clock
+    /// ([`Timer::now`](crate::Timer::now)); see [`reset`](TimerHandle::reset). A deadline already
+    /// passed (also one before the clock's origin) runs by the next advance. Returns `false` and
+    /// changes nothing for a deadline beyond the timer's range, and in the cases `reset` does.
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    /// let handle = timer.schedule(Duration::from_secs(60), || {});
+    /// let sooner = timer.now() + Duration::from_millis(20);
+    /// assert!(handle.reset_at(sooner));
+    /// assert_eq!(handle.deadline(), Some(sooner));
+    /// clock.advance(Duration::from_millis(20));
+    /// timer.advance_clock(Duration::ZERO);
+    /// assert!(handle.is_fired());
+    /// ```
     pub fn reset_at(&self, deadline: Instant) -> bool {
         self.inner.is_some_and(|handle| reset(&handle, When::At(deadline), true))
     }
 
-    /// When the pending task is due, on the timer's clock; `None` once it is no longer pending.
+    /// When the pending task is due, on the timer's clock ([`Timer::now`](crate::Timer::now)): its
+    /// deadline, `now + delay` or the instant given, to the nanosecond; it fires at the first tick
+    /// boundary at or after it. Two kinds of deadline read back as a tick boundary instead: one more
+    /// than about 2.3 years after the clock's origin, and any with a tick longer than 36 minutes
+    /// (`deadline.rs`, "exact" and "far" words), rounded up to their tick, or if set already passed
+    /// within the tick under way, as that tick's start. An instant before the clock's origin
+    /// ([`Timer::now`](crate::Timer::now): the timer's start, or the `ManualClock`'s creation), given
+    /// to [`Timer::schedule_at`](crate::Timer::schedule_at) or [`reset_at`](TimerHandle::reset_at),
+    /// reads back as given too (to the nanosecond up to 292 years before the origin; as the origin
+    /// less 292 years beyond), as a `Sleep`'s and a delay queue value's do.
+    /// `None` once the task is no longer pending (fired, cancelled or abandoned), for an inert
+    /// handle, once its timer is dropped, and for a deadline past what `Instant` represents (only
+    /// with ticks of minutes and deadlines millions of years away).
+    ///
+    /// ```
+    /// use delaywheel::{ManualClock, Timer};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = Timer::builder().tick(Duration::from_millis(10)).clock(clock.clone()).manual().build();
+    /// let start = timer.now();
+    /// let handle = timer.schedule(Duration::from_millis(25), || {});
+    /// assert_eq!(handle.deadline(), Some(start + Duration::from_millis(25))); // fires at 30 ms
+    /// assert!(handle.cancel());
+    /// assert_eq!(handle.deadline(), None);
+    /// ```
     pub fn deadline(&self) -> Option<Instant> {
         deadline(&self.inner?)
     }
 
-    /// Whether the task is still waiting: not yet fired, cancelled or abandoned.
+    /// Whether the task is still waiting: not yet fired, cancelled or abandoned. Exact at all times.
     pub fn is_pending(&self) -> bool {
         self.status() == Some(Status::Pending)
     }
 
-    /// Whether the task was claimed for running: it ran or is running (kept until its slot is
-    /// reused).
+    /// Whether the task was claimed for running: it ran or is running. A task taken out of the
+    /// wheel to fire that has not started yet (later in the batch being fired, or waiting in the
+    /// queue of an executor thread, [`TaskExecution::Threads`](crate::TaskExecution::Threads)) is
+    /// still pending: `is_pending()` is `true`, a `cancel()` still wins (it then never runs), and a
+    /// `reset` returns `false` (it is being fired).
+    ///
+    /// How a task ended is kept in its slot of the timer's core until a later task reuses the slot;
+    /// after that this returns `false` (as does [`is_cancelled`](TimerHandle::is_cancelled)): the
+    /// handle only knows its task is no longer pending. Freed slots are reused oldest first, so that
+    /// usually takes many further schedules, but there is no fixed number: a busy timer reuses the
+    /// slot sooner or later. A shrink that gives the slot back ends the record too (a shrink gives
+    /// back the vacant slots after the last one holding a pending task):
+    /// [`Timer::shrink`](crate::Timer::shrink), the driver's automatic shrink, and the one after
+    /// [`shutdown`](crate::Timer::shutdown), on a timer whose slots written reach 16 384 (a smaller
+    /// one keeps its slots); and so does the timer's drop, after which every handle finds nothing. So read the status before shutting a large timer down. The exact record of a
+    /// cancellation is the result of [`cancel`](TimerHandle::cancel); of a run, the task itself.
     pub fn is_fired(&self) -> bool {
         self.status() == Some(Status::Fired)
     }
 
-    /// Whether a `cancel()` call cancelled the task (kept until its slot is reused).
+    /// Whether a `cancel()` call cancelled the task. Exact until the task's slot is reused or given
+    /// back by a shrink, like [`is_fired`](TimerHandle::is_fired).
     pub fn is_cancelled(&self) -> bool {
         self.status() == Some(Status::Cancelled)
     }
 
-    /// Where the task sits in the wheel right now. **Diagnostic**: a snapshot.
+    /// Where the task sits in the wheel right now: level, slot and the bucket's expiration.
+    /// **Diagnostic**: a snapshot that the driver may change at any moment (see
+    /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in no
+    /// bucket: overdue (due at or before the wheel's time, waiting for the next advance), or taken
+    /// out by the advance that fires it.
     pub fn position(&self) -> Option<crate::WheelPosition> {
         let ((level, slot, expiration_tick), deadline) = self.inner?.position()?;
         Some(crate::WheelPosition { level, slot, expiration_tick, deadline_tick: deadline.tick() })

@@ -79,6 +79,8 @@ mod fire;
 pub(super) mod groups;
 pub(crate) mod handle;
 mod schedule;
+#[cfg(all(test, not(delaywheel_loom)))]
+mod shrink_tests;
 mod stop;
 pub(crate) mod values;
 

@@ -1,0 +1,163 @@
+//! The shrink on the core (`stop.rs`, "Shrink"), as `shrink.rs` describes it: the driver's
+//! automatic shrink once fewer than a quarter of the slots written hold a pending entry, in a lull
+//! or after a second of such a low load, and the give-back after a stop. A shard's slab gives back
+//! its vacant slots after its last occupied one, so the tasks these tests keep pending are the
+//! first scheduled (the lowest slots of the test thread's shard).
+
+use std::time::Duration;
+
+use crate::sync::Arc;
+use crate::timer::shrink::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
+use crate::{ManualClock, Timer, TimerHandle};
+
+/// A manual timer with enough tasks pending, 9 s out, for the driver's shrink to look at.
+fn spiked() -> (ManualClock, Timer, Vec<TimerHandle>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    let handles = (0..4 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(9), || {})).collect();
+    (clock, timer, handles)
+}
+
+#[test]
+fn the_drivers_shrink_waits_for_a_quarter_pending_then_gives_back() {
+    let (_clock, timer, handles) = spiked();
+    let slots = || timer.shared().core.slots();
+    let written = slots();
+    assert!(written >= handles.len());
+    // More than a quarter pending: nothing happens.
+    handles[handles.len() / 2..].iter().for_each(|h| assert!(h.cancel()));
+    timer.shared().shrink_if_spent();
+    assert_eq!(slots(), written);
+    // Under a quarter: the vacant slots go.
+    handles[10..handles.len() / 2].iter().for_each(|h| assert!(h.cancel()));
+    timer.shared().shrink_if_spent();
+    assert!(slots() < written / 4, "{} of {written} slots left", slots());
+    let last = &handles[handles.len() - 1];
+    assert!(!last.is_pending() && !last.cancel());
+    assert!(handles[0].is_pending() && handles[9].is_pending(), "the tasks left are untouched");
+    assert_eq!(timer.len(), 10);
+}
+
+#[test]
+fn the_drivers_shrink_waits_for_a_lull_or_a_second_of_low_load() {
+    let (clock, timer, handles) = spiked();
+    let slots = || timer.shared().core.slots();
+    let written = slots();
+    handles[10..].iter().for_each(|h| assert!(h.cancel()));
+    // Under a quarter pending, but a task is due within the lull: the driver keeps firing.
+    let soon = timer.schedule(AUTO_LULL / 2, || {});
+    timer.shared().shrink_if_spent();
+    assert_eq!(slots(), written, "no shrink while a task is due within the lull");
+    // Once it has fired, nothing is due for seconds: the shrink comes.
+    clock.advance(AUTO_LULL);
+    timer.advance_clock(Duration::ZERO);
+    assert!(!soon.is_pending());
+    timer.shared().shrink_if_spent();
+    assert!(slots() < written / 4, "{} of {written} left", slots());
+
+    // A load that stays low with tasks always due soon is shrunk after a second of it.
+    let again: Vec<_> = (0..2 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(20), || {})).collect();
+    again.iter().for_each(|h| assert!(h.cancel()));
+    let written = slots();
+    let _soon = timer.schedule(AUTO_LULL / 2, || {});
+    std::thread::sleep(AUTO_INTERVAL); // the shrink just made allows the next after this
+    timer.shared().shrink_if_spent();
+    assert_eq!(slots(), written, "low, but not for a second yet");
+    std::thread::sleep(AUTO_INTERVAL);
+    timer.shared().shrink_if_spent();
+    assert!(slots() < written / 4, "{} of {written} left", slots());
+}
+
+/// The tasks of a spike: half of them capture 64 bytes (a task-slab block each). More than the
+/// stop's shrink asks for ([`AUTO_MIN_SLOTS`]), within what a shard's slab holds in the unit tests
+/// (65,536 slots: they all go to the test thread's shard).
+const SPIKE: usize = 60_000;
+
+/// A spike of [`SPIKE`] tasks due over the ten seconds after the next minute on `timer`, on a
+/// driver thread or a manual clock; all their handles dropped but the one returned.
+fn spike_on(timer: &Timer) -> TimerHandle {
+    let words = [7u64; 8];
+    let handles: Vec<_> = (0..SPIKE as u64)
+        .map(|k| {
+            let delay = Duration::from_millis(60_000 + k % 10_000);
+            match k % 2 {
+                0 => timer.schedule(delay, || {}),
+                _ => timer.schedule(delay, move || {
+                    std::hint::black_box(words);
+                }),
+            }
+        })
+        .collect();
+    handles[SPIKE / 2].clone()
+}
+
+fn timer(driven: bool) -> Timer {
+    let builder = Timer::builder().tick(Duration::from_millis(1));
+    match driven {
+        true => builder.build(),
+        false => builder.clock(ManualClock::new()).manual().build(),
+    }
+}
+
+/// A timer dropped with a spike pending while one of its handles stays: a handle holds nothing of
+/// the timer, so the drop frees its state whole (the slots and the blocks with it), or, if its
+/// driver thread still holds the state for a moment, the stop's shrink gives the drained slots
+/// and blocks back. The handle finds its task ended.
+#[test]
+fn a_dropped_timers_slots_go_back_while_a_handle_stays() {
+    for driven in [false, true] {
+        let timer = timer(driven);
+        let (core, slab) = (Arc::downgrade(&timer.shared().core), Arc::downgrade(&timer.shared().slab));
+        let kept = spike_on(&timer);
+        assert!(core.upgrade().unwrap().slots() >= SPIKE && slab.upgrade().unwrap().pages() > 0);
+        assert!(kept.is_pending());
+        drop(timer);
+        assert!(driven || core.upgrade().is_none(), "nothing else holds a manual timer's core");
+        if let Some(core) = core.upgrade() {
+            assert_eq!(core.slots(), 0, "driven {driven}: the slots of a state kept go back");
+        }
+        if let Some(slab) = slab.upgrade() {
+            assert_eq!(slab.pages(), 0, "driven {driven}: the blocks' pages go too");
+        }
+        assert!(!kept.is_pending() && !kept.cancel() && !kept.reset(Duration::from_millis(5)));
+        assert_eq!(kept.deadline(), None);
+    }
+}
+
+/// As above with a `Sleep` kept instead of a handle: it holds its timer's state, which the drop's
+/// stop then shrinks; the sleep is dead (it never completes, `error` says why, a reset schedules
+/// nothing), as `sleep.rs` says.
+#[cfg(feature = "async")]
+#[test]
+fn a_dropped_timers_slots_go_back_while_a_sleep_stays() {
+    use std::future::Future;
+    use std::task::{Context, Poll};
+
+    let timer = timer(false);
+    let (core, slab) = (Arc::clone(&timer.shared().core), Arc::clone(&timer.shared().slab));
+    drop(spike_on(&timer));
+    let mut sleep = timer.sleep(Duration::from_secs(1));
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    assert_eq!(std::pin::Pin::new(&mut sleep).poll(&mut cx), Poll::Pending);
+    assert!(core.slots() > SPIKE && slab.pages() > 0);
+    drop(timer);
+    assert_eq!(core.slots(), 0, "{} slots of {SPIKE} left", core.slots());
+    assert_eq!(slab.pages(), 0);
+    assert_eq!(std::pin::Pin::new(&mut sleep).poll(&mut cx), Poll::Pending);
+    assert_eq!(sleep.error(), Some(crate::ScheduleError::ShutDown));
+    sleep.reset(std::time::Instant::now());
+    assert_eq!(std::pin::Pin::new(&mut sleep).poll(&mut cx), Poll::Pending);
+    assert_eq!(sleep.error(), Some(crate::ScheduleError::ShutDown));
+}
+
+/// An explicit shutdown shrinks too: the timer it leaves keeps no spike.
+#[test]
+fn a_shutdown_gives_the_drained_slots_back() {
+    let timer = timer(true);
+    let kept = spike_on(&timer);
+    assert_eq!(timer.shutdown().len(), SPIKE);
+    let shared = timer.shared();
+    assert_eq!(shared.core.slots(), 0, "{} slots of {SPIKE} left", shared.core.slots());
+    assert_eq!(shared.slab.pages(), 0);
+    assert!(!kept.is_pending() && !kept.cancel());
+}
