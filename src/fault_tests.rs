@@ -206,3 +206,12 @@ fn a_dropped_driven_timer_leaves_no_listener_on_a_manual_clock() {
     drop(timer.shutdown());
     assert_eq!(clock.listeners(), 0);
 }
+
+/// The check the tests above end with finds a slot left occupied: a task still pending.
+#[test]
+#[should_panic]
+fn the_slot_check_finds_a_task_left_pending() {
+    let (_clock, timer) = timer(false);
+    timer.schedule(ms(5), || {});
+    timer.remains().audit_slots();
+}
