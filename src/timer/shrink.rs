@@ -254,6 +254,7 @@ impl Shared {
     }
 }
 
+// The arena's page directory; the core's twins are `on_core/shrink_tests.rs`.
 #[cfg(all(test, not(delaywheel_loom), not(delaywheel_core)))]
 mod tests {
     use std::time::Duration;
