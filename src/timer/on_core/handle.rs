@@ -220,9 +220,9 @@ impl TimerHandle {
 
     /// Where the task sits in the wheel right now: level, slot and the bucket's expiration.
     /// **Diagnostic**: a snapshot that the driver may change at any moment (see
-    /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is in no
-    /// bucket: overdue (due at or before the wheel's time, waiting for the next advance), or taken
-    /// out by the advance that fires it.
+    /// [`WheelPosition`](crate::WheelPosition)). `None` if the task is not pending, or is taken
+    /// out by the advance that fires it. A task overdue (due at or before its shard's wheel time,
+    /// waiting for the next advance) reads as level 0's slot of its tick, expiring at that time.
     pub fn position(&self) -> Option<crate::WheelPosition> {
         let ((level, slot, expiration_tick), deadline) = self.inner?.position()?;
         Some(crate::WheelPosition { level, slot, expiration_tick, deadline_tick: deadline.tick() })
