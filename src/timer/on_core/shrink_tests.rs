@@ -56,7 +56,8 @@ fn the_drivers_shrink_waits_for_a_lull_or_a_second_of_low_load() {
     assert!(slots() < written / 4, "{} of {written} left", slots());
 
     // A load that stays low with tasks always due soon is shrunk after a second of it.
-    let again: Vec<_> = (0..2 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(20), || {})).collect();
+    let again: Vec<_> =
+        (0..2 * AUTO_MIN_SLOTS).map(|_| timer.schedule(Duration::from_secs(20), || {})).collect();
     again.iter().for_each(|h| assert!(h.cancel()));
     let written = slots();
     let _soon = timer.schedule(AUTO_LULL / 2, || {});
