@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+#[cfg(not(delaywheel_core))]
 use std::sync::Mutex;
 
 use crate::support::{manual_timer, spawn_advance, ticks, Runs};
@@ -31,9 +32,11 @@ fn schedule_racing_flush_of_same_bucket() {
 }
 
 /// The order in which tasks ran, by id. Observation only, like `Runs`.
+#[cfg(not(delaywheel_core))]
 #[derive(Clone, Default)]
 struct Order(std::sync::Arc<Mutex<Vec<usize>>>);
 
+#[cfg(not(delaywheel_core))]
 impl Order {
     fn task(&self, id: usize) -> impl FnOnce() + Send + 'static {
         let order = self.clone();
@@ -50,6 +53,8 @@ impl Order {
 /// in the second quarter of the tick being fired: before a quarter still in the bucket, or after
 /// every quarter was taken. Every task runs exactly once, the tick's first quarter before its last,
 /// and no bucket stays queued.
+// Models the arena's level-0 flush by quarters of a tick.
+#[cfg(not(delaywheel_core))]
 #[test]
 fn schedule_into_a_passed_quarter_racing_a_flush_by_quarters() {
     loom::model(|| {
@@ -83,6 +88,8 @@ fn schedule_into_a_passed_quarter_racing_a_flush_by_quarters() {
 /// expiration.rs`, "Queued before lowered"): X queues the bucket before it lowers the expiration,
 /// under its lane lock, which the visit waits for. X's task fires once, in that advance or by the
 /// next tick's.
+// Models the arena's bucket lanes (an add relying on another lane's lowering).
+#[cfg(not(delaywheel_core))]
 #[test]
 fn an_add_relying_on_another_lanes_lowering_is_fired() {
     loom::model(|| {
