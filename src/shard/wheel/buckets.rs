@@ -227,30 +227,30 @@ impl Levels {
         chunk.get_mut(slot & (CHUNK - 1))
     }
 
-    /// Bucket `slot` of `level`, its level and chunk created if they are not yet.
+    /// Bucket `slot` of `level`, its level and chunk created if they are not yet: one walk down
+    /// the level's chunks, the creations apart (cold).
     #[inline]
     pub(super) fn bucket(&mut self, level: usize, slot: usize) -> &mut Bucket {
         debug_assert!(slot < self.wheel_size);
-        if self.get(level, slot).is_none() {
-            self.create(level, slot);
-        }
-        self.get_mut(level, slot).expect("the bucket was just created")
-    }
-
-    /// Creates the level and the chunk of bucket `slot` of `level` (the bucket's first use).
-    #[cold]
-    fn create(&mut self, level: usize, slot: usize) {
         if level >= self.levels.len() {
-            self.levels.resize_with(level + 1, Vec::new);
+            self.add_levels(level);
         }
         let index = slot >> CHUNK_BITS;
-        let chunks = &mut self.levels[level];
-        if index >= chunks.len() {
-            chunks.resize_with(index + 1, || None);
-        }
         // The last chunk of a level holds only the buckets the level has.
         let size = self.chunk.min(self.wheel_size - index * CHUNK);
-        chunks[index].get_or_insert_with(|| vec![FRESH; size].into_boxed_slice());
+        let chunks = &mut self.levels[level];
+        if index >= chunks.len() {
+            add_chunks(chunks, index);
+        }
+        let chunk = chunks[index].get_or_insert_with(|| new_chunk(size));
+        &mut chunk[slot & (CHUNK - 1)]
+    }
+
+    /// Creates the levels up to `level` (the first use of a bucket there).
+    #[cold]
+    #[inline(never)]
+    fn add_levels(&mut self, level: usize) {
+        self.levels.resize_with(level + 1, Vec::new);
     }
 
     /// Every bucket written, with its level and slot.
@@ -290,6 +290,20 @@ impl Levels {
             }
         }
     }
+}
+
+/// Room in a level's list of chunks up to chunk `index` (the first use of a bucket there).
+#[cold]
+#[inline(never)]
+fn add_chunks(chunks: &mut Vec<Option<Box<[Bucket]>>>, index: usize) {
+    chunks.resize_with(index + 1, || None);
+}
+
+/// A chunk of `size` buckets, fresh (the first use of a bucket there).
+#[cold]
+#[inline(never)]
+fn new_chunk(size: usize) -> Box<[Bucket]> {
+    vec![FRESH; size].into_boxed_slice()
 }
 
 #[cfg(test)]
