@@ -48,12 +48,11 @@
 //! offer made before the link could be popped and flushed as stale (the round not set yet), and the
 //! round the insert then sets would never be offered: the seeded fault `shard_core_offer_before_link`,
 //! which the loom model `shard_core::a_schedule_racing_the_poll_is_flushed_by_the_next_advance` catches. A reset's
-//! move offers the same way, after the move and the unlock: offered before it, the bucket of the
-//! new round could be flushed stale while the entry has not moved yet, and the round the move
-//! sets never offered (the seeded fault `shard_core_reset_offers_before_link`, which the loom
-//! model `shard_core::a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round`
-//! catches). A bucket popped after the time moved past it is handled by the wheel ("A bucket
-//! behind the time").
+//! move offers the same way, after the move and the unlock: offered before it, the bucket of the new round
+//! could be flushed stale while the entry has not moved yet, and the round the move sets never offered (the
+//! seeded fault `shard_core_reset_offers_before_link`, which the loom model
+//! `shard_core::a_reset_racing_the_advance_runs_the_entry_once_and_offers_its_new_round` catches). A bucket
+//! popped after the time moved past it is handled by the wheel ("A bucket behind the time").
 //!
 //! **Rounds: bounded work per advance.** [`Core::advance`] takes the caller's **limit**, the last sequence
 //! number handed out when it began (`entry/stamps.rs`, "Rounds"), and its flushes hold only the due entries
@@ -210,6 +209,8 @@ pub struct Core<P: Send + 'static, X: Extra<P> = ()> {
     collected: faults::Collected<P>,
     /// Room written ahead for every shard (`room.rs`), if built with a capacity.
     reserve: Option<crate::sync::Arc<super::reserve::Reserve>>,
+    /// Every shard's wheel's buckets a level, fixed at build.
+    wheel_size: u64,
 }
 
 impl<P: Send + 'static> Core<P> {
@@ -248,8 +249,7 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
             }
             shard.state().queue = Some(Arc::clone(&queue));
         }
-        let collected = faults::Collected::default();
-        Core { shards, mask: count - 1, queue, collected, reserve: None }
+        Core { shards, mask: count - 1, queue, collected: Default::default(), reserve: None, wheel_size }
     }
 
     /// How many shards it has.

@@ -38,10 +38,9 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// Queues an offer due at `tick` that flushes nothing, so that the queue's head is due and a
     /// driver watching it advances (the drive waker's carried limit, `timer/on_core/advance.rs`):
     /// shard 0's level-0 bucket of the tick after, whose rounds start at that bucket's own ticks
-    /// only, never at `tick`; popped, it is stale.
+    /// only, never at `tick`; popped, it is stale. No lock: the wheels' size is the core's.
     pub(crate) fn offer_nothing_at(&self, tick: u64) {
-        let size = self.shards[0].lock().state().wheel.wheel_size();
-        let bucket = BucketCode::encode(0, (tick.wrapping_add(1) % size) as usize);
+        let bucket = BucketCode::encode(0, (tick.wrapping_add(1) % self.wheel_size) as usize);
         self.queue.offer(tick, Bucketed { shard: 0, bucket });
     }
 
