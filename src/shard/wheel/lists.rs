@@ -112,7 +112,7 @@ impl<P> Wheel<P> {
 
     /// Unlinks the occupied slot `index` from its list (it is on one: not held), found by its
     /// life word's list code and, for a level, its deadline's tick.
-    #[inline]
+    #[inline(always)]
     pub(super) fn unlink(&mut self, index: u32) {
         let slot = self.slab.slot(index);
         let (prev, next) = (slot.prev, slot.next);
