@@ -52,9 +52,8 @@ fn drop_each(tasks: Vec<UnfiredTask>) -> usize {
     tasks.into_iter().map(panicked).filter(|&p| p).count()
 }
 
-/// Asserts that `timer`, which held one task pending at a time, took few slots: the arena takes
-/// them a page of 256 at a time, the core reuses the one vacated; a slot lost per task would take
-/// thousands.
+/// Asserts that `timer`, which held one task pending at a time, took few slots: its shard reuses
+/// the one vacated; a slot lost per task would take thousands.
 fn assert_few_slots(timer: &Timer) {
     let high_water = timer.slots_high_water();
     assert!(high_water <= 512, "{high_water} slots for one pending task");
@@ -119,8 +118,8 @@ fn a_shutdown_from_inside_a_task_leaves_no_slot_behind_with_closures_that_panic_
     timer.remains().audit_slots();
 }
 
-/// The drain that scans the arena because the advance in progress (blocked in a task) cannot be
-/// waited for: `shutdown_timeout` handing the closures back, or the timer's drop dropping them.
+/// The drain beside an advance in progress (blocked in a task) that it cannot wait for:
+/// `shutdown_timeout` handing the closures back, or the timer's drop dropping them.
 #[test]
 fn a_drain_beside_a_blocked_advance_leaves_no_slot_behind_with_closures_that_panic_on_drop() {
     for dropping in [false, true] {

@@ -208,8 +208,8 @@
 // `unsafe fn` a `# Safety` section, and each unsafe operation in an `unsafe fn` a block of its own.
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc, unsafe_op_in_unsafe_fn)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// The timer on the sharded core (`timer/on_core/`) leaves the arena's rooms unused.
-#![cfg_attr(delaywheel_core, allow(dead_code, unused_imports))]
+// The arena's rooms the timer does not use, until they go.
+#![allow(dead_code, unused_imports)]
 
 /// Whether the seeded fault `name` is on: `true` only in a loom build with
 /// `--cfg delaywheel_loom_fault="name"` (`scripts/loom.sh --fault NAME`), a constant `false`

@@ -69,11 +69,10 @@ fn a_day_of_one_second_slots(flush_at_base: bool) {
         let _ = timer.schedule(Duration::from_secs(12_345), || {});
     }
     let deadlines = [start + 1, start + DAY - 1, start + DAY, start + DAY + 1];
-    // Levels count from the wheel's placement time: on the arena the clock's tick at every advance;
-    // on the sharded core the last expiration flushed (as Kafka's `advanceClock(bucket.expiration)`),
-    // a day of days and a half without `flush_at_base`, from which `start + DAY - 1` is past level 0.
-    let per_level: &[usize] =
-        if flush_at_base || cfg!(not(delaywheel_core)) { &[2, 2, 0] } else { &[1, 3, 0] };
+    // Levels count from the wheel's placement time, the last expiration flushed (as Kafka's
+    // `advanceClock(bucket.expiration)`): a day of days and a half without `flush_at_base`, from
+    // which `start + DAY - 1` is past level 0.
+    let per_level: &[usize] = if flush_at_base { &[2, 2, 0] } else { &[1, 3, 0] };
     each_fires_at_its_tick((&clock, &timer), tick, start, &deadlines, per_level); // level 2 exists
     assert!(timer.stats().resident_buckets < DAY as usize / 10, "{:?}", timer.stats());
 }

@@ -233,11 +233,9 @@ mod tracing_events {
         let lines = collect.0.lock().unwrap().clone();
         let visit: Vec<_> =
             lines[..first].iter().filter(|l| l.contains("expiration=480 cursor=480")).collect();
-        // The arena visits the bucket once in the advance. The core's advance steps through the
-        // ticks with work, and the overdue list holding what its limit left is drained again at
-        // each later step (its kept entry late at each): the number is the engine's, not the contract.
-        #[cfg(not(delaywheel_core))]
-        assert_eq!(visit.len(), 1, "{lines:#?}");
+        // The advance steps through the ticks with work, and the overdue list holding what its
+        // limit left is drained again at each later step (its kept entry late at each): the number
+        // of such visits is the engine's, not the contract.
         assert!(!visit.is_empty(), "{lines:#?}");
         assert!(visit.iter().all(|l| l.contains("entries=1 due=0 late=1")), "{lines:#?}");
         assert!(lines[first..].iter().any(|l| l.contains("entries=1 due=1 late=0")), "{lines:#?}");

@@ -215,23 +215,20 @@ fn reset_after_a_cascade_finds_the_task_in_its_new_bucket() {
     assert_eq!(log.runs(), vec![(1, ms(75))]);
 }
 
-/// A later reset, again and again (an idle timeout): it fires once, at the last deadline. The arena
-/// leaves the entry in its bucket (rewrite in place: `position`, a diagnostic, reads it there),
-/// whose visit re-adds it by the new deadline; the sharded core moves it at the reset.
+/// A later reset, again and again (an idle timeout): it fires once, at the last deadline. The reset
+/// moves the entry at once, to the new deadline's bucket.
 #[test]
-fn a_later_reset_fires_once_at_the_last_deadline_left_in_its_bucket_on_the_arena() {
+fn a_later_reset_fires_once_at_the_last_deadline() {
     let (clock, timer) = manual_timer(ms(1), 8);
     let log = FireLog::default();
     let h = timer.schedule(ms(10), log.task(1, &clock)); // level 1 (slots of 8 ticks), round 8
-    let before = h.position().unwrap();
+    assert_eq!(h.position().unwrap().level, 1);
     assert!(h.reset(ms(100)));
     let after = h.position().unwrap();
-    if cfg!(not(delaywheel_core)) {
-        assert_eq!((after.level, after.slot, after.expiration_tick), (before.level, before.slot, 8));
-    }
-    assert_eq!((after.deadline_tick, h.deadline()), (100, Some(timer.now() + ms(100))));
+    assert_eq!((after.level, after.deadline_tick), (2, 100), "moved to level 2 (slots of 64 ticks)");
+    assert_eq!(h.deadline(), Some(timer.now() + ms(100)));
     assert!(timer.next_wakeup().unwrap() <= timer.now() + ms(100), "never later than the work");
-    // By 8 (its bucket's visit on the arena) it is at level 2 (slots of 64 ticks).
+    // Its old bucket's round (8) leaves it there.
     step_to(&clock, &timer, ms(8));
     let moved = h.position().unwrap();
     assert_eq!((moved.level, moved.deadline_tick), (2, 100));

@@ -4,11 +4,8 @@
 //!
 //! Wheel 64, tick 1 ms: level 1 has 64-tick slots split into 4 stages of 16 ticks. The round
 //! [64, 128) has stage 0 = ticks 64..79 (open from tick 16: `64 - 64 + 1·16`) and stage 2 = ticks
-//! 96..111 (open from tick 48). A stage is big past 128 entries in one of its bucket's 2 lanes (one
-//! thread's adds go to one lane: `bucket/`). That is the arena's; the sharded core
-//! (`--cfg delaywheel_core`) splits a bucket above level 0 at 1,024 entries into the same stages
-//! and visits each from its opening, in chunks of at least 256 (`shard/wheel/split.rs`): the tests
-//! of each engine's thresholds and staging are gated to it.
+//! 96..111 (open from tick 48). A bucket above level 0 is split into its stages at 1,024 entries,
+//! and each stage is visited from its opening, in chunks of at least 256 (`shard/wheel/split.rs`).
 
 mod common;
 
@@ -61,11 +58,9 @@ fn a_big_stage_in_chunks(small_visit: u64) {
     for tick in 17..=40 {
         advance_to(&clock, &timer, tick);
     }
-    // Paced chunks until what is left is small again: on the arena at most 128, which then waits
-    // for the round; on the core none, its chunks of 256 a tick having taken the whole bucket.
+    // Paced chunks until the stage is empty: chunks of 256 a tick take the whole bucket.
     let left = big.len() - cancelled - in_level0(&big);
-    let most_left = if cfg!(delaywheel_core) { 0 } else { 128 };
-    assert!(left <= most_left, "{left} of the stage still in level 1 at tick 40");
+    assert_eq!(left, 0, "{left} of the stage still in level 1 at tick 40");
     assert_eq!(in_level0(&small), 0, "a small stage waits for its visit");
     assert!(small.iter().all(|h| h.position().is_some_and(|p| p.expiration_tick == small_visit)));
     assert_eq!(log.count(), 0, "nothing fires early");
@@ -95,64 +90,17 @@ fn a_big_stage_in_chunks(small_visit: u64) {
     assert_eq!(timer.stats().queued_buckets, 0);
 }
 
-/// The arena's own staging: a stage goes early only while it is big, so the small stage 2 waits
-/// for its bucket's round, as in Kafka, and its entries' next visit reads 64.
-#[cfg(not(delaywheel_core))]
-#[test]
-fn a_big_stage_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
-    a_big_stage_in_chunks(64);
-}
-
 /// On the sharded core the big stage splits its bucket, whose visits take each stage from its
 /// opening (`shard/wheel/split.rs`): the small stage 2 at 48, its entries' next visit.
-#[cfg(delaywheel_core)]
 #[test]
 fn a_big_stage_of_a_split_bucket_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     a_big_stage_in_chunks(48);
-}
-
-/// The threshold is per lane of a bucket (`bucket/`): a thread's adds go to its lane, whose stage
-/// is big past 128 entries (256 over the bucket's 2 lanes), so one thread's stage goes early past 128.
-/// The arena's own threshold, lanes and chunks: the sharded core splits a bucket at 1,024 entries
-/// and paces its chunks otherwise (the test below).
-#[cfg(not(delaywheel_core))]
-#[test]
-fn a_stage_goes_early_only_past_128_entries_of_one_thread() {
-    // Entries, and how many the first (early) visit cascades: all of a stage up to the minimum chunk
-    // of 256; past that one chunk of 256, and the one left makes a small stage, which waits.
-    for (n, first_chunk) in [(128, 0), (129, 129), (257, 256)] {
-        let early = first_chunk > 0;
-        let (clock, timer) = manual_timer(ms(1), 64);
-        let handles: Vec<TimerHandle> = (0..n).map(|_| timer.schedule(ms(70), || {})).collect();
-        let expiration = handles[0].position().map(|p| p.expiration_tick);
-        assert_eq!(expiration, Some(if early { 16 } else { 64 }), "{n} entries");
-        advance_to(&clock, &timer, 16);
-        assert_eq!(in_level0(&handles), first_chunk, "{n} entries");
-        assert!(!timer.advance_clock(Duration::ZERO), "nothing more is due at tick 16");
-        // What is left is small again: it waits for the round, not re-visited tick after tick.
-        let left: Vec<u64> = handles
-            .iter()
-            .filter_map(|h| h.position())
-            .filter(|p| p.level == 1)
-            .map(|p| p.expiration_tick)
-            .collect();
-        assert!(left.iter().all(|&e| e == 64), "{n} entries: {left:?}");
-        clock.advance_to(ms(17));
-        assert!(!timer.advance_clock(Duration::ZERO), "no visit at tick 17");
-        advance_to(&clock, &timer, 63);
-        assert_eq!(in_level0(&handles), first_chunk, "{n} entries");
-        advance_to(&clock, &timer, 64);
-        assert_eq!(in_level0(&handles), n, "{n} entries: all cascaded at the round");
-        advance_to(&clock, &timer, 70);
-        assert!(handles.iter().all(TimerHandle::is_fired));
-    }
 }
 
 /// The sharded core's threshold (`shard/wheel/split.rs`): a bucket above level 0 is split into
 /// its stages when it reaches 1,024 entries, and each visit then cascades a chunk of at least 256
 /// of an open stage, tick after tick from the stage's opening until it is empty; a bucket of
 /// fewer waits for its round. Either way every task fires at its deadline tick.
-#[cfg(delaywheel_core)]
 #[test]
 fn a_bucket_goes_early_only_from_1024_entries_in_chunks_of_256() {
     for n in [1_023, 1_024, 1_300] {

@@ -148,10 +148,9 @@ fn queued_once_per_round(flush_at_4: bool) {
         let _ = timer.schedule(ms(7), log.task(id, &clock));
     }
     assert_eq!(timer.stats().queued_buckets, 1);
-    // Levels count from the wheel's placement time: on the arena the clock's tick at every advance;
-    // on the sharded core the last expiration flushed, tick 3 without `flush_at_4`, from which
-    // tick 11 is in level 1 (a bucket of ticks 8..16 that cascades at 8).
-    let levels = if cfg!(delaywheel_core) && !flush_at_4 { 2 } else { 1 };
+    // Levels count from the wheel's placement time, the last expiration flushed: tick 3 without
+    // `flush_at_4`, from which tick 11 is in level 1 (a bucket of ticks 8..16 that cascades at 8).
+    let levels = if flush_at_4 { 1 } else { 2 };
     assert_eq!(timer.stats().levels_in_use, levels, "the same level-0 bucket was reused");
     clock.advance(ms(6));
     timer.advance_clock(Duration::ZERO);

@@ -75,8 +75,6 @@ mod len;
 mod ready;
 #[cfg(feature = "async")]
 mod stream;
-#[cfg(all(test, not(delaywheel_loom), not(delaywheel_core)))]
-mod tests;
 mod whole;
 
 use std::fmt;

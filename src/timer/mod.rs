@@ -1,37 +1,30 @@
 //! `Timer`: the facade, and the state its operations share.
 //!
-//! The room's parts: scheduling (`schedule.rs`), advancing the clock and the shutdown drain
-//! (`advance.rs`; the public `shutdown`, `shutdown.rs`), firing, one for the driver and the
-//! executors (`fire.rs`), cancelling (`cancel.rs`), re-arming (`reset.rs`), the striped counters
-//! (`counters.rs`), the handle (`handle.rs`) and its diagnostic position (`position.rs`), and the
-//! public values it hands out (errors, stats, unfired tasks). The state they share, `Shared`
-//! (`shared.rs`), joins the wheel, the delay queue and the clock (as Kafka's `SystemTimer` does)
-//! and starts the executor threads; this file has the facade, which reaches `Shared` only through
-//! its methods (`shared.rs`, the seam), and starts the driver (`driver/`).
+//! The state, `Shared` (`on_core/`), joins the sharded core (`crate::shard::core`: shards of
+//! slots, each under one lock with its wheel, and the one delay queue of their buckets), the clock
+//! and the executor threads (as Kafka's `SystemTimer` does); its rooms schedule, cancel and reset
+//! through a handle, advance and fire, stop and shrink (`on_core/mod.rs`, "The rooms"). This room
+//! has the facade, which reaches `Shared` only through its methods, starts the driver
+//! (`driver/`), and the public values it hands out (errors, stats, positions, unfired tasks).
 //!
 //! ## Protocol
 //!
-//! * **schedule** (any thread, no timer-wide lock): see `schedule.rs`.
-//! * **advance_clock** (serialised by `advance_lock`): see `advance.rs`.
-//! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined), then,
-//!   holding `advance_lock`, flush every bucket and claim every pending entry as abandoned. When
-//!   the advance in progress cannot be waited for (the call comes from one of its tasks, from any
-//!   timer's driver or executor thread, from a drop while the driver is inside a task or with
-//!   executor threads, or from a `shutdown_timeout` whose wait ran out), the drain runs without
-//!   `advance_lock` and then scans the arena, claiming every entry still pending wherever it is
-//!   held; its holder only releases it (`advance.rs`, `drain_detached`). Either drain then waits
-//!   for the resets holding an entry out of every bucket and claims those they could not re-add
-//!   (`reset.rs`, "Held entries and the drain"). Each entry is claimed once, under its slot lock,
-//!   by the firing or by the drain: nothing is lost from the accounting. A delay queue's consumers
-//!   are told last, once no advance holds values it fired and has not handed over, and no
-//!   shutdown's drain values it claimed and has not counted (`shutdown.rs`, `close_values`).
+//! * **schedule** (any thread, no timer-wide lock): one insert into the calling thread's shard
+//!   (`on_core/schedule.rs`).
+//! * **cancel, reset** (any thread): through the handle's shard, under its lock
+//!   (`on_core/handle.rs`).
+//! * **advance_clock** (serialised by `advance_lock`): pops the due buckets, flushes each under
+//!   its shard's lock, and claims each due entry just before it runs it (`on_core/advance.rs`).
+//! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined),
+//!   then close every shard and drain it under its lock, held entries too (`on_core/stop.rs`).
+//!   Each entry is taken once, under its shard's lock, by the claim that runs it, a cancel or the
+//!   drain: nothing is lost from the accounting. A delay queue's consumers are told last, once no
+//!   advance holds values it fired and has not handed over, and no shutdown's drain values it
+//!   claimed and has not counted (`shutdown.rs`, `close_values`).
 //!
-//! A schedule racing shutdown: the scheduler reads `shut_down` **under the bucket (lane) lock** it
-//! inserts with, and refuses to insert once it is set; shutdown sets `shut_down`, then closes every
-//! chunk of buckets not yet created, in every level (so no scheduler can use a bucket the drain will
-//! not see: `wheel/chunks.rs`, "Closing"), and locks and flushes every bucket (all its lanes). Each
-//! lane lock orders the two: either the drain locks the bucket after the insert (and reports the
-//! entry unfired), or the scheduler locks it after the drain and sees the flag (its call returns
+//! A schedule racing shutdown: the insert reads its shard's closed flag under the shard's lock,
+//! and the drain closes each shard under that lock: either the drain finds the entry (and reports
+//! it unfired), or the schedule finds the shard closed (its call returns
 //! `ScheduleError::ShutDown`). No task vanishes, and the schedule path needs no fence.
 
 use std::fmt;
@@ -42,58 +35,28 @@ use crate::clock::nanos_to_duration;
 use crate::driver::Driver;
 use crate::sync::{Arc, Mutex};
 
-#[cfg(not(delaywheel_core))]
-mod advance;
 pub(crate) mod advancing;
-#[cfg(not(delaywheel_core))]
-mod before_origin;
-#[cfg(not(delaywheel_core))]
-mod cancel;
-#[cfg(not(delaywheel_core))]
-mod counters;
-#[cfg(all(feature = "async", not(delaywheel_core)))]
-mod drive_waker;
 pub(crate) mod error;
-#[cfg(not(delaywheel_core))]
-mod faults;
-#[cfg(not(delaywheel_core))]
-mod fire;
 #[cfg(feature = "async")]
 pub(crate) mod groups;
-#[cfg(not(delaywheel_core))]
-pub(crate) mod handle;
 mod instants;
-// The timer on the sharded core (`on_core/`), in place of the arena's rooms.
-#[cfg(delaywheel_core)]
 mod on_core;
 pub(crate) mod position;
 #[cfg(feature = "async")]
 pub(crate) mod refs;
 #[cfg(test)]
 mod remains;
-#[cfg(not(delaywheel_core))]
-mod reset;
-#[cfg(not(delaywheel_core))]
-mod schedule;
-#[cfg(not(delaywheel_core))]
-mod shared;
 mod shrink;
 mod shutdown;
 pub(crate) mod stats;
-#[cfg(not(delaywheel_core))]
-mod store;
 mod time;
 pub(crate) mod unfired;
-#[cfg(not(delaywheel_core))]
-mod value_entries;
 pub(crate) mod values;
 #[cfg(feature = "async")]
 pub(crate) mod wakes;
 mod weak;
 
-#[cfg(delaywheel_core)]
 pub(crate) use on_core::handle;
-#[cfg(delaywheel_core)]
 use on_core::values as value_entries;
 
 use error::ScheduleError;
@@ -101,16 +64,9 @@ use handle::TimerHandle;
 use stats::TimerStats;
 use unfired::UnfiredTask;
 
-#[cfg(not(delaywheel_core))]
-pub(crate) use fire::{ExecutorJob, ExecutorRoom};
 #[cfg(feature = "async")]
 pub(crate) use handle::LentHandle;
-#[cfg(delaywheel_core)]
 pub(crate) use on_core::{BucketQueue, ExecutorJob, ExecutorRoom, Shared};
-#[cfg(not(delaywheel_core))]
-pub(crate) use shared::Shared;
-#[cfg(not(delaywheel_core))]
-pub(crate) use store::{BucketQueue, HandleStripe, Store};
 pub(crate) use time::{Time, When};
 pub(crate) use weak::{LiveTimer, WeakTimer};
 

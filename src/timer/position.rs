@@ -1,15 +1,12 @@
 //! [`WheelPosition`]: where a pending task sits in the wheel, for diagnostics and teaching.
 
-#[cfg(not(delaywheel_core))]
-use super::Store;
-use crate::entry::{Status, Ticket};
-
 /// Where a pending task currently sits in the hierarchy: which level, which slot (bucket), and
 /// when that bucket expires. Returned by [`TimerHandle::position`](crate::TimerHandle::position).
 ///
-/// **Diagnostic only.** It is a snapshot read under the entry's slot lock; the entry moves whenever its
-/// bucket is flushed (cascading to a finer level, or firing), so by the time you look at it, it may
-/// be out of date. Ticks count from the timer clock's origin: multiply by
+/// **Diagnostic only.** It is a snapshot read under the lock of the entry's shard (each thread
+/// schedules into a shard of its own, with its own wheel); the entry moves whenever its bucket is
+/// flushed (cascading to a finer level, or firing) or the task is re-armed, so by the time you look
+/// at it, it may be out of date. Ticks count from the timer clock's origin: multiply by
 /// [`Timer::tick`](crate::Timer::tick) for a time.
 ///
 /// Level `k` has [`Timer::wheel_size`](crate::Timer::wheel_size) slots of `wheel_size^k` ticks
@@ -26,32 +23,12 @@ pub struct WheelPosition {
     /// The tick at which the driver next visits that bucket: the start of the task's round in the
     /// slot (never after its deadline), or earlier when the bucket holds enough tasks to be
     /// cascaded ahead of its round in stages (see `docs/design.md`). When its stage is visited the
-    /// task cascades to a finer level, or fires if its deadline has come. A task re-armed to a
-    /// later deadline ([`TimerHandle::reset`](crate::TimerHandle::reset)) may stay in its bucket,
-    /// whose visit re-adds it by the new deadline to whichever level that needs, or move to the new
-    /// deadline's bucket at once.
+    /// task cascades to a finer level, or fires if its deadline has come. A task re-armed
+    /// ([`TimerHandle::reset`](crate::TimerHandle::reset)) moves to the new deadline's bucket at
+    /// once.
     pub expiration_tick: u64,
     /// The tick the task fires at: its deadline rounded up to a tick, or the tick under way for a
     /// deadline set already passed (after a later re-arm, later than `expiration_tick`'s bucket
     /// would suggest).
     pub deadline_tick: u64,
-}
-
-#[cfg(not(delaywheel_core))]
-/// The position of `entry`, if it is pending and in a bucket (not in transit during a flush).
-pub(crate) fn of(Store { arena, wheel, .. }: &Store, ticket: Ticket) -> Option<WheelPosition> {
-    let state = arena.lock(ticket.id);
-    if state.generation() != ticket.generation || state.status() != Status::Pending {
-        return None;
-    }
-    let key = state.location?.bucket();
-    let bucket = wheel.bucket_by_key(key)?;
-    Some(WheelPosition {
-        level: bucket.level(),
-        slot: bucket.slot(),
-        // Not after the entry's stage is due: a visit re-sets it only to what is left, and only
-        // lowers it otherwise.
-        expiration_tick: bucket.expiration(),
-        deadline_tick: state.deadline.tick(),
-    })
 }

@@ -95,63 +95,6 @@ impl Timer {
         self.stop(false, Some(timeout))
     }
 
-    #[cfg(not(delaywheel_core))]
-    /// Shutdown (`dropping == false`, waiting up to `wait`, `None` for as long as it takes) or drop.
-    /// Drop joins only a driver that is not advancing (it is then about to exit); one inside a
-    /// task is told to stop and left to exit on its own; with executor threads, the drain scans
-    /// the arena (their queues) too, and the threads discard what they still take.
-    pub(super) fn stop(&self, dropping: bool, wait: Option<Duration>) -> Vec<UnfiredTask> {
-        let shared = self.shared();
-        // Counted before the flag: whoever reads the flag set finds this drain in flight too.
-        let draining = Draining::begin(&shared.draining);
-        let stopping = self.stop_driver(dropping, wait);
-        let (inside_task, wait_fully) = (stopping.inside_task, stopping.wait_fully);
-        // Drop only discards: boxing and sorting the closures would be wasted work.
-        let report = !dropping;
-        // The wakers the drain's drops hand over (a tick group's members, the sleeps a drop
-        // abandons) are woken once the drain let go of `advance_lock`: a waker may call back into
-        // the timer (`wakes.rs`). Inside a task, the advance's own batch keeps them.
-        #[cfg(feature = "async")]
-        let wakes = (!inside_task).then(super::wakes::Batch::open);
-        let unfired = if inside_task {
-            // This thread holds `advance_lock` (below, in the advance running this task), whose
-            // batch holds the rest of this task's batch: the scan claims it (`drain_detached`).
-            shared.drain_detached(report)
-        } else if wait_fully {
-            shared.drain_locked(report)
-        } else {
-            // A timed shutdown waits for an advance on another thread (a manual timer's
-            // `advance_clock`, or one beside the driver) as `drain_locked` does, for what is left
-            // of its wait: the advance's batch then runs, as with the driver's. (No new race:
-            // once the lock is taken this is the drain under the lock; under loom, `try_lock`.)
-            let serial = match stopping.left() {
-                Some(Some(limit)) => shared.advance_lock.try_lock_for(limit),
-                Some(None) => Some(shared.advance_lock.lock()),
-                _ => shared.advance_lock.try_lock(),
-            };
-            // Without joined executors, their queues are scanned too, also by a drop: a thread
-            // inside a task would hold the closures queued behind it until that task returns, and
-            // one that has taken an entry may claim it after the drop returned.
-            if serial.is_some() && shared.executor.is_none() {
-                shared.drain(report)
-            } else {
-                shared.drain_detached(report)
-            }
-        };
-        drop(draining);
-        #[cfg(feature = "async")]
-        if let Some(wakes) = wakes {
-            shared.counters.local().panicked(wakes.close());
-        }
-        if let Some(executor) = &shared.executor {
-            executor.close(wait_fully, dropping);
-        }
-        shared.close_values();
-        // The drain emptied the arena: what outlives this call gives its pages back (`shrink.rs`).
-        self.shrink_stopped(dropping);
-        unfired
-    }
-
     /// The start of every stop: sets the shutdown flag and closes the queue (the driver wakes and
     /// exits), then joins the driver as [`stop`](Timer::stop) says (waiting up to `wait`, or not
     /// at all where it may not: from a timer's thread or task, or a drop while the driver is

@@ -68,28 +68,28 @@ pub struct TimerStats {
     pub rearmed: u64,
     /// Entries in the delay queue (about the number of non-empty buckets).
     pub queued_buckets: usize,
-    /// Levels of the wheel with buckets created so far. A level's buckets are created (in chunks:
-    /// [`resident_buckets`](TimerStats::resident_buckets)) when a task first needs one, not the
-    /// levels below it: a task 100 s out on a fresh timer creates its level alone, so this can be
-    /// smaller than `pending_per_level.len()`.
+    /// Levels of the wheel with buckets created so far, the most of any shard (each thread
+    /// schedules into a shard of its own, with its own wheel). A level's buckets are created (in
+    /// chunks: [`resident_buckets`](TimerStats::resident_buckets)) when a task first needs one, not
+    /// the levels below it: a task 100 s out on a fresh timer creates its level alone, so this can
+    /// be smaller than `pending_per_level.len()`.
     pub levels_in_use: usize,
-    /// Buckets created so far, over every level. A level's buckets are created in chunks of up to
-    /// 512 consecutive slots, each when a task first needs one of them
+    /// Buckets created so far, over every level, summed over the shards. A level's buckets are
+    /// created in chunks of up to 512 consecutive slots, each when a task first needs one of them
     /// ([`TimerBuilder::wheel_size`](crate::TimerBuilder::wheel_size)), and kept, so this grows
     /// with the slots used so far, up to whole levels.
     pub resident_buckets: usize,
-    /// Tasks in the buckets of each level now: index 0 is the finest level, up to the highest
-    /// level created (empty before any; levels not created count zero). Counted by walking the
-    /// buckets when `stats()` is called (each bucket lane's lock taken briefly, nothing kept on the
-    /// scheduling paths), so it is a snapshot: tasks in transit (being cascaded down or fired) are
-    /// in no level, and the sum may differ from `pending` under concurrent use. A task reset to a
-    /// later deadline stays in its bucket until that bucket comes due (`timer/reset.rs`), and is
-    /// counted there until then. With the `async` feature, the lazily armed timeouts of one thread
-    /// due in one tick share one entry (a tick group, `Timer::timeout`):
-    /// here that entry counts once, however many timeouts it holds, while `pending` counts each.
+    /// Tasks in the buckets of each level now, summed over the shards: index 0 is the finest
+    /// level, up to the highest level created (empty before any; levels not created count zero).
+    /// Each shard's counts are read under its lock, one shard after the other, when `stats()` is
+    /// called, so it is a snapshot: tasks in transit (due at the next advance, or being fired) are
+    /// in no level, and the sum may differ from `pending` under concurrent use. With the `async`
+    /// feature, the lazily armed timeouts of one thread due in one tick share one entry (a tick
+    /// group, `Timer::timeout`): here that entry counts once, however many timeouts it holds,
+    /// while `pending` counts each.
     pub pending_per_level: Vec<usize>,
-    /// The bucket holding the most tasks now (the wheel's slot load balance), `None` when every
-    /// bucket is empty; on a tie, the one at the lowest level, then slot. A snapshot, as
+    /// The bucket holding the most tasks now, in any shard (the wheel's slot load balance), `None`
+    /// when every bucket is empty; on a tie, the one at the lowest level, then slot. A snapshot, as
     /// `pending_per_level`.
     pub fullest_bucket: Option<BucketLoad>,
     /// How late tasks fired, since the timer started (see [`LatenessSummary`]).
@@ -257,30 +257,6 @@ fn lateness_nanos(ticks: TickLength, deadline_tick: u64, now_nanos: u64) -> u64 
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
         self.flush();
-    }
-}
-
-#[cfg(not(delaywheel_core))]
-impl Shared {
-    /// [`Timer::stats`](super::Timer::stats).
-    pub(crate) fn stats(&self) -> TimerStats {
-        let totals = self.counters.snapshot();
-        let (pending_per_level, fullest) = self.store.wheel.load();
-        TimerStats {
-            pending: self.len(),
-            scheduled: totals.scheduled,
-            fired: totals.fired,
-            cancelled: totals.cancelled,
-            abandoned: totals.abandoned,
-            panicked: totals.panicked,
-            rearmed: totals.rearmed,
-            queued_buckets: self.queue.len(),
-            levels_in_use: self.store.wheel.levels_in_use(),
-            resident_buckets: self.store.wheel.resident_buckets(),
-            pending_per_level,
-            fullest_bucket: fullest.map(|(level, slot, entries)| BucketLoad { level, slot, entries }),
-            lateness: self.lateness.summary(),
-        }
     }
 }
 

@@ -73,7 +73,7 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
 
     /// The entries walked under the shards' locks since the last call, summed (the unit tests'
     /// load: `Wheel::take_walked`), read by the timer's tests on the core.
-    #[cfg(all(test, delaywheel_core))]
+    #[cfg(test)]
     pub(crate) fn take_walked(&self) -> usize {
         self.shards.iter().map(|shard| shard.lock().state().wheel.take_walked()).sum()
     }
