@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use crate::clock::{ClockSource, ManualClock, TickLength};
 use crate::timer::Timer;
-use crate::wheel::{default_lanes, MAX_BUCKET_LANES, MIN_BUCKET_LANES};
 use crate::BuildError;
 
 /// The default tick: 1 ms.
@@ -14,35 +13,35 @@ pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 ///
 /// 512 slots give level spans of 512 ms, 4.4 min and 37 h at a 1 ms tick: request timeouts up to
 /// half a second never cascade, heartbeats of seconds to minutes cascade once, and far deadlines
-/// spread over many buckets (less lock contention between scheduling threads). A level costs 512
-/// buckets of 1.1 KiB with two lanes each in use (about 0.5 MiB; a lane costs 512 bytes where a
-/// thread adds to it, and level 0 uses one per bucket until adds contend:
-/// [`TimerBuilder::bucket_lanes`]), created only when first needed. Instructions per timer
-/// (callgrind) for 100 000 timers over 1 s, schedule to fire: 4096 slots 1 227, 512 slots 1 366, 256 slots 1
-/// 447, 64 slots 1 521, 20 slots (Kafka's) 1 721, 8 slots 1 976. See `docs/design.md`, "Defaults".
+/// spread over many buckets. A level costs 512 buckets of 24 bytes (12 KiB) in each shard that
+/// files a task in it (each thread schedules into a shard of its own, with its own wheel), created
+/// only when first needed. See `docs/design.md`, "Defaults".
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
 
 /// The largest wheel size accepted: 2^24 = 16 777 216 slots; a larger one is refused with
 /// [`BuildError::WheelSizeTooLarge`].
 ///
-/// A level's buckets are created in chunks of up to 512 consecutive slots, each when a task first
-/// needs one of them (about 110 KiB a chunk with 8 lanes, plus 0.5 KiB per lane created), and
-/// never freed; the wheel keeps 24 bytes per chunk of every level from the start (2.25
-/// MiB at the maximum; 192 bytes at the default). So a `wheel_size(86_400)` at a 1 s tick (a day of
-/// seconds in level 0) or `wheel_size(1 << 24)` with a few tasks starts at a few MiB, and grows as
-/// the cursor moves round level 0 with tasks pending: after `wheel_size` ticks with a task in
-/// every chunk's span, level 0 is whole (about 216 bytes a slot with 8 lanes: 18 MiB at 86 400
-/// slots, 3.4 GiB at 2^24, reached in 16.8 s at a 1 µs tick). Size the wheel for a whole level 0.
-/// The bound comes from an entry's location, one word: a bucket's
-/// number takes 26 bits there, and a wheel of 2^24 slots, which needs three levels to cover every
-/// tick, numbers its buckets up to `3 · 2^24` (docs/design.md, "Buckets in chunks").
+/// Each shard's wheel (each thread schedules into a shard of its own) creates a level's buckets in
+/// chunks of up to 512 consecutive slots, each when a task first needs one of them (24 bytes a
+/// bucket: 12 KiB a chunk), and never frees them; a level keeps a list of its chunks. So a
+/// `wheel_size(86_400)` at a 1 s tick (a day of seconds in level 0) or `wheel_size(1 << 24)` with a
+/// few tasks starts small, and grows as the wheel's time moves round level 0 with tasks pending:
+/// after `wheel_size` ticks with a task in every chunk's span, level 0 is whole (2 MiB a shard at
+/// 86 400 slots, 384 MiB at 2^24). Size the wheel for a whole level 0. The bound is the wheel's
+/// code of a bucket, which names a slot in 24 bits.
 pub const MAX_WHEEL_SIZE: usize = 1 << 24;
 
-// Every wheel size up to the maximum numbers its buckets in a location's key (`wheel/`'s tests).
-const _: () = assert!(MAX_WHEEL_SIZE == 1 << crate::wheel::MAX_SLOT_BITS);
+// The shard wheel's bound is the builder's.
+const _: () = assert!(MAX_WHEEL_SIZE as u64 == crate::shard::wheel::MAX_WHEEL_SIZE);
 
-/// The most pending tasks a timer holds, and the largest [`TimerBuilder::capacity`]: 2^32 - 2, the
-/// slots its arena can number (48 bytes each: all of them are 206 GB). A schedule beyond it is
+/// The fewest lanes [`TimerBuilder::bucket_lanes`] accepts.
+const MIN_BUCKET_LANES: usize = 2;
+
+/// The most lanes [`TimerBuilder::bucket_lanes`] accepts.
+const MAX_BUCKET_LANES: usize = 16;
+
+/// The most pending tasks a timer holds, and the largest [`TimerBuilder::capacity`]: 2^32 - 2 (48
+/// bytes a task's slot: all of them are 206 GB). A schedule beyond it is
 /// refused with [`ScheduleError::TooManyPending`](crate::ScheduleError::TooManyPending).
 pub const MAX_CAPACITY: usize = crate::shard::core::MAX_CAPACITY;
 
@@ -138,7 +137,6 @@ pub(crate) struct Config {
     pub(crate) max_pending: usize,
     pub(crate) precise_wakeups: bool,
     pub(crate) capacity: usize,
-    pub(crate) bucket_lanes: usize,
 }
 
 impl TimerBuilder {
@@ -220,22 +218,22 @@ impl TimerBuilder {
     }
 
     /// Room for this many pending tasks, allocated and written when the timer is built (default 0:
-    /// none until needed). Tasks scheduled from one thread take slots of that room only, up to
-    /// this many pending; each scheduling thread takes its slots a page (256) at a time, and a
-    /// freed slot is reused after others, so many threads, or a load that churns, may grow the
-    /// timer past it with fewer pending. The slots of a timer's arena are otherwise created on first use, a
-    /// page of 256 (12 KiB) at a time, and the first touch of fresh memory is a page fault: about a quarter
-    /// of an insert's time while a timer first grows (SPEC W1 on a cold timer). A server that knows its load
-    /// pays that at start-up instead, as tokio-util's `DelayQueue::with_capacity` and the warm-up of the
-    /// source articles do. The slots stay (48 bytes each; 1,000,000 are 48 MB):
-    /// [`Timer::shrink`](crate::Timer::shrink), and the driver's own shrink after a spike, give back only
-    /// what the timer grew beyond them. More than [`MAX_CAPACITY`] makes
-    /// [`try_build`](TimerBuilder::try_build) fail with [`BuildError::CapacityTooLarge`] before anything is
-    /// allocated; below it, the memory asked for is allocated and written at once, so a capacity beyond the
-    /// host's memory exhausts it.
+    /// none until needed). On Linux it is one mapping of that many slots made resident at the
+    /// build, in units of 256, from which whichever shard grows (each scheduling thread schedules
+    /// into a shard of its own) takes runs of units, moved into its slots by `mremap` with no
+    /// first-touch fault; elsewhere the slots are written into the building thread's shard. The
+    /// slots of a timer are otherwise created on first use, and the first touch of fresh memory is
+    /// a page fault: about a quarter of an insert's time while a timer first grows (SPEC W1 on a
+    /// cold timer). A server that knows its load pays that at start-up instead, as tokio-util's
+    /// `DelayQueue::with_capacity` and the warm-up of the source articles do. The room stays (48
+    /// bytes a slot; 1,000,000 are 48 MB): [`Timer::shrink`](crate::Timer::shrink), and the
+    /// driver's own shrink after a spike, give back only what the shards grew beyond it. More than
+    /// [`MAX_CAPACITY`] makes [`try_build`](TimerBuilder::try_build) fail with
+    /// [`BuildError::CapacityTooLarge`] before anything is allocated; below it, the memory asked
+    /// for is allocated and written at once, so a capacity beyond the host's memory exhausts it.
     ///
     /// It covers the tasks' slots and closures of up to 16 bytes; bigger closures' blocks
-    /// (`schedule`'s "What a task's size costs") and the buckets' lists grow on first use.
+    /// (`schedule`'s "What a task's size costs") and the wheels' buckets grow on first use.
     ///
     /// ```
     /// use delaywheel::Timer;
@@ -248,25 +246,11 @@ impl TimerBuilder {
         self
     }
 
-    /// Lanes per bucket: how many threads can add to one bucket without sharing a lock (a
-    /// power of two from 2 to 16). By default the cores (`std::thread::available_parallelism`)
-    /// rounded up to a power of two, 8 to 16: threads are numbered across the process, so with
-    /// fewer lanes even two threads of one timer would often share one.
-    ///
-    /// Each bucket of the wheel has this many lanes, each with its own lock and lists on cache
-    /// lines of its own; a thread adds to the lane of its index (threads are numbered as they
-    /// first touch any timer) modulo the lanes. Threads that share a lane share its lock and its
-    /// lines when they schedule into the same bucket at once (the same delay from many threads: a
-    /// broker's request timeouts), so more lanes let more threads schedule side by side. A bucket
-    /// of level 0 (deadlines within `wheel_size` ticks) keeps every add in its first lane until an
-    /// add finds that lane's lock held by another add, and then spreads as the others do: most of
-    /// them see a thread at a time. A lane costs 16 bytes per bucket, and 512 more once an add
-    /// needs it (a lane is created on first use); a level of the wheel is `wheel_size` buckets
-    /// allocated whole when first used: at the default wheel size a level is 0.5 MiB with 2 lanes
-    /// in use, 2.1 MiB with 8 and 4.1 MiB with 16 (up to three levels in use for delays up to
-    /// 37 h). A timer scheduled into by one or two threads thus costs about the same with 16
-    /// lanes as with 2. Fewer lanes than scheduling threads is correct, only slower under
-    /// contention.
+    /// Lanes per bucket, a power of two from 2 to 16: accepted and validated, and otherwise
+    /// without effect. Buckets have no lanes: each thread schedules into a shard of its own, under
+    /// that shard's lock, so threads that do not share a shard do not share a lock whatever the
+    /// delay. The setting is kept so that builds that set it go on compiling and validating as
+    /// before.
     ///
     /// A value that is not a power of two from 2 to 16 makes [`try_build`](TimerBuilder::try_build)
     /// fail with [`BuildError::InvalidBucketLanes`].
@@ -274,7 +258,6 @@ impl TimerBuilder {
     /// ```
     /// use delaywheel::Timer;
     ///
-    /// // Sixteen request threads scheduling timeouts of one delay.
     /// let timer = Timer::builder().bucket_lanes(16).build();
     /// assert!(timer.is_empty());
     /// ```
@@ -305,9 +288,10 @@ impl TimerBuilder {
         if self.thread_name.contains('\0') {
             return Err(BuildError::InvalidThreadName(self.thread_name));
         }
-        let bucket_lanes = self.bucket_lanes.unwrap_or_else(default_lanes);
-        if !bucket_lanes.is_power_of_two() || !(MIN_BUCKET_LANES..=MAX_BUCKET_LANES).contains(&bucket_lanes) {
-            return Err(BuildError::InvalidBucketLanes(bucket_lanes));
+        if let Some(lanes) = self.bucket_lanes {
+            if !lanes.is_power_of_two() || !(MIN_BUCKET_LANES..=MAX_BUCKET_LANES).contains(&lanes) {
+                return Err(BuildError::InvalidBucketLanes(lanes));
+            }
         }
         if self.capacity > MAX_CAPACITY {
             return Err(BuildError::CapacityTooLarge(self.capacity));
@@ -322,7 +306,6 @@ impl TimerBuilder {
             max_pending: self.max_pending,
             precise_wakeups: self.precise_wakeups,
             capacity: self.capacity,
-            bucket_lanes,
         };
         Timer::start(config).map_err(BuildError::Spawn)
     }

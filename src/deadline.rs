@@ -53,11 +53,8 @@
 //!
 //! **Batches.** The driver fires the due entries of each tick as one batch: those of the tick's
 //! level-0 bucket and of the coarser buckets whose round starts at that tick (entries placed there
-//! because the tick lay past level 0's window when they were scheduled), which the advance visits
-//! just before the level-0 one (`timer/advance.rs`). The paced cascade chunks due at the same tick
-//! (which never hold an entry due then) are visited after the batch fired, so it does not wait for
-//! them: waiting for them cost SPEC W4 p99 1.14–1.17 → 1.18–1.55 ms in alternating runs
-//! (`bench/benches/spec.rs`, `docs/benchmarks.md`). Equal deadlines are put in the order they were
+//! because the tick lay past level 0's window when they were scheduled), flushed in one round of
+//! the queue and merged across the shards (`shard/core.rs`, "The batch"). Equal deadlines are put in the order they were
 //! scheduled by the entries' stamps ([`sort_batch`], "Ties").
 //!
 //! The price is range: ticks go up to [`MAX_DEADLINE_TICK`] = 2^55 - 1 instead of 2^64 - 2, which is
@@ -84,9 +81,6 @@ const SPLIT_MIN: u32 = 10;
 /// The most fraction bits an exact word may have (5 bits hold `s - SPLIT_MIN`).
 const SPLIT_MAX: u32 = SPLIT_MIN + 31;
 
-/// The parts of a tick a level-0 bucket fires one after the other ([`Deadline::quarter`]).
-pub(crate) const QUARTERS: usize = 4;
-
 /// Deadline ticks are at most this (a far word holds the tick between its mark and its rank);
 /// bucket expirations use `u64::MAX` for "none", which is thus never a deadline tick either.
 pub(crate) const MAX_DEADLINE_TICK: u64 = (u64::MAX >> 1) >> RANK_BITS;
@@ -97,9 +91,6 @@ pub(crate) const MAX_DEADLINE_TICK: u64 = (u64::MAX >> 1) >> RANK_BITS;
 pub struct Deadline(u64);
 
 impl Deadline {
-    /// Later than every deadline (no entry has it): the floor of an empty list.
-    pub(crate) const LATEST: Deadline = Deadline(u64::MAX);
-
     /// The rank of a deadline that is a tick boundary (the last moment of its interval).
     pub(crate) const ON_BOUNDARY: u8 = u8::MAX;
 
@@ -148,7 +139,7 @@ impl Deadline {
 
     /// A deadline passed within the tick under way as the word of its own tick, `tick + 1`
     /// (module docs, `P`): what the entries of that tick compare with to fire beside it
-    /// (`timer/advance.rs`, "Passed deadlines mid-tick"). `None` for any other word, and where
+    /// (`shard/core.rs`, "Passed deadlines mid-tick"). `None` for any other word, and where
     /// `tick + 1` has no exact word.
     #[inline]
     pub(crate) fn in_own_tick(self) -> Option<Deadline> {
@@ -198,13 +189,6 @@ impl Deadline {
             }
             None => self.0 as u8,
         }
-    }
-
-    /// Which quarter of its tick interval the deadline falls in, from 0 to [`QUARTERS`] - 1: its
-    /// stage in a level-0 bucket (`wheel/place.rs`, "Level 0 by quarters").
-    #[inline]
-    pub(crate) fn quarter(self) -> usize {
-        (usize::from(self.rank()) * QUARTERS) >> RANK_BITS
     }
 }
 
@@ -306,7 +290,7 @@ const COUNTING_SORT_MIN: usize = 64;
 /// **Ties.** Tasks due at the same instant fire in the order they were scheduled. The order in
 /// which a visit found them is not that order: a task filed in a coarser level long ago is
 /// cascaded into the tick's bucket after tasks scheduled later straight into it, a big stage
-/// arrives in chunks, and two threads schedule into two lanes of a bucket. Each entry carries
+/// arrives in chunks, and two threads schedule into two shards. Each entry carries
 /// its **stamp**, its schedule's place among the timer's (`entry/stamps.rs`: ordered on each
 /// thread, and across threads for instants and on a manual clock; the slot's generation too),
 /// and equal deadlines are put in stamp order. After the counting sort that is one pass that
@@ -352,7 +336,7 @@ pub(crate) fn sort_batch<T: Copy>(
 
 /// Puts each run of one rank in a batch counting-sorted by rank into deadline order, and equal
 /// deadlines into stamp order: one pass, sorting only a run found out of order (a run is usually
-/// small, or in order: what one thread scheduled into one bucket lane).
+/// small, or in order: what one thread scheduled into its shard's bucket).
 fn order_ties<T>(batch: &mut [(T, Deadline)], stamp: impl Fn(&T) -> u64) {
     let key = |(item, deadline): &(T, Deadline)| (*deadline, stamp(item));
     let mut run = 0;

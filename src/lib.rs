@@ -4,11 +4,12 @@
 //! timer: keeps millions of pending timeouts cheaply, most of which are cancelled before they fire.
 //!
 //! ```text
-//!  schedule(delay, task) ─► level 0: wheel_size slots of one tick
+//!  schedule(delay, task) ─► the thread's shard (one lock): a wheel of its own
+//!                            │ level 0: wheel_size slots of one tick
 //!                            │ too far? ─► level 1: slots of tick × wheel_size ─► level 2 … (lazily)
 //!                            ▼
-//!                  slot = bucket (TimerTaskList): own lock, entries, expiration
-//!                            │ expiration set/lowered? ─► pushed into ONE DelayQueue (min-heap)
+//!                  slot = bucket (TimerTaskList): entries, expiration
+//!                            │ expiration set? ─► pushed into ONE DelayQueue (min-heap), all shards
 //!                            ▼
 //!  advance_clock: pop due buckets in expiration order; flush each: an entry due at the cursor
 //!                 fires, every other one is re-added into a finer level (cascade).
@@ -165,33 +166,28 @@
 //!
 //! ## Unsafe code
 //!
-//! The crate denies `unsafe_code` everywhere except twelve private modules. Two carry the slots:
+//! The crate denies `unsafe_code` everywhere except ten private modules. One carries the tasks:
 //! `entry::inline_task`, which stores a task's closure type-erased in a fixed 24 bytes (inline when it
-//! captures at most two words) so that entries can live densely in slots, and `entry::slot_lock`, the slots'
-//! lock, whose state lives in two spare bits of the entry's generation word (an `UnsafeCell` behind a guard,
-//! parking through `parking_lot_core`), so that a slot is 48 bytes, and which also offers a prefetch of a
-//! slot's cache line (`_mm_prefetch`, for loops over many slots). Their module docs give the whole argument,
-//! and their tests run under AddressSanitizer (`scripts/asan.sh`) and Miri; `inline_task`'s also under
-//! valgrind (`scripts/valgrind.sh`), and the lock is a loom model of its own. Two call the kernel (Linux,
-//! Android): `driver::timer_slack`, two `prctl` calls by which the driver thread asks the kernel to wake it
-//! within a thousandth of a tick instead of the default 50 µs (never raising its slack; Miri, which has no
-//! `prctl` on Linux, skips it), and `clock::monotonic`, one `clock_gettime(CLOCK_MONOTONIC)` (the clock
-//! `Instant` reads) per reading of the system clock, a fifth of what `Instant::elapsed` costs. Four more hold
-//! memory the timer gives back after a spike ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of
-//! up to 256 bytes), `entry::pages` (the arena's pages, published as raw pointers and freed after a grace
-//! period), `entry::os` (`mmap`, `mremap`, `madvise`, `membarrier`, `malloc_trim`: integer arguments and
-//! mappings of its own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own).
-//! One shares the timeouts' tick groups (feature `async`): `sleep::group`, whose group is reached through a
-//! pointer and freed by the last of its three holds (members, the thread's cache, the timer task), decided
-//! under the group's lock, so that a timeout writes no reference count (loom models `sleep::group_*`). One
-//! is the shard core's lock, `shard::lock` (test-and-set, an `UnsafeCell` behind its guard; not used by
-//! `Timer` yet; loom models `shard::*`), and two hold its room written ahead: `shard::reserve` (a mapping
-//! made resident at build, unmapped when dropped) and `shard::slab::slots::mapped` (a shard's slots in a
-//! mapping of their own, into which the reserve's pages are moved by `mremap`). In all twelve, every `unsafe` block and `unsafe impl` carries a
-//! `// SAFETY:` comment saying why it is sound (checked by clippy's `undocumented_unsafe_blocks`, denied
-//! in CI), and every `unsafe fn` (all
-//! crate-private, which clippy's `missing_safety_doc` does not see) a `# Safety` section with its caller's
-//! obligations.
+//! captures at most two words) so that entries live densely in 48-byte slots. Its module docs give the
+//! whole argument, and its tests run under AddressSanitizer (`scripts/asan.sh`), Miri and valgrind
+//! (`scripts/valgrind.sh`). Two call the kernel (Linux, Android): `driver::timer_slack`, two `prctl` calls
+//! by which the driver thread asks the kernel to wake it within a thousandth of a tick instead of the
+//! default 50 µs (never raising its slack; Miri, which has no `prctl` on Linux, skips it), and
+//! `clock::monotonic`, one `clock_gettime(CLOCK_MONOTONIC)` (the clock `Instant` reads) per reading of the
+//! system clock, a fifth of what `Instant::elapsed` costs. Three hold memory the timer gives back after a
+//! spike ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of up to 256 bytes), `entry::os`
+//! (`mmap`, `mremap`, `madvise`, `malloc_trim`: integer arguments and mappings of its own) and
+//! `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own). One shares the timeouts'
+//! tick groups (feature `async`): `sleep::group`, whose group is reached through a pointer and freed by the
+//! last of its three holds (members, the thread's cache, the timer task), decided under the group's lock,
+//! so that a timeout writes no reference count (loom models `sleep::group_*`). Three are the shard core's:
+//! its lock, `shard::lock` (test-and-set, an `UnsafeCell` behind its guard; loom models `shard::*`), and
+//! the room written ahead, `shard::reserve` (a mapping made resident at build, unmapped when dropped) and
+//! `shard::slab::slots::mapped` (a shard's slots in a mapping of their own, into which the reserve's pages
+//! are moved by `mremap`). In all ten, every `unsafe` block and `unsafe impl` carries a `// SAFETY:`
+//! comment saying why it is sound (checked by clippy's `undocumented_unsafe_blocks`, denied in CI), and
+//! every `unsafe fn` (all crate-private, which clippy's `missing_safety_doc` does not see) a `# Safety`
+//! section with its caller's obligations.
 //!
 //! See `docs/design.md` in the repository for the locking rules and what differs from Kafka, and
 //! the examples (`produce_purgatory`, `request_timeouts`, `heartbeat`, `delayed_messages`,
@@ -199,17 +195,15 @@
 
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
-// Twelve modules may use `unsafe`: `entry::inline_task`, `entry::slot_lock`, `entry::task_slab`,
-// `entry::pages`, `entry::os`, `entry::mapped_vec`, `driver::timer_slack`, `clock::monotonic`,
-// `sleep::group`, `shard::lock`, `shard::reserve` and `shard::slab::slots::mapped`
+// Ten modules may use `unsafe`: `entry::inline_task`, `entry::task_slab`, `entry::os`,
+// `entry::mapped_vec`, `driver::timer_slack`, `clock::monotonic`, `sleep::group`, `shard::lock`,
+// `shard::reserve` and `shard::slab::slots::mapped`
 // (see "Unsafe code" above); everything else is safe Rust.
 #![deny(unsafe_code)]
 // In those modules every `unsafe` block and `unsafe impl` carries a `// SAFETY:` comment, every
 // `unsafe fn` a `# Safety` section, and each unsafe operation in an `unsafe fn` a block of its own.
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc, unsafe_op_in_unsafe_fn)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// The arena's rooms the timer does not use, until they go.
-#![allow(dead_code, unused_imports)]
 
 /// Whether the seeded fault `name` is on: `true` only in a loom build with
 /// `--cfg delaywheel_loom_fault="name"` (`scripts/loom.sh --fault NAME`), a constant `false`
@@ -276,15 +270,13 @@ pub use timer::stats::{BucketLoad, LatenessSummary, TimerStats};
 pub use timer::unfired::UnfiredTask;
 pub use timer::Timer;
 
-/// Only in loom builds: the slot lock, for its own loom model (`loom_tests/slot_lock.rs`), the
-/// shard core's lock, pool and assembled core (`loom_tests/shard.rs`, `loom_tests/shard_core.rs`),
-/// and the system clock's reading, which the models of `Timer::drive` move (`loom_tests/drive.rs`).
+/// Only in loom builds: the shard core's lock, pool and assembled core (`loom_tests/shard.rs`,
+/// `loom_tests/shard_core.rs`), and the system clock's reading, which the models of
+/// `Timer::drive` move (`loom_tests/drive.rs`).
 #[cfg(delaywheel_loom)]
 #[doc(hidden)]
 pub mod loom_internals {
-    pub use crate::entry::slot_lock::{SlotGuard, SlotLock, LOCK_BITS};
-
-    /// The shard core (`src/shard/`), which no public type uses yet.
+    /// The shard core (`src/shard/`), under `Timer`.
     pub mod shard {
         pub use crate::shard::lock::{ShardLock, ShardLockGuard};
         pub use crate::shard::pool::{Handle, Pool, Shard, ShardGuard, ShardState};

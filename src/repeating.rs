@@ -18,8 +18,8 @@
 //! on the timer's clock ([`Timer::now`]).
 //!
 //! [`RepeatingHandle::reset_at`] moves the next run's entry under the repetition's lock. A reset
-//! never drops a closure (an entry it cannot re-add because the timer shut down goes to the
-//! shutdown's drain, `timer/reset.rs`), so the closure's drop, which takes that lock, never runs
+//! never drops a closure (it moves the entry within its shard, under the shard's lock; an entry
+//! that ended is not moved), so the closure's drop, which takes that lock, never runs
 //! under it.
 //!
 //! ## Cancellation, exactly once
@@ -223,12 +223,9 @@ struct State {
 impl Ctx {
     /// The repetition ended without a cancel (see `State::ended`).
     fn end(&self) {
-        let current = {
-            let mut state = self.state.lock();
-            state.ended = true;
-            state.current.take()
-        };
-        drop(current);
+        let mut state = self.state.lock();
+        state.ended = true;
+        state.current = None;
     }
 }
 

@@ -9,15 +9,10 @@
 //!
 //! The API is `parking_lot`'s shape (`lock()` returns the guard, no poisoning) in both builds.
 //!
-//! One exception: the arena slots' lock (`entry/slot_lock/`) takes its atomics from here, but picks its
-//! `UnsafeCell` (std's or loom's) and its parking (parking_lot_core, or a loom model of it) itself,
-//! since both need `unsafe`, which this module does not allow.
-//!
 //! What loom imposes on the rest of the crate:
 //!
 //! * loom's `Arc` cannot be a method receiver (`self: &Arc<Self>` needs std's `Arc`), so a function
-//!   that needs the `Arc` of its own value must take it as `this: &Arc<Self>` (none does since
-//!   entries name their bucket by key instead of holding its `Arc`);
+//!   that needs the `Arc` of its own value must take it as `this: &Arc<Self>`;
 //! * the thread-local that marks a thread as advancing a timer is declared with this module's
 //!   [`thread_local!`]: model threads may share one OS thread, so a std thread-local would leak one
 //!   model thread's mark into another;
@@ -311,27 +306,23 @@ fn find_or_leak<T: std::any::Any + Default + Send + Sync>(values: &mut TypeStati
     value
 }
 
-// **Unmodelled** primitives: the same in both builds, invisible to loom. Only for the entry arena's
-// free lists, fresh-index counter and page directory (`entry/arena.rs`, `entry/pages.rs`), and for
-// the thread a timer's advance runs on (`timer/advancing.rs`: each thread reads there only whether
-// it wrote its own number, which orders nothing across threads), and a bucket's spread over its
-// lanes (`wheel/bucket/lanes.rs`: it only picks which created lane an add takes, and under loom it
-// never changes). Slot indices do travel through
-// them, from the thread that released a slot to the one that reuses it, but the state of every slot
-// is ordered by the slot's own lock, which is modelled; so the models need not explore the lists.
-// The rule that makes hiding them sound: **no loom operation inside an unmodelled lock or once-cell
-// initialiser** (loom would switch threads while a real lock is held, and block forever). A page is
-// created outside the free lists' locks (`FreeLists::take`) and outside the directory's lock, where
-// it writes the modelled flag `entry/pages.rs` keeps under loom; under them it only runs
-// `SlotLock::new`, which is not a loom branch point.
+// **Unmodelled** primitives: the same in both builds, invisible to loom. Only for the task slab's
+// free lists, thread caches and page source (`entry/task_slab.rs`, `entry/free_lists.rs`,
+// `entry/thread_cache.rs`, `entry/os.rs`), the stamp counter (`entry/stamps.rs`: one
+// read-modify-write makes each stamp unique, and a stamp orders nothing but entries, whose moves
+// their shard's lock orders), a seeded fault's stand-in lock (`shard/faults.rs`), and the thread a
+// timer's advance runs on (`timer/advancing.rs`: each thread reads
+// there only whether it wrote its own number, which orders nothing across threads). Blocks do
+// travel through the free lists, from the thread that freed one to the one that reuses it, but a
+// block is reached only through its entry's payload, whose moves its shard's lock orders, which is
+// modelled; so the models need not explore the lists. The rule that makes hiding them sound: **no
+// loom operation inside an unmodelled lock** (loom would switch threads while a real lock is held,
+// and block forever).
 pub(crate) use parking_lot::Mutex as UnmodelledMutex;
 pub(crate) use parking_lot::MutexGuard as UnmodelledMutexGuard;
-pub(crate) use std::sync::atomic::AtomicPtr as UnmodelledAtomicPtr;
 pub(crate) use std::sync::atomic::AtomicU64 as UnmodelledAtomicU64;
-pub(crate) use std::sync::atomic::AtomicU8 as UnmodelledAtomicU8;
-pub(crate) use std::sync::OnceLock as UnmodelledOnceLock;
 
-/// How many stripes a per-thread structure gets (the striped counts, the arena's free lists),
+/// How many stripes a per-thread structure gets (the striped counts, the task slab's free lists),
 /// indexed by [`thread_index`] modulo this: enough that the threads of a busy process rarely share
 /// one, few enough that summing them stays cheap. Under loom, two (models stay small).
 pub(crate) fn stripe_count() -> usize {

@@ -77,7 +77,9 @@ fn scheduler(timer: &Timer, tally: &Arc<Tally>, first: usize) {
         // A short-lived thread schedules too, and exits with what its caches hold.
         let extra = first + ROUNDS * PER_ROUND + round;
         thread::scope(|s| {
-            s.spawn(|| drop(schedule(timer, tally, extra)));
+            s.spawn(|| {
+                let _ = schedule(timer, tally, extra);
+            });
         });
         thread::sleep(Duration::from_millis(3));
         stale.retain(|(id, _)| id % 5 == 0);

@@ -30,13 +30,13 @@ fn spike(big: bool, tasks: usize) -> (usize, usize, usize) {
         let runs = Arc::clone(&runs);
         if big {
             let words = [1u64; 6];
-            drop(timer.schedule(Duration::from_millis(5), move || {
+            let _ = timer.schedule(Duration::from_millis(5), move || {
                 runs.fetch_add(words[5], Ordering::Relaxed);
-            }));
+            });
         } else {
-            drop(timer.schedule(Duration::from_millis(5), move || {
+            let _ = timer.schedule(Duration::from_millis(5), move || {
                 runs.fetch_add(1, Ordering::Relaxed);
-            }));
+            });
         }
     }
     let peak = rss();

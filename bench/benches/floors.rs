@@ -51,7 +51,7 @@ fn primitives(c: &mut Criterion) {
             manual,
             |timer| {
                 for i in 0..BATCH {
-                    drop(black_box(timer.schedule(delay(i), || {})));
+                    let _ = black_box(timer.schedule(delay(i), || {}));
                 }
                 timer
             },
@@ -63,7 +63,7 @@ fn primitives(c: &mut Criterion) {
             system,
             |timer| {
                 for i in 0..BATCH {
-                    drop(black_box(timer.schedule(delay(i), || {})));
+                    let _ = black_box(timer.schedule(delay(i), || {}));
                 }
                 timer
             },

@@ -122,7 +122,7 @@ fn dropped(n: u64, keep: &str, bytes: u64) {
     drop(spike);
     let kept: Box<dyn std::any::Any> = match keep {
         "Sleep" => {
-            drop(handle);
+            let _ = handle; // not kept
             Box::new(sleep)
         }
         _ => {

@@ -59,7 +59,7 @@ fn run<const W: usize>(timer: &Timer, clock: &ManualClock, n: u64, mode: &str) {
         return;
     }
     for i in 0..n {
-        drop(timer.schedule(Duration::from_millis(splitmix(&mut state) % 1_000), task::<W>(i)));
+        let _ = timer.schedule(Duration::from_millis(splitmix(&mut state) % 1_000), task::<W>(i));
     }
     while !timer.is_empty() {
         clock.advance(Duration::from_millis(1));

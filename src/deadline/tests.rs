@@ -66,8 +66,8 @@ fn exact_words_read_back_rank_and_order_below_far_ones() {
     assert_eq!(Fractions::new((1 << 41) + 1), None);
 }
 
-/// A reset writes a deadline in place only if its word is no earlier (`entry/retarget.rs`),
-/// which must also mean its tick is no earlier: so for every pair of kinds (exact, `P`, far).
+/// A word no earlier must mean a tick no earlier, for every pair of kinds (exact, `P`, far): the
+/// wheel places by the tick what the batch orders by the word.
 #[test]
 fn a_word_no_earlier_is_of_a_tick_no_earlier() {
     for tick_nanos in [1_000u64, 1_000_000, 1 << 41] {

@@ -41,12 +41,12 @@
 //! [`offer`](DelayQueue::offer) (a schedule) and [`offer_within`](DelayQueue::offer_within) (the advance's
 //! re-queues and cascades) are popped in the round: the bucket a schedule queues may also hold older entries
 //! due now (a cascade may have filed one there after the schedule lowered its expiration), and the visit
-//! takes only those, by their stamps (`timer/advance.rs`). So one advance does bounded work, even under a
+//! takes only those, by their stamps (`shard/core.rs`, "Rounds"). So one advance does bounded work, even under a
 //! chain of zero delays that would otherwise never let it return.
 //!
 //! A popped entry may be stale: a lowering of its bucket's expiration queued the bucket again at an
-//! earlier tick, and a visit since has moved the expiration on. The bucket's visit recognises it
-//! (the bucket is not due at the cursor) and does nothing (`wheel/bucket/`).
+//! earlier tick, and a flush since has moved the expiration on. The flush recognises it (the
+//! bucket's round is not the one offered) and does nothing (`shard/wheel/`).
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;

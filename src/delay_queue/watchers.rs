@@ -25,9 +25,9 @@
 //! finds the head due takes its own waker out, so that the advance it is about to run (whose
 //! re-queues may lower the head) does not wake it for nothing.
 //!
-//! The wakers are woken outside the queue's lock, but the thread that lowers the head may hold
-//! a bucket's lane lock (a schedule queues its bucket under it): a waker must not poll the future
-//! in place or block, which no runtime's waker does.
+//! The wakers are woken outside the queue's lock, but the thread that lowers the head may be
+//! inside a timer's call (a schedule offers its bucket): a waker must not poll the future in place
+//! or block, which no runtime's waker does.
 
 use std::task::Waker;
 

@@ -44,19 +44,15 @@
 //! fires inside its driver (tokio's, as a worker parks, holding the driver; smol's, holding its
 //! reactor's lock), where user code that blocks holds up the whole runtime's I/O and timers, and
 //! some calls cannot be made at all: tokio's `block_in_place` aborts the process there, smol's
-//! `block_on` waits for the reactor its own thread holds. A due closure is set aside as an entry
-//! stamped after the advance began is (re-added once the round is over, due at once), and the
-//! drive future's poll, woken right after, runs it (loom models
-//! `drive::sleep_waker_leaves_a_closure_racing_its_cancel`, fault `drive_waker_runs_closures`, and
-//! `..._racing_its_reset`). The pass that sorts them out comes after the batch is sorted, which
-//! may add the closures of the tick under way due by a deadline passed within it: re-added, those
-//! wait in the next tick's bucket, so the advance carries the limit it took them by to the next
-//! advance, and queues a bucket at the cursor so that the head is due: the next poll then takes
-//! them by that limit and runs them at once, in deadline then scheduling order
-//! (`timer/drive_waker.rs`, which has the protocol; loom models
-//! `drive::closures_taken_beside_a_passed_deadline_racing_*`, faults `drive_waker_drops_limit`,
-//! `drive_limit_queued_once`). The pass costs that advance one more slot lock per entry (the
-//! slots prefetched ahead, as the fire loop does).
+//! `block_on` waits for the reactor its own thread holds. A due closure is put back, pending, for
+//! the next round (under its shard's lock, by its payload's kind), and the drive future's poll,
+//! woken right after, runs it (loom models `drive::sleep_waker_leaves_a_closure_racing_its_cancel`
+//! and `..._racing_its_reset`). A closure taken beside a deadline passed within the tick under way
+//! goes back into the next tick's bucket, so the advance carries the latest such deadline to the
+//! next advance, and offers the queue an item due at once: the next poll then takes them by that
+//! deadline and runs them at once, in deadline then scheduling order (`timer/on_core/advance.rs`,
+//! "The drive waker's advance", which has the protocol; loom models
+//! `drive::closures_taken_beside_a_passed_deadline_racing_*`).
 //!
 //! The hand-shake: each poll stores the drive future's waker in the tick waker (under its lock,
 //! replacing it unless it wakes the same task) **before** it polls the sleep, so a firing after

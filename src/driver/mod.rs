@@ -14,16 +14,16 @@
 //! ## Executor
 //!
 //! With `TaskExecution::Threads(n)`, `advance` sends due entries down a channel to `n` threads. An
-//! entry is claimed (`Pending → Fired`) on the executor thread just before it runs, so a `cancel()`
+//! entry is claimed (taken out of its shard) on the executor thread just before it runs, so a `cancel()`
 //! that arrives while it waits in the channel still wins. Closing drops the sender: on `shutdown()`
 //! the threads run what is already queued (it was due) and are joined, under the lock of their
 //! handles, so that concurrent shutdowns all wait for them (a shutdown from a timer's thread joins
 //! nothing and never takes that lock: the joiner may be waiting for that very thread); on drop they
-//! are not joined (drop must not wait for slow tasks): the drop's drain scans the arena and claims
-//! every entry still pending, those in the channel or just taken from it included (`timer/advance.rs`,
-//! `drain_detached`), so their closures are dropped before the drop returns, and no task starts
-//! after it but one an executor had already claimed (it may be just starting, as `shutdown_timeout`
-//! says). The threads then only release what they take; the discard flag spares them the claims.
+//! are not joined (drop must not wait for slow tasks): the drop's drain takes every entry still
+//! pending out of every shard, those held for a job in the channel included (`timer/on_core/stop.rs`),
+//! so their closures are dropped before the drop returns, and no task starts after it but one an
+//! executor had already claimed (it may be just starting, as `shutdown_timeout` says); a claim
+//! after the drain finds nothing.
 //!
 //! ## Drive future
 //!

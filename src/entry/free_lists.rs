@@ -269,7 +269,7 @@ impl<T: Copy> FreeLists<T> {
     /// held (in the order [`reclaim`](FreeLists::reclaim) takes them), so that nothing moves
     /// between the lists and whatever `f` also reads (the count of a thread cache's indices,
     /// which a cache updates under a stripe's lock: [`put_all_then`](FreeLists::put_all_then)).
-    #[cfg(any(debug_assertions, test))]
+    #[cfg(test)]
     pub(crate) fn listed_with<R>(&self, f: impl FnOnce(Vec<T>) -> R) -> R {
         let stripes: Vec<_> = self.stripes.iter().map(|stripe| stripe.0.lock()).collect();
         let pool = self.pool.lock();

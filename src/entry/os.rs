@@ -1,18 +1,11 @@
-//! What the arena and the task slab take from the operating system: pages of memory that a shrink
-//! can give back ([`PageSource`]), mappings of their own for the free lists' pool ([`map`],
+//! What the task slab and the shard core take from the operating system: pages of memory that a
+//! shrink can give back ([`PageSource`]), mappings of their own for the free lists' pool ([`map`],
 //! [`remap`], [`unmap`]: `mapped_vec.rs`; and [`populate`], `move_to`: the shard core's reserve
-//! of room written ahead and its slabs, `shard/reserve.rs`), and two system calls of the shrink (Linux; elsewhere
-//! neither exists and both say so):
-//!
-//! * [`heavy_barrier`]: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full memory fence on
-//!   every CPU running a thread of this process, which lets the readers' pins (`readers.rs`) do
-//!   with a compiler fence. Registered once per process (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`,
-//!   Linux 4.14) on first use.
-//! * [`trim_heap`]: glibc's `malloc_trim(0)`, which gives the free pages inside the allocator's
-//!   arenas back to the kernel: what else a spike grew and its end freed (the wheel's bucket
-//!   lists) sits among other allocations, where a plain `free` keeps it resident.
-//!
-//! Both take integer arguments only and touch no memory of the caller's. And [`shrink_buffer`]
+//! of room written ahead and its slabs, `shard/reserve.rs`), and a system call of the shrink:
+//! [`trim_heap`], glibc's `malloc_trim(0)` (elsewhere nothing), which gives the free pages inside
+//! the allocator's arenas back to the kernel: what else a spike grew and its end freed sits among
+//! other allocations, where a plain `free` keeps it resident. It takes an integer argument only
+//! and touches no memory of the caller's. And [`shrink_buffer`]
 //! cuts a vector's capacity back after a burst, discarding the pages cut off first
 //! (`madvise(MADV_DONTNEED)` on the vector's own spare capacity): the advance's scratch vectors
 //! and a fired batch's list of freed blocks, which glibc would otherwise keep resident at the top
@@ -347,24 +340,6 @@ mod imp {
         })
     }
 
-    const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-    const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
-
-    fn membarrier(cmd: libc::c_long) -> bool {
-        // SAFETY: `membarrier(cmd, flags = 0)` takes two integers and reads or writes no memory of
-        // ours; an unknown command or an old kernel returns -1 (ENOSYS, EINVAL, EPERM).
-        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) == 0 }
-    }
-
-    pub(crate) fn heavy_barrier_available() -> bool {
-        static REGISTERED: OnceLock<bool> = OnceLock::new();
-        *REGISTERED.get_or_init(|| membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
-    }
-
-    pub(crate) fn heavy_barrier() -> bool {
-        heavy_barrier_available() && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
-    }
-
     pub(crate) fn trim_heap() {
         #[cfg(target_env = "gnu")]
         // SAFETY: `malloc_trim(pad)` takes an integer; it only walks and trims glibc's own arenas,
@@ -426,24 +401,8 @@ mod imp {
         super::OS_PAGE
     }
 
-    pub(crate) fn heavy_barrier_available() -> bool {
-        false
-    }
-
-    pub(crate) fn heavy_barrier() -> bool {
-        false
-    }
-
     pub(crate) fn trim_heap() {}
 }
-
-/// Whether [`heavy_barrier`] works in this process (registering it on the first call).
-#[cfg(not(delaywheel_loom))]
-pub(crate) use imp::heavy_barrier_available;
-
-/// A full fence on every CPU running a thread of this process; `false` if there is none.
-#[cfg(not(delaywheel_loom))]
-pub(crate) use imp::heavy_barrier;
 
 /// Gives the allocator's free pages back to the kernel, where it can.
 #[cfg(not(delaywheel_loom))]

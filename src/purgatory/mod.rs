@@ -439,8 +439,8 @@ where
             return;
         }
         // The timeout is this very task, which the timer already claimed (and uncounted): nothing
-        // to disarm.
-        drop(operation.decide(&mut state, Phase::Expired));
+        // to disarm, and its handle (no reference count) needs no drop.
+        operation.decide(&mut state, Phase::Expired);
         drop(state);
         self.expired.fetch_add(1, Ordering::Relaxed);
         self.unwatch_all(operation);
@@ -469,10 +469,8 @@ where
 
 impl<K, T: ?Sized> Drop for Purgatory<K, T> {
     /// Releases the watcher lists' operations before the timer's drop (the field, next) drains
-    /// the timeouts' closures, which hold the other reference to each pending operation: the
-    /// operations' timer handles are then gone when the timer's stop looks for handles that
-    /// outlive it, and it skips giving its arena's pages back one by one (`timer/shrink.rs`,
-    /// "After a shutdown"): the arena is freed whole, with the timer.
+    /// the timeouts' closures, which hold the other reference to each pending operation: each
+    /// operation is then dropped once, by whichever of the two goes last.
     fn drop(&mut self) {
         self.inner.watchers.clear();
     }

@@ -7,11 +7,11 @@
 //! counts **out** on its own thread's, and a shutdown of the queue's timer counts out at once the
 //! pending values its drains claimed (`timer/shutdown.rs`). The premise of the read order holds: a
 //! value's count-in happens-before its count-out (the insert counts in before it schedules the
-//! entry; whoever counts the value out got it through the entry's slot lock or the ready list's
+//! entry; whoever counts the value out got it through its shard's lock or the ready list's
 //! locks). A shutdown may count out values another shutdown's drain claimed (their count is a
-//! `Relaxed` counter), but its own drain first locked every bucket's lanes, each after any insert
-//! that had put an entry there (one that locked a lane after the drain found the timer shut down
-//! and was refused), so those values' count-ins happen-before its count-out too. So a read never
+//! `Relaxed` counter), but its own drain first locked every shard, each after any insert that had
+//! put an entry there (one that locked a shard after the drain closed it was refused), so those
+//! values' count-ins happen-before its count-out too. So a read never
 //! under-counts a value pending (or expired and not taken) throughout it, never wraps below zero,
 //! and is exact when no call is in flight.
 //!

@@ -1,6 +1,6 @@
 //! A count of things **in** minus things **out**, **striped** per thread, and the order in which
-//! it is read. The timer's pending count behind `Timer::len()` (`timer/counters.rs`) and the delay
-//! queue's (`queue/len.rs`) are both this.
+//! it is read. The count of the tick groups' members behind `Timer::len()` (`timer/on_core/groups.rs`)
+//! and the delay queue's (`queue/len.rs`) are both this.
 //!
 //! ## Stripes
 //!
@@ -34,8 +34,7 @@
 //! * **The wrong order fails.** Loading the ins first, a read can miss the count-in of a thing
 //!   counted in during the read and then see its count-out: one less than the truth, which wraps
 //!   below zero when nothing else is in. `Relaxed` loads of the outs fail the same way: nothing
-//!   makes the later loads of the ins see the count-in. A loom model catches both on the timer's
-//!   count (`timer/counters.rs` names it and its seeded faults).
+//!   makes the later loads of the ins see the count-in.
 //! * **Exact when quiet.** With no count in flight, every count has happened-before the read
 //!   (threads joined, or synchronised through the data they passed), so the sums are exact.
 //!
@@ -71,11 +70,6 @@ impl<T> Striped<T> {
     #[inline]
     pub(crate) fn local(&self) -> &T {
         &self.stripes[thread_index() & self.mask]
-    }
-
-    /// Whether `test` holds for a stripe.
-    pub(crate) fn any(&self, test: impl FnMut(&T) -> bool) -> bool {
-        self.stripes.iter().any(test)
     }
 
     /// Σ`counter` over the stripes, each loaded with `order`.
@@ -134,7 +128,8 @@ impl<const OUTS: usize> InOut<OUTS> {
 
     /// Undoes a [`count_in`](InOut::count_in) of a thing no one could count out, on the same
     /// stripe and thread: a read sees both or the first alone (a transient over-count, never an
-    /// under-count).
+    /// under-count). (The tick groups' members, feature `async`.)
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
     pub(crate) fn uncount_in(&self) {
         self.ins.fetch_sub(1, Ordering::Relaxed);
     }

@@ -80,7 +80,7 @@ impl LiveTimer {
     }
 
     /// Schedules a tick group's `task` at `due` (read at `now`), **uncounted** (module docs).
-    /// Refused only by a shutdown (or a full arena); `task` is then dropped here.
+    /// Refused only by a shutdown (or a full timer: `MAX_CAPACITY`); `task` is then dropped here.
     #[inline]
     pub(crate) fn schedule_group<F>(
         &self,

@@ -66,7 +66,7 @@ use unfired::UnfiredTask;
 
 #[cfg(feature = "async")]
 pub(crate) use handle::LentHandle;
-pub(crate) use on_core::{BucketQueue, ExecutorJob, ExecutorRoom, Shared};
+pub(crate) use on_core::{ExecutorJob, ExecutorRoom, Shared};
 pub(crate) use time::{Time, When};
 pub(crate) use weak::{LiveTimer, WeakTimer};
 
@@ -287,15 +287,16 @@ impl Timer {
 
     /// A snapshot of the timer's counters (monotonic totals since it started), gauges (pending
     /// tasks, queued buckets, levels, tasks per level, the fullest bucket) and firing-lateness
-    /// summary. The per-level counts and the fullest bucket are found by walking every bucket
-    /// created (each lane's lock taken briefly): O(buckets created + chunk cells), paid here and
-    /// never on the schedule, cancel or fire paths.
+    /// summary. Each shard's wheel is read under its lock in turn: the per-level counts are kept
+    /// as entries move, the fullest bucket is found by walking the buckets created in the levels
+    /// holding entries, O(shards + those buckets), paid here and never on the schedule, cancel or
+    /// fire paths.
     ///
     /// The fields are read one after the other without stopping the timer, so under concurrent use
     /// they need not add up exactly (e.g. `scheduled` may already count a task that `pending` does
-    /// not yet). On the driver, `fired` is counted per batch (one flushed bucket) and `lateness`
-    /// written when a run of values in one histogram bin ends, or the batch: a task sees its own
-    /// batch counted only after the batch.
+    /// not yet). `fired` counts each task as it is claimed, just before it runs; on the driver,
+    /// `lateness` is written when a run of values in one histogram bin ends, or the batch: a task
+    /// sees its own batch's lateness only after the batch.
     pub fn stats(&self) -> TimerStats {
         self.shared().stats()
     }

@@ -15,9 +15,8 @@
 //! upgrade and its drop), one cache line for all of them: with 2 tokio workers and 64 tasks the
 //! pending-once timeout took 280–297 ns with it and 121–155 ns without, in alternating runs of
 //! `cargo bench -p delaywheel-bench --bench async_timeout -- timeout_pending_once`. What this gives
-//! up: a future kept after its timer was dropped keeps the timer's shared state (its arena, whose
-//! emptied pages the drop gives back, and its wheel) until the future is dropped, as a
-//! [`TimerHandle`](crate::TimerHandle) does; the timer itself stops when it is dropped (the drop
+//! up: a future kept after its timer was dropped keeps the timer's shared state (its shards, whose
+//! emptied slots the drop gives back, and their wheels) until the future is dropped; the timer itself stops when it is dropped (the drop
 //! shuts it down: the driver exits, every unstarted task is dropped), so no task runs and nothing
 //! is scheduled after it, and a future that then needs its timer finds it shut down. A repeating
 //! task's way back stays weak (`repeating.rs`): its closure lives in the timer's own entries, where
@@ -94,14 +93,6 @@ impl Timer {
         });
         // (`count` is a power of two.)
         Arc::clone(&refs[thread_index() & (refs.len() - 1)])
-    }
-}
-
-impl TimerRefs {
-    /// Whether a future holds one of these references: it keeps the timer's shared state alive
-    /// after the timer (`shrink.rs`, the stop's).
-    pub(crate) fn lent(&self) -> bool {
-        self.0.get().is_some_and(|refs| refs.iter().any(|r| Arc::strong_count(r) > 1))
     }
 }
 

@@ -1,9 +1,9 @@
 //! Stopping a timer: [`Timer::shutdown`], [`Timer::shutdown_timeout`], and the drop's stop (the
-//! protocol is in the parent module's docs, "shutdown"; the drains are in `advance.rs`).
+//! protocol is in the parent module's docs, "shutdown"; the drain is `on_core/stop.rs`'s).
 //!
-//! **Closures whose `Drop` calls back into the timer.** A drain holds `advance_lock` (or runs
-//! inside an advance that holds it), and no closure's `Drop` that runs during it can wait for that
-//! lock or for anything the drain holds:
+//! **Closures whose `Drop` calls back into the timer.** The drain takes each shard's entries out
+//! under the shard's lock and drops or hands back their closures after the unlock, so no closure's
+//! `Drop` that runs during a stop waits for a lock the drain holds:
 //!
 //! * [`shutdown`](Timer::shutdown) and [`shutdown_timeout`](Timer::shutdown_timeout) drop no
 //!   closure: they hand every unfired one back, and the caller drops them after the call, outside
@@ -11,11 +11,10 @@
 //!   holds `advance_lock`), they may call `advance_clock` (returns `false`: this thread is
 //!   advancing), `shutdown` (returns an empty list at once), `schedule` (refused), a handle's
 //!   `cancel`, `stats` or `shrink`: none takes `advance_lock`.
-//! * The drop's drain drops the closures itself, under `advance_lock`, but no `Timer` is left to
-//!   call then: the timer is being dropped, so what a closure can still reach is a handle or a
-//!   future of it (`cancel`, `reset`, `deadline`; a `Sleep`'s `reset` or drop), which takes lane
-//!   and slot locks only, none of them held while a closure drops (the flush has released its
-//!   bucket's lanes, the claim its slot).
+//! * The drop's drain drops the closures itself, but no `Timer` is left to call then: the timer
+//!   is being dropped, so what a closure can still reach is a handle or a future of it (`cancel`,
+//!   `reset`, `deadline`; a `Sleep`'s `reset` or drop), which takes its shard's lock only, never
+//!   held while a closure drops.
 //!
 //! (`tests/drain_drops_call_back.rs`, with a watchdog for each way.)
 

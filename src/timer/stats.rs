@@ -35,8 +35,6 @@ use hdrhistogram::Histogram;
 use crate::clock::TickLength;
 use crate::sync::Mutex;
 
-use super::Shared;
-
 /// Significant decimal digits kept by the histogram: quantiles within 1 %.
 const SIGNIFICANT_DIGITS: u8 = 2;
 

@@ -1,24 +1,25 @@
 //! Values as timer entries: the timer's side of the delay queue of values (`queue/`).
 //!
-//! A value is held by its timer entry itself, in the entry's task storage (a value task:
+//! A value is held by its timer entry itself, in the entry's payload (a value task:
 //! `entry/inline_task/value.rs`, inline up to 16 bytes with its exact deadline, in a block of the
-//! task slab up to 256), and named by the entry's ticket ([`ValueTicket`]: slot index and
-//! generation). Every operation is the timer's own, on that entry:
+//! task slab up to 256), and named by the entry's core handle ([`ValueTicket`]: shard, slot and
+//! stamp). Every operation is the timer's own, on that entry, under its shard's lock
+//! (`on_core/values.rs` has each):
 //!
-//! * **insert** ([`Timer::insert_value`]): a schedule ([`Shared::insert_new`](super::Shared::insert_new)), with one reading of
-//!   the clock; the value's exact deadline (nanoseconds from the clock's base, signed) goes into the
-//!   task beside it.
-//! * **remove** ([`Timer::remove_value`]): a cancel (`cancel.rs`) that hands the task back, and
-//!   the value out of it. The cancel's claim checks the key's generation under the slot lock, so
-//!   a key of an expired or removed value takes nothing, also from a later value in its slot.
-//! * **reset** ([`Timer::reset_value`]): the timer's reset (`reset.rs`), whose retarget writes the
-//!   new exact deadline into the task in the same critical section as the wheel's deadline.
-//! * **deadline** ([`Timer::value_deadline`]): the exact deadline, read under the slot lock.
-//! * **expiry**: the firing claims the entry as it claims any (`fire.rs`), but does not run it: the
-//!   claimed value tasks of a batch are handed, after the batch, in its order (deadline order, ties
-//!   in insertion order), to the timer's [`ValueSink`] in one call (the queue takes its ready list's
-//!   lock once per batch). With executor threads, the driver claims the batch's value entries itself
-//!   before handing the rest to the executors. The sink never blocks (its list is unbounded).
+//! * **insert** ([`Timer::insert_value`]): a schedule, with one reading of the clock; the value's
+//!   exact deadline (nanoseconds from the clock's base, signed) goes into the payload beside it.
+//! * **remove** ([`Timer::remove_value`]): the core's cancel, which hands the payload back, and
+//!   the value out of it. The cancel checks the handle's stamp under the shard's lock, so a key of
+//!   an expired or removed value takes nothing, also from a later value in its slot.
+//! * **reset** ([`Timer::reset_value`]): the core's reset, which moves the entry and writes the
+//!   new exact deadline into the payload in one critical section of its shard.
+//! * **deadline** ([`Timer::value_deadline`]): the exact deadline, read under the shard's lock.
+//! * **expiry**: the advance claims each value entry of its batch as it claims any, but does not
+//!   run it: the claimed values of a batch are handed, after the batch, in its order (deadline
+//!   order, ties in insertion order), to the timer's [`ValueSink`] in one call (the queue takes its
+//!   ready list's lock once per batch). With executor threads, the driver claims the batch's value
+//!   entries itself before handing the rest to the executors. The sink never blocks (its list is
+//!   unbounded).
 //!
 //! **Far deadlines.** The exact deadline beside a value is an `i64` of nanoseconds from the
 //! clock's base, 292 years either way, while the timer's clock reaches 584 years (and a long tick
@@ -27,27 +28,24 @@
 //! closure's far deadline reads back (`deadline.rs`). An instant more than 292 years before the
 //! base (a deadline long passed, due at once) reads back as base − 292 years.
 //!
-//! **Exactly once.** A value leaves its entry only with the task, and the task only through the
-//! entry's one `Pending → _` claim under its slot lock: to the firing (and then to the sink), to a
-//! remove's cancel (and then to its caller), or to a shutdown (which drops it, or hands it back
-//! inside an `UnfiredTask` whose run drops it; the drain counts the values it claims, and the
-//! shutdown hands that count to the sink's `closed`, which counts them out of the queue's `len`). A
-//! reset never claims. So `remove` racing expiry gives the value to exactly one side, with no
-//! protocol of the queue's own (loom model `queue::remove_racing_expiry_then_reuse`).
+//! **Exactly once.** A value leaves its entry only with the payload, and the payload only through
+//! the one take of the entry under its shard's lock: by the advance's claim (and then to the sink),
+//! by a remove's cancel (and then to its caller), or by a shutdown's drain (which drops it, or
+//! hands it back inside an `UnfiredTask` whose run drops it; the drain counts the values it takes,
+//! and the shutdown hands that count to the sink's `closed`, which counts them out of the queue's
+//! `len`). A reset never takes. So `remove` racing expiry gives the value to exactly one side, with
+//! no protocol of the queue's own (loom model `queue::remove_racing_expiry_then_reuse`).
 //!
-//! **Clear** ([`Timer::clear_values`]): a scan of every slot the arena has handed out claims each
-//! pending value entry as a cancel does (`Pending → Cancelled` under its slot lock,
-//! `entry::cancel_value_at`), wherever it is held, and takes it out of the bucket lane it is in as a
-//! cancel that found its entry elsewhere does (`cancel.rs`, `leave_bucket`); an entry in transit is
-//! released by its holder. Only value entries: a timer has one sink, so they are all its queue's.
-//! The scan holds `advance_lock` (unless called from a timer's thread, which must not wait for an
-//! advance), so that an advance cannot claim a value before the scan reaches its slot and hand it
-//! over after the queue emptied its ready list (loom models `queue_clear::*`). A shutdown that
-//! finds the lock held by a clear leaves the closing of the queue's consumers to the clear, as
-//! to an advance (`shutdown.rs`, `released_advance_lock`).
+//! **Clear** ([`Timer::clear_values`]): every shard, under its lock in turn, takes each pending
+//! value entry out in place, held ones too, counted out as cancelled. Only value entries: a timer
+//! has one sink, so they are all its queue's. The clear holds `advance_lock` (unless called from a
+//! timer's thread, which must not wait for an advance), so that an advance cannot claim a value
+//! before the clear reaches its shard and hand it over after the queue emptied its ready list (loom
+//! models `queue_clear::*`). A shutdown that finds the lock held by a clear leaves the closing of
+//! the queue's consumers to the clear, as to an advance (`shutdown.rs`, `released_advance_lock`).
 //!
 //! Locks: none beyond the timer's. The sink is called by the thread that advances the timer with
-//! no wheel, bucket or entry lock held, as a task runs; it takes only its own lock.
+//! no shard's lock held, as a task runs; it takes only its own lock.
 
 use std::time::Instant;
 
@@ -169,8 +167,8 @@ impl Timer {
     /// the lock, and goes on without it if it is held. Either way each value goes to exactly one
     /// claim, the firing's, a remove's or this one (module docs, "Exactly once").
     ///
-    /// Cost: one pinned lock of every slot the arena has handed out, and a bucket lane lock per
-    /// value it claims. The values are dropped after the lock is released, each drop caught.
+    /// Cost: one lock of each shard, held while it walks the slots the shard wrote. The values
+    /// are dropped after the lock is released, each drop caught.
     pub(crate) fn clear_values<R>(&self, then: impl FnOnce(usize) -> R) -> R {
         self.shared().clear_values(then)
     }

@@ -24,36 +24,15 @@
 //! the deadline falls in the round (stage `j` holds the `j`-th quarter), and a stage may be
 //! cascaded *before* its round starts: as soon as every deadline in it fits the next finer level's
 //! window, at [`StagePlan::opens`], which for stage `j` of a round starting at `e` with `t`-tick
-//! slots is `e - t + (j + 1)·t/4`, up to three quarters of a rotation early. A stage that holds only a few
-//! entries waits for its round, as in Kafka (so a lightly loaded timer cascades exactly when Kafka's
-//! would); a big one is visited from `opens` on, in chunks, one per tick, while its range (`due`) is
-//! still ahead of the cursor, so firing due buckets never waits behind a cascade. See `bucket/` for
-//! the visit.
+//! slots is `e - t + (j + 1)·t/4`, up to three quarters of a rotation early. A bucket that holds
+//! only a few entries waits for its round, as in Kafka (so a lightly loaded timer cascades exactly
+//! when Kafka's would); a big one is split into its stages, each visited from `opens` on, in
+//! chunks, one per tick, while its range (`due`) is still ahead of the wheel's time, so firing due
+//! buckets never waits behind a cascade (`shard/wheel/split.rs` has the split and the visits).
 //!
 //! Worked example, wheel 512, tick 1 ms, base 0, deadline 700: level 1 (512-tick slots), slot 1,
 //! round 512, stage `(700 - 512) / 128 = 1` (ticks 640..767), open from `512 - 512 + 2·128 = 256`:
 //! at base 256 the level-0 window is `[256, 768)`, which holds the whole stage.
-//!
-//! Why four: the stages of a bucket are arrays inline in it, and every stage is one more list tail
-//! a schedule may touch. Sixteen cost W1 about 40 ns per insert (tails spill out of the L1 cache),
-//! four about 15; chunking, not the stage count, is what bounds a tick's work.
-//!
-//! ## Level 0 by quarters
-//!
-//! A level-0 bucket holds one tick, all due at once, and its stages are the quarters of that tick
-//! ([`Deadline::quarter`], from the deadline's rank): the visit takes only the lowest quarter that
-//! holds entries and queues the bucket again at the cursor for the rest, and the advance fires each
-//! quarter before taking the next (`timer/advance.rs`). A tick of a thousand tasks then starts
-//! firing after a quarter of its visit (each slot a cache miss and a lock), not all of it: the
-//! tasks of the first quarter, the ones the rounding up made latest, wait least (SPEC W4 p99,
-//! docs/benchmarks.md). Only a level-0 visit fires: a coarser bucket whose round starts at the
-//! tick re-adds its entries due there into the quarters, and a reset within the tick to another
-//! quarter moves the entry (`entry/retarget.rs`), so the tick still fires in deadline order. A
-//! bucket holding overdue ticks too goes out whole. Cost: a level-0 lane keeps four lists' buffers.
-//!
-
-use crate::deadline::Deadline;
-use crate::entry::location::MAX_STAGES;
 
 /// Where a deadline belongs relative to a base tick.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,24 +61,12 @@ pub(crate) struct StagePlan {
 }
 
 impl StagePlan {
-    /// The stage of `deadline` in its level-0 bucket: the quarter of the tick it falls in (see
-    /// "Level 0 by quarters"), opened, and due, at its round (its tick).
-    pub(crate) fn level0(deadline: Deadline) -> StagePlan {
-        let round = deadline.tick();
-        StagePlan { index: deadline.quarter(), round, opens: round, due: round }
-    }
-
-    /// The first stage of a level-0 bucket whose round starts at `round` (where the placement
-    /// arithmetic, which knows only ticks, files it; the wheel refines it by [`level0`]).
-    ///
-    /// [`level0`]: StagePlan::level0
+    /// The one stage of a level-0 bucket whose round starts at `round`, opened, and due, at its
+    /// round (its tick): a level-0 bucket is never split.
     pub(crate) fn level0_first(round: u64) -> StagePlan {
         StagePlan { index: 0, round, opens: round, due: round }
     }
 }
-
-// A level-0 bucket's stages are the quarters of its tick.
-const _: () = assert!(STAGES as usize == crate::deadline::QUARTERS);
 
 /// The stage of `deadline` in a bucket of `level` whose round starts at `round`, by definition (the
 /// general arithmetic; `LevelTable` has a shift-only path for power-of-two wheels).
@@ -189,16 +156,6 @@ impl LevelTable {
         LevelTable { wheel_size, stages: wheel_size.min(STAGES), shift, slot_ticks, spans, level_of_gap_bits }
     }
 
-    /// The levels above 0 whose round starts at `tick`, with the slot of that round: while `tick`
-    /// is a multiple of the level's slot length (so of every finer one's), finest first.
-    pub(crate) fn round_starts(&self, tick: u64) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let pow2 = self.shift.is_some();
-        self.slot_ticks.iter().enumerate().skip(1).map_while(move |(level, &ticks)| {
-            let starts = if pow2 { tick & (ticks - 1) == 0 } else { tick % ticks == 0 };
-            starts.then(|| (level, ((tick / ticks) % self.wheel_size) as usize))
-        })
-    }
-
     #[inline(always)]
     pub(crate) fn place(&self, base: u64, deadline: u64) -> Placement {
         if deadline <= base {
@@ -262,8 +219,6 @@ impl LevelTable {
         unreachable!("the top level covers every deadline")
     }
 }
-
-const _: () = assert!(STAGES <= MAX_STAGES, "a location holds the stage");
 
 #[cfg(test)]
 mod tests {
@@ -367,8 +322,8 @@ mod tests {
         // One tick earlier the stage's last deadline (767) does not fit level 0 yet.
         assert_eq!(slot(table.place(255, 767)).map(|(level, ..)| level), Some(1));
         assert_eq!(slot(table.place(256, 767)).map(|(level, ..)| level), Some(0));
-        // The placement files level 0 in its first stage (the wheel refines it by quarter); the
-        // last stage of a round opens at the round.
+        // The placement files level 0 in its one stage; the last stage of a round opens at the
+        // round.
         assert_eq!(slot_stage(table.place(0, 5)), StagePlan::level0_first(5));
         assert_eq!(
             slot_stage(table.place(0, 1_023)),

@@ -1,6 +1,6 @@
-//! The optional `tracing` feature: trace-level events from the thread advancing the clock, on
-//! either engine (the arena's `timer/advance.rs`; the sharded core's flush, `shard/wheel/trace.rs`,
-//! which counts what it took out under the shard's lock and hands the [`Event`] to [`emit`] after it).
+//! The optional `tracing` feature: trace-level events from the thread advancing the clock (the
+//! shard wheel's flush, `shard/wheel/trace.rs`, counts what it took out under the shard's lock and
+//! hands the [`Event`] to [`emit`] after it).
 //!
 //! One `flush` event per flushed bucket (level, slot, its expiration tick, the cursor, how many
 //! entries came out, how many of them were due, and how many were set aside for the next advance as

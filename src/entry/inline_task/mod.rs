@@ -89,7 +89,6 @@ use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 
 use super::task_slab::{self, Block, Class, Freed, TaskSlab};
-pub(crate) use lines::TaskLines;
 
 /// The storage "word": two `usize`s, uninitialised outside the closure's own bytes.
 type Word = MaybeUninit<[usize; 2]>;
@@ -456,7 +455,6 @@ impl<F: FnOnce() + Send + 'static> Erased<F> {
 }
 
 mod kinds;
-mod lines;
 #[cfg(test)]
 mod tests;
 mod value;

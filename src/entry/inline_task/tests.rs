@@ -117,29 +117,6 @@ fn debug_says_inline_in_a_block_or_boxed() {
 }
 
 #[test]
-fn lines_name_the_block_or_box_outside_the_slot() {
-    // SAFETY: read only for block and boxed tasks, whose word starts with an initialised pointer.
-    let first_word = |task: &InlineTask| unsafe { task.data.as_ptr().cast::<usize>().read() };
-    assert_eq!(InlineTask::new(|| {}).lines(), TaskLines(0), "inline: nothing outside the slot");
-    let (small, medium, large) = ([1u64; 4], [1u64; 16], [1u64; 32]);
-    for (task, lines_log2) in [
-        (InlineTask::new(move || assert_eq!(small.len(), 4)), 0),
-        (InlineTask::new(move || assert_eq!(medium.len(), 16)), 1),
-        (InlineTask::new(move || assert_eq!(large.len(), 32)), 2),
-    ] {
-        let lines = task.lines();
-        assert_eq!(lines.0 & 63, lines_log2, "{task:?}");
-        assert_eq!(lines.0 & !63, first_word(&task), "the block's own address: blocks are line-aligned");
-        lines.prefetch();
-    }
-    let huge = [1u64; 33];
-    let boxed = InlineTask::new(move || assert_eq!(huge.len(), 33));
-    assert_eq!(boxed.lines().0, first_word(&boxed) & !63, "a box: the line its closure starts in");
-    // A hint only: a stale or bogus address is never touched.
-    TaskLines(64 << 20 | 2).prefetch();
-}
-
-#[test]
 fn run_runs_once_inline() {
     let runs = counter();
     let r = Arc::clone(&runs);

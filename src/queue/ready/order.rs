@@ -6,7 +6,7 @@
 //! reset to an instant already passed, a zero delay in the middle of a tick, or a schedule while an
 //! advance was under way with a deadline that advance had passed): such a value is due at the tick
 //! under way and expires at the next advance, with the values of the next tick due by then in its
-//! batch (`timer/advance.rs`, "Passed deadlines mid-tick"), possibly after values due later that
+//! batch (`shard/core.rs`, "Passed deadlines mid-tick"), possibly after values due later that
 //! earlier batches brought and no consumer has taken yet, or, inserted while that advance ran,
 //! before values of the next tick due before it. Consumers still take values in deadline order:
 //!

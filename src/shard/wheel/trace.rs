@@ -1,11 +1,11 @@
-//! The `tracing` feature's `flush` and `cascade` events of a shard's flush (`crate::wheel::trace`,
-//! shared with the arena): what the flush took out is counted from its list's count before and
+//! The `tracing` feature's `flush` and `cascade` events of a shard's flush (`crate::wheel::trace`):
+//! what the flush took out is counted from its list's count before and
 //! after it and the batch's growth, under the shard's lock, and handed to the caller as an
 //! [`Event`] to emit after the unlock. Without the feature, [`flush_traced`](Wheel::flush_traced)
 //! is the flush and no event.
 //!
 //! **The counts.** `due`: the entries the flush held for the batch; `late`: those it left linked,
-//! due but above the round's limit (the arena's "set aside for the next advance"), on the
+//! due but above the round's limit (set aside for the next advance), on the
 //! overdue list after the flush (a bucket's move there); `moved`: the
 //! rest of what left the list, cascaded to finer levels. A visit of a split bucket's stages
 //! (`visit.rs`) leaves entries that are not yet due in the stages too, so it counts none `late`.

@@ -7,8 +7,7 @@
 //! until then wins, a drain takes it). With executor threads the batch's value entries are
 //! claimed here and the rest handed over, each claimed on its thread.
 //!
-//! **Steps.** An advance over more than one tick goes tick by tick, as the arena's goes bucket by
-//! bucket: its first round is at the earliest queued tick, each next at the earliest tick the
+//! **Steps.** An advance over more than one tick goes tick by tick: its first round is at the earliest queued tick, each next at the earliest tick the
 //! last round left queued (at most the clock's), so the tasks of one tick run before a later
 //! tick's entries are taken: what they do to a later one (a cancel, a reset, a read of its
 //! status) finds it pending and moves it as a reset between advances does. An advance of one tick
@@ -231,8 +230,8 @@ impl Shared {
     }
 
     /// With a deadline passed mid-tick in the batch, takes the entries of its tick due by it
-    /// beside it and sorts the batch again by the instants (module docs; `advance.rs` of the
-    /// arena, "Passed deadlines mid-tick").
+    /// beside it and sorts the batch again by the instants (module docs; `shard/core.rs`,
+    /// "Passed deadlines mid-tick").
     /// The latest such deadline, as a word of the tick after, if any.
     fn take_beside_passed(&self, due: &mut Vec<Due>, merge: &mut Merge, limit: u64) -> Option<Deadline> {
         let batch = due.len();

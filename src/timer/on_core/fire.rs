@@ -34,8 +34,8 @@ pub(crate) struct ExecutorJob(pub(super) Due);
 #[derive(Clone)]
 pub(crate) struct ExecutorRoom {
     core: Arc<TimerCore>,
-    /// Keeps the classes of the blocks its claims free.
-    slab: Arc<TaskSlab>,
+    /// Keeps the classes of the blocks its claims free (held, never read).
+    _slab: Arc<TaskSlab>,
     lateness: Arc<Lateness>,
     tallies: Arc<Tallies>,
     time: Time,
@@ -52,7 +52,7 @@ impl ExecutorRoom {
     ) -> ExecutorRoom {
         ExecutorRoom {
             core: Arc::clone(core),
-            slab: Arc::clone(slab),
+            _slab: Arc::clone(slab),
             lateness: Arc::clone(lateness),
             tallies: Arc::clone(tallies),
             time: time.clone(),

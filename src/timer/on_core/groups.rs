@@ -8,7 +8,7 @@
 //!   [`Members::pending`] to the core's count; `Shared::stats` adds [`Members::totals`] to the
 //!   core's totals (`scheduled`, `fired`, `cancelled`, `abandoned`). A member counts itself in
 //!   before it joins and out as it leaves, on the calling thread's stripe of a striped count of
-//!   ins and outs (`sync/striped.rs`, as `counters.rs` keeps the arena's): a read loads every
+//!   ins and outs (`sync/striped.rs`): a read loads every
 //!   out before any in, so `pending` counts every member pending throughout the read and is never
 //!   negative (the premise holds: a member's count-in happens-before its count-out, which its
 //!   group's firing, its cancel or its group's abandonment makes after it joined).

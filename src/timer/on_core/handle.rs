@@ -13,7 +13,7 @@
 //! schedule's insert and by a reset in the critical section that writes the word, read with the
 //! word in one critical section, and dropped by a cancel or a claim of the entry (the drain
 //! forgets the whole shard's with the close). So the word and the record read together are one
-//! reset's, as `before_origin.rs` requires of the arena's.
+//! reset's, and a deadline never reads one reset's word with another's instant.
 //! Once the timer is dropped, the shard's header is given back and every handle finds nothing.
 
 use std::fmt;

@@ -1,9 +1,8 @@
-//! `Timer` on the sharded core (`crate::shard::core`, cfg `delaywheel_core`): the state a timer,
-//! its driver and its executor threads share ([`Shared`]), built on one [`Core`] in place of the
-//! arena, the lane-locked wheel, the bucket queue and the counter stripes. Every item of the seam
-//! (docs/lean_core.md, "The seam") is here with the name and signature the arena's rooms give it,
-//! so that the facade (`timer/mod.rs`, `instants.rs`, `values.rs`), `weak.rs`, `groups.rs`,
-//! `refs.rs`, the drivers and the add-ons compile unchanged against either.
+//! `Timer` on the sharded core (`crate::shard::core`): the state a timer, its driver and its
+//! executor threads share ([`Shared`]), built on one [`Core`] (shards of slots, each under one lock
+//! with its wheel, and the one delay queue of their buckets). The facade (`timer/mod.rs`,
+//! `instants.rs`, `values.rs`), `weak.rs`, `groups.rs`, `refs.rs`, the drivers and the add-ons
+//! reach it through the methods here and in its rooms.
 //!
 //! **Payload.** Every entry's payload is an [`InlineTask`] (24 bytes: a slot of 48), its kind in
 //! its vtable: a plain task (`InlineTask::new_in_as(.., false)`), a future's task that only hands
@@ -30,34 +29,26 @@
 //! and the delay queue's sides (`groups.rs`, `values.rs`). Each module's docs state its protocol;
 //! what orders the shards' moves is the core's (`shard/core.rs`, "What each lock orders").
 //!
-//! **The seam, done and left.** Done: (a) `start`, `is_shut_down`, `time`, `timer_id`, `len`,
-//! `wheel_size`, `schedule`, `schedule_lent`, the handles (`TimerHandle`'s methods, `LentHandle`'s
-//! `cancel`, `reset_at`, `debug`); (b) `queue`, `current_tick`, `advance`, `advancing_here`,
-//! `try_advance_wakes`, `next_work_tick`, the executor room, thread and job; (c) `stats`,
-//! `Timer::stop` (and so `shutdown`, `shutdown_timeout`, the drop), `Timer::shrink`'s give-back,
-//! the driver's automatic shrink (`shrink_if_spent`, `shrink_wait`); (d) the tick groups' and the
-//! values' items (`groups.rs`, `values.rs`). Left: (c) a spike's hook for the driver's wait
-//! (`wake_driver_at_spikes` arms nothing, so `shrink_wait` bounds every wait by a second). Where the
-//! core's observable behaviour differs from the arena's, within the contract: a later reset
-//! moves the entry at once (the arena's rewrite in place leaves it in its bucket, a `position`
-//! `tests/rearm.rs` reads on the arena only); the wheel places from the last expiration flushed,
-//! not from the clock's tick (`stats()`'s per-level counts, `tests/big_wheels.rs`); a bucket
-//! splits into stages from 1,024 entries (`tests/staged_cascade.rs`). `.ci/run` runs the lib,
-//! every test target and the doctests on the core.
+//! **Where the core's diagnostics read as they do**, within the contract: a reset moves the entry
+//! at once (its `position` is the new deadline's bucket, `tests/rearm.rs`); the wheel places from
+//! the last expiration flushed, not from the clock's tick (`stats()`'s per-level counts,
+//! `tests/big_wheels.rs`); a bucket above level 0 splits into stages from 1,024 entries
+//! (`tests/staged_cascade.rs`). The driver has no hook for a spike's first slots: `shrink_wait`
+//! bounds each of its waits by a second (`stop.rs`).
 //!
 //! **Races the core's loom models do not cover** (written here, not modelled yet): a handle's
 //! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
 //! (an entry that ends between the two is not moved: the reset returns `false`, as after its end);
 //! a bounded timer's gauge is lowered after the core's count-out (so `len()`, which reads the
 //! gauge, never counts below the entries pending, and a schedule may be refused for an entry
-//! whose take has not yet lowered it, as on the arena); the stop's close racing an advance that
+//! whose take has not yet lowered it); the stop's close racing an advance that
 //! does not hold `advance_lock` for the stop (a drop): the advance's claims after the close find
 //! nothing; an executor's discard racing `stats` (the claim, which the core counts fired, and the
 //! count of the discard are made under `Tallies::discarded`'s lock, which `stats` holds across
 //! its read of the core's totals, so `fired` never counts a discard whose count it misses); the
 //! drive waker's carried limit (`advance.rs`) racing a second waker's advance that pops its
 //! offer: each waker advance that ends carrying the limit offers it again, under `advance_lock`
-//! (modelled on the arena: `drive::closures_taken_beside_a_passed_deadline_*`).
+//! (the public API's models `drive::closures_taken_beside_a_passed_deadline_*` race it).
 
 use std::collections::HashMap;
 
@@ -106,8 +97,8 @@ pub(crate) struct Extra {
     pub(super) time: Option<Time>,
     /// A bounded timer's gauge (`max_pending`), lowered by a handle's cancel.
     pub(super) bound: Option<Arc<AtomicUsize>>,
-    /// Deadlines before the clock's origin, by stamp: signed nanoseconds from the clock's base
-    /// (`before_origin.rs`'s records, kept per shard).
+    /// Deadlines before the clock's origin, by stamp: signed nanoseconds from the clock's base,
+    /// kept per shard (`handle.rs`, "Before the origin").
     pub(super) before_origin: HashMap<u64, i64>,
 }
 

@@ -2,7 +2,7 @@
 //! drop's), the driver's automatic shrink and `Timer::shrink`'s give-back, and `Timer::stats`.
 //!
 //! **The stop.** The shutdown flag is set and the queue closed (the driver wakes and exits), the
-//! driver joined or left to exit on its own (as the arena's stop decides), and then
+//! driver joined or left to exit on its own (`shutdown.rs`, `stop_driver`), and then
 //! [`Core::close`]: each shard closed and drained under its lock, held entries too, so that a
 //! schedule racing it is drained or refused, and a claim after it (the batch of an advance still
 //! under way, an executor's job) finds nothing. The stop needs no advance lock for that: a
@@ -14,10 +14,10 @@
 //!
 //! **Shrink.** [`Core::shrink`] gives back each shard's vacant slots after its last occupied one,
 //! under its lock, the task slab its empty pages, and the advance's buffers (which an advance
-//! cuts back to 16,384 entries each after a burst) their room, unless an advance holds them. The driver shrinks by itself as on the
-//! arena (`shrink.rs`), the slots the shards wrote in place of the arena's resident slots, its
-//! back-off a plain interval; and a stop gives back what its drain emptied, as the arena's does,
-//! unless a drop leaves the state to be freed whole.
+//! cuts back to 16,384 entries each after a burst) their room, unless an advance holds them. The
+//! driver shrinks by itself (`shrink.rs`), by the slots the shards wrote, at most once per
+//! interval; and a stop gives back what its drain emptied, unless a drop leaves the state to be
+//! freed whole.
 //!
 //! [`Core::close`]: crate::shard::core::Core::close
 //! [`Core::shrink`]: crate::shard::core::Core::shrink
@@ -223,12 +223,11 @@ impl Shared {
         auto.low_since = None;
         auto.next = Some(now + AUTO_INTERVAL);
         drop(auto);
-        let _ = self.give_back(None);
+        let _ = self.give_back();
     }
 
     /// How long the driver may wait before it looks again whether to shrink: [`AUTO_INTERVAL`]
-    /// (the core has no hook for a spike's first slots, as the arena's high water: the driver
-    /// looks once a second).
+    /// (the core has no hook for a spike's first slots: the driver looks once a second).
     pub(crate) fn shrink_wait(&self) -> Option<Duration> {
         Some(AUTO_INTERVAL)
     }
@@ -248,7 +247,7 @@ impl Shared {
         if freed_whole || self.core.slots() < AUTO_MIN_SLOTS {
             return;
         }
-        let _ = self.give_back(None);
+        let _ = self.give_back();
     }
 
     /// Whether nothing is due within [`AUTO_LULL`] (by the timer's clock).
@@ -271,11 +270,9 @@ impl Shared {
         taken
     }
 
-    /// [`Timer::shrink`](crate::Timer::shrink)'s give-back (module docs, "Shrink"); `limit` is
-    /// the arena's wait for handles, which the core has no need of.
-    /// The slots and block pages given back.
-    pub(in crate::timer) fn give_back(&self, limit: Option<Duration>) -> usize {
-        let _ = limit;
+    /// [`Timer::shrink`](crate::Timer::shrink)'s give-back (module docs, "Shrink"): the slots and
+    /// block pages given back.
+    pub(in crate::timer) fn give_back(&self) -> usize {
         // The advance's buffers, if no advance holds them (one inside a task does): emptied.
         if let Some(mut serial) = self.advance_lock.try_lock() {
             serial.trim(0);

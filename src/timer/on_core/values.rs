@@ -1,7 +1,6 @@
 //! The value entries behind `timer/values.rs` on the core (the delay queue of values' side of the
 //! timer; `timer/values.rs` has the protocol and the facade): a value's ticket, a fired batch's
-//! values, and the operations on them. Compiled as `timer::value_entries` under the cfg, in place
-//! of the arena's `value_entries.rs`.
+//! values, and the operations on them. Reached as `timer::value_entries`.
 //!
 //! **How each works on the core** (what this file implements):
 //!
@@ -23,7 +22,7 @@
 //! * `value_deadline`: `handle::deadline_of(&ticket.0)` (the word and the payload's exact
 //!   deadline, under the shard's lock), then `self.time.value_instant(exact, word)`.
 //! * `clear_values`: holds `advance_lock` (or only tries it where `may_wait_for_advance` is
-//!   false), as the arena's clear does, and takes every pending value entry in place with
+//!   false), and takes every pending value entry in place with
 //!   `Shared::take_values` (each shard under its lock, held entries too, counted out as
 //!   cancelled); calls `then(n)`, releases the lock, `released_advance_lock()`, and drops the
 //!   values after, each drop caught (`crate::unwind::drop_caught`).
