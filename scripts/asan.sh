@@ -2,7 +2,7 @@
 # Runs the crate's lib unit tests under AddressSanitizer (use-after-free, double free, out-of-bounds,
 # leaks via LeakSanitizer), on the machine's stable toolchain.
 #
-#   scripts/asan.sh                  the tests of the `unsafe` modules `inline_task`, `task_slab`, `slot_lock`
+#   scripts/asan.sh                  the tests of the `unsafe` modules `inline_task`, `task_slab`, `shard::{lock, reserve, slab}`
 #   scripts/asan.sh FILTER [ARGS]    lib tests whose name contains FILTER, e.g. `scripts/asan.sh ''`
 #                                    for the whole lib suite; ARGS go to the test harness
 #   ASAN_CARGO="--features async --test async_tick_groups" scripts/asan.sh ''
@@ -15,7 +15,7 @@
 # An explicit --target keeps the flags off build scripts and proc macros; a separate target dir
 # (target/asan) keeps normal builds' cache.
 #
-# `scripts/asan.sh ''` runs the whole lib suite (leak-clean since entries live in the arena).
+# `scripts/asan.sh ''` runs the whole lib suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +27,7 @@ export CARGO_TARGET_DIR="${ASAN_TARGET_DIR:-target/asan}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1}"
 
 if [[ $# -eq 0 ]]; then
-    set -- inline_task task_slab slot_lock
+    set -- inline_task task_slab shard::lock shard::reserve shard::slab
 fi
 
 echo "asan: target ${target}, target dir ${CARGO_TARGET_DIR}, filter '${1}'"

@@ -2,7 +2,7 @@
 # Runs the crate's lib unit tests under valgrind's memcheck (invalid reads/writes, double frees, uses of
 # uninitialised bytes, leaks), a second opinion next to scripts/asan.sh that needs no instrumented build.
 #
-#   scripts/valgrind.sh                  the `inline_task` and `slot_lock` tests: the two `unsafe` modules
+#   scripts/valgrind.sh                  the `inline_task` and `shard::lock` tests: two of the `unsafe` modules
 #   scripts/valgrind.sh FILTER [ARGS]    lib tests whose name contains FILTER; ARGS go to the harness
 #
 # Any error or definite/indirect/possible leak fails the run (exit 1). scripts/valgrind.supp silences
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ $# -eq 0 ]]; then
-    set -- inline_task slot_lock
+    set -- inline_task shard::lock
 fi
 
 bin="$(cargo test --lib --no-run 2>&1 | sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))$/\1/p' | tail -n1)"

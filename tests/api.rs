@@ -73,7 +73,7 @@ fn debug_output_shows_the_state_that_matters() {
          thread_name: \"delaywheel-driver\", execution: OnDriver, max_pending: 18446744073709551615, \
          precise_wakeups: true, capacity: 0 }"
     );
-    // The slot index depends on the arena's free lists: only its presence is the contract.
+    // The slot index depends on the shard's free list: only its presence is the contract.
     let shown = format!("{handle:?}");
     assert!(
         shown.starts_with("TimerHandle { slot: ") && shown.ends_with(", status: Some(Pending) }"),

@@ -1,5 +1,6 @@
-//! `TimerBuilder::bucket_lanes`: the values accepted, and many threads scheduling into the same
-//! buckets of a timer with many lanes, on a manual clock (exact firing ticks, exactly-once cancel).
+//! `TimerBuilder::bucket_lanes`: the values accepted (the setting has no other effect: each
+//! thread schedules into a shard of its own), and many threads scheduling into the same buckets'
+//! ticks, on a manual clock (exact firing ticks, exactly-once cancel).
 
 mod common;
 
@@ -29,8 +30,8 @@ fn build_panics_on_invalid_bucket_lanes() {
     let _ = Timer::builder().bucket_lanes(5).manual().build();
 }
 
-/// Threads schedule timeouts of the same delays (the same buckets), then each cancels every other
-/// one of another thread's: with more threads than lanes, and with a lane per thread, the
+/// Threads schedule timeouts of the same delays (the same buckets' ticks, in their shards), then
+/// each cancels every other one of another thread's, with either setting of the lanes: the
 /// uncancelled ones fire exactly once at their tick and the cancelled never.
 #[test]
 fn many_threads_share_buckets_and_every_cancel_is_exact() {

@@ -37,7 +37,7 @@ fn cancel_after_firing_returns_false() {
     assert!(!h.cancel());
 }
 
-/// Entries live in reused slots (`src/arena.rs`): handles of finished tasks, cancelled or fired,
+/// Entries live in reused slots (`src/shard/slab.rs`): handles of finished tasks, cancelled or fired,
 /// must never touch the tasks that reuse their slots, however many rounds of reuse pass.
 #[test]
 fn stale_handles_never_touch_the_tasks_that_reuse_their_slots() {

@@ -1,7 +1,8 @@
 //! Tasks due at the same instant fire in the order they were scheduled (FIFO), whatever path
 //! through the wheel each took: filed long ago in a coarser level and cascaded (also early, in
 //! chunks, from a big stage), filed later straight into level 0, or scheduled from two threads
-//! (both lanes of a bucket). Each test asserts the exact firing order on a manual clock.
+//! (two shards, each with its own wheel, on a host of two cores or more). Each test asserts the
+//! exact firing order on a manual clock.
 
 mod common;
 
@@ -24,7 +25,7 @@ fn advance_to(clock: &ManualClock, timer: &Timer, at: Duration) {
 }
 
 /// Schedules tasks `ids` for the instant `deadline` on a new thread, joined before this returns:
-/// successive calls schedule in order, from threads of alternating lane parity.
+/// successive calls schedule in order, each from a new thread (threads take the shards in turn).
 fn schedule_on_a_thread(
     timer: &Timer,
     clock: &ManualClock,
@@ -69,9 +70,9 @@ fn equal_deadlines_filed_in_coarser_levels_and_in_level_0_fire_in_scheduling_ord
 
 #[test]
 fn equal_deadlines_fire_in_scheduling_order_across_a_big_stage_cascaded_early_in_chunks() {
-    // Wheel 64: at time 0 the deadline (tick 5000) is in level 2, whose stage holds 600 tasks per
-    // thread (two threads, so both lanes, each far past the early threshold of 128): it opens at
-    // tick 1024 and goes into level 1 in chunks of 256 a tick. Tasks scheduled at 2000 go straight
+    // Wheel 64: at time 0 the deadline (tick 5000) is in level 2, whose bucket holds 1,100 tasks
+    // per thread (two threads, so two shards on two cores, each past the split at 1,024): its
+    // stage opens at tick 1024 and goes into level 1 in chunks of 256 a tick. Tasks scheduled at 2000 go straight
     // into that level-1 bucket, whose big stage opens at 4944 and goes into level 0 in chunks too,
     // after the tasks scheduled at 4940 straight into level 0; the last ones come at 4999.
     let (clock, timer, log) = timer(64);
@@ -81,8 +82,8 @@ fn equal_deadlines_fire_in_scheduling_order_across_a_big_stage_cascaded_early_in
         schedule_on_a_thread(timer, clock, &log, next..next + n, deadline);
         next += n;
     };
-    batch(&clock, &timer, 600);
-    batch(&clock, &timer, 600);
+    batch(&clock, &timer, 1_100);
+    batch(&clock, &timer, 1_100);
     for at in [1_024, 1_025, 2_000] {
         advance_to(&clock, &timer, ms(at));
     }
@@ -100,17 +101,17 @@ fn equal_deadlines_fire_in_scheduling_order_across_a_big_stage_cascaded_early_in
     assert_eq!(log.count(), 0, "never early");
     advance_to(&clock, &timer, deadline);
     let ids = log.ids();
-    assert_eq!(ids.len(), 1_940);
+    assert_eq!(ids.len(), 2_940);
     if let Some(at) = ids.windows(2).position(|w| w[0] > w[1]) {
         panic!("out of scheduling order at {at}: {:?}", &ids[at.saturating_sub(3)..(at + 3).min(ids.len())]);
     }
-    assert_eq!(ids, (0..1_940).collect::<Vec<_>>());
+    assert_eq!(ids, (0..2_940).collect::<Vec<_>>());
 }
 
 #[test]
 fn equal_deadlines_scheduled_from_two_threads_in_turn_fire_in_scheduling_order() {
-    // Every other thread has the other lane parity: the turns alternate between the two lanes of
-    // the tick's bucket, in level 0 and (scheduled 100 ms ahead on a wheel of 8) in level 2.
+    // Threads take the shards in turn: the turns alternate between two shards' buckets of the
+    // tick, in level 0 and (scheduled 100 ms ahead on a wheel of 8) in level 2.
     for ahead in [ms(5), ms(100)] {
         let (clock, timer, log) = timer(8);
         let deadline = clock.now() + ahead;

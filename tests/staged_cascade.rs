@@ -90,17 +90,17 @@ fn a_big_stage_in_chunks(small_visit: u64) {
     assert_eq!(timer.stats().queued_buckets, 0);
 }
 
-/// On the sharded core the big stage splits its bucket, whose visits take each stage from its
-/// opening (`shard/wheel/split.rs`): the small stage 2 at 48, its entries' next visit.
+/// The big stage splits its bucket, whose visits take each stage from its opening
+/// (`shard/wheel/split.rs`): the small stage 2 at 48, its entries' next visit.
 #[test]
 fn a_big_stage_of_a_split_bucket_cascades_ahead_of_its_round_in_chunks_and_fires_on_time() {
     a_big_stage_in_chunks(48);
 }
 
-/// The sharded core's threshold (`shard/wheel/split.rs`): a bucket above level 0 is split into
-/// its stages when it reaches 1,024 entries, and each visit then cascades a chunk of at least 256
-/// of an open stage, tick after tick from the stage's opening until it is empty; a bucket of
-/// fewer waits for its round. Either way every task fires at its deadline tick.
+/// The threshold (`shard/wheel/split.rs`): a bucket above level 0 is split into its stages when
+/// it reaches 1,024 entries, and each visit then cascades a chunk of at least 256 of an open stage,
+/// tick after tick from the stage's opening until it is empty; a bucket of fewer waits for its
+/// round. Either way every task fires at its deadline tick.
 #[test]
 fn a_bucket_goes_early_only_from_1024_entries_in_chunks_of_256() {
     for n in [1_023, 1_024, 1_300] {
@@ -145,9 +145,9 @@ fn a_clock_jump_over_chunked_stages_fires_in_deadline_order() {
 }
 
 // Contributed by the review of the staged cascade: the reference model (tests/common/model.rs)
-// driven with bursts big enough to make stages big (> 128 entries in a lane), so the early, paced path runs
-// under random cancels, re-arms, clock-only moves (schedulers ahead of the wheel) and small and large
-// advances.
+// driven with bursts of up to 1,200 deadlines into one band (a burst past 1,024 splits its bucket),
+// so the early, paced path runs under random cancels, re-arms, clock-only moves (schedulers ahead
+// of the wheel) and small and large advances.
 
 /// Random operations with bursts of 200-1200 deadlines into one narrow band (one stage of one
 /// bucket at level 1-3), for a wheel of `wheel` slots and a 1 µs tick.
@@ -188,8 +188,7 @@ fn ops(seed: u64, wheel: u64, n_ops: usize) -> Vec<Op> {
                 }
             }
             9 => ops.push(Op::MoveClock(rng.next() % (tick * wheel * 3))),
-            // Re-arms of random tasks into one band too: later ones stay in their (maybe big, maybe
-            // open) stages with the new deadline written in place, earlier ones move.
+            // Re-arms of random tasks into one band too: each moves to its new deadline's bucket.
             _ => {
                 let level = 1 + rng.next() % 3;
                 let span = wheel.saturating_pow(level as u32 + 1).min(1 << 40);
