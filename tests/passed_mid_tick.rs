@@ -221,11 +221,11 @@ fn a_reset_earlier_within_its_tick_in_a_coarser_level_is_taken_beside_a_later_pa
     assert!(timer.is_empty());
 }
 
-/// A stream of passed deadlines through one quarter of the tick under way, as a driver woken by
-/// zero delays sees it: 40 tasks due every 6 µs from 4.006 ms (one re-armed later in place, one
-/// cancelled), and twenty rounds of a zero delay and an advance, 12 µs apart. The first rounds
-/// scan the quarter's list and a later one indexes it (`wheel/slots/due_by.rs`); every round fires
-/// exactly the tasks its deadline passed, in deadline order, each once, none early.
+/// A stream of passed deadlines through a quarter of the tick under way, as a driver woken by
+/// zero delays sees it: 40 tasks due every 6 µs from 4.006 ms (one re-armed later, one
+/// cancelled), and twenty rounds of a zero delay and an advance, 12 µs apart. Each round takes the
+/// tick's entries due by the deadline passed (`shard/core.rs`, "Passed deadlines mid-tick"), and
+/// fires exactly the tasks its deadline passed, in deadline order, each once, none early.
 #[test]
 fn a_stream_of_passed_deadlines_fires_the_tasks_between_them_in_order() {
     let (clock, timer) = manual_timer(ms(1), 512);

@@ -9,10 +9,9 @@
 //! The rule checked: a value whose deadline was set at least [`KNOWN`] before it came due was
 //! scheduled before any advance that reaches it began, so that advance fires it, in deadline order
 //! with everything else it fires; a consumer therefore never takes it after a value due more than
-//! [`KNOWN`] later. It loads the host (twelve threads): a scheduler preempted in the middle of an
-//! add that queues a bucket must not keep that bucket from the driver (`src/wheel/bucket/
-//! expiration.rs`, "Queued before lowered": an add that queues the bucket after lowering its
-//! expiration makes this test fail within seconds on two cores, with wheels of 4 slots).
+//! [`KNOWN`] later. It loads the host (twelve threads): a scheduler preempted in the middle of a
+//! schedule that offers a bucket must not keep that bucket from the driver (`src/shard/core.rs`,
+//! "The queue of buckets": an offer is made after the entry is linked).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,5 +1,5 @@
 //! `BlockFree`: a task-slab class's free blocks (`task_slab.rs`), with a cache on each thread in
-//! front of the class's free lists (`thread_cache.rs` has the cache, shared with the arena's slots),
+//! front of the class's free lists (`thread_cache.rs` has the cache),
 //! so that a schedule takes its closure's block and the task's end on that thread gives it back
 //! with no lock: through the lists alone, a lock round trip (two atomic read-modify-writes on the
 //! stripe's line) per take and per put.

@@ -1,4 +1,4 @@
-//! `FreeLists`: per-thread lists of free items (slot indices of the arena, blocks of the task slab)
+//! `FreeLists`: per-thread lists of free items (blocks of the task slab)
 //! with a shared pool between them; the one place where free storage moves between threads.
 //!
 //! A freed item goes to the back of the list of the freeing thread's stripe (by `thread_index`,
@@ -19,8 +19,8 @@
 //! stays an ordinary `VecDeque`.
 //!
 //! The lists only move items. They sit behind the facade's *unmodelled* locks (`sync.rs`): what an
-//! item names (a slot, a block) is ordered by other means (the slot's own lock; the slot lock that
-//! published the closure in the block), so the loom models need not explore the lists, and nothing
+//! item names (a block) is ordered by other means (the shard's lock that published the closure's
+//! entry), so the loom models need not explore the lists, and nothing
 //! inside them is a loom operation.
 
 use std::collections::VecDeque;
@@ -35,9 +35,7 @@ pub(crate) const BATCH: usize = 64;
 pub(crate) const BATCH: usize = 1;
 
 /// A stripe's list is refilled (in front) once it holds no more than this many items, so the items
-/// it freed last usually wait behind older ones (the arena's slots: a released slot keeps its last
-/// status for a while). 0 under loom: the models reuse at once, which is the race `slot_reuse`
-/// explores.
+/// it freed last usually wait behind older ones. 0 under loom: the models reuse at once.
 pub(crate) const MIN_AGE: usize = BATCH / 2;
 
 /// The most items a stripe's list holds: a refill puts at most a page (256 slots, 64 blocks) in

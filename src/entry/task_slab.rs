@@ -1,5 +1,5 @@
 //! `TaskSlab`: the timer-owned storage of closures too big for a slot's inline word, in blocks of
-//! three size classes, recycled through the same per-thread free lists as the arena's slots.
+//! three size classes, recycled through per-thread free lists (`free_lists.rs`).
 //!
 //! A slot (48 bytes) keeps a closure of up to two words inline (`inline_task/`). A bigger one, up
 //! to 256 bytes and 64-byte alignment, goes to a **block** of the smallest class that holds
@@ -23,13 +23,13 @@
 //!
 //! A block taken with [`Class::alloc`] belongs to its taker until it gives it back with
 //! [`Class::free`]; the slab never touches a block's bytes. The free lists only move addresses; the
-//! closure's bytes are ordered by whoever hands the closure over (the slot lock that publishes the
-//! entry; the free lists' locks between a block's last reader and its next writer).
+//! closure's bytes are ordered by whoever hands the closure over (the shard's lock that publishes
+//! the entry; the free lists' locks between a block's last reader and its next writer).
 //!
 //! A block's holder (an `InlineTask`) frees it through the class's address, so a class must outlive
-//! every block it handed out. In a timer it does (the slab is the arena's, and the arena's slots,
-//! dropped first, and the claims of its tasks, made by callers that hold the arena, are every
-//! holder). The slab does not rely on that: dropped while blocks are still out (on no list and in
+//! every block it handed out. In a timer it does (the slab is held in an `Arc` by the timer's state
+//! and its executor room, and the payloads of its entries, dropped with the shards or by the claims
+//! of callers that hold the state, are every holder). The slab does not rely on that: dropped while blocks are still out (on no list and in
 //! no thread's cache, a count that may err low but never high: `thread_cache.rs`), it leaks its
 //! classes and pages instead of freeing them, so a late free still finds a live class and the task
 //! stays sound.
@@ -53,7 +53,7 @@ pub(crate) const BLOCK_ALIGN: usize = 64;
 /// Blocks per page of a class.
 pub(crate) const BLOCKS_PER_PAGE: usize = 64;
 
-/// Pages a class may allocate: 2^32 blocks, as many as the arena has slots.
+/// Pages a class may allocate: 2^32 blocks, as many as a timer has entries.
 const MAX_PAGES: usize = (1 << 32) / BLOCKS_PER_PAGE;
 
 /// The class (an index into [`CLASSES`]) of a closure of `size` bytes and alignment `align`, if a

@@ -1,14 +1,14 @@
-//! `CachedFree<T>`: free items (the arena's slot indices, a task-slab class's blocks) on per-stripe
+//! `CachedFree<T>`: free items (a task-slab class's blocks) on per-stripe
 //! free lists (`free_lists.rs`), with a cache on each thread in front of them, so that a schedule
 //! takes its slot or block and a cancel on that thread gives it back with no lock and no atomic
 //! read-modify-write. What each kind of item needs of its cache (its order, when it refills, its
-//! capacity, which thread-local holds it) is its [`Cacheable`] impl: `slot_cache.rs` for slots,
-//! `block_cache.rs` for blocks, whose module docs say why.
+//! capacity, which thread-local holds it) is its [`Cacheable`] impl: `block_cache.rs` for blocks,
+//! whose module docs say why.
 //!
 //! A take from the free lists and a put back are a lock round trip each, two atomic
 //! read-modify-writes on the stripe's line, about 18 cycles each when uncontended and far more when
 //! two threads share a stripe. So each thread keeps a **cache** of free items of one owner (the
-//! arena, or the class, it last took from):
+//! class it last took from):
 //!
 //! * a **take** pops an item; a cache down to [`Cacheable::REFILL_AT`] first moves a batch from the
 //!   free lists to its front ([`FreeLists::take_batch`]: from the thread's stripe, else the pool,
@@ -36,8 +36,8 @@
 //! only after they are in it (a put, a refill), so a count racing a cache's moves may miss a free
 //! item but never counts a taken one as free. A cache given back (its thread exits, or takes from
 //! another owner) lists its items and zeroes its cell under one stripe lock
-//! ([`FreeLists::put_all_then`]), so a count sees them exactly once. The arena's audit and the
-//! task slab's drop rely on this (`arena.rs`, `task_slab.rs`).
+//! ([`FreeLists::put_all_then`]), so a count sees them exactly once. The task slab's drop relies
+//! on this (`task_slab.rs`).
 //!
 //! **What the caches hold is on no list.** A shrink (`shrink.rs`) gives back only the pages whose
 //! items are all on the lists, so a page with a cached item stays. A shrink therefore first

@@ -106,7 +106,7 @@ pub(super) fn passed_instant(now: Duration, at: Duration, tick: Duration) -> (Du
 /// tick whose batch each fires in: beside a deadline passed within the tick under way (exact,
 /// filed at the tick `f` before its own: its deadline after `due`) that fires, the tasks due at
 /// `f + tick` whose exact deadlines are not after the latest such one filed at `f`, in `f`'s batch
-/// (also when `now` reaches their own tick); the others due by `now`, at their due tick (`src/timer/advance.rs`, "Passed deadlines
+/// (also when `now` reaches their own tick); the others due by `now`, at their due tick (`src/shard/core.rs`, "Passed deadlines
 /// mid-tick"). `zero_delays` adds the times of zero delays the model does not list as tasks.
 pub(super) fn fired_by_advance(
     pending: &[Option<(Duration, Duration, bool)>],

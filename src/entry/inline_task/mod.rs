@@ -1,7 +1,7 @@
 //! A type-erased `FnOnce() + Send + 'static` in three words: stored inline when it fits in two,
 //! in a block of the timer's task slab when it fits one, boxed otherwise.
 //!
-//! The timer's slot arena keeps one task per slot in a fixed size. A `Box<dyn FnOnce() + Send>`
+//! The shards' slabs keep one task per slot in a fixed size. A `Box<dyn FnOnce() + Send>`
 //! would fit (two words) but costs one allocation per timer, however small the closure: glibc's
 //! 32-byte minimum chunk and a malloc/free pair per schedule, freed on another thread than the one
 //! that allocated it. Most timer closures capture an `Arc` or a reference and perhaps an id, so
@@ -137,7 +137,7 @@ const _: () = assert!(mem::align_of::<BlockWord>() <= INLINE_ALIGN);
 /// `Send`, not `Sync`. `Sync` would be sound as the type is, because no `&self` method reaches the
 /// closure (`Debug` and [`is_inline`](Self::is_inline) read only the vtable), so a shared reference
 /// gives another thread nothing of the closure's, which is only `Send`. It is left off because nothing
-/// needs it (a slot is reached under its arena's lock) and because it would turn unsound unnoticed
+/// needs it (a slot is reached under its shard's lock) and because it would turn unsound unnoticed
 /// if a method that touches the closure through `&self` were ever added.
 pub(crate) struct InlineTask {
     /// The functions for this task's closure type; never null, which gives `Option` its niche.
@@ -156,10 +156,10 @@ pub(crate) struct InlineTask {
 /// used again (each consumes the `F`). A task keeps its vtable beside its word and passes the word
 /// to exactly one of them (module docs, "Ownership").
 struct VTable {
-    /// For a value task (`value.rs`): the `TypeId` of the value it holds; `None` for a closure.
+    /// For a value task (`inline_task/value.rs`): the `TypeId` of the value it holds; `None` for a closure.
     value: Option<fn() -> std::any::TypeId>,
     /// Whether calling it only hands a waker over (an async sleep's task, `sleep/slot.rs`): no
-    /// user code runs, so the waker of a drive future's sleep may fire it (`timer/advance.rs`).
+    /// user code runs, so the waker of a drive future's sleep may fire it (`timer/on_core/advance.rs`).
     wake: bool,
     /// Whether its entry counts in `len()`: all but a tick group's task (`kinds.rs`).
     counted: bool,
