@@ -48,47 +48,6 @@ fn reset_racing_the_take_beside_a_passed_deadline() {
     });
 }
 
-/// A due at 1.6 ticks and E at 1.1 wait in the level-1 bucket of the round starting at tick 2
-/// (wheel 2); a zero delay at 1.2 ticks fires E beside it, and its take keeps A in the stage's
-/// index, by 1.6. At 1.7 ticks a second zero delay's take pops A from the index while `reset()`
-/// moves A later in place, to 6.7 ticks: either the reset came first (`true`: the take reads the
-/// new deadline under the slot lock and leaves A, which runs once, at tick 7) or the take did
-/// (`false`: A ran once, with B). Seeded fault `due_by_trusts_index`: the take goes by the index's
-/// key, so A moved (`true`) runs at once all the same.
-// Models the arena's due-by index of a stage.
-#[cfg(not(delaywheel_core))]
-#[test]
-fn reset_racing_a_take_through_the_index() {
-    loom::model(|| {
-        let (clock, timer) = manual_timer(2);
-        let (a, b, e) = (Runs::default(), Runs::default(), Runs::default());
-        let handle = timer.schedule(ticks(16) / 10, a.task());
-        timer.schedule(ticks(11) / 10, e.task());
-        clock.advance(ticks(12) / 10);
-        timer.schedule(Duration::ZERO, b.task());
-        timer.advance_clock(Duration::ZERO);
-        assert_eq!((a.count(), b.count(), e.count()), (0, 1, 1));
-        clock.advance(ticks(5) / 10);
-        timer.schedule(Duration::ZERO, b.task());
-
-        let advancer = spawn_advance(&timer);
-        let moved = handle.reset(ticks(5));
-        advancer.join().unwrap();
-
-        assert_eq!(b.count(), 2);
-        assert_eq!(a.count(), usize::from(!moved), "A ran with B iff the reset did not move it");
-        if moved {
-            for _ in 0..5 {
-                step(&clock, &timer, 1);
-            }
-            assert_eq!(a.count(), 0, "ran before the deadline the reset set");
-            step(&clock, &timer, 1);
-        }
-        assert_eq!(a.count(), 1, "A runs once (moved: {moved})");
-        assert!(timer.is_empty());
-    });
-}
-
 /// The take racing `cancel()` of A: exactly one wins; A's closure is dropped once, nothing stays
 /// pending, and the accounting holds.
 #[test]
