@@ -136,7 +136,7 @@ fn a_dropped_timers_slots_go_back_while_a_sleep_stays() {
 
     let timer = timer(false);
     let (core, slab) = (Arc::clone(&timer.shared().core), Arc::clone(&timer.shared().slab));
-    drop(spike_on(&timer));
+    let _ = spike_on(&timer);
     let mut sleep = timer.sleep(Duration::from_secs(1));
     let mut cx = Context::from_waker(futures::task::noop_waker_ref());
     assert_eq!(std::pin::Pin::new(&mut sleep).poll(&mut cx), Poll::Pending);
