@@ -50,11 +50,8 @@ fn cancel_racing_fire() {
     });
 }
 
-/// Two cancels race the firing: exactly one of the three parties wins. Ignored: two waiters of one
-/// shard lock yielding to each other take it past loom's branch limit (docs/loom.md, "The shard
-/// lock's waiters"); `scripts/loom.sh --ignored two_cancels` runs it.
+/// Two cancels race the firing: exactly one of the three parties wins.
 #[test]
-#[ignore = "exceeds loom's branch limit: two shard-lock waiters yield to each other (docs/loom.md)"]
 fn two_cancels_racing_fire() {
     loom::model(|| {
         let m = OneTask::new(2, 1, 1);

@@ -35,8 +35,15 @@
 //! **Under loom** (`cfg(delaywheel_loom)`): the word is a loom atomic and the cell loom's
 //! (`crate::sync::UnsafeCell`), which tracks the access a guard holds from its lock to its unlock:
 //! an access that the lock does not order (an unlock too weak, a guard that outlived its unlock)
-//! fails the model. A waiter yields to loom (`crate::sync::yield_now`) before each look, instead of
-//! spinning or sleeping: loom has no clock, and the yield lets it run the holder.
+//! fails the model. Loom has no clock, and a waiter that yields before each look lets loom run
+//! two waiters yielding to each other for as long as it likes before it runs the holder (a search
+//! with no end), so a waiter parks instead: it tries the word under a loom `Mutex` and, finding it
+//! set, waits on a loom `Condvar`; the unlock, after its store, takes that mutex and wakes every
+//! waiter. A waiter's try under the mutex either sees the store or comes before the unlocker
+//! takes the mutex, whose wake then finds it waiting: no wake is lost. The mutex orders nothing
+//! that the word does not: a waiter that takes the word straight after a store (its first try
+//! in [`ShardLock::lock`], or another thread's) reads it with no mutex between, so an unlock too
+//! weak still fails the model.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -59,6 +66,18 @@ pub const SLEEP_CAP: Duration = Duration::from_micros(64);
 pub struct ShardLock<T> {
     held: AtomicBool,
     value: UnsafeCell<T>,
+    /// Under loom, where a waiter parks (the module docs, "Under loom").
+    #[cfg(delaywheel_loom)]
+    parking: Parking,
+}
+
+/// Under loom, the waiters' parking: the mutex a waiter tries the word under, and the condvar it
+/// waits on until an unlock wakes it.
+#[cfg(delaywheel_loom)]
+#[derive(Default)]
+struct Parking {
+    mutex: loom::sync::Mutex<()>,
+    wake: loom::sync::Condvar,
 }
 
 // SAFETY: the value is reached only through a `ShardLockGuard`, and a guard exists only while
@@ -71,7 +90,12 @@ unsafe impl<T: Send> Sync for ShardLock<T> {}
 impl<T> ShardLock<T> {
     /// An unlocked lock over `value`.
     pub fn new(value: T) -> ShardLock<T> {
-        ShardLock { held: AtomicBool::new(false), value: UnsafeCell::new(value) }
+        ShardLock {
+            held: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+            #[cfg(delaywheel_loom)]
+            parking: Parking::default(),
+        }
     }
 
     /// Locks, waiting (spinning, yielding, then sleeping in steps) while another thread holds it.
@@ -95,6 +119,7 @@ impl<T> ShardLock<T> {
 
     /// The slow path of [`lock`](Self::lock): backs off until a look finds the word clear, tries,
     /// and backs off again if another thread came first.
+    #[cfg(not(delaywheel_loom))]
     #[cold]
     #[inline(never)]
     fn wait_and_lock(&self) {
@@ -109,10 +134,27 @@ impl<T> ShardLock<T> {
         }
     }
 
+    /// The slow path of [`lock`](Self::lock) under loom: tries the word under the parking mutex,
+    /// and waits for an unlock's wake while another thread holds it.
+    #[cfg(delaywheel_loom)]
+    fn wait_and_lock(&self) {
+        let mut parked = self.parking.mutex.lock().unwrap();
+        while self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            parked = self.parking.wake.wait(parked).unwrap();
+        }
+    }
+
     /// The guard of a lock this thread just took.
     #[inline(always)]
     fn guard(&self) -> ShardLockGuard<'_, T> {
-        ShardLockGuard { access: self.value.get_mut(), _held: Held(&self.held) }
+        ShardLockGuard {
+            access: self.value.get_mut(),
+            _held: Held {
+                held: &self.held,
+                #[cfg(delaywheel_loom)]
+                parking: &self.parking,
+            },
+        }
     }
 }
 
@@ -131,14 +173,23 @@ pub struct ShardLockGuard<'a, T> {
     _held: Held<'a>,
 }
 
-/// The unlock, when dropped: the one `Release` store.
-struct Held<'a>(&'a AtomicBool);
+/// The unlock, when dropped: the one `Release` store (under loom, then the parked waiters' wake).
+struct Held<'a> {
+    held: &'a AtomicBool,
+    #[cfg(delaywheel_loom)]
+    parking: &'a Parking,
+}
 
 impl Drop for Held<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         let order = if fault!("shard_unlock_relaxed") { Ordering::Relaxed } else { Ordering::Release };
-        self.0.store(false, order);
+        self.held.store(false, order);
+        #[cfg(delaywheel_loom)]
+        {
+            let _parked = self.parking.mutex.lock().unwrap();
+            self.parking.wake.notify_all();
+        }
     }
 }
 
@@ -169,26 +220,20 @@ impl<T: fmt::Debug> fmt::Debug for ShardLockGuard<'_, T> {
 }
 
 /// A waiter's steps between looks at the word: [`SPINS`] spins, [`YIELDS`] yields, then sleeps
-/// of 1 µs doubling up to [`SLEEP_CAP`]. Under loom every step is a yield to loom.
+/// of 1 µs doubling up to [`SLEEP_CAP`]. (Under loom a waiter parks instead.)
+#[cfg(not(delaywheel_loom))]
 struct Backoff {
-    #[cfg(not(delaywheel_loom))]
     steps: u32,
-    #[cfg(not(delaywheel_loom))]
     sleep: Duration,
 }
 
+#[cfg(not(delaywheel_loom))]
 impl Backoff {
     fn new() -> Backoff {
-        Backoff {
-            #[cfg(not(delaywheel_loom))]
-            steps: 0,
-            #[cfg(not(delaywheel_loom))]
-            sleep: Duration::from_micros(1),
-        }
+        Backoff { steps: 0, sleep: Duration::from_micros(1) }
     }
 
     /// Waits one step; the caller looks at the word after it.
-    #[cfg(not(delaywheel_loom))]
     fn step(&mut self) {
         if self.steps < SPINS {
             std::hint::spin_loop();
@@ -201,12 +246,6 @@ impl Backoff {
             self.sleep = (self.sleep * 2).min(SLEEP_CAP);
         }
         self.steps = self.steps.saturating_add(1);
-    }
-
-    /// Waits one step: a yield to loom, which runs another thread (the holder, eventually).
-    #[cfg(delaywheel_loom)]
-    fn step(&mut self) {
-        crate::sync::yield_now();
     }
 }
 
