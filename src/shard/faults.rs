@@ -55,6 +55,11 @@
 //!   shrink giving units back to the reserve copies its list of runs under one hold of the lock and
 //!   writes the copy, with the run given back, under another: a run another shard took between the
 //!   two is back on the list, held twice.
+//! * `shard_core_bucket_round_kept` (`wheel/flush.rs` and `wheel/mod.rs`, at their sites): the
+//!   flush keeps the bucket's round, and an insert offers a bucket only if it holds no round, so
+//!   a bucket reused for a later round is never offered again.
+//! * `shard_core_level_recreated` (`wheel/buckets.rs`, at its site): an insert that finds entries
+//!   in a bucket above level 0 creates its level again, dropping the entries' bucket.
 
 use super::core::{Extra, State};
 use super::pool::{Handle, Header, Pool, Shard, ShardState};

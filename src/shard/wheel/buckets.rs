@@ -239,6 +239,12 @@ impl Levels {
         // The last chunk of a level holds only the buckets the level has.
         let size = self.chunk.min(self.wheel_size - index * CHUNK);
         let chunks = &mut self.levels[level];
+        let held = |chunks: &[Option<Box<[Bucket]>>]| {
+            chunks.get(index).and_then(Option::as_ref).is_some_and(|c| !c[slot & (CHUNK - 1)].list.is_empty())
+        };
+        if level != 0 && fault!("shard_core_level_recreated") && held(chunks) {
+            chunks.clear();
+        }
         if index >= chunks.len() {
             add_chunks(chunks, index);
         }

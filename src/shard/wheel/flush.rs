@@ -81,7 +81,9 @@ impl<P> Wheel<P> {
             }
             at = next;
         }
-        self.levels.get_mut(level, slot).expect("a flushed bucket exists").expiration = NO_ROUND;
+        if !fault!("shard_core_bucket_round_kept") {
+            self.levels.get_mut(level, slot).expect("a flushed bucket exists").expiration = NO_ROUND;
+        }
         let offer = self.overdue_offer().filter(|_| kept);
         self.overdue_offered |= offer.is_some();
         offer

@@ -480,7 +480,8 @@ impl<P> Wheel<P> {
 /// the round starting at `round` there makes: the round's, if it is a new one for the bucket.
 #[inline]
 fn round_offer(expiration: u64, level: usize, slot: usize, round: u64) -> Option<Offer> {
-    (expiration != round).then(|| Offer { expiration: round, bucket: BucketCode::encode(level, slot) })
+    let queued = expiration == round || (fault!("shard_core_bucket_round_kept") && expiration != NO_ROUND);
+    (!queued).then(|| Offer { expiration: round, bucket: BucketCode::encode(level, slot) })
 }
 
 #[cfg(test)]
