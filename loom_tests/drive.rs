@@ -1,7 +1,9 @@
 //! The `async` feature's `Timer::drive`: the drive future's watch of the delay queue (register its
 //! waker, read the head) racing a schedule that makes an earlier bucket the head, or a shutdown
-//! (`src/delay_queue/watchers.rs`, "The hand-shake"). On a manual clock the future never sleeps
-//! with a runtime: it waits for its waker alone, so a lost wake is a task that never runs.
+//! (`src/delay_queue/watchers.rs`, "The hand-shake"), and, on the system clock, the drive
+//! future's sleep waker advancing the timer (running no closure) racing an advance, a cancel or a
+//! reset. On a manual clock the future never sleeps with a runtime: it waits for its waker alone,
+//! so a lost wake is a task that never runs.
 
 use std::future::{Future, Pending};
 use std::pin::Pin;
@@ -129,8 +131,8 @@ fn hand_driven(tick: Duration) -> (loom::sync::Arc<delaywheel::Timer>, HandSleep
 /// closure, and wakes the drive future, whose poll runs the task. Never neither.
 #[test]
 fn sleep_wake_racing_an_advance() {
-    // The hour takes a dozen levels, which the final drain visits: more operations than most
-    // models (the script's default bound is 2,000).
+    // The hour takes a dozen levels, which the final drain visits: the bound on operations is
+    // raised here, whatever the script's `LOOM_MAX_BRANCHES`.
     let mut model = loom::model::Builder::new();
     model.max_branches = model.max_branches.max(20_000);
     model.check(|| {
@@ -165,10 +167,10 @@ loom::thread_local! {
 
 /// On the system clock, as above, with a tick of a second: a closure due now, cancelled by the main
 /// thread while the runtime's thread fires the drive future's sleep, whose waker advances the timer
-/// but runs only tasks that hand a waker over: the closure is set aside (re-added, due at once) for
-/// the drive future's poll. Exactly one of "the cancel returned true" and "the closure ran once"
-/// happens, and the closure never runs inside the sleep's waker. Seeded fault
-/// `drive_waker_runs_closures` (nothing set aside): the waker's advance runs the closure.
+/// but runs only tasks that hand a waker over: the closure is set aside (put back, pending, for the
+/// next round: `Core::set_aside_if`, `src/timer/on_core/advance.rs`, "The drive waker's advance")
+/// for the drive future's poll. Exactly one of "the cancel returned true" and "the closure ran
+/// once" happens, and the closure never runs inside the sleep's waker.
 #[test]
 fn sleep_waker_leaves_a_closure_racing_its_cancel() {
     let mut model = loom::model::Builder::new();
@@ -207,11 +209,10 @@ fn sleep_waker_leaves_a_closure_racing_its_cancel() {
 }
 
 /// As above, with a reset racing the waker's advance instead of a cancel: the reset moves the
-/// closure an hour out (`true`) or finds it taken out to fire (`false`, between the visit and the
-/// set-aside). Either way the waker's advance does not run it, and once that advance is over the
-/// closure, set aside and re-added, is pending and not due: a second reset moves it, and the drive
-/// future's poll then leaves it pending. Seeded fault `drive_set_aside_stays_due` (the set-aside
-/// keeps the due mark): the second reset returns `false`.
+/// closure an hour out (`true`) or finds it held by the advance's batch (`false`, between the
+/// flush and the set-aside). Either way the waker's advance does not run it, and once that
+/// advance is over the closure, set aside, is pending and not held: a second reset moves it, and
+/// the drive future's poll then leaves it pending.
 #[test]
 fn sleep_waker_leaves_a_closure_racing_its_reset() {
     let mut model = loom::model::Builder::new();
@@ -238,10 +239,11 @@ fn sleep_waker_leaves_a_closure_racing_its_reset() {
 /// The start of the models below, on the system clock with a tick of a second, as above: closure C
 /// due 200 µs out (counted by the returned `Runs`) and, once the clock has moved past that (by
 /// hand, see [`hand_driven`]), a sleep with a zero delay: its deadline passed mid-tick, later than
-/// C's, so the batch that fires it takes C beside it (`timer/advance.rs`, "Passed deadlines
-/// mid-tick"). The sleep is returned to keep it pending. (On a clock that reads real time, a
-/// preemption of more than 200 µs before the schedule reads it files C as passed, in tick 0 beside
-/// the sleep instead of in tick 1: other operations, which loom cannot replay.)
+/// C's, so the batch that fires it takes C beside it (`Core::take_due_by`,
+/// `src/timer/on_core/advance.rs`). The sleep is returned to keep it pending. (On a clock that
+/// reads real time, a preemption of more than 200 µs before the schedule reads it files C as
+/// passed, in tick 0 beside the sleep instead of in tick 1: other operations, which loom cannot
+/// replay.)
 fn passed_beside_a_closure(timer: &delaywheel::Timer) -> (Runs, delaywheel::TimerHandle, delaywheel::Sleep) {
     let runs = Runs::default();
     let handle = timer.schedule_at(timer.now() + Duration::from_micros(200), runs.task());
@@ -251,12 +253,12 @@ fn passed_beside_a_closure(timer: &delaywheel::Timer) -> (Runs, delaywheel::Time
 
 /// With [`passed_beside_a_closure`]: the runtime's thread fires the drive future's sleep twice (two
 /// advances of its waker: the first takes C beside the passed deadline and sets it aside, carrying
-/// the take's limit; the second pops the queue entry the first left), then polls the drive future,
-/// while the main thread runs `op` on C's handle (`true`: it cancelled or moved C). The poll runs
-/// C at once (`timer/drive_waker.rs`), unless `op` won: so an `op` begun after the poll loses, and
-/// C runs once or `op` won. Seeded faults `drive_waker_drops_limit` (no limit kept) and
-/// `drive_limit_queued_once` (only the first advance queues the entry): C waits in its bucket for
-/// its tick's end, and `op` after the poll wins.
+/// its deadline and offering an item due at once; the second pops that item and offers it again),
+/// then polls the drive future, while the main thread runs `op` on C's handle (`true`: it
+/// cancelled or moved C). The poll runs C at once (`src/timer/on_core/advance.rs`, "The drive
+/// waker's advance": the advance that fires everything takes the closures due by the carried
+/// deadline), unless `op` won: so an `op` begun after the poll loses, and C runs once or `op`
+/// won.
 fn closure_beside_a_passed_deadline_racing(op: fn(&delaywheel::TimerHandle) -> bool) {
     let mut model = loom::model::Builder::new();
     model.max_branches = model.max_branches.max(20_000);

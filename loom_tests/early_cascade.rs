@@ -1,8 +1,9 @@
-//! A stage cascaded ahead of its round (and in chunks) racing a cancel and a schedule.
-//!
-//! Under loom a lane's stage of two entries is "big" (`EARLY_LANE_LEN` is 1) and a chunk is one entry
-//! (`CASCADE_CHUNK` is 1), so two tasks take the paths that a million take in production. (The
-//! main thread schedules them: they share its lane of the bucket.)
+//! `next_wakeup` racing an advance that cascades an entry into a finer bucket. The flush refiles
+//! the entry under its shard's lock, and the advance offers the finer bucket's round to the queue
+//! after the unlock (`src/shard/core.rs`), so between the two the queue's head can be a later
+//! bucket. `next_wakeup` reads the head only while no advance runs, and answers the cursor while
+//! one does (`Shared::next_work_tick`, `src/timer/on_core/advance.rs`: a `try_lock` of the advance
+//! lock).
 
 use std::time::Duration;
 
@@ -10,10 +11,10 @@ use crate::support::{manual_timer, spawn_advance, ticks, Runs};
 
 /// Wheel of 2: A (deadline 3) is in level 1's bucket of round 2, Z (deadline 6) in level 2's
 /// bucket of round 4. Advancing at tick 2 cascades A into level 0 (tick 3) while the main thread
-/// asks `next_wakeup`: whenever it asks (before the advance, while A is in transit with Z's bucket
-/// the queue's head, or after), the answer is at or before A's tick, so a simulation jumping the
-/// clock there fires A at its tick, not at Z's. Seeded fault `next_wakeup_ignores_advance`: the
-/// head read while the advance holds A answers tick 4.
+/// asks `next_wakeup`: whenever it asks (before the advance, while A's new round is not yet
+/// offered and Z's bucket is the queue's head, or after), the answer is at or before A's tick, so a
+/// simulation jumping the clock there fires A at its tick, not at Z's. (No seeded fault reads the
+/// head while an advance runs: docs/loom.md, "What no fault covers".)
 #[test]
 fn next_wakeup_racing_a_cascade_in_flight() {
     loom::model(|| {

@@ -42,11 +42,11 @@ fn len_exact_under_schedule_cancel_fire() {
 }
 
 /// Task A is pending throughout while another thread schedules and cancels B: `len()` read mid-race
-/// is 1 or 2, never 0 while A waits, never wrapped. The counters are striped (`src/sync/striped.rs`):
-/// A is counted in on the main thread's stripe, B in and out on the other's. `len()` must read every
-/// "out" count (Acquire) before any "in" count; reading "in" first can miss B's count-in and then
-/// see its count-out (0, faults `len_reads_scheduled_first`), and `Relaxed` loads can do the same
-/// (fault `len_relaxed_reads`).
+/// is 1 or 2, never 0 while A waits, never wrapped. `len()` sums the shards' counts, each read
+/// without its shard's lock and written under it (`src/timer/on_core/mod.rs`, "Counts"): A is
+/// counted in the main thread's shard, B in and out of the other thread's (one shard where the
+/// host has one core). `shard::len_unlocked_racing_insert_and_cancel` models one shard's count
+/// with its seeded fault (`shard_count_after_unlock`).
 #[test]
 fn len_never_below_pending_while_racing_schedule_and_cancel() {
     loom::model(|| {

@@ -1,7 +1,8 @@
 //! A deadline passed within the tick under way fires at the next advance and takes with it the
-//! entries of the tick under way due by then (`timer/advance.rs`, "Passed deadlines mid-tick"):
-//! that take racing a reset and a cancel of such an entry, and a later take, through the index
-//! the first built (`wheel/slots/due_by.rs`), racing a reset.
+//! entries of the tick after it due by then (`Core::take_due_by`, `src/shard/core/mid_tick.rs`;
+//! `src/shard/core.rs`, "Passed deadlines mid-tick"): the take holds each such entry under its
+//! shard's lock, as a flush does, and it is claimed as it runs. That take racing a reset and a
+//! cancel of such an entry.
 
 use std::time::Duration;
 
@@ -21,10 +22,9 @@ fn a_and_b(
     (clock, timer, [a, b], drops, handle)
 }
 
-/// The advance fires B and takes A beside it while `reset()` moves A later, to 6.5 ticks, in
-/// place: either the reset came first (`true`: A stays and runs once, at tick 7, never before) or
-/// the take did (`false`: A ran once, with B). Seeded fault `due_by_unmarked`: the take does not
-/// mark A due, so the reset moves it (`true`) and it runs at once all the same.
+/// The advance fires B and takes A beside it while `reset()` moves A later, to 6.5 ticks: either
+/// the reset came first (`true`: A moved, and runs once, at tick 7, never before) or the take did
+/// (`false`: A was held by the take's batch, and ran once, with B).
 #[test]
 fn reset_racing_the_take_beside_a_passed_deadline() {
     loom::model(|| {

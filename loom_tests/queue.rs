@@ -3,9 +3,10 @@
 //!
 //! A manual timer of wheel size 2 on a `ManualClock`, one value due now, two threads: one advances
 //! the timer (its firing claims the value's entry and hands the value to the ready list), the other
-//! removes the value and inserts a second one, due later, into the slot the first one left (under
-//! loom the arena reuses a freed slot at once), then removes by the first key again, or re-arms it. Values are plain integers: what the models check is
-//! where each ends up, and when.
+//! removes the value and inserts a second one, due later, into the same shard (the main thread's),
+//! where it may take the slot the first one left (`src/shard/slab.rs`), then removes by the first
+//! key again, or re-arms it. Values are plain integers: what the models check is where each ends
+//! up, and when.
 
 use std::time::Duration;
 

@@ -57,11 +57,10 @@ fn clear_racing_expiry() {
     });
 }
 
-/// A pending value re-armed earlier (a reset that takes the entry out of its bucket and adds it
-/// again) and then removed, while the queue is cleared: exactly one of "the remove returned it"
-/// and "the clear dropped it" happens, wherever the clear's claim finds the entry (its bucket, the
-/// reset's hold, the bucket it moved to); the value is dropped once and its slot released (the
-/// arena's audit when the timer drops), and the queue ends empty.
+/// A pending value re-armed earlier (a reset that moves the entry to its new bucket under its
+/// shard's lock) and then removed, while the queue is cleared: exactly one of "the remove returned
+/// it" and "the clear dropped it" happens, wherever the clear's claim finds the entry (its old
+/// bucket or the one it moved to); the value is dropped once, and the queue ends empty.
 #[test]
 fn clear_racing_reset_and_remove() {
     loom::model(|| {

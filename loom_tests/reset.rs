@@ -1,5 +1,8 @@
-//! `reset()` (re-arm in place) racing the firing, a cascade, a cancel, and a slot reuse, to an
-//! earlier deadline (the entry moves) and to a later one (the deadline is rewritten in place).
+//! `reset()` racing the firing, a cascade, a cancel, a slot reuse and a shutdown, to an earlier
+//! deadline and to a later one. A reset moves the pending entry at once, under its shard's lock,
+//! to the bucket of its new deadline (filed from the shard's time, and offered after the unlock:
+//! `Handle::reset`, `src/shard/core/handles.rs`); it never moves an entry an advance holds for
+//! its batch (it returns `false`), and never claims.
 
 use std::time::Duration;
 
@@ -34,9 +37,8 @@ fn reset_racing_fire() {
 
 /// The entry (deadline 7) sits in a level-2 bucket (slots of 4 ticks); at tick 4 the advancing
 /// thread cascades it into level 1 while `reset()` moves it earlier, to tick 5: wherever the reset
-/// finds it (in its coarse bucket, in transit to the re-add, or in the finer bucket), nothing can
-/// fire yet, so the reset returns `true`, and the task runs once at tick 5, not later at 6 or 7 (a
-/// re-add that placed it by its old deadline would put it where tick 6's visit finds it).
+/// finds it (in its coarse bucket or the finer one), nothing can fire yet, so the reset returns
+/// `true`, and the task runs once at tick 5, not later at 6 or 7.
 #[test]
 fn reset_racing_cascade() {
     loom::model(|| {
@@ -60,8 +62,7 @@ fn reset_racing_cascade() {
 
 /// `reset()` and `cancel()` race on a pending task that cannot fire yet (due at tick 3, level 1),
 /// the reset moving it to `to`: the cancel wins (the reset never claims), whether the reset moved
-/// the task first (out of its bucket for an earlier tick, in place for a later one), holds it in
-/// transit meanwhile, or comes after; the task never runs, its closure is dropped once, and nothing
+/// the task first or comes after; the task never runs, its closure is dropped once, and nothing
 /// stays pending.
 fn reset_racing_cancel_to(to: u32) {
     loom::model(move || {
@@ -87,23 +88,22 @@ fn reset_racing_cancel_to(to: u32) {
     });
 }
 
-/// Earlier (to tick 1, level 0): the reset takes the entry out of its bucket and re-adds it.
+/// Earlier (to tick 1, level 0).
 #[test]
 fn reset_racing_cancel() {
     reset_racing_cancel_to(1);
 }
 
-/// Later (to tick 5): the reset rewrites the deadline in place, under the slot lock alone.
+/// Later (to tick 5).
 #[test]
 fn later_reset_racing_cancel() {
     reset_racing_cancel_to(5);
 }
 
 /// The entry (deadline 5) sits in a level-2 bucket (slots of 4 ticks, round 4); at tick 4 the
-/// advancing thread cascades it into level 0 while `reset()` moves it later, to tick 9, in place:
-/// found in its coarse bucket (whose visit then re-adds it by 9, to level 2 again), in transit (the
-/// re-add places it by 9), or in the level-0 bucket of tick 5 (whose visit then finds it not due and
-/// re-adds it by 9), it runs once, at tick 9: not at 5, not later.
+/// advancing thread cascades it into level 0 while `reset()` moves it later, to tick 9: found in
+/// its coarse bucket or in the level-0 bucket of tick 5, it moves to tick 9's bucket, and runs
+/// once, at tick 9: not at 5, not later.
 #[test]
 fn later_reset_racing_cascade() {
     loom::model(|| {
@@ -128,8 +128,8 @@ fn later_reset_racing_cascade() {
     });
 }
 
-/// A is due; one thread advances (firing A and freeing its slot into that thread's free list) and
-/// then schedules B, which reuses the slot; the main thread resets A meanwhile. The stale handle
+/// A is due; one thread advances (firing A and freeing its slot) and then schedules B (into A's
+/// slot where the timer has one shard: `slot_reuse.rs`); the main thread resets A meanwhile. The stale handle
 /// never moves B, which fires once at its own tick; A runs once, at tick 1 or, if the reset came
 /// first, at tick 6.
 #[test]
@@ -157,9 +157,9 @@ fn reset_with_stale_ticket() {
 }
 
 /// `reset()` moves a pending task (due at tick 3, level 1) earlier, to tick 1, while another thread
-/// shuts the timer down. Wherever the drain meets it (in its old bucket, held by the reset out of
-/// every bucket, re-added to its new one, or refused by the re-add and left to the drain), the task
-/// comes back from `shutdown()` exactly once, never runs, and the accounting holds; its deadline is
+/// shuts the timer down. Wherever the shard's close meets it (in its old bucket, or in the one the
+/// reset moved it to; a reset after the close finds nothing pending), the task comes back from
+/// `shutdown()` exactly once, never runs, and the accounting holds; its deadline is
 /// the new one iff the reset returned `true`.
 #[test]
 fn earlier_reset_racing_shutdown() {

@@ -1,11 +1,9 @@
-//! Shrinking: a shrink gives back arena pages whose slots are all free, while handles of the tasks
-//! that ended there may still be looking (`src/entry/shrink.rs`, `src/entry/readers.rs`). A handle
-//! is pinned while it looks, and a page is freed only after every pin that began before its retire
-//! has ended: a handle never touches a freed page (under loom a freed page is kept and marked, and
-//! touching it, or freeing it while one of its slots is locked, fails the model). A place a shrink
-//! retired is offered to new pages only once the old page is out of the directory, so a page
-//! created there is a new one, and a stale handle never finds the new occupant. And a shrink
-//! never waits for a closure's drop that waits for it.
+//! Shrinking and dropping a timer while handles and closures' drops race it. A shrink gives back
+//! each shard's vacant slots after its last occupied one under the shard's lock (`Core::shrink`,
+//! `src/timer/on_core/stop.rs`, "Shrink"); a drop's stop closes and drains every shard. A handle
+//! that outlives its timer finds nothing (its shard's header goes back to the pool under a new
+//! epoch, which the handle's lock compares: `src/shard/pool.rs`), and neither a shrink nor a drop
+//! waits for a closure's drop that waits for it.
 
 use std::time::Duration;
 
@@ -27,10 +25,11 @@ fn calls_when_dropped(timer: &Arc<Timer>, then: fn(&Timer)) -> impl FnOnce() + S
     move || drop(guard)
 }
 
-/// A is cancelled, so its page is empty; task K, due now, shrinks the timer when it runs. The main
+/// A is cancelled, so its slot is vacant; task K, due now, shrinks the timer when it runs. The main
 /// thread advances the clock (running K, holding the advance lock) while another cancels B, whose
-/// closure's drop advances the clock too: waits for that lock, pinned. K's shrink must not wait
-/// for that pin (seeded fault `task_shrink_waits`: then neither ever returns).
+/// closure's drop advances the clock too: it waits for that lock, or finds an advance running on
+/// no thread of its own and returns. K's shrink takes only the shards' locks, which the cancel
+/// released before it dropped B's closure: both threads return, and K runs once.
 #[test]
 fn shrink_in_a_task_racing_a_cancelled_closures_drop_that_advances() {
     loom::model(|| {
@@ -56,12 +55,10 @@ fn shrink_in_a_task_racing_a_cancelled_closures_drop_that_advances() {
     });
 }
 
-/// A is pending when the main thread drops the timer while a thread looks at A's handle (cancel,
-/// reset, status): the drop's drain abandons A (unless the cancel won it first), and its shrink
-/// gives back A's page, which the handle keeps the arena of (`src/timer/shrink.rs`, "After a
-/// shutdown"). The handle is pinned while it looks, so the page is freed only after it is done,
-/// or is left retired when the drop's bounded wait runs out (zero under loom: both ways are
-/// explored); A never runs, and its handle finds nothing pending after the drop.
+/// A is pending when the main thread drops the timer while a thread cancels and resets A's handle:
+/// the cancel wins A, or the drop's drain takes it first. After the drop the handle finds nothing
+/// pending and cancels nothing (its shard went back to the pool, its epoch moved), and A never
+/// runs.
 #[test]
 fn stale_handle_racing_a_dropped_timers_shrink() {
     loom::model(|| {
@@ -81,10 +78,9 @@ fn stale_handle_racing_a_dropped_timers_shrink() {
 }
 
 /// The main thread drops the timer holding a lock, while another cancels B, whose closure's drop
-/// there (pinned: a grace period waits for it) takes that lock. The drop's shrink (A's page,
-/// emptied by the drain, goes back: B's handle keeps the arena) must not wait for that pin for
-/// ever (seeded fault `stop_shrink_waits`: then neither ever returns); the page stays retired
-/// until the arena goes. (B's closure dropped by the drain, on the main thread, takes no lock.)
+/// on that thread takes that lock. The drop's stop drains and gives back without waiting for any
+/// closure's drop (the cancel drops B's closure after its shard's unlock), so both threads return
+/// and A never runs. (B's closure dropped by the drain, on the main thread, takes no lock.)
 #[test]
 fn dropped_timers_shrink_racing_a_cancelled_closures_drop_that_waits_for_it() {
     loom::model(|| {

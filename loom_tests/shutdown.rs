@@ -1,4 +1,9 @@
 //! `shutdown()` racing `try_schedule` and `advance_clock`; dropping the timer racing `cancel()`.
+//!
+//! The stop closes each shard and drains it in one critical section of the shard's lock
+//! (`Core::close`, `src/shard/core/shutdown.rs`), and a schedule reads its shard's closed flag in
+//! its insert's critical section: it is drained by the close or refused, wherever in the wheel it
+//! goes (an existing bucket, or a level or chunk the insert creates, under the same lock).
 
 use std::time::Duration;
 
@@ -48,11 +53,11 @@ fn shutdown_racing_schedule() {
     });
 }
 
-/// Two schedulers race into level 1, which neither finds: one creates it, the other may find it
-/// created and add to the bucket the first already queued, while the main thread shuts down. The
-/// drain closes every level not yet created and locks every bucket of the others; each scheduler
-/// reads the flag under its bucket lock. So whichever way the creation and the close race, an entry is
-/// refused, or inserted where the drain looks, and neither task vanishes.
+/// Two schedulers race into level 1, which neither finds, while the main thread shuts down: each
+/// creates level 1 in its shard's wheel (or, on one shard, the second finds it created), under its
+/// shard's lock, and reads the closed flag there. So whichever way the creation and the close
+/// race, an entry is refused, or linked before the close and drained by it: neither task
+/// vanishes.
 #[test]
 fn shutdown_racing_two_schedules_into_new_level() {
     loom::model(|| {
@@ -78,12 +83,11 @@ fn shutdown_racing_two_schedules_into_new_level() {
     });
 }
 
-/// A level's buckets come in chunks (of 2 under loom), each created on first use: one thread
-/// schedules Y into level 0's second chunk, which it creates, while the main thread shuts the timer
-/// down; X, pending before, made the first. The drain closes every chunk not yet created, in the
-/// levels in use too, and flushes every bucket of the others; the scheduler reads the flag under
-/// its bucket lock. So whichever way the creation and the close race, Y is refused, or inserted
-/// where the drain looks and handed back (`src/wheel/chunks.rs`, "Closing").
+/// X is pending in level 0's slot 1 (wheel 4) when one thread schedules Y into slot 3 while the
+/// main thread shuts the timer down. Y's insert writes its bucket (and, in a shard that has no
+/// level 0 yet, the level and its chunk: `src/shard/wheel/buckets.rs`) under its shard's lock, where
+/// it reads the closed flag: Y is refused, or linked before the close and handed back; X is handed
+/// back.
 #[test]
 fn shutdown_racing_schedule_into_new_chunk() {
     loom::model(|| {
@@ -93,7 +97,7 @@ fn shutdown_racing_schedule_into_new_chunk() {
 
         let scheduler = {
             let (timer, y) = (timer.clone(), y.clone());
-            // Level 0, slot 3: the second chunk, which this creates.
+            // Level 0, slot 3.
             loom::thread::spawn(move || timer.try_schedule(ticks(3), y.task()).is_ok())
         };
         let unfired = timer.shutdown();
@@ -166,8 +170,8 @@ fn drop_racing_cancel() {
 
         assert_eq!(runs.count(), 0, "a dropped timer runs nothing");
         assert_eq!(drops.count(), 1, "the closure is dropped exactly once");
-        // (The drop's shrink may give the task's page back, the handle outliving the timer: the
-        // handle then knows only that the task ended, as `TimerHandle::is_cancelled` says.)
+        // (The handle outlives the timer: once the drop gave its shard back, the handle knows
+        // only that the task ended, as `TimerHandle::is_cancelled` says.)
         assert!(!handle.is_cancelled() || cancelled, "cancelled by the drop's drain");
         assert!(!handle.is_pending());
     });
@@ -198,8 +202,8 @@ fn two_shutdowns_racing() {
     });
 }
 
-/// A task shuts its own timer down (from inside `advance_clock`, so the drain runs without the
-/// advance lock: the detached drain) while another thread schedules B for a later tick: B is handed
+/// A task shuts its own timer down (from inside `advance_clock`: the stop needs no advance lock,
+/// `src/timer/on_core/stop.rs`) while another thread schedules B for a later tick: B is handed
 /// back by that `shutdown()` call or refused, never lost.
 #[test]
 fn shutdown_from_a_task_racing_schedule() {
@@ -232,12 +236,12 @@ fn shutdown_from_a_task_racing_schedule() {
     });
 }
 
-/// The detached drain (`shutdown_timeout` that finds the advance lock held, as a drop or shutdown
-/// from a driver inside a task does) races an advance that, at tick 2, fires Y and cascades X from
-/// level 1 into level 0. Wherever the drain's flush and arena scan find them (in the level-1 bucket,
-/// in the visit's transit or due batch, or X re-added to a level-0 bucket the flush had already
-/// emptied), Y runs once or is handed back, X (due at tick 3) is handed back, nothing stays pending
-/// and no bucket holds anything once the drain returned.
+/// A shutdown that does not wait for the advance (`shutdown_timeout(ZERO)`, as a drop or a
+/// shutdown from a driver inside a task) races an advance that, at tick 2, fires Y and cascades X
+/// from level 1 into level 0. Each shard's close drains it under its lock, held entries too, so
+/// wherever the close finds them (in the level-1 bucket, Y held by the advance's batch, X refiled
+/// in level 0) Y runs once (claimed before the close) or is handed back, X (due at tick 3) is
+/// handed back, nothing stays pending, and the claims after the close find nothing.
 #[test]
 fn detached_drain_racing_a_cascade() {
     loom::model(|| {
@@ -247,8 +251,8 @@ fn detached_drain_racing_a_cascade() {
         timer.schedule(ticks(2), y.task()); // the same bucket, due at its round
         clock.advance(ticks(2));
 
-        // The advance on this thread, the drain on the other: the drain can run between the
-        // advance's visit and its re-add of X, and the re-add between the drain's flush and scan.
+        // The advance on this thread, the close on the other: the close can come between the
+        // advance's flush and its claim of Y.
         let drainer = {
             let timer = Arc::clone(&timer);
             loom::thread::spawn(move || timer.shutdown_timeout(Duration::ZERO))
@@ -266,8 +270,7 @@ fn detached_drain_racing_a_cascade() {
         assert!(timer.is_empty());
         let stats = timer.stats();
         assert_eq!(stats.fired + handed_back as u64, stats.scheduled, "{stats:?}");
-        // (A drop beside a driver inside a task is the last drain: what it leaves in a bucket
-        // is never released.)
+        // (A drop's close is the last drain: what it left in a bucket would never be released.)
         assert!(stats.pending_per_level.iter().all(|&n| n == 0), "left in a bucket: {stats:?}");
     });
 }

@@ -11,8 +11,9 @@ use crate::support::{manual_timer, ticks, Runs};
 /// tick the wheel has already left (docs/design.md, "Stale views of time are safe"). Here a thread
 /// moves the clock from tick 0 to 1 and advances the wheel while the main thread schedules B one tick
 /// ahead. B's deadline is tick 1 or 2, depending on which clock it read; whichever, B fires exactly
-/// once and never before the time the main thread saw plus one tick: the bucket lowering and the
-/// re-add through the wheel repair the stale placement.
+/// once and never before the time the main thread saw plus one tick: the wheel files from its own
+/// time (the last expiration it flushed), and a deadline at or before that time goes to its
+/// shard's overdue list, offered for the next round (`src/shard/wheel/mod.rs`, "Rounds").
 #[test]
 fn schedule_with_stale_time_racing_advance() {
     loom::model(|| {
@@ -64,10 +65,11 @@ impl FiredAt {
 
 /// The stale view the other way round: while the main thread schedules B from tick 0 (deadline 1),
 /// another thread moves the clock to tick 2 and schedules C for tick 3 into the same bucket (slot 1
-/// serves ticks 1, 3, …). If B lands after C, B's round is earlier than the bucket's expiration: the
-/// expiration is **lowered** to 1 and the bucket re-queued (a setter that only sets an empty bucket's
-/// expiration, without Kafka's timer-wide lock, would strand B until tick 3). So an advance at tick 2
-/// fires every task due by then; `shutdown()` then hands back the rest, each with its deadline.
+/// serves ticks 1, 3, … on a wheel that has flushed tick 2). On the core a wheel files from its own
+/// time, 0 here (nothing was flushed), so B goes to level 0's round 1 and C to level 1's round 2
+/// (in the other thread's shard, where the host has more than one core): a bucket's round never
+/// goes back. An advance at tick 2 fires every task due by then; `shutdown()` then hands back the
+/// rest, each with its deadline.
 #[test]
 fn stale_schedule_lowers_bucket_expiration() {
     loom::model(|| {

@@ -69,8 +69,9 @@ pub fn spawn_advance(timer: &Arc<Timer>) -> loom::thread::JoinHandle<bool> {
     loom::thread::spawn(move || timer.advance_clock(Duration::ZERO))
 }
 
-/// On a new model thread: advances `timer` (firing what is due, which frees its slot into that
-/// thread's free list), then schedules `task` one tick out, which takes that slot again.
+/// On a new model thread: advances `timer` (firing what is due, which frees its slot), then
+/// schedules `task` one tick out, into the shard of that thread's index (the freed slot's shard
+/// where the timer has one).
 pub fn spawn_advance_then_reuse(
     timer: &Arc<Timer>,
     task: impl FnOnce() + Send + 'static,

@@ -1,8 +1,10 @@
 //! `Timer::shrink` looping while executor threads run tasks and stale handles and keys look at
 //! slots the shrinks may give back: every task runs or is cancelled exactly once, every value
 //! comes out or is removed exactly once, and nothing a stale handle does reaches a later task.
-//! (Memory safety of the stale looks is the loom model `shrink::stale_handle_racing_a_shrink`'s;
-//! run this binary under AddressSanitizer for the real threads.)
+//! (A stale handle's look is its shard's, under the shard's lock, whose header the pool never
+//! frees; the loom models `shrink::stale_handle_racing_a_dropped_timers_shrink` and
+//! `shard::cancel_racing_give_back_and_reuse` race it. No loom model races `Timer::shrink` with
+//! a stale handle on a live timer; run this binary under AddressSanitizer for the real threads.)
 
 mod common;
 

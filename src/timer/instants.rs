@@ -127,13 +127,14 @@ impl Timer {
     /// [`DelayQueue::next_deadline`](crate::queue::DelayQueue::next_deadline)): the tick of the
     /// earliest queued bucket, else the wheel's cursor.
     ///
-    /// An advance in progress holds the entries it cascades out of a coarse bucket (taken out, not
-    /// yet re-added to a finer one) while the queue's head may already be a later bucket: the head
-    /// alone could then answer past a pending task's tick, and a simulation jumping the clock there
-    /// would fire that task late. So the head is read only while no advance runs; while one does
-    /// (on another thread, or on this one: a task calling this), the answer is the wheel's cursor,
-    /// where that advance's work is. Seeded fault `next_wakeup_ignores_advance` (docs/loom.md): the
-    /// head read without the lock (`Shared::next_work_tick`).
+    /// An advance in progress refiles the entries of a coarse bucket into finer ones under their
+    /// shard's lock and offers the finer buckets to the queue after the unlock, so in between the
+    /// queue's head may be a later bucket: the head alone could then answer past a pending task's
+    /// tick, and a simulation jumping the clock there would fire that task late. So the head is
+    /// read only while no advance runs; while one does (on another thread, or on this one: a task
+    /// calling this), the answer is the wheel's cursor, where that advance's work is
+    /// (`Shared::next_work_tick`). The loom model `early_cascade::next_wakeup_racing_a_cascade_in_flight`
+    /// races it; no seeded fault reads the head while an advance runs (docs/loom.md).
     pub(crate) fn next_work(&self) -> Option<Instant> {
         let tick = self.shared().next_work_tick();
         let time = self.shared().time();
