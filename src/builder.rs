@@ -28,7 +28,8 @@ pub const DEFAULT_WHEEL_SIZE: usize = 512;
 /// few tasks starts small, and grows as the wheel's time moves round level 0 with tasks pending:
 /// after `wheel_size` ticks with a task in every chunk's span, level 0 is whole (2 MiB a shard at
 /// 86 400 slots, 384 MiB at 2^24). Size the wheel for a whole level 0. The bound is the wheel's
-/// code of a bucket, which names a slot in 24 bits.
+/// code of a bucket, which names a slot in 24 bits (docs/design.md, "Levels, buckets and the delay
+/// queue").
 pub const MAX_WHEEL_SIZE: usize = 1 << 24;
 
 // The shard wheel's bound is the builder's.
@@ -107,7 +108,7 @@ impl Default for TimerBuilder {
 }
 
 impl std::fmt::Debug for TimerBuilder {
-    /// Every setting, the bucket lanes only when set (the default depends on the host).
+    /// Every setting, `bucket_lanes` only when set (it has no default: it has no effect).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut out = f.debug_struct("TimerBuilder");
         out.field("tick", &self.tick)
@@ -249,8 +250,7 @@ impl TimerBuilder {
     /// Lanes per bucket, a power of two from 2 to 16: accepted and validated, and otherwise
     /// without effect. Buckets have no lanes: each thread schedules into a shard of its own, under
     /// that shard's lock, so threads that do not share a shard do not share a lock whatever the
-    /// delay. The setting is kept so that builds that set it go on compiling and validating as
-    /// before.
+    /// delay. The setting is kept so that builds that set it compile and are validated.
     ///
     /// A value that is not a power of two from 2 to 16 makes [`try_build`](TimerBuilder::try_build)
     /// fail with [`BuildError::InvalidBucketLanes`].

@@ -104,9 +104,8 @@ use slot::{Phase, Slot};
 ///
 /// It is `'static`, `Send`, `Sync` and `Unpin`: it holds its timer entry and the timer's shared
 /// state, not the timer. Dropping the [`Timer`] shuts it down all the same, and gives back the
-/// pages of its tasks (however many it ever held): a sleep kept after that keeps only the timer's
-/// remains (its wheel's levels and a few pages) until the sleep is dropped, as a
-/// [`TimerHandle`](crate::TimerHandle) does.
+/// slots of its tasks (however many it ever held): a sleep kept after that keeps only the timer's
+/// remains (its wheels' levels and a few pages) until the sleep is dropped.
 ///
 /// * **Never early**: it completes only once the timer fired its task, at the first tick boundary
 ///   at or after [`deadline`](Sleep::deadline) on the timer's clock (at most one tick late).

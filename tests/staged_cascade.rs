@@ -1,6 +1,6 @@
-//! Staged cascade (docs/design.md, "Cascading ahead of time"): a big stage of a coarse bucket is
-//! cascaded before its round, in chunks, and still fires every task exactly at its deadline tick;
-//! a small one waits for its round, as in Kafka.
+//! Staged cascade (docs/design.md, "A big bucket: stages by shifts"): a big stage of a coarse
+//! bucket is cascaded before its round, in chunks, and still fires every task exactly at its
+//! deadline tick; a small one waits for its round, as in Kafka.
 //!
 //! Wheel 64, tick 1 ms: level 1 has 64-tick slots split into 4 stages of 16 ticks. The round
 //! [64, 128) has stage 0 = ticks 64..79 (open from tick 16: `64 - 64 + 1·16`) and stage 2 = ticks

@@ -1,11 +1,9 @@
-//! The shard core: the timer core `Timer` moves onto (docs/lean_core.md, "A core rebuilt this
-//! way, room by room"). Each shard is one lock over a slab of slots with intrusive list links and
-//! a wheel of list heads; a thread schedules into a shard of its own, any thread cancels through
-//! its handle's shard, and the driver polls one delay queue of the shards' buckets, flushes each
-//! bucket due under its shard's lock, holding its due entries there, and claims each under that
-//! lock just before it runs it (a cancel until then wins). The rooms here are built
-//! and modelled beside today's core, which `Timer` still runs on; nothing outside this room uses
-//! them yet.
+//! The shard core: the engine `Timer` runs on (`crate::timer::on_core`; docs/lean_core.md, "A
+//! core rebuilt this way, room by room"). Each shard is one lock over a slab of slots with
+//! intrusive list links and a wheel of list heads; a thread schedules into a shard of its own, any
+//! thread cancels through its handle's shard, and the driver polls one delay queue of the shards'
+//! buckets, flushes each bucket due under its shard's lock, holding its due entries there, and
+//! claims each under that lock just before it runs it (a cancel until then wins).
 //!
 //! * `core.rs`: [`Core`](core::Core), the rooms below assembled: shard headers from the pool
 //!   whose state is a wheel beside the caller's extra, a closed flag and the shard's totals, a

@@ -77,17 +77,15 @@ pub(crate) use weak::{LiveTimer, WeakTimer};
 /// [`TimerBuilder::manual`] time advances only in [`advance_clock`](Timer::advance_clock).
 ///
 /// `Timer` is `Send + Sync`: share it behind an `Arc` to schedule from many threads. Dropping it
-/// stops the driver, drops the closures of tasks that have not started and gives back the pages
-/// they took (also while a handle or a future of the timer outlives it; as [`shutdown`](Timer::shutdown)
-/// says, pages a handle operation on another thread still looks at after a bounded wait, or that
-/// a drop from inside a cancelled closure's own drop cannot wait for, stay until the last handle
-/// or future goes) before it returns; with
-/// executor threads, tasks queued for them but not started are dropped too, also while the threads
-/// are busy. Drop never waits for a task: a driver inside one is told to stop and exits on its own
-/// once that task returns, a driver that is not is joined. No task of the timer starts after the
-/// drop, except one a thread had already claimed (it may be just starting). Use [`shutdown`](Timer::shutdown)
-/// to get the unfired tasks back instead, or [`shutdown_timeout`](Timer::shutdown_timeout) for a
-/// bounded wait.
+/// stops the driver, drops the closures of tasks that have not started and gives back the memory
+/// they took (also while a future of the timer outlives it, as [`shutdown`](Timer::shutdown)
+/// does) before it returns; with executor threads, tasks queued for them but not started are
+/// dropped too, also while the threads are busy. Handles of its tasks find nothing after the drop.
+/// Drop never waits for a task: a driver inside one is told to stop and exits on its own once that
+/// task returns, a driver that is not is joined. No task of the timer starts after the drop,
+/// except one a thread had already claimed (it may be just starting). Use
+/// [`shutdown`](Timer::shutdown) to get the unfired tasks back instead, or
+/// [`shutdown_timeout`](Timer::shutdown_timeout) for a bounded wait.
 ///
 /// ```
 /// use delaywheel::{ManualClock, Timer};

@@ -1,13 +1,21 @@
 //! `Timer::shrink`, and the driver's automatic shrink: giving back the memory of a spike.
 //!
 //! The shards' slabs and the task slab grow to the most tasks ever pending and keep that size
-//! until a shrink gives their vacant room back (`on_core/stop.rs`, "Shrink"). A timer with a
-//! driver thread shrinks by itself, after an advance, once fewer than a quarter of the slots its
-//! shards wrote hold a pending task (and they wrote at least [`AUTO_MIN_SLOTS`]), at most once per
-//! [`AUTO_INTERVAL`]: a burst that came and went is given back within about a second of draining,
-//! and a timer whose load stays steady never pays for a shrink. A manual timer shrinks when told.
-//! A timer with a capacity shrinks after a spike within it too: the capacity keeps its slots, and
-//! the shrink gives back the blocks of closures over 16 bytes, which are not part of it.
+//! until a shrink gives their vacant room back (`on_core/stop.rs`, "Shrink"). A shrink takes each
+//! shard's lock in turn and cuts off that shard's trailing vacant slots, those after its last
+//! occupied one, with the slab's spare capacity (`Core::shrink`, `shard/slab.rs`): a vacant slot
+//! below an occupied one stays, since a handle names its slot. Units of slots a shard took from
+//! the core's reserve go back to the reserve, the rest to the system. The task slab then frees its
+//! pages whose blocks of closures are all free, and the advance's buffers their room, unless an
+//! advance holds them.
+//!
+//! A timer with a driver thread shrinks by itself, after an advance, once fewer than a quarter of
+//! the slots its shards wrote hold a pending task (and they wrote at least [`AUTO_MIN_SLOTS`]), at
+//! most once per [`AUTO_INTERVAL`]: a burst that came and went is given back within about a second
+//! of draining, and a timer whose load stays steady never pays for a shrink. A manual timer
+//! shrinks when told. A timer with a capacity shrinks after a spike within it too: the capacity
+//! keeps its slots, and the shrink gives back the blocks of closures over 16 bytes, which are not
+//! part of it.
 //!
 //! The driver shrinks in a lull, when nothing is due within [`AUTO_LULL`]: the tail of a burst
 //! still firing every tick (SPEC W4's last quarter) is not held up, and the shrink comes once it

@@ -61,13 +61,13 @@ impl Timer {
     /// empty) once no advance holds values it fired before the shutdown: when this call does not
     /// wait for the advance in progress, that advance ends the queue after handing its batch over.
     ///
-    /// Once the timer is drained, the pages its tasks took are given back as by
-    /// [`shrink`](Timer::shrink) (the drop does the same while a handle or a future outlives the
-    /// timer), waiting up to about 10 ms (twice that when an earlier shrink left pages waiting) for
-    /// handle operations looking at them on other threads; pages they still looked at are given
-    /// back by a later `shrink`, or when the last handle or future goes. A handle's
-    /// [`is_fired`](crate::TimerHandle::is_fired) and [`is_cancelled`](crate::TimerHandle::is_cancelled)
-    /// then read `false` for a task whose page went back.
+    /// Once the timer is drained, the slots its tasks took are given back as by
+    /// [`shrink`](Timer::shrink), on a timer whose shards wrote 16 384 slots or more (the drop
+    /// does the same while a future outlives the timer), without waiting for anything: a handle
+    /// looks its task up under its shard's lock. A handle's
+    /// [`is_fired`](crate::TimerHandle::is_fired) and
+    /// [`is_cancelled`](crate::TimerHandle::is_cancelled) then read `false` for a task whose slot
+    /// went back.
     pub fn shutdown(&self) -> Vec<UnfiredTask> {
         self.stop(false, None)
     }
@@ -87,9 +87,9 @@ impl Timer {
     /// claimed that way may still count in [`len`](Timer::len) as this returns, until the thread
     /// that claimed it counts it out, just after the claim.
     ///
-    /// The pages of a drained timer are given back as after `shutdown`, outside `timeout`: that
-    /// may add up to about 10 ms (20 ms when an earlier shrink left pages waiting), and only on a
-    /// timer that handed out at least 16,384 slots.
+    /// The slots of a drained timer are given back as after `shutdown`, outside `timeout`, on a
+    /// timer whose shards wrote at least 16,384 slots: a shrink takes each shard's lock in turn
+    /// and waits for nothing else.
     pub fn shutdown_timeout(&self, timeout: Duration) -> Vec<UnfiredTask> {
         self.stop(false, Some(timeout))
     }

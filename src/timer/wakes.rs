@@ -19,9 +19,11 @@
 //! The promises do not change: a waker is never woken before the timer task that hands it over
 //! ran, each handed-over waker is woken exactly once (also when a wake of the batch
 //! panics, which is caught and counted as a panicked task), and outside a batch, on a thread that
-//! is not firing (a shutdown's drain, a cancel), [`wake`] wakes at once. A batch opened inside
-//! another (a task of one timer advancing another on the same thread) wakes its own wakers when it
-//! closes. While the thread's locals are being destroyed, every wake is at once.
+//! is not firing (a cancel), [`wake`] wakes at once. A shutdown's drain opens a batch of its own:
+//! the wakers its drops hand over are woken after the drain, once the stop has let go of the
+//! advance lock (`on_core/stop.rs`). A batch opened inside another (a task of one timer advancing
+//! another on the same thread) wakes its own wakers when it closes. While the thread's locals are
+//! being destroyed, every wake is at once.
 //!
 //! The list an outermost batch keeps its wakers in is kept, emptied, for the thread's next batch
 //! (up to [`ROOM_KEPT`] wakers of room): a thread that fires a batch every tick does not grow a

@@ -63,8 +63,9 @@ impl<P: Send + 'static, X: Extra<P>> Handle<P, X> {
     }
 
     /// Where this handle's pending entry is filed, with its deadline: ((level, slot, its
-    /// bucket's expiration), deadline), `None` if it is not pending, in no bucket (overdue, held)
-    /// or its core is gone. A diagnostic.
+    /// bucket's expiration), deadline), `None` if it is not pending, held by a batch, or its core
+    /// is gone. An overdue entry reads as level 0's slot of its tick, expiring at the wheel's time
+    /// (`Wheel::position`). A diagnostic.
     pub fn position(&self) -> Option<((usize, usize, u64), Deadline)> {
         let (slot, generation) = self.entry();
         let key = Key { slot, generation };

@@ -1,14 +1,15 @@
 //! One shard's timer state: a [slab](super::slab) of entries and Kafka's hierarchical timing wheel
 //! of bucket lists over it, sequential (`&mut self`: the shard's lock guards it, so no atomics).
 //!
-//! **The geometry is the timer's contract** (docs/design.md, "The shape"): levels of `wheel_size`
-//! buckets (any size from 2 to 2²⁴), level `k`'s buckets `wheel_size`ᵏ ticks wide, the levels above
-//! the first created as deadlines need them (up to `crate::wheel::place::max_levels`, which covers
-//! every tick); each bucket a list of entries and an **expiration**, the start of its current
-//! round; and one queue of buckets ordered by expiration, outside the wheel, that the driver polls.
-//! The wheel does not own that queue: it tells its caller when a bucket must be offered to it, and
-//! the caller hands back each bucket the queue pops ([`Wheel::flush`]). So the driver sleeps until
-//! the earliest bucket is due, never ticking through empty ones, and an idle wheel costs nothing.
+//! **The geometry is the timer's contract** (docs/design.md, "Levels, buckets and the delay
+//! queue"): levels of `wheel_size` buckets (any size from 2 to 2²⁴), level `k`'s buckets
+//! `wheel_size`ᵏ ticks wide, the levels above the first created as deadlines need them (up to
+//! `crate::wheel::place::max_levels`, which covers every tick); each bucket a list of entries and
+//! an **expiration**, the start of its current round; and one queue of buckets ordered by
+//! expiration, outside the wheel, that the driver polls. The wheel does not own that queue: it
+//! tells its caller when a bucket must be offered to it, and the caller hands back each bucket the
+//! queue pops ([`Wheel::flush`]). So the driver sleeps until the earliest bucket is due, never
+//! ticking through empty ones, and an idle wheel costs nothing.
 //!
 //! **Placement** is the crate's (`crate::wheel::place`, its precomputed `LevelTable`; the stages it
 //! also computes serve a split bucket only: "A big bucket"): relative to the wheel's **time** (the
@@ -178,7 +179,8 @@ pub(crate) const MAX_WHEEL_SIZE: u64 = 1 << 24;
 /// The default wheel size (the timer's).
 pub(crate) const DEFAULT_WHEEL_SIZE: u64 = 512;
 
-/// One shard's slab and wheel (module docs).
+/// One shard's slab and wheel (module docs): what Kafka calls `TimingWheel`, its chain of
+/// overflow wheels as levels, each bucket a `TimerTaskList`.
 pub struct Wheel<P> {
     slab: Slab<Entry<P>>,
     table: LevelTable,

@@ -5,9 +5,9 @@
 //! ## Why
 //!
 //! A timeout is mostly armed and dropped before its deadline. As a [`Sleep`](super::Sleep) of its
-//! own, that is the timer's insert and cancel (two locks and a count each), a slot's reference
-//! count and a waker's clone: 25 locked read-modify-writes per timeout in the whole process
-//! (docs/benchmarks.md, "Async timeouts"). Within a group, every timeout of the tick but the one
+//! own, that is the timer's insert and cancel (one shard lock each, `shard/core.rs`), a slot's
+//! reference count and a waker's clone: 25 locked read-modify-writes per timeout in the whole
+//! process (docs/benchmarks.md, "Async timeouts"). Within a group, every timeout of the tick but the one
 //! that makes the group arms with one lock of the group (its waker pushed) and a count of its own,
 //! and drops with one lock (its waker taken out) and a count: the timer's entry, insert and cancel
 //! are the group's, once per tick and thread.

@@ -206,7 +206,8 @@ impl TimerHandle {
     /// back the vacant slots after the last one holding a pending task):
     /// [`Timer::shrink`](crate::Timer::shrink), the driver's automatic shrink, and the one after
     /// [`shutdown`](crate::Timer::shutdown), on a timer whose slots written reach 16 384 (a smaller
-    /// one keeps its slots); and so does the timer's drop, after which every handle finds nothing. So read the status before shutting a large timer down. The exact record of a
+    /// one keeps its slots); and so does the timer's drop, after which every handle finds
+    /// nothing. So read the status before shutting a large timer down. The exact record of a
     /// cancellation is the result of [`cancel`](TimerHandle::cancel); of a run, the task itself.
     pub fn is_fired(&self) -> bool {
         self.status() == Some(Status::Fired)
