@@ -21,9 +21,8 @@
 //! schedule and cancel in one bucket offers it once per round. A deadline at or before the time is
 //! not filed in a bucket but on the **overdue** list, offered at the time when it takes its first
 //! entry since a drain (for entries moved there from behind the time, its first such: "Rounds"),
-//! and drained by that offer's flush
-//! ([`Wheel::drain_overdue`]): a zero delay or a passed deadline runs by the next advance even if
-//! the clock did not move.
+//! and drained by that offer's flush ([`Wheel::drain_overdue`]): a zero delay or a passed deadline
+//! runs by the next advance even if the clock did not move.
 //!
 //! **Flush** ([`Wheel::flush`], `flush.rs`): the queue popped (expiration, bucket). If the bucket's
 //! expiration is another (a flush or a new round came since), the offer was stale and nothing
@@ -179,8 +178,7 @@ pub(crate) const MAX_WHEEL_SIZE: u64 = 1 << 24;
 /// The default wheel size (the timer's).
 pub(crate) const DEFAULT_WHEEL_SIZE: u64 = 512;
 
-/// One shard's slab and wheel (module docs): what Kafka calls `TimingWheel`, its chain of
-/// overflow wheels as levels, each bucket a `TimerTaskList`.
+/// One shard's slab and wheel (module docs): Kafka's `TimingWheel`, each bucket a `TimerTaskList`.
 pub struct Wheel<P> {
     slab: Slab<Entry<P>>,
     table: LevelTable,
