@@ -110,7 +110,6 @@ mod imp {
 mod imp {
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{Arc, MutexGuard};
-    pub(crate) use loom::thread::yield_now;
 
     /// `loom::thread_local!`, accepting std's `const { … }` initialiser (loom's macro does not).
     macro_rules! loom_thread_local {
