@@ -168,7 +168,7 @@ loom::thread_local! {
 /// On the system clock, as above, with a tick of a second: a closure due now, cancelled by the main
 /// thread while the runtime's thread fires the drive future's sleep, whose waker advances the timer
 /// but runs only tasks that hand a waker over: the closure is set aside (put back, pending, for the
-/// next round: `Core::set_aside_if`, `src/timer/on_core/advance.rs`, "The drive waker's advance")
+/// next round: `Core::set_aside_if`, `src/timer/advance.rs`, "The drive waker's advance")
 /// for the drive future's poll. Exactly one of "the cancel returned true" and "the closure ran
 /// once" happens, and the closure never runs inside the sleep's waker.
 #[test]
@@ -240,7 +240,7 @@ fn sleep_waker_leaves_a_closure_racing_its_reset() {
 /// due 200 µs out (counted by the returned `Runs`) and, once the clock has moved past that (by
 /// hand, see [`hand_driven`]), a sleep with a zero delay: its deadline passed mid-tick, later than
 /// C's, so the batch that fires it takes C beside it (`Core::take_due_by`,
-/// `src/timer/on_core/advance.rs`). The sleep is returned to keep it pending. (On a clock that
+/// `src/timer/advance.rs`). The sleep is returned to keep it pending. (On a clock that
 /// reads real time, a preemption of more than 200 µs before the schedule reads it files C as
 /// passed, in tick 0 beside the sleep instead of in tick 1: other operations, which loom cannot
 /// replay.)
@@ -255,7 +255,7 @@ fn passed_beside_a_closure(timer: &delaywheel::Timer) -> (Runs, delaywheel::Time
 /// advances of its waker: the first takes C beside the passed deadline and sets it aside, carrying
 /// its deadline and offering an item due at once; the second pops that item and offers it again),
 /// then polls the drive future, while the main thread runs `op` on C's handle (`true`: it
-/// cancelled or moved C). The poll runs C at once (`src/timer/on_core/advance.rs`, "The drive
+/// cancelled or moved C). The poll runs C at once (`src/timer/advance.rs`, "The drive
 /// waker's advance": the advance that fires everything takes the closures due by the carried
 /// deadline), unless `op` won: so an `op` begun after the poll loses, and C runs once or `op`
 /// won.

@@ -2,7 +2,7 @@
 //! the entry under its shard's lock, and the advance offers the finer bucket's round to the queue
 //! after the unlock (`src/shard/core.rs`), so between the two the queue's head can be a later
 //! bucket. `next_wakeup` reads the head only while no advance runs, and answers the cursor while
-//! one does (`Shared::next_work_tick`, `src/timer/on_core/advance.rs`: a `try_lock` of the advance
+//! one does (`Shared::next_work_tick`, `src/timer/advance.rs`: a `try_lock` of the advance
 //! lock).
 
 use std::time::Duration;

@@ -43,7 +43,7 @@ fn len_exact_under_schedule_cancel_fire() {
 
 /// Task A is pending throughout while another thread schedules and cancels B: `len()` read mid-race
 /// is 1 or 2, never 0 while A waits, never wrapped. `len()` sums the shards' counts, each read
-/// without its shard's lock and written under it (`src/timer/on_core/mod.rs`, "Counts"): A is
+/// without its shard's lock and written under it (`src/timer/mod.rs`, "Counts"): A is
 /// counted in the main thread's shard, B in and out of the other thread's (one shard where the
 /// host has one core). `shard::len_unlocked_racing_insert_and_cancel` models one shard's count
 /// with its seeded fault (`shard_count_after_unlock`).

@@ -1,6 +1,6 @@
 //! Shrinking and dropping a timer while handles and closures' drops race it. A shrink gives back
 //! each shard's vacant slots after its last occupied one under the shard's lock (`Core::shrink`,
-//! `src/timer/on_core/stop.rs`, "Shrink"); a drop's stop closes and drains every shard. A handle
+//! `src/timer/stop.rs`, "Shrink"); a drop's stop closes and drains every shard. A handle
 //! that outlives its timer finds nothing (its shard's header goes back to the pool under a new
 //! epoch, which the handle's lock compares: `src/shard/pool.rs`), and neither a shrink nor a drop
 //! waits for a closure's drop that waits for it.

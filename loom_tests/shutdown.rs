@@ -203,7 +203,7 @@ fn two_shutdowns_racing() {
 }
 
 /// A task shuts its own timer down (from inside `advance_clock`: the stop needs no advance lock,
-/// `src/timer/on_core/stop.rs`) while another thread schedules B for a later tick: B is handed
+/// `src/timer/stop.rs`) while another thread schedules B for a later tick: B is handed
 /// back by that `shutdown()` call or refused, never lost.
 #[test]
 fn shutdown_from_a_task_racing_schedule() {

@@ -21,7 +21,7 @@
 //! ## Ownership
 //!
 //! The futures **do not borrow the timer**: they are `'static`, `Send`, `Sync` and `Unpin`, so
-//! they can be spawned freely. A sleep holds its slot, its task's ticket (`timer/on_core/handle.rs`,
+//! they can be spawned freely. A sleep holds its slot, its task's ticket (`timer/handle.rs`,
 //! `LentHandle`: a [`TimerHandle`] without a reference count of its own) and a way back to the
 //! timer (`timer/refs.rs`) through which it cancels or [resets](Sleep::reset) that task and reads
 //! the timer's clock; it never keeps the timer running: dropping

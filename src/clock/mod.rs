@@ -312,7 +312,7 @@ impl TickLength {
     /// The deadline word of the clock's origin: the word of every deadline at or before it (the
     /// ceiling of 0; also of a zero delay at reading 0). It reads back as the origin; a handle
     /// whose entry has this word finds the instant of a deadline before the origin beside the
-    /// entry (`timer/on_core/handle.rs`, "Before the origin").
+    /// entry (`timer/handle.rs`, "Before the origin").
     #[inline]
     pub(crate) fn origin(self) -> Deadline {
         self.origin

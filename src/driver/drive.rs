@@ -50,7 +50,7 @@
 //! and `..._racing_its_reset`). A closure taken beside a deadline passed within the tick under way
 //! goes back into the next tick's bucket, so the advance carries the latest such deadline to the
 //! next advance, and offers the queue an item due at once: the next poll then takes them by that
-//! deadline and runs them at once, in deadline then scheduling order (`timer/on_core/advance.rs`,
+//! deadline and runs them at once, in deadline then scheduling order (`timer/advance.rs`,
 //! "The drive waker's advance", which has the protocol; loom models
 //! `drive::closures_taken_beside_a_passed_deadline_racing_*`).
 //!

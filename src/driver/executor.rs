@@ -1,5 +1,5 @@
 //! Executor threads for `TaskExecution::Threads`: they run fired tasks off the driver (see the
-//! parent module's docs), through the timer's one firing (`timer/on_core/fire.rs`: an
+//! parent module's docs), through the timer's one firing (`timer/fire.rs`: an
 //! `ExecutorRoom` fires and abandons the `ExecutorJob`s handed over).
 
 use std::thread::{self as std_thread, Builder, JoinHandle};

@@ -20,7 +20,7 @@
 //! handles, so that concurrent shutdowns all wait for them (a shutdown from a timer's thread joins
 //! nothing and never takes that lock: the joiner may be waiting for that very thread); on drop they
 //! are not joined (drop must not wait for slow tasks): the drop's drain takes every entry still
-//! pending out of every shard, those held for a job in the channel included (`timer/on_core/stop.rs`),
+//! pending out of every shard, those held for a job in the channel included (`timer/stop.rs`),
 //! so their closures are dropped before the drop returns, and no task starts after it but one an
 //! executor had already claimed (it may be just starting, as `shutdown_timeout` says); a claim
 //! after the drain finds nothing.

@@ -29,7 +29,7 @@
 //! take their stamps one at a time, ordered across threads too.
 //!
 //! **Rounds.** An advance fires only the due entries stamped at most what was issued when it began
-//! (`timer/on_core/advance.rs`): work scheduled by the tasks it runs waits for the next advance. A block
+//! (`timer/advance.rs`): work scheduled by the tasks it runs waits for the next advance. A block
 //! reserved before that would break it, so an advance starts a new **round** ([`begin_round`]):
 //! it reads `issued`, then bumps `round` (a `Release` read-modify-write). A thread's block belongs
 //! to the round it was reserved in and serves no later one. A thread that reads the new round (an

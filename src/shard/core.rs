@@ -100,7 +100,7 @@
 //! as any batch. A batch without a passed deadline pays nothing here.
 //!
 //! **Set aside.** [`Core::set_aside`] puts a held entry back, pending, for the next advance (the
-//! drive waker's closures, `timer/on_core/advance.rs`): under its shard's lock the wheel files it by
+//! drive waker's closures, `timer/advance.rs`): under its shard's lock the wheel files it by
 //! its deadline from its time (a passed one on the overdue list), and what that reports is offered
 //! with [`DelayQueue::offer_next`] after the link and the unlock, so the round under way leaves it
 //! and the next takes it (but for entries the filing moves from a bucket behind the time, offered

@@ -1,4 +1,4 @@
-//! The shard core: the engine `Timer` runs on (`crate::timer::on_core`; docs/lean_core.md, "A
+//! The shard core: the engine `Timer` runs on (`crate::timer`; docs/lean_core.md, "A
 //! core rebuilt this way, room by room"). Each shard is one lock over a slab of slots with
 //! intrusive list links and a wheel of list heads; a thread schedules into a shard of its own, any
 //! thread cancels through its handle's shard, and the driver polls one delay queue of the shards'

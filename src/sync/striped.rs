@@ -1,5 +1,5 @@
 //! A count of things **in** minus things **out**, **striped** per thread, and the order in which
-//! it is read. The count of the tick groups' members behind `Timer::len()` (`timer/on_core/groups.rs`)
+//! it is read. The count of the tick groups' members behind `Timer::len()` (`timer/group_entries.rs`)
 //! and the delay queue's (`queue/len.rs`) are both this.
 //!
 //! ## Stripes

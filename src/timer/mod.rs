@@ -1,22 +1,23 @@
 //! `Timer`: the facade, and the state its operations share.
 //!
-//! The state, `Shared` (`on_core/`), joins the sharded core (`crate::shard::core`: shards of
+//! The state, [`Shared`] (`shared.rs`), joins the sharded core (`crate::shard::core`: shards of
 //! slots, each under one lock with its wheel, and the one delay queue of their buckets), the clock
-//! and the executor threads (as Kafka's `SystemTimer` does); its rooms schedule, cancel and reset
-//! through a handle, advance and fire, stop and shrink (`on_core/mod.rs`, "The rooms"). This room
-//! has the facade, which reaches `Shared` only through its methods, starts the driver
-//! (`driver/`), and the public values it hands out (errors, stats, positions, unfired tasks).
+//! and the executor threads (as Kafka's `SystemTimer` does). Its rooms (below) schedule, cancel and
+//! reset through a handle, advance and fire, stop and shrink; the facade here (its public methods,
+//! `instants.rs`, `values.rs`), `weak.rs`, `groups.rs`, `refs.rs`, the drivers and the add-ons reach
+//! `Shared` only through the methods of those rooms. This module also starts the driver
+//! (`driver/`) and has the public values the timer hands out (errors, stats, positions, unfired
+//! tasks).
 //!
 //! ## Protocol
 //!
 //! * **schedule** (any thread, no timer-wide lock): one insert into the calling thread's shard
-//!   (`on_core/schedule.rs`).
-//! * **cancel, reset** (any thread): through the handle's shard, under its lock
-//!   (`on_core/handle.rs`).
+//!   (`schedule.rs`).
+//! * **cancel, reset** (any thread): through the handle's shard, under its lock (`handle.rs`).
 //! * **advance_clock** (serialised by `advance_lock`): pops the due buckets, flushes each under
-//!   its shard's lock, and claims each due entry just before it runs it (`on_core/advance.rs`).
+//!   its shard's lock, and claims each due entry just before it runs it (`advance.rs`).
 //! * **shutdown**: set `shut_down`, close the queue (the driver wakes and exits; it is joined),
-//!   then close every shard and drain it under its lock, held entries too (`on_core/stop.rs`).
+//!   then close every shard and drain it under its lock, held entries too (`stop.rs`).
 //!   Each entry is taken once, under its shard's lock, by the claim that runs it, a cancel or the
 //!   drain: nothing is lost from the accounting. A delay queue's consumers are told last, once no
 //!   advance holds values it fired and has not handed over, and no shutdown's drain values it
@@ -26,6 +27,55 @@
 //! and the drain closes each shard under that lock: either the drain finds the entry (and reports
 //! it unfired), or the schedule finds the shard closed (its call returns
 //! `ScheduleError::ShutDown`). No task vanishes, and the schedule path needs no fence.
+//!
+//! ## On the core
+//!
+//! **Payload.** Every entry's payload is an `InlineTask` (24 bytes: a slot of 48), its kind in
+//! its vtable: a plain task (`InlineTask::new_in_as(.., false)`), a future's task that only hands
+//! a waker over (`wake`), a tick group's task (`new_uncounted_in`: wake, **uncounted**), and a
+//! delay queue's value (`value_in`). Closures over 16 bytes take a block of the timer's
+//! `TaskSlab` (held in an `Arc` by the state and the executor room, so that a block freed by a
+//! late claim finds its class).
+//!
+//! **Handles.** [`TimerHandle`] is the pool's 32-byte core handle in an `Option` (its niche:
+//! `None` for a refused schedule), with no reference count: once the timer is dropped its handles
+//! find nothing. What a handle needs of the timer besides its entry (the clock and tick for a
+//! reset, the instants before the clock's origin, the bounded timer's gauge) is in each shard's
+//! `Extra` (`shared.rs`), reached under the shard's lock. `LentHandle` is the same handle, `Copy`,
+//! for the futures, which hold their timer.
+//!
+//! **Counts.** `len()` is the core's count (each shard's, under its lock) plus the tick groups'
+//! members (`group_entries.rs`); a group's own entry is uncounted. A bounded timer keeps one
+//! shared gauge (`bound`), raised before the insert and lowered by whoever takes the entry out.
+//! The totals are the core's (`Core::totals`) with the members' and the panics beside them.
+//!
+//! **The rooms.** `schedule.rs` (the insert), `handle.rs` (cancel, reset, deadline, status and
+//! position through a handle's shard), `advance.rs` (the advance and its batch), `fire.rs` (the
+//! claims, the executor room), `stop.rs` (the stop, the shrink, the stats), and the tick groups'
+//! and the delay queue's sides (`group_entries.rs`, `value_entries.rs`). Each module's docs state
+//! its protocol; what orders the shards' moves is the core's (`shard/core.rs`, "What each lock
+//! orders").
+//!
+//! **Where the core's diagnostics read as they do**, within the contract: a reset moves the entry
+//! at once (its `position` is the new deadline's bucket, `tests/rearm.rs`); the wheel places from
+//! the last expiration flushed, not from the clock's tick (`stats()`'s per-level counts,
+//! `tests/big_wheels.rs`); a bucket above level 0 splits into stages from 1,024 entries
+//! (`tests/staged_cascade.rs`). The driver has no hook for a spike's first slots: `shrink_wait`
+//! bounds each of its waits by a second (`stop.rs`).
+//!
+//! **Races the core's loom models do not cover** (written here, not modelled): a handle's
+//! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
+//! (an entry that ends between the two is not moved: the reset returns `false`, as after its end);
+//! a bounded timer's gauge is lowered after the core's count-out (so `len()`, which reads the
+//! gauge, never counts below the entries pending, and a schedule may be refused for an entry
+//! whose take has not yet lowered it); the stop's close racing an advance that
+//! does not hold `advance_lock` for the stop (a drop): the advance's claims after the close find
+//! nothing; an executor's discard racing `stats` (the claim, which the core counts fired, and the
+//! count of the discard are made under `Tallies::discarded`'s lock, which `stats` holds across
+//! its read of the core's totals, so `fired` never counts a discard whose count it misses); the
+//! drive waker's carried limit (`advance.rs`) racing a second waker's advance that pops its
+//! offer: each waker advance that ends carrying the limit offers it again, under `advance_lock`
+//! (the public API's models `drive::closures_taken_beside_a_passed_deadline_*` race it).
 
 use std::fmt;
 use std::time::Duration;
@@ -35,38 +85,48 @@ use crate::clock::nanos_to_duration;
 use crate::driver::Driver;
 use crate::sync::{Arc, Mutex};
 
+mod advance;
 pub(crate) mod advancing;
 pub(crate) mod error;
+mod fire;
+#[cfg_attr(not(feature = "async"), allow(unused))]
+mod group_entries;
 #[cfg(feature = "async")]
 pub(crate) mod groups;
+pub(crate) mod handle;
 mod instants;
-mod on_core;
 pub(crate) mod position;
 #[cfg(feature = "async")]
 pub(crate) mod refs;
 #[cfg(test)]
 mod remains;
+mod schedule;
+mod shared;
 mod shrink;
+#[cfg(all(test, not(delaywheel_loom)))]
+mod shrink_tests;
 mod shutdown;
 pub(crate) mod stats;
+mod stop;
 mod time;
 pub(crate) mod unfired;
+pub(crate) mod value_entries;
 pub(crate) mod values;
 #[cfg(feature = "async")]
 pub(crate) mod wakes;
 mod weak;
 
-pub(crate) use on_core::handle;
-use on_core::values as value_entries;
+use shared::{CoreHandle, Extra, Payload, Tallies, TimerCore};
 
 use error::ScheduleError;
 use handle::TimerHandle;
 use stats::TimerStats;
 use unfired::UnfiredTask;
 
+pub(crate) use fire::{ExecutorJob, ExecutorRoom};
 #[cfg(feature = "async")]
 pub(crate) use handle::LentHandle;
-pub(crate) use on_core::{ExecutorJob, ExecutorRoom, Shared};
+pub(crate) use shared::Shared;
 pub(crate) use time::{Time, When};
 pub(crate) use weak::{LiveTimer, WeakTimer};
 

@@ -1,7 +1,7 @@
 //! `Timer::shrink`, and the driver's automatic shrink: giving back the memory of a spike.
 //!
 //! The shards' slabs and the task slab grow to the most tasks ever pending and keep that size
-//! until a shrink gives their vacant room back (`on_core/stop.rs`, "Shrink"). A shrink takes each
+//! until a shrink gives their vacant room back (`stop.rs`, "Shrink"). A shrink takes each
 //! shard's lock in turn and cuts off that shard's trailing vacant slots, those after its last
 //! occupied one, with the slab's spare capacity (`Core::shrink`, `shard/slab.rs`): a vacant slot
 //! below an occupied one stays, since a handle names its slot. Units of slots a shard took from
@@ -26,7 +26,7 @@
 //!
 //! The shared state lives as long as anything holds it: a future (`Sleep`, `Interval`, `Timeout`:
 //! through its `TimerRef`), a detached driver, the shut-down timer itself. A shutdown's or a drop's
-//! drain empties the shards, so the stop then shrinks them (`on_core/stop.rs`): a future kept after
+//! drain empties the shards, so the stop then shrinks them (`stop.rs`): a future kept after
 //! its timer's drop keeps a few pages, not the spike's. A drop that leaves nothing behind skips it
 //! (the memory goes with the drop), as does a timer whose shards never wrote [`AUTO_MIN_SLOTS`]
 //! slots (`drop(Timer::new())` stays a few frees). Not given back: the room of the timer's

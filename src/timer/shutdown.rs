@@ -1,5 +1,5 @@
 //! Stopping a timer: [`Timer::shutdown`], [`Timer::shutdown_timeout`], and the drop's stop (the
-//! protocol is in the parent module's docs, "shutdown"; the drain is `on_core/stop.rs`'s).
+//! protocol is in the parent module's docs, "shutdown"; the drain is `stop.rs`'s).
 //!
 //! **Closures whose `Drop` calls back into the timer.** The drain takes each shard's entries out
 //! under the shard's lock and drops or hands back their closures after the unlock, so no closure's

@@ -4,7 +4,7 @@
 //! `entry/inline_task/value.rs`, inline up to 16 bytes with its exact deadline, in a block of the
 //! task slab up to 256), and named by the entry's core handle ([`ValueTicket`]: shard, slot and
 //! stamp). Every operation is the timer's own, on that entry, under its shard's lock
-//! (`on_core/values.rs` has each):
+//! (`value_entries.rs` has each):
 //!
 //! * **insert** ([`Timer::insert_value`]): a schedule, with one reading of the clock; the value's
 //!   exact deadline (nanoseconds from the clock's base, signed) goes into the payload beside it.

@@ -21,7 +21,7 @@
 //! panics, which is caught and counted as a panicked task), and outside a batch, on a thread that
 //! is not firing (a cancel), [`wake`] wakes at once. A shutdown's drain opens a batch of its own:
 //! the wakers its drops hand over are woken after the drain, once the stop has let go of the
-//! advance lock (`on_core/stop.rs`). A batch opened inside another (a task of one timer advancing
+//! advance lock (`stop.rs`). A batch opened inside another (a task of one timer advancing
 //! another on the same thread) wakes its own wakers when it closes. While the thread's locals are
 //! being destroyed, every wake is at once.
 //!

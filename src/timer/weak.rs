@@ -98,7 +98,7 @@ impl LiveTimer {
     /// schedule used (nanoseconds; [`reading_instant`](LiveTimer::reading_instant) makes it the
     /// instant [`Timer::now`] would have returned): one reading for both. `task` only hands the
     /// future's waker over when run (it is marked so: the waker of a drive future's sleep may fire
-    /// it, `timer/on_core/advance.rs`).
+    /// it, `timer/advance.rs`).
     #[cfg(feature = "async")]
     #[inline]
     pub(crate) fn try_schedule_reading<F>(

@@ -18,7 +18,7 @@ impl InlineTask {
 
     /// Whether the entry holding this task counts in the timer's pending count: every task but a
     /// tick group's ([`new_uncounted_in`](Self::new_uncounted_in)). A claim counts its entry out
-    /// only if so (`shard/core.rs`'s `Extra::counts`, `timer/on_core/mod.rs`).
+    /// only if so (`shard/core.rs`'s `Extra::counts`, `timer/shared.rs`).
     #[inline]
     pub(crate) fn is_counted(&self) -> bool {
         self.vtable.counted

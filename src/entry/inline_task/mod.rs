@@ -159,7 +159,7 @@ struct VTable {
     /// For a value task (`inline_task/value.rs`): the `TypeId` of the value it holds; `None` for a closure.
     value: Option<fn() -> std::any::TypeId>,
     /// Whether calling it only hands a waker over (an async sleep's task, `sleep/slot.rs`): no
-    /// user code runs, so the waker of a drive future's sleep may fire it (`timer/on_core/advance.rs`).
+    /// user code runs, so the waker of a drive future's sleep may fire it (`timer/advance.rs`).
     wake: bool,
     /// Whether its entry counts in `len()`: all but a tick group's task (`kinds.rs`).
     counted: bool,

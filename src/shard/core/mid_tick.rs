@@ -36,7 +36,7 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     }
 
     /// Queues an offer due at `tick` that flushes nothing, so that the queue's head is due and a
-    /// driver watching it advances (the drive waker's carried limit, `timer/on_core/advance.rs`):
+    /// driver watching it advances (the drive waker's carried limit, `timer/advance.rs`):
     /// shard 0's level-0 bucket of the tick after, whose rounds start at that bucket's own ticks
     /// only, never at `tick`; popped, it is stale. No lock: the wheels' size is the core's.
     pub(crate) fn offer_nothing_at(&self, tick: u64) {

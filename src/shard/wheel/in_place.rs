@@ -1,4 +1,4 @@
-//! What the timer on the core reaches in place besides a take (`timer/on_core/`): a pending
+//! What the timer on the core reaches in place besides a take (`timer/`): a pending
 //! entry's payload (a value's exact deadline), the picked entries of the wheel taken as cancels
 //! (a delay queue's clear), a drain that leaves the held entries to their claims (a shutdown that
 //! joins executor threads), the slots written (the driver's automatic shrink) and where an entry

@@ -70,7 +70,7 @@
 //! At a thread's exit the cache lets its group go without cancelling it (the thread's counter
 //! stripe may be gone then): an empty one then fires, empty, at its tick and frees itself. A
 //! shutdown's drain drops a group's task at once rather than hand it back with the tasks someone
-//! scheduled (`timer/on_core/stop.rs`): its members are counted out and woken by the time
+//! scheduled (`timer/stop.rs`): its members are counted out and woken by the time
 //! the shutdown returns, as sleeps are.
 //!
 //! Loom models `sleep::group_*` (docs/loom.md), seeded faults `group_join_ignores_fired`,

@@ -192,5 +192,5 @@ impl Shared {
 }
 
 #[cfg(test)]
-#[path = "values_tests.rs"]
+#[path = "value_entries_tests.rs"]
 mod tests;

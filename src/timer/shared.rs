@@ -1,54 +1,7 @@
-//! `Timer` on the sharded core (`crate::shard::core`): the state a timer, its driver and its
-//! executor threads share ([`Shared`]), built on one [`Core`] (shards of slots, each under one lock
-//! with its wheel, and the one delay queue of their buckets). The facade (`timer/mod.rs`,
-//! `instants.rs`, `values.rs`), `weak.rs`, `groups.rs`, `refs.rs`, the drivers and the add-ons
-//! reach it through the methods here and in its rooms.
-//!
-//! **Payload.** Every entry's payload is an [`InlineTask`] (24 bytes: a slot of 48), its kind in
-//! its vtable: a plain task (`InlineTask::new_in_as(.., false)`), a future's task that only hands
-//! a waker over (`wake`), a tick group's task (`new_uncounted_in`: wake, **uncounted**), and a
-//! delay queue's value (`value_in`). Closures over 16 bytes take a block of the timer's
-//! [`TaskSlab`] (held in an `Arc` by the state and the executor room, so that a block freed by a
-//! late claim finds its class).
-//!
-//! **Handles.** [`TimerHandle`](handle::TimerHandle) is the pool's 32-byte core handle in an
-//! `Option` (its niche: `None` for a refused schedule), with no reference count: once the timer is
-//! dropped its handles find nothing. What a handle needs of the timer besides its entry (the clock
-//! and tick for a reset, the instants before the clock's origin, the bounded timer's gauge) is in
-//! each shard's [`Extra`], reached under the shard's lock. [`LentHandle`](handle::LentHandle) is
-//! the same handle, `Copy`, for the futures, which hold their timer.
-//!
-//! **Counts.** `len()` is the core's count (each shard's, under its lock) plus the tick groups'
-//! members (`groups.rs`); a group's own entry is uncounted. A bounded timer keeps one shared gauge
-//! (`bound`), raised before the insert and lowered by whoever takes the entry out. The totals are
-//! the core's ([`Core::totals`]) with the members' and the panics beside them.
-//!
-//! **The rooms.** `schedule.rs` (the insert), `handle.rs` (cancel, reset, deadline, status and
-//! position through a handle's shard), `advance.rs` (the advance and its batch), `fire.rs` (the
-//! claims, the executor room), `stop.rs` (the stop, the shrink, the stats), and the tick groups'
-//! and the delay queue's sides (`groups.rs`, `values.rs`). Each module's docs state its protocol;
-//! what orders the shards' moves is the core's (`shard/core.rs`, "What each lock orders").
-//!
-//! **Where the core's diagnostics read as they do**, within the contract: a reset moves the entry
-//! at once (its `position` is the new deadline's bucket, `tests/rearm.rs`); the wheel places from
-//! the last expiration flushed, not from the clock's tick (`stats()`'s per-level counts,
-//! `tests/big_wheels.rs`); a bucket above level 0 splits into stages from 1,024 entries
-//! (`tests/staged_cascade.rs`). The driver has no hook for a spike's first slots: `shrink_wait`
-//! bounds each of its waits by a second (`stop.rs`).
-//!
-//! **Races the core's loom models do not cover** (written here, not modelled yet): a handle's
-//! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
-//! (an entry that ends between the two is not moved: the reset returns `false`, as after its end);
-//! a bounded timer's gauge is lowered after the core's count-out (so `len()`, which reads the
-//! gauge, never counts below the entries pending, and a schedule may be refused for an entry
-//! whose take has not yet lowered it); the stop's close racing an advance that
-//! does not hold `advance_lock` for the stop (a drop): the advance's claims after the close find
-//! nothing; an executor's discard racing `stats` (the claim, which the core counts fired, and the
-//! count of the discard are made under `Tallies::discarded`'s lock, which `stats` holds across
-//! its read of the core's totals, so `fired` never counts a discard whose count it misses); the
-//! drive waker's carried limit (`advance.rs`) racing a second waker's advance that pops its
-//! offer: each waker advance that ends carrying the limit offers it again, under `advance_lock`
-//! (the public API's models `drive::closures_taken_beside_a_passed_deadline_*` race it).
+//! `Shared`: the state a timer, its driver and its executor threads share, built on one `Core`
+//! (shards of slots, each under one lock with its wheel, and the one delay queue of their
+//! buckets), with the payload, the shard's extra and the tallies it keeps beside it. The parent
+//! module's docs ("On the core") say what each holds and which room works on it.
 
 use std::collections::HashMap;
 
@@ -62,22 +15,9 @@ use crate::shard::core::{Bucketed, Core, Extra as CoreExtra};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, UnmodelledAtomicU64};
 
 use super::stats::Lateness;
-use super::{advancing, unfired, Time};
+use super::{advancing, unfired, ExecutorRoom, Time};
 
-mod advance;
-mod fire;
-#[cfg_attr(not(feature = "async"), allow(unused))]
-pub(super) mod groups;
-pub(crate) mod handle;
-mod schedule;
-#[cfg(all(test, not(delaywheel_loom)))]
-mod shrink_tests;
-mod stop;
-pub(crate) mod values;
-
-pub(crate) use fire::{ExecutorJob, ExecutorRoom};
-
-/// An entry's payload (module docs, "Payload").
+/// An entry's payload (the parent module's docs, "Payload").
 pub(crate) type Payload = InlineTask;
 
 /// The timer's core: payloads and each shard's [`Extra`].
@@ -89,8 +29,9 @@ pub(crate) type CoreHandle = crate::shard::core::Handle<Payload, Extra>;
 /// The delay queue of the core's buckets (the drivers wait on it).
 pub(crate) type BucketQueue = crate::delay_queue::DelayQueue<Bucketed>;
 
-/// What each shard keeps beside its wheel, under its lock (module docs): set for every shard when
-/// the timer starts ([`Core::for_each_extra`]), read by the handles through their shard.
+/// What each shard keeps beside its wheel, under its lock (the parent module's docs, "Handles"):
+/// set for every shard when the timer starts ([`Core::for_each_extra`]), read by the handles
+/// through their shard.
 #[derive(Debug, Default)]
 pub(crate) struct Extra {
     /// The timer's clock and tick: a handle's reset and deadline read them.
@@ -104,7 +45,7 @@ pub(crate) struct Extra {
 
 impl CoreExtra<Payload> for Extra {
     /// A tick group's entry is uncounted (`InlineTask::is_counted`): its members count themselves
-    /// (`groups.rs`).
+    /// (`group_entries.rs`).
     #[inline]
     fn counts(payload: &Payload) -> bool {
         payload.is_counted()
@@ -143,19 +84,19 @@ pub(crate) struct Shared {
     pub(super) stamps: Stamps,
     pub(super) shut_down: AtomicBool,
     /// Serialises advancing and the shutdown's wait for it; never taken on the schedule path.
-    pub(super) advance_lock: Mutex<advance::Scratch>,
+    pub(super) advance_lock: Mutex<super::advance::Scratch>,
     /// The driver's cursor: the last tick advanced to.
     pub(super) current_tick: AtomicU64,
     pub(super) executor: Option<Executor>,
     /// See `TimerBuilder::max_pending`.
     pub(super) max_pending: usize,
-    /// A bounded timer's gauge of pending tasks (module docs, "Counts").
+    /// A bounded timer's gauge of pending tasks (the parent module's docs, "Counts").
     pub(super) bound: Option<Arc<AtomicUsize>>,
     /// Firing lateness, recorded as tasks start; shared with executor threads.
     pub(super) lateness: Arc<Lateness>,
     pub(super) tallies: Arc<Tallies>,
-    /// The tick groups' members (`groups.rs`).
-    pub(super) members: groups::Members,
+    /// The tick groups' members (`group_entries.rs`).
+    pub(super) members: super::group_entries::Members,
     /// Where fired value entries go (`values.rs`).
     pub(super) values: super::values::Sink,
     /// Value entries a shutdown's drain took that its queue has not yet counted out
@@ -199,14 +140,14 @@ impl Shared {
             slab,
             stamps: Stamps::new(),
             shut_down: AtomicBool::new(false),
-            advance_lock: Mutex::new(advance::Scratch::default()),
+            advance_lock: Mutex::new(super::advance::Scratch::default()),
             current_tick: AtomicU64::new(0),
             executor,
             max_pending: config.max_pending,
             bound,
             lateness,
             tallies,
-            members: groups::Members::default(),
+            members: super::group_entries::Members::default(),
             values: super::values::Sink::new(),
             abandoned_values: AtomicU64::new(0),
             draining: AtomicUsize::new(0),

@@ -227,5 +227,5 @@ impl Shared {
 }
 
 #[cfg(all(test, feature = "async"))]
-#[path = "groups_tests.rs"]
+#[path = "group_entries_tests.rs"]
 mod tests;

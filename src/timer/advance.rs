@@ -52,7 +52,7 @@
 use std::collections::HashMap;
 
 use super::fire::{self, ExecutorJob};
-use super::values::{FiredValue, ValueTicket};
+use super::value_entries::{FiredValue, ValueTicket};
 use super::Shared;
 use crate::deadline::Deadline;
 use crate::delay_queue::Timeline;

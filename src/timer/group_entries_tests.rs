@@ -1,4 +1,4 @@
-//! The tick groups' side of the timer on the core (`groups.rs`): the group's entry counts
+//! The tick groups' side of the timer on the core (`group_entries.rs`): the group's entry counts
 //! nothing, its members count themselves in `len()` and the totals, and a bounded timer's gauge
 //! admits members and solo sleeps alike while the group's entry passes uncounted.
 

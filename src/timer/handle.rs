@@ -19,11 +19,11 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::super::values::{exact_of, instant_of};
+use super::values::{exact_of, instant_of};
 #[cfg(feature = "async")]
-use super::super::LiveTimer;
-use super::super::{Time, When};
+use super::LiveTimer;
 use super::{CoreHandle, Extra, Payload};
+use super::{Time, When};
 use crate::deadline::Deadline;
 use crate::shard::life::Status;
 use crate::sync::Ordering;
@@ -264,7 +264,7 @@ fn cancel(handle: &CoreHandle) -> bool {
 
 /// Takes `handle`'s pending entry out (held ones too: a cancel wins over the batch's claim),
 /// dropping its before-origin record and lowering a bounded timer's gauge under the shard's lock:
-/// its payload, for the caller to drop after (or take a value out of: `values.rs`). For an entry
+/// its payload, for the caller to drop after (or take a value out of: `value_entries.rs`). For an entry
 /// that counts: every one but a tick group's ([`LentHandle::cancel`] handles both).
 pub(super) fn cancel_take(handle: &CoreHandle) -> Option<Payload> {
     take(handle, true)

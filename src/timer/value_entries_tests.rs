@@ -1,4 +1,4 @@
-//! The value entries on the core (`values.rs`): each value out exactly once, a reset's and a
+//! The value entries on the core (`value_entries.rs`): each value out exactly once, a reset's and a
 //! deadline's exact instants, a refused insert's value handed back, a clear's count, and a
 //! batch's values handed to the sink with its panics counted.
 

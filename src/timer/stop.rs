@@ -25,11 +25,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::super::shrink::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
-use super::super::shutdown::Draining;
-use super::super::stats::{BucketLoad, TimerStats};
-use super::super::{Timer, UnfiredTask};
+use super::shrink::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
+use super::shutdown::Draining;
+use super::stats::{BucketLoad, TimerStats};
 use super::Shared;
+use super::{Timer, UnfiredTask};
 use crate::clock::nanos_to_duration;
 use crate::deadline::Deadline;
 use crate::shard::core::Merge;
@@ -261,7 +261,7 @@ impl Shared {
 
     /// Takes every pending value entry out in place, each shard under its lock, held ones too,
     /// counted out as cancelled (a bounded timer's gauge lowered): their payloads appended to
-    /// `out`, how many. A delay queue's clear (`values.rs`), under `advance_lock`.
+    /// `out`, how many. A delay queue's clear (`value_entries.rs`), under `advance_lock`.
     pub(super) fn take_values(&self, out: &mut Vec<super::Payload>) -> usize {
         let before = out.len();
         self.core.cancel_each(super::Payload::is_value, out);
