@@ -3,10 +3,10 @@
 //!
 //! A handle works alone, through its entry's shard (`shard/core/handles.rs`, "A handle alone"):
 //! a cancel takes the entry out under the shard's lock and lowers a bounded timer's gauge there
-//! (the shard's [`Extra`](super::Extra)); a reset reads the timer's clock from the shard's extra,
-//! then moves the entry (a second hold of the lock: the core's reset takes the deadline made; an
-//! entry that ends between the two is not moved); a deadline reads the word and, for the clock's
-//! origin, the instant kept by stamp in the extra, in one critical section.
+//! (the shard's [`Extra`](super::Extra)); a reset reads the timer's clock and tick from the shard's
+//! extra, makes the deadline and moves the entry in one critical section (`Handle::reset_by`); a
+//! deadline reads the word and, for the clock's origin, the instant kept by stamp in the extra, in
+//! one critical section.
 //!
 //! **Before the origin.** Every instant before the clock's origin has the origin's word; its
 //! instant is kept in the shard's extra by the entry's stamp (unique per timer), written by the
@@ -252,11 +252,6 @@ fn fmt_handle(f: &mut fmt::Formatter<'_>, handle: Option<CoreHandle>) -> fmt::Re
     }
 }
 
-/// Runs `f` on the extra of `handle`'s shard, under its lock; `None` once the timer is gone.
-pub(super) fn with_extra<R>(handle: &CoreHandle, f: impl FnOnce(&mut Extra) -> R) -> Option<R> {
-    Some(f(&mut handle.lock()?.state().extra))
-}
-
 /// [`TimerHandle::cancel`] (module docs): the task dropped after the unlock.
 fn cancel(handle: &CoreHandle) -> bool {
     cancel_take(handle).is_some()
@@ -288,11 +283,13 @@ fn take(handle: &CoreHandle, lower: bool) -> Option<Payload> {
 /// extra keeps, then the move; a deadline before the clock's origin recorded iff `keep` (a `Sleep`
 /// keeps its own), in the move's critical section, and a record of an earlier one dropped there.
 fn reset(handle: &CoreHandle, when: When, keep: bool) -> bool {
-    let Some(Some(time)) = with_extra(handle, |extra| extra.time.clone()) else { return false };
-    let Ok((_, to)) = time.deadline(when) else { return false };
-    let record = if keep { before_origin(&time, when) } else { None };
     let stamp = handle.entry().1;
-    handle.reset_with(to, |extra| match record {
+    let to = |extra: &Extra| {
+        let time = extra.time.as_ref()?;
+        let (_, to) = time.deadline(when).ok()?;
+        Some((to, if keep { before_origin(time, when) } else { None }))
+    };
+    handle.reset_by(to, |extra, record| match record {
         Some(exact) => {
             extra.before_origin.insert(stamp, exact);
         }

@@ -63,10 +63,7 @@
 //! (`tests/staged_cascade.rs`). The driver has no hook for a spike's first slots: `shrink_wait`
 //! bounds each of its waits by a second (`stop.rs`).
 //!
-//! **Races the core's loom models do not cover** (written here, not modelled): a handle's
-//! reset reads the clock from its shard's extra and moves the entry in a second hold of the lock
-//! (an entry that ends between the two is not moved: the reset returns `false`, as after its end);
-//! a bounded timer's gauge is lowered after the core's count-out (so `len()`, which reads the
+//! **Races the core's loom models do not cover** (written here, not modelled): a bounded timer's gauge is lowered after the core's count-out (so `len()`, which reads the
 //! gauge, never counts below the entries pending, and a schedule may be refused for an entry
 //! whose take has not yet lowered it); the stop's close racing an advance that
 //! does not hold `advance_lock` for the stop (a drop): the advance's claims after the close find

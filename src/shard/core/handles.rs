@@ -36,17 +36,33 @@ impl<P: Send + 'static, X: Extra<P>> Handle<P, X> {
     /// and counted, the lock is released and its new bucket offered (it fires when due).
     #[inline]
     pub fn reset_with(&self, deadline: Deadline, f: impl FnOnce(&mut X)) -> bool {
-        self.reset_in(deadline, |state, _| f(&mut state.extra))
+        self.reset_in(|_| Some((deadline, ())), |state, _, ()| f(&mut state.extra))
+    }
+
+    /// [`reset_with`](Handle::reset_with), the deadline read from the shard's extra in the move's
+    /// own critical section (a timer keeps its clock and tick there): `to` gives the deadline and
+    /// what `f` runs with once the entry moved, or `None` to move nothing (then `false`). One lock
+    /// hold reads and moves.
+    #[inline]
+    pub fn reset_by<T>(
+        &self,
+        to: impl FnOnce(&X) -> Option<(Deadline, T)>,
+        f: impl FnOnce(&mut X, T),
+    ) -> bool {
+        self.reset_in(to, |state, _, made| f(&mut state.extra, made))
     }
 
     /// [`reset_with`](Handle::reset_with), `f` given the entry's payload too, to rewrite in place
     /// (a value's exact deadline) in the move's critical section.
     #[inline]
     pub fn reset_with_payload(&self, deadline: Deadline, f: impl FnOnce(&mut P, &mut X)) -> bool {
-        self.reset_in(deadline, |state, key| {
-            let payload = state.wheel.payload_mut(key).expect("the entry moved: it is pending");
-            f(payload, &mut state.extra);
-        })
+        self.reset_in(
+            |_| Some((deadline, ())),
+            |state, key, ()| {
+                let payload = state.wheel.payload_mut(key).expect("the entry moved: it is pending");
+                f(payload, &mut state.extra);
+            },
+        )
     }
 
     /// Runs `f` on the deadline and the payload of this handle's pending entry (held ones too)
@@ -74,10 +90,18 @@ impl<P: Send + 'static, X: Extra<P>> Handle<P, X> {
         Some((wheel.position(key)?, wheel.deadline(key)?))
     }
 
-    /// The reset: `f` runs on the state under the lock once the entry `key` moved.
+    /// The reset: `to` reads the deadline from the extra under the lock, and `f` runs on the state
+    /// there once the entry `key` moved.
     #[inline]
-    fn reset_in(&self, deadline: Deadline, f: impl FnOnce(&mut super::State<P, X>, Key)) -> bool {
+    fn reset_in<T>(
+        &self,
+        to: impl FnOnce(&X) -> Option<(Deadline, T)>,
+        f: impl FnOnce(&mut super::State<P, X>, Key, T),
+    ) -> bool {
         if fault!("shard_core_reset_offers_before_link") {
+            let Some((deadline, _)) = self.lock().and_then(|mut shard| to(&shard.state().extra)) else {
+                return false;
+            };
             return faults::reset_offering_first(self, deadline);
         }
         // Declared before the lock's guard: it offers after the unlock, `f`'s panic included.
@@ -87,6 +111,7 @@ impl<P: Send + 'static, X: Extra<P>> Handle<P, X> {
         let (slot, generation) = self.entry();
         let key = Key { slot, generation };
         let state = shard.state();
+        let Some((deadline, made)) = to(&state.extra) else { return false };
         let Some(offers) = state.reset(key, deadline) else {
             return false;
         };
@@ -94,7 +119,7 @@ impl<P: Send + 'static, X: Extra<P>> Handle<P, X> {
             offer.queue.clone_from(&state.queue);
             offer.offers = offers;
         }
-        f(state, key);
+        f(state, key, made);
         drop(shard);
         drop(offer);
         true

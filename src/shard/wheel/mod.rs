@@ -148,6 +148,7 @@ mod due_by;
 mod flush;
 mod in_place;
 mod lists;
+mod reset;
 mod split;
 mod stats;
 mod trace;
@@ -349,20 +350,6 @@ impl<P> Wheel<P> {
             return None;
         }
         Some(self.slab.vacate(key.slot, Status::Fired).payload)
-    }
-
-    /// Moves the entry `key` names to `deadline` in place: same slot, key, payload and stamp,
-    /// linked at the tail of its new list (filed as [`insert`](Wheel::insert) files). `Some(offers)`
-    /// if it moved (as an insert's), `None` if the key is stale or names a held entry, which is
-    /// being fired (nothing changes).
-    #[inline]
-    pub(crate) fn reset(&mut self, key: Key, deadline: Deadline) -> Option<Offers> {
-        if self.slab.get(key.slot, key.generation)?.life.list() == ListCode::HELD {
-            return None;
-        }
-        self.unlink(key.slot);
-        self.slab.entry_mut(key.slot).when = deadline;
-        Some(self.file(key.slot, deadline.tick()))
     }
 
     /// The deadline of the entry `key` names, `None` if the key is stale. A held entry is pending
