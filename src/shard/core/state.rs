@@ -153,8 +153,7 @@ impl<P: Send + 'static, X: Extra<P>> State<P, X> {
     /// payload counts).
     #[inline]
     pub(in crate::shard) fn reset(&mut self, key: Key, deadline: Deadline) -> Option<Offers> {
-        let offers = self.wheel.reset(key, deadline)?;
-        let counts = self.wheel.payload_mut(key).is_some_and(|payload| X::counts(payload));
+        let (offers, counts) = self.wheel.reset_read(key, deadline, X::counts)?;
         self.totals.rearmed += u64::from(counts);
         Some(offers)
     }

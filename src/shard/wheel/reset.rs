@@ -26,18 +26,30 @@ impl<P> Wheel<P> {
     /// fired (nothing changes).
     #[inline]
     pub(crate) fn reset(&mut self, key: Key, deadline: Deadline) -> Option<Offers> {
+        self.reset_read(key, deadline, |_| ()).map(|(offers, ())| offers)
+    }
+
+    /// [`reset`](Wheel::reset), with what `read` reads of the payload of the entry it moved.
+    #[inline]
+    pub(crate) fn reset_read<R>(
+        &mut self,
+        key: Key,
+        deadline: Deadline,
+        read: impl FnOnce(&P) -> R,
+    ) -> Option<(Offers, R)> {
         let list = self.slab.get(key.slot, key.generation)?.life.list();
         if list == ListCode::HELD {
             return None;
         }
-        let old = self.slab.entry(key.slot).when.tick();
+        let entry = self.slab.entry_mut(key.slot);
+        let (old, read) = (entry.when.tick(), read(&entry.payload));
         if self.stays(list, old, deadline.tick()) {
             self.slab.entry_mut(key.slot).when = deadline;
-            return Some(Offers::default());
+            return Some((Offers::default(), read));
         }
         self.unlink(key.slot);
         self.slab.entry_mut(key.slot).when = deadline;
-        Some(self.file(key.slot, deadline.tick()))
+        Some((self.file(key.slot, deadline.tick()), read))
     }
 
     /// Whether an entry linked in `list` with tick `old` is where a filing of tick `new` from the
@@ -56,8 +68,9 @@ impl<P> Wheel<P> {
         if bucket.expiration != stage.round {
             return false;
         }
-        bucket.split == 0
-            || self.stage_of(level, stage.round, old).index == self.stage_of(level, stage.round, new).index
+        // The placement's stage is `new`'s in the bucket's round (`split.rs`, `stage_of`).
+        debug_assert!(bucket.split == 0 || stage.index == self.stage_of(level, stage.round, new).index);
+        bucket.split == 0 || self.stage_of(level, stage.round, old).index == stage.index
     }
 }
 
