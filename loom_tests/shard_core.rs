@@ -31,6 +31,11 @@
 //!   to level 0 at 5), then a second advance whose limit covers it: the first takes only the entry
 //!   its limit covers, the second the other, once, on the overdue list whether the first's flush
 //!   moved it there or the schedule filed it there.
+//! * `a_passed_deadline_racing_a_flush_that_keeps_an_entry_is_taken_by_the_next_advance`: K,
+//!   numbered above the round's limit and due at the advance's tick, kept by its flush, against a
+//!   passed deadline P scheduled from another thread, which links onto the overdue list and sets
+//!   its "offered" flag under the lock and offers after its unlock (the flush then relies on that
+//!   offer and makes none): a second advance takes K and P, once each.
 //! * `a_set_aside_racing_the_poll_is_taken_by_the_next_advance`: an entry due at tick 1, held by
 //!   an advance to 1, set aside from another thread against the driver's next advance to 1, then,
 //!   once the set-aside is done, a last advance to 1: the entry is taken exactly once over the two
@@ -243,6 +248,40 @@ fn a_schedule_above_the_limit_is_taken_by_the_next_advance() {
         assert_eq!(second, [2], "taken by the next advance, once");
         assert_eq!(core.len(), 0);
         core.advance(5, 2, &mut out, &mut merge);
+        assert!(out.is_empty(), "never taken twice");
+    });
+}
+
+/// Seeded fault `shard_core_kept_not_offered` (the advance drops the flush's offer for the next
+/// round, and the second advance finds only P, or nothing). A flush
+/// that keeps K above the round's limit offers the overdue list for the next round only if no
+/// offer is pending since the list's last drain, and a passed deadline P scheduled from another
+/// thread links onto that list and sets the flag in its critical section but offers after its
+/// unlock. Whichever comes first, the list is offered for the next advance: K and P are taken
+/// by it, once each.
+#[test]
+fn a_passed_deadline_racing_a_flush_that_keeps_an_entry_is_taken_by_the_next_advance() {
+    loom::model(|| {
+        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
+        core.schedule(at_tick(5), 1, 1).map_err(drop).unwrap();
+        core.schedule(at_tick(5), 2, 2).map_err(drop).unwrap();
+        let scheduler = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || {
+                core.schedule(at_tick(0), 3, 3).map_err(drop).unwrap();
+            })
+        };
+        let (mut out, mut merge) = (Vec::new(), Merge::default());
+        core.advance(5, 1, &mut out, &mut merge);
+        let first: Vec<u64> = out.drain(..).map(|due| core.claim(&due).expect("held")).collect();
+        assert_eq!(first, [1], "the first advance takes what its limit covers");
+        scheduler.join().unwrap();
+        core.advance(5, 3, &mut out, &mut merge);
+        let mut second: Vec<u64> = out.drain(..).map(|due| core.claim(&due).expect("held")).collect();
+        second.sort_unstable();
+        assert_eq!(second, [2, 3], "the kept entry and the passed deadline, by the next advance");
+        assert_eq!(core.len(), 0);
+        core.advance(5, 3, &mut out, &mut merge);
         assert!(out.is_empty(), "never taken twice");
     });
 }

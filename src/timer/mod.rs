@@ -63,11 +63,11 @@
 //! (`tests/staged_cascade.rs`). The driver has no hook for a spike's first slots: `shrink_wait`
 //! bounds each of its waits by a second (`stop.rs`).
 //!
-//! **Races the core's loom models do not cover** (written here, not modelled): a bounded timer's gauge is lowered after the core's count-out (so `len()`, which reads the
-//! gauge, never counts below the entries pending, and a schedule may be refused for an entry
-//! whose take has not yet lowered it); the stop's close racing an advance that
-//! does not hold `advance_lock` for the stop (a drop): the advance's claims after the close find
-//! nothing; an executor's discard racing `stats` (the claim, which the core counts fired, and the
+//! **Races the core's loom models do not cover** (written here, not modelled): a bounded
+//! timer's gauge is lowered after the core's count-out (so `len()`, which reads the gauge, never
+//! counts below the entries pending, and a schedule may be refused for an entry whose take has
+//! not yet lowered it); the stop's close racing an advance that does not hold `advance_lock` for
+//! the stop (a drop): the advance's claims after the close find nothing; an executor's discard racing `stats` (the claim, which the core counts fired, and the
 //! count of the discard are made under `Tallies::discarded`'s lock, which `stats` holds across
 //! its read of the core's totals, so `fired` never counts a discard whose count it misses); the
 //! drive waker's carried limit (`advance.rs`) racing a second waker's advance that pops its
