@@ -6,12 +6,14 @@
 //! cargo bench -p delaywheel-bench --bench floors
 //! ```
 //!
-//! Each primitive is what the schedule path does once per timer with the current design: read the
-//! monotonic clock (`Instant::now`, a vDSO `clock_gettime`), allocate and later free the entry (one
-//! heap block of the entry's size), take and release an uncontended lock (the bucket's; the
-//! entry's), clone and drop an `Arc` (the entry's reference to its bucket and the handle's), and one
-//! uncontended atomic add (the pending counter). `schedule` is a whole schedule on a manual clock
-//! (no clock read cost), `schedule_system_clock` the same on the system clock, and
+//! The primitives a schedule + cancel pair pays: read the monotonic clock (`Instant::now`, a vDSO
+//! `clock_gettime`; every schedule on the system clock), take and release an uncontended lock (a
+//! schedule and a cancel each take their shard's, a test-and-set lock; here a parking_lot `Mutex`),
+//! and one uncontended atomic add (a stamp drawn one at a time from the timer's counter, as on a
+//! manual clock). Beside them, two that the core does not pay per timer: allocating and freeing a
+//! heap block (`alloc_free_96B`; a timer's 48-byte slot comes from its shard's slab) and cloning
+//! and dropping an `Arc` (a handle holds no reference count). `schedule` is a whole schedule on a
+//! manual clock (no clock read cost), `schedule_system_clock` the same on the system clock, and
 //! `schedule_cancel` a schedule and its cancel; each batch of 10 000 runs on a fresh timer.
 
 use std::hint::black_box;

@@ -19,9 +19,9 @@
 //! taken by the next one in the same poll, up to `ADVANCES_PER_POLL`; still due after those
 //! (a chain of zero delays), wake this task and yield, so that one poll does bounded work. A
 //! yield queues the future behind the runtime's queues, which under a burst of tasks spawned from
-//! outside the runtime hold all of them: yielding after every advance left the drive future, and
-//! the wakes of a late tick, tens to hundreds of milliseconds behind (docs/benchmarks.md,
-//! "Concurrent sleeps"). If nothing is due, sleep
+//! outside the runtime hold all of them: yielding after every advance would leave the drive future,
+//! and the wakes of a late tick, behind that whole burst (docs/benchmarks.md, "Concurrent sleeps",
+//! measures sleeps on a timer this future drives under such a burst). If nothing is due, sleep
 //! with the runtime's sleep until the tick the head is due at begins (on the system clock) or the
 //! next automatic shrink may come, whichever is first, keeping that sleep across polls while
 //! its deadline is no later than wanted. Closed, it completes.
@@ -35,9 +35,8 @@
 //! polls (every few dozen), where the wakes of that advance go to the worker's local queue and the
 //! other workers are told once, after the batch, as for its own sleeps. From a task's poll (the
 //! drive future's), each wake may unpark an idle worker, which on a busy host takes the CPU from
-//! the waking worker at once: in the bench the workers then switched 15,000–30,000 times a round
-//! instead of about 2,000 and the tail of the lateness rose (docs/benchmarks.md, "Concurrent
-//! sleeps").
+//! the waking worker at once (docs/benchmarks.md, "Concurrent sleeps", gives the workers' context
+//! switches with the advance in the waker).
 //!
 //! That advance fires only the tasks that run no user code (`Shared::try_advance_wakes`): the
 //! timer's sleeps, which hand their waker over, and a delay queue's values. The runtime's timer

@@ -10,10 +10,6 @@
 //! the application's own `prctl`) that is already finer stays, and a coarse tick (50 ms and more)
 //! leaves the default alone.
 //!
-//! What it buys is measured by SPEC W4 (1M timers over 1 s, `bench/benches/spec.rs`), run in
-//! alternating pairs against the default slack: lateness p50 0.75–0.81 vs 0.81–0.86 ms, lower in
-//! each of six pairs, p99 lower in four (`docs/benchmarks.md`).
-//!
 //! Only the driver's thread is changed (the setting is per thread), but what runs on that thread
 //! has it too: the tasks run on the driver (the default [`TaskExecution`](crate::TaskExecution)),
 //! and threads and processes they start, which inherit the slack. A failure leaves the slack as it

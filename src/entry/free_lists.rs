@@ -209,8 +209,7 @@ impl<T: Copy> FreeLists<T> {
     /// Gives the oldest items of `free` (a stripe's list, or a thread's cache: `thread_cache.rs`)
     /// to the pool, a batch at a time, until it holds at most `keep`; returns how many moved. The
     /// batches are copied as slices (the deque's front run, then its wrapped part): per item, a
-    /// copy rather than an iterator step (moving them one by one was 35 of a cancel's 393
-    /// instructions, amortised).
+    /// copy rather than an iterator step.
     #[cold]
     pub(crate) fn spill_above(&self, free: &mut VecDeque<T>, keep: usize) -> usize {
         let mut pool = self.pool.lock();

@@ -20,10 +20,9 @@
 //! out (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14; before that the pages fault in on first
 //! touch): a source that needs a second chunk is growing (a burst of schedules), and one system
 //! call that fills 8 pages costs less than the 8 or more page faults of first touch on the
-//! scheduling thread (SPEC W1 and W4: a third fewer page faults, docs/benchmarks.md "Warm-up"),
-//! while the resident pages not handed out yet stay under a step (a whole chunk populated at once
-//! kept up to 63 pages resident unused: 0.75 MB of slots, 0.75 bytes per timer in SPEC W6's
-//! million). A page given back ([`PageSource::give_back`]) is emptied
+//! scheduling thread, while the resident pages not handed out yet stay under a step (a whole chunk
+//! populated at once would keep up to 63 pages resident unused: 252 to 1,008 KiB by the page
+//! size). A page given back ([`PageSource::give_back`]) is emptied
 //! with `madvise(MADV_DONTNEED)`, and so is the rest of the last chunk, not handed out yet: its
 //! physical memory goes back to the kernel at once, whatever the allocator would do (glibc keeps
 //! freed memory at the top of a thread's heap resident, and `malloc_trim` does not trim those),

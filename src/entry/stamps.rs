@@ -13,9 +13,7 @@
 //!
 //! Drawn one at a time ([`Stamps::shared`]), both rules hold across threads, at the price of one
 //! write to a line every scheduling thread writes: with two threads scheduling at once, that line
-//! moves between cores on nearly every schedule, which is most of what a schedule + cancel pair
-//! loses in CPU from one thread to two (SPEC W7 scaling at 2 threads 1.50–1.58 drawn so, 1.75–2.07
-//! from blocks; docs/design.md, "Contention on many cores").
+//! moves between cores on nearly every schedule (docs/design.md, "Contention on many cores").
 //!
 //! So a schedule after a **delay on the system clock** takes its stamp from a block its thread
 //! reserved ([`Stamps::thread`]): the block's stamps are unique, and ordered on that thread; a block

@@ -17,7 +17,7 @@
 //! next one taken, with no lock; one freed by the driver after a fire goes to the driver's stripe
 //! and comes back to a scheduling thread a batch at a time through the pool, so no block is handed
 //! from thread to thread one by one and no `free` of another thread's allocation is ever made
-//! (glibc's cross-thread frees are what boxing costs: SPEC W4s, docs/benchmarks.md).
+//! (glibc's cross-thread frees are what boxing a task costs the driver).
 //!
 //! ## Ownership and lifetime
 //!

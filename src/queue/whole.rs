@@ -81,14 +81,12 @@ impl<T> DelayQueue<T> {
     /// To get the values back instead, take the expired ones (`try_recv_many`) and
     /// [`remove`](Self::remove) the others by key.
     ///
-    /// Cost: a scan of every slot the timer has handed out since it was built (about the most
-    /// values and tasks it ever held at once, plus up to a page of 256 slots per inserting thread
-    /// taken ahead; room reserved by [`with_capacity`](Self::with_capacity) and not yet handed out
-    /// is not scanned), each looked at under its lock, plus a bucket lock per pending value taken
-    /// out: linear in that high-water mark, not in the values it holds. A full queue clears in
-    /// about the time removing each value by key takes (1.15× for a million); a queue that once
-    /// held a million values and holds ten thousand takes 36× that (about 23 ns a slot looked at;
-    /// docs/design.md, "The delay queue of values"). It waits for an advance of the timer in
+    /// Cost: a scan of every slot the timer's shards have written since their last shrink (about
+    /// the most values and tasks it held at once; room reserved by
+    /// [`with_capacity`](Self::with_capacity) and not yet handed out is not scanned), each shard
+    /// under its lock in turn, each pending value found unlinked from its bucket: linear in that
+    /// high-water mark, not in the values it holds (docs/design.md, "The delay queue of values").
+    /// It waits for an advance of the timer in
     /// progress to finish (the tasks it runs included) and holds the next one off until the scan is
     /// done, so that no value an advance took out of the wheel comes out after the clear. Called
     /// from a timer's own thread (a task of this queue's timer or of another, a waker one of them

@@ -230,9 +230,8 @@ impl Timer {
     /// up to 256 bytes (alignment up to 64) in a block of 64, 128 or 256 bytes of the timer's task
     /// slab, which the thread that runs or drops the task recycles through its own free list. A
     /// closure capturing more than 256 bytes (or aligned over 64) is boxed: one allocation here and
-    /// one `free` on the thread that runs or drops it, usually the driver, which in SPEC W4 cost
-    /// 60 % more CPU and twenty times the lateness p99 (docs/benchmarks.md). To stay under the
-    /// line, capture the big part behind an `Arc` or a `Box` of your own.
+    /// one `free` on the thread that runs or drops it, usually the driver, inside its firing loop,
+    /// where every later task of the batch waits for it. To stay under the line, capture the big part behind an `Arc` or a `Box` of your own.
     pub fn schedule<F>(&self, delay: Duration, task: F) -> TimerHandle
     where
         F: FnOnce() + Send + 'static,

@@ -27,9 +27,7 @@
 //!
 //! The list an outermost batch keeps its wakers in is kept, emptied, for the thread's next batch
 //! (up to [`ROOM_KEPT`] wakers of room): a thread that fires a batch every tick does not grow a
-//! new list each time, which costs about 90 instructions a sleep on the driver of 20,000 sleeps
-//! due over a second (callgrind, `bench/examples/sleep_cost.rs`; docs/benchmarks.md, "Concurrent
-//! sleeps").
+//! new list each time.
 //!
 //! What it asks of tasks: a timer task must not block waiting for an async task that a sleep of
 //! its own tick wakes (that wake comes after the batch, so after the blocked task): the rustdoc of
