@@ -86,10 +86,9 @@ impl<T> DelayQueue<T> {
     /// [`with_capacity`](Self::with_capacity) and not yet handed out is not scanned), each shard
     /// under its lock in turn, each pending value found unlinked from its bucket: linear in that
     /// high-water mark, not in the values it holds (docs/design.md, "The delay queue of values").
-    /// It waits for an advance of the timer in
-    /// progress to finish (the tasks it runs included) and holds the next one off until the scan is
-    /// done, so that no value an advance took out of the wheel comes out after the clear. Called
-    /// from a timer's own thread (a task of this queue's timer or of another, a waker one of them
+    /// It waits for an advance of the timer in progress to finish (the tasks it runs included) and
+    /// holds the next one off until the scan is done, so that no value an advance took out of the
+    /// wheel comes out after the clear. Called from a timer's own thread (a task of this queue's timer or of another, a waker one of them
     /// runs, a driver or executor thread), it waits for no advance, as
     /// [`Timer::shutdown`](crate::Timer::shutdown) does not: the values of a batch being fired at
     /// that moment, taken out of the wheel and not yet handed over, are not cleared and come out

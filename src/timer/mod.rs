@@ -231,7 +231,8 @@ impl Timer {
     /// slab, which the thread that runs or drops the task recycles through its own free list. A
     /// closure capturing more than 256 bytes (or aligned over 64) is boxed: one allocation here and
     /// one `free` on the thread that runs or drops it, usually the driver, inside its firing loop,
-    /// where every later task of the batch waits for it. To stay under the line, capture the big part behind an `Arc` or a `Box` of your own.
+    /// where every later task of the batch waits for it. To stay under the line, capture the big
+    /// part behind an `Arc` or a `Box` of your own.
     pub fn schedule<F>(&self, delay: Duration, task: F) -> TimerHandle
     where
         F: FnOnce() + Send + 'static,
