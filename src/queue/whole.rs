@@ -90,11 +90,11 @@ impl<T> DelayQueue<T> {
     /// holds the next one off until the scan is done, so that no value an advance took out of the
     /// wheel comes out after the clear. Called from a timer's own thread (a task of this queue's
     /// timer or of another, a waker one of them runs, a driver or executor thread), it waits for
-    /// no advance, as [`Timer::shutdown`](crate::Timer::shutdown) does not: the values of a batch being fired at
-    /// that moment, taken out of the wheel and not yet handed over, are not cleared and come out
-    /// after it. The values are dropped after the scan, on the calling thread; a value whose `Drop`
-    /// panics is dropped all the same, the panic caught, and the clear goes on with the others and
-    /// does not panic.
+    /// no advance, as [`Timer::shutdown`](crate::Timer::shutdown) does not: the values of a batch
+    /// being fired at that moment, taken out of the wheel and not yet handed over, are not cleared
+    /// and come out after it. The values are dropped after the scan, on the calling thread; a value
+    /// whose `Drop` panics is dropped all the same, the panic caught, and the clear goes on with
+    /// the others and does not panic.
     ///
     /// ```
     /// use delaywheel::queue::DelayQueue;
