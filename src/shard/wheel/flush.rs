@@ -61,7 +61,7 @@ impl<P> Wheel<P> {
         }
         self.time = self.time.max(expiration);
         let mut at = self.take_whole(level, slot, out, offers);
-        let mut kept = false;
+        let mut kept = 0;
         while at != NIL {
             self.count_walked();
             let taken = self.slab.slot(at);
@@ -77,14 +77,18 @@ impl<P> Wheel<P> {
             } else {
                 // Due, above the limit: to the overdue list, whose drain keeps it (module docs).
                 self.link_at_overdue_tail(index);
-                kept = true;
+                kept += 1;
             }
             at = next;
         }
         if !fault!("shard_core_bucket_round_kept") {
             self.levels.get_mut(level, slot).expect("a flushed bucket exists").expiration = NO_ROUND;
         }
-        let offer = self.overdue_offer().filter(|_| kept);
+        #[cfg(feature = "tracing")]
+        {
+            self.flush_kept = kept;
+        }
+        let offer = self.overdue_offer().filter(|_| kept > 0);
         self.overdue_offered |= offer.is_some();
         offer
     }

@@ -206,6 +206,10 @@ pub struct Wheel<P> {
     /// Entries walked by flushes, drains, visits and splits (`cascade_tests.rs`' load).
     #[cfg(test)]
     walked: usize,
+    /// Entries the last bucket's flush left on the overdue list, above the round's limit
+    /// (`trace.rs`' `late`).
+    #[cfg(feature = "tracing")]
+    flush_kept: usize,
 }
 
 impl<P> Default for Wheel<P> {
@@ -249,6 +253,8 @@ impl<P> Wheel<P> {
             split_at: split::SplitAt::INITIAL,
             #[cfg(test)]
             walked: 0,
+            #[cfg(feature = "tracing")]
+            flush_kept: 0,
         }
     }
 

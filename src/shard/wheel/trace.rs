@@ -6,7 +6,8 @@
 //!
 //! **The counts.** `due`: the entries the flush held for the batch; `late`: those it left linked,
 //! due but above the round's limit (set aside for the next advance), on the
-//! overdue list after the flush (a bucket's move there); `moved`: the
+//! overdue list after the flush (a bucket's move there, counted by the flush: entries a cascade's
+//! new round moves there from a bucket behind the time are not late); `moved`: the
 //! rest of what left the list, cascaded to finer levels. A visit of a split bucket's stages
 //! (`visit.rs`) leaves entries that are not yet due in the stages too, so it counts none `late`.
 //! The overdue list's drain reads as level 0's bucket of the wheel's time (as a handle's position
@@ -38,17 +39,20 @@ impl<P> Wheel<P> {
             let Some(visit) = self.flush_is_visit(bucket, expiration) else {
                 return (self.flush(bucket, expiration, limit, out, offers), None);
             };
-            let (before, batch, overdue) = (self.listed(bucket), out.len(), self.overdue.len as usize);
+            let (before, batch) = (self.listed(bucket), out.len());
+            self.flush_kept = 0;
             let next = self.flush(bucket, expiration, limit, out, offers);
             let (after, due) = (self.listed(bucket), out.len() - batch);
             if before == 0 {
                 return (next, None);
             }
-            // A bucket's late entries left it for the overdue list (`flush.rs`); the list's stay.
+            // A bucket's late entries left it for the overdue list (`flush.rs` counts them: not
+            // the entries a cascade's new round moved there from a bucket behind the time); the
+            // list's stay.
             let (late, left_late) = match bucket {
                 _ if visit => (0, 0),
                 BucketCode::OVERDUE => (after, 0),
-                _ => (self.overdue.len as usize - overdue, self.overdue.len as usize - overdue),
+                _ => (self.flush_kept, self.flush_kept),
             };
             let moved = before.saturating_sub(after).saturating_sub(due).saturating_sub(left_late);
             let at = match bucket.as_visit().unwrap_or(bucket) {
@@ -87,4 +91,30 @@ impl<P> Wheel<P> {
         let (level, slot) = bucket.as_visit().unwrap_or(bucket).decode();
         self.levels.get(level, slot).map_or(0, |b| b.list.len as usize)
     }
+}
+
+/// A cascade whose new round lands in a bucket left behind the time moves that bucket's entries to
+/// the overdue list during the flush: they are not the flush's `late` (entries above its limit),
+/// and the cascaded entry is `moved`.
+#[cfg(all(test, feature = "tracing"))]
+#[test]
+fn entries_moved_from_a_bucket_behind_the_time_are_not_counted_late() {
+    use super::support::word;
+    let mut wheel: Wheel<u32> = Wheel::new(20);
+    let (mut out, mut offers) = (Vec::new(), Vec::new());
+    wheel.insert(word(5, 0), 0, 0).map_err(drop).unwrap();
+    let (_, late_bucket) = wheel.insert(word(10, 0), 1, 1).map_err(drop).unwrap();
+    let (_, coarse) = wheel.insert(word(25, 0), 2, 2).map_err(drop).unwrap();
+    // The bucket of tick 10 is popped before that of tick 5: bucket 5 is left behind the time.
+    let late_bucket = late_bucket.round.unwrap();
+    wheel.flush(late_bucket.bucket, late_bucket.expiration, u64::MAX, &mut out, &mut offers);
+    assert_eq!((out.len(), wheel.time()), (1, 10));
+    // Level 1's round at 20 cascades tick 25 into level 0's slot 5: a new round there moves the
+    // entry of tick 5 to the overdue list.
+    let coarse = coarse.round.unwrap();
+    assert_eq!(coarse.bucket, BucketCode::encode(1, 1));
+    let (_, event) = wheel.flush_traced(coarse.bucket, coarse.expiration, u64::MAX, &mut out, &mut offers);
+    assert!(wheel.has_overdue(), "the entry of tick 5 moved to the overdue list");
+    let flushed = event.expect("an event").out;
+    assert_eq!((flushed.due, flushed.moved, flushed.late), (0, 1, 0));
 }
