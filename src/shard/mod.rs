@@ -59,6 +59,8 @@ pub(crate) mod pool;
 #[allow(unsafe_code)]
 pub(crate) mod reserve;
 mod slab;
+#[cfg(test)]
+pub(crate) use slab::STEP_BYTES;
 #[cfg(any(test, delaywheel_loom))]
 pub(crate) mod stand_in;
 pub(crate) mod wheel;

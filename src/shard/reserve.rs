@@ -12,11 +12,13 @@
 //! The reserve never reads or writes the slots' bytes: a slab writes a run's slots vacant once
 //! the run is its own.
 //!
-//! **The protocol.** The reserve's lock is taken only inside a shard's lock (the slab grows and
-//! shrinks under its shard's), never the other way round, and nothing else is done under it: it
+//! **The protocol.** The reserve's lock is taken inside a shard's lock (a slab grows under its
+//! shard's), or with no other lock held (a shrink's cut hands its runs back after its shard's
+//! unlock, `slab/slots.rs`), never the other way round, and nothing else is done under it: it
 //! guards only the list of runs. A run taken is off the list before
 //! the unlock, so two shards growing at once take disjoint runs, and the units the reserve holds
-//! and those the slabs hold of it add up to the capacity at every unlock. Reading the list's head
+//! and those the slabs hold of it add up to the capacity at every unlock, but for the runs a cut
+//! has taken off its slab and not yet handed back (between its shard's unlock and its own). Reading the list's head
 //! outside the lock lets two shards take the same run (the seeded fault
 //! `shard_core_reserve_head_read_outside_lock`, which the loom model
 //! `shard_core::two_shards_growing_at_once_take_their_own_runs` catches). A shrink's give-back is one
@@ -143,7 +145,7 @@ impl Reserve {
     }
 
     /// Puts `run` back (resident, its slots' bytes of any value), under its lock, which the caller
-    /// takes inside its shard's.
+    /// takes inside its shard's or with no lock held.
     ///
     /// The run is units the caller took from this reserve and has not given back (moved to any
     /// address: whole pages of a mapping of its own that nothing else refers to, or bookkeeping

@@ -5,15 +5,17 @@
 //! A slot is vacant or occupied. An occupied slot holds one entry `E` (the wheel's: deadline and
 //! payload), its [life word](Life) and its two links, `prev` and `next`, which its owner
 //! (`wheel/`) uses to keep it on an intrusive list (the life word's list code names which). A
-//! vacant slot holds no entry, its `next` is the next vacant slot of the free list, and its life
-//! word keeps the last occupant's stamp and how it ended. The slab knows nothing of lists beyond
+//! vacant slot holds no entry, its `next` is the next vacant slot of the free list, its `prev`
+//! the one before (stale at the list's head, so that a take from the head writes no other slot),
+//! and its life word keeps the last occupant's stamp and how it ended. The slab knows nothing of lists beyond
 //! its free list: it hands out slots, takes them back and keeps the life words.
 //!
 //! Invariants (the shard's lock guards the slab, so they hold whenever the lock is free):
 //!
 //! * Every vacant slot is on the free list exactly once, and no occupied slot is; while the list
 //!   is not empty, its tail index names its last slot (an empty list's tail is stale: only the
-//!   head says the list is empty, so that a pop writes one index).
+//!   head says the list is empty, so that a pop writes one index), and every slot on it but the
+//!   head names the one before it in `prev`.
 //! * A slot's generation is its occupant's stamp, which the caller gives with the entry: stamps
 //!   are unique among the entries a wheel is ever given, so a key `(index, stamp)` names one
 //!   occupant and a key of an earlier occupant never matches a later one, also when a shrink cut
@@ -27,8 +29,9 @@
 //! `is_cancelled` read) survives at least as many further occupies as the slab had vacant slots
 //! when the slot was vacated, and all of them while vacant slots written ahead remain
 //! ([`reserve`](Slab::reserve) puts them at the head: they have no status to keep), unless a
-//! shrink or a drain ([`take_all`](Slab::take_all)) comes between: they relink the free list by
-//! index, lowest first, not by age, and a slot vacated late may then be reused first. A slab whose
+//! drain ([`take_all`](Slab::take_all)) comes between: it relinks the free list by index, lowest
+//! first, not by age, and a slot vacated late may then be reused first (a shrink takes the slots
+//! it cuts off the list and leaves the others in their order). A slab whose
 //! free list is empty takes a new slot at the end, so a slot vacated into an empty free list is
 //! the next one reused. A last-in, first-out list loses the status at the very next occupy; it
 //! schedules into the slot a cancel just touched, where this list takes the coldest vacant one.
@@ -42,16 +45,28 @@
 //! reserve (`shard/reserve.rs`) that finds no vacant slot and its array full takes a run of
 //! resident slots from the reserve (the reserve's lock inside its shard's) and writes them vacant
 //! at the free list's head, as `reserve` does, without a page fault; with no reserve, or an empty
-//! one, the array grows as a vector does. [`shrink`](Slab::shrink) gives back the vacant slots
+//! one, the array grows as a vector does. A shrink gives back the vacant slots
 //! after the last occupied one and the array's spare capacity, the units taken from the reserve
 //! back to it. It cannot give back a vacant slot below an occupied one: an
-//! occupied slot never moves, since keys name it by index. A shrink rebuilds the free list lowest
+//! occupied slot never moves, since keys name it by index. A drain rebuilds the free list lowest
 //! index first, so that later entries fill the bottom and leave the tail free for the next shrink.
+//!
+//! A shrink goes in steps ([`shrink_step`](Slab::shrink_step)), each bounded whatever the slab
+//! holds: it walks down from the last slot written, at most [`STEP_SLOTS`], taking each vacant one
+//! off the free list through its `prev` (O(1), where a rebuild of the list reads every slot) and
+//! forgetting it without a drop (a vacant slot owns nothing), until it meets an occupied one; a
+//! slab with no occupied slot drops its free list and its slots at once. Then it cuts at most
+//! [`STEP_BYTES`] of the array's memory past the slots left, leaving the `munmap` and the
+//! populate of the units for the reserve to after its shard's unlock (`Cut`, `slab/slots.rs`).
+//! Between two steps the slab is whole: every invariant holds, and a schedule or a cancel in
+//! between is one the next step sees.
+//!
 //! The slab never drops an entry itself except when it is dropped: entries leave it by value.
 
 use super::life::{Life, Status};
 use super::reserve::Reserve;
 use crate::sync::Arc;
+pub(crate) use slots::Cut;
 use slots::Slots;
 
 mod slots;
@@ -66,11 +81,19 @@ pub(super) const MAX_SLOTS: usize = NIL as usize;
 #[cfg(test)]
 pub(super) const MAX_SLOTS: usize = 1 << 16;
 
+/// The most slots a shrink's step walks ([`Slab::shrink_step`]): 16,384 (768 KiB of 48-byte
+/// slots), each read once and, vacant, taken off the free list (two of its neighbours written).
+pub(crate) const STEP_SLOTS: usize = 16_384;
+
+/// The most bytes of a slab's memory a shrink's step cuts ([`Slab::shrink_step`]): 4 MiB.
+pub(crate) const STEP_BYTES: usize = 4 << 20;
+
 /// One slot: its life word, its links and, while occupied, its entry.
 pub(super) struct Slot<E> {
     /// The occupant's stamp (a key holds (index, stamp)), its list, and how the last one ended.
     pub(super) life: Life,
-    /// Occupied: the entry before this one on its list ([`NIL`] at the head).
+    /// Occupied: the entry before this one on its list ([`NIL`] at the head); vacant: the vacant
+    /// slot before this one on the free list (stale at its head).
     pub(super) prev: u32,
     /// Occupied: the entry after this one on its list; vacant: the next vacant slot. [`NIL`] at
     /// the end of either.
@@ -193,10 +216,11 @@ impl<E> Slab<E> {
     /// occupied).
     #[inline]
     pub(super) fn vacate(&mut self, index: u32, status: Status) -> E {
+        let tail = self.free_tail;
         let slot = &mut self.slots[index as usize];
         let entry = slot.entry.take().expect("vacate: the slot is occupied");
         slot.life = slot.life.ended(status);
-        slot.next = NIL;
+        (slot.prev, slot.next) = (tail, NIL);
         match self.free {
             NIL => self.free = index,
             _ => self.slots[self.free_tail as usize].next = index,
@@ -280,27 +304,78 @@ impl<E> Slab<E> {
         let first = self.slots.len();
         for index in first..first + more {
             let next = if index + 1 < first + more { index as u32 + 1 } else { self.free };
-            self.slots.push(Slot { life: Life::FRESH, prev: NIL, next, entry: None });
+            let prev = if index > first { index as u32 - 1 } else { NIL };
+            self.slots.push(Slot { life: Life::FRESH, prev, next, entry: None });
         }
         if self.free == NIL {
             self.free_tail = (first + more - 1) as u32;
+        } else {
+            self.slots[self.free as usize].prev = (first + more - 1) as u32;
         }
         self.free = first as u32;
     }
 
     /// Gives back what it can (module docs): cuts off the vacant slots after the last occupied one,
-    /// all of them when the slab is empty, and the vector's capacity beyond the slots left. Returns
-    /// the slots of capacity given back. O(slots written): it reads each slot once and rebuilds
-    /// the free list, lowest index first.
-    pub(super) fn shrink(&mut self) -> usize {
-        let before = self.slots.capacity();
-        let keep = self.slots.iter().rposition(|slot| slot.entry.is_some()).map_or(0, |last| last + 1);
-        if keep < self.slots.len() {
-            self.slots.truncate(keep);
-            self.relink_free();
+    /// all of them when the slab is empty, and the capacity beyond the slots left, in
+    /// [`shrink_step`](Slab::shrink_step)s of at most `slots` slots walked and `bytes` cut, until
+    /// done. Returns the slots of capacity given back. (The wheel goes step by step itself.)
+    #[cfg(test)]
+    pub(super) fn shrink(&mut self, slots: usize, bytes: usize) -> usize {
+        let mut given = 0;
+        loop {
+            let (step, done) = self.shrink_step(slots, bytes, &mut Cut::default());
+            given += step;
+            if done {
+                return given;
+            }
         }
-        self.slots.shrink_to_fit();
-        before - self.slots.capacity()
+    }
+
+    /// One step of a shrink (module docs, "Memory"): walks down from the last slot written, at
+    /// most `slots` slots, cutting off those vacant (each taken off the free list through its
+    /// `prev`) until it finds an occupied one; an empty slab drops its free list and every slot at
+    /// once. Then it cuts at most `bytes` (at least one grain) of the capacity beyond the slots
+    /// left, the system calls that need no lock left to `out`. Returns the slots of capacity given
+    /// back and whether the shrink is done: the last slot left is occupied (or none is left) and
+    /// no spare capacity is left. Between steps the slab is whole (every invariant holds): a
+    /// schedule may occupy a vacant slot or write one at the end, and the next step starts from
+    /// the slots written then.
+    pub(super) fn shrink_step(&mut self, slots: usize, bytes: usize, out: &mut Cut) -> (usize, bool) {
+        let before = self.slots.capacity();
+        let written = self.slots.len();
+        let walked = if self.len == 0 {
+            self.free = NIL;
+            self.slots.forget_from(0);
+            true
+        } else {
+            let lo = written.saturating_sub(slots.max(1));
+            let keep = self.slots[lo..]
+                .iter()
+                .rposition(|slot| slot.entry.is_some())
+                .map_or(lo, |last| lo + last + 1);
+            for index in (keep..written).rev() {
+                self.unlink_free(index as u32);
+            }
+            self.slots.forget_from(keep);
+            keep > lo
+        };
+        let cut = self.slots.cut(bytes, out);
+        (before - self.slots.capacity(), walked && cut)
+    }
+
+    /// Takes the vacant slot `index` off the free list: through its `prev` unless it is the head.
+    fn unlink_free(&mut self, index: u32) {
+        let Slot { prev, next, .. } = self.slots[index as usize];
+        if index == self.free {
+            // The next slot's `prev`, if any, goes stale: it is the head.
+            self.free = next;
+            return;
+        }
+        self.slots[prev as usize].next = next;
+        match next {
+            NIL => self.free_tail = prev,
+            _ => self.slots[next as usize].prev = prev,
+        }
     }
 
     /// Vacates every occupied slot, in index order, each occupant ended as `status`, handing
@@ -323,12 +398,13 @@ impl<E> Slab<E> {
     /// entries fill the bottom).
     fn relink_free(&mut self) {
         let (mut free, mut tail) = (NIL, NIL);
-        for (index, slot) in self.slots.iter_mut().enumerate().rev() {
-            if slot.entry.is_none() {
-                if tail == NIL {
-                    tail = index as u32;
+        for index in (0..self.slots.len()).rev() {
+            if self.slots[index].entry.is_none() {
+                match tail {
+                    NIL => tail = index as u32,
+                    _ => self.slots[free as usize].prev = index as u32,
                 }
-                slot.next = free;
+                self.slots[index].next = free;
                 free = index as u32;
             }
         }
@@ -342,9 +418,12 @@ impl<E> Slab<E> {
         let mut on_free = vec![false; self.slots.len()];
         let (mut index, mut last) = (self.free, NIL);
         while index != NIL {
-            last = index;
             let slot = &self.slots[index as usize];
             assert!(slot.entry.is_none(), "occupied slot {index} on the free list");
+            if last != NIL {
+                assert_eq!(slot.prev, last, "slot {index}'s prev on the free list");
+            }
+            last = index;
             assert!(
                 !std::mem::replace(&mut on_free[index as usize], true),
                 "slot {index} twice on the free list"

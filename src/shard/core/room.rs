@@ -10,15 +10,18 @@
 //! A shrink gives back to the reserve as many units as the slab took and has not given back, the
 //! rest to the kernel; a slab that finds the reserve empty grows as a vector does (fresh pages).
 //!
-//! **The lock order**: the reserve's lock is taken only inside a shard's (a growth is a schedule's
-//! insert, a shrink is under the shard's lock), never a shard's inside it, and never two shards'
-//! at once; it guards the reserve's list of runs only. So the units the reserve holds and those the
-//! shards took add up to the capacity at every unlock ([`Core::reserve_units`]).
+//! **The lock order**: the reserve's lock is taken inside a shard's (a growth is a schedule's
+//! insert) or alone (a shrink's step hands its runs back after its shard's unlock), never a
+//! shard's inside it, and never two shards' at once; it guards the reserve's list of runs only. So
+//! the units the reserve holds and those the shards took add up to the capacity at every unlock
+//! with no shrink's step under way ([`Core::reserve_units`]).
 //!
-//! **System calls under the shard's lock**: a growth that takes a run (`mremap`) and a shrink (an
-//! `mmap`, an `mremap` and `MADV_POPULATE_WRITE` for the units it gives back, a `munmap` for the
-//! rest) run under the shard's lock, so a shrink can hold that shard's schedulers for
-//! milliseconds; the other shards' do not wait.
+//! **System calls under the shard's lock**: a growth that takes a run (`mremap`) runs under the
+//! shard's lock. A shrink goes in steps ([`Core::shrink_step`], `slab.rs`), each under the lock
+//! for at most `STEP_SLOTS` slots walked and `STEP_BYTES` cut (an `mmap` and an `mremap` for the
+//! units it gives back); the `MADV_POPULATE_WRITE` of those units, their return to the reserve and
+//! the `munmap` of the rest come after the unlock. So a schedule into a shard waits for one step
+//! at most (well under a millisecond: `timer/shrink.rs`); the other shards' do not wait.
 //!
 //! **Elsewhere than Linux** (no `mremap`) there is no reserve: the n slots are written into the
 //! building thread's shard (`Slab::reserve`), so the room is resident for the tasks that thread
@@ -64,11 +67,31 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
         core
     }
 
-    /// Gives back what each shard can (`Wheel::shrink`: the vacant slots after its last occupied
-    /// one), one shard under its lock at a time: units its slab took from the reserve go back to
-    /// it, the rest to the kernel. The slots of capacity given back.
+    /// Gives back what each shard can (`Wheel::shrink_step`: the vacant slots after its last
+    /// occupied one), in [`shrink_step`](Core::shrink_step)s, one shard at a time: units its slab
+    /// took from the reserve go back to it, the rest to the kernel. The slots of capacity given back.
     pub fn shrink(&self) -> usize {
-        self.shards.iter().map(|shard| shard.lock().state().wheel.shrink()).sum()
+        let mut given = 0;
+        for shard in 0..self.shards.len() {
+            loop {
+                let (step, done) = self.shrink_step(shard);
+                given += step;
+                if done {
+                    break;
+                }
+            }
+        }
+        given
+    }
+
+    /// One step of shard `shard`'s shrink (module docs, "System calls under the shard's lock"),
+    /// under its lock: the slots of capacity given back, whether its shrink is done.
+    pub fn shrink_step(&self, shard: usize) -> (usize, bool) {
+        let mut out = crate::shard::slab::Cut::default();
+        let step = self.shards[shard].lock().state().wheel.shrink_step(&mut out);
+        // The populate and the unmaps, after the unlock.
+        drop(out);
+        step
     }
 
     /// The slots the shards' slabs have written, vacant and occupied, each read under its lock in

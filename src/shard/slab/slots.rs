@@ -15,12 +15,15 @@
 //! * **Pieces.** A run moved in is a mapping of its own that the kernel may or may not merge with
 //!   its neighbours, and `mremap` moves only ranges within one; so the slots keep where each piece
 //!   ends (one more a growth: O(log n)) and move a range piece by piece.
-//! * **Shrink** ([`Slots::shrink_to_fit`]): the pages past the slots written (whole pages) are cut:
-//!   as many whole units of them as the slab took from the reserve and has not given back move to
-//!   a fresh address, made resident (`os::populate`), and go back to the reserve as a run; the rest
-//!   go back to the kernel (`munmap`), each piece's on its own: no `munmap` spans the hole a move
-//!   left, where the kernel may already have mapped something else. So what the reserve holds
-//!   and what the slabs took of it add up to the capacity, resident, while the core lives.
+//! * **Shrink** ([`Slots::cut`], a bounded number of bytes from the top at a time): the pages past
+//!   the slots written (whole pages) are cut: as many whole units of them as the slab took from the
+//!   reserve and has not given back move to a fresh address, and go back to the reserve as a run
+//!   once made resident (`os::populate`); the rest go back to the kernel (`munmap`), each piece's
+//!   on its own: no `munmap` spans the hole a move left, where the kernel may already have mapped
+//!   something else. The populate, the run's return and the `munmap` come after the shard's
+//!   unlock ([`Cut`]: the pages are out of the mapping already, still mapped, and the cut's
+//!   alone). So what the reserve holds and what the slabs took of it add up to the capacity,
+//!   resident, while the core lives, but for the runs of a cut on their way back.
 //! * **Drop**: the slots written are dropped, then the mapping is unmapped.
 //!
 //! Elsewhere than Linux, and under loom, the slots are a `Vec`, and a run is bookkeeping: the
@@ -49,10 +52,11 @@ impl Room {
         Some(run)
     }
 
-    /// Gives the units of `run` back to the reserve (some of those a shrink cut).
-    fn give_back(&mut self, run: Run) {
-        self.taken -= run.units;
-        self.reserve.give_back(run);
+    /// Counts `units` the slab no longer holds (some of those a shrink cut): the reserve, to give
+    /// them back to.
+    fn release(&mut self, units: usize) -> &Arc<Reserve> {
+        self.taken -= units;
+        &self.reserve
     }
 }
 
@@ -117,18 +121,31 @@ mod imp {
             self.vec.capacity() - before
         }
 
-        pub(in super::super) fn shrink_to_fit(&mut self) {
+        /// Drops the slots from `len` on (a vector's truncate: it reads each one).
+        pub(in super::super) fn forget_from(&mut self, len: usize) {
+            self.vec.truncate(len);
+        }
+
+        /// Cuts the spare capacity, whole whatever `most` (one `realloc`): whether that is where
+        /// it ends (always). The units given back go to the reserve at once.
+        pub(in super::super) fn cut(&mut self, most: usize, _out: &mut Cut) -> bool {
+            let _ = most;
             let before = self.vec.capacity();
             self.vec.shrink_to_fit();
             let unit = unit_slots(std::mem::size_of::<T>());
             if let Some(room) = self.room.as_mut() {
                 let units = room.taken.min((before - self.vec.capacity()) / unit);
                 if units > 0 {
-                    room.give_back(super::Run { at: 0, units });
+                    room.release(units).give_back(super::Run { at: 0, units });
                 }
             }
+            true
         }
     }
+
+    /// Nothing a vector's cut leaves to do.
+    #[derive(Default)]
+    pub(crate) struct Cut;
 
     impl<T> std::ops::Deref for Slots<T> {
         type Target = [T];
@@ -147,4 +164,5 @@ mod imp {
     }
 }
 
+pub(crate) use imp::Cut;
 pub(super) use imp::Slots;

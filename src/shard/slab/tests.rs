@@ -151,7 +151,7 @@ fn shrink_cuts_the_vacant_tail_and_keeps_keys_stale() {
     }
     slab.vacate(keys[1].0, Status::Fired);
     let capacity = slab.capacity();
-    assert_eq!(slab.shrink(), capacity - shrunk(3));
+    assert_eq!(slab.shrink(usize::MAX, usize::MAX), capacity - shrunk(3));
     assert_eq!(slab.slots(), 3, "slot 1 is vacant but below slot 2");
     assert_eq!(slab.capacity(), shrunk(3));
     slab.check();
@@ -167,13 +167,101 @@ fn shrink_cuts_the_vacant_tail_and_keeps_keys_stale() {
     }
     assert!(again.iter().all(|&(index, stamp)| get(&slab, index, stamp).is_some()));
     assert_eq!(slab.slots(), 12);
-    slab.shrink();
+    slab.shrink(usize::MAX, usize::MAX);
     assert_eq!(
         (slab.slots(), slab.capacity()),
         (12, shrunk(12)),
         "the last slot is occupied: only spare capacity goes"
     );
     slab.check();
+}
+
+/// A slab of 5,000 slots written, 10 of them occupied at the bottom and one at 3,000: their keys.
+fn spent() -> (Slab<u32>, Vec<(u32, u64)>) {
+    let mut slab = Slab::new();
+    let keys: Vec<_> = (0..5_000).map(|v| occupy(&mut slab, v)).collect();
+    // Vacated out of index order, as fires and cancels do.
+    for k in (10..5_000).filter(|&k| k != 3_000) {
+        let index = (k * 7_919) % 4_990 + 10;
+        if index != 3_000 && slab.status(index as u32, index as u64) == Some(Status::Pending) {
+            slab.vacate(index as u32, Status::Cancelled);
+        }
+    }
+    for k in (10..5_000).filter(|&k| k != 3_000) {
+        if slab.status(k, u64::from(k)) == Some(Status::Pending) {
+            slab.vacate(k, Status::Fired);
+        }
+    }
+    assert_eq!(slab.len(), 11);
+    slab.check();
+    (slab, keys)
+}
+
+#[test]
+fn a_shrink_in_steps_cuts_each_bound_and_ends_where_one_pass_does() {
+    let (mut whole, _) = spent();
+    let given = whole.shrink(usize::MAX, usize::MAX);
+    assert_eq!((whole.slots(), whole.capacity()), (3_001, shrunk(3_001)));
+    let (mut slab, keys) = spent();
+    let size = std::mem::size_of::<Slot<u32>>();
+    let (mut total, mut steps) = (0, 0);
+    loop {
+        let (written, capacity) = (slab.slots(), slab.capacity());
+        let (step, done) = slab.shrink_step(300, system_page(), &mut Default::default());
+        slab.check();
+        steps += 1;
+        assert!(written - slab.slots() <= 300, "step {steps} walked at most its slots");
+        if cfg!(all(any(target_os = "linux", target_os = "android"), not(delaywheel_loom))) {
+            assert!(step <= system_page() / size + 1, "step {steps} cut {step} slots: a page at most");
+        }
+        assert_eq!(step, capacity - slab.capacity());
+        total += step;
+        if done {
+            break;
+        }
+    }
+    assert!(steps > 6, "{steps} steps");
+    assert_eq!((total, slab.slots(), slab.capacity()), (given, whole.slots(), whole.capacity()));
+    assert!(keys[..10]
+        .iter()
+        .chain(&keys[3_000..3_001])
+        .all(|&(index, stamp)| get(&slab, index, stamp).is_some()));
+    assert!(keys[3_001..].iter().all(|&(index, stamp)| slab.status(index, stamp).is_none()));
+}
+
+/// Between steps the slab is whole: entries come and go, above and below where the walk is, and
+/// the steps go on from what is written then, to where one pass would end.
+#[test]
+fn a_shrink_in_steps_follows_entries_coming_and_going_between_them() {
+    let (mut slab, keys) = spent();
+    for _ in 0..2 {
+        assert!(!slab.shrink_step(300, system_page(), &mut Default::default()).1);
+    }
+    assert_eq!(slab.slots(), 4_400);
+    // A vacant slot near the top taken again (the free list's head, wherever it is: the slots
+    // cut are off it), the entry at 3,000 cancelled.
+    let (index, stamp) = occupy(&mut slab, 10_000);
+    slab.vacate(keys[3_000].0, Status::Cancelled);
+    slab.check();
+    let mut late = Vec::new();
+    loop {
+        if late.len() < 40 {
+            late.push(occupy(&mut slab, 20_000 + late.len() as u32));
+        }
+        let (_, done) = slab.shrink_step(300, system_page(), &mut Default::default());
+        slab.check();
+        if done {
+            break;
+        }
+    }
+    let last = late.iter().chain([&(index, stamp)]).map(|&(index, _)| index).max().unwrap().max(9);
+    assert_eq!((slab.slots(), slab.capacity()), (last as usize + 1, shrunk(last as usize + 1)));
+    assert!(late
+        .iter()
+        .chain([&(index, stamp)])
+        .chain(&keys[..10])
+        .all(|&(i, s)| get(&slab, i, s).is_some()));
+    assert_eq!(slab.len(), 10 + 1 + late.len());
 }
 
 #[test]
@@ -184,7 +272,7 @@ fn an_empty_slab_gives_everything_back() {
     for &(index, _) in &keys {
         slab.vacate(index, Status::Cancelled);
     }
-    assert!(slab.shrink() >= 100);
+    assert!(slab.shrink(usize::MAX, usize::MAX) >= 100);
     assert_eq!((slab.slots(), slab.capacity(), slab.len()), (0, 0, 0));
     assert_eq!(occupy(&mut slab, 70).0, 0);
     slab.check();

@@ -124,20 +124,40 @@ impl<T> Slots<T> {
         self.capacity() - before
     }
 
+    /// Drops the slots from `len` on without running their drops (the caller's vacant slots, which
+    /// own nothing): O(1), where [`truncate`](Slots::truncate) reads every slot.
+    pub(in super::super) fn forget_from(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
     /// Gives back the mapping's pages past the slots written, to a whole grain (module docs).
+    #[cfg(test)]
+    pub(in super::super) fn shrink_to_fit(&mut self) {
+        let mut cut = Cut::default();
+        while !self.cut(usize::MAX, &mut cut) {}
+    }
+
+    /// Cuts at most `most` bytes (at least a grain) off the top of the mapping, down to a whole
+    /// grain past the slots written: whether that is where it ends (module docs). The system
+    /// calls that need no lock, made resident the units given back to the reserve and unmapped the
+    /// rest, are left to `out`, which makes them when it drops: the pages cut are out of the
+    /// mapping at once (a growth meanwhile never reaches them: they stay mapped, the kernel's to
+    /// skip, until `out` unmaps them).
     ///
     /// Piece by piece: the units given back move out of a piece to a fresh mapping, and only the
     /// rest of the piece is unmapped. The hole a move leaves is no longer this mapping's: the
     /// kernel may place any mapping there at once (the next piece's fresh one, another thread's),
     /// so no unmap here spans one.
-    pub(in super::super) fn shrink_to_fit(&mut self) {
+    pub(in super::super) fn cut(&mut self, most: usize, out: &mut Cut) -> bool {
         let keep = self.round(self.len * std::mem::size_of::<T>());
         if keep >= self.bytes {
-            return;
+            return true;
         }
+        let grain = self.round(1);
+        let floor = keep.max(self.bytes.saturating_sub((most / grain).max(1).saturating_mul(grain)));
         let mut start = 0;
         for &end in &self.ends {
-            let lo = start.max(keep);
+            let lo = start.max(floor);
             start = end;
             if lo >= end {
                 continue;
@@ -151,30 +171,23 @@ impl<T> Slots<T> {
                 if units > 0 {
                     let to = os::map(units * unit, false);
                     move_out(self.at.cast(), &self.ends, lo..lo + units * unit, to);
-                    // SAFETY: the whole pages just moved to `to`, the whole of a mapping of ours
-                    // that only this function refers to yet; populating keeps their bytes (of any
-                    // value: the reserve never reads them).
-                    unsafe { os::populate(to, units * unit) };
-                    room.give_back(Run { at: to.as_ptr() as usize, units });
+                    let reserve = Arc::clone(room.release(units));
+                    out.runs.push((reserve, Run { at: to.as_ptr() as usize, units }));
                     cut += units * unit;
                 }
             }
             if cut < end {
-                // SAFETY: `cut..end` is whole system pages (`keep`, the pieces' ends and the
-                // units moved out are multiples of the grain, itself of the system's page; the
-                // mapping's base is aligned to it) of one piece past the slots written, still
-                // this mapping's (no hole: the units moved out lie before `cut`), which nothing
-                // refers to: unmapped once, as the piece is cut off below.
-                unsafe { os::unmap(self.byte(cut), end - cut) };
+                out.unmaps.push((self.byte(cut), end - cut));
             }
         }
-        self.ends.retain(|&end| end < keep);
-        if keep > 0 {
-            self.ends.push(keep);
+        self.ends.retain(|&end| end < floor);
+        if floor > 0 {
+            self.ends.push(floor);
         } else {
             self.at = NonNull::dangling();
         }
-        self.bytes = keep;
+        self.bytes = floor;
+        floor == keep
     }
 
     /// `bytes` rounded up to the mapping's grain: a unit of the reserve's if it has one (so that
@@ -251,6 +264,40 @@ fn move_out(at: NonNull<u8>, ends: &[usize], range: std::ops::Range<usize>, to: 
             };
         }
         start = end;
+    }
+}
+
+/// What a cut of the slots leaves to do outside their lock ([`Slots::cut`]): the runs given
+/// back, moved out of the mapping, to make resident and hand to their reserve, and the pages cut
+/// off, to unmap. Done when it drops.
+#[derive(Default)]
+pub(crate) struct Cut {
+    runs: Vec<(Arc<Reserve>, Run)>,
+    unmaps: Vec<(NonNull<u8>, usize)>,
+}
+
+// SAFETY: the pages it names are its own (out of the slots' mapping, referred to by nothing else),
+// as a `Vec<u8>`'s buffer is; the reserves are `Sync`.
+unsafe impl Send for Cut {}
+
+impl Drop for Cut {
+    fn drop(&mut self) {
+        for (reserve, run) in self.runs.drain(..) {
+            let bytes = run.units * reserve.unit_bytes();
+            let at = NonNull::new(run.at as *mut u8).expect("a run's address");
+            // SAFETY: the whole pages a cut moved to `at`, the whole of a mapping of ours that
+            // only this cut refers to until the reserve has it; populating keeps their bytes (of
+            // any value: the reserve never reads them).
+            unsafe { os::populate(at, bytes) };
+            reserve.give_back(run);
+        }
+        for (at, bytes) in self.unmaps.drain(..) {
+            // SAFETY: whole system pages (the cut's bounds, the pieces' ends and the units moved
+            // out are multiples of the grain, itself of the system's page; the mapping's base is
+            // aligned to it) of one piece, cut off the slots' mapping (no hole: the units moved
+            // out lie before them), which nothing refers to: unmapped once.
+            unsafe { os::unmap(at, bytes) };
+        }
     }
 }
 
