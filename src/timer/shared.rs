@@ -14,6 +14,7 @@ use crate::entry::InlineTask;
 use crate::shard::core::{Bucketed, Core, Extra as CoreExtra};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, UnmodelledAtomicU64};
 
+use super::shrink::AutoShrink;
 use super::stats::Lateness;
 use super::{advancing, unfired, ExecutorRoom, Time};
 
@@ -50,15 +51,6 @@ impl CoreExtra<Payload> for Extra {
     fn counts(payload: &Payload) -> bool {
         payload.is_counted()
     }
-}
-
-/// The driver's automatic shrink's state (`stop.rs`).
-#[derive(Debug, Default)]
-pub(crate) struct AutoShrink {
-    /// No shrink before this.
-    pub(super) next: Option<std::time::Instant>,
-    /// Since when fewer than a quarter of the slots hold a pending entry, without a lull.
-    pub(super) low_since: Option<std::time::Instant>,
 }
 
 /// Counts beside the core's totals, shared with the executor threads.
@@ -104,7 +96,7 @@ pub(crate) struct Shared {
     pub(super) abandoned_values: AtomicU64,
     /// Shutdowns whose drain has not yet counted its values (`shutdown.rs`, `close_values`).
     pub(super) draining: AtomicUsize,
-    /// When the driver may shrink next, and since when the load is low (`stop.rs`).
+    /// When the driver may shrink next, since when the load is low, its shrink's steps (`shrink.rs`).
     pub(super) auto_shrink: Mutex<AutoShrink>,
     /// This timer's identity (`unfired.rs`).
     pub(super) id: usize,

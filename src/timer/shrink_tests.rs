@@ -4,11 +4,26 @@
 //! its vacant slots after its last occupied one, so the tasks these tests keep pending are the
 //! first scheduled (the lowest slots of the test thread's shard).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::shard::STEP_BYTES;
 use crate::sync::Arc;
-use crate::timer::shrink::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
+use crate::timer::shrink::{Steps, AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS, STEP_ROOM, STEP_WAIT};
 use crate::{ManualClock, Timer, TimerHandle};
+
+/// The driver's looks at the shrink, until the one it starts or has under way is done: how many
+/// it took (one, when none starts).
+fn shrink_if_spent(timer: &Timer) -> usize {
+    let mut looks = 1;
+    timer.shared().shrink_if_spent();
+    while timer.shared().shrinking() {
+        timer.shared().shrink_if_spent();
+        looks += 1;
+        assert!(looks < 10_000, "a shrink that never ends");
+    }
+    looks
+}
 
 /// A manual timer with enough tasks pending, 9 s out, for the driver's shrink to look at.
 fn spiked() -> (ManualClock, Timer, Vec<TimerHandle>) {
@@ -26,11 +41,11 @@ fn the_drivers_shrink_waits_for_a_quarter_pending_then_gives_back() {
     assert!(written >= handles.len());
     // More than a quarter pending: nothing happens.
     handles[handles.len() / 2..].iter().for_each(|h| assert!(h.cancel()));
-    timer.shared().shrink_if_spent();
+    shrink_if_spent(&timer);
     assert_eq!(slots(), written);
     // Under a quarter: the vacant slots go.
     handles[10..handles.len() / 2].iter().for_each(|h| assert!(h.cancel()));
-    timer.shared().shrink_if_spent();
+    shrink_if_spent(&timer);
     assert!(slots() < written / 4, "{} of {written} slots left", slots());
     let last = &handles[handles.len() - 1];
     assert!(!last.is_pending() && !last.cancel());
@@ -46,13 +61,13 @@ fn the_drivers_shrink_waits_for_a_lull_or_a_second_of_low_load() {
     handles[10..].iter().for_each(|h| assert!(h.cancel()));
     // Under a quarter pending, but a task is due within the lull: the driver keeps firing.
     let soon = timer.schedule(AUTO_LULL / 2, || {});
-    timer.shared().shrink_if_spent();
+    shrink_if_spent(&timer);
     assert_eq!(slots(), written, "no shrink while a task is due within the lull");
     // Once it has fired, nothing is due for seconds: the shrink comes.
     clock.advance(AUTO_LULL);
     timer.advance_clock(Duration::ZERO);
     assert!(!soon.is_pending());
-    timer.shared().shrink_if_spent();
+    shrink_if_spent(&timer);
     assert!(slots() < written / 4, "{} of {written} left", slots());
 
     // A load that stays low with tasks always due soon is shrunk after a second of it.
@@ -62,10 +77,10 @@ fn the_drivers_shrink_waits_for_a_lull_or_a_second_of_low_load() {
     let written = slots();
     let _soon = timer.schedule(AUTO_LULL / 2, || {});
     std::thread::sleep(AUTO_INTERVAL); // the shrink just made allows the next after this
-    timer.shared().shrink_if_spent();
+    shrink_if_spent(&timer);
     assert_eq!(slots(), written, "low, but not for a second yet");
     std::thread::sleep(AUTO_INTERVAL);
-    timer.shared().shrink_if_spent();
+    shrink_if_spent(&timer);
     assert!(slots() < written / 4, "{} of {written} left", slots());
 }
 
@@ -161,4 +176,80 @@ fn a_shutdown_gives_the_drained_slots_back() {
     assert_eq!(shared.core.slots(), 0, "{} slots of {SPIKE} left", shared.core.slots());
     assert_eq!(shared.slab.pages(), 0);
     assert!(!kept.is_pending() && !kept.cancel());
+}
+
+/// The slots the spike of [`spiked`] leaves written after a cancel of all but its first ten.
+fn spent() -> (ManualClock, Timer, Vec<TimerHandle>) {
+    let (clock, timer, handles) = spiked();
+    handles[10..].iter().for_each(|h| assert!(h.cancel()));
+    (clock, timer, handles)
+}
+
+#[test]
+fn a_task_due_during_the_drivers_shrink_fires_on_its_tick_and_the_shrink_goes_on_after() {
+    let (clock, timer, handles) = spent();
+    let shared = timer.shared();
+    let slots = || shared.core.slots();
+    let written = slots();
+    // Nothing due for seconds: the shrink starts, and its first step in the spike's shard (after
+    // a step through each empty shard before it) cuts one step's slots.
+    for _ in 0..shared.core.shards() {
+        shared.shrink_if_spent();
+        assert!(shared.shrinking());
+        if slots() < written {
+            break;
+        }
+    }
+    assert_eq!(shared.shrink_wait(), Some(STEP_WAIT), "the driver comes back for the next step");
+    let after_one = slots();
+    assert!(after_one < written && after_one > 10, "{after_one} of {written} slots left after a step");
+    // Half a tick in, a task due at the next tick: within a step's room, so no step.
+    clock.advance(STEP_ROOM / 2);
+    let fired = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&fired);
+    let soon = timer.schedule(STEP_ROOM / 2, move || flag.store(true, Ordering::Relaxed));
+    let after_one = slots(); // its slot a vacant one below the cut, or a new one at the end
+    for _ in 0..3 {
+        shared.shrink_if_spent();
+        assert_eq!(slots(), after_one, "no step while a task is due within {STEP_ROOM:?}");
+    }
+    assert!(!fired.load(Ordering::Relaxed));
+    clock.advance(STEP_ROOM / 2);
+    timer.advance_clock(Duration::ZERO);
+    assert!(fired.load(Ordering::Relaxed) && !soon.is_pending(), "fired at its tick");
+    // Then the shrink goes on to the end.
+    assert!(shrink_if_spent(&timer) > 2);
+    assert!(!shared.shrinking());
+    assert_eq!(shared.shrink_wait(), Some(AUTO_INTERVAL));
+    let (_, twin, _) = spent();
+    twin.shrink();
+    assert_eq!(slots(), twin.shared().core.slots(), "where a shrink at once ends");
+    assert!(handles[..10].iter().all(TimerHandle::is_pending));
+    assert_eq!(timer.len(), 10);
+}
+
+#[test]
+fn a_shrink_in_steps_gives_back_a_step_at_a_time_what_one_at_once_does() {
+    let (_clock, timer, _handles) = spent();
+    let (_twin_clock, twin, _twin_handles) = spent();
+    let at_once = twin.shared().give_back();
+    let slot_bytes = crate::shard::wheel::Wheel::<super::Payload>::slot_bytes();
+    let (mut steps, mut count) = (Steps::default(), 0);
+    let total = loop {
+        let before = steps.given;
+        let done = timer.shared().shrink_step(&mut steps);
+        count += 1;
+        assert!(
+            steps.given - before <= STEP_BYTES / slot_bytes + 1,
+            "step {count}: {}",
+            steps.given - before
+        );
+        if let Some(total) = done {
+            break total;
+        }
+    };
+    assert!(count > 4, "{count} steps");
+    assert!(at_once > 3 * AUTO_MIN_SLOTS, "{at_once} given back");
+    assert_eq!(total, at_once);
+    assert_eq!(timer.shared().core.slots(), twin.shared().core.slots());
 }

@@ -12,20 +12,18 @@
 //! (`Core::close_keeping_held`), joins the threads, which claim and run those on the closed
 //! shards, and drains what is left: the tasks handed over before the shutdown run.
 //!
-//! **Shrink.** [`Core::shrink`] gives back each shard's vacant slots after its last occupied one,
-//! under its lock, the task slab its empty pages, and the advance's buffers (which an advance
+//! **Shrink.** `shrink.rs` gives back each shard's vacant slots after its last occupied one, in
+//! steps under its lock, the task slab its empty pages, and the advance's buffers (which an advance
 //! cuts back to 16,384 entries each after a burst) their room, unless an advance holds them. The
-//! driver shrinks by itself (`shrink.rs`), by the slots the shards wrote, at most once per
-//! interval; and a stop gives back what its drain emptied, unless a drop leaves the state to be
-//! freed whole.
+//! driver shrinks by itself, a step at a time, by the slots the shards wrote; and a stop gives
+//! back what its drain emptied, unless a drop leaves the state to be freed whole.
 //!
 //! [`Core::close`]: crate::shard::core::Core::close
-//! [`Core::shrink`]: crate::shard::core::Core::shrink
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::shrink::{AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS};
+use super::shrink::AUTO_MIN_SLOTS;
 use super::shutdown::Draining;
 use super::stats::{BucketLoad, TimerStats};
 use super::Shared;
@@ -202,43 +200,6 @@ impl Shared {
         }
     }
 
-    /// The driver's automatic shrink, after an advance (module docs, "Shrink"): once the shards
-    /// wrote [`AUTO_MIN_SLOTS`] slots or more and fewer than a quarter of them hold a pending
-    /// entry, at most once per [`AUTO_INTERVAL`], in a lull (nothing due within [`AUTO_LULL`]) or
-    /// after the load stayed low that long.
-    pub(crate) fn shrink_if_spent(&self) {
-        let Some(mut auto) = self.auto_shrink.try_lock() else { return };
-        let now = Instant::now();
-        if auto.next.is_some_and(|next| now < next) {
-            return;
-        }
-        let slots = self.core.slots();
-        if slots < AUTO_MIN_SLOTS || self.core.len().saturating_mul(4) > slots {
-            auto.low_since = None;
-            return;
-        }
-        if !self.in_lull() && now.duration_since(*auto.low_since.get_or_insert(now)) < AUTO_INTERVAL {
-            return;
-        }
-        auto.low_since = None;
-        auto.next = Some(now + AUTO_INTERVAL);
-        drop(auto);
-        let _ = self.give_back();
-    }
-
-    /// How long the driver may wait before it looks again whether to shrink: [`AUTO_INTERVAL`]
-    /// (the core has no hook for a spike's first slots: the driver looks once a second).
-    pub(crate) fn shrink_wait(&self) -> Option<Duration> {
-        Some(AUTO_INTERVAL)
-    }
-
-    /// Has a spike wake the driver's wait: nothing on the core ([`shrink_wait`](Self::shrink_wait)
-    /// bounds every wait instead).
-    #[cfg(not(delaywheel_loom))]
-    pub(crate) fn wake_driver_at_spikes(this: &crate::sync::Arc<Shared>) {
-        let _ = this;
-    }
-
     /// After a stop's drain (module docs, "Shrink"): gives back the slots and blocks the drain
     /// emptied while the state outlives the stop (a shut-down timer kept, or a drop's state that
     /// a future or a detached driver still holds), once the shards wrote [`AUTO_MIN_SLOTS`] or
@@ -250,15 +211,6 @@ impl Shared {
         let _ = self.give_back();
     }
 
-    /// Whether nothing is due within [`AUTO_LULL`] (by the timer's clock).
-    fn in_lull(&self) -> bool {
-        let time = self.time();
-        self.queue().head().map_or(true, |expiration| {
-            let until = time.ticks.start_nanos(expiration).saturating_sub(u128::from(time.clock.now_nanos()));
-            until >= AUTO_LULL.as_nanos()
-        })
-    }
-
     /// Takes every pending value entry out in place, each shard under its lock, held ones too,
     /// counted out as cancelled (a bounded timer's gauge lowered): their payloads appended to
     /// `out`, how many. A delay queue's clear (`value_entries.rs`), under `advance_lock`.
@@ -268,21 +220,6 @@ impl Shared {
         let taken = out.len() - before;
         self.lower_bound(taken);
         taken
-    }
-
-    /// [`Timer::shrink`](crate::Timer::shrink)'s give-back (module docs, "Shrink"): the slots and
-    /// block pages given back.
-    pub(in crate::timer) fn give_back(&self) -> usize {
-        // The advance's buffers, if no advance holds them (one inside a task does): emptied.
-        if let Some(mut serial) = self.advance_lock.try_lock() {
-            serial.trim(0);
-        }
-        let given = self.core.shrink() + self.slab.shrink();
-        #[cfg(not(delaywheel_loom))]
-        if given > 0 {
-            crate::entry::os::trim_heap();
-        }
-        given
     }
 }
 
