@@ -55,6 +55,9 @@
 //!   shrink giving units back to the reserve copies its list of runs under one hold of the lock and
 //!   writes the copy, with the run given back, under another: a run another shard took between the
 //!   two is back on the list, held twice.
+//! * `shard_core_shrink_step_keeps_cut_slots_listed` (`slab.rs`, at its site): a step of a shrink
+//!   forgets the vacant slots it cuts without taking them off the free list, so a schedule between
+//!   two steps takes a slot past those written.
 //! * `shard_core_bucket_round_kept` (`wheel/flush.rs` and `wheel/mod.rs`, at their sites): the
 //!   flush keeps the bucket's round, and an insert offers a bucket only if it holds no round, so
 //!   a bucket reused for a later round is never offered again.

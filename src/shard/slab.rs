@@ -83,7 +83,11 @@ pub(super) const MAX_SLOTS: usize = 1 << 16;
 
 /// The most slots a shrink's step walks ([`Slab::shrink_step`]): 16,384 (768 KiB of 48-byte
 /// slots), each read once and, vacant, taken off the free list (two of its neighbours written).
+/// The loom models take 2, for shrinks of several steps among a few slots.
+#[cfg(not(delaywheel_loom))]
 pub(crate) const STEP_SLOTS: usize = 16_384;
+#[cfg(delaywheel_loom)]
+pub(crate) const STEP_SLOTS: usize = 2;
 
 /// The most bytes of a slab's memory a shrink's step cuts ([`Slab::shrink_step`]): 4 MiB.
 pub(crate) const STEP_BYTES: usize = 4 << 20;
@@ -353,8 +357,11 @@ impl<E> Slab<E> {
                 .iter()
                 .rposition(|slot| slot.entry.is_some())
                 .map_or(lo, |last| lo + last + 1);
-            for index in (keep..written).rev() {
-                self.unlink_free(index as u32);
+            // Seeded fault `shard_core_shrink_step_keeps_cut_slots_listed` (docs/loom.md).
+            if !fault!("shard_core_shrink_step_keeps_cut_slots_listed") {
+                for index in (keep..written).rev() {
+                    self.unlink_free(index as u32);
+                }
             }
             self.slots.forget_from(keep);
             keep > lo

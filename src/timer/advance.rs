@@ -91,7 +91,7 @@ impl Scratch {
     const KEEP: usize = 1 << 14;
 
     /// Gives back the buffers' pages beyond `keep` entries each: [`KEEP`](Self::KEEP) after an
-    /// advance, none on a shrink (`stop.rs`).
+    /// advance, none on a shrink (`shrink.rs`).
     pub(super) fn trim(&mut self, keep: usize) {
         crate::entry::shrink_buffer(&mut self.due, keep);
         self.merge.trim(keep);

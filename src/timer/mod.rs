@@ -51,10 +51,10 @@
 //!
 //! **The rooms.** `schedule.rs` (the insert), `handle.rs` (cancel, reset, deadline, status and
 //! position through a handle's shard), `advance.rs` (the advance and its batch), `fire.rs` (the
-//! claims, the executor room), `stop.rs` (the stop, the shrink, the stats), and the tick groups'
-//! and the delay queue's sides (`group_entries.rs`, `value_entries.rs`). Each module's docs state
-//! its protocol; what orders the shards' moves is the core's (`shard/core.rs`, "What each lock
-//! orders").
+//! claims, the executor room), `stop.rs` (the stop, the stats), `shrink.rs` (the shrink, in
+//! steps), and the tick groups' and the delay queue's sides (`group_entries.rs`,
+//! `value_entries.rs`). Each module's docs state its protocol; what orders the shards' moves is
+//! the core's (`shard/core.rs`, "What each lock orders").
 //!
 //! **Where the core's diagnostics read as they do**, within the contract: a reset moves the entry
 //! at once (its `position` is the new deadline's bucket, `tests/rearm.rs`); the wheel places from

@@ -374,8 +374,8 @@ impl<P> Wheel<P> {
     /// each status `Abandoned`,
     /// appended to `out` in slot order (the caller sorts by [`Fired::order`] if it needs deadline
     /// order): the wheel is left empty, every key stale,
-    /// every bucket's round forgotten, its slots vacant and written (a [`shrink`](Wheel::shrink)
-    /// gives them back).
+    /// every bucket's round forgotten, its slots vacant and written (a shrink's steps,
+    /// [`shrink_step`](Wheel::shrink_step), give them back).
     pub(crate) fn drain_all(&mut self, out: &mut Vec<Fired<P>>) {
         // Room first: the slab's walk must not panic halfway.
         out.reserve(self.len());
