@@ -66,9 +66,9 @@
 //!   1 the run (or the unit its entry occupies, if the shrink reached it after its growth), and the
 //!   reserve the rest, adding up to the capacity.
 //! * `a_schedule_between_the_steps_of_a_shrink_finds_a_slot_and_every_entry_stays`: a shard of six
-//!   entries, four of them cancelled out of index order; `Core::shrink` goes in steps of two slots
-//!   (under loom) while a schedule into the shard comes between any two: it takes a slot still
-//!   written, and every entry pending stays so.
+//!   entries, four of them cancelled out of index order; a shrink in steps of two slots
+//!   (`Core::shrink_step_of`) while a schedule into the shard comes between any two: it takes a
+//!   slot still written, and every entry pending stays so.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -518,7 +518,7 @@ fn a_schedule_between_the_steps_of_a_shrink_finds_a_slot_and_every_entry_stays()
             let core = Arc::clone(&core);
             thread::spawn(move || core.schedule(at_tick(9), 9, 9).map_err(drop).unwrap())
         };
-        core.shrink();
+        while !core.shrink_step_of(0, 2).1 {}
         let late = scheduler.join().unwrap();
         assert_eq!(core.len(), 3);
         for (handle, payload) in [(&handles[0], 0), (&handles[2], 2), (&late, 9)] {

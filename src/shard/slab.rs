@@ -83,11 +83,7 @@ pub(super) const MAX_SLOTS: usize = 1 << 16;
 
 /// The most slots a shrink's step walks ([`Slab::shrink_step`]): 16,384 (768 KiB of 48-byte
 /// slots), each read once and, vacant, taken off the free list (two of its neighbours written).
-/// The loom models take 2, for shrinks of several steps among a few slots.
-#[cfg(not(delaywheel_loom))]
 pub(crate) const STEP_SLOTS: usize = 16_384;
-#[cfg(delaywheel_loom)]
-pub(crate) const STEP_SLOTS: usize = 2;
 
 /// The most bytes of a slab's memory a shrink's step cuts ([`Slab::shrink_step`]): 4 MiB.
 pub(crate) const STEP_BYTES: usize = 4 << 20;

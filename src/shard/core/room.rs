@@ -87,8 +87,13 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
     /// One step of shard `shard`'s shrink (module docs, "System calls under the shard's lock"),
     /// under its lock: the slots of capacity given back, whether its shrink is done.
     pub fn shrink_step(&self, shard: usize) -> (usize, bool) {
+        self.shrink_step_of(shard, crate::shard::slab::STEP_SLOTS)
+    }
+
+    /// [`shrink_step`](Core::shrink_step) walking at most `slots` slots (the loom models' few).
+    pub fn shrink_step_of(&self, shard: usize, slots: usize) -> (usize, bool) {
         let mut out = crate::shard::slab::Cut::default();
-        let step = self.shards[shard].lock().state().wheel.shrink_step(&mut out);
+        let step = self.shards[shard].lock().state().wheel.shrink_step(slots, &mut out);
         // The populate and the unmaps, after the unlock.
         drop(out);
         step

@@ -409,12 +409,12 @@ impl<P> Wheel<P> {
         std::mem::size_of::<super::slab::Slot<Entry<P>>>()
     }
 
-    /// A step of the slab's shrink (`Slab::shrink_step`: `STEP_SLOTS`, `STEP_BYTES`, the system
+    /// A step of the slab's shrink (`Slab::shrink_step`: `slots` walked, `STEP_BYTES`, the system
     /// calls outside the lock left to `out`): its vacant slots after its last occupied one (all
     /// when empty), then its spare capacity; slots given back, whether done. A vacant slot below
     /// an occupied one stays (keys name their slots). The buckets are not the slab's and stay.
-    pub(crate) fn shrink_step(&mut self, out: &mut super::slab::Cut) -> (usize, bool) {
-        self.slab.shrink_step(super::slab::STEP_SLOTS, super::slab::STEP_BYTES, out)
+    pub(crate) fn shrink_step(&mut self, slots: usize, out: &mut super::slab::Cut) -> (usize, bool) {
+        self.slab.shrink_step(slots, super::slab::STEP_BYTES, out)
     }
 
     /// Links the occupied slot `index`, due at `deadline`, where it belongs from the time: the

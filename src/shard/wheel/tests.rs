@@ -324,7 +324,7 @@ fn stale_keys_find_nothing_after_reuse() {
     let drained = out[0].key;
     assert_eq!(drive.wheel.status(drained), Some(Status::Abandoned));
     drop(out);
-    while !drive.wheel.shrink_step(&mut Default::default()).1 {}
+    while !drive.wheel.shrink_step(usize::MAX, &mut Default::default()).1 {}
     assert_eq!(drive.wheel.status(drained), None, "cut off by the shrink");
 }
 
@@ -403,7 +403,7 @@ fn reserve_and_shrink() {
     }
     let (mut given, mut done) = (0, false);
     while !done {
-        let (step, end) = wheel.shrink_step(&mut Default::default());
+        let (step, end) = wheel.shrink_step(usize::MAX, &mut Default::default());
         (given, done) = (given + step, end);
     }
     assert!(given >= 1_000);
