@@ -33,6 +33,7 @@ mod schedule_vs_flush;
 mod shard;
 mod shard_core;
 mod shrink;
+mod shrink_steps;
 mod shutdown;
 #[cfg(feature = "async")]
 mod sleep;

@@ -65,10 +65,6 @@
 //!   while a schedule into shard 1 from another takes a run: after both, shard 0 holds none, shard
 //!   1 the run (or the unit its entry occupies, if the shrink reached it after its growth), and the
 //!   reserve the rest, adding up to the capacity.
-//! * `a_schedule_between_the_steps_of_a_shrink_finds_a_slot_and_every_entry_stays`: a shard of six
-//!   entries, four of them cancelled out of index order; a shrink in steps of two slots
-//!   (`Core::shrink_step_of`) while a schedule into the shard comes between any two: it takes a
-//!   slot still written, and every entry pending stays so.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -499,31 +495,5 @@ fn a_shrink_giving_back_racing_a_growth_adds_up() {
         assert_eq!(held + taken.iter().sum::<usize>(), capacity, "held {held}, taken {taken:?}: they add up");
         // Shard 1 keeps the unit its entry occupies if the shrink reached it after its growth.
         assert!(taken[0] == 0 && (taken[1] == run || taken[1] == 1), "given back, a run taken: {taken:?}");
-    });
-}
-
-/// Seeded fault `shard_core_shrink_step_keeps_cut_slots_listed`: a step of a shrink forgets the
-/// slots it cuts without taking them off the free list; a schedule between two steps takes one.
-#[test]
-fn a_schedule_between_the_steps_of_a_shrink_finds_a_slot_and_every_entry_stays() {
-    loom::model(|| {
-        let core: Arc<Core<u64>> = Arc::new(Core::with_wheel_size(1, 4));
-        let handles: Vec<_> =
-            (0..6).map(|k| core.schedule(at_tick(1 + k), k, k).map_err(drop).unwrap()).collect();
-        // The free list 5, 3, 1, 4: the first step cuts slots 5 and 4, the second slot 3.
-        for k in [5, 3, 1, 4] {
-            assert_eq!(core.cancel(&handles[k]), Some(k as u64));
-        }
-        let scheduler = {
-            let core = Arc::clone(&core);
-            thread::spawn(move || core.schedule(at_tick(9), 9, 9).map_err(drop).unwrap())
-        };
-        while !core.shrink_step_of(0, 2).1 {}
-        let late = scheduler.join().unwrap();
-        assert_eq!(core.len(), 3);
-        for (handle, payload) in [(&handles[0], 0), (&handles[2], 2), (&late, 9)] {
-            assert_eq!(core.cancel(handle), Some(payload), "pending until cancelled, once");
-        }
-        assert_eq!(core.len(), 0);
     });
 }

@@ -60,7 +60,7 @@ pub(crate) mod pool;
 pub(crate) mod reserve;
 mod slab;
 #[cfg(test)]
-pub(crate) use slab::STEP_BYTES;
+pub(crate) use slab::{STEP_BYTES, STEP_SLOTS};
 #[cfg(any(test, delaywheel_loom))]
 pub(crate) mod stand_in;
 pub(crate) mod wheel;

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::shard::STEP_BYTES;
+use crate::shard::{STEP_BYTES, STEP_SLOTS};
 use crate::sync::Arc;
 use crate::timer::shrink::{Steps, AUTO_INTERVAL, AUTO_LULL, AUTO_MIN_SLOTS, STEP_ROOM, STEP_WAIT};
 use crate::{ManualClock, Timer, TimerHandle};
@@ -82,6 +82,30 @@ fn the_drivers_shrink_waits_for_a_lull_or_a_second_of_low_load() {
     std::thread::sleep(AUTO_INTERVAL);
     shrink_if_spent(&timer);
     assert!(slots() < written / 4, "{} of {written} left", slots());
+}
+
+/// A load with a task due within a step's time at every look (a task due every tick) leaves the
+/// steps no room: once held off for a second, they go on anyway, and the shrink ends.
+#[test]
+fn a_task_due_at_every_look_holds_the_steps_off_for_a_second_only() {
+    let (clock, timer, handles) = spiked();
+    let slots = || timer.shared().core.slots();
+    let written = slots();
+    handles[10..].iter().for_each(|h| assert!(h.cancel()));
+    // Due at the next tick, less than a step's room away (the clock a tenth of a tick past its
+    // boundary, as after an advance), and never fired: the timer is not advanced.
+    let _due = timer.schedule(STEP_ROOM / 2, || {});
+    clock.advance(STEP_ROOM / 10);
+    timer.shared().shrink_if_spent();
+    std::thread::sleep(AUTO_INTERVAL);
+    timer.shared().shrink_if_spent();
+    assert!(timer.shared().shrinking(), "a second of low load: the shrink starts");
+    timer.shared().shrink_if_spent();
+    assert_eq!(slots(), written, "its steps held off by the task due");
+    std::thread::sleep(AUTO_INTERVAL);
+    shrink_if_spent(&timer);
+    assert!(slots() < written / 4, "{} of {written} left", slots());
+    assert!(handles[..10].iter().all(TimerHandle::is_pending));
 }
 
 /// The tasks of a spike: half of them capture 64 bytes (a task-slab block each). More than the
@@ -234,21 +258,28 @@ fn a_shrink_in_steps_gives_back_a_step_at_a_time_what_one_at_once_does() {
     let (_twin_clock, twin, _twin_handles) = spent();
     let at_once = twin.shared().give_back();
     let slot_bytes = crate::shard::wheel::Wheel::<super::Payload>::slot_bytes();
-    let (mut steps, mut count) = (Steps::default(), 0);
+    let (mut steps, mut count, mut of_part) = (Steps::default(), 0, [0usize; 64]);
     let total = loop {
-        let before = steps.given;
+        let (before, part) = (steps.given, steps.part);
         let done = timer.shared().shrink_step(&mut steps);
         count += 1;
-        assert!(
-            steps.given - before <= STEP_BYTES / slot_bytes + 1,
-            "step {count}: {}",
-            steps.given - before
-        );
+        let given = steps.given - before;
+        // A step cuts at most STEP_BYTES of the mapping (a shard's first also its spare capacity,
+        // never walked) and walks at most STEP_SLOTS slots (`shard/slab.rs`): after its first, a
+        // shard's step gives back at most those it walked, to a unit of 256.
+        assert!(given <= STEP_BYTES / slot_bytes + 1, "step {count}: {given}");
+        if part < timer.shared().core.shards() && of_part[part] > 0 {
+            assert!(given <= STEP_SLOTS + 256, "step {count}: {given}");
+        }
+        of_part[part] += 1;
         if let Some(total) = done {
             break total;
         }
     };
-    assert!(count > 4, "{count} steps");
+    // The spike's shard (the test thread's) wrote 4 x AUTO_MIN_SLOTS slots (65,536): walked
+    // 16,384 a step.
+    let most = of_part.iter().max().copied().unwrap_or(0);
+    assert!(most >= 4 * AUTO_MIN_SLOTS / STEP_SLOTS - 1, "{most} steps of the spike's shard");
     assert!(at_once > 3 * AUTO_MIN_SLOTS, "{at_once} given back");
     assert_eq!(total, at_once);
     assert_eq!(timer.shared().core.slots(), twin.shared().core.slots());

@@ -21,7 +21,8 @@
 //! for at most `STEP_SLOTS` slots walked and `STEP_BYTES` cut (an `mmap` and an `mremap` for the
 //! units it gives back); the `MADV_POPULATE_WRITE` of those units, their return to the reserve and
 //! the `munmap` of the rest come after the unlock. So a schedule into a shard waits for one step
-//! at most (well under a millisecond: `timer/shrink.rs`); the other shards' do not wait.
+//! at most (0.1 to 0.5 ms on Linux: `timer/shrink.rs`; elsewhere a step's truncation of the
+//! slots' `Vec` reads every slot it cuts); the other shards' do not wait.
 //!
 //! **Elsewhere than Linux** (no `mremap`) there is no reserve: the n slots are written into the
 //! building thread's shard (`Slab::reserve`), so the room is resident for the tasks that thread
