@@ -97,10 +97,9 @@ pub(crate) struct AutoShrink {
 pub(crate) struct Steps {
     pub(super) part: usize,
     pub(super) given: usize,
-    /// Since when a task due within [`STEP_ROOM`] has held the next step off.
+    /// Since when a task due within [`STEP_ROOM`] has held the steps off: [`AUTO_INTERVAL`] after
+    /// it, they go on whatever is due (module docs, "In steps").
     held_since: Option<Instant>,
-    /// Held off for [`AUTO_INTERVAL`]: the steps go on whatever is due (module docs, "In steps").
-    pressed: bool,
 }
 
 impl Shared {
@@ -170,11 +169,10 @@ impl Shared {
             auto.steps = Some(Steps::default());
         }
         let Some(steps) = auto.steps.as_mut() else { unreachable!("set above") };
-        if !steps.pressed && self.due_within(STEP_ROOM) {
-            if now.duration_since(*steps.held_since.get_or_insert(now)) < AUTO_INTERVAL {
-                return;
-            }
-            steps.pressed = true;
+        if self.due_within(STEP_ROOM)
+            && now.duration_since(*steps.held_since.get_or_insert(now)) < AUTO_INTERVAL
+        {
+            return;
         }
         if self.shrink_step(steps).is_some() {
             auto.steps = None;
