@@ -41,15 +41,16 @@ impl<P> Wheel<P> {
         if list == ListCode::HELD {
             return None;
         }
-        let entry = self.slab.entry_mut(key.slot);
+        let entry = self.slab.entry(key.slot);
         let (old, read) = (entry.when.tick(), read(&entry.payload));
-        if self.stays(list, old, deadline.tick()) {
-            self.slab.entry_mut(key.slot).when = deadline;
-            return Some((Offers::default(), read));
+        let stays = self.stays(list, old, deadline.tick());
+        if !stays {
+            // The unlink finds the entry's list by its old tick: before the word is rewritten.
+            self.unlink(key.slot);
         }
-        self.unlink(key.slot);
         self.slab.entry_mut(key.slot).when = deadline;
-        Some((self.file(key.slot, deadline.tick()), read))
+        let offers = if stays { Offers::default() } else { self.file(key.slot, deadline.tick()) };
+        Some((offers, read))
     }
 
     /// Whether an entry linked in `list` with tick `old` is where a filing of tick `new` from the
