@@ -17,15 +17,6 @@ fn placed(drive: &Drive<u64>, key: Key) -> (ListCode, u64) {
     (slot.life.list(), drive.wheel.slab.entry(key.slot).when.tick())
 }
 
-/// Advances tick by tick from 1 to `to`, each entry claimed: (tick, payload) of each fired.
-fn fire(drive: &mut Drive<u64>, to: u64) -> Vec<(u64, u64)> {
-    let mut fired = Vec::new();
-    for now in 1..=to {
-        fired.extend(drive.advance(now).into_iter().map(|f| (f.deadline.tick(), f.payload)));
-    }
-    fired
-}
-
 /// A later deadline in the same bucket of level 1: only the deadline changes (the entry keeps its
 /// place at the list's head and nothing is offered); it fires at the new deadline, the other
 /// entry at its own. A later deadline in the next bucket moves it there, offering that round.
@@ -45,7 +36,7 @@ fn a_reset_within_its_bucket_rewrites_the_deadline_in_place() {
     let round = Offer { expiration: 32, bucket: BucketCode::encode(1, 2) };
     assert!(drive.queue.iter().any(|q| q.0 == round), "the next bucket's round offered");
     audit(&drive.wheel, Some(&drive.queue));
-    assert_eq!(fire(&mut drive, 47), [(30, 0), (40, 1)]);
+    assert_eq!(drive.fire_ticks(0, 47), [(30, 0), (40, 1)]);
     assert!(drive.wheel.is_empty());
 }
 
@@ -71,5 +62,5 @@ fn a_reset_stays_only_where_a_filing_would_link_it() {
     assert!(!drive.wheel.stays(list, tick, 7), "another tick of level 0");
     assert!(drive.reset(near, 6, 200));
     audit(&drive.wheel, Some(&drive.queue));
-    assert_eq!(fire(&mut drive, 31), [(6, 6), (17, 17), (23, 21), (26, 25), (29, 29)]);
+    assert_eq!(drive.fire_ticks(0, 31), [(6, 6), (17, 17), (23, 21), (26, 25), (29, 29)]);
 }

@@ -28,20 +28,6 @@ fn queued(drive: &Drive<u64>, expiration: u64, bucket: BucketCode) -> bool {
     drive.queue.iter().any(|q| q.0 == Offer { expiration, bucket })
 }
 
-/// Advances tick by tick from the time after `from` to `to`, each entry claimed: (tick, payload)
-/// of each fired, the stats checked against a walk after each advance.
-fn fire(drive: &mut Drive<u64>, from: u64, to: u64) -> Vec<(u64, u64)> {
-    let mut fired = Vec::new();
-    for now in from + 1..=to {
-        fired.extend(drive.advance(now).into_iter().map(|f| {
-            assert_eq!(f.deadline.tick(), now, "fired at its tick");
-            (now, f.payload)
-        }));
-        assert_eq!(drive.wheel.stats(), walked_stats(&drive.wheel), "tick {now}");
-    }
-    fired
-}
-
 /// The fourth entry splits the bucket (4 entries walked), whose visit is offered at stage 0's
 /// `opens`; the visit at 4 cascades stage 0 ahead of the round, the next visits the later stages
 /// as they open, the round's flush stage 3; every entry fires once at its tick, in order.
@@ -52,15 +38,15 @@ fn a_split_bucket_is_visited_stage_by_stage_ahead_of_its_round() {
     assert_eq!(drive.load.per_insert, 4, "the split walks the bucket's entries");
     assert!(queued(&drive, 4, visit) && queued(&drive, 16, code));
     assert_eq!(drive.wheel.stats().pending_per_level, [0, 5]);
-    assert!(fire(&mut drive, 0, 3).is_empty());
+    assert!(drive.fire_ticks(0, 3).is_empty());
     assert_eq!(drive.wheel.stats().pending_per_level, [0, 5], "no stage open before 4");
-    assert!(fire(&mut drive, 3, 4).is_empty());
+    assert!(drive.fire_ticks(3, 4).is_empty());
     assert_eq!(drive.wheel.stats().pending_per_level, [2, 3], "stage 0 cascaded at its opens");
     assert!(queued(&drive, 8, visit), "the next visit at the next stage's opens");
-    assert!(fire(&mut drive, 4, 12).is_empty());
+    assert!(drive.fire_ticks(4, 12).is_empty());
     assert_eq!(drive.wheel.stats().pending_per_level, [4, 1], "stages 1 and 2 at 8 and 12");
-    assert!(fire(&mut drive, 12, 15).is_empty());
-    assert_eq!(fire(&mut drive, 15, 31), [(17, 0), (18, 4), (21, 1), (25, 2), (29, 3)]);
+    assert!(drive.fire_ticks(12, 15).is_empty());
+    assert_eq!(drive.fire_ticks(15, 31), [(17, 0), (18, 4), (21, 1), (25, 2), (29, 3)]);
     assert!(drive.wheel.is_empty() && drive.next_tick().is_none(), "no visit left queued");
     assert!(drive.wheel.splits.iter().all(|split| split.stages.iter().all(|stage| stage.is_empty())));
 }
@@ -85,7 +71,7 @@ fn a_cancel_a_reset_and_a_claim_take_entries_from_their_stages() {
     assert_eq!(drive.wheel.stats(), walked_stats(&drive.wheel));
     assert_eq!(drive.wheel.claim(out[0].key), Some(4));
     assert_eq!(drive.wheel.status(keys[4]), Some(Status::Fired));
-    assert_eq!(fire(&mut drive, 0, 31), [(3, 1), (17, 0), (22, 5), (29, 3)]);
+    assert_eq!(drive.fire_ticks(0, 31), [(3, 1), (17, 0), (22, 5), (29, 3)]);
     assert!(drive.wheel.is_empty());
 }
 
@@ -104,7 +90,7 @@ fn take_due_by_scans_the_stage_holding_the_tick_only() {
     for due in &out {
         assert!(drive.wheel.claim(due.key).is_some());
     }
-    let fired = fire(&mut drive, 0, 31);
+    let fired = drive.fire_ticks(0, 31);
     assert_eq!(fired.len(), 30);
     assert!(fired.iter().all(|&(tick, stamp)| tick == 16 + stamp % 16 && tick != 21));
 }
@@ -130,7 +116,7 @@ fn a_split_bucket_behind_the_time_hands_its_stages_to_the_overdue_list() {
     for due in &batch {
         assert_eq!(drive.wheel.claim(due.key), Some(due.stamp));
     }
-    assert_eq!(fire(&mut drive, 32, 272), [(40, 4), (272, 5)]);
+    assert_eq!(drive.fire_ticks(32, 272), [(40, 4), (272, 5)]);
     assert!(drive.wheel.is_empty());
 }
 
@@ -149,7 +135,7 @@ fn a_drain_forgets_the_split_records() {
         drive.insert(tick, 0, 10 + i as u64);
     }
     assert_eq!(drive.wheel.splits.len(), 1, "split again");
-    assert_eq!(fire(&mut drive, 0, 31), [(17, 10), (21, 11), (25, 12), (29, 13)]);
+    assert_eq!(drive.fire_ticks(0, 31), [(17, 10), (21, 11), (25, 12), (29, 13)]);
 }
 
 /// A link into a stage that opens before the record's next visit brings the visit forward and
@@ -165,9 +151,9 @@ fn a_link_into_an_earlier_stage_brings_the_visit_forward() {
     let queued_before = drive.queue.len();
     drive.insert(27, 0, 5);
     assert_eq!(drive.queue.len(), queued_before, "stage 2 opens after the next visit");
-    assert!(fire(&mut drive, 0, 4).is_empty());
+    assert!(drive.fire_ticks(0, 4).is_empty());
     assert_eq!(drive.wheel.stats().pending_per_level, [1, 5], "stage 0 cascaded at 4");
-    assert_eq!(fire(&mut drive, 4, 31), [(17, 4), (25, 0), (26, 2), (27, 5), (29, 1), (30, 3)]);
+    assert_eq!(drive.fire_ticks(4, 31), [(17, 4), (25, 0), (26, 2), (27, 5), (29, 1), (30, 3)]);
 }
 
 /// A visit popped after the time passed its stages' `due` (a later bucket flushed first) holds
@@ -202,7 +188,7 @@ fn a_late_visit_holds_within_the_limit_and_moves_the_rest_to_the_overdue_list() 
     for due in &batch {
         assert_eq!(drive.wheel.claim(due.key), Some(due.stamp));
     }
-    assert_eq!(fire(&mut drive, 32, 40), [(40, 4)]);
+    assert_eq!(drive.fire_ticks(32, 40), [(40, 4)]);
     assert!(drive.wheel.is_empty());
 }
 

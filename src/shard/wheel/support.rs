@@ -223,6 +223,21 @@ impl<P> Drive<P> {
         true
     }
 
+    /// Advances tick by tick from the tick after `from` to `to`, each entry claimed: (tick,
+    /// payload) of each fired, each at its own tick, the stats checked against a walk after each
+    /// advance.
+    pub(super) fn fire_ticks(&mut self, from: u64, to: u64) -> Vec<(u64, P)> {
+        let mut fired = Vec::new();
+        for now in from + 1..=to {
+            fired.extend(self.advance(now).into_iter().map(|f| {
+                assert_eq!(f.deadline.tick(), now, "fired at its tick");
+                (now, f.payload)
+            }));
+            assert_eq!(self.wheel.stats(), walked_stats(&self.wheel), "tick {now}");
+        }
+        fired
+    }
+
     /// [`collect`](Drive::collect), then each due entry claimed in the batch's order: what fired.
     pub(super) fn advance(&mut self, now: u64) -> Vec<Fired<P>> {
         let batch = self.collect(now);
