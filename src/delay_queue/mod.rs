@@ -252,6 +252,21 @@ impl<T: Identity> DelayQueue<T> {
         self.state.lock().heap.peek().map(|Reverse(head)| head.expiration)
     }
 
+    /// The items queued at the earliest expiration, if `wanted` takes that expiration: at most
+    /// `most` of them, in no order, appended to `out` with it (what the next round pops first; a
+    /// stale item included). A scan of the heap, under its lock, once `wanted` says yes.
+    pub(crate) fn heads(&self, wanted: impl FnOnce(u64) -> bool, most: usize, out: &mut Vec<(u64, T)>)
+    where
+        T: Copy,
+    {
+        let state = self.state.lock();
+        let Some(at) = state.heap.peek().map(|Reverse(head)| head.expiration).filter(|&at| wanted(at)) else {
+            return;
+        };
+        let items = state.heap.iter().filter(|Reverse(queued)| queued.expiration == at);
+        out.extend(items.take(most).map(|Reverse(queued)| (at, queued.item)));
+    }
+
     /// Blocks until the head item is due on `time`, `timeout` (if any) passes, or the queue is
     /// closed. Returns `true` if an item is due. On a manual clock an item can only become due when
     /// the clock advances, which wakes this wait (see `ManualClock::on_advance`).

@@ -24,7 +24,8 @@
 //! measures sleeps on a timer this future drives under such a burst). If nothing is due, sleep
 //! with the runtime's sleep until the tick the head is due at begins (on the system clock) or the
 //! next automatic shrink may come, whichever is first, keeping that sleep across polls while
-//! its deadline is no later than wanted. Closed, it completes.
+//! its deadline is no later than wanted; before that sleep, the entries due at the next tick are
+//! read into the cache, as the driver thread does (`shard/core/warm.rs`). Closed, it completes.
 //!
 //! ## Where the advance runs: in the sleep's waker
 //!
@@ -164,6 +165,8 @@ pub struct Drive<F, S> {
     sleeping: Option<(Instant, Pin<Box<S>>)>,
     /// The waker the runtime's sleeps are polled with, made with the first of them.
     tick: Option<std::sync::Arc<TickWaker>>,
+    /// The tick whose buckets it last warmed before a sleep (`shard/core/warm.rs`).
+    warmed: Option<u64>,
     /// On a manual clock: the listener that wakes it when the clock moves.
     #[cfg(not(delaywheel_loom))]
     listener: Option<super::ClockListener>,
@@ -197,6 +200,7 @@ where
             sleep_until,
             sleeping: None,
             tick: None,
+            warmed: None,
             #[cfg(not(delaywheel_loom))]
             listener,
             ended: false,
@@ -258,6 +262,7 @@ where
                     return Poll::Pending;
                 }
                 Watched::Waiting(head) => {
+                    this.warmed = shared.warm_next(this.warmed);
                     let Some(at) = this.wake_at(head) else {
                         this.sleeping = None;
                         return Poll::Pending;

@@ -4,7 +4,9 @@
 //! ## Driver
 //!
 //! One thread loops: wait in the delay queue until the earliest bucket is due (or an earlier one is
-//! added, or the manual clock moves, or the queue is closed), then `advance`. With nothing queued it
+//! added, or the manual clock moves, or the queue is closed), then `advance`. Before it waits for
+//! the next tick, it reads the entries of that tick's buckets, so that their flush at the tick
+//! finds them in the cache (`shard/core/warm.rs`). With nothing queued it
 //! waits without a timeout: an idle timer uses no CPU. After an advance it gives back the memory of
 //! a spike that has drained (`timer/shrink.rs`); once a timer has held a spike, its wait is also
 //! bounded by when the next such shrink may come, so that a spike drained by cancels (which leaves
@@ -116,7 +118,9 @@ impl Driver {
             if precise_wakeups && !shared.time().clock.is_manual() {
                 timer_slack::lower_for_this_thread(shared.time().ticks);
             }
+            let mut warmed = None;
             while !shared.is_shut_down() {
+                warmed = shared.warm_next(warmed);
                 // Woken without a due bucket (the wait for a shrink ran out): no advance.
                 if shared.queue().wait_due_within(shared.time(), || shared.shrink_wait()) {
                     shared.advance();

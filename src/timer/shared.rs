@@ -174,6 +174,12 @@ impl Shared {
         self.core.queue()
     }
 
+    /// Warms the buckets due at the next tick, unless they were the last warmed (`done`)
+    /// (`shard/core/warm.rs`): for a driver about to wait. The tick warmed, else `done`.
+    pub(crate) fn warm_next(&self, done: Option<u64>) -> Option<u64> {
+        self.core.warm_next(self.time.now_tick(), done).map(|(at, _)| at).or(done)
+    }
+
     /// The driver's cursor (see [`Timer::current_time`](super::Timer::current_time)).
     pub(crate) fn current_tick(&self) -> u64 {
         self.current_tick.load(Ordering::Acquire)

@@ -154,6 +154,7 @@ mod stats;
 mod trace;
 mod types;
 mod visit;
+mod warm;
 
 pub(crate) use buckets::{BucketCode, Offer, Offers};
 use buckets::{Levels, List, NO_ROUND};

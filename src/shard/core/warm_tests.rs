@@ -1,0 +1,41 @@
+//! Warming reads the next tick's buckets and changes nothing (`warm.rs`).
+
+use super::super::tests::schedule;
+use super::super::{Core, Merge};
+use super::MOST;
+
+/// Advances to `now` and claims each due entry in order: the payloads fired.
+fn advance(core: &Core<u32>, now: u64) -> Vec<u32> {
+    let mut out = Vec::new();
+    core.advance(now, u64::MAX, &mut out, &mut Merge::default());
+    out.iter().map(|due| core.claim(due).expect("held until claimed")).collect()
+}
+
+#[test]
+fn warming_reads_the_next_ticks_buckets_once_and_changes_nothing() {
+    let core = Core::<u32>::new(1);
+    let handles: Vec<_> =
+        (0..5).map(|i| schedule(&core, 5 + u64::from(i >= 3), u64::from(i) + 1, i)).collect();
+    assert_eq!(advance(&core, 3), Vec::<u32>::new());
+    // Tick 5 is two ticks away at 3: not warmed.
+    assert_eq!(core.warm_next(3, None), None);
+    assert_eq!(core.warm_next(4, None), Some((5, 3)));
+    assert_eq!(core.warm_next(4, Some(5)), None, "warmed once");
+    assert_eq!(core.len(), 5);
+    assert_eq!(advance(&core, 5), vec![0, 1, 2]);
+    assert!(handles[3].cancel().is_some());
+    assert_eq!(core.warm_next(5, Some(5)), Some((6, 1)));
+    assert_eq!(advance(&core, 6), vec![4]);
+    assert_eq!(core.warm_next(6, None), None, "nothing queued");
+}
+
+#[test]
+fn warming_reads_at_most_its_bound_and_the_flush_takes_every_entry() {
+    let core = Core::<u32>::new(1);
+    let n = MOST as u32 + 500;
+    for i in 0..n {
+        schedule(&core, 2, u64::from(i) + 1, i);
+    }
+    assert_eq!(core.warm_next(1, None), Some((2, MOST)));
+    assert_eq!(advance(&core, 2), (0..n).collect::<Vec<_>>());
+}
