@@ -225,35 +225,61 @@ impl<T: Copy> FreeLists<T> {
         moved
     }
 
-    /// Takes off the lists every item of each page that has all its `per_page` items listed, and
-    /// returns those pages: `page_of` maps an item to its page, one of `pages` (`None`: a page it
-    /// does not know, left alone). Every stripe's lock is held (taken in stripe order, then the
-    /// pool's, the order `take` and `spill` use), so no item moves meanwhile: a page returned has no
-    /// item anywhere but here, so nobody holds one, and nobody can take one any more. The pool's
-    /// pages past its items go back to the kernel. O(items listed): for a shrink, never on a hot
-    /// path.
-    pub(crate) fn reclaim(
-        &self,
-        per_page: usize,
-        pages: usize,
-        page_of: impl Fn(T) -> Option<usize>,
-    ) -> Vec<usize> {
-        let mut stripes: Vec<_> = self.stripes.iter().map(|stripe| stripe.0.lock()).collect();
-        let mut pool = self.pool.lock();
-        let mut listed = vec![0usize; pages];
-        for &item in pool.as_slice().iter().chain(stripes.iter().flat_map(|list| list.iter())) {
-            if let Some(page) = page_of(item) {
-                listed[page] += 1;
+    /// How many stripes the lists have: [`drain_stripe`](FreeLists::drain_stripe) takes their
+    /// indices.
+    pub(crate) fn stripes(&self) -> usize {
+        self.stripes.len()
+    }
+
+    /// Takes up to `most` items off stripe `stripe`'s list, newest first, handing each to `sink`
+    /// under that stripe's lock alone, until `sink` returns `false`: a shrink's step
+    /// (`page_reclaim.rs`), which then holds them. How many moved, and how many are left.
+    pub(crate) fn drain_stripe(&self, stripe: usize, most: usize, mut sink: impl FnMut(T) -> bool) -> (usize, usize) {
+        let mut free = self.stripes[stripe].0.lock();
+        let mut moved = 0;
+        while moved < most {
+            let Some(item) = free.pop_back() else { break };
+            moved += 1;
+            if !sink(item) {
+                break;
             }
         }
-        let empty: Vec<usize> = (0..pages).filter(|&page| listed[page] == per_page).collect();
-        if !empty.is_empty() {
-            let kept = |item: &T| page_of(*item).map_or(true, |page| listed[page] != per_page);
-            pool.retain(kept);
-            stripes.iter_mut().for_each(|list| list.retain(kept));
+        (moved, free.len())
+    }
+
+    /// Takes up to `most` items off the pool's end, newest first, handing each to `sink` under the
+    /// pool's lock alone, until `sink` returns `false`, and gives the pool's pages past its items
+    /// back to the kernel: a shrink's step, which then holds them. How many moved, and how many are
+    /// left.
+    pub(crate) fn drain_pool(&self, most: usize, mut sink: impl FnMut(T) -> bool) -> (usize, usize) {
+        let mut pool = self.pool.lock();
+        let len = pool.len();
+        let mut moved = 0;
+        for &item in pool.as_slice()[len.saturating_sub(most)..].iter().rev() {
+            moved += 1;
+            if !sink(item) {
+                break;
+            }
+        }
+        pool.truncate(len - moved);
+        pool.shrink_to_fit();
+        (moved, pool.len())
+    }
+
+    /// Puts the items of `items` that `keep` keeps back on the pool, under its lock: what a
+    /// shrink's step held and gives back to the lists. How many it kept.
+    pub(crate) fn put_back(&self, items: &[T], keep: impl Fn(T) -> bool) -> usize {
+        let mut pool = self.pool.lock();
+        let (mut rest, mut back) = (items, 0);
+        while !rest.is_empty() {
+            let kept = rest.iter().take_while(|&&item| keep(item)).count();
+            pool.extend_from_slice(&rest[..kept]);
+            let dropped = rest[kept..].iter().take_while(|&&item| !keep(item)).count();
+            rest = &rest[kept + dropped..];
+            back += kept;
         }
         pool.shrink_to_fit();
-        empty
+        back
     }
 
     /// Every listed item, pool first: for tests.

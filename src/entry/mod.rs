@@ -21,6 +21,9 @@ mod inline_task;
 // mappings of the shard core's slabs and reserve (`shard/`), the heap's trim after a shrink.
 #[allow(unsafe_code)]
 pub(crate) mod os;
+// A module with `unsafe` code (see the crate's "Unsafe code"): the task slab's pages given back.
+#[allow(unsafe_code)]
+pub(crate) mod page_reclaim;
 pub(crate) mod stamps;
 mod thread_cache;
 // A module with `unsafe` code (see the crate's "Unsafe code"): blocks for big closures.

@@ -136,6 +136,21 @@ impl PageSource {
         page
     }
 
+    /// Bytes per page.
+    pub(crate) fn page_bytes(&self) -> usize {
+        self.page_bytes
+    }
+
+    /// Every chunk mapped so far, by its first byte, in address order: each holds
+    /// [`PAGES_PER_CHUNK`] pages, and a chunk stays mapped while the source lives, so a shrink
+    /// finds a page's chunk here (`page_reclaim.rs`). A copy, sorted out of the lock: one entry per
+    /// [`PAGES_PER_CHUNK`] pages.
+    pub(crate) fn chunks(&self) -> Vec<NonNull<u8>> {
+        let mut chunks = self.state.lock().mapped.clone();
+        chunks.sort_unstable();
+        chunks
+    }
+
     /// Gives back pages taken with [`take`](PageSource::take), which nobody uses any more: their
     /// memory goes back to the kernel (runs of adjacent pages in one call), and so does that of the
     /// pages of the last chunk not handed out yet (populated with it: a shrink leaves nothing

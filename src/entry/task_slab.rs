@@ -11,8 +11,8 @@
 //!
 //! A class hands out blocks from pages of [`BLOCKS_PER_PAGE`] blocks (4, 8 or 16 KiB) of mapped
 //! memory (a `PageSource`, `os.rs`), taken when its free lists run dry and never moved; a page whose
-//! blocks are all free again is freed by a shrink ([`TaskSlab::shrink`], `shrink.rs`), else kept
-//! while the slab lives. Free blocks travel through a thread's cache and the free lists of their
+//! blocks are all free again is freed by a shrink, in steps ([`TaskSlab::shrink_step`],
+//! `page_reclaim.rs`), else kept while the slab lives. Free blocks travel through a thread's cache and the free lists of their
 //! class (`block_cache.rs`, `free_lists.rs`): a block given back on a thread that schedules is its
 //! next one taken, with no lock; one freed by the driver after a fire goes to the driver's stripe
 //! and comes back to a scheduling thread a batch at a time through the pool, so no block is handed
@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use crate::entry::block_cache::BlockFree;
 use crate::entry::os::PageSource;
+use crate::entry::page_reclaim::{Reclaim, Step};
 use crate::sync::UnmodelledMutex;
 
 /// The block sizes of the classes, in bytes: a closure goes to the first that holds it.
@@ -102,12 +103,14 @@ pub(crate) struct Class {
     size: usize,
     /// Its free blocks: the threads' caches and the free lists (`block_cache.rs`).
     pub(super) free: Arc<BlockFree>,
-    /// Every page allocated, by its first block.
-    pages: UnmodelledMutex<Vec<Block>>,
+    /// Pages allocated and not given back.
+    pub(super) pages: UnmodelledMutex<usize>,
     /// Pages this class may allocate: past it, `alloc` finds no block.
     max_pages: usize,
     /// Where its pages come from, and go back to.
-    source: PageSource,
+    pub(super) source: PageSource,
+    /// Its shrink under way, if any (`page_reclaim.rs`).
+    pub(super) reclaim: UnmodelledMutex<Reclaim>,
 }
 
 impl Class {
@@ -117,9 +120,10 @@ impl Class {
         Class {
             size,
             free: BlockFree::new(class),
-            pages: UnmodelledMutex::new(Vec::new()),
+            pages: UnmodelledMutex::new(0),
             max_pages,
             source,
+            reclaim: UnmodelledMutex::new(Reclaim::default()),
         }
     }
 
@@ -133,11 +137,10 @@ impl Class {
     /// Allocates a page and returns its blocks, in order (none past `max_pages`).
     fn fresh_page(&self) -> impl DoubleEndedIterator<Item = Block> + ExactSizeIterator {
         let mut pages = self.pages.lock();
-        let page = (pages.len() < self.max_pages).then(|| {
+        let page = (*pages < self.max_pages).then(|| {
+            *pages += 1;
             // Aligned to 4 KiB: every block to `BLOCK_ALIGN`.
-            let page = self.source.take().as_ptr();
-            pages.push(Block::from_ptr(page));
-            page
+            self.source.take().as_ptr()
         });
         let (size, blocks) = (self.size, if page.is_some() { BLOCKS_PER_PAGE } else { 0 });
         let page = page.unwrap_or(std::ptr::null_mut());
@@ -160,54 +163,20 @@ impl Class {
         self.free.put_all(blocks.into_iter());
     }
 
-    /// Frees every page whose blocks are all on the free lists (taken off them under every list's
-    /// lock: `FreeLists::reclaim`). Returns how many. Only holders touch a block's bytes, and a
-    /// listed block has none, so a page can go at once.
-    fn shrink(&self) -> usize {
-        // The lists are what the reclaim sees: this thread's cached blocks go back to them first,
-        // other threads' at their next take (`block_cache.rs`).
-        self.free.before_shrink();
-        let mut sorted: Vec<Block> = self.pages.lock().clone();
-        sorted.sort_unstable();
-        let span = self.size * BLOCKS_PER_PAGE;
-        let page_of = |block: Block| {
-            let page = sorted.partition_point(|page| page.as_ptr() <= block.as_ptr()).checked_sub(1)?;
-            let offset = (block.as_ptr() as usize).wrapping_sub(sorted[page].as_ptr() as usize);
-            (offset < span).then_some(page)
-        };
-        let empty: Vec<Block> = self
-            .free
-            .lists
-            .reclaim(BLOCKS_PER_PAGE, sorted.len(), page_of)
-            .into_iter()
-            .map(|page| sorted[page])
-            .collect();
-        if empty.is_empty() {
-            return 0;
-        }
-        let mut pages = self.pages.lock();
-        pages.retain(|page| empty.binary_search(page).is_err());
-        pages.shrink_to_fit();
-        drop(pages);
-        // SAFETY: pages this class's source handed out, no longer in `pages` (given back once);
-        // every block of theirs was free and has been taken off the free lists, so nobody holds
-        // one or can take one, and only a block's holder touches its bytes.
-        unsafe { self.source.give_back(empty.iter().map(|page| page.0).collect()) };
-        empty.len()
-    }
-
-    /// Blocks handed out and not given back: neither listed nor in a thread's cache. While
-    /// others take and free it may count a free block in flight as out, never a held one as free
-    /// (`thread_cache.rs`: every window errs low).
+    /// Blocks handed out and not given back: neither listed, nor in a thread's cache, nor held by
+    /// a shrink to go back to the lists (`page_reclaim.rs`). While others take and free it may
+    /// count a free block in flight as out, never a held one as free (`thread_cache.rs`: every
+    /// window errs low).
     fn out(&self) -> usize {
-        let allocated = self.pages.lock().len() * BLOCKS_PER_PAGE;
-        allocated.saturating_sub(self.free.free_count())
+        let allocated = *self.pages.lock() * BLOCKS_PER_PAGE;
+        let free = self.free.free_count() + self.reclaim.lock().held_free();
+        allocated.saturating_sub(free)
     }
 
     /// Pages allocated.
     #[cfg(test)]
-    fn pages(&self) -> usize {
-        self.pages.lock().len()
+    pub(super) fn pages(&self) -> usize {
+        *self.pages.lock()
     }
 }
 
@@ -287,9 +256,27 @@ impl TaskSlab {
         &self.classes[class]
     }
 
-    /// Frees the empty pages of every class (see [`Class::shrink`]); how many.
+    /// Frees the empty pages of every class, every step at once (see [`Class::shrink_step`]); how
+    /// many.
+    #[cfg(test)]
     pub(crate) fn shrink(&self) -> usize {
-        self.classes.iter().map(Class::shrink).sum()
+        (0..CLASSES.len())
+            .map(|class| {
+                let mut given = 0;
+                loop {
+                    let step = self.shrink_step(class);
+                    given += step.given;
+                    if step.done {
+                        return given;
+                    }
+                }
+            })
+            .sum()
+    }
+
+    /// One step of class `class`'s shrink (`page_reclaim.rs`).
+    pub(crate) fn shrink_step(&self, class: usize) -> Step {
+        self.classes[class].shrink_step()
     }
 
     /// Blocks out of every class (see [`Class::out`]).

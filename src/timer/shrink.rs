@@ -62,6 +62,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Shared, Timer};
+use crate::entry::task_slab::CLASSES;
 
 /// Slots the shards must have written for the driver to shrink (64 units of 256 slots, 768 KiB).
 pub(crate) const AUTO_MIN_SLOTS: usize = 64 * 256;
@@ -91,8 +92,8 @@ pub(crate) struct AutoShrink {
     steps: Option<Steps>,
 }
 
-/// Where a shrink in steps is: the next part (a shard's index; then the task slab and the
-/// buffers; then `malloc_trim`), and the slots and pages given back so far.
+/// Where a shrink in steps is: the next part (a shard's index; then each class of the task slab;
+/// then the advance's buffers; then `malloc_trim`), and the slots and pages given back so far.
 #[derive(Debug, Default)]
 pub(crate) struct Steps {
     pub(super) part: usize,
@@ -113,12 +114,16 @@ impl Shared {
                 steps.given += given;
                 steps.part += usize::from(done);
             }
-            part if part == shards => {
+            part if part < shards + CLASSES.len() => {
+                let step = self.slab.shrink_step(part - shards);
+                steps.given += step.given;
+                steps.part += usize::from(step.done);
+            }
+            part if part == shards + CLASSES.len() => {
                 // The advance's buffers, if no advance holds them (one inside a task does).
                 if let Some(mut serial) = self.advance_lock.try_lock() {
                     serial.trim(0);
                 }
-                steps.given += self.slab.shrink();
                 steps.part += 1;
             }
             _ => {

@@ -284,3 +284,69 @@ fn a_shrink_in_steps_gives_back_a_step_at_a_time_what_one_at_once_does() {
     assert_eq!(total, at_once);
     assert_eq!(timer.shared().core.slots(), twin.shared().core.slots());
 }
+
+/// Closures of 56 bytes (a 64-byte block each) scheduled between two steps of the task slab's
+/// shrink, on this thread and on another (each through its thread's cache of blocks), run once
+/// each with what they captured, once the shrink has given back the spike's pages; those
+/// cancelled between two steps on another thread (their blocks freed there) never run.
+#[test]
+fn closures_scheduled_between_two_steps_of_the_slabs_shrink_run_once_with_their_values() {
+    use std::sync::atomic::AtomicU64;
+
+    let clock = ManualClock::new();
+    let timer = Timer::builder().tick(Duration::from_millis(1)).clock(clock.clone()).manual().build();
+    let (sum, runs) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let schedule = |seed: u64| {
+        let words = [seed; 6];
+        let (sum, runs) = (Arc::clone(&sum), Arc::clone(&runs));
+        timer.schedule(Duration::from_secs(60), move || {
+            sum.fetch_add(words.iter().sum(), Ordering::Relaxed);
+            runs.fetch_add(1, Ordering::Relaxed);
+        })
+    };
+    let spike: Vec<_> = (0..SPIKE as u64).map(|k| schedule(1_000_000 + k)).collect();
+    spike.iter().for_each(|h| assert!(h.cancel()));
+    drop(spike);
+    assert_eq!(runs.load(Ordering::Relaxed), 0);
+    let shared = timer.shared();
+    let (pages, shards) = (shared.slab.pages(), shared.core.shards());
+    let mut steps = Steps::default();
+    while steps.part < shards {
+        assert!(shared.shrink_step(&mut steps).is_none());
+    }
+    let (mut expected, mut between, mut seed) = (0, 0, 0);
+    let mut pending = Vec::new();
+    loop {
+        if (shards..shards + crate::entry::task_slab::CLASSES.len()).contains(&steps.part) {
+            between += 1;
+        }
+        seed += 1;
+        pending.push(schedule(seed));
+        expected += 6 * seed;
+        let (theirs, cancelled) = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let cancelled = schedule(seed + 1);
+                    (schedule(seed + 2), cancelled.cancel())
+                })
+                .join()
+                .unwrap()
+        });
+        assert!(cancelled);
+        pending.push(theirs);
+        expected += 6 * (seed + 2);
+        seed += 2;
+        if shared.shrink_step(&mut steps).is_some() {
+            break;
+        }
+    }
+    assert!(between > 8, "{between} looks between two steps of the slab's shrink");
+    assert!(shared.slab.pages() < pages / 2, "{} of {pages} pages left", shared.slab.pages());
+    assert_eq!(runs.load(Ordering::Relaxed), 0);
+    clock.advance(Duration::from_secs(61));
+    timer.advance_clock(Duration::ZERO);
+    assert!(pending.iter().all(|handle| !handle.is_pending()));
+    assert_eq!(runs.load(Ordering::Relaxed), pending.len() as u64, "each ran once");
+    assert_eq!(sum.load(Ordering::Relaxed), expected, "each read back every captured word");
+    assert_eq!(shared.slab.blocks_out(), 0);
+}
