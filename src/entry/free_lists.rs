@@ -12,11 +12,24 @@
 //! ## Their own memory
 //!
 //! A spike frees as many items as it held, and they end up in the pool (4 bytes a slot index, 8 a
-//! block). The pool is a [`MappedVec`] (`mapped_vec.rs`), in a mapping of its own, which
-//! [`reclaim`](FreeLists::reclaim) cuts back to its items' pages: that memory goes to the kernel on
-//! any thread, where a `Vec` shrunk on a thread other than the main one stays resident in glibc's
-//! thread heap. A stripe's list stays within about [`STRIPE_CAPACITY`] items (2 or 4 KB), so it
-//! stays an ordinary `VecDeque`.
+//! block). The pool is a [`MappedVec`] (`mapped_vec.rs`), in a mapping of its own, which a
+//! shrink cuts back to its items' pages as it drains it ([`drain_pool`](FreeLists::drain_pool)):
+//! that memory goes to the kernel on any thread, where a `Vec` shrunk on a thread other than the
+//! main one stays resident in glibc's thread heap. A stripe's list stays within about
+//! [`STRIPE_CAPACITY`] items (2 or 4 KB), so it stays an ordinary `VecDeque`.
+//!
+//! ## A shrink's moves
+//!
+//! A shrink (`page_reclaim.rs`) moves items the way a take does, a step at a time: it takes up to
+//! a step's items off one list under that list's lock alone
+//! ([`drain_stripe`](FreeLists::drain_stripe), [`drain_pool`](FreeLists::drain_pool)), holds
+//! them with every lock released, and puts back those it keeps on the pool, under the pool's lock
+//! ([`put_back`](FreeLists::put_back)). Between two steps the lists serve takes and puts as ever:
+//! an item the shrink holds is on no list, so nobody takes it, and an item on a list is one the
+//! shrink does not hold. Locks are taken in one order: a stripe's, then the pool's (a spill); every
+//! stripe's in stripe order, then the pool's (a count, [`listed_count_with`]).
+//!
+//! [`listed_count_with`]: FreeLists::listed_count_with
 //!
 //! The lists only move items. They sit behind the facade's *unmodelled* locks (`sync.rs`): what an
 //! item names (a block) is ordered by other means (the shard's lock that published the closure's
@@ -234,7 +247,12 @@ impl<T: Copy> FreeLists<T> {
     /// Takes up to `most` items off stripe `stripe`'s list, newest first, handing each to `sink`
     /// under that stripe's lock alone, until `sink` returns `false`: a shrink's step
     /// (`page_reclaim.rs`), which then holds them. How many moved, and how many are left.
-    pub(crate) fn drain_stripe(&self, stripe: usize, most: usize, mut sink: impl FnMut(T) -> bool) -> (usize, usize) {
+    pub(crate) fn drain_stripe(
+        &self,
+        stripe: usize,
+        most: usize,
+        mut sink: impl FnMut(T) -> bool,
+    ) -> (usize, usize) {
         let mut free = self.stripes[stripe].0.lock();
         let mut moved = 0;
         while moved < most {
@@ -289,7 +307,7 @@ impl<T: Copy> FreeLists<T> {
     }
 
     /// Calls `f` with every listed item, pool first, while every stripe's lock and the pool's are
-    /// held (in the order [`reclaim`](FreeLists::reclaim) takes them), so that nothing moves
+    /// held (stripes in order, then the pool), so that nothing moves
     /// between the lists and whatever `f` also reads (the count of a thread cache's indices,
     /// which a cache updates under a stripe's lock: [`put_all_then`](FreeLists::put_all_then)).
     #[cfg(test)]

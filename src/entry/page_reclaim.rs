@@ -225,7 +225,8 @@ impl Class {
             // The lists are what the round takes from: this thread's cached blocks go back to them
             // first, other threads' at their next take (`block_cache.rs`).
             self.free.before_shrink();
-            let chunks = self.source.chunks().into_iter().map(|chunk| Block::from_ptr(chunk.as_ptr())).collect();
+            let chunks =
+                self.source.chunks().into_iter().map(|chunk| Block::from_ptr(chunk.as_ptr())).collect();
             let map = PageMap { chunks, page_bytes: self.source.page_bytes() };
             let counts = vec![0; map.chunks.len() * PAGES_PER_CHUNK];
             reclaim.round = Some(Round {

@@ -29,18 +29,23 @@
 //! every slot from the top for the last occupied one, 7 ms dropping the cut slots (a read of
 //! each: they are vacant, so there is nothing to drop), 3 ms in the `munmap` of 64 MiB, all under
 //! the shard's lock; then 0.2 ms for the advance's buffers, 0 to 2 ms in `malloc_trim`, and, with
-//! a million closures of 64 bytes, 55 ms freeing the task slab's 15,625 pages (most of it sorting
-//! the free lists' blocks by page). With a reserve, the units going back to it add an `mremap` and
-//! a `MADV_POPULATE_WRITE` of theirs.
+//! a million closures of 64 bytes, 44 ms of CPU (64 ms on a loaded host) freeing the task slab's
+//! 15,625 pages at once (finding the page of each of the million free blocks, under every lock of
+//! the free lists). With a reserve, the units going back to it add an `mremap` and a
+//! `MADV_POPULATE_WRITE` of theirs.
 //!
 //! So a shrink goes in steps ([`Shared::shrink_step`]): each shard in turn, each step under its
 //! lock walking at most `STEP_SLOTS` slots down from the top (16,384: each vacant one taken off
 //! the free list through its `prev`, an empty slab's all at once) and cutting at most `STEP_BYTES`
 //! (4 MiB) of its mapping, without dropping the vacant slots it cuts; the `munmap`, and the
 //! populate of the units going back to the reserve, after the unlock (`shard/core/room.rs`). A
-//! step takes 0.1 to 0.5 ms. Then one step for the task slab's pages (not bounded: the 55 ms above
-//! after a million closures of 64 bytes) and the advance's buffers,
-//! and one for `malloc_trim`. The driver takes one step per look: after each advance, or after a
+//! step takes 0.1 to 0.5 ms. Then each class of the task slab in steps of its own
+//! (`entry/page_reclaim.rs`): each takes at most `STEP_BLOCKS` (8,192) free blocks off the free
+//! lists, one list's lock at a time, and gives back at most `STEP_PAGES` (128) pages whose blocks
+//! it then holds all of, or puts at most 8,192 held blocks back; a schedule or a free between two
+//! steps finds the lists as ever. After a million closures of 64 bytes that is 245 steps, the
+//! longest 0.29 to 0.53 ms of CPU (median 0.31 ms in nine runs of `cargo test --release --lib --
+//! each_step_is_bounded --nocapture`, which prints it; docs/benchmarks.md). Then one step for the advance's buffers, and one for `malloc_trim`. The driver takes one step per look: after each advance, or after a
 //! wait of [`STEP_WAIT`] ([`Shared::shrink_wait`]), and never while something is due within
 //! [`STEP_ROOM`], the time a step may take: a task due fires on its tick, and the shrink goes on
 //! after it. A load with a task due every tick leaves no such room (after an advance the next tick
@@ -229,9 +234,9 @@ impl Timer {
     /// task is late for it; call it on a manual timer, or when the memory must be back at once
     /// (after a burst you know is over). It goes through each shard in steps that each hold
     /// that shard's lock for 0.1 to 0.5 ms on Linux (a schedule into that shard waits for the
-    /// step under way), then gives back the pages of closures over 16 bytes in one step (about
-    /// 55 ms after a million of them), and returns once every step is done; a later spike
-    /// allocates the memory again.
+    /// step under way), then gives back the pages of closures over 16 bytes in steps of at most
+    /// 8,192 blocks and about 0.3 ms each (245 after a million of them), and returns once every
+    /// step is done; a later spike allocates the memory again.
     ///
     /// The room a timer was built with ([`TimerBuilder::capacity`](crate::TimerBuilder::capacity))
     /// stays: only what the shards grew beyond it goes back.
