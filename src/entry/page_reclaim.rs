@@ -43,6 +43,20 @@
 //!   (`Class::out`, what the slab's drop reads) adds the blocks held that go back to the lists: a
 //!   slab dropped between two steps finds every block it handed out accounted for.
 //!
+//! Why no loom model: the round adds no hand-over the models would need to see. A block reaches a
+//! closure's reader only through its entry's payload, whose moves its shard's lock orders (modelled);
+//! the round's moves are the lists' own moves under the lists' locks, as a take's and a spill's are,
+//! and the round touches no block's bytes, only its address.
+//!
+//! ## What it costs
+//!
+//! A step takes at most [`STEP_BLOCKS`] blocks, a binary search among the map's chunks each (a few
+//! hundred after a spike of a million: in the cache), and gives back at most [`STEP_PAGES`] pages:
+//! 0.3 to 0.5 ms (docs/benchmarks.md, "Memory after a spike"). The blocks held sit in mappings of
+//! their own ([`MappedVec`]: 8 bytes a block, as in the pool they came from, which gives its pages
+//! back as it drains), cut back as the put-back goes. While a round holds a spike's free blocks, a
+//! schedule finds none of them on the lists and takes a page given back or a fresh one.
+//!
 //! Lock order: the round's lock, then one list's lock (or the page count's, or the source's); a
 //! take or a free never takes the round's lock.
 

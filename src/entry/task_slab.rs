@@ -29,10 +29,11 @@
 //! A block's holder (an `InlineTask`) frees it through the class's address, so a class must outlive
 //! every block it handed out. In a timer it does (the slab is held in an `Arc` by the timer's state
 //! and its executor room, and the payloads of its entries, dropped with the shards or by the claims
-//! of callers that hold the state, are every holder). The slab does not rely on that: dropped while blocks are still out (on no list and in
-//! no thread's cache, a count that may err low but never high: `thread_cache.rs`), it leaks its
-//! classes and pages instead of freeing them, so a late free still finds a live class and the task
-//! stays sound.
+//! of callers that hold the state, are every holder). The slab does not rely on that: dropped
+//! while blocks are still out (on no list, in no thread's cache and not held by a shrink to go back
+//! to the lists, a count that may err low but never high: `thread_cache.rs`, `page_reclaim.rs`), it
+//! leaks its classes and pages instead of freeing them, so a late free still finds a live class and
+//! the task stays sound.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
