@@ -12,17 +12,19 @@ use crate::deadline::Deadline;
 impl<P> Wheel<P> {
     /// Holds, as a flush holds its due entries (module docs, "Held"), every entry of `limit`'s
     /// tick whose deadline word is at or before `limit` and whose stamp is at most `stamps`,
-    /// appended to `out` in list order, level by level (each held before it is pushed) (module docs, "Passed deadlines
-    /// mid-tick"). `limit` is a word of the tick `f + 1` after a deadline passed within `f`
-    /// (`Deadline::in_own_tick`). The lists looked into are, at each level created, the bucket
-    /// whose range holds that tick, each scanned, each entry's tick and word compared; their
+    /// appended to `out` level by level (each held before it is pushed) (module docs, "Passed
+    /// deadlines mid-tick"). `limit` is a word of the tick `f + 1` after a deadline passed within
+    /// `f` (`Deadline::in_own_tick`). At level 0 the list of that tick, its run walked up to
+    /// `limit` and its tail whole (`sorted_run.rs`); above it, at each level created, the bucket
+    /// whose range holds that tick, scanned, each entry's tick and word compared. Their
     /// expirations stay (a flush of one left empty finds nothing). Entries of that tick on the
-    /// overdue list are due already and left to its drain. In a split bucket only the stage holding
-    /// the tick is scanned (`split.rs`), which its visits empty before its `due`; an unsplit
-    /// bucket holds fewer entries than the split size.
+    /// overdue list are due already and left to its drain. In a split bucket only the stage
+    /// holding the tick is scanned (`split.rs`), which its visits empty before its `due`; an
+    /// unsplit bucket holds fewer entries than the split size.
     pub(crate) fn take_due_by(&mut self, limit: Deadline, stamps: u64, out: &mut Vec<Due>) {
         let tick = limit.tick();
-        for level in 0..self.levels.created() {
+        self.take_level0_due_by(limit, stamps, out);
+        for level in 1..self.levels.created() {
             let mut at = self.head_holding(level, self.levels.slot_of(level, tick), tick);
             while at != NIL {
                 self.count_walked();
@@ -30,10 +32,7 @@ impl<P> Wheel<P> {
                 let next = entry.next;
                 let when = entry.entry.as_ref().expect("a linked slot is occupied").when;
                 if when.tick() == tick && when <= limit && entry.life.stamp() <= stamps {
-                    // Room first, as a flush makes it (`flush.rs`): held, the entry is in `out`.
-                    out.reserve(1);
-                    self.unlink(at);
-                    out.push(self.hold(at));
+                    self.take_one(at, out);
                 }
                 at = next;
             }

@@ -107,6 +107,9 @@ impl<P> Wheel<P> {
         debug_assert_eq!(bucket.split, 0, "a split bucket's list holds no link");
         let list = std::mem::replace(&mut bucket.list, List::EMPTY);
         self.per_level[level] -= list.len;
+        if level == 0 {
+            self.level0_taken(slot);
+        }
         list.head
     }
 
@@ -117,6 +120,8 @@ impl<P> Wheel<P> {
         let slot = self.slab.slot(index);
         let (prev, next) = (slot.prev, slot.next);
         let code = slot.life.list();
+        // The run of a level-0 list keeps its last entry (`sorted_run.rs`).
+        self.run.unlinked(index, prev);
         let level = code.as_level().map(|level| {
             let tick = slot.entry.as_ref().expect("a linked slot is occupied").when.tick();
             (level, self.levels.slot_of(level, tick))

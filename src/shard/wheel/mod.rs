@@ -71,13 +71,13 @@
 //! `f + 1` wait in their buckets for that tick's flush: the ones at or before it, and those equal
 //! to it scheduled earlier, would run after it. [`take_due_by`](Wheel::take_due_by) holds them
 //! with its batch: given the passed deadline's word as one of `f + 1`'s
-//! (`Deadline::in_own_tick`) and the caller's stamp limit, it looks into the bucket whose range
-//! holds `f + 1` at each level (at level 0 the bucket of that tick; at a coarser one, where an
-//! entry of a round not yet cascaded still waits, a bucket of other ticks too), compares each
-//! entry's tick and word, and holds each at or before the limit whose stamp is within it, as a
-//! flush holds. The cost falls on batches with a passed deadline only: one scan of one list a
-//! level, a bucket's below the split size, or the stage holding `f + 1` of a split one, which its
-//! visits empty before its `due` (docs/lean_core.md, "A big bucket's cascade").
+//! (`Deadline::in_own_tick`) and the caller's stamp limit, it holds each entry of `f + 1` at or
+//! before the limit whose stamp is within it, as a flush holds. At level 0 the list of `f + 1` is
+//! sorted by word on the tick's first take, so later takes walk it only up to their limit, and
+//! the entries linked since (`sorted_run.rs`: its invariants); at a coarser level, where an entry
+//! of a round not yet cascaded still waits, the bucket whose range holds `f + 1` is scanned, below
+//! the split size, or the stage holding `f + 1` of a split one, which its visits empty before its
+//! `due` (docs/lean_core.md, "A big bucket's cascade"). Batches without one pay nothing.
 //!
 //! **Set aside.** A held entry can go back, pending: [`set_aside`](Wheel::set_aside) files it by
 //! its deadline from the wheel's time as an insert files (a passed one on the overdue list), with
@@ -149,6 +149,7 @@ mod flush;
 mod in_place;
 mod lists;
 mod reset;
+mod sorted_run;
 mod split;
 mod stats;
 mod trace;
@@ -196,6 +197,8 @@ pub struct Wheel<P> {
     moved_offered: bool,
     /// The last expiration flushed.
     time: u64,
+    /// The run that opens the level-0 list of a tick taken by `take_due_by` (`sorted_run.rs`).
+    run: sorted_run::SortedRun,
     wheel_size: u64,
     /// Entries in each level's buckets (`stats.rs`).
     per_level: [u32; ListCode::LEVELS],
@@ -247,6 +250,7 @@ impl<P> Wheel<P> {
             overdue_offered: false,
             moved_offered: false,
             time: 0,
+            run: sorted_run::SortedRun::EMPTY,
             wheel_size,
             per_level: [0; ListCode::LEVELS],
             splits: Vec::new(),
@@ -382,6 +386,7 @@ impl<P> Wheel<P> {
         out.reserve(self.len());
         self.slab.take_all(Status::Abandoned, |slot, stamp, entry| out.push(entry.fired(slot, stamp)));
         self.levels.clear();
+        self.run.forget();
         self.per_level = [0; ListCode::LEVELS];
         (self.overdue, self.kept) = (List::EMPTY, lists::Kept::EMPTY);
         (self.overdue_offered, self.moved_offered) = (false, false);

@@ -30,6 +30,7 @@ pub(super) fn flat((deadline, stamp): (Deadline, u64)) -> (u64, u8, u64) {
 /// and, with `queued`, that every bucket holding entries has its round queued.
 pub(super) fn audit<P>(wheel: &Wheel<P>, queued: Option<&BinaryHeap<Reverse<Offer>>>) {
     wheel.slab.check();
+    wheel.check_run();
     assert!(wheel.levels.created() <= max_levels(wheel.wheel_size));
     let walk = |code: BucketCode, head: u32, tail: u32, each: &mut dyn FnMut(u64)| {
         let (mut prev, mut index, mut seen) = (NIL, head, 0);
