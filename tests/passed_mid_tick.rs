@@ -263,3 +263,45 @@ fn a_stream_of_passed_deadlines_fires_the_tasks_between_them_in_order() {
     let deadlines: Vec<Duration> = runs.iter().map(|&(id, _)| deadline(id)).collect();
     assert!(deadlines.windows(2).all(|w| w[0] <= w[1]), "in deadline order: {runs:?}");
 }
+
+/// The takes after a tick's first walk its list sorted by deadline up to their passed deadline,
+/// and the entries linked since (`src/shard/wheel/sorted_run.rs`): after the take at 4.2 ms, B
+/// scheduled at 4.25 ms, the tick's latest entry (4.9 ms) cancelled, X reset from 6.5 ms into
+/// the tick (4.35 ms) and Y from 4.6 ms to 4.28 ms each fire beside the zero delay at 4.4 ms, in
+/// deadline order; the zero delay at 4.45 ms, before every entry left, fires alone; the rest fires
+/// at 5 ms, the cancelled never.
+#[test]
+fn takes_after_the_first_of_a_tick_keep_links_cancels_and_resets_in_order() {
+    let (clock, timer) = manual_timer(ms(1), 64);
+    let log = FireLog::default();
+    let start = timer.now();
+    let _a = timer.schedule(us(4_100), log.task(0, &clock));
+    let _c = timer.schedule(us(4_300), log.task(3, &clock));
+    let _d = timer.schedule(us(4_500), log.task(7, &clock));
+    let _e = timer.schedule(us(4_700), log.task(8, &clock));
+    let last = timer.schedule(us(4_900), log.task(9, &clock));
+    let y = timer.schedule(us(4_600), log.task(2, &clock));
+    let x = timer.schedule(us(6_500), log.task(4, &clock));
+    clock.advance(us(4_200));
+    timer.advance_clock(Duration::ZERO);
+    let _p1 = timer.schedule(Duration::ZERO, log.task(1, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs(), [(0, us(4_200)), (1, us(4_200))]);
+    let _b = timer.schedule(us(50), log.task(10, &clock));
+    assert!(last.cancel());
+    assert!(x.reset_at(start + us(4_350)));
+    assert!(y.reset_at(start + us(4_280)));
+    clock.advance(us(200));
+    let _p2 = timer.schedule(Duration::ZERO, log.task(5, &clock));
+    timer.advance_clock(Duration::ZERO);
+    let at = us(4_400);
+    assert_eq!(log.runs()[2..], [(10, at), (2, at), (3, at), (4, at), (5, at)]);
+    clock.advance(us(50));
+    let _p3 = timer.schedule(Duration::ZERO, log.task(6, &clock));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs()[7..], [(6, us(4_450))]);
+    clock.advance(us(550));
+    timer.advance_clock(Duration::ZERO);
+    assert_eq!(log.runs()[8..], [(7, ms(5)), (8, ms(5))]);
+    assert!(timer.is_empty());
+}
