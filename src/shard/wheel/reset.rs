@@ -43,9 +43,8 @@ impl<P> Wheel<P> {
         }
         let entry = self.slab.entry(key.slot);
         let (old, read) = (entry.when.tick(), read(&entry.payload));
-        // Not in place in a sorted run's list, whose order a new word would break
-        // (`sorted_run.rs`): relinked at its tail.
-        let stays = self.stays(list, old, deadline.tick()) && !(list.as_level() == Some(0) && self.run.orders(old));
+        // Not in place in a sorted run's list, whose order a new word would break: relinked.
+        let stays = self.stays(list, old, deadline.tick()) && !self.run.orders(list, old);
         if !stays {
             // The unlink finds the entry's list by its old tick: before the word is rewritten.
             self.unlink(key.slot);

@@ -36,6 +36,7 @@
 //! outside it, so no race is added and no loom model is needed beyond those of the take
 //! (`loom_tests/passed_mid_tick.rs`).
 
+use super::super::life::ListCode;
 use super::super::slab::NIL;
 use super::{Due, Wheel};
 use crate::deadline::Deadline;
@@ -44,7 +45,7 @@ use crate::deadline::Deadline;
 const RESORT_MIN: usize = 64;
 
 /// The scratch's capacity kept from one sort to the next; beyond it the buffer is given back.
-const SCRATCH_KEEP: usize = 4096;
+const SCRATCH_KEEP: usize = 1024;
 
 /// The tick of no run (above every deadline tick).
 const NO_TICK: u64 = u64::MAX;
@@ -78,11 +79,11 @@ impl SortedRun {
         }
     }
 
-    /// Whether a run opens the level-0 list of `tick`: a reset of an entry there relinks it rather
-    /// than rewriting its word in place.
+    /// Whether a run opens the list `list` of an entry of `tick` (level 0's of the run's tick): a
+    /// reset of the entry relinks it rather than rewriting its word in place.
     #[inline]
-    pub(super) fn orders(&self, tick: u64) -> bool {
-        self.tick == tick && self.last != NIL
+    pub(super) fn orders(&self, list: ListCode, tick: u64) -> bool {
+        self.tick == tick && self.last != NIL && list == ListCode::level(0)
     }
 }
 
@@ -179,14 +180,16 @@ impl<P> Wheel<P> {
     fn sort_level0(&mut self, slot: usize, scratch: &mut Vec<(Deadline, u32)>) {
         let bucket = self.levels.get(0, slot).expect("a walked bucket exists");
         let (mut at, last) = (bucket.list.head, self.run.last);
-        while last != NIL {
-            self.count_walked();
-            let entry = self.slab.slot(at);
-            scratch.push((entry.entry.as_ref().expect("a linked slot is occupied").when, at));
-            if at == last {
-                break;
+        if last != NIL {
+            loop {
+                self.count_walked();
+                let entry = self.slab.slot(at);
+                scratch.push((entry.entry.as_ref().expect("a linked slot is occupied").when, at));
+                if at == last {
+                    break;
+                }
+                at = entry.next;
             }
-            at = entry.next;
         }
         scratch.sort_unstable_by_key(|&(when, _)| when);
         let mut prev = NIL;
