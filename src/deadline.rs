@@ -47,9 +47,10 @@
 //!
 //! Either way, the **rank** says in which 256th of the interval (in tick lengths) the deadline
 //! falls: 0 just after the previous boundary, 255 on the boundary itself (an exact word's top 8
-//! fraction bits). The driver sorts each batch it fires by rank, then each rank by the words
-//! (`timer/`), so a batch comes out in deadline order; everything else (placement, cascades,
-//! expirations) uses the tick alone.
+//! fraction bits). The driver sorts each batch it fires by its place in the tick (the rank, or
+//! finer: more of an exact word's fraction, [`sort_batch`]), then each place by the words, so a
+//! batch comes out in deadline order; everything else (placement, cascades, expirations) uses
+//! the tick alone.
 //!
 //! **Batches.** The driver fires the due entries of each tick as one batch: those of the tick's
 //! level-0 bucket and of the coarser buckets whose round starts at that tick (entries placed there
@@ -178,7 +179,8 @@ impl Deadline {
 
     /// Which 256th of its tick interval the deadline falls in (0 = just after the previous
     /// boundary); the last for a deadline passed within the tick under way (module docs, `P`).
-    #[inline]
+    /// The tests' reading: the sort reads finer places (`sort_bucket`).
+    #[cfg(test)]
     pub(crate) fn rank(self) -> u8 {
         match self.split() {
             // The fraction's top 8 bits, all set when `P` (the bit above them) is.
@@ -279,12 +281,36 @@ impl Fractions {
 /// The smallest batch [`sort_batch`] counting-sorts.
 const COUNTING_SORT_MIN: usize = 64;
 
-/// Sorts `batch` by deadline, and equal deadlines by `stamp` (see "Ties" below; `spare` is a buffer
-/// the caller keeps, to avoid an allocation per batch). A batch the driver fires is normally one
-/// tick's tasks, which differ only in rank: those are put in order by counting the 256 ranks (two
-/// passes, stable), with no comparison of words or stamps. A batch that spans
-/// ticks (a late driver catching up) is sorted by comparison, and so is one of fewer than
-/// [`COUNTING_SORT_MIN`] tasks.
+/// The most bits of a counting sort's key: 4,096 counters.
+const KEY_BITS_MAX: u32 = 12;
+
+impl Deadline {
+    /// The bucket of a counting sort over `bits` bits (at least [`RANK_BITS`]) that this deadline
+    /// falls in among its tick's (`split` is [`split`](Deadline::split) of every word of the
+    /// tick): the top `bits` bits of an exact word's fraction, the last bucket when `P` is set; a
+    /// far word's rank, scaled. Never lower for a later word of the same tick.
+    #[inline]
+    fn sort_bucket(self, split: Option<u32>, bits: u32) -> usize {
+        let mask = (1 << bits) - 1;
+        match split {
+            Some(split) => {
+                let top = (self.0 >> (split - bits)) as usize & mask;
+                let passed = (self.0 >> split) as usize & 1;
+                top | passed.wrapping_neg() & mask
+            }
+            None => usize::from(self.0 as u8) << (bits - RANK_BITS),
+        }
+    }
+}
+
+/// Sorts `batch` by deadline, and equal deadlines by `stamp` (see "Ties" below; `spare` and
+/// `counts` are buffers the caller keeps, to avoid an allocation per batch). A batch the driver fires is normally one
+/// tick's tasks, which differ only in their place within the tick: those are put in order by
+/// counting them into buckets of that place (two passes, stable), as many buckets as the batch has
+/// entries, rounded up to a power of two (256 to 4,096: the top 8 to 12 bits of a word's
+/// fraction), so that a bucket holds about one task and few words or stamps are compared. A batch
+/// that spans ticks (a late driver catching up) is sorted by comparison, and so is one of fewer
+/// than [`COUNTING_SORT_MIN`] tasks.
 ///
 /// **Ties.** Tasks due at the same instant fire in the order they were scheduled. The order in
 /// which a visit found them is not that order: a task filed in a coarser level long ago is
@@ -293,24 +319,34 @@ const COUNTING_SORT_MIN: usize = 64;
 /// its **stamp**, its schedule's place among the timer's (`entry/stamps.rs`: ordered on each
 /// thread, and across threads for instants and on a manual clock; the slot's generation too),
 /// and equal deadlines are put in stamp order. After the counting sort that is one pass that
-/// compares neighbours of one rank and sorts only the runs found out of order.
+/// compares neighbours of one bucket and sorts only the runs found out of order.
 pub(crate) fn sort_batch<T: Copy>(
     batch: &mut Vec<(T, Deadline)>,
     spare: &mut Vec<(T, Deadline)>,
+    counts: &mut Vec<u32>,
     stamp: impl Fn(&T) -> u64,
 ) {
     if batch.len() < COUNTING_SORT_MIN || u32::try_from(batch.len()).is_err() {
-        // Too few to repay the pass over the 256 counters (a driver catching up over many ticks
+        // Too few to repay the pass over the counters (a driver catching up over many ticks
         // fires one small batch per tick), or too many for them: a comparison sort.
         batch.sort_by_key(|(item, deadline)| (*deadline, stamp(item)));
         return;
     }
     let first = batch[0].1;
-    let mut starts = [0u32; 1 << RANK_BITS];
+    let split = first.split();
+    // As many buckets as entries (a power of two, within the bounds), or the 256 ranks of a far
+    // word; an exact word's fraction has at least `SPLIT_MIN` bits.
+    let wanted = (usize::BITS - (batch.len() - 1).leading_zeros()).clamp(RANK_BITS, KEY_BITS_MAX);
+    let bits = split.map_or(RANK_BITS, |split| wanted.min(split));
+    counts.clear();
+    counts.resize(1 << bits, 0);
+    let starts = &mut counts[..];
+    // Below the tick: an exact word's `P` and fraction, a far word's rank.
+    let below_tick = split.map_or((1 << RANK_BITS) - 1, |split| (1u64 << (split + 1)) - 1);
     let mut one_tick = true;
     for &(_, deadline) in batch.iter() {
-        one_tick &= deadline.tick() == first.tick();
-        starts[usize::from(deadline.rank())] += 1;
+        one_tick &= deadline.0 & !below_tick == first.0 & !below_tick;
+        starts[deadline.sort_bucket(split, bits)] += 1;
     }
     if !one_tick {
         batch.sort_by_key(|(item, deadline)| (*deadline, stamp(item)));
@@ -323,25 +359,27 @@ pub(crate) fn sort_batch<T: Copy>(
     spare.clear();
     spare.resize(batch.len(), batch[0]);
     for &item in batch.iter() {
-        let start = &mut starts[usize::from(item.1.rank())];
+        let start = &mut starts[item.1.sort_bucket(split, bits)];
         spare[*start as usize] = item;
         *start += 1;
     }
     std::mem::swap(batch, spare);
     // Empty, so that the caller's trimming can give a burst's buffer back (`shrink_to` keeps the length).
     spare.clear();
-    order_ties(batch, stamp);
+    order_ties(batch, |deadline| deadline.sort_bucket(split, bits), stamp);
 }
 
-/// Puts each run of one rank in a batch counting-sorted by rank into deadline order, and equal
-/// deadlines into stamp order: one pass, sorting only a run found out of order (a run is usually
-/// small, or in order: what one thread scheduled into its shard's bucket).
-fn order_ties<T>(batch: &mut [(T, Deadline)], stamp: impl Fn(&T) -> u64) {
+/// Puts each run of one bucket in a batch counting-sorted by `bucket` into deadline order, and
+/// equal deadlines into stamp order: one pass, sorting only a run found out of order (a run is
+/// usually a single task, or in order: what one thread scheduled into its shard's bucket).
+fn order_ties<T>(batch: &mut [(T, Deadline)], bucket: impl Fn(Deadline) -> usize, stamp: impl Fn(&T) -> u64) {
     let key = |(item, deadline): &(T, Deadline)| (*deadline, stamp(item));
     let mut run = 0;
+    let mut run_bucket = batch.first().map_or(0, |&(_, deadline)| bucket(deadline));
     let mut in_order = true;
     for i in 1..=batch.len() {
-        if i < batch.len() && batch[i].1.rank() == batch[run].1.rank() {
+        let at = batch.get(i).map(|&(_, deadline)| bucket(deadline));
+        if at == Some(run_bucket) {
             in_order &= key(&batch[i - 1]) <= key(&batch[i]);
             continue;
         }
@@ -350,6 +388,7 @@ fn order_ties<T>(batch: &mut [(T, Deadline)], stamp: impl Fn(&T) -> u64) {
             in_order = true;
         }
         run = i;
+        run_bucket = at.unwrap_or(0);
     }
 }
 

@@ -16,7 +16,7 @@ fn words_order_by_tick_then_rank() {
 fn batches_sort_by_deadline_then_stamp_whatever_their_size_or_span() {
     let mut rng = crate::test_rng::XorShift::new(0x9E37_79B9_7F4A_7C15);
     let mut next = move || rng.next();
-    let mut spare = Vec::new();
+    let (mut spare, mut counts) = (Vec::new(), Vec::new());
     for round in 0..400 {
         let len = (next() % 600) as usize;
         // Most rounds one tick (the counting path), some spanning two or three (the fallback).
@@ -26,12 +26,12 @@ fn batches_sort_by_deadline_then_stamp_whatever_their_size_or_span() {
             .collect();
         let mut expected = batch.clone();
         expected.sort_by_key(|&(_, deadline)| deadline);
-        sort_batch(&mut batch, &mut spare, |&i| i as u64);
+        sort_batch(&mut batch, &mut spare, &mut counts, |&i| i as u64);
         // Every path is stable: equal deadlines keep the batch's order (FIFO for ties).
         assert_eq!(batch, expected, "round {round}");
         // With stamps against the batch's order, equal deadlines come out in stamp order.
         let mut reversed: Vec<(usize, Deadline)> = batch.iter().rev().copied().collect();
-        sort_batch(&mut reversed, &mut spare, |&i| i as u64);
+        sort_batch(&mut reversed, &mut spare, &mut counts, |&i| i as u64);
         assert_eq!(reversed, expected, "round {round}, ties in stamp order");
     }
 }
@@ -97,20 +97,33 @@ fn a_word_no_earlier_is_of_a_tick_no_earlier() {
 fn batches_of_exact_words_sort_by_deadline_then_stamp() {
     let mut rng = crate::test_rng::XorShift::new(0x5151_2626_3737_4848);
     let mut next = move || rng.next();
-    let mut spare = Vec::new();
-    let fractions = Fractions::new(1_000_000).unwrap();
-    for round in 0..200 {
-        let len = 64 + (next() % 500) as usize;
-        // Few distinct positions, so that equal deadlines are common and ranks hold several.
-        let spread = if round % 2 == 0 { 40 } else { 1_000_000 };
-        let mut batch: Vec<(usize, Deadline)> = (0..len)
-            .map(|i| (i, fractions.deadline(100, next() % spread * (1_000_000 / spread)).unwrap()))
-            .collect();
-        let mut expected = batch.clone();
-        expected.sort_by_key(|&(i, deadline)| (deadline, i));
-        batch.reverse();
-        sort_batch(&mut batch, &mut spare, |&i| i as u64);
-        assert_eq!(batch, expected, "round {round}");
+    let (mut spare, mut counts) = (Vec::new(), Vec::new());
+    // Fractions of 10 bits (1 µs: fewer than the buckets of a big batch), 20 (1 ms) and 34 (10 s).
+    for tick_nanos in [1_000u64, 1_000_000, 10_000_000_000] {
+        let fractions = Fractions::new(tick_nanos).unwrap();
+        for round in 0..120 {
+            // Up to past the most buckets a counting sort takes (4,096).
+            let len = 64 + (next() % if round % 3 == 0 { 6_000 } else { 500 }) as usize;
+            // Few distinct positions, so that equal deadlines are common and buckets hold several.
+            let spread = if round % 2 == 0 { 40 } else { tick_nanos };
+            let mut batch: Vec<(usize, Deadline)> = (0..len)
+                .map(|i| {
+                    let below = next() % spread * (tick_nanos / spread);
+                    // Some passed within the tick under way: after every other word of the tick.
+                    let word = if next() % 8 == 0 {
+                        fractions.passed(100, below)
+                    } else {
+                        fractions.deadline(100, below)
+                    };
+                    (i, word.unwrap())
+                })
+                .collect();
+            let mut expected = batch.clone();
+            expected.sort_by_key(|&(i, deadline)| (deadline, i));
+            batch.reverse();
+            sort_batch(&mut batch, &mut spare, &mut counts, |&i| i as u64);
+            assert_eq!(batch, expected, "{tick_nanos} ns, round {round}");
+        }
     }
 }
 

@@ -5,12 +5,14 @@ use super::{wheel, BucketCode, Due, Extra, Fired, Offer, Shard, State};
 use crate::deadline::{self, Deadline};
 
 /// The buffers with which [`Core::advance`] and [`Core::drain_all`] sort a batch through
-/// `deadline::sort_batch` (the batch's order keys, index and deadline, and their spare), and
+/// `deadline::sort_batch` (the batch's order keys, index and deadline, their spare, and the
+/// counting sort's counters), and
 /// the due entries and offers of a flush.
 #[derive(Debug, Default)]
 pub struct Merge {
     keys: Vec<(u32, Deadline)>,
     spare: Vec<(u32, Deadline)>,
+    counts: Vec<u32>,
     pub(super) due: Vec<wheel::Due>,
     pub(super) offers: Vec<Offer>,
 }
@@ -80,7 +82,9 @@ impl Merge {
         }
         self.keys.clear();
         self.keys.extend(batch.iter().enumerate().map(|(index, entry)| (index as u32, entry.order().0)));
-        deadline::sort_batch(&mut self.keys, &mut self.spare, |&index| batch[index as usize].order().1);
+        deadline::sort_batch(&mut self.keys, &mut self.spare, &mut self.counts, |&index| {
+            batch[index as usize].order().1
+        });
         // Position `i` takes the entry at `keys[i].0`: follow each cycle of the permutation,
         // swapping each position's entry in, and mark the positions done.
         for start in 0..batch.len() {

@@ -39,3 +39,30 @@ fn warming_reads_at_most_its_bound_and_the_flush_takes_every_entry() {
     assert_eq!(core.warm_next(1, None), Some((2, MOST)));
     assert_eq!(advance(&core, 2), (0..n).collect::<Vec<_>>());
 }
+
+/// A probe for callgrind, not a check of speed (docs/benchmarks.md, "The batch's sort"): 60,000
+/// entries at random exact deadlines over 100 ticks of 1 ms, each tick warmed, advanced and
+/// claimed in turn; every entry fires once.
+#[test]
+#[ignore]
+fn probe_a_hundred_ticks_of_six_hundred_entries() {
+    let ticks = 100u64;
+    let core = Core::<u32>::new(1);
+    let mut rng = crate::test_rng::XorShift::new(7);
+    let fractions = crate::deadline::Fractions::new(1_000_000).expect("1 ms ticks");
+    let n = 60_000u32;
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let word = fractions.deadline(1 + rng.next() % ticks, rng.next() % 1_000_000).expect("exact");
+            core.schedule(word, u64::from(i) + 1, i).unwrap_or_else(|_| panic!("{i} refused"))
+        })
+        .collect();
+    drop(handles);
+    let (mut out, mut merge, mut fired) = (Vec::new(), Merge::default(), 0);
+    for tick in 1..=ticks {
+        core.warm_next(tick - 1, None);
+        core.advance(tick, u64::MAX, &mut out, &mut merge);
+        fired += out.drain(..).filter(|due| core.claim(due).is_some()).count();
+    }
+    assert_eq!(fired, n as usize);
+}
