@@ -321,35 +321,37 @@ impl Deadline {
 /// and equal deadlines are put in stamp order. After the counting sort that is one pass that
 /// compares neighbours of one bucket and sorts only the runs found out of order.
 pub(crate) fn sort_batch<T: Copy>(
-    batch: &mut Vec<(T, Deadline)>,
-    spare: &mut Vec<(T, Deadline)>,
+    batch: &mut [T],
+    spare: &mut Vec<T>,
     counts: &mut Vec<u32>,
-    stamp: impl Fn(&T) -> u64,
+    order: impl Fn(&T) -> (Deadline, u64),
 ) {
     if batch.len() < COUNTING_SORT_MIN || u32::try_from(batch.len()).is_err() {
         // Too few to repay the pass over the counters (a driver catching up over many ticks
         // fires one small batch per tick), or too many for them: a comparison sort.
-        batch.sort_by_key(|(item, deadline)| (*deadline, stamp(item)));
+        batch.sort_by_key(&order);
         return;
     }
-    let first = batch[0].1;
+    let deadline = |item: &T| order(item).0;
+    let first = deadline(&batch[0]);
     let split = first.split();
     // As many buckets as entries (a power of two, within the bounds), or the 256 ranks of a far
     // word; an exact word's fraction has at least `SPLIT_MIN` bits.
     let wanted = (usize::BITS - (batch.len() - 1).leading_zeros()).clamp(RANK_BITS, KEY_BITS_MAX);
     let bits = split.map_or(RANK_BITS, |split| wanted.min(split));
+    let bucket = |item: &T| deadline(item).sort_bucket(split, bits);
     counts.clear();
     counts.resize(1 << bits, 0);
     let starts = &mut counts[..];
     // Below the tick: an exact word's `P` and fraction, a far word's rank.
     let below_tick = split.map_or((1 << RANK_BITS) - 1, |split| (1u64 << (split + 1)) - 1);
     let mut one_tick = true;
-    for &(_, deadline) in batch.iter() {
-        one_tick &= deadline.0 & !below_tick == first.0 & !below_tick;
-        starts[deadline.sort_bucket(split, bits)] += 1;
+    for item in batch.iter() {
+        one_tick &= deadline(item).0 & !below_tick == first.0 & !below_tick;
+        starts[bucket(item)] += 1;
     }
     if !one_tick {
-        batch.sort_by_key(|(item, deadline)| (*deadline, stamp(item)));
+        batch.sort_by_key(&order);
         return;
     }
     let mut next = 0;
@@ -359,32 +361,31 @@ pub(crate) fn sort_batch<T: Copy>(
     spare.clear();
     spare.resize(batch.len(), batch[0]);
     for &item in batch.iter() {
-        let start = &mut starts[item.1.sort_bucket(split, bits)];
+        let start = &mut starts[bucket(&item)];
         spare[*start as usize] = item;
         *start += 1;
     }
-    std::mem::swap(batch, spare);
+    batch.copy_from_slice(spare);
     // Empty, so that the caller's trimming can give a burst's buffer back (`shrink_to` keeps the length).
     spare.clear();
-    order_ties(batch, |deadline| deadline.sort_bucket(split, bits), stamp);
+    order_ties(batch, bucket, &order);
 }
 
-/// Puts each run of one bucket in a batch counting-sorted by `bucket` into deadline order, and
-/// equal deadlines into stamp order: one pass, sorting only a run found out of order (a run is
+/// Puts each run of one bucket in a batch counting-sorted by `bucket` into the order `order`
+/// gives (deadline, then stamp): one pass, sorting only a run found out of order (a run is
 /// usually a single task, or in order: what one thread scheduled into its shard's bucket).
-fn order_ties<T>(batch: &mut [(T, Deadline)], bucket: impl Fn(Deadline) -> usize, stamp: impl Fn(&T) -> u64) {
-    let key = |(item, deadline): &(T, Deadline)| (*deadline, stamp(item));
+fn order_ties<T>(batch: &mut [T], bucket: impl Fn(&T) -> usize, order: impl Fn(&T) -> (Deadline, u64)) {
     let mut run = 0;
-    let mut run_bucket = batch.first().map_or(0, |&(_, deadline)| bucket(deadline));
+    let mut run_bucket = batch.first().map_or(0, &bucket);
     let mut in_order = true;
     for i in 1..=batch.len() {
-        let at = batch.get(i).map(|&(_, deadline)| bucket(deadline));
+        let at = batch.get(i).map(&bucket);
         if at == Some(run_bucket) {
-            in_order &= key(&batch[i - 1]) <= key(&batch[i]);
+            in_order &= order(&batch[i - 1]) <= order(&batch[i]);
             continue;
         }
         if !in_order {
-            batch[run..i].sort_by_key(key);
+            batch[run..i].sort_by_key(&order);
             in_order = true;
         }
         run = i;

@@ -26,12 +26,12 @@ fn batches_sort_by_deadline_then_stamp_whatever_their_size_or_span() {
             .collect();
         let mut expected = batch.clone();
         expected.sort_by_key(|&(_, deadline)| deadline);
-        sort_batch(&mut batch, &mut spare, &mut counts, |&i| i as u64);
+        sort_batch(&mut batch, &mut spare, &mut counts, |&(i, deadline)| (deadline, i as u64));
         // Every path is stable: equal deadlines keep the batch's order (FIFO for ties).
         assert_eq!(batch, expected, "round {round}");
         // With stamps against the batch's order, equal deadlines come out in stamp order.
         let mut reversed: Vec<(usize, Deadline)> = batch.iter().rev().copied().collect();
-        sort_batch(&mut reversed, &mut spare, &mut counts, |&i| i as u64);
+        sort_batch(&mut reversed, &mut spare, &mut counts, |&(i, deadline)| (deadline, i as u64));
         assert_eq!(reversed, expected, "round {round}, ties in stamp order");
     }
 }
@@ -121,7 +121,7 @@ fn batches_of_exact_words_sort_by_deadline_then_stamp() {
             let mut expected = batch.clone();
             expected.sort_by_key(|&(i, deadline)| (deadline, i));
             batch.reverse();
-            sort_batch(&mut batch, &mut spare, &mut counts, |&i| i as u64);
+            sort_batch(&mut batch, &mut spare, &mut counts, |&(i, deadline)| (deadline, i as u64));
             assert_eq!(batch, expected, "{tick_nanos} ns, round {round}");
         }
     }

@@ -5,13 +5,14 @@ use super::{wheel, BucketCode, Due, Extra, Fired, Offer, Shard, State};
 use crate::deadline::{self, Deadline};
 
 /// The buffers with which [`Core::advance`] and [`Core::drain_all`] sort a batch through
-/// `deadline::sort_batch` (the batch's order keys, index and deadline, their spare, and the
-/// counting sort's counters), and
+/// `deadline::sort_batch` (a batch's spare; a drain's order keys, index and deadline, and their
+/// spare; the counting sort's counters), and
 /// the due entries and offers of a flush.
 #[derive(Debug, Default)]
 pub struct Merge {
     keys: Vec<(u32, Deadline)>,
     spare: Vec<(u32, Deadline)>,
+    spare_due: Vec<Due>,
     counts: Vec<u32>,
     pub(super) due: Vec<wheel::Due>,
     pub(super) offers: Vec<Offer>,
@@ -23,6 +24,7 @@ impl Merge {
     pub fn trim(&mut self, keep: usize) {
         crate::entry::shrink_buffer(&mut self.keys, keep);
         crate::entry::shrink_buffer(&mut self.spare, keep);
+        crate::entry::shrink_buffer(&mut self.spare_due, keep);
         crate::entry::shrink_buffer(&mut self.due, keep);
         crate::entry::shrink_buffer(&mut self.offers, keep);
     }
@@ -65,14 +67,23 @@ impl<P> Ordered for Fired<P> {
     }
 }
 
-/// Marks a position of `keys` whose entry is in place (while [`Merge::sort`] permutes).
+/// Marks a position of `keys` whose entry is in place (while [`Merge::sort_fired`] permutes).
 const PLACED: u32 = u32::MAX;
 
 impl Merge {
-    /// Sorts `batch` by its order (deadline word, stamp): the keys through
-    /// `deadline::sort_batch`, then the entries moved into their order in one pass over the
-    /// permutation's cycles.
-    pub(super) fn sort<T: Ordered>(&mut self, batch: &mut [T]) {
+    /// Sorts an advance's `batch` by its order (deadline word, stamp) through
+    /// `deadline::sort_batch`, the entries themselves moved (they are small and `Copy`).
+    #[inline]
+    pub(super) fn sort(&mut self, batch: &mut [Due]) {
+        if batch.len() >= 2 {
+            deadline::sort_batch(batch, &mut self.spare_due, &mut self.counts, Ordered::order);
+        }
+    }
+
+    /// Sorts a drain's `batch` by its order (deadline word, stamp): the keys through
+    /// `deadline::sort_batch`, then the entries (each with its payload) moved into their order in
+    /// one pass over the permutation's cycles.
+    pub(super) fn sort_fired<P>(&mut self, batch: &mut [Fired<P>]) {
         if batch.len() < 2 {
             return;
         }
@@ -82,9 +93,8 @@ impl Merge {
         }
         self.keys.clear();
         self.keys.extend(batch.iter().enumerate().map(|(index, entry)| (index as u32, entry.order().0)));
-        deadline::sort_batch(&mut self.keys, &mut self.spare, &mut self.counts, |&index| {
-            batch[index as usize].order().1
-        });
+        let order = |&(index, deadline): &(u32, Deadline)| (deadline, batch[index as usize].order().1);
+        deadline::sort_batch(&mut self.keys, &mut self.spare, &mut self.counts, order);
         // Position `i` takes the entry at `keys[i].0`: follow each cycle of the permutation,
         // swapping each position's entry in, and mark the positions done.
         for start in 0..batch.len() {

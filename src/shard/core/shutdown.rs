@@ -74,7 +74,7 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
             }
             f(&mut guard.state().extra);
         }
-        merge.sort(&mut out[start..]);
+        merge.sort_fired(&mut out[start..]);
     }
 }
 
