@@ -97,3 +97,45 @@ fn links_cancels_and_resets_after_the_sort_keep_the_takes_exact() {
     assert_eq!(fired, rest.into_iter().map(|(.., payload)| payload).collect::<Vec<u64>>());
     assert!(drive.wheel.is_empty());
 }
+
+/// A tail that a take leaves long (at least 64 entries and an eighth of the list) is sorted into
+/// the run with what the run still holds: the next take walks only what it holds and one more,
+/// and the flush fires the rest in order.
+#[test]
+fn a_long_tail_left_is_sorted_into_the_run() {
+    let (mut drive, _, _) = drive();
+    let (_, batch, _) = take(&mut drive, 20, u64::MAX);
+    assert_eq!(claim(&mut drive, &batch), (0..=20).collect::<Vec<u64>>());
+    // Stamps 0..=200 so far: the linked entries' are 201 on, in this order.
+    let ranks: Vec<u64> = (0..80).map(|j| 101 + (j * 7) % 99).chain(50..55).collect();
+    for (j, &rank) in ranks.iter().enumerate() {
+        drive.insert(5, rank as u8, 10_000 + j as u64);
+    }
+    let stamp = |rank: u64| (0..200u64).find(|i| (i * 37) % 200 == rank).unwrap();
+    let linked = |keep: &dyn Fn(u64) -> bool| -> Vec<(u8, u64, u64)> {
+        let linked = ranks.iter().enumerate().filter(|&(_, &rank)| keep(rank));
+        linked.map(|(j, &rank)| (rank as u8, 201 + j as u64, 10_000 + j as u64)).collect()
+    };
+    let order = |expected: &[(u8, u64, u64)]| expected.iter().map(|&(r, s, _)| (r, s)).collect::<Vec<_>>();
+    let payloads = |expected: &[(u8, u64, u64)]| expected.iter().map(|&(.., p)| p).collect::<Vec<_>>();
+    // The run's 21st to 100th and the five linked at 50..55; the 80 linked after 100 are left.
+    let (held, batch, _) = take(&mut drive, 100, u64::MAX);
+    let mut expected: Vec<(u8, u64, u64)> = (21..=100).map(|r| (r as u8, stamp(r), r)).collect();
+    expected.extend(linked(&|rank| rank <= 100));
+    expected.sort_unstable();
+    assert_eq!(held, order(&expected));
+    assert_eq!(claim(&mut drive, &batch), payloads(&expected));
+    let (held, batch, walked) = take(&mut drive, 110, u64::MAX);
+    let mut expected: Vec<(u8, u64, u64)> = (101..=110).map(|r| (r as u8, stamp(r), r)).collect();
+    expected.extend(linked(&|rank| (101..=110).contains(&rank)));
+    expected.sort_unstable();
+    assert_eq!(held, order(&expected));
+    assert_eq!(walked, expected.len() + 1, "the run only: the tail left was sorted into it");
+    assert_eq!(claim(&mut drive, &batch), payloads(&expected));
+    let fired: Vec<u64> = drive.fire_ticks(0, 6).into_iter().map(|(_, payload)| payload).collect();
+    let mut rest: Vec<(u8, u64, u64)> = (111..200).map(|r| (r as u8, stamp(r), r)).collect();
+    rest.extend(linked(&|rank| rank > 110));
+    rest.sort_unstable();
+    assert_eq!(fired, payloads(&rest).into_iter().chain([1_000]).collect::<Vec<u64>>());
+    assert!(drive.wheel.is_empty());
+}
