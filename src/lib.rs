@@ -174,10 +174,11 @@
 //! by which the driver thread asks the kernel to wake it within a thousandth of a tick instead of the
 //! default 50 µs (never raising its slack; Miri, which has no `prctl` on Linux, skips it), and
 //! `clock::monotonic`, one `clock_gettime(CLOCK_MONOTONIC)` (the clock `Instant` reads) per reading of the
-//! system clock, a fifth of what `Instant::elapsed` costs. Three hold memory the timer gives back after a
-//! spike ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of up to 256 bytes), `entry::os`
-//! (`mmap`, `mremap`, `madvise`, `malloc_trim`: integer arguments and mappings of its own) and
-//! `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own). One shares the timeouts'
+//! system clock, a fifth of what `Instant::elapsed` costs. Four hold memory the timer gives back after a
+//! spike ([`Timer::shrink`]): `entry::task_slab` (blocks for closures of up to 256 bytes),
+//! `entry::page_reclaim` (the task slab's shrink in steps, which gives back the pages whose blocks it
+//! holds), `entry::os` (`mmap`, `mremap`, `madvise`, `malloc_trim`: integer arguments and mappings of
+//! its own) and `entry::mapped_vec` (the free lists' pool, an array in a mapping of its own). One shares the timeouts'
 //! tick groups (feature `async`): `sleep::group`, whose group is reached through a pointer and freed by the
 //! last of its three holds (members, the thread's cache, the timer task), decided under the group's lock,
 //! so that a timeout writes no reference count (loom models `sleep::group_*`). Three are the shard core's:

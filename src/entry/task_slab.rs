@@ -167,10 +167,13 @@ impl Class {
     /// Blocks handed out and not given back: neither listed, nor in a thread's cache, nor held by
     /// a shrink to go back to the lists (`page_reclaim.rs`). While others take and free it may
     /// count a free block in flight as out, never a held one as free (`thread_cache.rs`: every
-    /// window errs low).
+    /// window errs low). The lists and the held blocks are read under the shrink's lock, which a
+    /// step holds while it moves blocks between them (taken first, as a step takes it).
     fn out(&self) -> usize {
         let allocated = *self.pages.lock() * BLOCKS_PER_PAGE;
-        let free = self.free.free_count() + self.reclaim.lock().held_free();
+        let reclaim = self.reclaim.lock();
+        let free = self.free.free_count() + reclaim.held_free();
+        drop(reclaim);
         allocated.saturating_sub(free)
     }
 
