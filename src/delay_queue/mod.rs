@@ -254,7 +254,8 @@ impl<T: Identity> DelayQueue<T> {
 
     /// The items queued at the earliest expiration, if `wanted` takes that expiration: at most
     /// `most` of them, in no order, appended to `out` with it (what the next round pops first; a
-    /// stale item included). A scan of the heap, under its lock, once `wanted` says yes.
+    /// stale item included). A scan of the heap, under its lock, once `wanted` says yes: O(the
+    /// items queued), about one per non-empty bucket, once a tick from the driver.
     pub(crate) fn heads(&self, wanted: impl FnOnce(u64) -> bool, most: usize, out: &mut Vec<(u64, T)>)
     where
         T: Copy,

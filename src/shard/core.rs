@@ -99,15 +99,8 @@
 //! ([`Deadline::instant_order`]), equal ones by stamp ([`Merge::sort_by_instants`]), and claims
 //! as any batch. A batch without a passed deadline pays nothing here.
 //!
-//! **Set aside.** [`Core::set_aside`] puts a held entry back, pending, for the next advance (the drive
-//! waker's closures, `timer/advance.rs`): under its shard's lock the wheel files it by its deadline from its
-//! time (a passed one on the overdue list), and what that reports is offered with [`DelayQueue::offer_next`]
-//! after the link and the unlock, so the round under way leaves it and the next takes it (but for entries the
-//! filing moves from a bucket behind the time, offered for the round under way: "Rounds"). Offered before the
-//! link, an advance could pop the offer and drain the overdue list before the entry is on it, and the offer
-//! the link then owes is never made: the seeded fault `shard_core_set_aside_offered_before_link`, which the
-//! loom model `shard_core::a_set_aside_racing_the_poll_is_taken_by_the_next_advance` catches. A cancel after
-//! it takes the entry, a reset moves it.
+//! **Set aside.** [`Core::set_aside`] puts a held entry back, pending, for the next advance, and
+//! offers it after the link and the unlock (`mid_tick.rs`, "Set aside").
 //!
 //! **Claimed when it runs, not when collected.** A flush leaves each due entry in its slot, held
 //! by the batch (the wheel's docs, "Held"), pending and counted in `len`. The caller claims each

@@ -1,9 +1,21 @@
-//! The core's moves of held entries besides the advance's: the entries of the tick after a
-//! deadline passed mid-tick, taken with its batch ([`Core::take_due_by`]), and a held entry put
-//! back for the next round ([`Core::set_aside`]). The module docs of `core.rs`, "Passed deadlines
-//! mid-tick" and "Set aside". Beside them, the tick of the next work ([`Core::next_work`]), which
-//! a passed deadline on an overdue list may put before the queue's head, and an offer due at once
-//! that flushes nothing ([`Core::offer_nothing_at`]).
+//! The core's moves of held entries besides the advance's: the entries of the tick after a deadline
+//! passed mid-tick, taken with its batch ([`Core::take_due_by`]), and a held entry put back for the
+//! next round ([`Core::set_aside`]). The module docs of `core.rs`, "Passed deadlines mid-tick", and
+//! "Set aside" below. Beside them, the tick of the next work ([`Core::next_work`]), which a passed
+//! deadline on an overdue list may put before the queue's head, and an offer due at once that
+//! flushes nothing ([`Core::offer_nothing_at`]).
+//!
+//! **Set aside.** [`Core::set_aside`] puts a held entry back, pending, for the next advance (the
+//! drive waker's closures, `timer/advance.rs`): under its shard's lock the wheel files it by its
+//! deadline from its time (a passed one on the overdue list), and what that reports is offered with
+//! [`DelayQueue::offer_next`](crate::delay_queue::DelayQueue::offer_next) after the link and the
+//! unlock, so the round under way leaves it and the next takes it (but for entries the filing moves
+//! from a bucket behind the time, offered for the round under way: `core.rs`, "Rounds"). Offered before the
+//! link, an advance could pop the offer and drain the overdue list before the entry is on it, and
+//! the offer the link then owes is never made: the seeded fault
+//! `shard_core_set_aside_offered_before_link`, which the loom model
+//! `shard_core::a_set_aside_racing_the_poll_is_taken_by_the_next_advance` catches. A cancel after
+//! it takes the entry, a reset moves it.
 
 use super::{faults, BucketCode, Bucketed, Core, Due, Extra, Merge, Offers};
 use crate::deadline::Deadline;

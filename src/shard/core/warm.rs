@@ -18,7 +18,7 @@
 use super::{Bucketed, Core, Extra};
 
 /// The most buckets warmed at once (shards with a bucket due at the same tick).
-const BUCKETS: usize = 8;
+const BUCKETS: usize = 64;
 
 /// The most entries read by one warming, over its buckets.
 pub(crate) const MOST: usize = 1024;

@@ -66,3 +66,49 @@ fn probe_a_hundred_ticks_of_six_hundred_entries() {
     }
     assert_eq!(fired, n as usize);
 }
+
+/// A probe of what warming saves, not a check of speed (docs/benchmarks.md, "Warming the next
+/// tick"): a million entries at random exact deadlines over 1,000 ticks of 1 ms, scheduled from
+/// 16 threads into 16 shards; then each tick advanced and claimed in turn, its advance timed,
+/// first cold, then on a second `Core` built alike, each tick warmed before. Prints the
+/// advance's median and 90th percentile per tick.
+#[test]
+#[ignore]
+fn probe_the_advance_of_a_million_entries_cold_and_warmed() {
+    use std::time::Instant;
+    const THREADS: usize = 16;
+    const PER_THREAD: u32 = 62_500;
+    let ticks = 1_000u64;
+    for warm in [false, true] {
+        let core = std::sync::Arc::new(Core::<u32>::new(THREADS));
+        let fractions = crate::deadline::Fractions::new(1_000_000).expect("1 ms ticks");
+        let threads: Vec<_> = (0..THREADS as u32)
+            .map(|t| {
+                let core = std::sync::Arc::clone(&core);
+                std::thread::spawn(move || {
+                    let mut rng = crate::test_rng::XorShift::new(u64::from(t) + 7);
+                    for i in 0..PER_THREAD {
+                        let tick = 1 + rng.next() % ticks;
+                        let word = fractions.deadline(tick, rng.next() % 1_000_000).expect("exact");
+                        let stamp = u64::from(t * PER_THREAD + i) + 1;
+                        core.schedule(word, stamp, i).unwrap_or_else(|_| panic!("refused"));
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|thread| thread.join().expect("scheduled"));
+        let (mut out, mut merge, mut fired, mut times) = (Vec::new(), Merge::default(), 0, Vec::new());
+        for tick in 1..=ticks {
+            if warm {
+                core.warm_next(tick - 1, None);
+            }
+            let started = Instant::now();
+            core.advance(tick, u64::MAX, &mut out, &mut merge);
+            times.push(started.elapsed().as_micros());
+            fired += out.drain(..).filter(|due| core.claim(due).is_some()).count();
+        }
+        assert_eq!(fired, THREADS * PER_THREAD as usize);
+        times.sort_unstable();
+        eprintln!("warmed {warm}: advance of a tick, median {} us, p90 {} us", times[500], times[900]);
+    }
+}

@@ -10,7 +10,9 @@
 //! level 0 stay in their bucket (a level-1 bucket spans 512 ticks at the default size) and touch
 //! no neighbour's slot. The entry keeps its place in the list, not the tail a relink would give
 //! it: a bucket's batch is sorted by deadline and stamp when it fires, so its list order orders
-//! nothing.
+//! nothing, but in the one list whose order the wheel keeps, the level-0 list of a tick sorted for
+//! the takes beside a passed deadline (`sorted_run.rs`): an entry of its sorted run is unlinked
+//! and relinked at the tail, as a move elsewhere is.
 //!
 //! **Elsewhere**, the entry is unlinked and filed as an insert files it, from the time: its new
 //! bucket (offered if that sets the bucket's round) or the overdue list.
