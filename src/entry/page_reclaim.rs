@@ -60,6 +60,9 @@
 //! Lock order: the round's lock, then one list's lock (or the page count's, or the source's); a
 //! take or a free never takes the round's lock.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use std::ptr::NonNull;
 
 use crate::entry::free_lists::FreeLists;
