@@ -232,6 +232,21 @@ impl Levels {
     #[inline]
     pub(super) fn bucket(&mut self, level: usize, slot: usize) -> &mut Bucket {
         debug_assert!(slot < self.wheel_size);
+        let index = slot >> CHUNK_BITS;
+        let written =
+            self.levels.get(level).and_then(|chunks| chunks.get(index)).is_some_and(Option::is_some);
+        if !written || fault!("shard_core_level_recreated") {
+            return self.bucket_created(level, slot);
+        }
+        let chunk = self.levels[level][index].as_mut().expect("a written chunk");
+        &mut chunk[slot & (CHUNK - 1)]
+    }
+
+    /// [`bucket`](Levels::bucket) when its level or chunk is not written yet (or under the fault
+    /// that recreates a level): creates them.
+    #[cold]
+    #[inline(never)]
+    fn bucket_created(&mut self, level: usize, slot: usize) -> &mut Bucket {
         if level >= self.levels.len() {
             self.add_levels(level);
         }
