@@ -51,6 +51,12 @@ impl CoreExtra<Payload> for Extra {
     fn counts(payload: &Payload) -> bool {
         payload.is_counted()
     }
+
+    /// A closure in a block of the task slab: its bytes fetched into the cache.
+    #[inline]
+    fn warm(payload: &Payload) {
+        payload.prefetch();
+    }
 }
 
 /// Counts beside the core's totals, shared with the executor threads.

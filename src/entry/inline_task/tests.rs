@@ -441,3 +441,50 @@ fn many_tasks_in_a_vec() {
     assert_eq!(load(&runs), 500, "dropped tasks never ran");
     assert_eq!(Arc::strong_count(&runs), 1);
 }
+
+/// A prefetch leaves every kind of task as it was: each runs once with the bytes it captured.
+#[test]
+fn a_prefetched_task_runs_once_with_its_captures() {
+    let ran = counter();
+    let words = [7u64, 11, 13, 17, 19, 23, 29, 31];
+    let tasks: Vec<(InlineTask, u64)> = vec![
+        (
+            InlineTask::new({
+                let ran = ran.clone();
+                move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }
+            }),
+            0,
+        ),
+        (
+            InlineTask::new({
+                let ran = ran.clone();
+                move || {
+                    ran.fetch_add(words.iter().sum::<u64>() as usize, Ordering::SeqCst);
+                }
+            }),
+            150,
+        ),
+        (
+            InlineTask::new({
+                let ran = ran.clone();
+                let big = [5u64; 600];
+                move || {
+                    ran.fetch_add(big.iter().sum::<u64>() as usize, Ordering::SeqCst);
+                }
+            }),
+            3_000,
+        ),
+    ];
+    assert!(matches!(tasks[1].0.storage(), Storage::Block(_)), "64 bytes of words and an Arc: a block");
+    assert_eq!(tasks[2].0.storage(), Storage::Boxed);
+    let mut expected = 0;
+    for (task, adds) in tasks {
+        task.prefetch();
+        task.prefetch();
+        task.run();
+        expected += if adds == 0 { 1 } else { adds as usize };
+        assert_eq!(load(&ran), expected);
+    }
+}

@@ -44,6 +44,13 @@ pub trait Extra<P>: Default + Send + 'static {
         let _ = payload;
         true
     }
+
+    /// Warms what `payload` points to, beyond its slot, for the driver's walk of the next tick's
+    /// entries (`warm.rs`): nothing unless the caller says otherwise.
+    #[inline]
+    fn warm(payload: &P) {
+        let _ = payload;
+    }
 }
 
 impl<P> Extra<P> for () {}

@@ -34,7 +34,7 @@ impl<P: Send + 'static, X: Extra<P>> Core<P, X> {
         let mut read = 0;
         for (expiration, Bucketed { shard, bucket }) in heads {
             let mut guard = self.shards[usize::from(shard)].lock();
-            read += guard.state().wheel.warm(bucket, expiration, MOST - read);
+            read += guard.state().wheel.warm(bucket, expiration, MOST - read, X::warm);
             drop(guard);
             if read >= MOST {
                 break;

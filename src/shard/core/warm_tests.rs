@@ -40,6 +40,29 @@ fn warming_reads_at_most_its_bound_and_the_flush_takes_every_entry() {
     assert_eq!(advance(&core, 2), (0..n).collect::<Vec<_>>());
 }
 
+/// Payloads of `u64`, each warmed counted into `WARMED` (by its value).
+#[derive(Default)]
+struct Counting;
+
+static WARMED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl super::super::Extra<u64> for Counting {
+    fn warm(payload: &u64) {
+        WARMED.fetch_add(*payload, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn warming_touches_the_payload_of_each_entry_it_reads() {
+    let core = Core::<u64, Counting>::with_extra(1, 64);
+    for (stamp, payload) in [(1, 1u64), (2, 10), (3, 100)] {
+        core.schedule(crate::deadline::Deadline::at_tick(2 + u64::from(payload == 100)), stamp, payload)
+            .unwrap_or_else(|_| panic!("refused"));
+    }
+    assert_eq!(core.warm_next(1, None), Some((2, 2)));
+    assert_eq!(WARMED.load(std::sync::atomic::Ordering::Relaxed), 11, "tick 2's two payloads, not tick 3's");
+}
+
 /// A probe for callgrind, not a check of speed (docs/benchmarks.md, "The batch's sort"): 60,000
 /// entries at random exact deadlines over 100 ticks of 1 ms, each tick warmed, advanced and
 /// claimed in turn; every entry fires once.

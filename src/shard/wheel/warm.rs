@@ -7,8 +7,9 @@ use super::{BucketCode, Wheel};
 
 impl<P> Wheel<P> {
     /// Reads the slots of at most `most` entries of `bucket`'s list, if `expiration` is its round
-    /// and it is not split (a split bucket's round is a visit of its stages): the entries read.
-    pub(crate) fn warm(&self, bucket: BucketCode, expiration: u64, most: usize) -> usize {
+    /// and it is not split (a split bucket's round is a visit of its stages), and runs `touch` on
+    /// each one's payload (what it points to, warmed too): the entries read.
+    pub(crate) fn warm(&self, bucket: BucketCode, expiration: u64, most: usize, touch: impl Fn(&P)) -> usize {
         if bucket == BucketCode::OVERDUE || bucket.as_visit().is_some() {
             return 0;
         }
@@ -20,7 +21,10 @@ impl<P> Wheel<P> {
         let (mut at, mut read, mut sum) = (b.list.head, 0, 0u64);
         while at != NIL && read < most {
             let slot = self.slab.slot(at);
-            sum = sum.wrapping_add(slot.entry.as_ref().map_or(0, |entry| entry.when.tick()));
+            if let Some(entry) = &slot.entry {
+                sum = sum.wrapping_add(entry.when.tick());
+                touch(&entry.payload);
+            }
             at = slot.next;
             read += 1;
         }
