@@ -304,13 +304,13 @@ impl Deadline {
 }
 
 /// Sorts `batch` by deadline, and equal deadlines by `stamp` (see "Ties" below; `spare` and
-/// `counts` are buffers the caller keeps, to avoid an allocation per batch). A batch the driver fires is normally one
-/// tick's tasks, which differ only in their place within the tick: those are put in order by
-/// counting them into buckets of that place (two passes, stable), as many buckets as the batch has
-/// entries, rounded up to a power of two (256 to 4,096: the top 8 to 12 bits of a word's
-/// fraction), so that a bucket holds about one task and few words or stamps are compared. A batch
-/// that spans ticks (a late driver catching up) is sorted by comparison, and so is one of fewer
-/// than [`COUNTING_SORT_MIN`] tasks.
+/// `counts` are buffers the caller keeps, to avoid an allocation per batch). A batch the driver
+/// fires is normally one tick's tasks, which differ only in their place within the tick: those are
+/// put in order by counting them into buckets of that place (two passes, stable), as many buckets
+/// as the batch has entries, rounded up to a power of two (256 to 4,096: the top 8 to 12 bits of a
+/// word's fraction), so that a bucket holds about one task and few words or stamps are compared. A
+/// batch that spans ticks (a late driver catching up) is sorted by comparison, and so is one of
+/// fewer than [`COUNTING_SORT_MIN`] tasks.
 ///
 /// **Ties.** Tasks due at the same instant fire in the order they were scheduled. The order in
 /// which a visit found them is not that order: a task filed in a coarser level long ago is

@@ -10,14 +10,14 @@
 //! ## Storage
 //!
 //! A class hands out blocks from pages of [`BLOCKS_PER_PAGE`] blocks (4, 8 or 16 KiB) of mapped
-//! memory (a `PageSource`, `os.rs`), taken when its free lists run dry and never moved; a page whose
-//! blocks are all free again is freed by a shrink, in steps ([`TaskSlab::shrink_step`],
-//! `page_reclaim.rs`), else kept while the slab lives. Free blocks travel through a thread's cache and the free lists of their
-//! class (`block_cache.rs`, `free_lists.rs`): a block given back on a thread that schedules is its
-//! next one taken, with no lock; one freed by the driver after a fire goes to the driver's stripe
-//! and comes back to a scheduling thread a batch at a time through the pool, so no block is handed
-//! from thread to thread one by one and no `free` of another thread's allocation is ever made
-//! (glibc's cross-thread frees are what boxing a task costs the driver).
+//! memory (a `PageSource`, `os.rs`), taken when its free lists run dry and never moved; a page
+//! whose blocks are all free again is freed by a shrink, in steps ([`TaskSlab::shrink_step`],
+//! `page_reclaim.rs`), else kept while the slab lives. Free blocks travel through a thread's cache
+//! and the free lists of their class (`block_cache.rs`, `free_lists.rs`): a block given back on a
+//! thread that schedules is its next one taken, with no lock; one freed by the driver after a fire
+//! goes to the driver's stripe and comes back to a scheduling thread a batch at a time through the
+//! pool, so no block is handed from thread to thread one by one and no `free` of another thread's
+//! allocation is ever made (glibc's cross-thread frees are what boxing a task costs the driver).
 //!
 //! ## Ownership and lifetime
 //!

@@ -296,7 +296,6 @@ impl Drop for GiveBack {
     }
 }
 
-/// The per-type parts: the inline decision, moving the `F` out, and (for a closure) the vtable.
 /// Prefetches the cache lines of `bytes` at `at` (x86-64; elsewhere nothing).
 #[inline]
 fn prefetch_lines(at: *const u8, bytes: usize) {
@@ -314,6 +313,7 @@ fn prefetch_lines(at: *const u8, bytes: usize) {
     let _ = (at, bytes);
 }
 
+/// The per-type parts: the inline decision, moving the `F` out, and (for a closure) the vtable.
 struct Erased<F>(PhantomData<F>);
 
 impl<F: Send + 'static> Erased<F> {
